@@ -1,0 +1,58 @@
+/* include/corral/util.h: ownership helpers (scoped free/close), error
+ * conventions and small utilities shared by policy/ and tracer/. */
+#ifndef CORRAL_UTIL_H
+#define CORRAL_UTIL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Internal functions return 0 or -errno. Cleanup paths save errno. */
+
+static inline void cr_freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void cr_closep(const int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+/* Scoped ownership: the pointer is freed / the fd closed when the variable
+ * goes out of scope, unless ownership is handed on with cr_steal_*(). */
+#define cr_autofree __attribute__((cleanup(cr_freep)))
+#define cr_autoclose __attribute__((cleanup(cr_closep)))
+
+static inline void *cr_steal_ptr_(void *pp)
+{
+	void **p = pp;
+	void *v = *p;
+	*p = NULL;
+	return v;
+}
+#define cr_steal_ptr(pp) \
+	((__typeof__(*(pp)))cr_steal_ptr_((void *)(pp)))
+
+static inline int cr_steal_fd(int *fd)
+{
+	int v = *fd;
+	*fd = -1;
+	return v;
+}
+
+#define CR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Bounded formatting into an error buffer; never fails, always terminates. */
+void cr_errf(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Read a whole file (at most max bytes) into a NUL-terminated buffer. */
+int cr_read_file(const char *path, size_t max, char **out, size_t *outlen);
+
+#endif

@@ -1,0 +1,105 @@
+/* tracer/capture.c: reads the program's stdout and stderr pipes, bounded by
+ * the output budget: capture stops at the bound, then the rest is discarded. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "tracer.h"
+
+/* Past the bound, this much more is read and thrown away (per stream) so a
+ * program that overshoots a little still finishes normally; beyond it the
+ * stream is closed and the writer gets EPIPE/SIGPIPE, as under `| head`.
+ * Without that, a flood such as `yes` would hold its slot until the wall
+ * limit. The allowance is the budget itself, at least 1 MiB. */
+#define CR_DISCARD_MIN (1u << 20)
+
+void cr_stream_init(struct cr_stream *s, int fd, int echo_fd)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->echo_fd = echo_fd;
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+}
+
+void cr_stream_close(struct cr_stream *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);	/* also leaves the epoll set */
+	s->fd = -1;
+}
+
+static void echo(struct cr_stream *s, const char *p, size_t n)
+{
+	while (n && s->echo_fd >= 0) {
+		ssize_t w = write(s->echo_fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			s->echo_fd = -1;	/* our reader went away */
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static int keep(struct cr_run *run, struct cr_stream *s, const char *p,
+		size_t n)
+{
+	uint64_t limit = run->cfg->limits.v[CR_LIM_OUTPUT];
+	uint64_t used = run->out.len + run->err.len;
+	size_t room = used >= limit ? 0 : (size_t)(limit - used);
+	size_t take = n < room ? n : room;
+
+	if (take) {
+		char *nb = realloc(s->buf, s->len + take);
+
+		if (!nb)
+			return -ENOMEM;
+		s->buf = nb;
+		memcpy(s->buf + s->len, p, take);
+		s->len += take;
+		echo(s, p, take);
+	}
+	if (take < n) {
+		s->truncated = true;
+		s->discarded += n - take;
+	}
+	return 0;
+}
+
+bool cr_stream_pump(struct cr_run *run, struct cr_stream *s)
+{
+	uint64_t allowance = run->cfg->limits.v[CR_LIM_OUTPUT];
+	char chunk[65536];
+
+	if (allowance < CR_DISCARD_MIN)
+		allowance = CR_DISCARD_MIN;
+	/* A bounded number of reads per wake-up, so a flooding stream cannot
+	 * starve the notifications and signals behind it. */
+	for (int i = 0; i < 16 && s->fd >= 0; i++) {
+		ssize_t n = read(s->fd, chunk, sizeof(chunk));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0) {
+			cr_stream_close(s);
+			return false;
+		}
+		s->total += (uint64_t)n;
+		if (keep(run, s, chunk, (size_t)n) < 0) {
+			cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+				   "out of memory capturing output");
+			return true;
+		}
+		if (s->discarded > allowance) {
+			cr_stream_close(s);
+			return false;
+		}
+	}
+	return s->fd >= 0;
+}

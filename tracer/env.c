@@ -1,0 +1,125 @@
+/* tracer/env.c: builds the program's environment from nothing: the class's
+ * variable names, the request's and --env's settings, HOME and TMPDIR. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tracer.h"
+
+#define CR_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+struct envb {
+	char **v;
+	size_t n;
+};
+
+/* Set NAME=VALUE, replacing an earlier setting of NAME. */
+static int env_set(struct envb *b, const char *name, size_t nlen,
+		   const char *value)
+{
+	char *kv;
+
+	if (asprintf(&kv, "%.*s=%s", (int)nlen, name, value) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->n; i++)
+		if (!strncmp(b->v[i], kv, nlen + 1)) {
+			free(b->v[i]);
+			b->v[i] = kv;
+			return 0;
+		}
+	{
+		char **nv = realloc(b->v, (b->n + 2) * sizeof(*nv));
+
+		if (!nv) {
+			free(kv);
+			return -ENOMEM;
+		}
+		b->v = nv;
+	}
+	b->v[b->n++] = kv;
+	b->v[b->n] = NULL;
+	return 0;
+}
+
+/* Secrets belong in a broker, not in the sandbox's environment: say so when
+ * the operator passes one anyway. */
+static void warn_secret(const char *name, size_t nlen)
+{
+	static const char *const pats[] = { "*TOKEN*", "*KEY*", "*SECRET*",
+					    "*PASSWORD*", "*PASSWD*",
+					    "*CREDENTIAL*", "AWS_*" };
+	char n[256];
+
+	snprintf(n, sizeof(n), "%.*s", (int)nlen, name);
+	for (size_t i = 0; i < CR_ARRAY_SIZE(pats); i++)
+		if (!fnmatch(pats[i], n, FNM_CASEFOLD)) {
+			fprintf(stderr,
+				"corral: warning: --env %s looks like a secret; the sandboxed program can read and send it. Prefer a broker outside the sandbox.\n",
+				n);
+			return;
+		}
+}
+
+int cr_env_build(struct cr_run_config *cfg, char **env_args, size_t nenv)
+{
+	struct envb b = { 0 };
+	int rc = 0;
+
+	b.v = calloc(1, sizeof(*b.v));
+	if (!b.v)
+		return -ENOMEM;
+	for (size_t i = 0; !rc && i < cfg->cls->env.n; i++) {
+		const char *name = cfg->cls->env.v[i];
+		const char *val = getenv(name);
+
+		if (val)
+			rc = env_set(&b, name, strlen(name), val);
+	}
+	for (size_t i = 0; !rc && cfg->req && i < cfg->req->nenv; i++)
+		rc = env_set(&b, cfg->req->env[i].name,
+			     strlen(cfg->req->env[i].name),
+			     cfg->req->env[i].value);
+	for (size_t i = 0; !rc && i < nenv; i++) {
+		const char *arg = env_args[i];
+		const char *eq = strchr(arg, '=');
+		size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+
+		if (!nlen) {
+			fprintf(stderr, "corral: --env %s: empty name\n", arg);
+			rc = -EINVAL;
+			break;
+		}
+		warn_secret(arg, nlen);
+		if (eq) {
+			rc = env_set(&b, arg, nlen, eq + 1);
+		} else {
+			const char *val = getenv(arg);
+
+			if (val)
+				rc = env_set(&b, arg, nlen, val);
+		}
+	}
+	/* Home and temporary files live in the workspace, never in the
+	 * user's home or the shared /tmp. */
+	if (!rc)
+		rc = env_set(&b, "HOME", 4, cfg->workspace);
+	if (!rc)
+		rc = env_set(&b, "TMPDIR", 6, cfg->workspace);
+	if (!rc) {
+		bool has_path = false;
+
+		for (size_t i = 0; i < b.n; i++)
+			has_path |= !strncmp(b.v[i], "PATH=", 5);
+		if (!has_path)
+			rc = env_set(&b, "PATH", 4, CR_DEFAULT_PATH);
+	}
+	if (rc) {
+		for (size_t i = 0; i < b.n; i++)
+			free(b.v[i]);
+		free(b.v);
+		return rc;
+	}
+	cfg->envp = b.v;
+	return 0;
+}

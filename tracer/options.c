@@ -1,0 +1,343 @@
+/* tracer/options.c: parses `corral run` options and the request document into
+ * one run configuration; every bad input is an error that names itself. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tracer.h"
+
+enum {
+	OPT_POLICY = 256, OPT_CLASS, OPT_RO, OPT_RW, OPT_EXEC, OPT_ALLOW_NET,
+	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
+	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP,
+};
+
+static const struct option longopts[] = {
+	{ "workspace", required_argument, NULL, 'w' },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "class", required_argument, NULL, OPT_CLASS },
+	{ "ro", required_argument, NULL, OPT_RO },
+	{ "rw", required_argument, NULL, OPT_RW },
+	{ "exec", required_argument, NULL, OPT_EXEC },
+	{ "allow-net", required_argument, NULL, OPT_ALLOW_NET },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "env", required_argument, NULL, OPT_ENV },
+	{ "input", required_argument, NULL, OPT_INPUT },
+	{ "output", required_argument, NULL, OPT_OUTPUT },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "result", required_argument, NULL, OPT_RESULT },
+	{ "audit", required_argument, NULL, OPT_AUDIT },
+	{ "id", required_argument, NULL, OPT_ID },
+	{ "request", required_argument, NULL, OPT_REQUEST },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char usage[] =
+	"usage: corral run [OPTIONS] -- COMMAND [ARG...]\n"
+	"       corral run --request FILE [OPTIONS]\n"
+	"options: -w/--workspace DIR, --policy FILE, --class NAME,\n"
+	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST,\n"
+	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
+	"  --output GLOB, --output-dir DIR, --json, --result FILE,\n"
+	"  --audit FILE, --id ID, --request FILE\n";
+
+static int push(struct cr_strlist *l, const char *s)
+{
+	char **nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	l->v = nv;
+	l->v[l->n] = strdup(s);
+	if (!l->v[l->n])
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
+static void strlist_free(struct cr_strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+#define bad(err, len, ...) (cr_errf(err, len, __VA_ARGS__), -EINVAL)
+
+/* Parsed options that the run configuration does not keep verbatim. */
+struct cr_cli {
+	const char *workspace;
+	const char *request_file;
+	const char *class_name;
+	const char *id;
+	struct cr_strlist limits;	/* NAME=VALUE */
+	struct cr_strlist envs;		/* NAME[=VALUE] */
+	bool unsupported;
+};
+
+static int load_request(struct cr_run_config *cfg, const char *file,
+			char *err, size_t errlen)
+{
+	cr_autofree char *text = NULL;
+	size_t len;
+	int rc = cr_read_file(file, 1u << 20, &text, &len);
+
+	if (rc) {
+		cr_errf(err, errlen, "%s: cannot read: %s", file, strerror(-rc));
+		return -EINVAL;
+	}
+	return cr_request_parse(text, len, file, &cfg->req, err, errlen);
+}
+
+static int load_policy(struct cr_run_config *cfg, char *err, size_t errlen)
+{
+	cr_autofree char *text = NULL;
+	size_t len;
+	int rc;
+
+	if (!cfg->policy_file)
+		return cr_policy_parse(cr_default_policy_json,
+				       strlen(cr_default_policy_json),
+				       "policy/default.json", &cfg->policy,
+				       err, errlen);
+	rc = cr_read_file(cfg->policy_file, 1u << 20, &text, &len);
+	if (rc) {
+		cr_errf(err, errlen, "%s: cannot read: %s", cfg->policy_file,
+			strerror(-rc));
+		return -EINVAL;
+	}
+	return cr_policy_parse(text, len, cfg->policy_file, &cfg->policy, err,
+			       errlen);
+}
+
+static int apply_limit(struct cr_run_config *cfg, const char *arg, char *err,
+		       size_t errlen)
+{
+	char name[32];
+	const char *eq = strchr(arg, '=');
+	uint64_t v;
+	int id, rc;
+
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(name))
+		return bad(err, errlen, "--limit %s: expected NAME=VALUE", arg);
+	memcpy(name, arg, (size_t)(eq - arg));
+	name[eq - arg] = 0;
+	id = cr_limit_lookup(name);
+	if (id < 0)
+		return bad(err, errlen,
+			   "--limit %s: unknown budget (cpu, memory, wall, processes, output, disk, files, net-bytes, net-connections, net-conn-time)",
+			   name);
+	rc = cr_limit_parse_value((enum cr_limit_id)id, eq + 1, &v, err, errlen);
+	if (rc) {
+		char inner[256];
+
+		snprintf(inner, sizeof(inner), "%s", err);
+		cr_errf(err, errlen, "--limit %s: %s", arg, inner);
+		return -EINVAL;
+	}
+	cfg->limits.v[id] = v;
+	return 0;
+}
+
+static int check_root(const char *opt, const char *path, char *err,
+		      size_t errlen)
+{
+	if (path[0] != '/') {
+		cr_errf(err, errlen, "%s %s: must be an absolute path", opt, path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Returns 0 when the run may start, -EINVAL for a usage or document error
+ * (exit 125) and -EPERM when the request asks more than its class (126).
+ */
+int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
+		    char *err, size_t errlen, char ***env_args, size_t *nenv,
+		    const char **workspace)
+{
+	struct cr_cli cli = { 0 };
+	const char *class_name;
+	int c, rc = 0;
+
+	optind = 1;
+	opterr = 0;
+	/* '+': stop at the first non-option, the command is the program's. */
+	while ((c = getopt_long(argc, argv, "+w:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'w': cli.workspace = optarg; break;
+		case OPT_POLICY: cfg->policy_file = optarg; break;
+		case OPT_CLASS: cli.class_name = optarg; break;
+		case OPT_RO:
+			rc = check_root("--ro", optarg, err, errlen);
+			if (!rc)
+				rc = push(&cfg->extra_ro, optarg);
+			break;
+		case OPT_RW:
+			rc = check_root("--rw", optarg, err, errlen);
+			if (!rc)
+				rc = push(&cfg->extra_rw, optarg);
+			break;
+		case OPT_EXEC:
+			rc = check_root("--exec", optarg, err, errlen);
+			if (!rc)
+				rc = push(&cfg->extra_exec, optarg);
+			break;
+		case OPT_ALLOW_NET:
+			rc = cr_net_dest_validate(optarg, err, errlen);
+			if (!rc)
+				rc = push(&cfg->allow_net, optarg);
+			break;
+		case OPT_LIMIT: rc = push(&cli.limits, optarg); break;
+		case OPT_ENV: rc = push(&cli.envs, optarg); break;
+		case OPT_INPUT:
+		case OPT_OUTPUT:
+		case OPT_OUTPUT_DIR:
+			cli.unsupported = true;
+			break;
+		case OPT_JSON: cfg->json = true; break;
+		case OPT_RESULT: cfg->result_file = optarg; break;
+		case OPT_AUDIT: cfg->audit_file = optarg; break;
+		case OPT_ID: cli.id = optarg; break;
+		case OPT_REQUEST: cli.request_file = optarg; break;
+		case OPT_HELP:
+			fputs(usage, stdout);
+			rc = -ECANCELED;
+			break;
+		default:
+			cr_errf(err, errlen, "unknown or incomplete option %s\n%s",
+				argv[optind - 1], usage);
+			rc = -EINVAL;
+			break;
+		}
+		if (rc)
+			goto out;
+	}
+	if (cli.unsupported) {
+		cr_errf(err, errlen,
+			"--input, --output and --output-dir are not yet supported by this version of corral");
+		rc = -EINVAL;
+		goto out;
+	}
+
+	rc = load_policy(cfg, err, errlen);
+	if (rc)
+		goto out;
+	if (cli.request_file) {
+		rc = load_request(cfg, cli.request_file, err, errlen);
+		if (rc)
+			goto out;
+		if (optind < argc) {
+			cr_errf(err, errlen,
+				"give the command either after -- or in the request, not both");
+			rc = -EINVAL;
+			goto out;
+		}
+		if (cfg->req->ninputs || cfg->req->outputs.n) {
+			cr_errf(err, errlen,
+				"%s: inputs and outputs are not yet supported by this version of corral",
+				cli.request_file);
+			rc = -EINVAL;
+			goto out;
+		}
+		cfg->argv = cfg->req->command;
+		cfg->cwd = cfg->req->cwd;
+		if (cfg->req->stdin_text) {
+			cfg->stdin_text = cfg->req->stdin_text;
+			cfg->stdin_len = cfg->req->stdin_len;
+		}
+	} else {
+		if (optind >= argc) {
+			cr_errf(err, errlen, "no command given\n%s", usage);
+			rc = -EINVAL;
+			goto out;
+		}
+		cfg->argv = &argv[optind];
+	}
+
+	class_name = cli.class_name ? cli.class_name :
+		     cfg->req && cfg->req->class_name ? cfg->req->class_name :
+		     "default";
+	cfg->cls = cr_policy_class(cfg->policy, class_name);
+	if (!cfg->cls) {
+		cr_errf(err, errlen, "%s: no class \"%s\" in the policy",
+			cfg->policy_file ? cfg->policy_file : "policy/default.json",
+			class_name);
+		rc = -EINVAL;
+		goto out;
+	}
+	cfg->limits = cfg->cls->limits;
+
+	if (cli.id && !cr_task_id_valid(cli.id)) {
+		cr_errf(err, errlen,
+			"--id %s: ids are 1-64 characters of [A-Za-z0-9._-], not starting with . or -",
+			cli.id);
+		rc = -EINVAL;
+		goto out;
+	}
+	cfg->task_id = strdup(cli.id ? cli.id :
+			      cfg->req && cfg->req->id ? cfg->req->id : "");
+	if (!cfg->task_id) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (!cfg->task_id[0]) {
+		free(cfg->task_id);
+		cfg->task_id = cr_task_id_new();
+		if (!cfg->task_id) {
+			cr_errf(err, errlen, "cannot make a task id");
+			rc = -EIO;
+			goto out;
+		}
+	}
+
+	/* The operator's --limit may set any value; the request (the agent's
+	 * data) may only narrow the class. */
+	for (size_t i = 0; i < cli.limits.n; i++) {
+		rc = apply_limit(cfg, cli.limits.v[i], err, errlen);
+		if (rc)
+			goto out;
+	}
+	if (cfg->req) {
+		rc = cr_request_narrows(cfg->req, cfg->cls, err, errlen);
+		if (rc)
+			goto out;
+		for (int i = 0; i < CR_LIM__COUNT; i++)
+			if ((cfg->req->limits_set & (1u << i)) &&
+			    cfg->req->limits.v[i] < cfg->limits.v[i])
+				cfg->limits.v[i] = cfg->req->limits.v[i];
+	}
+	*env_args = cli.envs.v;
+	*nenv = cli.envs.n;
+	cli.envs.v = NULL;
+	cli.envs.n = 0;
+	*workspace = cli.workspace;
+out:
+	strlist_free(&cli.limits);
+	strlist_free(&cli.envs);
+	return rc;
+}
+
+void cr_config_free(struct cr_run_config *cfg)
+{
+	cr_policy_free(cfg->policy);
+	cr_request_free(cfg->req);
+	free(cfg->task_id);
+	free(cfg->workspace);
+	if (cfg->envp) {
+		for (char **e = cfg->envp; *e; e++)
+			free(*e);
+		free(cfg->envp);
+	}
+	strlist_free(&cfg->extra_ro);
+	strlist_free(&cfg->extra_rw);
+	strlist_free(&cfg->extra_exec);
+	strlist_free(&cfg->allow_net);
+	memset(cfg, 0, sizeof(*cfg));
+}

@@ -1,0 +1,292 @@
+/* tracer/result.c: turns the ended run into the contract's result object and
+ * exit status; escapes non-UTF-8 output instead of dropping it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <cJSON.h>
+
+#include "tracer.h"
+
+static const char *const status_names[CR_ST__COUNT] = {
+	[CR_ST_OK] = "ok",
+	[CR_ST_PROGRAM_ERROR] = "program_error",
+	[CR_ST_POLICY_DENIED] = "policy_denied",
+	[CR_ST_LIMIT_EXCEEDED] = "limit_exceeded",
+	[CR_ST_PLATFORM_FAILURE] = "platform_failure",
+	[CR_ST_CANCELLED] = "cancelled",
+};
+
+const char *cr_status_name(enum cr_status st)
+{
+	return st < CR_ST__COUNT ? status_names[st] : "platform_failure";
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 if it is not one:
+ * overlongs, surrogates and values past U+10FFFF are invalid. NUL counts as
+ * invalid because a C string cannot carry it. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned c = p[0];
+	size_t len;
+	unsigned cp;
+
+	if (c == 0)
+		return 0;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/* Invalid bytes become the four characters \xNN; a backslash is written as
+ * \\ only when that would otherwise be ambiguous (followed by 'x'), so plain
+ * text round-trips unchanged. */
+void cr_json_add_bytes(void *obj, const char *key, const char *buf,
+		       size_t len)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	char *s = malloc(len * 4 + 1);
+	size_t o = 0;
+
+	if (!s) {
+		cJSON_AddStringToObject(obj, key, "<out of memory>");
+		return;
+	}
+	for (size_t i = 0; i < len;) {
+		size_t l = utf8_len(p + i, len - i);
+
+		if (!l) {
+			o += (size_t)sprintf(s + o, "\\x%02x", p[i]);
+			i++;
+		} else if (p[i] == '\\' && i + 1 < len && p[i + 1] == 'x') {
+			s[o++] = '\\';
+			s[o++] = '\\';
+			i++;
+		} else {
+			memcpy(s + o, p + i, l);
+			o += l;
+			i += l;
+		}
+	}
+	s[o] = 0;
+	cJSON_AddStringToObject(obj, key, s);
+	free(s);
+}
+
+/* Settle the final status from how the run ended. */
+static void settle(struct cr_run *run, int *code)
+{
+	int st = run->exit_status;
+
+	if (run->status == CR_ST_OK) {
+		if (run->exec_errno) {
+			run->status = CR_ST_PROGRAM_ERROR;
+			*code = CR_EXIT_NOT_FOUND;
+			snprintf(run->message, sizeof(run->message),
+				 "cannot execute %s: %s", run->cfg->argv[0],
+				 strerror(run->exec_errno));
+		} else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+			*code = 0;
+			snprintf(run->message, sizeof(run->message),
+				 "the program exited with status 0");
+		} else if (WIFEXITED(st)) {
+			run->status = CR_ST_PROGRAM_ERROR;
+			*code = WEXITSTATUS(st);
+			snprintf(run->message, sizeof(run->message),
+				 "the program exited with status %d", *code);
+		} else {
+			run->status = CR_ST_PROGRAM_ERROR;
+			*code = 128 + WTERMSIG(st);
+			snprintf(run->message, sizeof(run->message),
+				 "the program was killed by SIG%s",
+				 sigabbrev_np(WTERMSIG(st)) ?: "?");
+		}
+		return;
+	}
+	switch (run->status) {
+	case CR_ST_LIMIT_EXCEEDED: *code = CR_EXIT_LIMIT; break;
+	case CR_ST_POLICY_DENIED: *code = CR_EXIT_DENIED; break;
+	case CR_ST_CANCELLED: *code = CR_EXIT_CANCELLED; break;
+	default: *code = CR_EXIT_USAGE; break;
+	}
+}
+
+static void add_u64(cJSON *o, const char *k, uint64_t v)
+{
+	cJSON_AddNumberToObject(o, k, (double)v);
+}
+
+static cJSON *build(struct cr_run *run, int code)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	cJSON *r = cJSON_CreateObject(), *u, *d, *c;
+	int st = run->exit_status;
+	bool exited = run->status == CR_ST_OK || run->status == CR_ST_PROGRAM_ERROR;
+	struct rusage ru = { 0 };
+
+	if (!r)
+		return NULL;
+	cJSON_AddNumberToObject(r, "schema", 1);
+	cJSON_AddStringToObject(r, "task_id", cfg->task_id ? cfg->task_id : "");
+	cJSON_AddStringToObject(r, "policy_version",
+				cfg->policy ? cfg->policy->version : "");
+	cJSON_AddStringToObject(r, "class", cfg->cls ? cfg->cls->name : "");
+	cJSON_AddStringToObject(r, "status", cr_status_name(run->status));
+	if (run->limit)
+		cJSON_AddStringToObject(r, "limit", run->limit);
+	else
+		cJSON_AddNullToObject(r, "limit");
+	if (exited && run->have_exit && !run->exec_errno && WIFEXITED(st))
+		cJSON_AddNumberToObject(r, "exit_code", WEXITSTATUS(st));
+	else if (exited && run->exec_errno)
+		cJSON_AddNumberToObject(r, "exit_code", code);
+	else
+		cJSON_AddNullToObject(r, "exit_code");
+	if (exited && run->have_exit && WIFSIGNALED(st)) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "SIG%s",
+			 sigabbrev_np(WTERMSIG(st)) ?: "UNKNOWN");
+		cJSON_AddStringToObject(r, "signal", name);
+	} else {
+		cJSON_AddNullToObject(r, "signal");
+	}
+	cr_json_add_bytes(r, "stdout", run->out.buf ? run->out.buf : "", run->out.len);
+	cr_json_add_bytes(r, "stderr", run->err.buf ? run->err.buf : "", run->err.len);
+	cJSON_AddBoolToObject(r, "stdout_truncated", run->out.truncated);
+	cJSON_AddBoolToObject(r, "stderr_truncated", run->err.truncated);
+
+	/* Every process of the run ends as a child of ours (the initial one,
+	 * or reparented to us as subreaper) or of another task of the run, so
+	 * RUSAGE_CHILDREN after the reap covers the whole tree. */
+	getrusage(RUSAGE_CHILDREN, &ru);
+	u = cJSON_AddObjectToObject(r, "usage");
+	if (u) {
+		add_u64(u, "wall_ms", run->end_ms);
+		add_u64(u, "cpu_ms",
+			(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+			(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000);
+		add_u64(u, "peak_memory_bytes", (uint64_t)ru.ru_maxrss * 1024);
+		add_u64(u, "processes", run->tasks.peak_tasks);
+		add_u64(u, "output_bytes", run->out.total + run->err.total);
+		add_u64(u, "disk_bytes", 0);
+		add_u64(u, "files", 0);
+		add_u64(u, "net_bytes", 0);
+		add_u64(u, "net_connections", 0);
+		add_u64(u, "supervisor_notifications", run->notifications);
+	}
+	d = cJSON_AddArrayToObject(r, "denials");
+	for (size_t i = 0; d && i < run->ndenials; i++) {
+		const struct cr_denial *dn = &run->denials[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o)
+			break;
+		add_u64(o, "ms", dn->ms);
+		cJSON_AddNumberToObject(o, "pid", dn->pid);
+		cJSON_AddStringToObject(o, "syscall", dn->syscall);
+		if (dn->target)
+			cr_json_add_bytes(o, "target", dn->target, strlen(dn->target));
+		else
+			cJSON_AddNullToObject(o, "target");
+		cJSON_AddStringToObject(o, "layer", dn->layer);
+		cJSON_AddStringToObject(o, "reason", dn->reason ? dn->reason : "");
+		cJSON_AddItemToArray(d, o);
+	}
+	add_u64(r, "denials_dropped", run->denials_dropped);
+	cJSON_AddArrayToObject(r, "artifacts");
+	c = cJSON_AddObjectToObject(r, "cleanup");
+	if (c) {
+		add_u64(c, "killed", run->killed);
+		add_u64(c, "leftover_processes", run->leftover);
+		cJSON_AddBoolToObject(c, "workspace_removed", run->workspace_removed);
+	}
+	cJSON_AddStringToObject(r, "message", run->message);
+	return r;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Writes the result where it was asked for and returns corral's exit code. */
+int cr_result_emit(struct cr_run *run)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	int code = CR_EXIT_USAGE;
+	cJSON *r;
+	char *text;
+
+	settle(run, &code);
+	r = build(run, code);
+	text = r ? cJSON_PrintUnformatted(r) : NULL;
+	cJSON_Delete(r);
+	if (!text) {
+		fprintf(stderr, "corral: out of memory writing the result\n");
+		return CR_EXIT_USAGE;
+	}
+	if (cfg->json) {
+		fflush(stdout);
+		if (write_all(1, text, strlen(text)) || write_all(1, "\n", 1))
+			fprintf(stderr, "corral: cannot write the result: %s\n",
+				strerror(errno));
+	} else if (run->status != CR_ST_OK &&
+		   run->status != CR_ST_PROGRAM_ERROR) {
+		fprintf(stderr, "corral: %s: %s\n", cr_status_name(run->status),
+			run->message);
+	} else if (run->exec_errno) {
+		fprintf(stderr, "corral: %s\n", run->message);
+	}
+	if (!cfg->json && run->ndenials)
+		fprintf(stderr, "corral: denied %zu call(s)%s, first: %s (%s)\n",
+			run->ndenials + (size_t)run->denials_dropped,
+			run->denials_dropped ? " (some dropped)" : "",
+			run->denials[0].syscall, run->denials[0].reason);
+	if (cfg->result_file) {
+		int fd = open(cfg->result_file,
+			      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+			      0600);
+
+		if (fd < 0 || write_all(fd, text, strlen(text)) ||
+		    write_all(fd, "\n", 1))
+			fprintf(stderr, "corral: cannot write %s: %s\n",
+				cfg->result_file, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	free(text);
+	run->exit_code = code;
+	return code;
+}

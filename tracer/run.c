@@ -1,0 +1,284 @@
+/* tracer/run.c: `corral run` from start to end: configuration, workspace,
+ * spawn, event loop, then the single cleanup path and the result. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <cJSON.h>
+
+#include "tracer.h"
+
+uint64_t cr_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cr_run_ms(const struct cr_run *run)
+{
+	return run->start_ns ? (cr_now_ns() - run->start_ns) / 1000000ull : 0;
+}
+
+void cr_run_end(struct cr_run *run, enum cr_status st, const char *limit,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	if (run->ending)
+		return;
+	run->ending = true;
+	run->status = st;
+	run->limit = limit;
+	run->end_ms = cr_run_ms(run);
+	va_start(ap, fmt);
+	vsnprintf(run->message, sizeof(run->message), fmt, ap);
+	va_end(ap);
+	if (limit) {
+		cJSON *f = cJSON_CreateObject();
+
+		if (f) {
+			cJSON_AddStringToObject(f, "limit", limit);
+			cJSON_AddNumberToObject(f, "ms", (double)run->end_ms);
+		}
+		cr_audit_event(run, "limit", f);
+	}
+}
+
+static void audit_start(struct cr_run *run)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	cJSON *f = cJSON_CreateObject(), *cmd;
+
+	if (!f)
+		return;
+	cJSON_AddStringToObject(f, "policy_version", cfg->policy->version);
+	cJSON_AddStringToObject(f, "class", cfg->cls->name);
+	cmd = cJSON_AddArrayToObject(f, "command");
+	for (char **a = cfg->argv; cmd && a && *a; a++)
+		cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
+	cJSON_AddStringToObject(f, "workspace", cfg->workspace);
+	cJSON_AddBoolToObject(f, "workspace_private", cfg->ws_private);
+	cJSON_AddItemToObject(f, "inputs", cJSON_CreateArray());
+	cr_audit_event(run, "start", f);
+}
+
+static void audit_end(struct cr_run *run)
+{
+	cJSON *f = cJSON_CreateObject();
+
+	if (f) {
+		cJSON_AddStringToObject(f, "status", cr_status_name(run->status));
+		if (run->limit)
+			cJSON_AddStringToObject(f, "limit", run->limit);
+		cJSON_AddNumberToObject(f, "exit_code", run->exit_code);
+		cJSON_AddNumberToObject(f, "wall_ms", (double)run->end_ms);
+		cJSON_AddNumberToObject(f, "denials",
+					(double)(run->ndenials + run->denials_dropped));
+	}
+	cr_audit_event(run, "exit", f);
+	f = cJSON_CreateObject();
+	if (f) {
+		cJSON_AddNumberToObject(f, "killed", (double)run->killed);
+		cJSON_AddNumberToObject(f, "leftover_processes",
+					(double)run->leftover);
+		cJSON_AddBoolToObject(f, "workspace_removed",
+				      run->workspace_removed);
+		cJSON_AddNumberToObject(f, "audit_denies_dropped",
+					run->audit_denies > 1000 ?
+					(double)(run->audit_denies - 1000) : 0);
+	}
+	cr_audit_event(run, "cleanup", f);
+}
+
+/* Signals the supervisor handles through its loop; blocked from the start so
+ * none is lost between spawn and the first epoll_wait. */
+static int setup_signals(struct cr_run *run)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	/* A closed reader of our stdout must be an error, not our death. */
+	signal(SIGPIPE, SIG_IGN);
+	run->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return run->sigfd < 0 ? -errno : 0;
+}
+
+static int setup(struct cr_run *run, struct cr_filter *filter)
+{
+	struct seccomp_notif_sizes sizes;
+	int rc;
+
+	rc = setup_signals(run);
+	if (rc)
+		return rc;
+	/* Orphans of the tree come to us, so none outlives the run unreaped
+	 * and RUSAGE_CHILDREN covers every process. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		return -errno;
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0) {
+		snprintf(run->message, sizeof(run->message),
+			 "seccomp user notification is unavailable: needs Linux 5.0+ with SECCOMP_FILTER_FLAG_NEW_LISTENER");
+		return -errno;
+	}
+	run->notif_len = sizes.seccomp_notif > sizeof(*run->notif) ?
+			 sizes.seccomp_notif : sizeof(*run->notif);
+	run->notif = calloc(1, run->notif_len);
+	if (!run->notif)
+		return -ENOMEM;
+	rc = cr_tasks_init(&run->tasks);
+	if (rc)
+		return rc;
+	run->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (run->epfd < 0)
+		return -errno;
+	rc = cr_filter_build(filter);
+	if (rc) {
+		snprintf(run->message, sizeof(run->message),
+			 "cannot build the seccomp filter: %s", strerror(-rc));
+		return rc;
+	}
+	for (size_t i = 0; i < cr_nsyscalls; i++) {
+		int nr = cr_syscalls[i].nr;
+
+		if (nr >= 0 && (size_t)nr < CR_ARRAY_SIZE(run->by_nr) &&
+		    !run->by_nr[nr])
+			run->by_nr[nr] = &cr_syscalls[i];
+	}
+	return 0;
+}
+
+static void run_free(struct cr_run *run)
+{
+	int *fds[] = { &run->listener, &run->sigfd, &run->timerfd, &run->epfd,
+		       &run->execfd, &run->stdin_fd, &run->child_pidfd };
+
+	for (size_t i = 0; i < CR_ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+	cr_stream_close(&run->out);
+	cr_stream_close(&run->err);
+	free(run->out.buf);
+	free(run->err.buf);
+	for (size_t i = 0; i < run->ndenials; i++) {
+		free(run->denials[i].target);
+		free(run->denials[i].reason);
+	}
+	cr_tasks_free(&run->tasks);
+	free(run->notif);
+	cr_audit_close(run);
+}
+
+int cr_run_main(int argc, char **argv)
+{
+	struct cr_run_config cfg = { 0 };
+	struct cr_run run = { 0 };
+	struct cr_filter filter = { 0 };
+	char err[2048] = "";
+	char **env_args = NULL;
+	size_t nenv = 0;
+	const char *ws = NULL;
+	int rc, code;
+
+	run.cfg = &cfg;
+	run.listener = run.sigfd = run.timerfd = run.epfd = run.execfd = -1;
+	run.stdin_fd = run.child_pidfd = run.audit_fd = -1;
+	run.out.fd = run.err.fd = -1;
+
+	rc = cr_options_load(argc, argv, &cfg, err, sizeof(err), &env_args,
+			     &nenv, &ws);
+	if (rc == -ECANCELED) {
+		code = 0;
+		goto out;
+	}
+	if (rc && rc != -EPERM) {
+		/* Usage and document errors: nothing has run, nothing to
+		 * clean. The message names file, line and key. */
+		fprintf(stderr, "corral: %s\n", err);
+		if (cfg.json && cfg.task_id && cfg.policy && cfg.cls) {
+			cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", err);
+			code = cr_result_emit(&run);
+		} else {
+			code = CR_EXIT_USAGE;
+		}
+		goto out;
+	}
+	if (cr_audit_open(&run) < 0) {
+		fprintf(stderr, "corral: cannot open the audit file %s: %s\n",
+			cfg.audit_file, strerror(errno));
+		code = CR_EXIT_USAGE;
+		goto out;
+	}
+	if (rc == -EPERM) {
+		/* The request asked more than its class: refused before
+		 * anything exists, and said so in the result and audit. */
+		cfg.workspace = strdup(ws ? ws : "");
+		cr_run_end(&run, CR_ST_POLICY_DENIED, NULL, "%s", err);
+		cr_deny(&run, 0, "request", NULL, "policy", err);
+		goto finish;
+	}
+
+	rc = cr_workspace_make(&cfg, ws);
+	if (rc) {
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot make the workspace %s: %s", ws ? ws : "under $TMPDIR",
+			   strerror(-rc));
+		goto finish;
+	}
+	rc = cr_env_build(&cfg, env_args, nenv);
+	if (rc) {
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot build the environment: %s", strerror(-rc));
+		goto finish;
+	}
+	rc = setup(&run, &filter);
+	if (rc) {
+		if (!run.message[0])
+			snprintf(run.message, sizeof(run.message),
+				 "cannot set up the supervisor: %s", strerror(-rc));
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", run.message);
+		goto finish;
+	}
+	audit_start(&run);
+	run.start_ns = cr_now_ns();
+	rc = cr_spawn(&run, &filter);
+	cr_filter_free(&filter);
+	if (rc) {
+		if (!run.message[0])
+			snprintf(run.message, sizeof(run.message),
+				 "cannot start the program: %s", strerror(-rc));
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", run.message);
+		goto finish;
+	}
+	cr_loop(&run);
+
+finish:
+	/* Every ending comes here: completion, limits, cancellation, denial
+	 * and platform failure take the same path in the same order. */
+	cr_cleanup(&run);
+	code = cr_result_emit(&run);
+	audit_end(&run);
+out:
+	cr_filter_free(&filter);
+	for (size_t i = 0; i < nenv; i++)
+		free(env_args[i]);
+	free(env_args);
+	run_free(&run);
+	cr_config_free(&cfg);
+	return code;
+}

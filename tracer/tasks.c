@@ -1,0 +1,340 @@
+/* tracer/tasks.c: the table of every task of the run and its ptrace state
+ * machine; the only code that calls waitpid and restarts ptrace stops. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "tracer.h"
+
+#ifndef PTRACE_LISTEN
+#define PTRACE_LISTEN 0x4208
+#endif
+
+/* ---- the table: open addressing on tid, backward-shift deletion ---- */
+
+static size_t slot_of(const struct cr_tasks *t, pid_t tid)
+{
+	return ((size_t)tid * 2654435761u) & (t->cap - 1);
+}
+
+int cr_tasks_init(struct cr_tasks *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->cap = 256;
+	t->slots = calloc(t->cap, sizeof(*t->slots));
+	return t->slots ? 0 : -ENOMEM;
+}
+
+void cr_tasks_free(struct cr_tasks *t)
+{
+	for (size_t i = 0; t->slots && i < t->cap; i++)
+		if (t->slots[i].tid && t->slots[i].pidfd >= 0)
+			close(t->slots[i].pidfd);
+	free(t->slots);
+	t->slots = NULL;
+}
+
+struct cr_task *cr_tasks_find(struct cr_tasks *t, pid_t tid)
+{
+	for (size_t i = slot_of(t, tid);; i = (i + 1) & (t->cap - 1)) {
+		if (t->slots[i].tid == tid)
+			return &t->slots[i];
+		if (!t->slots[i].tid)
+			return NULL;
+	}
+}
+
+static int grow(struct cr_tasks *t)
+{
+	struct cr_tasks bigger = { .cap = t->cap * 2 };
+
+	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
+	if (!bigger.slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		size_t j;
+
+		if (!t->slots[i].tid)
+			continue;
+		for (j = slot_of(&bigger, t->slots[i].tid); bigger.slots[j].tid;
+		     j = (j + 1) & (bigger.cap - 1))
+			;
+		bigger.slots[j] = t->slots[i];
+	}
+	free(t->slots);
+	t->slots = bigger.slots;
+	t->cap = bigger.cap;
+	return 0;
+}
+
+/* A pidfd for every thread-group leader: signals sent through it can never
+ * reach a recycled pid. pidfd_open refuses non-leaders (EINVAL), which is
+ * also how a new task is told to be a thread or a process. */
+struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid)
+{
+	struct cr_task *task = cr_tasks_find(t, tid);
+	size_t i;
+
+	if (task)
+		return task;
+	if ((t->count + 1) * 4 > t->cap * 3 && grow(t) < 0)
+		return NULL;
+	for (i = slot_of(t, tid); t->slots[i].tid; i = (i + 1) & (t->cap - 1))
+		;
+	task = &t->slots[i];
+	memset(task, 0, sizeof(*task));
+	task->tid = tid;
+	task->state = CR_TS_STARTING;
+	task->pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+	task->leader = task->pidfd >= 0;
+	t->count++;
+	if (task->leader)
+		t->leaders++;
+	if (t->count > t->peak_tasks)
+		t->peak_tasks = t->count;
+	if (t->leaders > t->peak_leaders)
+		t->peak_leaders = t->leaders;
+	return task;
+}
+
+void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
+{
+	struct cr_task *task = cr_tasks_find(t, tid);
+	size_t i, j;
+
+	if (!task)
+		return;
+	if (task->pidfd >= 0)
+		close(task->pidfd);
+	if (task->leader)
+		t->leaders--;
+	t->count--;
+	i = (size_t)(task - t->slots);
+	task->tid = 0;
+	/* Backward-shift: move later members of the probe chain up so lookups
+	 * never stop early at the hole. */
+	for (j = (i + 1) & (t->cap - 1); t->slots[j].tid;
+	     j = (j + 1) & (t->cap - 1)) {
+		size_t home = slot_of(t, t->slots[j].tid);
+
+		if (((j - home) & (t->cap - 1)) >= ((j - i) & (t->cap - 1))) {
+			t->slots[i] = t->slots[j];
+			t->slots[j].tid = 0;
+			i = j;
+		}
+	}
+}
+
+/* ---- killing ---- */
+
+void cr_task_kill(struct cr_run *run, struct cr_task *t)
+{
+	if (t->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, t->pidfd, SIGKILL, NULL, 0);
+	else
+		/* A thread: its tid cannot be recycled while it is our
+		 * unreaped tracee, and SIGKILL takes its whole group. */
+		syscall(SYS_tkill, t->tid, SIGKILL);
+}
+
+size_t cr_tasks_kill_all(struct cr_run *run)
+{
+	struct cr_tasks *t = &run->tasks;
+	size_t n = 0;
+
+	run->killing = true;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->slots[i].tid)
+			continue;
+		cr_task_kill(run, &t->slots[i]);
+		n++;
+	}
+	return n;
+}
+
+/* ---- the ptrace state machine ----
+ *
+ * Each wait status is classified into an event; a table indexed by the
+ * task's state and the event gives the action and the next state. */
+
+enum ev {
+	EV_FIRST_STOP,	/* PTRACE_EVENT_STOP of a task not yet running */
+	EV_GROUP_STOP,	/* PTRACE_EVENT_STOP with a stopping signal */
+	EV_TRAP_STOP,	/* PTRACE_EVENT_STOP otherwise (SIGCONT wake-up) */
+	EV_NEW_TASK,	/* PTRACE_EVENT_FORK/VFORK/CLONE */
+	EV_EXEC,	/* PTRACE_EVENT_EXEC */
+	EV_EXIT_STOP,	/* PTRACE_EVENT_EXIT */
+	EV_SIGNAL,	/* signal-delivery-stop */
+	EV__COUNT
+};
+
+enum act {
+	A_CONT,		/* PTRACE_CONT, no signal */
+	A_LISTEN,	/* keep it in group-stop */
+	A_INJECT,	/* PTRACE_CONT with the signal */
+	A_NEW,		/* learn the new task, then CONT */
+	A_EXEC,		/* learn who exec'd, then CONT */
+};
+
+struct trans {
+	enum act act;
+	enum cr_task_state next;
+};
+
+#define T(a, s) { A_##a, CR_TS_##s }
+static const struct trans machine[CR_TS__COUNT][EV__COUNT] = {
+	/*                 FIRST_STOP      GROUP_STOP        TRAP_STOP       NEW_TASK       EXEC            EXIT_STOP        SIGNAL */
+	[CR_TS_STARTING] = { T(CONT, RUNNING), T(CONT, RUNNING), T(CONT, RUNNING), T(NEW, RUNNING), T(EXEC, RUNNING), T(CONT, EXITING), T(INJECT, RUNNING) },
+	[CR_TS_RUNNING]  = { T(CONT, RUNNING), T(LISTEN, STOPPED), T(CONT, RUNNING), T(NEW, RUNNING), T(EXEC, RUNNING), T(CONT, EXITING), T(INJECT, RUNNING) },
+	[CR_TS_STOPPED]  = { T(CONT, RUNNING), T(LISTEN, STOPPED), T(CONT, RUNNING), T(NEW, RUNNING), T(EXEC, RUNNING), T(CONT, EXITING), T(INJECT, RUNNING) },
+	[CR_TS_EXITING]  = { T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING) },
+};
+#undef T
+
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+	       sig == SIGTTOU;
+}
+
+static enum ev classify(const struct cr_task *t, int status)
+{
+	int event = (unsigned)status >> 16;
+	int sig = WSTOPSIG(status);
+
+	switch (event) {
+	case PTRACE_EVENT_STOP:
+		if (t->state == CR_TS_STARTING)
+			return EV_FIRST_STOP;
+		return is_stop_signal(sig) ? EV_GROUP_STOP : EV_TRAP_STOP;
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+	case PTRACE_EVENT_CLONE:
+		return EV_NEW_TASK;
+	case PTRACE_EVENT_EXEC:
+		return EV_EXEC;
+	case PTRACE_EVENT_EXIT:
+		return EV_EXIT_STOP;
+	default:
+		return EV_SIGNAL;
+	}
+}
+
+static void on_new_task(struct cr_run *run, pid_t parent)
+{
+	unsigned long msg = 0;
+	struct cr_task *child;
+
+	if (ptrace(PTRACE_GETEVENTMSG, parent, 0, &msg) < 0 || !msg)
+		return;
+	child = cr_tasks_add(&run->tasks, (pid_t)msg);
+	if (!child) {
+		/* No memory to track it: it cannot be allowed to run. */
+		kill((pid_t)msg, SIGKILL);
+		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "out of memory tracking tasks");
+		return;
+	}
+	if (run->killing)
+		cr_task_kill(run, child);
+}
+
+static void on_exec(struct cr_run *run, struct cr_task *t)
+{
+	unsigned long former = 0;
+
+	/* A non-leader thread that execs takes over the leader's tid; its
+	 * old tid vanishes without an exit report. */
+	if (ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &former) == 0 &&
+	    former && (pid_t)former != t->tid)
+		cr_tasks_remove(&run->tasks, (pid_t)former);
+}
+
+static void on_stop(struct cr_run *run, pid_t tid, int status)
+{
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+	const struct trans *tr;
+	enum ev ev;
+
+	if (!t) {
+		/* The new task's first stop can arrive before its parent's
+		 * fork event. */
+		t = cr_tasks_add(&run->tasks, tid);
+		if (!t) {
+			kill(tid, SIGKILL);
+			return;
+		}
+		if (run->killing)
+			cr_task_kill(run, t);
+	}
+	t->seen = true;
+	ev = classify(t, status);
+	tr = &machine[t->state][ev];
+	switch (tr->act) {
+	case A_NEW:
+		on_new_task(run, tid);
+		break;
+	case A_EXEC:
+		on_exec(run, t);
+		break;
+	default:
+		break;
+	}
+	/* on_new_task may have grown the table: look the task up again. */
+	t = cr_tasks_find(&run->tasks, tid);
+	if (!t)
+		return;
+	t->state = tr->next;
+	switch (tr->act) {
+	case A_LISTEN:
+		if (ptrace(PTRACE_LISTEN, tid, 0, 0) < 0)
+			ptrace(PTRACE_CONT, tid, 0, 0);
+		break;
+	case A_INJECT:
+		ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(status));
+		break;
+	default:
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		break;
+	}
+}
+
+static void on_gone(struct cr_run *run, pid_t tid, int status)
+{
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+
+	/* Measured, not assumed: a process counts as killed when the tree
+	 * kill had begun and SIGKILL is what ended it. */
+	if (run->killing && t && t->leader && WIFSIGNALED(status) &&
+	    WTERMSIG(status) == SIGKILL)
+		run->killed++;
+	if (t && t->initial && !run->have_exit) {
+		run->have_exit = true;
+		run->exit_status = status;
+		cr_run_end(run, CR_ST_OK, NULL, "the program exited");
+	}
+	cr_tasks_remove(&run->tasks, tid);
+}
+
+void cr_tasks_reap(struct cr_run *run)
+{
+	for (;;) {
+		struct rusage ru;
+		int status;
+		pid_t pid = wait4(-1, &status, WNOHANG | __WALL, &ru);
+
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid <= 0)
+			return;
+		if (WIFSTOPPED(status))
+			on_stop(run, pid, status);
+		else if (WIFEXITED(status) || WIFSIGNALED(status))
+			on_gone(run, pid, status);
+	}
+}

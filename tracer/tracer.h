@@ -1,0 +1,259 @@
+/* tracer/tracer.h: the supervisor's internal types: one run's configuration,
+ * its live state (tasks, streams, denials) and the verdicts handlers return. */
+#ifndef CORRAL_TRACER_H
+#define CORRAL_TRACER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/seccomp.h>
+
+#include "corral/policy.h"
+#include "corral/result.h"
+#include "corral/util.h"
+
+#define CR_VERSION "0.1.0"
+
+/* ---- configuration of one run (immutable once the child exists) ---- */
+
+struct cr_run_config {
+	struct cr_policy *policy;	/* owned */
+	const struct cr_class *cls;	/* borrowed from policy */
+	char *policy_file;		/* borrowed (argv) or NULL for built-in */
+	struct cr_request *req;		/* owned, may be NULL */
+	char *task_id;			/* owned */
+	char **argv;			/* borrowed (argv or req) */
+	char *cwd;			/* borrowed, relative to workspace, or NULL */
+	char *workspace;		/* owned, absolute */
+	bool ws_private;		/* made by us, removed at the end */
+	struct cr_limits limits;	/* effective budgets */
+	char **envp;			/* owned, NULL-terminated */
+	bool json;
+	const char *result_file;	/* borrowed */
+	const char *audit_file;		/* borrowed */
+	const char *stdin_text;		/* borrowed from req, NULL: inherit */
+	size_t stdin_len;
+	struct cr_strlist extra_ro, extra_rw, extra_exec, allow_net; /* owned */
+};
+
+/* ---- verdicts: what a syscall handler decides; only the loop answers ---- */
+
+enum cr_verdict_kind {
+	CR_V_ERRNO,	/* fail the call with -error */
+	CR_V_VALUE,	/* the call "returned" val (performed by the supervisor) */
+	CR_V_CONTINUE,	/* let the kernel run it: only for register-only verdicts */
+	CR_V_KILL,	/* kill the whole tree: policy_denied */
+};
+
+struct cr_verdict {
+	enum cr_verdict_kind kind;
+	int error;	/* positive errno for CR_V_ERRNO */
+	int64_t val;	/* for CR_V_VALUE */
+};
+
+/* How an entry survives a racing thread in the tracee. */
+enum cr_stance {
+	CR_STANCE_REGS,		/* verdict from registers only: may CONTINUE */
+	CR_STANCE_EMULATED,	/* reads tracee memory: the supervisor performs it */
+	CR_STANCE_REFUSED,	/* always an error, reads nothing */
+};
+
+struct cr_run;
+struct cr_syscall_entry;
+typedef struct cr_verdict (*cr_handler_fn)(struct cr_run *run,
+					    const struct cr_syscall_entry *e,
+					    const struct seccomp_notif *n);
+
+struct cr_syscall_entry {
+	const char *name;
+	int nr;			/* resolved at start; < 0: not on this arch */
+	cr_handler_fn handler;
+	enum cr_stance stance;
+	const char *reason;	/* for refused calls: why, as it appears in denials */
+	int arg;		/* >= 0: notify only when (args[arg] & mask) == value */
+	uint64_t mask, value;
+};
+
+struct cr_syscall_errno {
+	const char *name;
+	int nr;
+	int error;
+};
+
+/* ---- live state ---- */
+
+enum cr_task_state {
+	CR_TS_STARTING,	/* announced by a fork event, its first stop not seen */
+	CR_TS_RUNNING,
+	CR_TS_STOPPED,	/* in group-stop, held with PTRACE_LISTEN */
+	CR_TS_EXITING,	/* PTRACE_EVENT_EXIT seen */
+	CR_TS__COUNT
+};
+
+struct cr_task {
+	pid_t tid;		/* 0: free slot */
+	int pidfd;		/* thread-group leaders only, else -1; owned */
+	enum cr_task_state state;
+	bool leader;
+	bool initial;		/* the first process of the run */
+	bool seen;		/* a stop or event of its own has arrived */
+};
+
+struct cr_tasks {
+	struct cr_task *slots;	/* owned; open addressing by tid */
+	size_t cap;
+	size_t count;
+	size_t leaders;		/* processes alive */
+	size_t peak_leaders;
+	size_t peak_tasks;
+};
+
+struct cr_stream {
+	int fd;			/* read end, -1 when closed; owned */
+	int echo_fd;		/* where to stream (1 or 2), -1 when captured */
+	char *buf;		/* owned; captured bytes */
+	size_t len;
+	uint64_t total;		/* bytes the program wrote */
+	uint64_t discarded;
+	bool truncated;
+};
+
+struct cr_denial {
+	uint64_t ms;
+	pid_t pid;
+	char syscall[32];
+	char *target;		/* owned, may be NULL */
+	const char *layer;	/* static */
+	char *reason;		/* owned */
+};
+
+#define CR_MAX_DENIALS 256
+
+struct cr_run {
+	struct cr_run_config *cfg;	/* borrowed */
+	uint64_t start_ns;		/* CLOCK_MONOTONIC */
+	pid_t child;			/* the initial process */
+	int child_pidfd;
+	int listener;			/* seccomp notification fd, owned */
+	int sigfd;			/* signalfd, owned */
+	int timerfd;			/* wall-time timer, owned */
+	int epfd;			/* owned */
+	int execfd;			/* child's exec-error pipe, owned */
+	int stdin_fd;			/* feeder pipe write end, owned */
+	size_t stdin_off;
+	struct cr_tasks tasks;
+	struct cr_stream out, err;
+	struct seccomp_notif *notif;	/* owned, notif_len bytes */
+	size_t notif_len;
+	const struct cr_syscall_entry *by_nr[512];	/* borrowed */
+
+	/* how the run ends: the first reason wins */
+	bool ending;
+	enum cr_status status;
+	const char *limit;		/* contract limit name, static */
+	char message[256];
+	bool have_exit;
+	int exit_status;		/* wait status of the initial process */
+	int exec_errno;			/* the initial exec failed with this */
+	int platform_errno;
+	uint64_t end_ms;		/* wall time when the run ended */
+	int exit_code;			/* corral's own, once settled */
+
+	/* counters */
+	uint64_t notifications;
+	uint64_t killed;
+	uint64_t leftover;
+	bool killing;
+	bool workspace_removed;
+
+	struct cr_denial denials[CR_MAX_DENIALS];
+	size_t ndenials;
+	uint64_t denials_dropped;
+	int audit_fd;			/* owned, -1 without --audit */
+	uint64_t audit_denies;
+};
+
+/* tracer/run.c */
+int cr_run_main(int argc, char **argv);
+uint64_t cr_now_ns(void);
+uint64_t cr_run_ms(const struct cr_run *run);
+/* Record the first reason the run ends; later reasons are ignored. */
+void cr_run_end(struct cr_run *run, enum cr_status st, const char *limit,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* tracer/options.c */
+int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
+		    char *err, size_t errlen, char ***env_args, size_t *nenv,
+		    const char **workspace);
+void cr_config_free(struct cr_run_config *cfg);
+
+/* tracer/env.c */
+int cr_env_build(struct cr_run_config *cfg, char **env_args, size_t nenv);
+
+/* tracer/filter.c */
+struct cr_filter {
+	void *bpf;		/* owned, struct sock_filter[] */
+	unsigned short len;
+};
+int cr_filter_build(struct cr_filter *f);
+void cr_filter_free(struct cr_filter *f);
+
+/* tracer/syscalls.c: the table generated from syscalls.def */
+extern struct cr_syscall_entry cr_syscalls[];
+extern const size_t cr_nsyscalls;
+extern struct cr_syscall_errno cr_syscall_errnos[];
+extern const size_t cr_nsyscall_errnos;
+void cr_syscalls_resolve(void);
+const char *cr_syscall_name(int nr, char *buf, size_t len);
+
+/* tracer/spawn.c */
+int cr_spawn(struct cr_run *run, const struct cr_filter *f);
+
+/* tracer/tasks.c */
+int cr_tasks_init(struct cr_tasks *t);
+void cr_tasks_free(struct cr_tasks *t);
+struct cr_task *cr_tasks_find(struct cr_tasks *t, pid_t tid);
+struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid);
+void cr_tasks_remove(struct cr_tasks *t, pid_t tid);
+/* Handle every pending wait status (ptrace stops and exits). */
+void cr_tasks_reap(struct cr_run *run);
+/* SIGKILL every known process; returns how many signals were sent. */
+size_t cr_tasks_kill_all(struct cr_run *run);
+void cr_task_kill(struct cr_run *run, struct cr_task *t);
+
+/* tracer/notify.c */
+void cr_notify_handle(struct cr_run *run);
+void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
+	     const char *target, const char *layer, const char *reason);
+
+/* tracer/capture.c */
+void cr_stream_init(struct cr_stream *s, int fd, int echo_fd);
+/* Read what is available; returns false when the stream is closed. */
+bool cr_stream_pump(struct cr_run *run, struct cr_stream *s);
+void cr_stream_close(struct cr_stream *s);
+
+/* tracer/loop.c */
+int cr_loop(struct cr_run *run);
+
+/* tracer/cleanup.c */
+void cr_cleanup(struct cr_run *run);
+
+/* tracer/result.c */
+int cr_result_emit(struct cr_run *run);
+void cr_json_add_bytes(void *obj, const char *key, const char *buf,
+		       size_t len);
+
+/* tracer/audit.c */
+int cr_audit_open(struct cr_run *run);
+void cr_audit_event(struct cr_run *run, const char *event, void *fields);
+void cr_audit_close(struct cr_run *run);
+
+/* tracer/workspace.c */
+int cr_workspace_make(struct cr_run_config *cfg, const char *given);
+int cr_workspace_remove(const char *path);
+
+/* tracer/taskid.c */
+char *cr_task_id_new(void);
+
+#endif
