@@ -16,7 +16,6 @@
 #include <linux/openat2.h>
 #include <linux/securebits.h>
 
-#include "corral/probe.h"
 #include "tracer.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
@@ -240,6 +239,13 @@ static __attribute__((noreturn)) void child_main(const struct child_args *a)
 
 	lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 			   a->seccomp_flags, &prog);
+	/* Kernels before 5.19 lack WAIT_KILLABLE_RECV: try without it
+	 * rather than paying for a probe fork on every run. */
+	if (lfd < 0 && errno == EINVAL &&
+	    (a->seccomp_flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV))
+		lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				   a->seccomp_flags &
+				   ~SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
 	if (lfd < 0)
 		child_fail(a, ST_SECCOMP, errno);
 
@@ -331,7 +337,11 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 		.filter = f,
 		.parent = getpid(),
 		.drop_caps = holds_capabilities(),
-		.seccomp_flags = SECCOMP_FILTER_FLAG_NEW_LISTENER,
+		/* A task that has received a notification waits
+		 * killably, so a non-fatal signal cannot make it restart a
+		 * call the supervisor has already performed for it. */
+		.seccomp_flags = SECCOMP_FILTER_FLAG_NEW_LISTENER |
+				 SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
 	};
 	int rep[2] = { -1, -1 }, go[2] = { -1, -1 };
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
@@ -339,11 +349,6 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 	int rc = 0, feeder = -1;
 	pid_t pid;
 
-	/* A task that has received a notification waits killably, so a
-	 * non-fatal signal cannot make it restart a call the supervisor has
-	 * already performed for it. */
-	if (cr_probe_has(CR_FEAT_WAIT_KILLABLE_RECV))
-		a.seccomp_flags |= SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
 	a.in_fd = a.out_fd = a.err_fd = a.ws_fd = -1;
 	a.ws_fd = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (a.ws_fd < 0)
