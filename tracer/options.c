@@ -267,7 +267,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	cfg->cls = cr_policy_class(cfg->policy, class_name);
 	if (!cfg->cls) {
 		cr_errf(err, errlen, "%s: no class \"%s\" in the policy",
-			cfg->policy_file ? cfg->policy_file : "policy/default.json",
+			cfg->policy_file ? cfg->policy_file : "the built-in policy",
 			class_name);
 		rc = -EINVAL;
 		goto out;

@@ -268,12 +268,20 @@ int cr_result_emit(struct cr_run *run)
 			run->message);
 	} else if (run->exec_errno) {
 		fprintf(stderr, "corral: %s\n", run->message);
-	}
-	if (!cfg->json && run->ndenials)
+	} else if (run->out.truncated || run->err.truncated) {
+		char b[32];
+
+		cr_limit_format(CR_LIM_OUTPUT, cfg->limits.v[CR_LIM_OUTPUT], b,
+				sizeof(b));
+		fprintf(stderr, "corral: output truncated at the output budget (%s)%s\n",
+			b, run->ndenials ? "; the program also met denials" : "");
+	} else if (run->ndenials) {
+		/* One line: the program met denials and ended on its own. */
 		fprintf(stderr, "corral: denied %zu call(s)%s, first: %s (%s)\n",
 			run->ndenials + (size_t)run->denials_dropped,
 			run->denials_dropped ? " (some dropped)" : "",
 			run->denials[0].syscall, run->denials[0].reason);
+	}
 	if (cfg->result_file) {
 		int fd = open(cfg->result_file,
 			      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,

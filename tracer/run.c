@@ -229,7 +229,6 @@ int cr_run_main(int argc, char **argv)
 		 * anything exists, and said so in the result and audit. */
 		cfg.workspace = strdup(ws ? ws : "");
 		cr_run_end(&run, CR_ST_POLICY_DENIED, NULL, "%s", err);
-		cr_deny(&run, 0, "request", NULL, "policy", err);
 		goto finish;
 	}
 

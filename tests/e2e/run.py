@@ -1,0 +1,79 @@
+"""tests/e2e/run.py: find and run the end-to-end tests.
+
+    run.py [--corral PATH] [--progs DIR] [--policy-dir DIR] [--marker M]
+           [--root-only] [-k SUBSTRING] [--list]
+
+Locations default to the environment (CORRAL_BIN, CORRAL_PROGS,
+CORRAL_POLICY_DIR, CORRAL_TEST_MARKER) and then to ./build. Prints one
+"PASS: e2e/NAME" or "FAIL: e2e/NAME: why" line per test; exits 1 when any
+failed and 2 when none ran. tests/run.sh is the usual way in.
+"""
+
+import argparse
+import importlib
+import os
+import secrets
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # leave no __pycache__ in the checkout
+
+import harness  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corral", default=os.environ.get("CORRAL_BIN"))
+    ap.add_argument("--progs", default=os.environ.get("CORRAL_PROGS"))
+    ap.add_argument("--policy-dir",
+                    default=os.environ.get("CORRAL_POLICY_DIR"))
+    ap.add_argument("--marker", default=os.environ.get("CORRAL_TEST_MARKER"))
+    ap.add_argument("--root-only", action="store_true",
+                    help="run the tests that need root (and only those)")
+    ap.add_argument("-k", dest="pattern", default=None,
+                    help="run only tests whose name contains this")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+
+    repo = os.path.dirname(os.path.dirname(HERE))
+    cfg = harness.CFG
+    cfg.corral = os.path.abspath(a.corral or os.path.join(
+        repo, "build", "corral"))
+    cfg.progs = os.path.abspath(a.progs or os.path.join(
+        repo, "build", "tests", "progs"))
+    pd = a.policy_dir or os.path.join(repo, "policy")
+    cfg.policy_dir = os.path.abspath(pd)
+    cfg.marker = a.marker or "crsuite" + secrets.token_hex(8)
+    cfg.tmpdir = os.path.abspath(os.environ.get("TMPDIR") or
+                                 tempfile.gettempdir())
+
+    for f in sorted(os.listdir(HERE)):
+        if f.startswith("test_") and f.endswith(".py"):
+            importlib.import_module(f[:-3])
+
+    tests = [(n, fn) for n, fn, root in harness.registry()
+             if root == a.root_only and (not a.pattern or a.pattern in n)]
+    names = [n for n, _ in tests]
+    dups = {n for n in names if names.count(n) > 1}
+    if dups:
+        print("FAIL: e2e/registry: duplicate test names %s" % sorted(dups),
+              flush=True)
+        return 1
+    if a.list:
+        print("\n".join(names))
+        return 0
+    if not tests:
+        print("e2e: no test selected", file=sys.stderr)
+        return 2
+
+    failed = 0
+    for name, fn in tests:
+        if not harness.run_test(name, fn):
+            failed += 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""What the sandboxed program inherits: environment, descriptors, session,
+terminal, privileges, seccomp and the tracer."""
+
+import fcntl
+import os
+import termios
+
+from harness import (eq, ne, contains, not_contains, true, ge, test,
+                     parse_status, parse_stat)
+
+
+def environ_of(run):
+    """The NUL-separated environment printed by `cat /proc/self/environ`."""
+    env = {}
+    for item in run.out.split(b"\0"):
+        if item:
+            k, _, v = item.partition(b"=")
+            env[k.decode("utf-8", "replace")] = v.decode("utf-8", "replace")
+    return env
+
+
+@test
+def env_is_scrubbed(t):
+    secret = "s3cr3t-" + t.marker
+    run = t.corral(
+        ["run", "--env", "FOO=bar", "--env", "LANG", "--env", "PASSME",
+         "--", "cat", "/proc/self/environ"],
+        env={"FAKE_TOKEN": secret, "PASSME": "pv-" + t.marker,
+             "LANG": "en_US.UTF-8", "OTHER_SECRET": "x" + secret})
+    eq(run.code, 0, "exit status (stderr %r)" % run.err)
+    env = environ_of(run)
+    not_contains(run.out.decode("utf-8", "replace"), "FAKE_TOKEN",
+                 "program's environment")
+    not_contains(run.out.decode("utf-8", "replace"), secret,
+                 "program's environment")
+    eq(env.get("FOO"), "bar", "FOO set by --env FOO=bar")
+    eq(env.get("PASSME"), "pv-" + t.marker, "PASSME passed by --env PASSME")
+    eq(env.get("LANG"), "en_US.UTF-8", "LANG passed from corral's")
+    true(env.get("PATH"), "PATH: want it set, environment is %r" % env)
+
+
+@test
+def env_home_tmpdir_in_workspace(t):
+    run = t.corral(["run", "--json", "--", "sh", "-c",
+                    'pwd -P; pwd; echo "$HOME"; echo "$TMPDIR"'])
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    lines = r.get("stdout", "").split("\n")
+    true(len(lines) >= 4, "want 4 lines, got %r" % r.get("stdout"))
+    phys, logical, home, tmp = lines[:4]
+    for name, v in (("HOME", home), ("TMPDIR", tmp)):
+        true(v.startswith(phys) or v.startswith(logical),
+             "%s=%r is not inside the workspace %r" % (name, v, phys))
+    ne(home, os.environ.get("HOME"), "HOME: corral's own")
+    ne(tmp, os.environ.get("TMPDIR"), "TMPDIR: corral's own")
+
+
+@test
+def env_home_in_given_workspace(t):
+    ws = t.path("ws")
+    os.mkdir(ws, 0o700)
+    run = t.corral(["run", "--json", "--workspace", ws, "--", "sh", "-c",
+                    'echo "$HOME"; echo "$TMPDIR"'])
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    home, tmp = (r.get("stdout", "").split("\n") + ["", ""])[:2]
+    real = os.path.realpath(ws)
+    for name, v in (("HOME", home), ("TMPDIR", tmp)):
+        true(v.startswith(ws) or v.startswith(real),
+             "%s=%r is not inside the workspace %r" % (name, v, ws))
+
+
+@test
+def fds_closed(t):
+    fd = os.open(t.write("held.txt", "held"), os.O_RDONLY)
+    try:
+        # Differential: natively the program does see the descriptor.
+        nat = t.native([t.prog("fds")], pass_fds=(fd,))
+        contains(nat.out.decode(), " %d=" % fd, "native fds listing")
+        run = t.corral(["run"] + t.prog_roots() + ["--", t.prog("fds")],
+                       pass_fds=(fd,))
+    finally:
+        os.close(fd)
+    eq(run.code, 0, "exit status (stderr %r)" % run.err)
+    eq(run.out, b"open fds: none\n", "descriptors open in the program")
+
+
+@test
+def fds_closed_ls(t):
+    # A high number, so it cannot be confused with the one ls opens itself.
+    low = os.open(t.write("held.txt", "held"), os.O_RDONLY)
+    fd = fcntl.fcntl(low, fcntl.F_DUPFD, 70)
+    os.close(low)
+    try:
+        run = t.corral(["run", "--", "ls", "/proc/self/fd"], pass_fds=(fd,))
+    finally:
+        os.close(fd)
+    eq(run.code, 0, "exit status (stderr %r)" % run.err)
+    fds = run.out.decode().split()
+    true(str(fd) not in fds, "fd %d visible inside: %r" % (fd, fds))
+    for std in ("0", "1", "2"):
+        true(std in fds, "fd %s missing inside: %r" % (std, fds))
+    # 0, 1, 2 and the directory ls is reading.
+    true(len(fds) <= 4, "descriptors open inside: %r" % fds)
+
+
+def _with_ctty():
+    """A pty slave to make the controlling terminal of the started process,
+    and the preexec function that does it (after setsid)."""
+    master, slave = os.openpty()
+    name = os.ttyname(slave)
+
+    def pre():
+        fd = os.open(name, os.O_RDWR | os.O_NOCTTY)
+        fcntl.ioctl(fd, termios.TIOCSCTTY, 0)
+        os.close(fd)
+    return master, slave, pre
+
+
+TTY_PROBE = ("if { true </dev/tty; } 2>/dev/null; then echo tty-open; "
+             "else echo tty-closed; fi")
+
+
+@test
+def new_session_no_tty(t):
+    master, slave, pre = _with_ctty()
+    try:
+        # Differential: started the same way, a native program does have
+        # the terminal, so its absence inside is corral's doing.
+        nat = t.native(["cat", "/proc/self/stat"], preexec=pre,
+                       start_new_session=True)
+        _, nf = parse_stat(nat.out.decode())
+        ne(nf["tty_nr"], 0, "native tty_nr (test setup)")
+        nat2 = t.native(["sh", "-c", TTY_PROBE], preexec=pre,
+                        start_new_session=True)
+        eq(nat2.out, b"tty-open\n", "native /dev/tty (test setup)")
+
+        run = t.corral(["run", "--json", "--", "cat", "/proc/self/stat"],
+                       preexec=pre, start_new_session=True)
+        r = t.result(run)
+        eq(run.code, 0, "exit status")
+        pid, f = parse_stat(r.get("stdout", ""))
+        corral_sid = run.pid  # started with setsid: its own session
+        ne(f["session"], corral_sid, "program's session vs corral's")
+        eq(f["session"], pid, "program's session (its own)")
+        eq(f["tty_nr"], 0, "program's controlling terminal")
+
+        run = t.corral(["run", "--json", "--", "sh", "-c", TTY_PROBE],
+                       preexec=pre, start_new_session=True)
+        r = t.result(run)
+        eq(r.get("stdout"), "tty-closed\n", "opening /dev/tty inside")
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def _status_inside(t, nons_flags=()):
+    run = t.corral(["run", "--json", "--", "cat", "/proc/self/status"],
+                   nons_flags=nons_flags)
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    return run, parse_status(r.get("stdout", ""))
+
+
+def _assert_no_privs(st):
+    eq(st.get("NoNewPrivs"), "1", "NoNewPrivs")
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        eq(st.get(cap), "0000000000000000", cap)
+
+
+@test
+def no_new_privs_no_caps(t):
+    _, st = _status_inside(t)
+    _assert_no_privs(st)
+
+
+@test
+def seccomp_and_tracer(t):
+    # The wrapper installs one filter; corral's must come on top of it.
+    nat = t.native([t.prog("nons"), "cat", "/proc/self/status"])
+    base = parse_status(nat.out.decode())
+    run, st = _status_inside(t)
+    eq(st.get("Seccomp"), "2", "Seccomp mode")
+    if "Seccomp_filters" in base:
+        ge(int(st.get("Seccomp_filters", "0")),
+           int(base["Seccomp_filters"]) + 1,
+           "Seccomp_filters (the wrapper's alone: %s)" %
+           base["Seccomp_filters"])
+    eq(st.get("TracerPid"), str(run.pid), "TracerPid (corral's pid)")
+
+
+@test(root=True)
+def root_drops_every_capability(t):
+    # nons -P leaves no_new_privs unset and the capabilities whole, so what
+    # the program lacks is corral's doing.
+    nat = t.native([t.prog("nons"), "-P", "cat", "/proc/self/status"])
+    base = parse_status(nat.out.decode())
+    eq(base.get("NoNewPrivs"), "0", "NoNewPrivs outside (test setup)")
+    ne(base.get("CapBnd"), "0000000000000000", "CapBnd outside (test setup)")
+    ne(base.get("CapEff"), "0000000000000000", "CapEff outside (test setup)")
+    _, st = _status_inside(t, nons_flags=("-P",))
+    _assert_no_privs(st)
+    eq(st.get("Seccomp"), "2", "Seccomp mode")
+
+
+@test(root=True)
+def root_plain_run(t):
+    run = t.corral(["run", "--json", "--", "echo", "hi"])
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    eq(r.get("status"), "ok", "status")
+    eq(r.get("stdout"), "hi\n", "stdout")

@@ -1,0 +1,73 @@
+"""The workspace: given and kept, made and kept, or private and removed."""
+
+import os
+
+from harness import CFG, eq, ne, true, test, mode_of
+
+
+@test
+def workspace_given_kept(t):
+    ws = t.path("ws")
+    os.mkdir(ws, 0o700)
+    run = t.corral(["run", "--json", "--workspace", ws, "--", "sh", "-c",
+                    "pwd -P; echo hello > made.txt"])
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    eq(r.get("stdout", "").split("\n")[0], os.path.realpath(ws),
+       "the program's working directory")
+    with open(os.path.join(ws, "made.txt")) as f:
+        eq(f.read(), "hello\n", "file made by the program, after the run")
+    eq(r.get("cleanup", {}).get("workspace_removed"), False,
+       "cleanup.workspace_removed")
+
+
+@test
+def workspace_missing_created(t):
+    ws = t.path("new-ws")
+    run = t.corral(["run", "--json", "--workspace", ws, "--", "sh", "-c",
+                    "echo kept > made.txt"])
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    true(os.path.isdir(ws), "workspace %s was not created and kept" % ws)
+    eq(oct(mode_of(ws)), oct(0o700), "mode of the created workspace")
+    with open(os.path.join(ws, "made.txt")) as f:
+        eq(f.read(), "kept\n", "file made by the program, after the run")
+    eq(r.get("cleanup", {}).get("workspace_removed"), False,
+       "cleanup.workspace_removed")
+
+
+@test
+def workspace_private_removed(t):
+    run = t.corral(["run", "--json", "--", "sh", "-c",
+                    "pwd -P; echo x > f; ls -ld ."])
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    lines = r.get("stdout", "").split("\n")
+    where = lines[0]
+    eq(os.path.dirname(where), os.path.realpath(CFG.tmpdir),
+       "private workspace's parent (TMPDIR)")
+    true(os.path.basename(where).startswith("corral-"),
+         "private workspace name %r: want corral-*" % where)
+    true(len(lines) > 1 and lines[1].startswith("drwx------"),
+         "private workspace mode: %r" % lines[1:2])
+    true(not os.path.exists(where), "private workspace %s remains" % where)
+    eq(r.get("cleanup", {}).get("workspace_removed"), True,
+       "cleanup.workspace_removed")
+
+
+@test
+def workspace_fresh_each_run(t):
+    first = t.result(t.corral(["run", "--json", "--", "sh", "-c",
+                               "pwd -P; echo secret > left.txt"]))
+    where = first.get("stdout", "").split("\n")[0]
+    true(where.startswith("/"), "first run's workspace: %r" % where)
+    run = t.corral(["run", "--json", "--", "sh", "-c",
+                    'pwd -P; ls -A; cat "$1/left.txt" 2>/dev/null; '
+                    'echo rc=$?', "sh", where])
+    r = t.result(run)
+    lines = r.get("stdout", "").split("\n")
+    ne(lines[0], where, "second run's workspace")
+    true("left.txt" not in lines, "the first run's file is in the second "
+         "run's workspace: %r" % lines)
+    eq([x for x in lines if x][-1:], ["rc=1"],
+       "second run reading the first's file")

@@ -1,0 +1,187 @@
+#!/bin/sh
+# tests/run.sh BUILDDIR: run every test tier and judge the whole.
+#
+#   1. unit:  BUILDDIR/tests/unit/run-unit
+#   2. e2e:   tests/e2e/run.py, every corral invocation under tests/progs/nons
+#             (no namespace can be made), from a staging directory. As root
+#             the root-only tests run first, then the suite runs as uid 65534
+#             with no capability at all; otherwise as the current user.
+#   3. hygiene: no corral-* workspace left in the tests' TMPDIR, no process
+#             left carrying this run's marker.
+#
+# Every "PASS: " and "FAIL: " line counts; the FAIL lines are repeated at the
+# end, then exactly one "N passed, N failed" line. Exit status is non-zero
+# when anything failed or when no test ran. There is no skip: a test that
+# cannot run fails.
+set -u
+
+BUILD=${1:-build}
+case $BUILD in
+/*) ;;
+*) BUILD=$(pwd)/$BUILD ;;
+esac
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+PY=/usr/bin/python3
+# Generous: the e2e tier takes well under a minute here, a few under ASan.
+E2E_TIMEOUT=${CORRAL_E2E_TIMEOUT:-2400}
+SAFE_PATH=/usr/bin:/bin
+NOBODY=65534
+
+# Unique to this run: per-test markers extend it, so any process it finds
+# later was started by this run.
+marker=crsuite$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+
+# Outside any checkout, and traversable by the unprivileged uid even when
+# the checkout is not (CI's clone may sit under /root).
+stage=$(mktemp -d /tmp/crstage.XXXXXX) || exit 1
+chmod 0755 "$stage"
+log=$stage/log
+: >"$log"
+
+cleanup() {
+	chmod -R u+rwX "$stage" 2>/dev/null
+	rm -rf "$stage"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# tier NAME CMD...: run CMD, show its output as it comes, keep it for the
+# count. A tier that exits non-zero without saying FAIL, or says nothing
+# countable, is itself a failure.
+tier() {
+	name=$1
+	shift
+	out=$stage/$name.out
+	{
+		"$@" 2>&1
+		echo $? >"$stage/$name.rc"
+	} | tee "$out"
+	rc=$(cat "$stage/$name.rc" 2>/dev/null || echo 255)
+	n=$(grep -c -e '^PASS: ' -e '^FAIL: ' "$out")
+	if [ "$n" -eq 0 ]; then
+		echo "FAIL: $name: ran no test (exit status $rc)" | tee -a "$out"
+	elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL: ' "$out"; then
+		echo "FAIL: $name: exited $rc without naming a failure" |
+			tee -a "$out"
+	fi
+	grep -e '^PASS: ' -e '^FAIL: ' "$out" >>"$log"
+}
+
+# ---- unit tier ----
+if [ -x "$BUILD/tests/unit/run-unit" ]; then
+	tier unit "$BUILD/tests/unit/run-unit"
+else
+	echo "FAIL: unit: $BUILD/tests/unit/run-unit is missing" | tee -a "$log"
+fi
+
+# ---- stage the e2e tier ----
+mkdir -p "$stage/bin" "$stage/progs" "$stage/e2e" "$stage/policy"
+if [ -e "$BUILD/corral" ]; then
+	cp "$BUILD/corral" "$stage/bin/corral"
+fi
+for p in "$BUILD"/tests/progs/*; do
+	[ -f "$p" ] && [ -x "$p" ] && cp "$p" "$stage/progs/"
+done
+cp "$SRC"/tests/e2e/*.py "$stage/e2e/"
+if [ -f "$SRC/policy/default.json" ]; then
+	cp "$SRC/policy/default.json" "$stage/policy/"
+fi
+chmod -R a+rX,go-w "$stage/bin" "$stage/progs" "$stage/e2e" "$stage/policy"
+
+if [ ! -x "$stage/progs/nons" ]; then
+	echo "FAIL: e2e: $BUILD/tests/progs/nons is missing: nothing can run" |
+		tee -a "$log"
+fi
+
+e2e_args="--corral $stage/bin/corral --progs $stage/progs"
+e2e_args="$e2e_args --policy-dir $stage/policy --marker $marker"
+
+if [ "$(id -u)" -eq 0 ]; then
+	test_uids="0 $NOBODY"
+	# The root-only cases, as root: corral started with every capability.
+	mkdir -p "$stage/root/tmp"
+	chmod 0700 "$stage/root"
+	tier e2e-root env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
+		HOME="$stage/root" TMPDIR="$stage/root/tmp" \
+		PYTHONDONTWRITEBYTECODE=1 \
+		timeout -k 10 "$E2E_TIMEOUT" \
+		$PY "$stage/e2e/run.py" $e2e_args --root-only
+	tmpdirs="$stage/root/tmp $stage/home/tmp"
+	mkdir -p "$stage/home/tmp"
+	chown -R $NOBODY:$NOBODY "$stage/home"
+	chmod 0700 "$stage/home"
+	# The rest as nobody, with no capability, not even in the bounding set.
+	tier e2e setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
+		--inh-caps=-all --bounding-set=-all \
+		env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
+		HOME="$stage/home" TMPDIR="$stage/home/tmp" \
+		PYTHONDONTWRITEBYTECODE=1 \
+		timeout -k 10 "$E2E_TIMEOUT" \
+		$PY "$stage/e2e/run.py" $e2e_args
+else
+	test_uids=$(id -u)
+	mkdir -p "$stage/home/tmp"
+	chmod 0700 "$stage/home"
+	tmpdirs="$stage/home/tmp"
+	tier e2e env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
+		HOME="$stage/home" TMPDIR="$stage/home/tmp" \
+		PYTHONDONTWRITEBYTECODE=1 \
+		timeout -k 10 "$E2E_TIMEOUT" \
+		$PY "$stage/e2e/run.py" $e2e_args
+fi
+
+# ---- hygiene ----
+left=
+for d in $tmpdirs; do
+	for w in "$d"/corral-*; do
+		[ -e "$w" ] && left="$left $w"
+	done
+done
+if [ -n "$left" ]; then
+	echo "FAIL: hygiene/workspaces: corral workspaces left behind:$left" |
+		tee -a "$log"
+else
+	echo "PASS: hygiene/workspaces" | tee -a "$log"
+fi
+
+# Reading a process's files through the shell (not grep) keeps the marker
+# out of this check's own command lines.
+stray=
+stray_pids=
+for p in /proc/[0-9]*; do
+	pid=${p#/proc/}
+	[ "$pid" = "$$" ] && continue
+	owner=$(stat -c %u "$p" 2>/dev/null) || continue
+	case " $test_uids " in
+	*" $owner "*) ;;
+	*) continue ;;
+	esac
+	c=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null)
+	e=$({ tr '\0' ' ' <"$p/environ"; } 2>/dev/null)
+	case "$c $e" in
+	*"$marker"*)
+		stray="$stray $pid:[$c]"
+		stray_pids="$stray_pids $pid"
+		;;
+	esac
+done
+if [ -n "$stray" ]; then
+	echo "FAIL: hygiene/processes: left running:$stray" | tee -a "$log"
+	# They are this run's own (they carry its marker): end them by pid.
+	for pid in $stray_pids; do
+		kill -KILL "$pid" 2>/dev/null
+	done
+else
+	echo "PASS: hygiene/processes" | tee -a "$log"
+fi
+
+# ---- verdict ----
+passed=$(grep -c '^PASS: ' "$log")
+failed=$(grep -c '^FAIL: ' "$log")
+if [ "$failed" -gt 0 ]; then
+	echo
+	echo "Failures:"
+	grep '^FAIL: ' "$log"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
