@@ -1,0 +1,85 @@
+/* policy/util.c: the small shared utilities declared in util.h: bounded
+ * error formatting and bounded whole-file reads. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "corral/util.h"
+
+void cr_errf(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	if (vsnprintf(err, len, fmt, ap) < 0)
+		err[0] = '\0';
+	va_end(ap);
+}
+
+/* Reads at most max bytes; a longer file is -EFBIG rather than a silently
+ * truncated document. Works for pipes and /dev/stdin as well as files. */
+int cr_read_file(const char *path, size_t max, char **out, size_t *outlen)
+{
+	int fd cr_autoclose = -1;
+	char *buf cr_autofree = NULL;
+	size_t cap, len = 0;
+	struct stat st;
+
+	*out = NULL;
+	if (outlen)
+		*outlen = 0;
+	if (max >= SIZE_MAX - 1)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	cap = 4096;
+	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size < (uint64_t)max)
+		cap = (size_t)st.st_size + 1;
+	if (cap > max + 1)
+		cap = max + 1;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *nb;
+
+			if (ncap <= cap)
+				break;
+			nb = realloc(buf, ncap + 1);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap = ncap;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max)
+		return -EFBIG;
+	buf[len] = '\0';
+	*out = cr_steal_ptr(&buf);
+	if (outlen)
+		*outlen = len;
+	return 0;
+}
