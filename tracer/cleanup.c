@@ -115,6 +115,9 @@ void cr_cleanup(struct cr_run *run)
 		close(run->listener);
 		run->listener = -1;
 	}
+	/* Area finishers (one line each): revoke what the run was given,
+	 * close its routes, settle its usage. */
+
 	/* 3. Stop capture. */
 	drain(run, &run->out);
 	drain(run, &run->err);

@@ -10,25 +10,75 @@
 
 #include "tracer.h"
 
-enum tag { TAG_SIG = 1, TAG_TIMER, TAG_LISTENER, TAG_OUT, TAG_ERR, TAG_EXEC,
-	   TAG_STDIN };
+/* Watches are owned by the loop. Unwatching marks a watch dead and takes
+ * its fd out of epoll at once; the memory is freed after the current batch
+ * of events, so a later event of the same batch never touches freed memory. */
+struct cr_watch {
+	int fd;			/* borrowed: the caller closes it */
+	cr_watch_fn fn;
+	void *arg;		/* borrowed */
+	bool dead;
+	struct cr_watch *next;	/* all watches of the run */
+};
 
-static int watch(struct cr_run *run, int fd, uint32_t events, enum tag tag)
+struct cr_watch *cr_loop_watch(struct cr_run *run, int fd, uint32_t events,
+			       cr_watch_fn fn, void *arg)
 {
-	struct epoll_event ev = { .events = events, .data.u32 = tag };
+	struct cr_watch *w = calloc(1, sizeof(*w));
+	struct epoll_event ev = { .events = events };
 
-	if (fd < 0)
-		return 0;
-	return epoll_ctl(run->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+	if (!w)
+		return NULL;
+	w->fd = fd;
+	w->fn = fn;
+	w->arg = arg;
+	ev.data.ptr = w;
+	if (epoll_ctl(run->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		free(w);
+		return NULL;
+	}
+	w->next = run->watches;
+	run->watches = w;
+	return w;
 }
 
-static void unwatch(struct cr_run *run, int fd)
+int cr_loop_modify(struct cr_run *run, struct cr_watch *w, uint32_t events)
 {
-	if (fd >= 0)
-		epoll_ctl(run->epfd, EPOLL_CTL_DEL, fd, NULL);
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	return epoll_ctl(run->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0 ? -errno : 0;
 }
 
-static void on_signal(struct cr_run *run)
+void cr_loop_unwatch(struct cr_run *run, struct cr_watch *w)
+{
+	if (!w || w->dead)
+		return;
+	epoll_ctl(run->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	w->dead = true;
+}
+
+static void reap_watches(struct cr_run *run, bool all)
+{
+	struct cr_watch **pp = &run->watches;
+
+	while (*pp) {
+		struct cr_watch *w = *pp;
+
+		if (w->dead || all) {
+			*pp = w->next;
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+void cr_loop_free(struct cr_run *run)
+{
+	reap_watches(run, true);
+}
+
+static void on_signal(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct signalfd_siginfo si;
 
@@ -49,7 +99,7 @@ static void on_signal(struct cr_run *run)
 	cr_tasks_reap(run);
 }
 
-static void on_exec_report(struct cr_run *run)
+static void on_exec_report(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct { int stage, err, fd; } m;
 	ssize_t n = read(run->execfd, &m, sizeof(m));
@@ -58,12 +108,12 @@ static void on_exec_report(struct cr_run *run)
 	 * exec failed and the child is exiting 127. */
 	if (n == (ssize_t)sizeof(m))
 		run->exec_errno = m.err ? m.err : ENOEXEC;
-	unwatch(run, run->execfd);
+	cr_loop_unwatch(run, run->exec_watch);
 	close(run->execfd);
 	run->execfd = -1;
 }
 
-static void on_stdin(struct cr_run *run)
+static void on_stdin(struct cr_run *run, uint32_t events, void *arg)
 {
 	const struct cr_run_config *cfg = run->cfg;
 
@@ -79,7 +129,7 @@ static void on_stdin(struct cr_run *run)
 			break;	/* EPIPE: the program closed its stdin */
 		run->stdin_off += (size_t)n;
 	}
-	unwatch(run, run->stdin_fd);
+	cr_loop_unwatch(run, run->stdin_watch);
 	close(run->stdin_fd);
 	run->stdin_fd = -1;
 }
@@ -100,26 +150,44 @@ static int arm_wall(struct cr_run *run)
 	return 0;
 }
 
+static void on_timer(struct cr_run *run, uint32_t events, void *arg)
+{
+	cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "wall", "the wall-time limit fired");
+}
+
+static void on_listener(struct cr_run *run, uint32_t events, void *arg)
+{
+	if (events & EPOLLIN)
+		cr_notify_handle(run);
+	else if (events & (EPOLLHUP | EPOLLERR))
+		/* every task of the filter is gone */
+		cr_loop_unwatch(run, run->listener_watch);
+}
+
+static void on_stream(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_stream *s = arg;
+	struct cr_watch *w = s == &run->out ? run->out_watch : run->err_watch;
+
+	if (!cr_stream_pump(run, s))
+		cr_loop_unwatch(run, w);
+}
+
 int cr_loop(struct cr_run *run)
 {
-	struct epoll_event evs[16];
+	struct epoll_event evs[32];
 	int rc;
 
 	rc = arm_wall(run);
-	if (!rc)
-		rc = watch(run, run->sigfd, EPOLLIN, TAG_SIG);
-	if (!rc)
-		rc = watch(run, run->timerfd, EPOLLIN, TAG_TIMER);
-	if (!rc)
-		rc = watch(run, run->listener, EPOLLIN, TAG_LISTENER);
-	if (!rc)
-		rc = watch(run, run->out.fd, EPOLLIN, TAG_OUT);
-	if (!rc)
-		rc = watch(run, run->err.fd, EPOLLIN, TAG_ERR);
-	if (!rc)
-		rc = watch(run, run->execfd, EPOLLIN, TAG_EXEC);
-	if (!rc)
-		rc = watch(run, run->stdin_fd, EPOLLOUT, TAG_STDIN);
+	if (!rc && (!(run->sig_watch = cr_loop_watch(run, run->sigfd, EPOLLIN, on_signal, NULL)) ||
+		    !cr_loop_watch(run, run->timerfd, EPOLLIN, on_timer, NULL) ||
+		    !(run->listener_watch = cr_loop_watch(run, run->listener, EPOLLIN, on_listener, NULL)) ||
+		    !(run->out_watch = cr_loop_watch(run, run->out.fd, EPOLLIN, on_stream, &run->out)) ||
+		    !(run->err_watch = cr_loop_watch(run, run->err.fd, EPOLLIN, on_stream, &run->err)) ||
+		    !(run->exec_watch = cr_loop_watch(run, run->execfd, EPOLLIN, on_exec_report, NULL)) ||
+		    (run->stdin_fd >= 0 &&
+		     !(run->stdin_watch = cr_loop_watch(run, run->stdin_fd, EPOLLOUT, on_stdin, NULL)))))
+		rc = errno ? -errno : -ENOMEM;
 	if (rc) {
 		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
 			   "cannot set up the event loop: %s", strerror(-rc));
@@ -139,37 +207,12 @@ int cr_loop(struct cr_run *run)
 			break;
 		}
 		for (int i = 0; i < n && !run->ending; i++) {
-			switch (evs[i].data.u32) {
-			case TAG_SIG:
-				on_signal(run);
-				break;
-			case TAG_TIMER:
-				cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "wall",
-					   "the wall-time limit fired");
-				break;
-			case TAG_LISTENER:
-				if (evs[i].events & EPOLLIN)
-					cr_notify_handle(run);
-				else if (evs[i].events & (EPOLLHUP | EPOLLERR))
-					/* every task of the filter is gone */
-					unwatch(run, run->listener);
-				break;
-			case TAG_OUT:
-				if (!cr_stream_pump(run, &run->out))
-					unwatch(run, -1);
-				break;
-			case TAG_ERR:
-				if (!cr_stream_pump(run, &run->err))
-					unwatch(run, -1);
-				break;
-			case TAG_EXEC:
-				on_exec_report(run);
-				break;
-			case TAG_STDIN:
-				on_stdin(run);
-				break;
-			}
+			struct cr_watch *w = evs[i].data.ptr;
+
+			if (!w->dead)
+				w->fn(run, evs[i].events, w->arg);
 		}
+		reap_watches(run, false);
 	}
 	return 0;
 }

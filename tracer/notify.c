@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <cJSON.h>
 #include <linux/audit.h>
@@ -37,6 +38,8 @@ static void answer(struct cr_run *run, const struct seccomp_notif *n,
 	case CR_V_CONTINUE:
 		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 		break;
+	case CR_V_SENT:
+		return;
 	case CR_V_KILL:
 		resp.error = -EPERM;
 		cr_run_end(run, CR_ST_POLICY_DENIED, NULL,
@@ -52,6 +55,33 @@ static void answer(struct cr_run *run, const struct seccomp_notif *n,
 			   "cannot answer a seccomp notification: %s",
 			   strerror(errno));
 	}
+}
+
+bool cr_notif_valid(const struct cr_run *run, uint64_t id)
+{
+	return ioctl(run->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+struct cr_verdict cr_notif_send_fd(struct cr_run *run,
+				   const struct seccomp_notif *n, int fd,
+				   bool cloexec)
+{
+	struct seccomp_notif_addfd a = {
+		.id = n->id,
+		.flags = SECCOMP_ADDFD_FLAG_SEND,
+		.srcfd = (uint32_t)fd,
+		.newfd_flags = cloexec ? O_CLOEXEC : 0,
+	};
+	int rc = ioctl(run->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+
+	/* Fail closed: if the fd cannot be installed the call fails; it is
+	 * never let through to the kernel instead. */
+	if (rc >= 0)
+		return (struct cr_verdict){ .kind = CR_V_SENT };
+	if (errno == ENOENT)	/* the task is gone: nothing to answer */
+		return (struct cr_verdict){ .kind = CR_V_SENT };
+	return (struct cr_verdict){ .kind = CR_V_ERRNO,
+				    .error = errno == EMFILE ? EMFILE : EIO };
 }
 
 void cr_notify_handle(struct cr_run *run)

@@ -179,21 +179,28 @@ static cJSON *build(struct cr_run *run, int code)
 
 	/* Every process of the run ends as a child of ours (the initial one,
 	 * or reparented to us as subreaper) or of another task of the run, so
-	 * RUSAGE_CHILDREN after the reap covers the whole tree. */
+	 * RUSAGE_CHILDREN after the reap covers the whole tree. An area that
+	 * measures better (budgets) has already filled run->usage. */
 	getrusage(RUSAGE_CHILDREN, &ru);
+	if (!run->usage.cpu_ms)
+		run->usage.cpu_ms =
+			(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+			(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+	if (!run->usage.peak_memory_bytes)
+		run->usage.peak_memory_bytes = (uint64_t)ru.ru_maxrss * 1024;
+	if (run->usage.processes < run->tasks.peak_tasks)
+		run->usage.processes = run->tasks.peak_tasks;
 	u = cJSON_AddObjectToObject(r, "usage");
 	if (u) {
 		add_u64(u, "wall_ms", run->end_ms);
-		add_u64(u, "cpu_ms",
-			(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-			(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000);
-		add_u64(u, "peak_memory_bytes", (uint64_t)ru.ru_maxrss * 1024);
-		add_u64(u, "processes", run->tasks.peak_tasks);
+		add_u64(u, "cpu_ms", run->usage.cpu_ms);
+		add_u64(u, "peak_memory_bytes", run->usage.peak_memory_bytes);
+		add_u64(u, "processes", run->usage.processes);
 		add_u64(u, "output_bytes", run->out.total + run->err.total);
-		add_u64(u, "disk_bytes", 0);
-		add_u64(u, "files", 0);
-		add_u64(u, "net_bytes", 0);
-		add_u64(u, "net_connections", 0);
+		add_u64(u, "disk_bytes", run->usage.disk_bytes);
+		add_u64(u, "files", run->usage.files);
+		add_u64(u, "net_bytes", run->usage.net_bytes);
+		add_u64(u, "net_connections", run->usage.net_connections);
 		add_u64(u, "supervisor_notifications", run->notifications);
 	}
 	d = cJSON_AddArrayToObject(r, "denials");

@@ -158,6 +158,7 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 		    !run->by_nr[nr])
 			run->by_nr[nr] = &cr_syscalls[i];
 	}
+	/* Area set-up (one line each), before the child exists. */
 	return 0;
 }
 
@@ -180,6 +181,7 @@ static void run_free(struct cr_run *run)
 		free(run->denials[i].reason);
 	}
 	cr_tasks_free(&run->tasks);
+	cr_loop_free(run);
 	free(run->notif);
 	cr_audit_close(run);
 }

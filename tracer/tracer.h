@@ -44,6 +44,7 @@ enum cr_verdict_kind {
 	CR_V_VALUE,	/* the call "returned" val (performed by the supervisor) */
 	CR_V_CONTINUE,	/* let the kernel run it: only for register-only verdicts */
 	CR_V_KILL,	/* kill the whole tree: policy_denied */
+	CR_V_SENT,	/* already answered (ADDFD with SEND): nothing to send */
 };
 
 struct cr_verdict {
@@ -130,6 +131,24 @@ struct cr_denial {
 
 #define CR_MAX_DENIALS 256
 
+/* The result's usage object; each area fills its own fields. */
+struct cr_usage {
+	uint64_t cpu_ms;
+	uint64_t peak_memory_bytes;
+	uint64_t processes;		/* peak tasks alive at once */
+	uint64_t disk_bytes;
+	uint64_t files;
+	uint64_t net_bytes;
+	uint64_t net_connections;
+};
+
+/* Per-area state, defined in each area's own header; one pointer each so
+ * areas grow without touching each other's lines. */
+struct cr_budgets;	/* tracer/budget.c */
+struct cr_fsstate;	/* tracer/fs/ */
+struct cr_netstate;	/* tracer/net/ */
+struct cr_surface;	/* tracer/handlers/ of the kernel-surface calls */
+
 struct cr_run {
 	struct cr_run_config *cfg;	/* borrowed */
 	uint64_t start_ns;		/* CLOCK_MONOTONIC */
@@ -144,6 +163,9 @@ struct cr_run {
 	size_t stdin_off;
 	struct cr_tasks tasks;
 	struct cr_stream out, err;
+	struct cr_watch *watches;	/* owned list, see loop.c */
+	struct cr_watch *sig_watch, *listener_watch, *out_watch, *err_watch,
+			*exec_watch, *stdin_watch;	/* borrowed */
 	struct seccomp_notif *notif;	/* owned, notif_len bytes */
 	size_t notif_len;
 	const struct cr_syscall_entry *by_nr[512];	/* borrowed */
@@ -159,6 +181,13 @@ struct cr_run {
 	int platform_errno;
 	uint64_t end_ms;		/* wall time when the run ended */
 	int exit_code;			/* corral's own, once settled */
+
+	/* per-area state (owned, may be NULL) */
+	struct cr_budgets *budgets;
+	struct cr_fsstate *fs;
+	struct cr_netstate *net;
+	struct cr_surface *surface;
+	struct cr_usage usage;
 
 	/* counters */
 	uint64_t notifications;
@@ -224,6 +253,22 @@ void cr_task_kill(struct cr_run *run, struct cr_task *t);
 
 /* tracer/notify.c */
 void cr_notify_handle(struct cr_run *run);
+/* After reading tracee memory: is the notification still live (the task
+ * still blocked in that call)? Decide nothing on memory read before this
+ * says yes. */
+bool cr_notif_valid(const struct cr_run *run, uint64_t id);
+/* Install fd in the notifying task as the call's return value (ADDFD with
+ * SEND: atomic install-and-answer). The verdict says the answer was sent. */
+struct cr_verdict cr_notif_send_fd(struct cr_run *run,
+				   const struct seccomp_notif *n, int fd,
+				   bool cloexec);
+
+/* tracer/mem.c: tracee memory, through process_vm_readv/writev only. */
+int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* Read a NUL-terminated string of at most len-1 bytes: -ENAMETOOLONG when
+ * longer, -EFAULT when unreadable. */
+int cr_mem_read_str(pid_t pid, uint64_t addr, char *buf, size_t len);
+int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	     const char *target, const char *layer, const char *reason);
 
@@ -233,7 +278,15 @@ void cr_stream_init(struct cr_stream *s, int fd, int echo_fd);
 bool cr_stream_pump(struct cr_run *run, struct cr_stream *s);
 void cr_stream_close(struct cr_stream *s);
 
-/* tracer/loop.c */
+/* tracer/loop.c: every fd the supervisor waits on is a watch; its callback
+ * runs on the loop thread (the ptrace owner). */
+struct cr_watch;
+typedef void (*cr_watch_fn)(struct cr_run *run, uint32_t events, void *arg);
+struct cr_watch *cr_loop_watch(struct cr_run *run, int fd, uint32_t events,
+			       cr_watch_fn fn, void *arg);
+int cr_loop_modify(struct cr_run *run, struct cr_watch *w, uint32_t events);
+void cr_loop_unwatch(struct cr_run *run, struct cr_watch *w);
+void cr_loop_free(struct cr_run *run);
 int cr_loop(struct cr_run *run);
 
 /* tracer/cleanup.c */

@@ -1,0 +1,74 @@
+/* tracer/mem.c: reads and writes tracee memory with process_vm_readv and
+ * process_vm_writev; never /proc/PID/mem, never ptrace peeks. */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "tracer.h"
+
+/* What is read here is a snapshot the tracee can change the moment after:
+ * callers copy it, decide on the copy, perform the call themselves on the
+ * copy, and check cr_notif_valid() before acting. */
+int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	if (!len)
+		return 0;
+	if (!addr)
+		return -EFAULT;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return errno == ESRCH ? -ESRCH : -EFAULT;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int cr_mem_read_str(pid_t pid, uint64_t addr, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	if (!addr)
+		return -EFAULT;
+	/* Read page by page: a string may end just before an unmapped page,
+	 * and a read crossing into it would fail as a whole. */
+	while (got < len) {
+		uint64_t a = addr + got;
+		size_t chunk = 4096 - (size_t)(a & 4095);
+		struct iovec local, remote;
+		ssize_t n;
+		char *nul;
+
+		if (chunk > len - got)
+			chunk = len - got;
+		local = (struct iovec){ .iov_base = buf + got, .iov_len = chunk };
+		remote = (struct iovec){ .iov_base = (void *)(uintptr_t)a,
+					 .iov_len = chunk };
+		n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		if (n <= 0)
+			return errno == ESRCH ? -ESRCH : -EFAULT;
+		nul = memchr(buf + got, 0, (size_t)n);
+		if (nul)
+			return 0;
+		got += (size_t)n;
+	}
+	buf[len - 1] = 0;
+	return -ENAMETOOLONG;
+}
+
+int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = (void *)buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	if (!len)
+		return 0;
+	if (!addr)
+		return -EFAULT;
+	n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return errno == ESRCH ? -ESRCH : -EFAULT;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
