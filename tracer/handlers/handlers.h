@@ -10,4 +10,9 @@ struct cr_verdict cr_h_refuse(struct cr_run *run,
 			      const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n);
 
+/* create.c */
+struct cr_verdict cr_h_create(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n);
+
 #endif

@@ -1,0 +1,246 @@
+/* tests/progs/budget_hog.c: spends one resource on purpose, within a cap of
+ * its own, so the budget tests can watch corral stop it.
+ *
+ *   budget_hog fork MAX            fork bomb: every process forks until MAX
+ *                                  forks happened in all (then they wait)
+ *   budget_hog threads MAX         thread bomb: up to MAX sleeping threads
+ *   budget_hog race THREADS KEEP N THREADS threads each keep KEEP children
+ *                                  alive, N forks each; prints the most
+ *                                  tasks seen alive at once
+ *   budget_hog mem MIB PROCS       PROCS processes each touch MIB MiB, then
+ *                                  wait
+ *   budget_hog cpu PROCS           PROCS processes burn CPU forever
+ *   budget_hog bigfile MIB         one file of MIB MiB in the cwd, then wait
+ *   budget_hog smallfiles N BYTES  N files of BYTES bytes, then wait
+ *
+ * Every mode prints what it managed on stdout ("made N") as it goes,
+ * unbuffered, and then waits (pause) so corral, not the program, ends the
+ * run. Caps are the program's own: run natively it stops at MAX. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct shared {
+	atomic_long forks;	/* fork attempts made, all processes */
+	atomic_long alive;	/* tasks alive now (race mode) */
+	atomic_long peak;
+	atomic_long eagain;
+};
+
+static struct shared *sh;
+
+static void hold(void)
+{
+	for (;;)
+		pause();
+}
+
+static void note_alive(long d)
+{
+	long now = atomic_fetch_add(&sh->alive, d) + d;
+	long p = atomic_load(&sh->peak);
+
+	while (now > p && !atomic_compare_exchange_weak(&sh->peak, &p, now))
+		;
+}
+
+static void fork_bomb(long max)
+{
+	for (;;) {
+		pid_t c;
+
+		if (atomic_fetch_add(&sh->forks, 1) >= max)
+			hold();
+		c = fork();
+		if (c < 0) {
+			atomic_fetch_add(&sh->eagain, 1);
+			usleep(1000);
+		}
+		/* parent and child both go on forking */
+	}
+}
+
+static void *sleeper(void *arg)
+{
+	hold();
+	return NULL;
+}
+
+static void thread_bomb(long max)
+{
+	long made = 0;
+
+	for (; made < max; made++) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, sleeper, NULL))
+			break;
+	}
+	printf("made %ld\n", made);
+	hold();
+}
+
+static long race_keep, race_n;
+
+static void *racer(void *arg)
+{
+	long live = 0;
+
+	for (long i = 0; i < race_n; i++) {
+		pid_t c;
+
+		while (live >= race_keep) {
+			if (waitpid(-1, NULL, __WALL) > 0)
+				live--;
+			else
+				break;
+		}
+		c = fork();
+		if (c == 0) {
+			note_alive(1);
+			usleep(2000);
+			note_alive(-1);
+			_exit(0);
+		}
+		if (c > 0)
+			live++;
+		else
+			atomic_fetch_add(&sh->eagain, 1);
+	}
+	return NULL;
+}
+
+static void race(long threads, long keep, long n)
+{
+	pthread_t t[64];
+
+	race_keep = keep;
+	race_n = n;
+	if (threads > 64)
+		threads = 64;
+	note_alive(1 + threads);	/* this process's threads */
+	for (long i = 0; i < threads; i++)
+		pthread_create(&t[i], NULL, racer, NULL);
+	for (long i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	while (waitpid(-1, NULL, 0) > 0)
+		;
+	printf("peak %ld eagain %ld\n", atomic_load(&sh->peak),
+	       atomic_load(&sh->eagain));
+}
+
+static void touch(long mib)
+{
+	long done = 0;
+
+	for (; done < mib; done++) {
+		char *p = malloc(1 << 20);
+
+		if (!p)
+			break;
+		memset(p, 1, 1 << 20);
+	}
+	printf("touched %ld\n", done);
+	hold();
+}
+
+static void mem(long mib, long procs)
+{
+	for (long i = 1; i < procs; i++)
+		if (fork() == 0)
+			touch(mib);
+	touch(mib);
+}
+
+static void cpu(long procs)
+{
+	volatile unsigned long x = 0;
+
+	for (long i = 1; i < procs; i++)
+		if (fork() == 0)
+			break;
+	for (;;)
+		x++;
+}
+
+static void bigfile(long mib)
+{
+	static char buf[1 << 20];
+	int fd = open("big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	long done = 0;
+
+	memset(buf, 'x', sizeof(buf));
+	signal(SIGXFSZ, SIG_IGN);	/* see EFBIG instead of dying */
+	for (; fd >= 0 && done < mib; done++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+	printf("wrote %ld\n", done);
+	hold();
+}
+
+static void smallfiles(long n, long bytes)
+{
+	char *buf = calloc(1, (size_t)bytes + 1);
+	long done = 0;
+
+	memset(buf, 'y', (size_t)bytes);
+	mkdir("d", 0755);
+	for (; done < n; done++) {
+		char name[64];
+		int fd;
+
+		snprintf(name, sizeof(name), "d/%ld", done);
+		fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			break;
+		if (bytes && write(fd, buf, (size_t)bytes) != bytes) {
+			close(fd);
+			break;
+		}
+		close(fd);
+	}
+	printf("made %ld\n", done);
+	hold();
+}
+
+int main(int argc, char **argv)
+{
+	long a = argc > 2 ? atol(argv[2]) : 0;
+	long b = argc > 3 ? atol(argv[3]) : 0;
+	long c = argc > 4 ? atol(argv[4]) : 0;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED || argc < 3) {
+		fprintf(stderr, "usage: see the comment at the top\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "fork"))
+		fork_bomb(a);
+	else if (!strcmp(argv[1], "threads"))
+		thread_bomb(a);
+	else if (!strcmp(argv[1], "race"))
+		race(a, b, c);
+	else if (!strcmp(argv[1], "mem"))
+		mem(a, b > 0 ? b : 1);
+	else if (!strcmp(argv[1], "cpu"))
+		cpu(a);
+	else if (!strcmp(argv[1], "bigfile"))
+		bigfile(a);
+	else if (!strcmp(argv[1], "smallfiles"))
+		smallfiles(a, b);
+	else
+		return 2;
+	return 0;
+}
