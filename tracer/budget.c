@@ -485,10 +485,12 @@ static void unmeasurable(struct cr_run *run, int rc)
 {
 	if (run->ending)
 		return;
-	cr_run_end(run, CR_ST_LIMIT_EXCEEDED,
-		   cr_limit_name(rc == -ELOOP ? CR_LIM_FILES : CR_LIM_DISK),
-		   "the workspace cannot be measured (%s): %s",
-		   rc == -ELOOP ? "directories nested too deep" : "unreadable entry",
+	enum cr_limit_id id = rc == -ELOOP ? CR_LIM_FILES : CR_LIM_DISK;
+
+	cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+		   "the %s budget cannot be enforced: the workspace cannot be measured (%s: %s)",
+		   cr_limit_name(id),
+		   rc == -ELOOP ? "directories nested too deep" : "an unreadable entry",
 		   strerror(-rc));
 }
 

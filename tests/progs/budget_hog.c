@@ -12,6 +12,16 @@
  *   budget_hog cpu PROCS           PROCS processes burn CPU forever
  *   budget_hog bigfile MIB         one file of MIB MiB in the cwd, then wait
  *   budget_hog smallfiles N BYTES  N files of BYTES bytes, then wait
+ *   budget_hog untraced X          one clone(CLONE_UNTRACED); prints
+ *                                  "untraced: ok" or the errno's name
+ *   budget_hog cpukill N MS        N times: a child burns CPU, and is
+ *                                  SIGKILLed by its parent after MS ms
+ *   budget_hog cpuauto N MS        N times: a child burns MS ms of CPU and
+ *                                  exits, with SIGCHLD ignored (autoreap)
+ *   budget_hog memzombie MIB       the main thread exits (pthread_exit); a
+ *                                  thread touches MIB MiB and waits
+ *   budget_hog hidden KIB          writes KIB KiB under h/, then makes h
+ *                                  unreadable (chmod 000) and waits
  *
  * Every mode prints what it managed on stdout ("made N") as it goes,
  * unbuffered, and then waits (pause) so corral, not the program, ends the
@@ -20,13 +30,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,8 +64,12 @@ static void note_alive(long d)
 	long now = atomic_fetch_add(&sh->alive, d) + d;
 	long p = atomic_load(&sh->peak);
 
-	while (now > p && !atomic_compare_exchange_weak(&sh->peak, &p, now))
-		;
+	while (now > p) {
+		if (atomic_compare_exchange_weak(&sh->peak, &p, now)) {
+			printf("peak %ld\n", now);
+			break;
+		}
+	}
 }
 
 static void fork_bomb(long max)
@@ -213,6 +231,106 @@ static void smallfiles(long n, long bytes)
 	hold();
 }
 
+static void untraced(void)
+{
+	long rc = syscall(SYS_clone, CLONE_UNTRACED | SIGCHLD, 0, 0, 0, 0);
+
+	if (rc == 0)
+		_exit(0);
+	if (rc > 0)
+		waitpid((pid_t)rc, NULL, 0);
+	printf("untraced: %s\n", rc < 0 ? strerrorname_np(errno) : "ok");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void burn(double secs)
+{
+	struct timespec ts;
+	double end;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	end = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + secs;
+	for (;;) {
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		if ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 >= end)
+			return;
+	}
+}
+
+static void cpukill(long n, long ms, bool autoreap)
+{
+	if (autoreap)
+		signal(SIGCHLD, SIG_IGN);
+	for (long i = 0; i < n; i++) {
+		pid_t c = fork();
+
+		if (c == 0) {
+			if (autoreap) {
+				burn((double)ms / 1000);
+				_exit(0);
+			}
+			for (;;)
+				;
+		}
+		if (c < 0)
+			continue;
+		if (autoreap) {
+			/* wait for it to be gone without waitpid */
+			double t0 = now_s();
+
+			while (kill(c, 0) == 0 && now_s() - t0 < 10)
+				usleep(1000);
+		} else {
+			usleep((useconds_t)ms * 1000);
+			kill(c, SIGKILL);
+			waitpid(c, NULL, 0);
+		}
+		printf("round %ld\n", i + 1);
+	}
+	printf("done\n");
+}
+
+static long zombie_mib;
+
+static void *zombie_thread(void *arg)
+{
+	touch(zombie_mib);
+	return NULL;
+}
+
+static void memzombie(long mib)
+{
+	pthread_t t;
+
+	zombie_mib = mib;
+	pthread_create(&t, NULL, zombie_thread, NULL);
+	pthread_exit(NULL);
+}
+
+static void hidden(long kib)
+{
+	static char buf[1024];
+	int fd;
+
+	memset(buf, 'h', sizeof(buf));
+	mkdir("h", 0755);
+	fd = open("h/f", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	for (long i = 0; fd >= 0 && i < kib; i++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+	close(fd);
+	chmod("h", 0);
+	printf("hidden\n");
+	hold();
+}
+
 int main(int argc, char **argv)
 {
 	long a = argc > 2 ? atol(argv[2]) : 0;
@@ -240,6 +358,16 @@ int main(int argc, char **argv)
 		bigfile(a);
 	else if (!strcmp(argv[1], "smallfiles"))
 		smallfiles(a, b);
+	else if (!strcmp(argv[1], "untraced"))
+		untraced();
+	else if (!strcmp(argv[1], "cpukill"))
+		cpukill(a, b, false);
+	else if (!strcmp(argv[1], "cpuauto"))
+		cpukill(a, b, true);
+	else if (!strcmp(argv[1], "memzombie"))
+		memzombie(a);
+	else if (!strcmp(argv[1], "hidden"))
+		hidden(a);
 	else
 		return 2;
 	return 0;
