@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 
@@ -39,6 +40,8 @@ struct cr_budgets {
 	uint64_t pending;		/* reservations not yet in the table */
 	pid_t gone_early[CR_BUDGET_GONE_EARLY];	/* ring, 0: empty */
 	size_t gone_next;
+	int *zombies;			/* owned pidfds of unreaped zombies */
+	size_t nzombies, zcap;
 	uint64_t peak_tasks;
 
 	/* cpu */
@@ -169,7 +172,51 @@ static pid_t read_tgid(pid_t tid)
 
 static uint64_t tasks_alive(const struct cr_run *run)
 {
-	return run->tasks.count + run->budgets->pending;
+	const struct cr_budgets *b = run->budgets;
+
+	return run->tasks.count + b->pending + b->nzombies;
+}
+
+/* A process we reaped as its tracer stays a zombie until its real parent
+ * (a task of the tree) waits for it: it holds a pid, so it holds a slot,
+ * or a program that never waits could fill the host's pid space. Its pidfd
+ * tells when the pid is really free (signal 0 then fails with ESRCH). */
+static void prune_zombies(struct cr_budgets *b)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < b->nzombies; i++) {
+		if (syscall(SYS_pidfd_send_signal, b->zombies[i], 0, NULL, 0) < 0 &&
+		    errno == ESRCH)
+			close(b->zombies[i]);
+		else
+			b->zombies[j++] = b->zombies[i];
+	}
+	b->nzombies = j;
+}
+
+static void keep_zombie(struct cr_run *run, struct cr_task *t)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!t->leader || t->pidfd < 0 ||
+	    syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) < 0)
+		return;	/* fully reaped (we were its parent), or a thread */
+	if (b->nzombies == b->zcap) {
+		size_t cap = b->zcap ? b->zcap * 2 : 64;
+		int *z = realloc(b->zombies, cap * sizeof(*z));
+
+		if (!z) {
+			/* Cannot track it: count it as a task that never
+			 * goes (an error towards refusing). */
+			b->pending++;
+			return;
+		}
+		b->zombies = z;
+		b->zcap = cap;
+	}
+	b->zombies[b->nzombies++] = t->pidfd;
+	t->pidfd = -1;	/* ours now: cr_tasks_remove must not close it */
 }
 
 static void settle(struct cr_run *run, struct cr_task *t)
@@ -200,6 +247,8 @@ int cr_budget_reserve(struct cr_run *run, pid_t tid)
 	/* A thread runs one call at a time: a reservation it still holds is
 	 * from a creation that failed (or is being restarted). */
 	settle(run, t);
+	if (tasks_alive(run) + 1 > max)
+		prune_zombies(b);
 	if (tasks_alive(run) + 1 > max) {
 		breach(run, CR_LIM_PROCESSES, tasks_alive(run) + 1);
 		return -EAGAIN;
@@ -240,6 +289,8 @@ void cr_budget_on_gone(struct cr_run *run, struct cr_task *t)
 	settle(run, t);
 	b->cpu_dead_ns += t->b.cpu_ns;
 	t->b.cpu_ns = 0;
+	if (!t->initial)
+		keep_zombie(run, t);
 	if (!t->b.announced && !t->initial) {
 		b->gone_early[b->gone_next] = t->tid;
 		b->gone_next = (b->gone_next + 1) % CR_BUDGET_GONE_EARLY;
@@ -286,6 +337,7 @@ static void poll_tasks(struct cr_run *run)
 	uint64_t live = 0, rss = 0;
 
 	b->tick++;
+	prune_zombies(b);
 	/* Pass 1: every thread's CPU; each process's memory from its
 	 * leader. */
 	for (size_t i = 0; i < ts->cap; i++) {
@@ -581,6 +633,9 @@ static void cr_budget_free(struct cr_run *run)
 	if (!b)
 		return;
 	walk_reset(b);
+	for (size_t i = 0; i < b->nzombies; i++)
+		close(b->zombies[i]);
+	free(b->zombies);
 	if (b->timerfd >= 0)
 		close(b->timerfd);
 	free(b);

@@ -95,6 +95,17 @@ def budget_clone_race_never_exceeds(t):
 
 
 @test
+def budget_zombie_bomb(t):
+    # Children that exit at once and are never waited for hold their pids:
+    # they count, or a program could fill the host's pid space.
+    run, r = hog(t, ["processes=32"], "zombies", 2000)
+    assert_breach(t, run, r, "processes")
+    made = ints(r["stdout"], "zombies")
+    true(all(m <= 31 for m in made), "zombies made %r, budget 32" % made)
+    t.assert_next_run_ok()
+
+
+@test
 def budget_processes_known_good_under(t):
     # The same race well under its budget finishes normally.
     run, r = hog(t, ["processes=64"], "race", 2, 2, 40, timeout=120)

@@ -12,6 +12,8 @@
  *   budget_hog cpu PROCS           PROCS processes burn CPU forever
  *   budget_hog bigfile MIB         one file of MIB MiB in the cwd, then wait
  *   budget_hog smallfiles N BYTES  N files of BYTES bytes, then wait
+ *   budget_hog zombies MAX         forks MAX children that exit at once and
+ *                                  are never waited for (zombies)
  *   budget_hog untraced X          one clone(CLONE_UNTRACED); prints
  *                                  "untraced: ok" or the errno's name
  *   budget_hog cpukill N MS        N times: a child burns CPU, and is
@@ -231,6 +233,22 @@ static void smallfiles(long n, long bytes)
 	hold();
 }
 
+static void zombies(long max)
+{
+	long made = 0;
+
+	for (; made < max; made++) {
+		pid_t c = fork();
+
+		if (c == 0)
+			_exit(0);
+		if (c < 0)
+			break;
+	}
+	printf("zombies %ld\n", made);
+	hold();
+}
+
 static void untraced(void)
 {
 	long rc = syscall(SYS_clone, CLONE_UNTRACED | SIGCHLD, 0, 0, 0, 0);
@@ -358,6 +376,8 @@ int main(int argc, char **argv)
 		bigfile(a);
 	else if (!strcmp(argv[1], "smallfiles"))
 		smallfiles(a, b);
+	else if (!strcmp(argv[1], "zombies"))
+		zombies(a);
 	else if (!strcmp(argv[1], "untraced"))
 		untraced();
 	else if (!strcmp(argv[1], "cpukill"))
