@@ -52,7 +52,11 @@ struct cr_budgets {
 	uint64_t rss, peak_rss;
 	uint64_t tick;
 
-	/* disk and files: an incremental walk of the workspace */
+	/* disk and files: an incremental walk of the writable roots */
+	const char *roots[CR_BUDGET_MAX_ROOTS];	/* borrowed from cfg */
+	size_t nroots, root;		/* root: the next to open */
+	bool in_pass;
+	uid_t uid;
 	DIR *stack[CR_BUDGET_WALK_DEPTH];
 	int depth;
 	uint64_t w_bytes, w_files;	/* the pass in progress */
@@ -86,9 +90,14 @@ static void breach(struct cr_run *run, enum cr_limit_id id, uint64_t got)
 		return;
 	cr_limit_format(id, got, a, sizeof(a));
 	cr_limit_format(id, lim(run, id), b, sizeof(b));
-	cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
-		   "the %s budget is spent: %s used of %s", cr_limit_name(id),
-		   a, b);
+	if (id == CR_LIM_PROCESSES)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the processes budget is spent: a task creation was refused (it would make %s tasks alive at once, the budget is %s)",
+			   a, b);
+	else
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget is spent: %s used of %s",
+			   cr_limit_name(id), a, b);
 }
 
 /* ---- reading /proc ---- */
@@ -404,6 +413,8 @@ static void walk_reset(struct cr_budgets *b)
 	while (b->depth > 0)
 		closedir(b->stack[--b->depth]);
 	b->w_bytes = b->w_files = 0;
+	b->root = 0;
+	b->in_pass = false;
 }
 
 static int walk_push(struct cr_budgets *b, int fd)
@@ -435,38 +446,58 @@ static uint64_t entry_bytes(const struct stat *st)
 	return bytes;
 }
 
-/* Advance the walk by at most `budget` entries. Returns 1 when a pass just
- * completed, 0 when it is still going, -errno when the workspace cannot be
- * measured. */
+/* Can a directory we may not read be skipped? Only when the run cannot
+ * have made it so: it belongs to another user. One of ours could have been
+ * made unreadable by the program to hide what is below it. */
+static bool skippable(int parent, const char *name, uid_t uid)
+{
+	struct stat st;
+
+	return fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       st.st_uid != uid;
+}
+
+/* Advance the walk by at most `budget` entries. Returns 1 when a pass over
+ * every root just completed, 0 when it is still going, -errno when a root
+ * cannot be measured (the pass is abandoned). */
 static int walk_step(struct cr_run *run, size_t budget)
 {
 	struct cr_budgets *b = run->budgets;
+	int rc;
 
-	if (b->depth == 0) {
-		int fd = open(run->cfg->workspace,
-			      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int rc;
-
-		if (fd < 0)
-			return -errno;
-		b->w_bytes = b->w_files = 0;
-		rc = walk_push(b, fd);
-		if (rc)
-			return rc;
+	if (!b->in_pass) {
+		walk_reset(b);
+		b->in_pass = true;
 	}
-	while (budget-- && b->depth > 0) {
-		DIR *d = b->stack[b->depth - 1];
+	while (budget) {
+		DIR *d;
 		struct dirent *de;
 		struct stat st;
 
+		if (b->depth == 0) {
+			int fd;
+
+			if (b->root == b->nroots) {
+				b->in_pass = false;
+				return 1;
+			}
+			fd = open(b->roots[b->root++],
+				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT)
+				continue;	/* an absent root holds nothing */
+			rc = fd < 0 ? -errno : walk_push(b, fd);
+			if (rc)
+				goto fail;
+			continue;
+		}
+		budget--;
+		d = b->stack[b->depth - 1];
 		errno = 0;
 		de = readdir(d);
 		if (!de) {
 			if (errno) {
-				int e = errno;
-
-				walk_reset(b);
-				return -e;
+				rc = -errno;
+				goto fail;
 			}
 			closedir(d);
 			b->depth--;
@@ -477,12 +508,8 @@ static int walk_step(struct cr_run *run, size_t budget)
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno == ENOENT)
 				continue;	/* removed meanwhile */
-			{
-				int e = errno;
-
-				walk_reset(b);
-				return -e;
-			}
+			rc = -errno;
+			goto fail;
 		}
 		b->w_files++;
 		b->w_bytes += entry_bytes(&st);
@@ -490,19 +517,22 @@ static int walk_step(struct cr_run *run, size_t budget)
 			int fd = openat(dirfd(d), de->d_name,
 					O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 					O_CLOEXEC);
-			int rc;
 
 			if (fd < 0 && (errno == ENOENT || errno == ENOTDIR ||
 				       errno == ELOOP))
 				continue;	/* replaced meanwhile */
+			if (fd < 0 && errno == EACCES &&
+			    skippable(dirfd(d), de->d_name, b->uid))
+				continue;
 			rc = fd < 0 ? -errno : walk_push(b, fd);
-			if (rc) {
-				walk_reset(b);
-				return rc;
-			}
+			if (rc)
+				goto fail;
 		}
 	}
-	return b->depth == 0 ? 1 : 0;
+	return 0;
+fail:
+	walk_reset(b);
+	return rc;
 }
 
 static uint64_t over(uint64_t v, uint64_t base)
@@ -604,13 +634,30 @@ int cr_budget_setup(struct cr_run *run)
 	b->timerfd = -1;
 	b->page = sysconf(_SC_PAGESIZE);
 	b->schedstat = true;
+	b->uid = geteuid();
+	/* Writable roots: the workspace, the class's and --rw's. One inside
+	 * another is counted twice: an error towards stopping. */
+	b->roots[b->nroots++] = run->cfg->workspace;
+	for (size_t i = 0; i < run->cfg->cls->fs_write.n &&
+			   b->nroots < CR_BUDGET_MAX_ROOTS; i++)
+		b->roots[b->nroots++] = run->cfg->cls->fs_write.v[i];
+	for (size_t i = 0; i < run->cfg->extra_rw.n &&
+			   b->nroots < CR_BUDGET_MAX_ROOTS; i++)
+		b->roots[b->nroots++] = run->cfg->extra_rw.v[i];
+	if (run->cfg->cls->fs_write.n + run->cfg->extra_rw.n + 1 >
+	    CR_BUDGET_MAX_ROOTS) {
+		snprintf(run->message, sizeof(run->message),
+			 "more than %d writable roots: the disk budget cannot measure them",
+			 CR_BUDGET_MAX_ROOTS);
+		return -E2BIG;
+	}
 	if (read_thread_cpu(b, getpid(), &ns) < 0)
 		b->schedstat = false;
 	/* What the workspace holds before the run is not the run's. */
 	rc = walk_full(run);
 	if (rc) {
 		snprintf(run->message, sizeof(run->message),
-			 "cannot measure the workspace %s: %s",
+			 "cannot measure the writable roots (%s) for the disk budget: %s",
 			 run->cfg->workspace, strerror(-rc));
 		return rc;
 	}
@@ -686,6 +733,15 @@ void cr_budget_finish(struct cr_run *run)
 	if (b->hook_bytes > b->disk)
 		b->disk = b->hook_bytes;
 	u->cpu_ms = cpu_ms;
+	/* The kernel's own peak of any one process (RUSAGE_CHILDREN covers
+	 * the whole reaped tree) catches a peak between two ticks. */
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_CHILDREN, &ru) == 0 &&
+		    (uint64_t)ru.ru_maxrss * 1024 > b->peak_rss)
+			b->peak_rss = (uint64_t)ru.ru_maxrss * 1024;
+	}
 	u->peak_memory_bytes = b->peak_rss;
 	if (run->tasks.peak_tasks > b->peak_tasks)
 		b->peak_tasks = run->tasks.peak_tasks;

@@ -13,6 +13,8 @@
 /* Deeper directories cannot be measured with the walk's fd stack; a run
  * that makes one is stopped ("files"): fail closed, never undercount. */
 #define CR_BUDGET_WALK_DEPTH 128
+/* Writable roots measured (the workspace, the class's, --rw). */
+#define CR_BUDGET_MAX_ROOTS 32
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024

@@ -53,8 +53,14 @@ def ints(text, word):
 
 @test
 def budget_fork_bomb(t):
-    run, r = hog(t, ["processes=32"], "fork", 2000)
+    audit = t.path("audit.jsonl")
+    run, r = hog(t, ["processes=32"], "fork", 2000,
+                 extra=["--audit", audit])
     assert_breach(t, run, r, "processes")
+    with open(audit) as f:
+        events = [json.loads(line) for line in f]
+    limits = [e for e in events if e.get("event") == "limit"]
+    eq([e.get("limit") for e in limits], ["processes"], "audit limit events")
     u = r["usage"]
     ge(u["processes"], 2, "usage.processes")
     true(u["processes"] <= 32, "usage.processes %d over 32" % u["processes"])

@@ -12,6 +12,10 @@
  *   budget_hog cpu PROCS           PROCS processes burn CPU forever
  *   budget_hog bigfile MIB         one file of MIB MiB in the cwd, then wait
  *   budget_hog smallfiles N BYTES  N files of BYTES bytes, then wait
+ *   budget_hog memrate MIB RATE PROCS  like mem, each process touching RATE
+ *                                  MiB/s (for bench/limits)
+ *   budget_hog diskrate MIB RATE   like bigfile, writing RATE MiB/s
+ *   budget_hog filesrate N RATE    like smallfiles (1 byte), RATE files/s
  *   budget_hog zombies MAX         forks MAX children that exit at once and
  *                                  are never waited for (zombies)
  *   budget_hog untraced X          one clone(CLONE_UNTRACED); prints
@@ -233,6 +237,78 @@ static void smallfiles(long n, long bytes)
 	hold();
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleep until `done` units at `rate` per second are due since t0. */
+static void pace(double t0, long done, long rate)
+{
+	double due = t0 + (double)done / (double)rate, now = now_s();
+
+	if (rate > 0 && due > now)
+		usleep((useconds_t)((due - now) * 1e6));
+}
+
+static void memrate(long mib, long rate, long procs)
+{
+	double t0;
+	long done = 0;
+
+	for (long i = 1; i < procs; i++)
+		if (fork() == 0)
+			break;
+	t0 = now_s();
+	for (; done < mib; done++) {
+		char *p = malloc(1 << 20);
+
+		if (!p)
+			break;
+		memset(p, 1, 1 << 20);
+		pace(t0, done + 1, rate);
+	}
+	hold();
+}
+
+static void diskrate(long mib, long rate)
+{
+	static char buf[1 << 20];
+	int fd = open("big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	double t0 = now_s();
+
+	memset(buf, 'x', sizeof(buf));
+	signal(SIGXFSZ, SIG_IGN);
+	for (long done = 0; fd >= 0 && done < mib; done++) {
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+		pace(t0, done + 1, rate);
+	}
+	hold();
+}
+
+static void filesrate(long n, long rate)
+{
+	double t0 = now_s();
+
+	mkdir("d", 0755);
+	for (long done = 0; done < n; done++) {
+		char name[64];
+		int fd;
+
+		snprintf(name, sizeof(name), "d/%ld", done);
+		fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, "z", 1) != 1)
+			break;
+		close(fd);
+		pace(t0, done + 1, rate);
+	}
+	hold();
+}
+
 static void zombies(long max)
 {
 	long made = 0;
@@ -258,14 +334,6 @@ static void untraced(void)
 	if (rc > 0)
 		waitpid((pid_t)rc, NULL, 0);
 	printf("untraced: %s\n", rc < 0 ? strerrorname_np(errno) : "ok");
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void burn(double secs)
@@ -376,6 +444,12 @@ int main(int argc, char **argv)
 		bigfile(a);
 	else if (!strcmp(argv[1], "smallfiles"))
 		smallfiles(a, b);
+	else if (!strcmp(argv[1], "memrate"))
+		memrate(a, b, c > 0 ? c : 1);
+	else if (!strcmp(argv[1], "diskrate"))
+		diskrate(a, b);
+	else if (!strcmp(argv[1], "filesrate"))
+		filesrate(a, b);
 	else if (!strcmp(argv[1], "zombies"))
 		zombies(a);
 	else if (!strcmp(argv[1], "untraced"))
