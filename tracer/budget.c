@@ -35,6 +35,7 @@ struct cr_budgets {
 	struct cr_watch *watch;		/* borrowed from the loop */
 	long page;
 	bool schedstat;			/* /proc/.../schedstat is readable */
+	size_t cached;			/* /proc descriptors kept open */
 
 	/* processes */
 	uint64_t pending;		/* reservations not yet in the table */
@@ -56,6 +57,7 @@ struct cr_budgets {
 	const char *roots[CR_BUDGET_MAX_ROOTS];	/* borrowed from cfg */
 	size_t nroots, root;		/* root: the next to open */
 	bool in_pass;
+	uint64_t pass_cpu_ns, next_pass_ns;
 	uid_t uid;
 	DIR *stack[CR_BUDGET_WALK_DEPTH];
 	int depth;
@@ -117,10 +119,48 @@ static int read_small(const char *path, char *buf, size_t len)
 	return (int)n;
 }
 
+/* Read a /proc file of a task through a descriptor kept open across
+ * ticks (*slot holds fd + 1, 0 for none): opening a /proc file costs four
+ * times a pread of an open one. At most CR_BUDGET_FD_CACHE stay open; past
+ * that each read opens and closes. */
+static int read_task_file(struct cr_budgets *b, int *slot, const char *path,
+			  char *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!*slot && b->cached < CR_BUDGET_FD_CACHE) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return -errno;
+		*slot = fd + 1;
+		b->cached++;
+	}
+	if (!*slot)
+		return read_small(path, buf, len);
+	n = pread(*slot - 1, buf, len - 1, 0);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return (int)n;
+}
+
+static void task_close_fds(struct cr_budgets *b, struct cr_task *t)
+{
+	int *slots[] = { &t->b.fd_cpu, &t->b.fd_mem };
+
+	for (size_t i = 0; i < CR_ARRAY_SIZE(slots); i++)
+		if (*slots[i]) {
+			close(*slots[i] - 1);
+			*slots[i] = 0;
+			b->cached--;
+		}
+}
+
 /* A thread's own CPU time (user + system), in ns. schedstat's first field
  * is the scheduler's exact runtime; /proc/.../stat's utime + stime (clock
  * ticks) is the fallback on kernels built without it. */
-static int read_thread_cpu(const struct cr_budgets *b, pid_t tid,
+static int read_thread_cpu(struct cr_budgets *b, struct cr_task *t,
 			   uint64_t *ns)
 {
 	char path[64], buf[1024];
@@ -128,17 +168,13 @@ static int read_thread_cpu(const struct cr_budgets *b, pid_t tid,
 	char *p;
 	int rc;
 
-	if (b->schedstat) {
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", tid, tid);
-		rc = read_small(path, buf, sizeof(buf));
-		if (rc < 0)
-			return rc;
-		return sscanf(buf, "%llu", &ut) == 1 ? (*ns = ut, 0) : -EIO;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", tid, tid);
-	rc = read_small(path, buf, sizeof(buf));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", t->tid, t->tid,
+		 b->schedstat ? "schedstat" : "stat");
+	rc = read_task_file(b, &t->b.fd_cpu, path, buf, sizeof(buf));
 	if (rc < 0)
 		return rc;
+	if (b->schedstat)
+		return sscanf(buf, "%llu", &ut) == 1 ? (*ns = ut, 0) : -EIO;
 	/* The command name may hold spaces and parentheses: skip to the
 	 * last ')'. utime and stime are fields 14 and 15. */
 	p = strrchr(buf, ')');
@@ -149,21 +185,34 @@ static int read_thread_cpu(const struct cr_budgets *b, pid_t tid,
 	return 0;
 }
 
-/* Resident bytes of the process whose task is tid (any of its threads). */
-static int read_rss(const struct cr_budgets *b, pid_t tid, uint64_t *bytes)
+/* Resident bytes of the process t belongs to (t may be any thread). */
+static int read_rss(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes)
 {
 	char path[64], buf[256];
 	unsigned long long size, res;
 	int rc;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/statm", tid, tid);
-	rc = read_small(path, buf, sizeof(buf));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/statm", t->tid, t->tid);
+	rc = read_task_file(b, &t->b.fd_mem, path, buf, sizeof(buf));
 	if (rc < 0)
 		return rc;
 	if (sscanf(buf, "%llu %llu", &size, &res) != 2)
 		return -EIO;
 	*bytes = res * (uint64_t)b->page;
 	return 0;
+}
+
+/* A task that is gone (ESRCH, ENOENT) just stops counting; any other
+ * failure to measure a live task ends the run: never undercount. */
+static bool measured(struct cr_run *run, const struct cr_task *t, int rc)
+{
+	if (rc == 0)
+		return true;
+	if (rc != -ESRCH && rc != -ENOENT && !run->ending)
+		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot measure task %d for the budgets: %s",
+			   t->tid, strerror(-rc));
+	return false;
 }
 
 static pid_t read_tgid(pid_t tid)
@@ -285,7 +334,7 @@ void cr_budget_on_exit(struct cr_run *run, pid_t tid)
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
 	uint64_t ns;
 
-	if (b && t && read_thread_cpu(b, tid, &ns) == 0 && ns > t->b.cpu_ns)
+	if (b && t && read_thread_cpu(b, t, &ns) == 0 && ns > t->b.cpu_ns)
 		t->b.cpu_ns = ns;
 }
 
@@ -296,6 +345,7 @@ void cr_budget_on_gone(struct cr_run *run, struct cr_task *t)
 	if (!b)
 		return;
 	settle(run, t);
+	task_close_fds(b, t);
 	b->cpu_dead_ns += t->b.cpu_ns;
 	t->b.cpu_ns = 0;
 	if (!t->initial)
@@ -331,6 +381,9 @@ void cr_budget_on_exec(struct cr_run *run, struct cr_task *leader,
 	 * now stands for the thread that exec'd. */
 	if (!b)
 		return;
+	/* The descriptors named the tasks as they were: open them anew. */
+	task_close_fds(b, leader);
+	task_close_fds(b, former);
 	b->cpu_dead_ns += leader->b.cpu_ns;
 	leader->b.cpu_ns = former->b.cpu_ns;
 	former->b.cpu_ns = 0;
@@ -355,11 +408,12 @@ static void poll_tasks(struct cr_run *run)
 
 		if (!t->tid)
 			continue;
-		if (read_thread_cpu(b, t->tid, &v) == 0 && v > t->b.cpu_ns)
+		if (measured(run, t, read_thread_cpu(b, t, &v)) &&
+		    v > t->b.cpu_ns)
 			t->b.cpu_ns = v;
 		live += t->b.cpu_ns;
 		t->b.rss = 0;
-		if (t->leader && read_rss(b, t->tid, &v) == 0 && v) {
+		if (t->leader && measured(run, t, read_rss(b, t, &v)) && v) {
 			t->b.rss = v;
 			t->b.mem_tick = b->tick;
 			rss += v;
@@ -379,7 +433,7 @@ static void poll_tasks(struct cr_run *run)
 		l = t->b.tgid ? cr_tasks_find(ts, t->b.tgid) : NULL;
 		if (l && l->b.mem_tick == b->tick)
 			continue;
-		if (read_rss(b, t->tid, &v) == 0 && v) {
+		if (measured(run, t, read_rss(b, t, &v)) && v) {
 			rss += v;
 			if (l)
 				l->b.mem_tick = b->tick;
@@ -576,10 +630,25 @@ static void unmeasurable(struct cr_run *run, int rc)
 		   strerror(-rc));
 }
 
+/* A pass costs the supervisor CPU in proportion to what the roots hold;
+ * the next one starts only after CR_BUDGET_WALK_IDLE times that much
+ * time, so walking takes at most ~1/(1+IDLE) of a core however large the
+ * workspace grows, and a small workspace is still walked every tick. */
 static void walk_tick(struct cr_run *run)
 {
-	int rc = walk_step(run, CR_BUDGET_WALK_PER_TICK);
+	struct cr_budgets *b = run->budgets;
+	uint64_t t0, now = cr_now_ns();
+	int rc;
 
+	if (!b->in_pass && now < b->next_pass_ns)
+		return;
+	if (!b->in_pass)
+		b->pass_cpu_ns = 0;
+	t0 = thread_cpu_ns();
+	rc = walk_step(run, CR_BUDGET_WALK_PER_TICK);
+	b->pass_cpu_ns += thread_cpu_ns() - t0;
+	if (rc == 1)
+		b->next_pass_ns = now + b->pass_cpu_ns * CR_BUDGET_WALK_IDLE;
 	if (rc < 0)
 		unmeasurable(run, rc);
 	else
@@ -625,7 +694,6 @@ int cr_budget_setup(struct cr_run *run)
 		.it_interval.tv_nsec = CR_BUDGET_TICK_MS * 1000000L,
 		.it_value.tv_nsec = CR_BUDGET_TICK_MS * 1000000L,
 	};
-	uint64_t ns;
 	int rc;
 
 	if (!b)
@@ -633,7 +701,7 @@ int cr_budget_setup(struct cr_run *run)
 	run->budgets = b;
 	b->timerfd = -1;
 	b->page = sysconf(_SC_PAGESIZE);
-	b->schedstat = true;
+	b->schedstat = access("/proc/self/schedstat", R_OK) == 0;
 	b->uid = geteuid();
 	/* Writable roots: the workspace, the class's and --rw's. One inside
 	 * another is counted twice: an error towards stopping. */
@@ -651,8 +719,6 @@ int cr_budget_setup(struct cr_run *run)
 			 CR_BUDGET_MAX_ROOTS);
 		return -E2BIG;
 	}
-	if (read_thread_cpu(b, getpid(), &ns) < 0)
-		b->schedstat = false;
 	/* What the workspace holds before the run is not the run's. */
 	rc = walk_full(run);
 	if (rc) {
@@ -721,8 +787,10 @@ void cr_budget_finish(struct cr_run *run)
 	 * reading). */
 	cpu_ms = b->cpu_dead_ns;
 	for (size_t i = 0; i < run->tasks.cap; i++)
-		if (run->tasks.slots[i].tid)
+		if (run->tasks.slots[i].tid) {
 			cpu_ms += run->tasks.slots[i].b.cpu_ns;
+			task_close_fds(b, &run->tasks.slots[i]);
+		}
 	cpu_ms /= 1000000ull;
 	if (walk_full(run) == 0) {
 		b->files = over(b->w_files, b->base_files);

@@ -9,12 +9,16 @@
 #define CR_BUDGET_TICK_MS 50
 /* Directory entries the workspace walk looks at per tick: bounds the work
  * of one tick whatever the program made. */
-#define CR_BUDGET_WALK_PER_TICK 8192
+#define CR_BUDGET_WALK_PER_TICK 2048
+/* After a pass, wait this many times its CPU cost before the next. */
+#define CR_BUDGET_WALK_IDLE 30
 /* Deeper directories cannot be measured with the walk's fd stack; a run
  * that makes one is stopped ("files"): fail closed, never undercount. */
 #define CR_BUDGET_WALK_DEPTH 128
 /* Writable roots measured (the workspace, the class's, --rw). */
 #define CR_BUDGET_MAX_ROOTS 32
+/* /proc descriptors kept open across ticks (two per task at most). */
+#define CR_BUDGET_FD_CACHE 512
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024

@@ -98,6 +98,7 @@ struct cr_task_budget {
 	uint64_t rss;		/* its process's resident bytes (leaders) */
 	uint64_t mem_tick;	/* the poll that last counted its memory */
 	pid_t tgid;		/* 0 until read */
+	int fd_cpu, fd_mem;	/* open /proc files, fd + 1; 0: none; owned */
 	bool creating;		/* holds a fork/vfork/clone reservation */
 	bool announced;		/* its parent's fork event has been seen */
 };
