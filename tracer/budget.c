@@ -511,6 +511,62 @@ static bool skippable(int parent, const char *name, uid_t uid)
 	       st.st_uid != uid;
 }
 
+/* Regular files the tree holds open after unlinking them, and memfds:
+ * they take space that no walk of the roots can see. Read from each task's
+ * fd table (threads may have their own); a file open in several places is
+ * counted once while the table of those seen has room, then each time (an
+ * error towards stopping). */
+static uint64_t open_deleted_bytes(struct cr_run *run)
+{
+	struct cr_tasks *ts = &run->tasks;
+	struct seen { dev_t dev; ino_t ino; } *seen;
+	size_t n = 0;
+	uint64_t total = 0;
+
+	seen = malloc(CR_BUDGET_DELETED_SEEN * sizeof(*seen));
+	for (size_t i = 0; i < ts->cap; i++) {
+		const struct cr_task *t = &ts->slots[i];
+		char path[64];
+		struct dirent *de;
+		DIR *d;
+		int fd;
+
+		if (!t->tid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/fd", t->tid, t->tid);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;	/* gone meanwhile */
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			continue;
+		}
+		while ((de = readdir(d))) {
+			struct stat st;
+			bool dup = false;
+
+			/* The magic link leads to the open file itself, deleted
+			 * or not; stat never opens it. */
+			if (de->d_name[0] == '.' ||
+			    fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
+			    !S_ISREG(st.st_mode) || st.st_nlink)
+				continue;
+			for (size_t k = 0; seen && k < n && !dup; k++)
+				dup = seen[k].dev == st.st_dev &&
+				      seen[k].ino == st.st_ino;
+			if (dup)
+				continue;
+			if (seen && n < CR_BUDGET_DELETED_SEEN)
+				seen[n++] = (struct seen){ st.st_dev, st.st_ino };
+			total += (uint64_t)st.st_blocks * 512;
+		}
+		closedir(d);
+	}
+	free(seen);
+	return total;
+}
+
 /* Advance the walk by at most `budget` entries. Returns 1 when a pass over
  * every root just completed, 0 when it is still going, -errno when a root
  * cannot be measured (the pass is abandoned). */
@@ -532,6 +588,7 @@ static int walk_step(struct cr_run *run, size_t budget)
 			int fd;
 
 			if (b->root == b->nroots) {
+				b->w_bytes += open_deleted_bytes(run);
 				b->in_pass = false;
 				return 1;
 			}
@@ -633,7 +690,8 @@ static void unmeasurable(struct cr_run *run, int rc)
 /* A pass costs the supervisor CPU in proportion to what the roots hold;
  * the next one starts only after CR_BUDGET_WALK_IDLE times that much
  * time, so walking takes at most ~1/(1+IDLE) of a core however large the
- * workspace grows, and a small workspace is still walked every tick. */
+ * workspace grows, and a small workspace is still walked every tick. Past
+ * half of the disk or files budget the wait shrinks to IDLE_NEAR times. */
 static void walk_tick(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
@@ -647,12 +705,19 @@ static void walk_tick(struct cr_run *run)
 	t0 = thread_cpu_ns();
 	rc = walk_step(run, CR_BUDGET_WALK_PER_TICK);
 	b->pass_cpu_ns += thread_cpu_ns() - t0;
-	if (rc == 1)
-		b->next_pass_ns = now + b->pass_cpu_ns * CR_BUDGET_WALK_IDLE;
-	if (rc < 0)
+	if (rc < 0) {
 		unmeasurable(run, rc);
-	else
-		judge_disk(run, rc == 1);
+		return;
+	}
+	judge_disk(run, rc == 1);
+	if (rc == 1) {
+		/* Past half of a budget, precision is worth more CPU. */
+		uint64_t idle = b->disk * 2 > lim(run, CR_LIM_DISK) ||
+				b->files * 2 > lim(run, CR_LIM_FILES) ?
+				CR_BUDGET_WALK_IDLE_NEAR : CR_BUDGET_WALK_IDLE;
+
+		b->next_pass_ns = now + b->pass_cpu_ns * idle;
+	}
 }
 
 /* One full pass, however long it takes: the baseline and the last word. */

@@ -12,6 +12,7 @@
 #define CR_BUDGET_WALK_PER_TICK 2048
 /* After a pass, wait this many times its CPU cost before the next. */
 #define CR_BUDGET_WALK_IDLE 30
+#define CR_BUDGET_WALK_IDLE_NEAR 3
 /* Deeper directories cannot be measured with the walk's fd stack; a run
  * that makes one is stopped ("files"): fail closed, never undercount. */
 #define CR_BUDGET_WALK_DEPTH 128
@@ -19,6 +20,8 @@
 #define CR_BUDGET_MAX_ROOTS 32
 /* /proc descriptors kept open across ticks (two per task at most). */
 #define CR_BUDGET_FD_CACHE 512
+/* Open unlinked files told apart per pass (past that, counted each time). */
+#define CR_BUDGET_DELETED_SEEN 4096
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024

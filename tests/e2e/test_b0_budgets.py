@@ -266,6 +266,15 @@ def budget_disk_many_small(t):
 
 
 @test
+def budget_disk_unlinked_open_files_count(t):
+    # 8 files of 16 MiB, each unlinked and held open: no walk of the
+    # workspace sees them, each is under RLIMIT_FSIZE, the sum is over.
+    run, r = hog(t, ["disk=64MiB"], "unlinked", 16, 8)
+    assert_breach(t, run, r, "disk")
+    t.assert_next_run_ok()
+
+
+@test
 def budget_disk_unreadable_dir_fails_closed(t):
     # A directory corral cannot read would hide what is below it.
     run, r = hog(t, [], "hidden", 64)

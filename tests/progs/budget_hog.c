@@ -16,6 +16,8 @@
  *                                  MiB/s (for bench/limits)
  *   budget_hog diskrate MIB RATE   like bigfile, writing RATE MiB/s
  *   budget_hog filesrate N RATE    like smallfiles (1 byte), RATE files/s
+ *   budget_hog unlinked MIB COUNT  COUNT files of MIB MiB each, unlinked
+ *                                  at once and held open
  *   budget_hog zombies MAX         forks MAX children that exit at once and
  *                                  are never waited for (zombies)
  *   budget_hog untraced X          one clone(CLONE_UNTRACED); prints
@@ -309,6 +311,28 @@ static void filesrate(long n, long rate)
 	hold();
 }
 
+static void unlinked(long mib, long count)
+{
+	static char buf[1 << 20];
+	long done = 0;
+
+	memset(buf, 'u', sizeof(buf));
+	signal(SIGXFSZ, SIG_IGN);
+	for (long i = 0; i < count; i++) {
+		int fd = open("gone", O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+		if (fd < 0)
+			break;
+		unlink("gone");
+		for (long m = 0; m < mib; m++, done++)
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				break;
+		/* fd stays open */
+	}
+	printf("unlinked %ld\n", done);
+	hold();
+}
+
 static void zombies(long max)
 {
 	long made = 0;
@@ -450,6 +474,8 @@ int main(int argc, char **argv)
 		diskrate(a, b);
 	else if (!strcmp(argv[1], "filesrate"))
 		filesrate(a, b);
+	else if (!strcmp(argv[1], "unlinked"))
+		unlinked(a, b);
 	else if (!strcmp(argv[1], "zombies"))
 		zombies(a);
 	else if (!strcmp(argv[1], "untraced"))
