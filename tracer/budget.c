@@ -58,6 +58,7 @@ struct cr_budgets {
 	size_t nroots, root;		/* root: the next to open */
 	bool in_pass;
 	uint64_t pass_cpu_ns, next_pass_ns;
+	uint64_t deleted, fdscan_next_ns;	/* unlinked-but-open bytes */
 	uid_t uid;
 	DIR *stack[CR_BUDGET_WALK_DEPTH];
 	int depth;
@@ -567,6 +568,27 @@ static uint64_t open_deleted_bytes(struct cr_run *run)
 	return total;
 }
 
+/* The fd tables cost a directory read per task; they are read again only
+ * after CR_BUDGET_FDSCAN_IDLE times their cost, and not more often than
+ * every CR_BUDGET_FDSCAN_MIN_MS: in between, the last figure stands. The
+ * finisher's pass (the tree is dead) always reads them. */
+static uint64_t deleted_bytes(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t now = cr_now_ns(), t0, cost, wait;
+
+	if (run->tasks.count && now < b->fdscan_next_ns)
+		return b->deleted;
+	t0 = thread_cpu_ns();
+	b->deleted = open_deleted_bytes(run);
+	cost = thread_cpu_ns() - t0;
+	wait = cost * CR_BUDGET_FDSCAN_IDLE;
+	if (wait < CR_BUDGET_FDSCAN_MIN_MS * 1000000ull)
+		wait = CR_BUDGET_FDSCAN_MIN_MS * 1000000ull;
+	b->fdscan_next_ns = now + wait;
+	return b->deleted;
+}
+
 /* Advance the walk by at most `budget` entries. Returns 1 when a pass over
  * every root just completed, 0 when it is still going, -errno when a root
  * cannot be measured (the pass is abandoned). */
@@ -588,7 +610,7 @@ static int walk_step(struct cr_run *run, size_t budget)
 			int fd;
 
 			if (b->root == b->nroots) {
-				b->w_bytes += open_deleted_bytes(run);
+				b->w_bytes += deleted_bytes(run);
 				b->in_pass = false;
 				return 1;
 			}

@@ -22,6 +22,10 @@
 #define CR_BUDGET_FD_CACHE 512
 /* Open unlinked files told apart per pass (past that, counted each time). */
 #define CR_BUDGET_DELETED_SEEN 4096
+/* The fd tables are read at most every MIN_MS, and after IDLE times the
+ * cost of the last reading. */
+#define CR_BUDGET_FDSCAN_MIN_MS 500
+#define CR_BUDGET_FDSCAN_IDLE 30
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024
