@@ -228,6 +228,27 @@ def budget_memory_behind_exited_leader(t):
     t.assert_next_run_ok()
 
 
+@test
+def budget_memory_shared_anonymous(t):
+    # MAP_SHARED|MAP_ANONYMOUS is outside RLIMIT_DATA: only the tick's RSS
+    # sum (which counts shared pages) stops it.
+    run, r = hog(t, ["memory=128MiB"], "memshared", 1024)
+    assert_breach(t, run, r, "memory")
+    peak = r["usage"]["peak_memory_bytes"]
+    true(peak <= 128 * MIB + MEM_SLACK_TREE,
+         "peak %d MiB: over the slack" % (peak // MIB))
+    t.assert_next_run_ok()
+
+
+@test
+def budget_memfd_counts_against_disk(t):
+    # memfds written but never mapped are in no process's RSS; they are
+    # unlinked tmpfs files held open, so the disk budget counts them.
+    run, r = hog(t, ["disk=64MiB"], "memfd", 32, 4)
+    assert_breach(t, run, r, "disk")
+    t.assert_next_run_ok()
+
+
 # ---- disk and files ----
 
 @test

@@ -18,6 +18,10 @@
  *   budget_hog filesrate N RATE    like smallfiles (1 byte), RATE files/s
  *   budget_hog unlinked MIB COUNT  COUNT files of MIB MiB each, unlinked
  *                                  at once and held open
+ *   budget_hog memshared MIB       touches MIB MiB of a MAP_SHARED anonymous
+ *                                  mapping (outside RLIMIT_DATA)
+ *   budget_hog memfd MIB COUNT     COUNT memfds of MIB MiB each, written,
+ *                                  never mapped
  *   budget_hog zombies MAX         forks MAX children that exit at once and
  *                                  are never waited for (zombies)
  *   budget_hog untraced X          one clone(CLONE_UNTRACED); prints
@@ -333,6 +337,36 @@ static void unlinked(long mib, long count)
 	hold();
 }
 
+static void memshared(long mib)
+{
+	char *p = mmap(NULL, (size_t)mib << 20, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long done = 0;
+
+	for (; p != MAP_FAILED && done < mib; done++)
+		memset(p + (done << 20), 1, 1 << 20);
+	printf("touched %ld\n", done);
+	hold();
+}
+
+static void memfds(long mib, long count)
+{
+	static char buf[1 << 20];
+	long done = 0;
+
+	memset(buf, 'm', sizeof(buf));
+	signal(SIGXFSZ, SIG_IGN);
+	for (long i = 0; i < count; i++) {
+		int fd = memfd_create("hog", 0);
+
+		for (long m = 0; fd >= 0 && m < mib; m++, done++)
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				break;
+	}
+	printf("memfd %ld\n", done);
+	hold();
+}
+
 static void zombies(long max)
 {
 	long made = 0;
@@ -476,6 +510,10 @@ int main(int argc, char **argv)
 		filesrate(a, b);
 	else if (!strcmp(argv[1], "unlinked"))
 		unlinked(a, b);
+	else if (!strcmp(argv[1], "memshared"))
+		memshared(a);
+	else if (!strcmp(argv[1], "memfd"))
+		memfds(a, b);
 	else if (!strcmp(argv[1], "zombies"))
 		zombies(a);
 	else if (!strcmp(argv[1], "untraced"))
