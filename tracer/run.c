@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "tracer.h"
+#include "fs/fs.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -159,6 +160,9 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 			run->by_nr[nr] = &cr_syscalls[i];
 	}
 	/* Area set-up (one line each), before the child exists. */
+	rc = cr_fs_setup(run);
+	if (rc)
+		return rc;
 	return 0;
 }
 
