@@ -420,6 +420,21 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 		rc = -errno;
 		goto kill;
 	}
+	/* As root, the supervisor gives up its own capabilities too: it acts
+	 * on files for the program, so it must meet the same permission
+	 * checks the program would (CAP_DAC_OVERRIDE would let it read a
+	 * 0600 file inside a read root). Tracing our own uid needs none. */
+	if (a.drop_caps) {
+		cap_t none = cap_init();
+
+		rc = none && cap_set_proc(none) == 0 ? 0 : -EPERM;
+		cap_free(none);
+		if (rc) {
+			snprintf(run->message, sizeof(run->message),
+				 "cannot drop the supervisor's capabilities");
+			goto kill;
+		}
+	}
 	run->execfd = rep[0];
 	rep[0] = -1;
 	run->stdin_fd = feeder;

@@ -69,6 +69,21 @@ int cr_fs_setup(struct cr_run *run)
 	}
 	if (rc)
 		return rc;
+	/* An fd per directory root, for the one-call fast path (resolve.c). */
+	fs->root_fds = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(int));
+	fs->root_deny = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(bool));
+	if (!fs->root_fds || !fs->root_deny)
+		return -ENOMEM;
+	for (size_t i = 0; i < fs->rules.nroots; i++) {
+		const struct cr_fsroot *r = &fs->rules.roots[i];
+
+		fs->root_fds[i] = open(r->path, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+				       O_CLOEXEC);
+		for (size_t j = 0; j < fs->rules.ndeny; j++)
+			if (cr_path_within(r->path, r->len, fs->rules.deny[j],
+					   strlen(fs->rules.deny[j])))
+				fs->root_deny[i] = true;
+	}
 	fs->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	fs->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fs->root_fd < 0 || fs->proc_fd < 0)
@@ -99,6 +114,11 @@ void cr_fs_finish(struct cr_run *run)
 		free(fs->shm_names[i]);
 	}
 	free(fs->shm_names);
+	for (size_t i = 0; fs->root_fds && i < fs->rules.nroots; i++)
+		if (fs->root_fds[i] >= 0)
+			close(fs->root_fds[i]);
+	free(fs->root_fds);
+	free(fs->root_deny);
 	cr_fsrules_free(&fs->rules);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);

@@ -17,6 +17,8 @@ struct cr_fsstate {
 	char **shm_names;	/* owned: /dev/shm entries this run created */
 	size_t nshm;
 	struct cr_fsfifo *fifo;	/* owned: blocking FIFO opens, fifo.c */
+	int *root_fds;		/* owned: per rules.roots[i], O_PATH dir or -1 */
+	bool *root_deny;	/* a deny subtree lies inside roots[i] */
 };
 
 /* How to resolve (bits). */

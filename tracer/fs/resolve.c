@@ -180,7 +180,8 @@ static int go_root(struct walk *w)
 
 	if (fd < 0)
 		return -errno;
-	close(w->fd);
+	if (w->fd >= 0)
+		close(w->fd);
 	w->fd = fd;
 	strcpy(w->cur, "/");
 	w->clen = 1;
@@ -414,6 +415,117 @@ static int dotdot(struct walk *w)
 	return 0;
 }
 
+/*
+ * The fast path: a plain path (no "." or "..", no trailing slash) inside a
+ * directory root whose subtree holds no deny entry is resolved by the kernel
+ * in one openat2 of its parent, RESOLVE_BENEATH the DEEPEST root containing
+ * it: links that stay beneath that root are followed by the kernel (every
+ * step is then inside the root, so the rules' answer is the root's), and
+ * anything that would leave it (an absolute link, "..") fails with EXDEV and
+ * takes the slow walk. A link in the last component also takes the walk.
+ * Returns 1 when not applicable.
+ */
+static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
+		unsigned how, struct cr_fsres *res)
+{
+	struct cr_fsstate *fs = run->fs;
+	char abs[PATH_MAX];
+	size_t alen, best = 0, blen = 0;
+	const char *rel, *slash;
+	bool found = false;
+	int pfd;
+
+	if (how & ~CR_RES_FOLLOW)
+		return 1;
+	if (path[0] == '/') {
+		alen = strlen(path);
+		if (alen >= sizeof(abs))
+			return 1;
+		memcpy(abs, path, alen + 1);
+	} else {
+		char link[64];
+		ssize_t n;
+
+		if (dirfd != AT_FDCWD)
+			return 1;
+		snprintf(link, sizeof(link), "%d/cwd", tid);
+		n = readlinkat(fs->proc_fd, link, abs, sizeof(abs) - 1);
+		if (n <= 0 || abs[0] != '/' ||
+		    (size_t)n + 1 + strlen(path) >= sizeof(abs))
+			return 1;
+		abs[n] = 0;
+		if (n > 10 && !strcmp(abs + n - 10, " (deleted)"))
+			return 1;
+		alen = (size_t)n;
+		if (alen > 1)
+			abs[alen++] = '/';
+		strcpy(abs + alen, path);
+		alen += strlen(path);
+	}
+	if (abs[alen - 1] == '/' || strstr(abs, "//") || strstr(abs, "/./") ||
+	    strstr(abs, "/../") || (alen >= 2 && !strcmp(abs + alen - 2, "/.")) ||
+	    (alen >= 3 && !strcmp(abs + alen - 3, "/..")))
+		return 1;
+	for (size_t i = 0; i < fs->rules.nroots; i++) {
+		const struct cr_fsroot *r = &fs->rules.roots[i];
+
+		if (r->len > blen && r->len < alen &&
+		    cr_path_within(r->path, r->len, abs, alen)) {
+			best = i;
+			blen = r->len;
+			found = true;
+		}
+	}
+	if (!found || fs->root_fds[best] < 0 || fs->root_deny[best])
+		return 1;
+	rel = abs + (blen == 1 ? 1 : blen + 1);
+	slash = strrchr(rel, '/');
+	if (slash) {
+		char parent[PATH_MAX];
+		struct open_how oh = {
+			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+		};
+
+		memcpy(parent, rel, (size_t)(slash - rel));
+		parent[slash - rel] = 0;
+		pfd = (int)syscall(SYS_openat2, fs->root_fds[best], parent, &oh,
+				   sizeof(oh));
+		if (pfd < 0)
+			return errno == ENOENT || errno == ENOTDIR ? -errno : 1;
+		rel = slash + 1;
+	} else {
+		pfd = fcntl(fs->root_fds[best], F_DUPFD_CLOEXEC, 3);
+		if (pfd < 0)
+			return 1;
+	}
+	if (strlen(rel) > NAME_MAX) {
+		close(pfd);
+		return -ENAMETOOLONG;
+	}
+	if (fstatat(pfd, rel, &res->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT) {
+			int e = errno;
+
+			close(pfd);
+			return -e;
+		}
+		res->exists = false;
+	} else {
+		res->exists = true;
+		if (S_ISLNK(res->st.st_mode) && (how & CR_RES_FOLLOW)) {
+			close(pfd);
+			return 1;
+		}
+	}
+	res->dirfd = pfd;
+	strcpy(res->name, rel);
+	memcpy(res->path, abs, alen + 1);
+	res->plen = alen;
+	res->acc = cr_fs_access(run, tid, abs, alen);
+	return 0;
+}
+
 int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		  unsigned how, struct cr_fsres *res)
 {
@@ -429,6 +541,13 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 	res->trailing_slash = plen > 1 && path[plen - 1] == '/';
 	if (path[0] == '/' && (how & CR_RES_BENEATH))
 		return -EXDEV;
+	if (plen) {
+		rc = fast(run, tid, dirfd, path, how, res);
+		if (rc <= 0)
+			return rc;
+		cr_fsres_init(res);
+		res->trailing_slash = plen > 1 && path[plen - 1] == '/';
+	}
 	rc = start(&w, dirfd, path[0] == '/' && !(how & CR_RES_IN_ROOT));
 	if (rc)
 		goto out;
