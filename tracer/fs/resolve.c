@@ -70,7 +70,7 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 {
 	static const char *const globals[] = {
 		"cpuinfo", "meminfo", "stat", "uptime", "loadavg", "version",
-		"filesystems", "mounts", "self", "thread-self", "net",
+		"filesystems", "mounts", "self", "thread-self",
 		"sys/kernel/ngroups_max", "sys/kernel/pid_max",
 		"sys/vm/overcommit_memory", "sys/kernel/osrelease",
 		"sys/fs/pipe-max-size",
@@ -84,12 +84,20 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 	slash = memchr(rel, '/', len - 6);
 	n = slash ? (size_t)(slash - rel) : len - 6;
 	if (is_num(rel, n)) {
+		const char *sub = rel + n;
 		char num[16];
 
 		memcpy(num, rel, n);
 		num[n] = 0;
-		return cr_tasks_find(&run->tasks, (pid_t)atoi(num)) ?
-		       CR_FS_R | CR_FS_W | CR_FS_STAT : 0;
+		if (!cr_tasks_find(&run->tasks, (pid_t)atoi(num)))
+			return 0;
+		/* Not the host's sockets: /proc/<pid>/net lists every
+		 * connection of the machine, a map of local services. */
+		if (!strncmp(sub, "/task/", 6))
+			sub += 6 + strspn(sub + 6, "0123456789");
+		if (!strncmp(sub, "/net", 4) && (sub[4] == '/' || !sub[4]))
+			return 0;
+		return CR_FS_R | CR_FS_W | CR_FS_STAT;
 	}
 	for (size_t i = 0; i < CR_ARRAY_SIZE(globals); i++)
 		if (strlen(globals[i]) == len - 6 && !memcmp(globals[i], rel, len - 6))

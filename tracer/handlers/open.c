@@ -18,8 +18,10 @@ static unsigned need_for(int flags, bool exists)
 
 	if (!exists)
 		return CR_FS_W;			/* O_CREAT of a new entry */
+	/* O_PATH becomes a read-only open (ADDFD cannot carry O_PATH), and
+	 * a read-only fd on a directory can list it: so it needs read. */
 	if (flags & O_PATH)
-		return CR_FS_STAT;
+		return CR_FS_R;
 	switch (flags & O_ACCMODE) {
 	case O_WRONLY: need = CR_FS_W; break;
 	case O_RDWR: need = CR_FS_R | CR_FS_W; break;
