@@ -165,7 +165,9 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 
 		if (fd < 0)
 			return CR_V_ERR(-fd);
-		rc = futimens(fd, times) < 0 ? errno : 0;
+		rc = -cr_fs_fd_writable(run, n, sys, fd);
+		if (!rc)
+			rc = futimens(fd, times) < 0 ? errno : 0;
 		close(fd);
 		return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 	}
@@ -251,4 +253,65 @@ struct cr_verdict cr_h_utime(struct cr_run *run, const struct cr_syscall_entry *
 	ts[0] = (struct timespec){ .tv_sec = ub.actime };
 	ts[1] = (struct timespec){ .tv_sec = ub.modtime };
 	return do_utimens(run, n, e->name, -1, 0, ts, 0);
+}
+
+/* The fd forms (fchmod, fchown, futimens, fsetxattr, fremovexattr) change
+ * metadata through an fd the program holds. Owning a file is enough for the
+ * kernel, and the program may own files in a read-only root (its own
+ * project under --ro, or every system file when run as root): so these are
+ * decided on where the fd really points, and performed on a copy of it. */
+int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, int fd)
+{
+	char p[64], path[PATH_MAX];
+	ssize_t len;
+
+	cr_fs_fdpath(fd, p, sizeof(p));
+	len = readlink(p, path, sizeof(path) - 1);
+	if (len <= 0)
+		return -EBADF;
+	path[len] = 0;
+	if (len > 10 && !strcmp(path + len - 10, " (deleted)")) {
+		len -= 10;
+		path[len] = 0;
+	}
+	if (path[0] != '/')
+		return 0;	/* a pipe or socket of the program's own */
+	if (!(cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_W)) {
+		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
+			"write outside the writable roots");
+		return -cr_fsrules_refusal(&run->fs->rules);
+	}
+	return 0;
+}
+
+struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	int rc;
+
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_fs_fd_writable(run, n, e->name, fd);
+	if (!rc)
+		rc = fchmod(fd, (mode_t)n->data.args[1] & 07777) < 0 ? -errno : 0;
+	close(fd);
+	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	int rc;
+
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_fs_fd_writable(run, n, e->name, fd);
+	if (!rc)
+		rc = fchown(fd, (uid_t)n->data.args[1], (gid_t)n->data.args[2]) < 0 ?
+		     -errno : 0;
+	close(fd);
+	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
 }

@@ -115,6 +115,18 @@ struct cr_verdict cr_h_execveat(struct cr_run *run, const struct cr_syscall_entr
 struct cr_verdict cr_h_chdir(struct cr_run *run, const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n);
 
+struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fsetxattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fremovexattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+/* attr.c: may metadata be changed through this fd (a copy of the task's)? */
+int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, int fd);
+
 /* exec.c: verify the image really loaded, at PTRACE_EVENT_EXEC. */
 int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen);
 /* create.c: may the entry at res be created, removed or renamed? */

@@ -52,11 +52,16 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 			return -ELOOP;
 		of = O_RDONLY | (res->exists && S_ISDIR(res->st.st_mode) ?
 				 O_DIRECTORY : 0);
+		/* An O_PATH open never blocks; a read-only open of a FIFO
+		 * would, on the loop thread. */
+		if (res->exists && S_ISFIFO(res->st.st_mode))
+			of |= O_NONBLOCK;
 	}
 	of |= O_CLOEXEC | O_NOCTTY;
-	if (of & O_CREAT) {
+	if ((of & O_CREAT) || (of & __O_TMPFILE) == __O_TMPFILE) {
 		how.mode = mode & ~cr_fs_task_umask((pid_t)n->pid) & 07777;
-		of |= O_NOFOLLOW;
+		if (of & O_CREAT)
+			of |= O_NOFOLLOW;
 	}
 	how.flags = (uint64_t)(unsigned)of;
 	if (res->via_link)

@@ -154,6 +154,40 @@ struct cr_verdict cr_h_link(struct cr_run *run, const struct cr_syscall_entry *e
 	return do_two(run, n, e->name, -1, 0, -1, 1, 0, true);
 }
 
+/* linkat(fd, "", ..., AT_EMPTY_PATH): give a name to an open file, e.g. an
+ * O_TMPFILE. Allowed when the fd's file lives in a writable root; done
+ * through "/proc/self/fd/N", which needs no capability. */
+static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif *n,
+				 const char *sys)
+{
+	struct cr_fsres b;
+	char p[64];
+	int fd, rc;
+
+	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_fs_fd_writable(run, n, sys, fd);
+	if (!rc)
+		rc = cr_fs_arg(run, n, sys, 2, 3, 0, 0, &b);
+	if (rc) {
+		close(fd);
+		return CR_V_ERR(-rc);
+	}
+	if (b.exists)
+		rc = -EEXIST;
+	else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b))
+		rc = -cr_fsrules_refusal(&run->fs->rules);
+	if (!rc) {
+		cr_fs_fdpath(fd, p, sizeof(p));
+		rc = linkat(AT_FDCWD, p, b.dirfd, b.name, AT_SYMLINK_FOLLOW) < 0 ?
+		     -errno : 0;
+	}
+	cr_fsres_free(&b);
+	close(fd);
+	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}
+
 struct cr_verdict cr_h_linkat(struct cr_run *run, const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n)
 {
@@ -161,7 +195,11 @@ struct cr_verdict cr_h_linkat(struct cr_run *run, const struct cr_syscall_entry 
 
 	if (flags & ~(unsigned)(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH))
 		return CR_V_ERR(EINVAL);
-	if (flags & AT_EMPTY_PATH)
-		return CR_V_ERR(ENOENT);	/* linking an fd: see docs/policy.md */
-	return do_two(run, n, e->name, 0, 1, 2, 3, flags, true);
+	if (flags & AT_EMPTY_PATH) {
+		char c = 1;
+
+		if (!cr_mem_read((pid_t)n->pid, n->data.args[1], &c, 1) && !c)
+			return link_fd(run, n, e->name);
+	}
+	return do_two(run, n, e->name, 0, 1, 2, 3, flags & AT_SYMLINK_FOLLOW, true);
 }

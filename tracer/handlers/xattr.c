@@ -135,3 +135,50 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 	close(fd);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(wd);
 }
+
+static struct cr_verdict do_fxattr(struct cr_run *run,
+				   const struct seccomp_notif *n, const char *sys,
+				   bool set)
+{
+	char name[XATTR_NAME_MAX + 1];
+	size_t size = set ? (size_t)n->data.args[3] : 0;
+	char *buf = NULL;
+	int rc, fd;
+
+	rc = cr_mem_read_str((pid_t)n->pid, n->data.args[1], name, sizeof(name));
+	if (rc)
+		return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
+	if (size > CR_XATTR_MAX)
+		return CR_V_ERR(E2BIG);
+	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_fs_fd_writable(run, n, sys, fd);
+	if (!rc && size) {
+		buf = malloc(size);
+		if (!buf)
+			rc = -ENOMEM;
+		else if (cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size))
+			rc = -EFAULT;
+	}
+	if (!rc)
+		rc = (set ? fsetxattr(fd, name, buf, size, (int)n->data.args[4]) :
+			    fremovexattr(fd, name)) < 0 ? -errno : 0;
+	free(buf);
+	close(fd);
+	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_fsetxattr(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	return do_fxattr(run, n, e->name, true);
+}
+
+struct cr_verdict cr_h_fremovexattr(struct cr_run *run,
+				    const struct cr_syscall_entry *e,
+				    const struct seccomp_notif *n)
+{
+	return do_fxattr(run, n, e->name, false);
+}
