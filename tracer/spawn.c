@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -21,6 +22,10 @@
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
 #endif
+/* Debian 12's headers predate these (Linux 6.6). */
+#define CR_USER_NOTIF_FD_SYNC_WAKE_UP 1ULL
+#define CR_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -415,6 +420,15 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 			 "cannot take the seccomp listener (pidfd_getfd: %s): needs Linux 5.6+",
 			 strerror(-rc));
 		goto kill;
+	}
+	/* Wake the supervisor on the notifying task's CPU (Linux 6.6+): on
+	 * a small VM, waking an idle second vCPU costs ~20 us each way
+	 * (kernel-facts). Older kernels refuse the ioctl; nothing else
+	 * changes. */
+	{
+		uint64_t sync_flags = CR_USER_NOTIF_FD_SYNC_WAKE_UP;
+
+		ioctl(run->listener, CR_IOCTL_NOTIF_SET_FLAGS, &sync_flags);
 	}
 	if (write(go[1], "g", 1) != 1) {
 		rc = -errno;
