@@ -161,7 +161,12 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
 		return CR_V_ERR(EINVAL);
 	if (n->data.args[pathi] == 0 && diri >= 0) {
-		int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[diri]);
+		int fd;
+
+		/* The times were read from the task: still the same task? */
+		if (!cr_notif_valid(run, n->id))
+			return CR_V_ERR(ESRCH);
+		fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[diri]);
 
 		if (fd < 0)
 			return CR_V_ERR(-fd);

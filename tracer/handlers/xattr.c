@@ -66,7 +66,8 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		r = listxattr(p, buf, size);
 		break;
 	case X_SET:
-		if (size && cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size)) {
+		if ((size && cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size)) ||
+		    !cr_notif_valid(run, n->id)) {
 			r = -1;
 			errno = EFAULT;
 			break;
@@ -158,7 +159,8 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 		buf = malloc(size);
 		if (!buf)
 			rc = -ENOMEM;
-		else if (cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size))
+		else if (cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size) ||
+			 !cr_notif_valid(run, n->id))
 			rc = -EFAULT;
 	}
 	if (!rc)
