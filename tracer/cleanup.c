@@ -12,6 +12,7 @@
 
 #include "tracer.h"
 #include "fs/fs.h"
+#include "budget.h"
 
 #define CR_KILL_DEADLINE_MS 10000
 
@@ -119,6 +120,7 @@ void cr_cleanup(struct cr_run *run)
 	/* Area finishers (one line each): revoke what the run was given,
 	 * close its routes, settle its usage. */
 	cr_fs_finish(run);
+	cr_budget_finish(run);		/* tracer/budget.c */
 
 	/* 3. Stop capture. */
 	drain(run, &run->out);

@@ -14,6 +14,7 @@
 
 #include "tracer.h"
 #include "fs/fs.h"
+#include "budget.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -160,8 +161,9 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 			run->by_nr[nr] = &cr_syscalls[i];
 	}
 	/* Area set-up (one line each), before the child exists. */
-	rc = cr_fs_setup(run);
-	if (rc)
+	if ((rc = cr_fs_setup(run)))		/* tracer/fs/fs.c */
+		return rc;
+	if ((rc = cr_budget_setup(run)))	/* tracer/budget.c */
 		return rc;
 	return 0;
 }

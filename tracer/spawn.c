@@ -18,6 +18,7 @@
 #include <linux/securebits.h>
 
 #include "tracer.h"
+#include "budget.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
@@ -233,6 +234,10 @@ static __attribute__((noreturn)) void child_main(const struct child_args *a)
 	/* Core dumps would write the program's memory into its cwd. */
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
 		child_fail(a, ST_RLIMIT, errno);
+	/* Budgets: per-process backstops (tracer/budget.c). */
+	rc = cr_budget_child_rlimits(&a->cfg->limits);
+	if (rc)
+		child_fail(a, ST_RLIMIT, -rc);
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(a, ST_NNP, errno);

@@ -13,6 +13,7 @@
 #include "tracer.h"
 #include "handlers/handlers.h"
 #include <limits.h>
+#include "budget.h"
 
 #ifndef PTRACE_LISTEN
 #define PTRACE_LISTEN 0x4208
@@ -264,6 +265,15 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 
 	if (ptrace(PTRACE_GETEVENTMSG, parent, 0, &msg) < 0 || !msg)
 		return;
+	/* Budgets: the parent's reservation is now a task in the table. */
+	child = cr_tasks_find(&run->tasks, parent);
+	if (child)
+		cr_budget_on_new_task(run, child);
+	/* The child's first stop and its exit can both be collected before
+	 * this event: it must not come back into the table as a phantom. */
+	if (!cr_tasks_find(&run->tasks, (pid_t)msg) &&
+	    cr_budget_gone_early(run, (pid_t)msg))
+		return;
 	child = cr_tasks_add(&run->tasks, (pid_t)msg);
 	if (child && !child->leader) {
 		struct cr_task *p = cr_tasks_find(&run->tasks, parent);
@@ -277,6 +287,7 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 			   "out of memory tracking tasks");
 		return;
 	}
+	child->b.announced = true;
 	if (run->killing)
 		cr_task_kill(run, child);
 }
@@ -299,8 +310,13 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 	/* A non-leader thread that execs takes over the leader's tid; its
 	 * old tid vanishes without an exit report. */
 	if (ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &former) == 0 &&
-	    former && (pid_t)former != t->tid)
+	    former && (pid_t)former != t->tid) {
+		struct cr_task *f = cr_tasks_find(&run->tasks, (pid_t)former);
+
+		if (f)
+			cr_budget_on_exec(run, t, f);
 		cr_tasks_remove(&run->tasks, (pid_t)former);
+	}
 }
 
 static void on_stop(struct cr_run *run, pid_t tid, int status)
@@ -323,6 +339,10 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 	t->seen = true;
 	ev = classify(t, status);
 	tr = &machine[t->state][ev];
+	/* Budgets: any stop but a fork event means a creation this thread
+	 * was making is over without a task. */
+	if (ev != EV_NEW_TASK)
+		cr_budget_on_stop(run, t);
 	switch (tr->act) {
 	case A_NEW:
 		on_new_task(run, tid);
@@ -366,6 +386,8 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 		run->exit_status = status;
 		cr_run_end(run, CR_ST_OK, NULL, "the program exited");
 	}
+	if (t)
+		cr_budget_on_gone(run, t);
 	cr_tasks_remove(&run->tasks, tid);
 }
 
@@ -373,9 +395,25 @@ void cr_tasks_reap(struct cr_run *run)
 {
 	for (;;) {
 		struct rusage ru;
+		siginfo_t si = { 0 };
 		int status;
-		pid_t pid = wait4(-1, &status, WNOHANG | __WALL, &ru);
+		pid_t pid;
 
+		/* Look before collecting: an exited task is still a zombie
+		 * here, so the budgets can read its final CPU time. */
+		if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG |
+			   __WALL | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (si.si_pid <= 0)
+			return;
+		if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED ||
+		    si.si_code == CLD_DUMPED)
+			cr_budget_on_exit(run, si.si_pid);
+		pid = wait4(si.si_pid, &status, WNOHANG | WUNTRACED | __WALL,
+			    &ru);
 		if (pid < 0 && errno == EINTR)
 			continue;
 		if (pid <= 0)

@@ -101,6 +101,17 @@ enum cr_task_state {
 	CR_TS__COUNT
 };
 
+/* Per-task measures of the budgets area (tracer/budget.c). */
+struct cr_task_budget {
+	uint64_t cpu_ns;	/* this thread's CPU time, last read */
+	uint64_t rss;		/* its process's resident bytes (leaders) */
+	uint64_t mem_tick;	/* the poll that last counted its memory */
+	pid_t tgid;		/* 0 until read */
+	int fd_cpu, fd_mem;	/* open /proc files, fd + 1; 0: none; owned */
+	bool creating;		/* holds a fork/vfork/clone reservation */
+	bool announced;		/* its parent's fork event has been seen */
+};
+
 struct cr_task {
 	pid_t tid;		/* 0: free slot */
 	pid_t tgid;		/* its process (thread group) */
@@ -109,6 +120,7 @@ struct cr_task {
 	bool leader;
 	bool initial;		/* the first process of the run */
 	bool seen;		/* a stop or event of its own has arrived */
+	struct cr_task_budget b;
 };
 
 struct cr_tasks {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "../fs/fsops.h"
+#include "../budget.h"
 
 /* The new entry must be inside a writable root, and so must its directory:
  * a root itself is never created, removed or renamed by the program. */
@@ -60,6 +61,10 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 	}
 	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
 		return refuse_write(run, n, sys, &res);
+	if ((rc = cr_budget_on_create(run, (pid_t)n->pid))) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(-rc);
+	}
 	mode &= ~cr_fs_task_umask((pid_t)n->pid) | S_IFMT;
 	rc = dir ? mkdirat(res.dirfd, res.name, mode & 07777) :
 		   mknodat(res.dirfd, res.name, mode, 0);
@@ -118,7 +123,9 @@ static struct cr_verdict do_symlink(struct cr_run *run,
 	}
 	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
 		return refuse_write(run, n, sys, &res);
-	rc = symlinkat(target, res.dirfd, res.name) < 0 ? errno : 0;
+	rc = -cr_budget_on_create(run, (pid_t)n->pid);
+	if (!rc)
+		rc = symlinkat(target, res.dirfd, res.name) < 0 ? errno : 0;
 	cr_fsres_free(&res);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }

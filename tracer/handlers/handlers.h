@@ -10,6 +10,11 @@ struct cr_verdict cr_h_refuse(struct cr_run *run,
 			      const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n);
 
+/* fork.c: fork, vfork, clone (the processes budget, namespace flags) */
+struct cr_verdict cr_h_fork(struct cr_run *run,
+			    const struct cr_syscall_entry *e,
+			    const struct seccomp_notif *n);
+
 /* open.c, stat.c, create.c, remove.c, attr.c, xattr.c, exec.c: the
  * path-bearing calls of the filesystem area. */
 struct cr_verdict cr_h_open(struct cr_run *run, const struct cr_syscall_entry *e,

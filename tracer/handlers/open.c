@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 
 #include "../fs/fsops.h"
+#include "../budget.h"
 
 #ifndef RESOLVE_CACHED
 #define RESOLVE_CACHED 0x20
@@ -140,6 +141,10 @@ static struct cr_verdict do_open(struct cr_run *run,
 		cr_fsres_free(&res);
 		return v;
 	}
+	/* Every creation is counted against the files budget before it is
+	 * made (tracer/budget.c). */
+	if (!res.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid)))
+		goto out;
 	fd = perform(run, n, &res, flags, mode);
 	if (fd < 0) {
 		rc = fd;

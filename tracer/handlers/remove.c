@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "../fs/fsops.h"
+#include "../budget.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -100,6 +101,8 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		v = refuse(run, n, sys, &a);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
 		v = refuse(run, n, sys, &b);
+	} else if (!b.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid))) {
+		v = CR_V_ERR(-rc);
 	} else if (link) {
 		if (S_ISDIR(a.st.st_mode))
 			v = CR_V_ERR(EPERM);

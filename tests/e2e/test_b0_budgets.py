@@ -1,0 +1,373 @@
+"""Budgets: cpu, memory, processes, disk and files, summed over the whole
+tree; each breach kills every task and names the limit. Every attack asserts
+the layer (limit name, and the denial's layer where one is recorded), the
+result object, the overshoot against the slack docs/limits.md states, that
+no task survived, and that the next run still works. Known-good workloads
+run beside them under the default budgets."""
+
+import json
+import os
+import re
+
+from harness import (CFG, eq, ne, contains, true, lt, ge, test,
+                     check_result_shape)
+
+MIB = 1 << 20
+# Slacks stated in docs/limits.md.
+MEM_SLACK_ONE = 64 * MIB + 16 * MIB   # RLIMIT_DATA's quarter + non-data
+MEM_SLACK_TREE = 160 * MIB            # fill rate x tick, generous
+CPU_SLACK_MS = 600                    # 2 ticks x 2 CPUs, plus a loaded host
+FILES_SLACK = 20000                   # creation rate x (tick + walk)
+DISK_SLACK = 16 * MIB
+
+
+def hog(t, limits, *args, timeout=60, extra=()):
+    """Run budget_hog under corral with the given --limit values."""
+    opts = ["run", "--json", "--env", "CRMARK=" + t.marker]
+    for lim in limits:
+        opts += ["--limit", lim]
+    run = t.corral(opts + t.prog_roots() + list(extra) +
+                   ["--", t.prog("budget_hog")] + [str(a) for a in args],
+                   timeout=timeout)
+    return run, t.result(run)
+
+
+def assert_breach(t, run, r, limit):
+    """Stopped by corral for `limit`: status, exit, audit-free parts of the
+    result, the whole tree killed."""
+    eq(r.get("status"), "limit_exceeded",
+       "status (message %r)" % r.get("message"))
+    eq(r.get("limit"), limit, "limit (message %r)" % r.get("message"))
+    eq(run.code, 124, "exit status")
+    check_result_shape(r)
+    contains(r.get("message", ""), limit, "message")
+    eq(r["cleanup"]["leftover_processes"], 0, "cleanup.leftover_processes")
+    t.no_marker_processes("after the %s limit" % limit)
+
+
+def ints(text, word):
+    return [int(m) for m in re.findall(r"%s (\d+)" % word, text)]
+
+
+# ---- processes ----
+
+@test
+def budget_fork_bomb(t):
+    audit = t.path("audit.jsonl")
+    run, r = hog(t, ["processes=32"], "fork", 2000,
+                 extra=["--audit", audit])
+    assert_breach(t, run, r, "processes")
+    with open(audit) as f:
+        events = [json.loads(line) for line in f]
+    limits = [e for e in events if e.get("event") == "limit"]
+    eq([e.get("limit") for e in limits], ["processes"], "audit limit events")
+    u = r["usage"]
+    ge(u["processes"], 2, "usage.processes")
+    true(u["processes"] <= 32, "usage.processes %d over 32" % u["processes"])
+    layers = {(d["layer"], d["syscall"]) for d in r["denials"]}
+    true(any(l == "proc" and s in ("fork", "clone") for l, s in layers),
+         "want a proc-layer denial of fork/clone, got %r" % layers)
+    ge(r["cleanup"]["killed"], 2, "cleanup.killed")
+    lt(run.elapsed, 30, "seconds until corral returned")
+    t.assert_next_run_ok()
+
+
+@test
+def budget_thread_bomb(t):
+    run, r = hog(t, ["processes=32"], "threads", 2000)
+    assert_breach(t, run, r, "processes")
+    made = ints(r["stdout"], "made")
+    # The breach can end the run before the program prints.
+    true(all(m <= 31 for m in made), "threads made %r, budget 32" % made)
+    true(r["usage"]["processes"] <= 32,
+         "usage.processes %d over 32" % r["usage"]["processes"])
+    t.assert_next_run_ok()
+
+
+@test
+def budget_clone_race_never_exceeds(t):
+    # 4 threads each keep 4 children alive: 5 + 16 tasks would be needed,
+    # so the budget of 16 must be met, and never passed, while the threads
+    # race each other's creations.
+    run, r = hog(t, ["processes=16"], "race", 4, 4, 300, timeout=120)
+    assert_breach(t, run, r, "processes")
+    peaks = ints(r["stdout"], "peak")
+    true(peaks, "the program reported no peak: %r" % r["stdout"][-300:])
+    true(max(peaks) <= 16, "tasks alive at once, seen inside: %d > 16" %
+         max(peaks))
+    true(r["usage"]["processes"] <= 16,
+         "usage.processes %d over 16" % r["usage"]["processes"])
+    t.assert_next_run_ok()
+
+
+@test
+def budget_zombie_bomb(t):
+    # Children that exit at once and are never waited for hold their pids:
+    # they count, or a program could fill the host's pid space.
+    run, r = hog(t, ["processes=32"], "zombies", 2000)
+    assert_breach(t, run, r, "processes")
+    made = ints(r["stdout"], "zombies")
+    true(all(m <= 31 for m in made), "zombies made %r, budget 32" % made)
+    t.assert_next_run_ok()
+
+
+@test
+def budget_processes_known_good_under(t):
+    # The same race well under its budget finishes normally.
+    run, r = hog(t, ["processes=64"], "race", 2, 2, 40, timeout=120)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(run.code, 0, "exit status")
+    contains(r["stdout"], "eagain 0", "the program met no EAGAIN")
+
+
+@test
+def budget_clone_untraced_refused(t):
+    nat = t.native([t.prog("budget_hog"), "untraced", "x"])
+    eq(nat.out, b"untraced: ok\n", "natively (test setup)")
+    run, r = hog(t, [], "untraced", "x")
+    eq(r.get("status"), "ok", "status")
+    eq(r["stdout"], "untraced: EPERM\n", "clone(CLONE_UNTRACED) inside")
+    true(any(d["syscall"] == "clone" and d["layer"] == "syscall" and
+             "untraced" in d["reason"] for d in r["denials"]),
+         "denials %r" % r["denials"])
+    t.assert_next_run_ok()
+
+
+@test
+def budget_clone_namespaces_refused_by_corral(t):
+    # Not through nons: its filter would answer EPERM before corral's
+    # notification, and this test is about corral's own refusal (the clone
+    # handler that replaced the filter's CLONE_NEW* entries). Nothing here
+    # makes a namespace: if the refusal failed, nscheck's child exits.
+    run = t.native([CFG.corral, "run", "--json"] + t.prog_roots() +
+                   ["--", t.prog("nscheck")])
+    r = json.loads(run.out.decode("utf-8"))
+    eq(r.get("status"), "ok", "status")
+    contains(r.get("stdout", ""), "clone: EPERM\n", "nscheck inside corral")
+    true(any(d["syscall"] == "clone" and d["layer"] == "syscall" and
+             "namespaces" in d["reason"] for d in r["denials"]),
+         "denials %r" % r["denials"])
+    contains(r.get("stdout", ""), "fork: ok\n", "fork still works")
+
+
+# ---- cpu ----
+
+@test
+def budget_cpu_two_processes(t):
+    run, r = hog(t, ["cpu=2s"], "cpu", 2)
+    assert_breach(t, run, r, "cpu")
+    cpu = r["usage"]["cpu_ms"]
+    ge(cpu, 2000, "usage.cpu_ms")
+    true(cpu <= 2000 + CPU_SLACK_MS, "usage.cpu_ms %d: overshoot over %d ms"
+         % (cpu, CPU_SLACK_MS))
+    # Two processes cannot burn 2 s in less than ~1 s; each alone stayed
+    # under the budget, so only the sum stopped them.
+    ge(run.elapsed, 0.9, "seconds until corral returned")
+    lt(run.elapsed, 30, "seconds until corral returned")
+    t.assert_next_run_ok()
+
+
+@test
+def budget_cpu_of_killed_children_counts(t):
+    # Children spin ~5 ms each and die by SIGKILL from their parent, most
+    # of them between two ticks: their time must not vanish with them.
+    run, r = hog(t, ["cpu=1s"], "cpukill", 2000, 5, timeout=120)
+    assert_breach(t, run, r, "cpu")
+    rounds = ints(r["stdout"], "round")
+    true(not rounds or max(rounds) < 2000, "all rounds ran: %r" % rounds[-3:])
+    t.assert_next_run_ok()
+
+
+@test
+def budget_cpu_of_autoreaped_children_counts(t):
+    # SIGCHLD ignored: nobody ever waits for the children, so no rusage
+    # carries their time; corral reads it while they are zombies. Each
+    # child burns 5 ms of CPU (not of wall time), most of them between two
+    # ticks, so 1 s is spent by round 200 whatever the load (sooner: the
+    # parent's own time counts too; ~100 rounds here). Sampling live tasks
+    # alone misses most of them (~290 rounds here).
+    run, r = hog(t, ["cpu=1s"], "cpuauto", 1000, 5, timeout=120)
+    assert_breach(t, run, r, "cpu")
+    rounds = ints(r["stdout"], "round")
+    true(rounds and max(rounds) <= 200,
+         "rounds before the stop: %r (200 spend the budget)" % rounds[-3:])
+    t.assert_next_run_ok()
+
+
+# ---- memory ----
+
+@test
+def budget_memory_one_process(t):
+    run, r = hog(t, ["memory=256MiB"], "mem", 1024, 1)
+    assert_breach(t, run, r, "memory")
+    peak = r["usage"]["peak_memory_bytes"]
+    ge(peak, 256 * MIB, "usage.peak_memory_bytes")
+    true(peak <= 256 * MIB + MEM_SLACK_ONE,
+         "peak %d MiB: over the slack" % (peak // MIB))
+    t.assert_next_run_ok()
+
+
+@test
+def budget_memory_spread_over_processes(t):
+    # 8 x 48 MiB: each process far under the budget, the sum over it.
+    run, r = hog(t, ["memory=256MiB"], "mem", 48, 8)
+    assert_breach(t, run, r, "memory")
+    peak = r["usage"]["peak_memory_bytes"]
+    ge(peak, 256 * MIB, "usage.peak_memory_bytes")
+    true(peak <= 256 * MIB + MEM_SLACK_TREE,
+         "peak %d MiB: over the slack" % (peak // MIB))
+    t.assert_next_run_ok()
+
+
+@test
+def budget_memory_behind_exited_leader(t):
+    # The main thread exits; the memory lives in another thread, which
+    # /proc/PID/statm of the (zombie) leader does not show.
+    run, r = hog(t, ["memory=128MiB"], "memzombie", 512)
+    assert_breach(t, run, r, "memory")
+    t.assert_next_run_ok()
+
+
+# ---- disk and files ----
+
+@test
+def budget_disk_one_big_file(t):
+    run, r = hog(t, ["disk=64MiB"], "bigfile", 1024)
+    assert_breach(t, run, r, "disk")
+    d = r["usage"]["disk_bytes"]
+    ge(d, 64 * MIB, "usage.disk_bytes")
+    # RLIMIT_FSIZE stops the one file a page past the budget.
+    true(d <= 64 * MIB + 4096 + MIB, "disk_bytes %d over the slack" % d)
+    true(all(w <= 65 for w in ints(r["stdout"], "wrote")),
+         "MiB written: %r" % r["stdout"])
+    eq(r["cleanup"]["workspace_removed"], True, "workspace removed")
+    t.assert_next_run_ok()
+
+
+@test
+def budget_files_many_small(t):
+    run, r = hog(t, ["files=1000"], "smallfiles", 100000, 1, timeout=120)
+    assert_breach(t, run, r, "files")
+    f = r["usage"]["files"]
+    ge(f, 1001, "usage.files")
+    true(f <= 1000 + FILES_SLACK, "files %d over the slack" % f)
+    t.assert_next_run_ok()
+
+
+@test
+def budget_disk_many_small(t):
+    run, r = hog(t, ["disk=16MiB", "files=1000000"], "smallfiles", 100000,
+                 4096, timeout=120)
+    assert_breach(t, run, r, "disk")
+    d = r["usage"]["disk_bytes"]
+    ge(d, 16 * MIB, "usage.disk_bytes")
+    true(d <= 16 * MIB + DISK_SLACK, "disk_bytes %d over the slack" % d)
+    t.assert_next_run_ok()
+
+
+@test
+def budget_disk_unlinked_open_files_count(t):
+    # 8 files of 16 MiB, each unlinked and held open: no walk of the
+    # workspace sees them, each is under RLIMIT_FSIZE, the sum is over.
+    run, r = hog(t, ["disk=64MiB"], "unlinked", 16, 8)
+    assert_breach(t, run, r, "disk")
+    t.assert_next_run_ok()
+
+
+@test
+def budget_disk_unreadable_dir_fails_closed(t):
+    # A directory corral cannot read would hide what is below it.
+    run, r = hog(t, [], "hidden", 64)
+    assert_breach(t, run, r, "disk")
+    contains(r["message"], "cannot be measured", "message")
+    t.assert_next_run_ok()
+
+
+@test
+def budget_disk_counts_only_what_the_run_adds(t):
+    ws = t.path("ws")
+    os.mkdir(ws, 0o700)
+    with open(os.path.join(ws, "before"), "wb") as f:
+        f.write(b"b" * (8 * MIB))
+    run = t.corral(["run", "--json", "-w", ws, "--limit", "disk=4MiB", "--",
+                    "sh", "-c", "head -c 1048576 /dev/zero > added"])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    ge(r["usage"]["disk_bytes"], MIB, "usage.disk_bytes")
+    lt(r["usage"]["disk_bytes"], 2 * MIB, "usage.disk_bytes")
+    eq(r["usage"]["files"], 1, "usage.files")
+
+
+# ---- known-good workloads under the default budgets ----
+
+MAKEFILE = """\
+OBJS := $(patsubst %.c,%.o,$(wildcard *.c))
+prog: $(OBJS)
+\tcc -o $@ $(OBJS)
+%.o: %.c
+\tcc -O2 -c $< -o $@
+"""
+
+
+@test
+def budget_known_good_make_j2(t):
+    ws = t.path("proj")
+    os.mkdir(ws, 0o700)
+    n = 8
+    for i in range(n):
+        with open(os.path.join(ws, "f%d.c" % i), "w") as f:
+            f.write("int f%d(int x) { int s = 0; for (int i = 0; i < x; "
+                    "i++) s += i * %d; return s; }\n" % (i, i + 1))
+    with open(os.path.join(ws, "main.c"), "w") as f:
+        f.write("#include <stdio.h>\n" +
+                "".join("int f%d(int);\n" % i for i in range(n)) +
+                "int main(void) { long s = 0;\n" +
+                "".join("s += f%d(10);\n" % i for i in range(n)) +
+                'printf("sum %ld\\n", s); return 0; }\n')
+    with open(os.path.join(ws, "Makefile"), "w") as f:
+        f.write(MAKEFILE)
+    run = t.corral(["run", "--json", "-w", ws, "--", "sh", "-c",
+                    "make -j2 >/dev/null && ./prog"], timeout=180)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r, stderr %r)" %
+       (r.get("message"), r.get("stderr", "")[-400:]))
+    eq(r["stdout"], "sum %d\n" % sum(45 * (i + 1) for i in range(n)),
+       "the built program's output")
+    u = r["usage"]
+    ge(u["cpu_ms"], 1, "usage.cpu_ms")
+    ge(u["processes"], 3, "usage.processes")
+    ge(u["files"], n + 2, "usage.files (objects and the program)")
+    ge(u["disk_bytes"], 4096, "usage.disk_bytes")
+    ge(u["peak_memory_bytes"], MIB, "usage.peak_memory_bytes")
+
+
+@test
+def budget_known_good_python_unittest(t):
+    ws = t.path("py")
+    os.mkdir(ws, 0o700)
+    with open(os.path.join(ws, "test_small.py"), "w") as f:
+        f.write("import unittest, subprocess, threading, tempfile, os\n"
+                "class T(unittest.TestCase):\n"
+                "    def test_math(self):\n"
+                "        self.assertEqual(sum(range(10)), 45)\n"
+                "    def test_threads(self):\n"
+                "        out = []\n"
+                "        ts = [threading.Thread(target=out.append, args=(i,))"
+                " for i in range(8)]\n"
+                "        [x.start() for x in ts]; [x.join() for x in ts]\n"
+                "        self.assertEqual(sorted(out), list(range(8)))\n"
+                "    def test_subprocess(self):\n"
+                "        self.assertEqual(subprocess.run(['echo', 'x'],"
+                " capture_output=True).stdout, b'x\\n')\n"
+                "    def test_files(self):\n"
+                "        with tempfile.TemporaryDirectory(dir='.') as d:\n"
+                "            for i in range(50):\n"
+                "                open(os.path.join(d, str(i)), 'w').write('z')\n"
+                "            self.assertEqual(len(os.listdir(d)), 50)\n")
+    run = t.corral(["run", "--json", "-w", ws, "--", "python3", "-m",
+                    "unittest", "-v", "test_small"], timeout=120)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r, stderr %r)" %
+       (r.get("message"), r.get("stderr", "")[-400:]))
+    contains(r["stderr"], "Ran 4 tests", "unittest output")
+    contains(r["stderr"], "\nOK", "unittest output")

@@ -1,0 +1,494 @@
+/* tests/progs/budget_hog.c: spends one resource on purpose, within a cap of
+ * its own, so the budget tests can watch corral stop it.
+ *
+ *   budget_hog fork MAX            fork bomb: every process forks until MAX
+ *                                  forks happened in all (then they wait)
+ *   budget_hog threads MAX         thread bomb: up to MAX sleeping threads
+ *   budget_hog race THREADS KEEP N THREADS threads each keep KEEP children
+ *                                  alive, N forks each; prints the most
+ *                                  tasks seen alive at once
+ *   budget_hog mem MIB PROCS       PROCS processes each touch MIB MiB, then
+ *                                  wait
+ *   budget_hog cpu PROCS           PROCS processes burn CPU forever
+ *   budget_hog bigfile MIB         one file of MIB MiB in the cwd, then wait
+ *   budget_hog smallfiles N BYTES  N files of BYTES bytes, then wait
+ *   budget_hog memrate MIB RATE PROCS  like mem, each process touching RATE
+ *                                  MiB/s (for bench/limits)
+ *   budget_hog diskrate MIB RATE   like bigfile, writing RATE MiB/s
+ *   budget_hog filesrate N RATE    like smallfiles (1 byte), RATE files/s
+ *   budget_hog unlinked MIB COUNT  COUNT files of MIB MiB each, unlinked
+ *                                  at once and held open
+ *   budget_hog zombies MAX         forks MAX children that exit at once and
+ *                                  are never waited for (zombies)
+ *   budget_hog untraced X          one clone(CLONE_UNTRACED); prints
+ *                                  "untraced: ok" or the errno's name
+ *   budget_hog cpukill N MS        N times: a child burns CPU, and is
+ *                                  SIGKILLed by its parent after MS ms
+ *   budget_hog cpuauto N MS        N times: a child burns MS ms of CPU and
+ *                                  exits, with SIGCHLD ignored (autoreap)
+ *   budget_hog memzombie MIB       the main thread exits (pthread_exit); a
+ *                                  thread touches MIB MiB and waits
+ *   budget_hog hidden KIB          writes KIB KiB under h/, then makes h
+ *                                  unreadable (chmod 000) and waits
+ *
+ * Every mode prints what it managed on stdout ("made N") as it goes,
+ * unbuffered, and then waits (pause) so corral, not the program, ends the
+ * run. Caps are the program's own: run natively it stops at MAX. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct shared {
+	atomic_long forks;	/* fork attempts made, all processes */
+	atomic_long alive;	/* tasks alive now (race mode) */
+	atomic_long peak;
+	atomic_long eagain;
+};
+
+static struct shared *sh;
+
+static void hold(void)
+{
+	for (;;)
+		pause();
+}
+
+static void note_alive(long d)
+{
+	long now = atomic_fetch_add(&sh->alive, d) + d;
+	long p = atomic_load(&sh->peak);
+
+	while (now > p) {
+		if (atomic_compare_exchange_weak(&sh->peak, &p, now)) {
+			printf("peak %ld\n", now);
+			break;
+		}
+	}
+}
+
+static void fork_bomb(long max)
+{
+	for (;;) {
+		pid_t c;
+
+		if (atomic_fetch_add(&sh->forks, 1) >= max)
+			hold();
+		c = fork();
+		if (c < 0) {
+			atomic_fetch_add(&sh->eagain, 1);
+			usleep(1000);
+		}
+		/* parent and child both go on forking */
+	}
+}
+
+static void *sleeper(void *arg)
+{
+	hold();
+	return NULL;
+}
+
+static void thread_bomb(long max)
+{
+	long made = 0;
+
+	for (; made < max; made++) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, sleeper, NULL))
+			break;
+	}
+	printf("made %ld\n", made);
+	hold();
+}
+
+static long race_keep, race_n;
+
+static void *racer(void *arg)
+{
+	long live = 0;
+
+	for (long i = 0; i < race_n; i++) {
+		pid_t c;
+
+		while (live >= race_keep) {
+			if (waitpid(-1, NULL, __WALL) > 0)
+				live--;
+			else
+				break;
+		}
+		c = fork();
+		if (c == 0) {
+			note_alive(1);
+			usleep(2000);
+			note_alive(-1);
+			_exit(0);
+		}
+		if (c > 0)
+			live++;
+		else
+			atomic_fetch_add(&sh->eagain, 1);
+	}
+	return NULL;
+}
+
+static void race(long threads, long keep, long n)
+{
+	pthread_t t[64];
+
+	race_keep = keep;
+	race_n = n;
+	if (threads > 64)
+		threads = 64;
+	note_alive(1 + threads);	/* this process's threads */
+	for (long i = 0; i < threads; i++)
+		pthread_create(&t[i], NULL, racer, NULL);
+	for (long i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	while (waitpid(-1, NULL, 0) > 0)
+		;
+	printf("peak %ld eagain %ld\n", atomic_load(&sh->peak),
+	       atomic_load(&sh->eagain));
+}
+
+static void touch(long mib)
+{
+	long done = 0;
+
+	for (; done < mib; done++) {
+		char *p = malloc(1 << 20);
+
+		if (!p)
+			break;
+		memset(p, 1, 1 << 20);
+	}
+	printf("touched %ld\n", done);
+	hold();
+}
+
+static void mem(long mib, long procs)
+{
+	for (long i = 1; i < procs; i++)
+		if (fork() == 0)
+			touch(mib);
+	touch(mib);
+}
+
+static void cpu(long procs)
+{
+	volatile unsigned long x = 0;
+
+	for (long i = 1; i < procs; i++)
+		if (fork() == 0)
+			break;
+	for (;;)
+		x++;
+}
+
+static void bigfile(long mib)
+{
+	static char buf[1 << 20];
+	int fd = open("big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	long done = 0;
+
+	memset(buf, 'x', sizeof(buf));
+	signal(SIGXFSZ, SIG_IGN);	/* see EFBIG instead of dying */
+	for (; fd >= 0 && done < mib; done++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+	printf("wrote %ld\n", done);
+	hold();
+}
+
+static void smallfiles(long n, long bytes)
+{
+	char *buf = calloc(1, (size_t)bytes + 1);
+	long done = 0;
+
+	memset(buf, 'y', (size_t)bytes);
+	mkdir("d", 0755);
+	for (; done < n; done++) {
+		char name[64];
+		int fd;
+
+		snprintf(name, sizeof(name), "d/%ld", done);
+		fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			break;
+		if (bytes && write(fd, buf, (size_t)bytes) != bytes) {
+			close(fd);
+			break;
+		}
+		close(fd);
+	}
+	printf("made %ld\n", done);
+	hold();
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleep until `done` units at `rate` per second are due since t0. */
+static void pace(double t0, long done, long rate)
+{
+	double due = t0 + (double)done / (double)rate, now = now_s();
+
+	if (rate > 0 && due > now)
+		usleep((useconds_t)((due - now) * 1e6));
+}
+
+static void memrate(long mib, long rate, long procs)
+{
+	double t0;
+	long done = 0;
+
+	for (long i = 1; i < procs; i++)
+		if (fork() == 0)
+			break;
+	t0 = now_s();
+	for (; done < mib; done++) {
+		char *p = malloc(1 << 20);
+
+		if (!p)
+			break;
+		memset(p, 1, 1 << 20);
+		pace(t0, done + 1, rate);
+	}
+	hold();
+}
+
+static void diskrate(long mib, long rate)
+{
+	static char buf[1 << 20];
+	int fd = open("big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	double t0 = now_s();
+
+	memset(buf, 'x', sizeof(buf));
+	signal(SIGXFSZ, SIG_IGN);
+	for (long done = 0; fd >= 0 && done < mib; done++) {
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+		pace(t0, done + 1, rate);
+	}
+	hold();
+}
+
+static void filesrate(long n, long rate)
+{
+	double t0 = now_s();
+
+	mkdir("d", 0755);
+	for (long done = 0; done < n; done++) {
+		char name[64];
+		int fd;
+
+		snprintf(name, sizeof(name), "d/%ld", done);
+		fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, "z", 1) != 1)
+			break;
+		close(fd);
+		pace(t0, done + 1, rate);
+	}
+	hold();
+}
+
+static void unlinked(long mib, long count)
+{
+	static char buf[1 << 20];
+	long done = 0;
+
+	memset(buf, 'u', sizeof(buf));
+	signal(SIGXFSZ, SIG_IGN);
+	for (long i = 0; i < count; i++) {
+		int fd = open("gone", O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+		if (fd < 0)
+			break;
+		unlink("gone");
+		for (long m = 0; m < mib; m++, done++)
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				break;
+		/* fd stays open */
+	}
+	printf("unlinked %ld\n", done);
+	hold();
+}
+
+static void zombies(long max)
+{
+	long made = 0;
+
+	for (; made < max; made++) {
+		pid_t c = fork();
+
+		if (c == 0)
+			_exit(0);
+		if (c < 0)
+			break;
+	}
+	printf("zombies %ld\n", made);
+	hold();
+}
+
+static void untraced(void)
+{
+	long rc = syscall(SYS_clone, CLONE_UNTRACED | SIGCHLD, 0, 0, 0, 0);
+
+	if (rc == 0)
+		_exit(0);
+	if (rc > 0)
+		waitpid((pid_t)rc, NULL, 0);
+	printf("untraced: %s\n", rc < 0 ? strerrorname_np(errno) : "ok");
+}
+
+static void burn(double secs)
+{
+	struct timespec ts;
+	double end;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	end = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + secs;
+	for (;;) {
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		if ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 >= end)
+			return;
+	}
+}
+
+static void cpukill(long n, long ms, bool autoreap)
+{
+	if (autoreap)
+		signal(SIGCHLD, SIG_IGN);
+	for (long i = 0; i < n; i++) {
+		pid_t c = fork();
+
+		if (c == 0) {
+			if (autoreap) {
+				burn((double)ms / 1000);
+				_exit(0);
+			}
+			for (;;)
+				;
+		}
+		if (c < 0)
+			continue;
+		if (autoreap) {
+			/* wait for it to be gone without waitpid */
+			double t0 = now_s();
+
+			while (kill(c, 0) == 0 && now_s() - t0 < 10)
+				usleep(1000);
+		} else {
+			usleep((useconds_t)ms * 1000);
+			kill(c, SIGKILL);
+			waitpid(c, NULL, 0);
+		}
+		printf("round %ld\n", i + 1);
+	}
+	printf("done\n");
+}
+
+static long zombie_mib;
+
+static void *zombie_thread(void *arg)
+{
+	touch(zombie_mib);
+	return NULL;
+}
+
+static void memzombie(long mib)
+{
+	pthread_t t;
+
+	zombie_mib = mib;
+	pthread_create(&t, NULL, zombie_thread, NULL);
+	pthread_exit(NULL);
+}
+
+static void hidden(long kib)
+{
+	static char buf[1024];
+	int fd;
+
+	memset(buf, 'h', sizeof(buf));
+	mkdir("h", 0755);
+	fd = open("h/f", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	for (long i = 0; fd >= 0 && i < kib; i++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+	close(fd);
+	chmod("h", 0);
+	printf("hidden\n");
+	hold();
+}
+
+int main(int argc, char **argv)
+{
+	long a = argc > 2 ? atol(argv[2]) : 0;
+	long b = argc > 3 ? atol(argv[3]) : 0;
+	long c = argc > 4 ? atol(argv[4]) : 0;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED || argc < 3) {
+		fprintf(stderr, "usage: see the comment at the top\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "fork"))
+		fork_bomb(a);
+	else if (!strcmp(argv[1], "threads"))
+		thread_bomb(a);
+	else if (!strcmp(argv[1], "race"))
+		race(a, b, c);
+	else if (!strcmp(argv[1], "mem"))
+		mem(a, b > 0 ? b : 1);
+	else if (!strcmp(argv[1], "cpu"))
+		cpu(a);
+	else if (!strcmp(argv[1], "bigfile"))
+		bigfile(a);
+	else if (!strcmp(argv[1], "smallfiles"))
+		smallfiles(a, b);
+	else if (!strcmp(argv[1], "memrate"))
+		memrate(a, b, c > 0 ? c : 1);
+	else if (!strcmp(argv[1], "diskrate"))
+		diskrate(a, b);
+	else if (!strcmp(argv[1], "filesrate"))
+		filesrate(a, b);
+	else if (!strcmp(argv[1], "unlinked"))
+		unlinked(a, b);
+	else if (!strcmp(argv[1], "zombies"))
+		zombies(a);
+	else if (!strcmp(argv[1], "untraced"))
+		untraced();
+	else if (!strcmp(argv[1], "cpukill"))
+		cpukill(a, b, false);
+	else if (!strcmp(argv[1], "cpuauto"))
+		cpukill(a, b, true);
+	else if (!strcmp(argv[1], "memzombie"))
+		memzombie(a);
+	else if (!strcmp(argv[1], "hidden"))
+		hidden(a);
+	else
+		return 2;
+	return 0;
+}

@@ -1,0 +1,956 @@
+/* tracer/budget.c: measures and enforces the cpu, memory, processes, disk and
+ * files budgets over the whole tree; every breach ends the run. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+#include "budget.h"
+
+/*
+ * Where the numbers come from, and why they can be trusted:
+ *
+ * - Every figure is read from the kernel (/proc/TID/... of a task that is our
+ *   unreaped tracee, or fstatat on the workspace), never from anything the
+ *   program writes. A tid in the task table cannot be recycled before we
+ *   reap it, so /proc/TID is always the task we mean.
+ * - CPU is counted per thread: a thread's final time is read while it is a
+ *   zombie waiting for us (cr_budget_on_exit), so nothing a task does to end
+ *   itself (SIGKILL, exec by another thread, an ignored SIGCHLD) loses time.
+ *   Live threads are read every tick.
+ * - Process slots are reserved in the fork/vfork/clone notification, before
+ *   the kernel makes the task, and held until the ptrace event shows the
+ *   task in the table or the creating thread shows the call is over.
+ */
+
+struct cr_budgets {
+	int timerfd;			/* owned */
+	struct cr_watch *watch;		/* borrowed from the loop */
+	long page;
+	bool schedstat;			/* /proc/.../schedstat is readable */
+	size_t cached;			/* /proc descriptors kept open */
+
+	/* processes */
+	uint64_t pending;		/* reservations not yet in the table */
+	pid_t gone_early[CR_BUDGET_GONE_EARLY];	/* ring, 0: empty */
+	size_t gone_next;
+	int *zombies;			/* owned pidfds of unreaped zombies */
+	size_t nzombies, zcap;
+	uint64_t peak_tasks;
+
+	/* cpu */
+	uint64_t cpu_dead_ns;		/* final times of threads gone */
+	uint64_t cpu_ns;		/* dead + live, last computed */
+
+	/* memory */
+	uint64_t rss, peak_rss;
+	uint64_t tick;
+
+	/* disk and files: an incremental walk of the writable roots */
+	const char *roots[CR_BUDGET_MAX_ROOTS];	/* borrowed from cfg */
+	size_t nroots, root;		/* root: the next to open */
+	bool in_pass;
+	uint64_t pass_cpu_ns, next_pass_ns;
+	uid_t uid;
+	DIR *stack[CR_BUDGET_WALK_DEPTH];
+	int depth;
+	uint64_t w_bytes, w_files;	/* the pass in progress */
+	uint64_t base_bytes, base_files;
+	uint64_t disk, files;		/* added, by the last complete pass */
+	uint64_t passes;
+	uint64_t hook_files, hook_bytes;
+
+	/* the supervisor's own cost of polling */
+	uint64_t ticks, tick_ns;
+};
+
+static uint64_t lim(const struct cr_run *run, enum cr_limit_id id)
+{
+	return run->cfg->limits.v[id];
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void breach(struct cr_run *run, enum cr_limit_id id, uint64_t got)
+{
+	char a[32], b[32];
+
+	if (run->ending)
+		return;
+	cr_limit_format(id, got, a, sizeof(a));
+	cr_limit_format(id, lim(run, id), b, sizeof(b));
+	if (id == CR_LIM_PROCESSES)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the processes budget is spent: a task creation was refused (it would make %s tasks alive at once, the budget is %s)",
+			   a, b);
+	else
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget is spent: %s used of %s",
+			   cr_limit_name(id), a, b);
+}
+
+/* ---- reading /proc ---- */
+
+static int read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return (int)n;
+}
+
+/* Read a /proc file of a task through a descriptor kept open across
+ * ticks (*slot holds fd + 1, 0 for none): opening a /proc file costs four
+ * times a pread of an open one. At most CR_BUDGET_FD_CACHE stay open; past
+ * that each read opens and closes. */
+static int read_task_file(struct cr_budgets *b, int *slot, const char *path,
+			  char *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!*slot && b->cached < CR_BUDGET_FD_CACHE) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return -errno;
+		*slot = fd + 1;
+		b->cached++;
+	}
+	if (!*slot)
+		return read_small(path, buf, len);
+	n = pread(*slot - 1, buf, len - 1, 0);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return (int)n;
+}
+
+static void task_close_fds(struct cr_budgets *b, struct cr_task *t)
+{
+	int *slots[] = { &t->b.fd_cpu, &t->b.fd_mem };
+
+	for (size_t i = 0; i < CR_ARRAY_SIZE(slots); i++)
+		if (*slots[i]) {
+			close(*slots[i] - 1);
+			*slots[i] = 0;
+			b->cached--;
+		}
+}
+
+/* A thread's own CPU time (user + system), in ns. schedstat's first field
+ * is the scheduler's exact runtime; /proc/.../stat's utime + stime (clock
+ * ticks) is the fallback on kernels built without it. */
+static int read_thread_cpu(struct cr_budgets *b, struct cr_task *t,
+			   uint64_t *ns)
+{
+	char path[64], buf[1024];
+	unsigned long long ut, st;
+	char *p;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", t->tid, t->tid,
+		 b->schedstat ? "schedstat" : "stat");
+	rc = read_task_file(b, &t->b.fd_cpu, path, buf, sizeof(buf));
+	if (rc < 0)
+		return rc;
+	if (b->schedstat)
+		return sscanf(buf, "%llu", &ut) == 1 ? (*ns = ut, 0) : -EIO;
+	/* The command name may hold spaces and parentheses: skip to the
+	 * last ')'. utime and stime are fields 14 and 15. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -EIO;
+	*ns = (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
+/* Resident bytes of the process t belongs to (t may be any thread). */
+static int read_rss(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes)
+{
+	char path[64], buf[256];
+	unsigned long long size, res;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/statm", t->tid, t->tid);
+	rc = read_task_file(b, &t->b.fd_mem, path, buf, sizeof(buf));
+	if (rc < 0)
+		return rc;
+	if (sscanf(buf, "%llu %llu", &size, &res) != 2)
+		return -EIO;
+	*bytes = res * (uint64_t)b->page;
+	return 0;
+}
+
+/* A task that is gone (ESRCH, ENOENT) just stops counting; any other
+ * failure to measure a live task ends the run: never undercount. */
+static bool measured(struct cr_run *run, const struct cr_task *t, int rc)
+{
+	if (rc == 0)
+		return true;
+	if (rc != -ESRCH && rc != -ENOENT && !run->ending)
+		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot measure task %d for the budgets: %s",
+			   t->tid, strerror(-rc));
+	return false;
+}
+
+static pid_t read_tgid(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", tid, tid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return 0;
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)atoi(p + 6) : 0;
+}
+
+/* ---- processes ---- */
+
+static uint64_t tasks_alive(const struct cr_run *run)
+{
+	const struct cr_budgets *b = run->budgets;
+
+	return run->tasks.count + b->pending + b->nzombies;
+}
+
+/* A process we reaped as its tracer stays a zombie until its real parent
+ * (a task of the tree) waits for it: it holds a pid, so it holds a slot,
+ * or a program that never waits could fill the host's pid space. Its pidfd
+ * tells when the pid is really free (signal 0 then fails with ESRCH). */
+static void prune_zombies(struct cr_budgets *b)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < b->nzombies; i++) {
+		if (syscall(SYS_pidfd_send_signal, b->zombies[i], 0, NULL, 0) < 0 &&
+		    errno == ESRCH)
+			close(b->zombies[i]);
+		else
+			b->zombies[j++] = b->zombies[i];
+	}
+	b->nzombies = j;
+}
+
+static void keep_zombie(struct cr_run *run, struct cr_task *t)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!t->leader || t->pidfd < 0 ||
+	    syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) < 0)
+		return;	/* fully reaped (we were its parent), or a thread */
+	if (b->nzombies == b->zcap) {
+		size_t cap = b->zcap ? b->zcap * 2 : 64;
+		int *z = realloc(b->zombies, cap * sizeof(*z));
+
+		if (!z) {
+			/* Cannot track it: count it as a task that never
+			 * goes (an error towards refusing). */
+			b->pending++;
+			return;
+		}
+		b->zombies = z;
+		b->zcap = cap;
+	}
+	b->zombies[b->nzombies++] = t->pidfd;
+	t->pidfd = -1;	/* ours now: cr_tasks_remove must not close it */
+}
+
+static void settle(struct cr_run *run, struct cr_task *t)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (b && t->b.creating) {
+		t->b.creating = false;
+		if (b->pending)
+			b->pending--;
+	}
+}
+
+/* Race-free against many threads cloning at once: every creation passes
+ * through this function on the loop thread, one at a time, and the slot is
+ * taken here, before the kernel makes the task. Counting the table plus the
+ * reservations can count a child twice for an instant (its first stop seen
+ * before its parent's fork event), never zero times: an error towards
+ * refusing. */
+int cr_budget_reserve(struct cr_run *run, pid_t tid)
+{
+	struct cr_budgets *b = run->budgets;
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+	uint64_t max = lim(run, CR_LIM_PROCESSES);
+
+	if (!b || !t)
+		return -EAGAIN;	/* fail closed: we do not know this task */
+	/* A thread runs one call at a time: a reservation it still holds is
+	 * from a creation that failed (or is being restarted). */
+	settle(run, t);
+	if (tasks_alive(run) + 1 > max)
+		prune_zombies(b);
+	if (tasks_alive(run) + 1 > max) {
+		breach(run, CR_LIM_PROCESSES, tasks_alive(run) + 1);
+		return -EAGAIN;
+	}
+	t->b.creating = true;
+	b->pending++;
+	if (tasks_alive(run) > b->peak_tasks)
+		b->peak_tasks = tasks_alive(run);
+	return 0;
+}
+
+void cr_budget_on_new_task(struct cr_run *run, struct cr_task *parent)
+{
+	settle(run, parent);
+}
+
+void cr_budget_on_stop(struct cr_run *run, struct cr_task *t)
+{
+	settle(run, t);
+}
+
+void cr_budget_on_exit(struct cr_run *run, pid_t tid)
+{
+	struct cr_budgets *b = run->budgets;
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+	uint64_t ns;
+
+	if (b && t && read_thread_cpu(b, t, &ns) == 0 && ns > t->b.cpu_ns)
+		t->b.cpu_ns = ns;
+}
+
+void cr_budget_on_gone(struct cr_run *run, struct cr_task *t)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!b)
+		return;
+	settle(run, t);
+	task_close_fds(b, t);
+	b->cpu_dead_ns += t->b.cpu_ns;
+	t->b.cpu_ns = 0;
+	if (!t->initial)
+		keep_zombie(run, t);
+	if (!t->b.announced && !t->initial) {
+		b->gone_early[b->gone_next] = t->tid;
+		b->gone_next = (b->gone_next + 1) % CR_BUDGET_GONE_EARLY;
+	}
+}
+
+/* The ring is small: an entry it lost would only leave a phantom counted
+ * as alive (an error towards refusing), and every entry is waiting for an
+ * event of a parent that is stopped right now. */
+bool cr_budget_gone_early(struct cr_run *run, pid_t tid)
+{
+	struct cr_budgets *b = run->budgets;
+
+	for (size_t i = 0; b && i < CR_BUDGET_GONE_EARLY; i++)
+		if (b->gone_early[i] == tid) {
+			b->gone_early[i] = 0;
+			return true;
+		}
+	return false;
+}
+
+void cr_budget_on_exec(struct cr_run *run, struct cr_task *leader,
+		       struct cr_task *former)
+{
+	struct cr_budgets *b = run->budgets;
+
+	/* A non-leader thread exec'd and took the leader's tid: the old
+	 * leader is gone (its last reading is final), and the leader's entry
+	 * now stands for the thread that exec'd. */
+	if (!b)
+		return;
+	/* The descriptors named the tasks as they were: open them anew. */
+	task_close_fds(b, leader);
+	task_close_fds(b, former);
+	b->cpu_dead_ns += leader->b.cpu_ns;
+	leader->b.cpu_ns = former->b.cpu_ns;
+	former->b.cpu_ns = 0;
+	settle(run, former);
+}
+
+/* ---- polling: cpu and memory of live tasks ---- */
+
+static void poll_tasks(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	struct cr_tasks *ts = &run->tasks;
+	uint64_t live = 0, rss = 0;
+
+	b->tick++;
+	prune_zombies(b);
+	/* Pass 1: every thread's CPU; each process's memory from its
+	 * leader. */
+	for (size_t i = 0; i < ts->cap; i++) {
+		struct cr_task *t = &ts->slots[i];
+		uint64_t v;
+
+		if (!t->tid)
+			continue;
+		if (measured(run, t, read_thread_cpu(b, t, &v)) &&
+		    v > t->b.cpu_ns)
+			t->b.cpu_ns = v;
+		live += t->b.cpu_ns;
+		t->b.rss = 0;
+		if (t->leader && measured(run, t, read_rss(b, t, &v)) && v) {
+			t->b.rss = v;
+			t->b.mem_tick = b->tick;
+			rss += v;
+		}
+	}
+	/* Pass 2: a process whose leader has exited while other threads run
+	 * shows no memory through the leader; count it through one of its
+	 * live threads, once. */
+	for (size_t i = 0; i < ts->cap; i++) {
+		struct cr_task *t = &ts->slots[i], *l;
+		uint64_t v;
+
+		if (!t->tid || t->leader)
+			continue;
+		if (!t->b.tgid)
+			t->b.tgid = read_tgid(t->tid);
+		l = t->b.tgid ? cr_tasks_find(ts, t->b.tgid) : NULL;
+		if (l && l->b.mem_tick == b->tick)
+			continue;
+		if (measured(run, t, read_rss(b, t, &v)) && v) {
+			rss += v;
+			if (l)
+				l->b.mem_tick = b->tick;
+		}
+	}
+	b->cpu_ns = b->cpu_dead_ns + live;
+	b->rss = rss;
+	if (rss > b->peak_rss)
+		b->peak_rss = rss;
+	if (ts->count > b->peak_tasks)
+		b->peak_tasks = ts->count;
+	if (b->cpu_ns / 1000000ull > lim(run, CR_LIM_CPU))
+		breach(run, CR_LIM_CPU, b->cpu_ns / 1000000ull);
+	else if (rss > lim(run, CR_LIM_MEMORY))
+		breach(run, CR_LIM_MEMORY, rss);
+}
+
+/* ---- disk and files: the workspace walk ----
+ *
+ * The program can change the workspace while we walk it. The walk opens
+ * each directory with O_NOFOLLOW | O_DIRECTORY relative to its parent's fd,
+ * so a directory swapped for a symlink is never followed out of the
+ * workspace, and lstat-like fstatat(AT_SYMLINK_NOFOLLOW) sizes the entries.
+ * An entry moved during a pass can be seen twice (counted too high) or not
+ * at all in that pass; the hooks of the filesystem layer make creation
+ * counts exact. A directory we cannot read would hide what is below it, so
+ * it stops the run (fail closed). */
+
+static void walk_reset(struct cr_budgets *b)
+{
+	while (b->depth > 0)
+		closedir(b->stack[--b->depth]);
+	b->w_bytes = b->w_files = 0;
+	b->root = 0;
+	b->in_pass = false;
+}
+
+static int walk_push(struct cr_budgets *b, int fd)
+{
+	DIR *d;
+
+	if (b->depth >= CR_BUDGET_WALK_DEPTH) {
+		close(fd);
+		return -ELOOP;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	b->stack[b->depth++] = d;
+	return 0;
+}
+
+static uint64_t entry_bytes(const struct stat *st)
+{
+	uint64_t bytes = (uint64_t)st->st_blocks * 512;
+
+	/* A file with several names is shared by them. */
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
+		bytes /= st->st_nlink;
+	return bytes;
+}
+
+/* Can a directory we may not read be skipped? Only when the run cannot
+ * have made it so: it belongs to another user. One of ours could have been
+ * made unreadable by the program to hide what is below it. */
+static bool skippable(int parent, const char *name, uid_t uid)
+{
+	struct stat st;
+
+	return fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       st.st_uid != uid;
+}
+
+/* Regular files the tree holds open after unlinking them, and memfds:
+ * they take space that no walk of the roots can see. Read from each task's
+ * fd table (threads may have their own); a file open in several places is
+ * counted once while the table of those seen has room, then each time (an
+ * error towards stopping). */
+static uint64_t open_deleted_bytes(struct cr_run *run)
+{
+	struct cr_tasks *ts = &run->tasks;
+	struct seen { dev_t dev; ino_t ino; } *seen;
+	size_t n = 0;
+	uint64_t total = 0;
+
+	seen = malloc(CR_BUDGET_DELETED_SEEN * sizeof(*seen));
+	for (size_t i = 0; i < ts->cap; i++) {
+		const struct cr_task *t = &ts->slots[i];
+		char path[64];
+		struct dirent *de;
+		DIR *d;
+		int fd;
+
+		if (!t->tid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/fd", t->tid, t->tid);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;	/* gone meanwhile */
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			continue;
+		}
+		while ((de = readdir(d))) {
+			struct stat st;
+			bool dup = false;
+
+			/* The magic link leads to the open file itself, deleted
+			 * or not; stat never opens it. */
+			if (de->d_name[0] == '.' ||
+			    fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
+			    !S_ISREG(st.st_mode) || st.st_nlink)
+				continue;
+			for (size_t k = 0; seen && k < n && !dup; k++)
+				dup = seen[k].dev == st.st_dev &&
+				      seen[k].ino == st.st_ino;
+			if (dup)
+				continue;
+			if (seen && n < CR_BUDGET_DELETED_SEEN)
+				seen[n++] = (struct seen){ st.st_dev, st.st_ino };
+			total += (uint64_t)st.st_blocks * 512;
+		}
+		closedir(d);
+	}
+	free(seen);
+	return total;
+}
+
+/* Advance the walk by at most `budget` entries. Returns 1 when a pass over
+ * every root just completed, 0 when it is still going, -errno when a root
+ * cannot be measured (the pass is abandoned). */
+static int walk_step(struct cr_run *run, size_t budget)
+{
+	struct cr_budgets *b = run->budgets;
+	int rc;
+
+	if (!b->in_pass) {
+		walk_reset(b);
+		b->in_pass = true;
+	}
+	while (budget) {
+		DIR *d;
+		struct dirent *de;
+		struct stat st;
+
+		if (b->depth == 0) {
+			int fd;
+
+			if (b->root == b->nroots) {
+				b->w_bytes += open_deleted_bytes(run);
+				b->in_pass = false;
+				return 1;
+			}
+			fd = open(b->roots[b->root++],
+				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT)
+				continue;	/* an absent root holds nothing */
+			rc = fd < 0 ? -errno : walk_push(b, fd);
+			if (rc)
+				goto fail;
+			continue;
+		}
+		budget--;
+		d = b->stack[b->depth - 1];
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			if (errno) {
+				rc = -errno;
+				goto fail;
+			}
+			closedir(d);
+			b->depth--;
+			continue;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue;	/* removed meanwhile */
+			rc = -errno;
+			goto fail;
+		}
+		b->w_files++;
+		b->w_bytes += entry_bytes(&st);
+		if (S_ISDIR(st.st_mode)) {
+			int fd = openat(dirfd(d), de->d_name,
+					O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					O_CLOEXEC);
+
+			if (fd < 0 && (errno == ENOENT || errno == ENOTDIR ||
+				       errno == ELOOP))
+				continue;	/* replaced meanwhile */
+			if (fd < 0 && errno == EACCES &&
+			    skippable(dirfd(d), de->d_name, b->uid))
+				continue;
+			rc = fd < 0 ? -errno : walk_push(b, fd);
+			if (rc)
+				goto fail;
+		}
+	}
+	return 0;
+fail:
+	walk_reset(b);
+	return rc;
+}
+
+static uint64_t over(uint64_t v, uint64_t base)
+{
+	return v > base ? v - base : 0;
+}
+
+/* Judge what is known: a pass in progress already proves at least its
+ * partial sums exist. */
+static void judge_disk(struct cr_run *run, bool complete)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t files = over(b->w_files, b->base_files);
+	uint64_t disk = over(b->w_bytes, b->base_bytes);
+
+	if (complete) {
+		b->files = files;
+		b->disk = disk;
+		b->passes++;
+	}
+	if (b->hook_files > files)
+		files = b->hook_files;
+	if (b->hook_bytes > disk)
+		disk = b->hook_bytes;
+	if (files > lim(run, CR_LIM_FILES))
+		breach(run, CR_LIM_FILES, files);
+	else if (disk > lim(run, CR_LIM_DISK))
+		breach(run, CR_LIM_DISK, disk);
+}
+
+static void unmeasurable(struct cr_run *run, int rc)
+{
+	if (run->ending)
+		return;
+	enum cr_limit_id id = rc == -ELOOP ? CR_LIM_FILES : CR_LIM_DISK;
+
+	cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+		   "the %s budget cannot be enforced: the workspace cannot be measured (%s: %s)",
+		   cr_limit_name(id),
+		   rc == -ELOOP ? "directories nested too deep" : "an unreadable entry",
+		   strerror(-rc));
+}
+
+/* A pass costs the supervisor CPU in proportion to what the roots hold;
+ * the next one starts only after CR_BUDGET_WALK_IDLE times that much
+ * time, so walking takes at most ~1/(1+IDLE) of a core however large the
+ * workspace grows, and a small workspace is still walked every tick. Past
+ * half of the disk or files budget the wait shrinks to IDLE_NEAR times. */
+static void walk_tick(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t t0, now = cr_now_ns();
+	int rc;
+
+	if (!b->in_pass && now < b->next_pass_ns)
+		return;
+	if (!b->in_pass)
+		b->pass_cpu_ns = 0;
+	t0 = thread_cpu_ns();
+	rc = walk_step(run, CR_BUDGET_WALK_PER_TICK);
+	b->pass_cpu_ns += thread_cpu_ns() - t0;
+	if (rc < 0) {
+		unmeasurable(run, rc);
+		return;
+	}
+	judge_disk(run, rc == 1);
+	if (rc == 1) {
+		/* Past half of a budget, precision is worth more CPU. */
+		uint64_t idle = b->disk * 2 > lim(run, CR_LIM_DISK) ||
+				b->files * 2 > lim(run, CR_LIM_FILES) ?
+				CR_BUDGET_WALK_IDLE_NEAR : CR_BUDGET_WALK_IDLE;
+
+		b->next_pass_ns = now + b->pass_cpu_ns * idle;
+	}
+}
+
+/* One full pass, however long it takes: the baseline and the last word. */
+static int walk_full(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	int rc;
+
+	walk_reset(b);
+	while ((rc = walk_step(run, 1 << 20)) == 0)
+		;
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- the tick ---- */
+
+static void on_tick(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t expirations, t0 = thread_cpu_ns();
+
+	if (read(b->timerfd, &expirations, sizeof(expirations)) < 0 &&
+	    errno == EAGAIN)
+		return;
+	/* Exits waiting to be collected carry final CPU times: take them
+	 * first, so the sum is as fresh as possible. */
+	cr_tasks_reap(run);
+	poll_tasks(run);
+	if (!run->ending)
+		walk_tick(run);
+	b->ticks++;
+	b->tick_ns += thread_cpu_ns() - t0;
+}
+
+int cr_budget_setup(struct cr_run *run)
+{
+	struct cr_budgets *b = calloc(1, sizeof(*b));
+	struct itimerspec its = {
+		.it_interval.tv_nsec = CR_BUDGET_TICK_MS * 1000000L,
+		.it_value.tv_nsec = CR_BUDGET_TICK_MS * 1000000L,
+	};
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	run->budgets = b;
+	b->timerfd = -1;
+	b->page = sysconf(_SC_PAGESIZE);
+	b->schedstat = access("/proc/self/schedstat", R_OK) == 0;
+	b->uid = geteuid();
+	/* Writable roots: the workspace, the class's and --rw's. One inside
+	 * another is counted twice: an error towards stopping. */
+	b->roots[b->nroots++] = run->cfg->workspace;
+	for (size_t i = 0; i < run->cfg->cls->fs_write.n &&
+			   b->nroots < CR_BUDGET_MAX_ROOTS; i++)
+		b->roots[b->nroots++] = run->cfg->cls->fs_write.v[i];
+	for (size_t i = 0; i < run->cfg->extra_rw.n &&
+			   b->nroots < CR_BUDGET_MAX_ROOTS; i++)
+		b->roots[b->nroots++] = run->cfg->extra_rw.v[i];
+	if (run->cfg->cls->fs_write.n + run->cfg->extra_rw.n + 1 >
+	    CR_BUDGET_MAX_ROOTS) {
+		snprintf(run->message, sizeof(run->message),
+			 "more than %d writable roots: the disk budget cannot measure them",
+			 CR_BUDGET_MAX_ROOTS);
+		return -E2BIG;
+	}
+	/* What the workspace holds before the run is not the run's. */
+	rc = walk_full(run);
+	if (rc) {
+		snprintf(run->message, sizeof(run->message),
+			 "cannot measure the writable roots (%s) for the disk budget: %s",
+			 run->cfg->workspace, strerror(-rc));
+		return rc;
+	}
+	b->base_bytes = b->w_bytes;
+	b->base_files = b->w_files;
+	b->w_bytes = b->w_files = 0;
+	b->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (b->timerfd < 0)
+		return -errno;
+	if (timerfd_settime(b->timerfd, 0, &its, NULL) < 0)
+		return -errno;
+	b->watch = cr_loop_watch(run, b->timerfd, EPOLLIN, on_tick, NULL);
+	return b->watch ? 0 : -ENOMEM;
+}
+
+static void cr_budget_free(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!b)
+		return;
+	walk_reset(b);
+	for (size_t i = 0; i < b->nzombies; i++)
+		close(b->zombies[i]);
+	free(b->zombies);
+	if (b->timerfd >= 0)
+		close(b->timerfd);
+	free(b);
+	run->budgets = NULL;
+}
+
+/* A breach found after the run ended on its own (the last measurement, or
+ * a backstop rlimit that killed the program first) still makes the run
+ * limit_exceeded: the budget was spent. */
+static void late_breach(struct cr_run *run, enum cr_limit_id id, uint64_t got)
+{
+	uint64_t end_ms = run->end_ms;
+
+	if (run->status != CR_ST_OK && run->status != CR_ST_PROGRAM_ERROR)
+		return;
+	run->ending = false;
+	breach(run, id, got);
+	run->ending = true;
+	run->end_ms = end_ms;
+}
+
+void cr_budget_finish(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	struct cr_usage *u = &run->usage;
+	uint64_t cpu_ms;
+
+	if (!b)
+		return;
+	if (b->watch) {
+		cr_loop_unwatch(run, b->watch);
+		b->watch = NULL;
+	}
+	/* The tree is reaped: every thread's final time is in the dead sum
+	 * (threads still in the table, if the kill timed out, at their last
+	 * reading). */
+	cpu_ms = b->cpu_dead_ns;
+	for (size_t i = 0; i < run->tasks.cap; i++)
+		if (run->tasks.slots[i].tid) {
+			cpu_ms += run->tasks.slots[i].b.cpu_ns;
+			task_close_fds(b, &run->tasks.slots[i]);
+		}
+	cpu_ms /= 1000000ull;
+	if (walk_full(run) == 0) {
+		b->files = over(b->w_files, b->base_files);
+		b->disk = over(b->w_bytes, b->base_bytes);
+	}
+	if (b->hook_files > b->files)
+		b->files = b->hook_files;
+	if (b->hook_bytes > b->disk)
+		b->disk = b->hook_bytes;
+	u->cpu_ms = cpu_ms;
+	/* The kernel's own peak of any one process (RUSAGE_CHILDREN covers
+	 * the whole reaped tree) catches a peak between two ticks. */
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_CHILDREN, &ru) == 0 &&
+		    (uint64_t)ru.ru_maxrss * 1024 > b->peak_rss)
+			b->peak_rss = (uint64_t)ru.ru_maxrss * 1024;
+	}
+	u->peak_memory_bytes = b->peak_rss;
+	if (run->tasks.peak_tasks > b->peak_tasks)
+		b->peak_tasks = run->tasks.peak_tasks;
+	u->processes = b->peak_tasks;
+	u->disk_bytes = b->disk;
+	u->files = b->files;
+	if (cpu_ms > lim(run, CR_LIM_CPU))
+		late_breach(run, CR_LIM_CPU, cpu_ms);
+	else if (b->files > lim(run, CR_LIM_FILES))
+		late_breach(run, CR_LIM_FILES, b->files);
+	else if (b->disk > lim(run, CR_LIM_DISK))
+		late_breach(run, CR_LIM_DISK, b->disk);
+	cr_budget_free(run);
+}
+
+int cr_budget_on_create(struct cr_run *run, pid_t pid)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!b)
+		return -EDQUOT;	/* fail closed */
+	if (b->hook_files + 1 > lim(run, CR_LIM_FILES)) {
+		breach(run, CR_LIM_FILES, b->hook_files + 1);
+		return -EDQUOT;
+	}
+	b->hook_files++;
+	return 0;
+}
+
+int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!b)
+		return -EDQUOT;
+	if (b->hook_bytes + bytes > lim(run, CR_LIM_DISK) ||
+	    b->hook_bytes + bytes < b->hook_bytes) {
+		breach(run, CR_LIM_DISK, b->hook_bytes + bytes);
+		return -EDQUOT;
+	}
+	b->hook_bytes += bytes;
+	return 0;
+}
+
+/* ---- the backstops, set in the child before exec ----
+ *
+ * Each is per process, so none is the mechanism; each bounds how far one
+ * process can run past the budget before the next tick sees it:
+ * - RLIMIT_DATA (brk and private writable mappings) a quarter past the
+ *   memory budget (at least 16 MiB past): one allocation burst cannot take
+ *   more, yet a single process filling memory is still seen going over and
+ *   stopped as a breach. Not RLIMIT_AS: runtimes reserve large PROT_NONE
+ *   ranges that RLIMIT_AS counts and RLIMIT_DATA does not.
+ * - RLIMIT_FSIZE one page past the disk budget: one file cannot grow past
+ *   it (EFBIG/SIGXFSZ), while reaching it is still a breach.
+ * - RLIMIT_CPU two seconds past the cpu budget: a process the supervisor
+ *   somehow failed to stop is killed by the kernel. */
+static rlim_t past(uint64_t v, uint64_t add)
+{
+	return v + add < v || v + add >= (uint64_t)RLIM_INFINITY ?
+	       RLIM_INFINITY : (rlim_t)(v + add);
+}
+
+int cr_budget_child_rlimits(const struct cr_limits *l)
+{
+	uint64_t mem = l->v[CR_LIM_MEMORY];
+	uint64_t slack = mem / 4 > CR_BUDGET_DATA_SLACK_MIN ?
+			 mem / 4 : CR_BUDGET_DATA_SLACK_MIN;
+	struct rlimit data, fsize, cpu;
+
+	data.rlim_cur = data.rlim_max = past(mem, slack);
+	fsize.rlim_cur = fsize.rlim_max = past(l->v[CR_LIM_DISK], 4096);
+	cpu.rlim_cur = cpu.rlim_max = past(l->v[CR_LIM_CPU] / 1000, 2);
+	if (setrlimit(RLIMIT_DATA, &data) < 0 ||
+	    setrlimit(RLIMIT_FSIZE, &fsize) < 0 ||
+	    setrlimit(RLIMIT_CPU, &cpu) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,79 @@
+/* tracer/budget.h: the run's budgets for cpu, memory, processes, disk and
+ * files: how they are measured, reserved and enforced across the tree. */
+#ifndef CORRAL_BUDGET_H
+#define CORRAL_BUDGET_H
+
+#include "tracer.h"
+
+/* How often live tasks and the workspace are measured. */
+#define CR_BUDGET_TICK_MS 50
+/* Directory entries the workspace walk looks at per tick: bounds the work
+ * of one tick whatever the program made. */
+#define CR_BUDGET_WALK_PER_TICK 2048
+/* After a pass, wait this many times its CPU cost before the next. */
+#define CR_BUDGET_WALK_IDLE 30
+#define CR_BUDGET_WALK_IDLE_NEAR 3
+/* Deeper directories cannot be measured with the walk's fd stack; a run
+ * that makes one is stopped ("files"): fail closed, never undercount. */
+#define CR_BUDGET_WALK_DEPTH 128
+/* Writable roots measured (the workspace, the class's, --rw). */
+#define CR_BUDGET_MAX_ROOTS 32
+/* /proc descriptors kept open across ticks (two per task at most). */
+#define CR_BUDGET_FD_CACHE 512
+/* Open unlinked files told apart per pass (past that, counted each time). */
+#define CR_BUDGET_DELETED_SEEN 4096
+/* Tasks reaped before their parent's fork event was seen, remembered so
+ * the event does not bring them back. */
+#define CR_BUDGET_GONE_EARLY 1024
+/* RLIMIT_DATA is the memory budget plus a quarter, at least this much. */
+#define CR_BUDGET_DATA_SLACK_MIN (16ull << 20)
+
+struct cr_budgets;
+
+/* Area set-up, before the child exists: measures the workspace's baseline
+ * and starts the poll timer. 0 or -errno. */
+int cr_budget_setup(struct cr_run *run);
+/* Area finisher, after the tree is reaped: last measurement, usage; frees
+ * the area's state. */
+void cr_budget_finish(struct cr_run *run);
+
+/* In the child between fork and exec (async-signal-safe): the per-process
+ * rlimit backstops. 0 or -errno. */
+int cr_budget_child_rlimits(const struct cr_limits *lim);
+
+/* ---- processes: reservations, settled by the ptrace state machine ---- */
+
+/* A fork/vfork/clone notification from tid: settles any reservation the
+ * task still holds (its earlier creation failed), then reserves a slot.
+ * 0, or -EAGAIN when the budget is spent (the run is then ended). */
+int cr_budget_reserve(struct cr_run *run, pid_t tid);
+/* The task's PTRACE_EVENT_FORK/VFORK/CLONE: its reservation became a task. */
+void cr_budget_on_new_task(struct cr_run *run, struct cr_task *parent);
+/* Any other stop of the task: a reservation it still holds failed. */
+void cr_budget_on_stop(struct cr_run *run, struct cr_task *t);
+/* The task's exit is waiting to be collected (it is still a zombie, so its
+ * /proc entry is readable): read its final CPU time. */
+void cr_budget_on_exit(struct cr_run *run, pid_t tid);
+/* A non-leader thread exec'd and took over the leader's tid; former (its
+ * old entry) is about to leave the table. */
+void cr_budget_on_exec(struct cr_run *run, struct cr_task *leader,
+		       struct cr_task *former);
+/* Was tid reaped before its parent's fork event announced it? (Then the
+ * event must not add it back.) Forgets it. */
+bool cr_budget_gone_early(struct cr_run *run, pid_t tid);
+/* The task is about to leave the table. */
+void cr_budget_on_gone(struct cr_run *run, struct cr_task *t);
+
+/* ---- disk and files: hooks for the filesystem layer ----
+ *
+ * Called by the filesystem layer before it performs a creation (open with
+ * O_CREAT of a new file, mkdir, mknod, symlink, link, rename onto a new
+ * name) for the program: 0 to go ahead, or -EDQUOT when the files budget is
+ * spent (the run is then ended; the creation must not be performed). */
+int cr_budget_on_create(struct cr_run *run, pid_t pid);
+/* Called by the filesystem layer when it learns that the program's writes
+ * grew a file by `bytes` (e.g. a write it performed). 0, or -EDQUOT when the
+ * disk budget is spent (the run is then ended). */
+int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes);
+
+#endif
