@@ -40,6 +40,7 @@ struct cr_fsres {
 	bool trailing_slash;	/* the path ended in '/' */
 	bool refused;		/* -EACCES/-ENOENT came from the rules, at path */
 	const char *layer;	/* "fs" or "proc" for a refusal */
+	char link_text[64];	/* /proc/self as a link: the caller's answer */
 	bool via_link;		/* name is a /proc/<pid>/fd link to a pipe of
 				 * the run: open through it, as the kernel would */
 };

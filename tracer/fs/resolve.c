@@ -288,6 +288,19 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			return -ESRCH;
 		l = nlen == 4 ? snprintf(sub, sizeof(sub), "%d", tgid) :
 			snprintf(sub, sizeof(sub), "%d/task/%d", tgid, w->tid);
+		if (last && !(w->how & CR_RES_FOLLOW) && !res->trailing_slash) {
+			/* The link itself (readlink, lstat): its text must be
+			 * the caller's, which our own readlink would not be. */
+			if (fstatat(w->fd, name, &res->st, AT_SYMLINK_NOFOLLOW) < 0)
+				return -errno;
+			res->exists = true;
+			memcpy(res->link_text, sub, (size_t)l + 1);
+			plen = join(cand, w->cur, w->clen, name, nlen);
+			acc = CR_FS_R | CR_FS_STAT;
+			goto final;
+		}
+		if (w->how & CR_RES_NO_SYMLINKS)
+			return -ELOOP;
 		return splice_in(w, sub, (size_t)l) ?: 1;	/* 1: walk on */
 	}
 	plen = join(cand, w->cur, w->clen, name, nlen);
@@ -470,6 +483,12 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		strcpy(abs + alen, path);
 		alen += strlen(path);
 	}
+	/* /proc and /dev have rules of their own (the caller's /proc/self,
+	 * the run's tasks, the device list): never the fast path, even under
+	 * a broad root such as --ro /. */
+	if (cr_path_within("/proc", 5, abs, alen) ||
+	    cr_path_within("/dev", 4, abs, alen))
+		return 1;
 	if (abs[alen - 1] == '/' || strstr(abs, "//") || strstr(abs, "/./") ||
 	    strstr(abs, "/../") || (alen >= 2 && !strcmp(abs + alen - 2, "/.")) ||
 	    (alen >= 3 && !strcmp(abs + alen - 3, "/..")))

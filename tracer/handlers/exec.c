@@ -26,8 +26,27 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 
 	if ((flags & AT_EMPTY_PATH) &&
 	    !cr_mem_read((pid_t)n->pid, n->data.args[pathi], &c, 1) && !c) {
-		cr_deny(run, (pid_t)n->pid, sys, NULL, "exec",
-			"fileless exec (an fd, e.g. a memfd) is refused");
+		/* An fd of a file in an exec root may be run (fexecve); a
+		 * memfd or a deleted file may not. The image is judged
+		 * again at the exec stop whatever happens here. */
+		char p[64], path[PATH_MAX];
+		int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[diri]);
+		ssize_t len = -1;
+
+		if (fd >= 0) {
+			cr_fs_fdpath(fd, p, sizeof(p));
+			len = readlink(p, path, sizeof(path) - 1);
+			close(fd);
+		}
+		if (len > 0) {
+			path[len] = 0;
+			if (path[0] == '/' &&
+			    !(len > 10 && !strcmp(path + len - 10, " (deleted)")) &&
+			    (cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_X))
+				return CR_V_CONT;
+		}
+		cr_deny(run, (pid_t)n->pid, sys, len > 0 ? path : NULL, "exec",
+			"fileless exec (a memfd, a deleted file or an fd outside the exec roots) is refused");
 		return CR_V_ERR(EACCES);
 	}
 	rc = cr_fs_arg(run, n, sys, diri, pathi,

@@ -46,8 +46,10 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 	} else {
 		rc = unlinkat(res.dirfd, res.name, flags);
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
-		if (!rc)
+		if (!rc) {
 			cr_fs_note_removed(run, &res);
+			cr_budget_on_remove(run);
+		}
 	}
 	cr_fsres_free(&res);
 	return v;
@@ -118,6 +120,8 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 				  b.name, flags);
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		if (!rc) {
+			if (b.exists && !(flags & RENAME_EXCHANGE))
+				cr_budget_on_remove(run);
 			cr_fs_note_created(run, &b);
 			if (!(flags & RENAME_EXCHANGE))
 				cr_fs_note_removed(run, &a);

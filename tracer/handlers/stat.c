@@ -263,7 +263,12 @@ static struct cr_verdict do_readlink(struct cr_run *run,
 		cr_fsres_free(&res);
 		return CR_V_ERR(ENOENT);
 	}
-	len = readlinkat(res.dirfd, res.name, buf, sizeof(buf));
+	if (res.link_text[0]) {
+		len = (ssize_t)strlen(res.link_text);
+		memcpy(buf, res.link_text, (size_t)len);
+	} else {
+		len = readlinkat(res.dirfd, res.name, buf, sizeof(buf));
+	}
 	cr_fsres_free(&res);
 	if (len < 0)
 		return CR_V_ERR(errno);
