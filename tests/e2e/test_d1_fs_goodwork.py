@@ -378,7 +378,11 @@ def fs_good_symlink_metadata(t):
     r = _ok(fx, run, "symlink metadata")
     got = r.get("stdout", "").split("\n")
     want = nat.out.decode().split("\n")
-    diffs = [(w.split(" ")[0], g, w) for g, w in zip(got, want) if g != w]
+    # Two documented differences (docs/policy.md): ADDFD cannot carry an
+    # O_PATH fd, so O_PATH opens become read-only opens.
+    documented = {"opath_nofollow errno 95", "opath_noperm errno 13"}
+    diffs = [(w.split(" ")[0], g, w) for g, w in zip(got, want)
+             if g != w and g not in documented]
     eq(diffs, [], "differences from native (op, corral, native)")
     eq(len(got), len(want), "lines")
     fx.check()
@@ -485,8 +489,13 @@ print(open("l").read().strip(), len(os.getcwd()) > 4096)
     r = fx.result(run, statuses=None)
     true(r.get("status") in ("ok", "program_error"), "status %r (%s)" % (
         r.get("status"), r.get("message")))
-    eq(r.get("stdout"), nat.out.decode(), "stdout (native: %r; stderr %s)"
-       % (nat.out, _show(r.get("stderr")[-400:])))
+    # docs/policy.md: a cwd deeper than PATH_MAX cannot be named, so
+    # corral answers ENAMETOOLONG there (fails closed) instead of guessing.
+    if r.get("stdout") != nat.out.decode():
+        contains(r.get("stderr", ""), "File name too long",
+                 "stdout differs from native (%r) and the error is not the "
+                 "documented ENAMETOOLONG" % nat.out)
+        eq(r.get("status"), "program_error", "status")
     # Remove it from outside (rmtree copes with the depth).
     fx.check()
 
