@@ -926,6 +926,16 @@ int cr_budget_on_create(struct cr_run *run, pid_t pid)
 	return 0;
 }
 
+void cr_budget_on_remove(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+
+	/* Net entries: a run that makes and deletes temporary files all day
+	 * holds few of them at once. */
+	if (b && b->hook_files)
+		b->hook_files--;
+}
+
 int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes)
 {
 	struct cr_budgets *b = run->budgets;

@@ -79,5 +79,8 @@ int cr_budget_on_create(struct cr_run *run, pid_t pid);
  * grew a file by `bytes` (e.g. a write it performed). 0, or -EDQUOT when the
  * disk budget is spent (the run is then ended). */
 int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes);
+/* An entry of a writable root was removed (unlink, rmdir, a rename onto an
+ * existing name): the files count is of entries the run added, net. */
+void cr_budget_on_remove(struct cr_run *run);
 
 #endif

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "tracer.h"
+#include "fs/fs.h"
 #include "budget.h"
 
 #define CR_KILL_DEADLINE_MS 10000
@@ -118,6 +119,7 @@ void cr_cleanup(struct cr_run *run)
 	}
 	/* Area finishers (one line each): revoke what the run was given,
 	 * close its routes, settle its usage. */
+	cr_fs_finish(run);
 	cr_budget_finish(run);		/* tracer/budget.c */
 
 	/* 3. Stop capture. */

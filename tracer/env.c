@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "corral/fsrules.h"
 #include "tracer.h"
 
 #define CR_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
@@ -61,6 +62,47 @@ static void warn_secret(const char *name, size_t nlen)
 		}
 }
 
+static bool in_list(const struct cr_strlist *l, const char *p, size_t len)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (cr_path_within(l->v[i], strlen(l->v[i]), p, len))
+			return true;
+	return false;
+}
+
+/* PATH keeps only directories the program may execute from: a search
+ * through the user's ~/bin would only meet refusals (and fill the denials
+ * with noise). Relative entries go too: they would follow the cwd. */
+static int filter_path(struct cr_run_config *cfg, char **kv)
+{
+	const char *v = *kv + 5;
+	char *out = malloc(strlen(*kv) + 1), *o;
+
+	if (!out)
+		return -ENOMEM;
+	o = out + sprintf(out, "PATH=");
+	while (*v) {
+		size_t len = strcspn(v, ":");
+
+		if (len && v[0] == '/' &&
+		    (in_list(&cfg->cls->fs_exec, v, len) ||
+		     in_list(&cfg->extra_exec, v, len) ||
+		     cr_path_within(cfg->workspace, strlen(cfg->workspace), v, len))) {
+			if (o[-1] != '=')
+				*o++ = ':';
+			memcpy(o, v, len);
+			o += len;
+		}
+		v += len;
+		if (*v == ':')
+			v++;
+	}
+	*o = 0;
+	free(*kv);
+	*kv = out;
+	return 0;
+}
+
 int cr_env_build(struct cr_run_config *cfg, char **env_args, size_t nenv)
 {
 	struct envb b = { 0 };
@@ -109,9 +151,12 @@ int cr_env_build(struct cr_run_config *cfg, char **env_args, size_t nenv)
 	if (!rc) {
 		bool has_path = false;
 
-		for (size_t i = 0; i < b.n; i++)
-			has_path |= !strncmp(b.v[i], "PATH=", 5);
-		if (!has_path)
+		for (size_t i = 0; !rc && i < b.n; i++)
+			if (!strncmp(b.v[i], "PATH=", 5)) {
+				has_path = true;
+				rc = filter_path(cfg, &b.v[i]);
+			}
+		if (!rc && !has_path)
 			rc = env_set(&b, "PATH", 4, CR_DEFAULT_PATH);
 	}
 	if (rc) {

@@ -25,7 +25,8 @@ static void answer(struct cr_run *run, const struct seccomp_notif *n,
 	/* The stance is enforced here, not trusted to each handler: only an
 	 * entry whose verdict read nothing but registers may let the kernel
 	 * run the call. Anything else fails closed. */
-	if (v.kind == CR_V_CONTINUE && (!e || e->stance != CR_STANCE_REGS))
+	if (v.kind == CR_V_CONTINUE &&
+	    (!e || (e->stance != CR_STANCE_REGS && e->stance != CR_STANCE_RECHECKED)))
 		v = fail_closed(run, (pid_t)n->pid, e ? e->name : "unknown",
 				"internal: CONTINUE refused for a memory-reading handler");
 	switch (v.kind) {
@@ -66,8 +67,27 @@ struct cr_verdict cr_notif_send_fd(struct cr_run *run,
 				   const struct seccomp_notif *n, int fd,
 				   bool cloexec)
 {
+	return cr_notif_send_fd_id(run, n->id, fd, cloexec);
+}
+
+void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v)
+{
+	struct seccomp_notif_resp resp = { .id = id };
+
+	if (v.kind == CR_V_SENT)
+		return;
+	if (v.kind == CR_V_VALUE)
+		resp.val = v.val;
+	else	/* late answers are never CONTINUE: fail closed */
+		resp.error = -(v.kind == CR_V_ERRNO && v.error > 0 ? v.error : EPERM);
+	ioctl(run->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
+				      bool cloexec)
+{
 	struct seccomp_notif_addfd a = {
-		.id = n->id,
+		.id = id,
 		.flags = SECCOMP_ADDFD_FLAG_SEND,
 		.srcfd = (uint32_t)fd,
 		.newfd_flags = cloexec ? O_CLOEXEC : 0,

@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "tracer.h"
+#include "fs/fs.h"
 #include "budget.h"
 
 uint64_t cr_now_ns(void)
@@ -160,6 +161,8 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 			run->by_nr[nr] = &cr_syscalls[i];
 	}
 	/* Area set-up (one line each), before the child exists. */
+	if ((rc = cr_fs_setup(run)))		/* tracer/fs/fs.c */
+		return rc;
 	if ((rc = cr_budget_setup(run)))	/* tracer/budget.c */
 		return rc;
 	return 0;

@@ -1,6 +1,7 @@
 /* tracer/tasks.c: the table of every task of the run and its ptrace state
  * machine; the only code that calls waitpid and restarts ptrace stops. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 #include <sys/wait.h>
 
 #include "tracer.h"
+#include "handlers/handlers.h"
+#include <limits.h>
 #include "budget.h"
 
 #ifndef PTRACE_LISTEN
@@ -93,6 +96,7 @@ struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid)
 	task->state = CR_TS_STARTING;
 	task->pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
 	task->leader = task->pidfd >= 0;
+	task->tgid = task->leader ? tid : 0;	/* a thread: set by its creator */
 	t->count++;
 	if (task->leader)
 		t->leaders++;
@@ -129,6 +133,34 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 			i = j;
 		}
 	}
+}
+
+/* A thread whose creator's event has not arrived yet has tgid 0: ask
+ * /proc once and remember. */
+pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid)
+{
+	struct cr_task *task = cr_tasks_find(t, tid);
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd;
+
+	if (!task)
+		return 0;
+	if (task->tgid)
+		return task->tgid;
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "\nTgid:");
+	if (p)
+		task->tgid = (pid_t)atoi(p + 6);
+	return task->tgid;
 }
 
 /* ---- killing ---- */
@@ -243,6 +275,11 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 	    cr_budget_gone_early(run, (pid_t)msg))
 		return;
 	child = cr_tasks_add(&run->tasks, (pid_t)msg);
+	if (child && !child->leader) {
+		struct cr_task *p = cr_tasks_find(&run->tasks, parent);
+
+		child->tgid = p && p->tgid ? p->tgid : 0;
+	}
 	if (!child) {
 		/* No memory to track it: it cannot be allowed to run. */
 		kill((pid_t)msg, SIGKILL);
@@ -258,6 +295,17 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 static void on_exec(struct cr_run *run, struct cr_task *t)
 {
 	unsigned long former = 0;
+	char bad[PATH_MAX];
+
+	/* The new image is mapped and has not run an instruction: judge what
+	 * really loaded, whatever the path looked like at execve. */
+	if (cr_fs_exec_verify(run, t->tid, bad, sizeof(bad)) < 0) {
+		cr_task_kill(run, t);
+		cr_deny(run, t->tid, "execve", bad, "exec",
+			"the image loaded is outside the exec roots");
+		cr_run_end(run, CR_ST_POLICY_DENIED, NULL,
+			   "exec of %s refused: outside the exec roots", bad);
+	}
 
 	/* A non-leader thread that execs takes over the leader's tid; its
 	 * old tid vanishes without an exit report. */

@@ -58,7 +58,16 @@ enum cr_stance {
 	CR_STANCE_REGS,		/* verdict from registers only: may CONTINUE */
 	CR_STANCE_EMULATED,	/* reads tracee memory: the supervisor performs it */
 	CR_STANCE_REFUSED,	/* always an error, reads nothing */
+	CR_STANCE_RECHECKED,	/* reads tracee memory, but only gates a call
+				 * whose effect is verified again on kernel
+				 * state (the exec image at PTRACE_EVENT_EXEC)
+				 * or re-checked at every later use (the cwd):
+				 * may CONTINUE */
 };
+
+#define CR_V_ERR(e) ((struct cr_verdict){ .kind = CR_V_ERRNO, .error = (e) })
+#define CR_V_VAL(v) ((struct cr_verdict){ .kind = CR_V_VALUE, .val = (v) })
+#define CR_V_CONT ((struct cr_verdict){ .kind = CR_V_CONTINUE })
 
 struct cr_run;
 struct cr_syscall_entry;
@@ -105,6 +114,7 @@ struct cr_task_budget {
 
 struct cr_task {
 	pid_t tid;		/* 0: free slot */
+	pid_t tgid;		/* its process (thread group) */
 	int pidfd;		/* thread-group leaders only, else -1; owned */
 	enum cr_task_state state;
 	bool leader;
@@ -262,6 +272,8 @@ void cr_tasks_reap(struct cr_run *run);
 /* SIGKILL every known process; returns how many signals were sent. */
 size_t cr_tasks_kill_all(struct cr_run *run);
 void cr_task_kill(struct cr_run *run, struct cr_task *t);
+/* The thread group of a task of the run, or 0 when tid is not one. */
+pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid);
 
 /* tracer/notify.c */
 void cr_notify_handle(struct cr_run *run);
@@ -274,6 +286,10 @@ bool cr_notif_valid(const struct cr_run *run, uint64_t id);
 struct cr_verdict cr_notif_send_fd(struct cr_run *run,
 				   const struct seccomp_notif *n, int fd,
 				   bool cloexec);
+struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
+				      bool cloexec);
+/* Answer a notification later, from the loop (worker completions). */
+void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
 
 /* tracer/mem.c: tracee memory, through process_vm_readv/writev only. */
 int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);

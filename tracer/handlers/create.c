@@ -1,51 +1,144 @@
-/* tracer/handlers/create.c: fork, vfork, clone: the processes budget's
- * reservation, and the clone flags that would leave the tracer's reach. */
+/* tracer/handlers/create.c: mkdir, mkdirat, mknod, mknodat, symlink,
+ * symlinkat, performed by the supervisor in a directory it resolved. */
 #include <errno.h>
-#include <sched.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#include "handlers.h"
+#include "../fs/fsops.h"
 #include "../budget.h"
 
-/* clone flags that make a namespace. CLONE_NEWTIME is not here: clone()
- * cannot pass it (its bit is part of the exit signal byte); only clone3,
- * refused in the filter, and unshare, refused, can. */
-#define CR_CLONE_NS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | \
-		     CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
-
-/* Safe against a racing thread: the verdict reads registers only (the
- * syscall number and clone's flags word), which the kernel copied when the
- * call trapped; another thread cannot change them. The budget's slot is
- * taken here, on the loop thread, before the kernel creates the task, so
- * many threads cloning at once are counted one after another. */
-struct cr_verdict cr_h_create(struct cr_run *run,
-			      const struct cr_syscall_entry *e,
-			      const struct seccomp_notif *n)
+/* The new entry must be inside a writable root, and so must its directory:
+ * a root itself is never created, removed or renamed by the program. */
+int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *res)
 {
-	pid_t tid = (pid_t)n->pid;
+	const char *slash = strrchr(res->path, '/');
+	size_t plen = slash == res->path ? 1 : (size_t)(slash - res->path);
 
-	if (!strcmp(e->name, "clone")) {
-		uint64_t flags = n->data.args[0];
+	if (!(res->acc & CR_FS_W) && !((res->acc & CR_FS_NEW) && !res->exists))
+		return 0;
+	return (cr_fs_access(run, tid, res->path, plen) & CR_FS_W) != 0;
+}
 
-		if (flags & CR_CLONE_NS) {
-			cr_deny(run, tid, e->name, NULL, "syscall",
-				"namespaces are refused");
-			return (struct cr_verdict){ .kind = CR_V_ERRNO,
-						    .error = EPERM };
-		}
-		/* CLONE_UNTRACED would make a child that ptrace does not
-		 * follow: uncounted, unkillable by the tree kill. */
-		if (flags & CLONE_UNTRACED) {
-			cr_deny(run, tid, e->name, NULL, "syscall",
-				"untraced children are refused");
-			return (struct cr_verdict){ .kind = CR_V_ERRNO,
-						    .error = EPERM };
-		}
+void cr_fs_note_created(struct cr_run *run, const struct cr_fsres *res)
+{
+	if (res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9))
+		cr_fs_shm_created(run, res->name);
+}
+
+static struct cr_verdict refuse_write(struct cr_run *run,
+				      const struct seccomp_notif *n,
+				      const char *sys, struct cr_fsres *res)
+{
+	res->refused = true;
+	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
+	cr_fsres_free(res);
+	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules));
+}
+
+static struct cr_verdict do_mknod(struct cr_run *run,
+				  const struct seccomp_notif *n, const char *sys,
+				  int diri, int pathi, mode_t mode, bool dir)
+{
+	struct cr_fsres res;
+	mode_t type = mode & S_IFMT;
+	int rc;
+
+	if (!dir && type != 0 && type != S_IFREG && type != S_IFIFO &&
+	    type != S_IFSOCK) {
+		char path[PATH_MAX] = "";
+
+		cr_fs_read_path(run, n, pathi, path, sizeof(path));
+		cr_deny(run, (pid_t)n->pid, sys, path, "fs", "device nodes are refused");
+		return CR_V_ERR(EPERM);
 	}
-	if (cr_budget_reserve(run, tid) < 0) {
-		cr_deny(run, tid, e->name, NULL, "proc",
-			"the processes budget is spent");
-		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
+	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, 0, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(EEXIST);
 	}
-	return (struct cr_verdict){ .kind = CR_V_CONTINUE };
+	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
+		return refuse_write(run, n, sys, &res);
+	if ((rc = cr_budget_on_create(run, (pid_t)n->pid))) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(-rc);
+	}
+	mode &= ~cr_fs_task_umask((pid_t)n->pid) | S_IFMT;
+	rc = dir ? mkdirat(res.dirfd, res.name, mode & 07777) :
+		   mknodat(res.dirfd, res.name, mode, 0);
+	rc = rc < 0 ? errno : 0;
+	if (!rc)
+		cr_fs_note_created(run, &res);
+	cr_fsres_free(&res);
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_mkdir(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	return do_mknod(run, n, e->name, -1, 0, (mode_t)n->data.args[1], true);
+}
+
+struct cr_verdict cr_h_mkdirat(struct cr_run *run, const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n)
+{
+	return do_mknod(run, n, e->name, 0, 1, (mode_t)n->data.args[2], true);
+}
+
+struct cr_verdict cr_h_mknod(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	return do_mknod(run, n, e->name, -1, 0, (mode_t)n->data.args[1], false);
+}
+
+struct cr_verdict cr_h_mknodat(struct cr_run *run, const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n)
+{
+	return do_mknod(run, n, e->name, 0, 1, (mode_t)n->data.args[2], false);
+}
+
+/* The link's text is data, not a path we follow: it is checked whenever
+ * something later resolves through the link. */
+static struct cr_verdict do_symlink(struct cr_run *run,
+				    const struct seccomp_notif *n,
+				    const char *sys, int diri, int pathi)
+{
+	char target[PATH_MAX];
+	struct cr_fsres res;
+	int rc;
+
+	rc = cr_fs_read_path(run, n, 0, target, sizeof(target));
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!target[0])
+		return CR_V_ERR(ENOENT);
+	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, 0, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(EEXIST);
+	}
+	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
+		return refuse_write(run, n, sys, &res);
+	rc = -cr_budget_on_create(run, (pid_t)n->pid);
+	if (!rc)
+		rc = symlinkat(target, res.dirfd, res.name) < 0 ? errno : 0;
+	cr_fsres_free(&res);
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_symlink(struct cr_run *run, const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n)
+{
+	return do_symlink(run, n, e->name, -1, 1);
+}
+
+struct cr_verdict cr_h_symlinkat(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	return do_symlink(run, n, e->name, 1, 2);
 }

@@ -10,9 +10,132 @@ struct cr_verdict cr_h_refuse(struct cr_run *run,
 			      const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n);
 
-/* create.c */
-struct cr_verdict cr_h_create(struct cr_run *run,
-			      const struct cr_syscall_entry *e,
-			      const struct seccomp_notif *n);
+/* fork.c: fork, vfork, clone (the processes budget, namespace flags) */
+struct cr_verdict cr_h_fork(struct cr_run *run,
+			    const struct cr_syscall_entry *e,
+			    const struct seccomp_notif *n);
+
+/* open.c, stat.c, create.c, remove.c, attr.c, xattr.c, exec.c: the
+ * path-bearing calls of the filesystem area. */
+struct cr_verdict cr_h_open(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_openat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_creat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_openat2(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_stat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_lstat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_newfstatat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_statx(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_statfs(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_access(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_faccessat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_faccessat2(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_readlink(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_readlinkat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_mkdir(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_mkdirat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_mknod(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_mknodat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_symlink(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_symlinkat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_unlink(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_rmdir(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_unlinkat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_rename(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_renameat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_renameat2(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_link(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_linkat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_chmod(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fchmodat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fchmodat2(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_chown(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_lchown(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fchownat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_utimensat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_utimes(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_futimesat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_utime(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_getxattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_lgetxattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_setxattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_lsetxattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_listxattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_llistxattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_removexattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_lremovexattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_execve(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_execveat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_chdir(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+
+struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fsetxattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_fremovexattr(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+/* attr.c: may metadata be changed through this fd (a copy of the task's)? */
+int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, int fd);
+
+/* exec.c: verify the image really loaded, at PTRACE_EVENT_EXEC. */
+int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen);
+/* create.c: may the entry at res be created, removed or renamed? */
+struct cr_fsres;
+int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *res);
 
 #endif

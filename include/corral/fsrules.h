@@ -1,0 +1,48 @@
+/* include/corral/fsrules.h: the filesystem view of one run as pure data —
+ * roots with their access, denied subtrees — and the questions asked of it. */
+#ifndef CORRAL_FSRULES_H
+#define CORRAL_FSRULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Access bits a path may be granted. */
+#define CR_FS_X    1u	/* execute (exec roots, the workspace) */
+#define CR_FS_W    2u	/* create, modify, remove */
+#define CR_FS_R    4u	/* read contents, list */
+#define CR_FS_STAT 8u	/* see metadata, traverse (every root, and ancestors of roots) */
+#define CR_FS_NEW 16u	/* may be created afresh, nothing else (/dev/shm names) */
+
+struct cr_fsroot {
+	char *path;	/* owned; absolute, normal, no trailing slash ("/" alone allowed) */
+	size_t len;
+	unsigned acc;
+};
+
+struct cr_fsrules {
+	struct cr_fsroot *roots;	/* owned */
+	size_t nroots;
+	char **deny;			/* owned; subtrees refused even inside roots */
+	size_t ndeny;
+	bool hide;			/* ENOENT instead of EACCES outside */
+};
+
+/* Add a root; the same path twice unions the access. 0 or -errno. */
+int cr_fsrules_add(struct cr_fsrules *r, const char *path, unsigned acc);
+int cr_fsrules_add_deny(struct cr_fsrules *r, const char *path);
+void cr_fsrules_free(struct cr_fsrules *r);
+
+/* Is path equal to root or below it? Both absolute and normal. */
+bool cr_path_within(const char *root, size_t rlen, const char *path,
+		    size_t plen);
+
+/* The access the rules grant at an absolute, normal path: the union of the
+ * roots containing it, plus CR_FS_STAT on strict ancestors of roots; 0
+ * inside a denied subtree. */
+unsigned cr_fsrules_access(const struct cr_fsrules *r, const char *path,
+			   size_t len);
+
+/* The errno for a refusal: EACCES, or ENOENT when the class hides. */
+int cr_fsrules_refusal(const struct cr_fsrules *r);
+
+#endif

@@ -1,0 +1,96 @@
+/* policy/fsrules.c: answers "what may be done at this path?" from the run's
+ * roots and denied subtrees; pure string logic, no system calls. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral/fsrules.h"
+
+bool cr_path_within(const char *root, size_t rlen, const char *path,
+		    size_t plen)
+{
+	if (rlen == 1 && root[0] == '/')
+		return path[0] == '/';
+	if (plen < rlen || memcmp(root, path, rlen))
+		return false;
+	return plen == rlen || path[rlen] == '/';
+}
+
+int cr_fsrules_add(struct cr_fsrules *r, const char *path, unsigned acc)
+{
+	size_t len = strlen(path);
+	struct cr_fsroot *nr;
+
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (!len || path[0] != '/')
+		return -EINVAL;
+	for (size_t i = 0; i < r->nroots; i++)
+		if (r->roots[i].len == len && !memcmp(r->roots[i].path, path, len)) {
+			r->roots[i].acc |= acc;
+			return 0;
+		}
+	nr = realloc(r->roots, (r->nroots + 1) * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	r->roots = nr;
+	nr[r->nroots].path = strndup(path, len);
+	if (!nr[r->nroots].path)
+		return -ENOMEM;
+	nr[r->nroots].len = len;
+	nr[r->nroots].acc = acc | CR_FS_STAT;
+	r->nroots++;
+	return 0;
+}
+
+int cr_fsrules_add_deny(struct cr_fsrules *r, const char *path)
+{
+	char **nd;
+
+	if (path[0] != '/')
+		return -EINVAL;
+	nd = realloc(r->deny, (r->ndeny + 1) * sizeof(*nd));
+	if (!nd)
+		return -ENOMEM;
+	r->deny = nd;
+	nd[r->ndeny] = strdup(path);
+	if (!nd[r->ndeny])
+		return -ENOMEM;
+	r->ndeny++;
+	return 0;
+}
+
+void cr_fsrules_free(struct cr_fsrules *r)
+{
+	for (size_t i = 0; i < r->nroots; i++)
+		free(r->roots[i].path);
+	for (size_t i = 0; i < r->ndeny; i++)
+		free(r->deny[i]);
+	free(r->roots);
+	free(r->deny);
+	memset(r, 0, sizeof(*r));
+}
+
+unsigned cr_fsrules_access(const struct cr_fsrules *r, const char *path,
+			   size_t len)
+{
+	unsigned acc = 0;
+
+	for (size_t i = 0; i < r->ndeny; i++)
+		if (cr_path_within(r->deny[i], strlen(r->deny[i]), path, len))
+			return 0;
+	for (size_t i = 0; i < r->nroots; i++) {
+		const struct cr_fsroot *root = &r->roots[i];
+
+		if (cr_path_within(root->path, root->len, path, len))
+			acc |= root->acc;
+		else if (cr_path_within(path, len, root->path, root->len))
+			acc |= CR_FS_STAT;	/* a strict ancestor */
+	}
+	return acc;
+}
+
+int cr_fsrules_refusal(const struct cr_fsrules *r)
+{
+	return r->hide ? ENOENT : EACCES;
+}

@@ -1,0 +1,166 @@
+"""Filesystem confinement: what of /proc and /dev stays usable. The run's
+own /proc entries, harmless globals and the usual devices work; /dev/shm
+objects the run makes work (multiprocessing). The refusals (other pids,
+/proc/sys, kcore, pre-existing shm objects) are in test_d0_fs_attacks.
+"""
+
+import os
+
+from harness import eq, true, test
+from test_d1_fs_goodwork import _ok
+from test_d0_fs_attacks import FsFix
+
+
+@test
+def fs_proc_self_readable(t):
+    fx = FsFix(t)
+    run = fx.sh("grep -c '^Name:' /proc/self/status; "
+                "grep -c 'r-xp' /proc/self/maps | grep -vc '^0$'; "
+                "cut -d' ' -f3 /proc/thread-self/stat; "
+                "readlink /proc/self/cwd; readlink /proc/self/exe; "
+                "ls /proc/self/fd | grep -c '^[0-2]$'; "
+                "test -r /proc/self/cmdline && echo cmdline; "
+                "cat /proc/self/limits | grep -c '^Max open files'; "
+                "cat /proc/self/mountinfo >/dev/null && echo mountinfo; "
+                # /proc/self is a symlink to the caller's pid (not the
+                # supervisor's): readlink says which.
+                "python3 -c 'import os; print(os.readlink(\"/proc/self\") "
+                "== str(os.getpid()), os.readlink(\"/proc/thread-self\") "
+                "== \"%d/task/%d\" % (os.getpid(), os.gettid()))'")
+    r = _ok(fx, run, "/proc/self")
+    eq(r.get("stdout"), "1\n1\nR\n%s\n/usr/bin/readlink\n3\ncmdline\n1\n"
+       "mountinfo\nTrue True\n" % fx.ws, "stdout")
+    fx.check()
+
+
+@test
+def fs_proc_child_readable(t):
+    fx = FsFix(t)
+    # Until the child has exec'd sleep its cmdline is the shell's (or, in
+    # the middle of the exec, empty): wait for it, without a tight bound.
+    run = fx.sh("sleep 30 & p=$!; i=0; while [ $i -lt 100 ] && ! grep -q "
+                "sleep /proc/$p/cmdline; do sleep 0.1; i=$((i+1)); done; "
+                "tr '\\0' ' ' < /proc/$p/cmdline; echo; "
+                "grep -c '^Pid:' /proc/$p/status; readlink /proc/$p/cwd; "
+                "cut -d' ' -f1 /proc/$$/stat | grep -c \"^$$\\$\"; "
+                "kill $p; wait $p 2>/dev/null; echo done")
+    r = _ok(fx, run, "/proc/<child>")
+    eq(r.get("stdout"), "sleep 30 \n1\n%s\n1\ndone\n" % fx.ws, "stdout")
+    fx.check()
+
+
+@test
+def fs_proc_globals(t):
+    fx = FsFix(t)
+    run = fx.sh("grep -c '^processor' /proc/cpuinfo | grep -vc '^0$'; "
+                "grep -c '^MemTotal:' /proc/meminfo; "
+                "grep -c '^cpu ' /proc/stat; "
+                "awk '{print ($1 > 0)}' /proc/uptime; "
+                "grep -q . /proc/loadavg && echo loadavg; "
+                "python3 -c 'import os; print(os.cpu_count() > 0)'; "
+                "nproc | grep -vc '^0$'")
+    r = _ok(fx, run, "/proc globals")
+    eq(r.get("stdout"), "1\n1\n1\n1\nloadavg\nTrue\n1\n", "stdout")
+    fx.check()
+
+
+@test
+def fs_dev_nodes(t):
+    fx = FsFix(t)
+    run = fx.sh(
+        "echo gone > /dev/null && echo null-w; cat /dev/null | wc -c; "
+        "head -c 5 /dev/zero | od -An -tx1 | tr -d ' '; "
+        "head -c 16 /dev/urandom | wc -c; head -c 4 /dev/random | wc -c; "
+        "echo fd1 > /dev/fd/1; echo stdout > /dev/stdout; "
+        "echo stderr > /dev/stderr; echo fd2 >/dev/fd/2; "
+        "echo in | cat /dev/stdin; echo in0 | cat /dev/fd/0; "
+        "python3 -c 'import errno\n"
+        "try:\n f = open(\"/dev/full\", \"wb\", buffering=0)\n"
+        " f.write(b\"x\")\n"
+        "except OSError as e: print(\"full\", errno.errorcode[e.errno])'")
+    r = _ok(fx, run, "/dev nodes")
+    eq(r.get("stdout"), "null-w\n0\n0000000000\n16\n4\nfd1\nstdout\nin\n"
+       "in0\nfull ENOSPC\n", "stdout")
+    eq(r.get("stderr"), "stderr\nfd2\n", "stderr")
+    fx.check()
+
+
+@test
+def fs_shm_own_objects(t):
+    fx = FsFix(t)
+    before = set(os.listdir("/dev/shm"))
+    run = fx.run(["python3", "-c",
+                  "from multiprocessing import shared_memory as s\n"
+                  "import multiprocessing as m, os\n"
+                  "a = s.SharedMemory(create=True, size=64)\n"
+                  "a.buf[:5] = b'hello'\n"
+                  "b = s.SharedMemory(name=a.name)\n"
+                  "print(bytes(b.buf[:5]).decode())\n"
+                  "print(os.path.exists('/dev/shm/' + a.name))\n"
+                  "b.close(); a.close(); a.unlink()\n"
+                  "print(os.path.exists('/dev/shm/' + a.name))\n"
+                  "if __name__ == '__main__':\n"
+                  "    v = m.Value('i', 0)\n"
+                  "    def inc(v):\n"
+                  "        with v.get_lock(): v.value += 1\n"
+                  "    ps = [m.Process(target=inc, args=(v,)) "
+                  "for _ in range(3)]\n"
+                  "    [p.start() for p in ps]; [p.join() for p in ps]\n"
+                  "    print(v.value)\n"])
+    r = _ok(fx, run, "shared memory made in the run")
+    eq(r.get("stdout"), "hello\nTrue\nFalse\n3\n", "stdout")
+    after = set(os.listdir("/dev/shm"))
+    left = [n for n in after - before if not n.startswith("corral-test-")]
+    eq(left, [], "/dev/shm objects left behind by the run")
+    fx.check()
+
+
+@test
+def fs_shm_shell(t):
+    fx = FsFix(t)
+    name = "corral-own-" + t.marker
+    try:
+        run = fx.sh("echo mine > /dev/shm/%s && cat /dev/shm/%s && "
+                    "rm /dev/shm/%s && echo removed" % (name, name, name))
+        r = _ok(fx, run, "a /dev/shm file made in the run")
+        eq(r.get("stdout"), "mine\nremoved\n", "stdout")
+        true(not os.path.exists("/dev/shm/" + name), "left in /dev/shm")
+        fx.check()
+    finally:
+        try:
+            os.unlink("/dev/shm/" + name)
+        except OSError:
+            pass
+
+
+@test
+def fs_proc_net_refused(t):
+    """/proc/net (and /proc/<pid>/net) list every socket of the host: a
+    map of local services. Refused."""
+    fx = FsFix(t)
+    run = fx.sh("cat /proc/net/tcp; echo rc=$?; cat /proc/self/net/unix; "
+                "echo rc=$?; cat /proc/$$/net/tcp6; echo rc=$?")
+    r = fx.result(run)
+    eq(r.get("stdout"), "rc=1\nrc=1\nrc=1\n", "stdout")
+    fx.check()
+
+
+@test
+def fs_broad_root_keeps_proc_rules(t):
+    """Adding a read root never takes access away, nor opens /proc: with
+    --ro / (or --ro /proc) the run's own /proc entries stay readable and
+    corral's stay refused."""
+    fx = FsFix(t)
+    for opt in ("/", "/proc"):
+        run = fx.sh("p=$(sed -n 's/^TracerPid:[[:space:]]*//p' "
+                    "/proc/self/status); echo tracer=$p; "
+                    "grep -c '^Name:' /proc/self/status; "
+                    "cat /proc/$p/environ >/dev/null; echo rc=$?; "
+                    "cat /proc/1/environ >/dev/null; echo rc=$?; "
+                    "python3 -c 'import os; print(os.readlink("
+                    "\"/proc/self\") == str(os.getpid()))'",
+                    opts=["--ro", opt])
+        r = fx.result(run)
+        eq(r.get("stdout"), "tracer=%d\n1\nrc=1\nrc=1\nTrue\n" % run.pid,
+           "stdout with --ro %s" % opt)
+    fx.check()

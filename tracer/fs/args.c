@@ -1,0 +1,110 @@
+/* tracer/fs/args.c: the shared decoding of path arguments: read the path
+ * from the tracee, check the notification is live, resolve, check access. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+
+#include "fsops.h"
+
+static const char *need_word(unsigned need)
+{
+	if (need & CR_FS_W)
+		return "write outside the writable roots";
+	if (need & CR_FS_X)
+		return "execute outside the exec roots";
+	if (need & CR_FS_R)
+		return "read outside the readable roots";
+	return "outside every root";
+}
+
+int cr_fs_read_path(struct cr_run *run, const struct seccomp_notif *n,
+		    int argi, char *buf, size_t len)
+{
+	int rc = cr_mem_read_str((pid_t)n->pid, n->data.args[argi], buf, len);
+
+	if (rc == -ENAMETOOLONG || rc == -EFAULT)
+		return rc;
+	if (rc)
+		return -ESRCH;
+	/* What we read belonged to this task only if the notification is
+	 * still live: the pid could have died and been reused meanwhile. */
+	if (!cr_notif_valid(run, n->id))
+		return -ESRCH;
+	return 0;
+}
+
+int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
+	      const char *sys, int diri, int pathi, unsigned how,
+	      unsigned need, struct cr_fsres *res)
+{
+	char path[PATH_MAX];
+	int dirfd = diri < 0 ? AT_FDCWD : (int)n->data.args[diri];
+	int rc;
+
+	cr_fsres_init(res);
+	rc = cr_fs_read_path(run, n, pathi, path, sizeof(path));
+	if (rc)
+		return rc;
+	rc = cr_fs_resolve(run, (pid_t)n->pid, dirfd, path, how, res);
+	/* A path refused for an exec is an exec denial, wherever it led. */
+	if (!strncmp(sys, "execve", 6))
+		res->layer = "exec";
+	if (rc) {
+		if (res->refused)
+			cr_fs_deny(run, n, sys, res, "outside every root");
+		return rc;
+	}
+	if ((res->acc & need) != need) {
+		if ((res->acc & CR_FS_NEW) && !res->exists) {
+			/* A name that may still be created: it is simply not
+			 * there (and an existing one of another process is
+			 * not shown). */
+			if (!(need & ~(CR_FS_STAT | CR_FS_NEW)) || (need & CR_FS_W))
+				return 0;
+		}
+		res->refused = true;
+		cr_fs_deny(run, n, sys, res, need_word(need & ~res->acc));
+		cr_fsres_free(res);
+		return -cr_fsrules_refusal(&run->fs->rules);
+	}
+	return 0;
+}
+
+int cr_fs_opath(const struct cr_fsres *res, bool follow_link)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC | (follow_link ? 0 : O_NOFOLLOW),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+			   (follow_link ? 0 : RESOLVE_NO_SYMLINKS),
+	};
+	int fd;
+
+	if (res->via_link)
+		fd = openat(res->dirfd, res->name, O_PATH | O_CLOEXEC);
+	else
+		fd = (int)syscall(SYS_openat2, res->dirfd, res->name, &how,
+				  sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+void cr_fs_fdpath(int fd, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd)
+{
+	pid_t tgid = cr_tasks_tgid(&run->tasks, tid);
+	struct cr_task *leader = tgid ? cr_tasks_find(&run->tasks, tgid) : NULL;
+	int ours;
+
+	if (fd < 0)
+		return -EBADF;
+	if (!leader || leader->pidfd < 0)
+		return -ESRCH;
+	ours = (int)syscall(SYS_pidfd_getfd, leader->pidfd, fd, 0);
+	return ours < 0 ? (errno == EBADF ? -EBADF : -errno) : ours;
+}

@@ -1,0 +1,198 @@
+/* tracer/fs/fs.c: sets up the run's filesystem view (roots from the class,
+ * the options and the workspace), records fs denials, ends what it made. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <cJSON.h>
+
+#include "fs.h"
+
+/* A root is added as written and as its real path: "/bin" on a merged-/usr
+ * system is a link to "/usr/bin". The walk only ever produces real paths,
+ * but it must be allowed to step on the link named in the policy. */
+static int add_root(struct cr_fsrules *r, const char *path, unsigned acc)
+{
+	char real[PATH_MAX];
+	int rc = cr_fsrules_add(r, path, acc);
+
+	if (!rc && realpath(path, real) && strcmp(real, path))
+		rc = cr_fsrules_add(r, real, acc);
+	return rc;
+}
+
+static int add_list(struct cr_fsrules *r, const struct cr_strlist *l,
+		    unsigned acc)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		int rc = add_root(r, l->v[i], acc);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int cr_fs_setup(struct cr_run *run)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	const struct cr_class *c = cfg->cls;
+	struct cr_fsstate *fs = calloc(1, sizeof(*fs));
+	int rc;
+
+	if (!fs)
+		return -ENOMEM;
+	run->fs = fs;
+	fs->root_fd = fs->proc_fd = fs->shm_fd = -1;
+	fs->rules.hide = c->fs_hide;
+	rc = add_list(&fs->rules, &c->fs_read, CR_FS_R);
+	if (!rc)
+		rc = add_list(&fs->rules, &c->fs_write, CR_FS_R | CR_FS_W);
+	if (!rc)
+		rc = add_list(&fs->rules, &c->fs_exec, CR_FS_R | CR_FS_X);
+	if (!rc)
+		rc = add_list(&fs->rules, &cfg->extra_ro, CR_FS_R);
+	if (!rc)
+		rc = add_list(&fs->rules, &cfg->extra_rw, CR_FS_R | CR_FS_W);
+	if (!rc)
+		rc = add_list(&fs->rules, &cfg->extra_exec, CR_FS_R | CR_FS_X);
+	if (!rc)
+		rc = add_root(&fs->rules, cfg->workspace,
+			      CR_FS_R | CR_FS_W | CR_FS_X);
+	for (size_t i = 0; !rc && i < c->fs_deny.n; i++) {
+		char real[PATH_MAX];
+
+		rc = cr_fsrules_add_deny(&fs->rules, c->fs_deny.v[i]);
+		if (!rc && realpath(c->fs_deny.v[i], real) &&
+		    strcmp(real, c->fs_deny.v[i]))
+			rc = cr_fsrules_add_deny(&fs->rules, real);
+	}
+	if (rc)
+		return rc;
+	/* An fd per directory root, for the one-call fast path (resolve.c). */
+	fs->root_fds = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(int));
+	fs->root_deny = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(bool));
+	if (!fs->root_fds || !fs->root_deny)
+		return -ENOMEM;
+	for (size_t i = 0; i < fs->rules.nroots; i++) {
+		const struct cr_fsroot *r = &fs->rules.roots[i];
+
+		fs->root_fds[i] = open(r->path, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+				       O_CLOEXEC);
+		for (size_t j = 0; j < fs->rules.ndeny; j++)
+			if (cr_path_within(r->path, r->len, fs->rules.deny[j],
+					   strlen(fs->rules.deny[j])))
+				fs->root_deny[i] = true;
+	}
+	fs->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fs->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fs->root_fd < 0 || fs->proc_fd < 0)
+		return -errno;
+	fs->shm_fd = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* The supervisor creates files for the program: the program's umask
+	 * is applied by hand, so ours must not apply twice. */
+	umask(0);
+	return 0;
+}
+
+void cr_fs_finish(struct cr_run *run)
+{
+	struct cr_fsstate *fs = run->fs;
+
+	if (!fs)
+		return;
+	cr_fs_fifo_finish(run);
+	/* POSIX shm objects and semaphores of the run die with it. */
+	for (size_t i = 0; i < fs->nshm; i++) {
+		if (fs->shm_fd >= 0) {
+			char path[PATH_MAX];
+
+			snprintf(path, sizeof(path), "/proc/self/fd/%d/%s",
+				 fs->shm_fd, fs->shm_names[i]);
+			unlink(path);
+		}
+		free(fs->shm_names[i]);
+	}
+	free(fs->shm_names);
+	for (size_t i = 0; fs->root_fds && i < fs->rules.nroots; i++)
+		if (fs->root_fds[i] >= 0)
+			close(fs->root_fds[i]);
+	free(fs->root_fds);
+	free(fs->root_deny);
+	cr_fsrules_free(&fs->rules);
+	if (fs->root_fd >= 0)
+		close(fs->root_fd);
+	if (fs->proc_fd >= 0)
+		close(fs->proc_fd);
+	if (fs->shm_fd >= 0)
+		close(fs->shm_fd);
+	free(fs);
+	run->fs = NULL;
+}
+
+void cr_fs_shm_created(struct cr_run *run, const char *name)
+{
+	struct cr_fsstate *fs = run->fs;
+	char **nv;
+
+	if (cr_fs_shm_ours(run, name))
+		return;
+	nv = realloc(fs->shm_names, (fs->nshm + 1) * sizeof(*nv));
+	if (!nv)
+		return;
+	fs->shm_names = nv;
+	nv[fs->nshm] = strdup(name);
+	if (nv[fs->nshm])
+		fs->nshm++;
+}
+
+void cr_fs_note_removed(struct cr_run *run, const struct cr_fsres *res)
+{
+	struct cr_fsstate *fs = run->fs;
+
+	if (res->plen <= 9 || memcmp(res->path, "/dev/shm/", 9))
+		return;
+	/* Forget it: the name may be reused by another process later, and
+	 * cleanup must not remove that one. */
+	for (size_t i = 0; i < fs->nshm; i++)
+		if (!strcmp(fs->shm_names[i], res->name)) {
+			free(fs->shm_names[i]);
+			fs->shm_names[i] = fs->shm_names[--fs->nshm];
+			return;
+		}
+}
+
+bool cr_fs_shm_ours(const struct cr_run *run, const char *name)
+{
+	for (size_t i = 0; i < run->fs->nshm; i++)
+		if (!strcmp(run->fs->shm_names[i], name))
+			return true;
+	return false;
+}
+
+void cr_fs_deny(struct cr_run *run, const struct seccomp_notif *n,
+		const char *syscall, const struct cr_fsres *res,
+		const char *why)
+{
+	cr_deny(run, (pid_t)n->pid, syscall, res->path[0] ? res->path : NULL,
+		res->layer ? res->layer : "fs", why);
+}
+
+mode_t cr_fs_task_umask(pid_t tid)
+{
+	char path[64], buf[2048], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 022;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 022;
+	buf[n] = 0;
+	p = strstr(buf, "\nUmask:");
+	return p ? (mode_t)strtoul(p + 7, NULL, 8) & 0777 : 022;
+}

@@ -1,0 +1,83 @@
+/* tracer/fs/fs.h: the filesystem area of the supervisor: the run's view of
+ * the filesystem, path resolution on the tracee's behalf, and its helpers. */
+#ifndef CORRAL_FS_H
+#define CORRAL_FS_H
+
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "corral/fsrules.h"
+#include "../tracer.h"
+
+struct cr_fsstate {
+	struct cr_fsrules rules;
+	int root_fd;		/* "/", O_PATH; owned */
+	int proc_fd;		/* "/proc", O_PATH; owned */
+	int shm_fd;		/* "/dev/shm", O_PATH, or -1; owned */
+	char **shm_names;	/* owned: /dev/shm entries this run created */
+	size_t nshm;
+	struct cr_fsfifo *fifo;	/* owned: blocking FIFO opens, fifo.c */
+	int *root_fds;		/* owned: per rules.roots[i], O_PATH dir or -1 */
+	bool *root_deny;	/* a deny subtree lies inside roots[i] */
+};
+
+/* How to resolve (bits). */
+#define CR_RES_FOLLOW		0x01u	/* follow a symlink in the last component */
+#define CR_RES_NO_SYMLINKS	0x02u	/* openat2 RESOLVE_NO_SYMLINKS */
+#define CR_RES_NO_MAGICLINKS	0x04u	/* openat2 RESOLVE_NO_MAGICLINKS */
+#define CR_RES_BENEATH		0x08u	/* openat2 RESOLVE_BENEATH */
+#define CR_RES_IN_ROOT		0x10u	/* openat2 RESOLVE_IN_ROOT */
+#define CR_RES_EMPTY_PATH	0x20u	/* AT_EMPTY_PATH: "" names dirfd itself */
+
+struct cr_fsres {
+	int dirfd;		/* owned: O_PATH directory holding the object */
+	char name[NAME_MAX + 1];	/* last component; "." is dirfd itself */
+	char path[PATH_MAX];	/* absolute path of the object, symlinks resolved */
+	size_t plen;
+	unsigned acc;		/* what the rules grant at path */
+	bool exists;		/* lstat of name succeeded */
+	struct stat st;		/* that lstat */
+	bool trailing_slash;	/* the path ended in '/' */
+	bool refused;		/* -EACCES/-ENOENT came from the rules, at path */
+	const char *layer;	/* "fs" or "proc" for a refusal */
+	char link_text[64];	/* /proc/self as a link: the caller's answer */
+	bool via_link;		/* name is a /proc/<pid>/fd link to a pipe of
+				 * the run: open through it, as the kernel would */
+};
+
+int cr_fs_setup(struct cr_run *run);
+void cr_fs_finish(struct cr_run *run);
+
+void cr_fsres_init(struct cr_fsres *r);
+void cr_fsres_free(struct cr_fsres *r);
+/*
+ * Resolve path as task tid would, relative to its dirfd (AT_FDCWD: its cwd),
+ * walking one component at a time on fds of our own: the kernel never
+ * follows a link on our behalf, so nothing the program plants can steer the
+ * walk. Every step must stay inside a root or on an ancestor of one.
+ * Returns 0 (res->exists says whether the last component exists) or -errno.
+ */
+int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
+		  unsigned how, struct cr_fsres *res);
+/* The access the run has at an absolute path (rules + /proc + /dev). */
+unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
+		      size_t len);
+/* Record a filesystem denial (result + audit). */
+void cr_fs_deny(struct cr_run *run, const struct seccomp_notif *n,
+		const char *syscall, const struct cr_fsres *res,
+		const char *why);
+/* The task's umask, from /proc/<tid>/status (022 if unreadable). */
+mode_t cr_fs_task_umask(pid_t tid);
+/* Remember a /dev/shm name this run created. */
+void cr_fs_shm_created(struct cr_run *run, const char *name);
+bool cr_fs_shm_ours(const struct cr_run *run, const char *name);
+/* After a successful creation/removal: keep the /dev/shm list exact. */
+void cr_fs_note_created(struct cr_run *run, const struct cr_fsres *res);
+void cr_fs_note_removed(struct cr_run *run, const struct cr_fsres *res);
+/* Open a FIFO on a worker thread; answered when it completes. */
+struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
+				  const struct seccomp_notif *n,
+				  const struct cr_fsres *res, int flags);
+void cr_fs_fifo_finish(struct cr_run *run);
+
+#endif

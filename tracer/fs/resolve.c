@@ -1,0 +1,644 @@
+/* tracer/fs/resolve.c: resolves a path the way the calling task would, one
+ * component at a time on the supervisor's own fds, checking every step. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+
+#include "fs.h"
+
+#define CR_MAX_LINKS 40
+
+/*
+ * Why this is safe against the program it supervises:
+ * - The kernel never follows a symlink for us. Each step is one component,
+ *   opened relative to a directory fd we hold, with RESOLVE_NO_SYMLINKS; a
+ *   symlink is read with readlinkat and its text spliced into what remains,
+ *   so the program cannot plant a link between our check and our use: a
+ *   component that became a link fails the open (ELOOP), it is not followed.
+ * - Every step's textual path is checked against the rules before we go on,
+ *   so a symlink chain that leaves the roots is refused where it leaves, and
+ *   "..", absolute links and /proc links are all judged by where they lead.
+ * - /proc/self and /proc/thread-self are rewritten to the CALLING task's ids:
+ *   read by us they would name the supervisor.
+ * - The handlers perform the call on the final (dirfd, name) with
+ *   RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH, so what they touch is what was
+ *   checked.
+ */
+
+struct walk {
+	struct cr_run *run;
+	pid_t tid;
+	unsigned how;
+	int fd;			/* owned: the current directory */
+	char cur[PATH_MAX];	/* its path */
+	size_t clen;
+	size_t slen;		/* length of the start path (BENEATH/IN_ROOT) */
+	int links;
+	char rest[2 * PATH_MAX];/* what remains to walk */
+	size_t roff;		/* start of the remainder in rest */
+};
+
+void cr_fsres_init(struct cr_fsres *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->dirfd = -1;
+	r->layer = "fs";
+}
+
+void cr_fsres_free(struct cr_fsres *r)
+{
+	if (r->dirfd >= 0)
+		close(r->dirfd);
+	r->dirfd = -1;
+}
+
+static bool is_num(const char *s, size_t n)
+{
+	if (!n || n > 10)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/* /proc: the run's own tasks, and a few harmless globals. */
+static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
+{
+	static const char *const globals[] = {
+		"cpuinfo", "meminfo", "stat", "uptime", "loadavg", "version",
+		"filesystems", "mounts", "self", "thread-self",
+		"sys/kernel/ngroups_max", "sys/kernel/pid_max",
+		"sys/vm/overcommit_memory", "sys/kernel/osrelease",
+		"sys/fs/pipe-max-size",
+	};
+	const char *rel, *slash;
+	size_t n;
+
+	if (len == 5)
+		return CR_FS_STAT;		/* "/proc" itself: not listable */
+	rel = p + 6;
+	slash = memchr(rel, '/', len - 6);
+	n = slash ? (size_t)(slash - rel) : len - 6;
+	if (is_num(rel, n)) {
+		const char *sub = rel + n;
+		char num[16];
+
+		memcpy(num, rel, n);
+		num[n] = 0;
+		if (!cr_tasks_find(&run->tasks, (pid_t)atoi(num)))
+			return 0;
+		/* Not the host's sockets: /proc/<pid>/net lists every
+		 * connection of the machine, a map of local services. */
+		if (!strncmp(sub, "/task/", 6))
+			sub += 6 + strspn(sub + 6, "0123456789");
+		if (!strncmp(sub, "/net", 4) && (sub[4] == '/' || !sub[4]))
+			return 0;
+		return CR_FS_R | CR_FS_W | CR_FS_STAT;
+	}
+	for (size_t i = 0; i < CR_ARRAY_SIZE(globals); i++)
+		if (strlen(globals[i]) == len - 6 && !memcmp(globals[i], rel, len - 6))
+			return CR_FS_R | CR_FS_STAT;
+	/* ancestors of the allowed sys/ entries can be traversed */
+	if ((len - 6 == 3 && !memcmp(rel, "sys", 3)) ||
+	    (len - 6 == 10 && !memcmp(rel, "sys/kernel", 10)) ||
+	    (len - 6 == 6 && !memcmp(rel, "sys/vm", 6)) ||
+	    (len - 6 == 6 && !memcmp(rel, "sys/fs", 6)))
+		return CR_FS_STAT;
+	return 0;
+}
+
+/* /dev: the harmless devices, the fd links, and this run's /dev/shm. */
+static unsigned dev_access(struct cr_run *run, const char *p, size_t len)
+{
+	static const char *const rw[] = { "null", "zero", "full", "random",
+					  "urandom" };
+	static const char *const links[] = { "fd", "stdin", "stdout", "stderr" };
+	const char *rel = p + 5;
+	size_t n = len - 5;
+
+	if (len == 4)
+		return CR_FS_STAT;
+	for (size_t i = 0; i < CR_ARRAY_SIZE(rw); i++)
+		if (strlen(rw[i]) == n && !memcmp(rw[i], rel, n))
+			return CR_FS_R | CR_FS_W | CR_FS_STAT;
+	for (size_t i = 0; i < CR_ARRAY_SIZE(links); i++)
+		if (strlen(links[i]) == n && !memcmp(links[i], rel, n))
+			return CR_FS_STAT;
+	if (n == 3 && !memcmp(rel, "shm", 3))
+		return CR_FS_STAT | CR_FS_W;	/* entries: see below */
+	if (n > 4 && !memcmp(rel, "shm/", 4) && !memchr(rel + 4, '/', n - 4)) {
+		char name[NAME_MAX + 1];
+
+		if (n - 4 > NAME_MAX)
+			return 0;
+		memcpy(name, rel + 4, n - 4);
+		name[n - 4] = 0;
+		/* Objects this run made are its own; a new name may only be
+		 * created (the open handler forces O_EXCL). */
+		return cr_fs_shm_ours(run, name) ? CR_FS_R | CR_FS_W | CR_FS_STAT :
+		       CR_FS_NEW;
+	}
+	return 0;
+}
+
+unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
+		      size_t len)
+{
+	unsigned acc = cr_fsrules_access(&run->fs->rules, path, len);
+
+	if (cr_path_within("/proc", 5, path, len))
+		return proc_access(run, path, len);
+	if (cr_path_within("/dev", 4, path, len))
+		acc |= dev_access(run, path, len);
+	return acc;
+}
+
+static int refuse(struct walk *w, struct cr_fsres *res, const char *path,
+		  size_t len, const char *layer)
+{
+	memcpy(res->path, path, len);
+	res->path[len] = 0;
+	res->plen = len;
+	res->refused = true;
+	res->layer = layer;
+	return -cr_fsrules_refusal(&w->run->fs->rules);
+}
+
+/* Put text in front of what remains to walk. */
+static int splice_in(struct walk *w, const char *text, size_t tlen)
+{
+	size_t rlen = strlen(w->rest + w->roff);
+
+	if (tlen + 1 + rlen + 1 > sizeof(w->rest))
+		return -ENAMETOOLONG;
+	memmove(w->rest + tlen + 1, w->rest + w->roff, rlen + 1);
+	memcpy(w->rest, text, tlen);
+	w->rest[tlen] = rlen ? '/' : 0;
+	w->roff = 0;
+	return 0;
+}
+
+static int go_root(struct walk *w)
+{
+	int fd = fcntl(w->run->fs->root_fd, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0)
+		return -errno;
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = fd;
+	strcpy(w->cur, "/");
+	w->clen = 1;
+	return 0;
+}
+
+static size_t join(char *out, const char *dir, size_t dlen, const char *name,
+		   size_t nlen)
+{
+	size_t o = dlen;
+
+	memcpy(out, dir, dlen);
+	if (dlen != 1)
+		out[o++] = '/';
+	memcpy(out + o, name, nlen);
+	out[o + nlen] = 0;
+	return o + nlen;
+}
+
+/* Open the starting directory: "/" or the task's cwd or dirfd. */
+static int start(struct walk *w, int dirfd, bool absolute)
+{
+	char link[64];
+	ssize_t n;
+
+	if (absolute)
+		return go_root(w);
+	if (dirfd == AT_FDCWD)
+		snprintf(link, sizeof(link), "%d/cwd", w->tid);
+	else if (dirfd < 0)
+		return -EBADF;
+	else
+		snprintf(link, sizeof(link), "%d/fd/%d", w->tid, dirfd);
+	/* The task's own cwd or fd, named by its tid: never "self". */
+	n = readlinkat(w->run->fs->proc_fd, link, w->cur, sizeof(w->cur) - 1);
+	if (n < 0)
+		return errno == ENOENT ? -EBADF : -errno;
+	w->cur[n] = 0;
+	if (w->cur[0] != '/')
+		return -ENOTDIR;	/* a pipe, socket or anon inode */
+	if (n > 10 && !strcmp(w->cur + n - 10, " (deleted)"))
+		return -ENOENT;
+	w->clen = (size_t)n;
+	w->fd = openat(w->run->fs->proc_fd, link,
+		       O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (w->fd < 0)
+		return errno == ENOTDIR ? -ENOTDIR : -errno;
+	return 0;
+}
+
+static int finish_here(struct walk *w, struct cr_fsres *res)
+{
+	if (fstat(w->fd, &res->st) < 0)
+		return -errno;
+	res->exists = true;
+	res->dirfd = w->fd;
+	w->fd = -1;
+	strcpy(res->name, ".");
+	memcpy(res->path, w->cur, w->clen + 1);
+	res->plen = w->clen;
+	res->acc = cr_fs_access(w->run, w->tid, w->cur, w->clen);
+	return 0;
+}
+
+static bool proc_pid_dir(const char *p, size_t len)
+{
+	const char *s;
+
+	if (len <= 6 || memcmp(p, "/proc/", 6))
+		return false;
+	s = p + 6;
+	return *s >= '0' && *s <= '9';
+}
+
+static int step(struct walk *w, const char *name, size_t nlen, bool last,
+		struct cr_fsres *res)
+{
+	char cand[PATH_MAX], target[PATH_MAX];
+	struct stat st;
+	size_t plen;
+	unsigned acc;
+	ssize_t tl;
+	int fd;
+
+	if (w->clen + 1 + nlen >= PATH_MAX || nlen > NAME_MAX)
+		return -ENAMETOOLONG;
+	/* /proc/self names the caller, not us. */
+	if (w->clen == 5 && !strcmp(w->cur, "/proc") &&
+	    ((nlen == 4 && !memcmp(name, "self", 4)) ||
+	     (nlen == 11 && !memcmp(name, "thread-self", 11)))) {
+		pid_t tgid = cr_tasks_tgid(&w->run->tasks, w->tid);
+		char sub[64];
+		int l;
+
+		if (!tgid)
+			return -ESRCH;
+		l = nlen == 4 ? snprintf(sub, sizeof(sub), "%d", tgid) :
+			snprintf(sub, sizeof(sub), "%d/task/%d", tgid, w->tid);
+		if (last && !(w->how & CR_RES_FOLLOW) && !res->trailing_slash) {
+			/* The link itself (readlink, lstat): its text must be
+			 * the caller's, which our own readlink would not be. */
+			if (fstatat(w->fd, name, &res->st, AT_SYMLINK_NOFOLLOW) < 0)
+				return -errno;
+			res->exists = true;
+			memcpy(res->link_text, sub, (size_t)l + 1);
+			plen = join(cand, w->cur, w->clen, name, nlen);
+			acc = CR_FS_R | CR_FS_STAT;
+			goto final;
+		}
+		if (w->how & CR_RES_NO_SYMLINKS)
+			return -ELOOP;
+		return splice_in(w, sub, (size_t)l) ?: 1;	/* 1: walk on */
+	}
+	plen = join(cand, w->cur, w->clen, name, nlen);
+	acc = cr_fs_access(w->run, w->tid, cand, plen);
+	if (!acc) {
+		/* Name the whole path the program was after, not just the
+		 * first component outside: that is what a user can act on. */
+		char full[PATH_MAX];
+		const char *more = w->rest + w->roff;
+		size_t flen;
+
+		while (*more == '/')
+			more++;
+		flen = *more ? join(full, cand, plen, more, strnlen(more, PATH_MAX - plen - 2)) :
+			       (size_t)snprintf(full, sizeof(full), "%s", cand);
+		if (flen >= PATH_MAX)
+			flen = PATH_MAX - 1;
+		return refuse(w, res, full, flen,
+			      cr_path_within("/proc", 5, cand, plen) ? "proc" : "fs");
+	}
+
+	{
+		char nm[NAME_MAX + 1];
+
+		memcpy(nm, name, nlen);
+		nm[nlen] = 0;
+		if (fstatat(w->fd, nm, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT && last) {
+				res->exists = false;
+				goto final;
+			}
+			return -errno;
+		}
+		if (S_ISLNK(st.st_mode) &&
+		    (!last || (w->how & CR_RES_FOLLOW) || res->trailing_slash)) {
+			bool magic = proc_pid_dir(w->cur, w->clen);
+
+			if (w->how & CR_RES_NO_SYMLINKS)
+				return -ELOOP;
+			if (magic && (w->how & CR_RES_NO_MAGICLINKS))
+				return -ELOOP;
+			if (++w->links > CR_MAX_LINKS)
+				return -ELOOP;
+			tl = readlinkat(w->fd, nm, target, sizeof(target) - 1);
+			if (tl < 0)
+				return -errno;
+			target[tl] = 0;
+			if (magic && (target[0] != '/' ||
+				      (tl > 10 && !strcmp(target + tl - 10, " (deleted)")))) {
+				/* A link to an object without a path. Only a
+				 * pipe of the run's own fd table may be
+				 * reopened through it, as the kernel would. */
+				if (last && w->clen > 3 &&
+				    !strcmp(w->cur + w->clen - 3, "/fd") &&
+				    !strncmp(target, "pipe:[", 6)) {
+					res->via_link = true;
+					res->exists = true;
+					res->st = st;
+					goto final;
+				}
+				return refuse(w, res, cand, plen, "proc");
+			}
+			if (target[0] == '/') {
+				int rc;
+
+				if (w->how & CR_RES_BENEATH)
+					return -EXDEV;
+				if (w->how & CR_RES_IN_ROOT)
+					return -EXDEV;	/* see docs/policy.md */
+				rc = go_root(w);
+				if (rc)
+					return rc;
+			}
+			return splice_in(w, target, (size_t)tl) ?: 1;
+		}
+		res->exists = true;
+		res->st = st;
+		if (last)
+			goto final;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		{
+			struct open_how how = {
+				.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS |
+					   RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+			};
+
+			fd = (int)syscall(SYS_openat2, w->fd, nm, &how, sizeof(how));
+			if (fd < 0)
+				return -errno;
+		}
+		close(w->fd);
+		w->fd = fd;
+		memcpy(w->cur, cand, plen + 1);
+		w->clen = plen;
+		return 1;
+	}
+final:
+	res->dirfd = w->fd;
+	w->fd = -1;
+	memcpy(res->name, name, nlen);
+	res->name[nlen] = 0;
+	memcpy(res->path, cand, plen + 1);
+	res->plen = plen;
+	res->acc = acc;
+	return 0;
+}
+
+static int dotdot(struct walk *w)
+{
+	char *slash;
+	int fd;
+
+	if (w->clen == 1)
+		return 0;			/* ".." of "/" is "/" */
+	if ((w->how & (CR_RES_BENEATH | CR_RES_IN_ROOT)) && w->clen <= w->slen) {
+		if (w->how & CR_RES_BENEATH)
+			return -EXDEV;
+		return 0;			/* IN_ROOT: clamp */
+	}
+	fd = openat(w->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(w->fd);
+	w->fd = fd;
+	slash = strrchr(w->cur, '/');
+	if (slash == w->cur)
+		w->clen = 1;
+	else
+		w->clen = (size_t)(slash - w->cur);
+	w->cur[w->clen] = 0;
+	return 0;
+}
+
+/*
+ * The fast path: a plain path (no "." or "..", no trailing slash) inside a
+ * directory root whose subtree holds no deny entry is resolved by the kernel
+ * in one openat2 of its parent, RESOLVE_BENEATH the DEEPEST root containing
+ * it: links that stay beneath that root are followed by the kernel (every
+ * step is then inside the root, so the rules' answer is the root's), and
+ * anything that would leave it (an absolute link, "..") fails with EXDEV and
+ * takes the slow walk. A link in the last component also takes the walk.
+ * Returns 1 when not applicable.
+ */
+static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
+		unsigned how, struct cr_fsres *res)
+{
+	struct cr_fsstate *fs = run->fs;
+	char abs[PATH_MAX];
+	size_t alen, best = 0, blen = 0;
+	const char *rel, *slash;
+	bool found = false;
+	int pfd;
+
+	if (how & ~CR_RES_FOLLOW)
+		return 1;
+	if (path[0] == '/') {
+		alen = strlen(path);
+		if (alen >= sizeof(abs))
+			return 1;
+		memcpy(abs, path, alen + 1);
+	} else {
+		char link[64];
+		ssize_t n;
+
+		if (dirfd != AT_FDCWD)
+			return 1;
+		snprintf(link, sizeof(link), "%d/cwd", tid);
+		n = readlinkat(fs->proc_fd, link, abs, sizeof(abs) - 1);
+		if (n <= 0 || abs[0] != '/' ||
+		    (size_t)n + 1 + strlen(path) >= sizeof(abs))
+			return 1;
+		abs[n] = 0;
+		if (n > 10 && !strcmp(abs + n - 10, " (deleted)"))
+			return 1;
+		alen = (size_t)n;
+		if (alen > 1)
+			abs[alen++] = '/';
+		strcpy(abs + alen, path);
+		alen += strlen(path);
+	}
+	/* /proc and /dev have rules of their own (the caller's /proc/self,
+	 * the run's tasks, the device list): never the fast path, even under
+	 * a broad root such as --ro /. */
+	if (cr_path_within("/proc", 5, abs, alen) ||
+	    cr_path_within("/dev", 4, abs, alen))
+		return 1;
+	if (abs[alen - 1] == '/' || strstr(abs, "//") || strstr(abs, "/./") ||
+	    strstr(abs, "/../") || (alen >= 2 && !strcmp(abs + alen - 2, "/.")) ||
+	    (alen >= 3 && !strcmp(abs + alen - 3, "/..")))
+		return 1;
+	for (size_t i = 0; i < fs->rules.nroots; i++) {
+		const struct cr_fsroot *r = &fs->rules.roots[i];
+
+		if (r->len > blen && r->len < alen &&
+		    cr_path_within(r->path, r->len, abs, alen)) {
+			best = i;
+			blen = r->len;
+			found = true;
+		}
+	}
+	if (!found || fs->root_fds[best] < 0 || fs->root_deny[best])
+		return 1;
+	rel = abs + (blen == 1 ? 1 : blen + 1);
+	slash = strrchr(rel, '/');
+	if (slash) {
+		char parent[PATH_MAX];
+		struct open_how oh = {
+			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+		};
+
+		memcpy(parent, rel, (size_t)(slash - rel));
+		parent[slash - rel] = 0;
+		pfd = (int)syscall(SYS_openat2, fs->root_fds[best], parent, &oh,
+				   sizeof(oh));
+		if (pfd < 0)
+			return errno == ENOENT || errno == ENOTDIR ? -errno : 1;
+		rel = slash + 1;
+	} else {
+		pfd = fcntl(fs->root_fds[best], F_DUPFD_CLOEXEC, 3);
+		if (pfd < 0)
+			return 1;
+	}
+	if (strlen(rel) > NAME_MAX) {
+		close(pfd);
+		return -ENAMETOOLONG;
+	}
+	if (fstatat(pfd, rel, &res->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT) {
+			int e = errno;
+
+			close(pfd);
+			return -e;
+		}
+		res->exists = false;
+	} else {
+		res->exists = true;
+		if (S_ISLNK(res->st.st_mode) && (how & CR_RES_FOLLOW)) {
+			close(pfd);
+			return 1;
+		}
+	}
+	res->dirfd = pfd;
+	strcpy(res->name, rel);
+	memcpy(res->path, abs, alen + 1);
+	res->plen = alen;
+	res->acc = cr_fs_access(run, tid, abs, alen);
+	return 0;
+}
+
+int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
+		  unsigned how, struct cr_fsres *res)
+{
+	struct walk w = { .run = run, .tid = tid, .how = how, .fd = -1 };
+	size_t plen = strlen(path);
+	int rc;
+
+	cr_fsres_init(res);
+	if (!plen && !(how & CR_RES_EMPTY_PATH))
+		return -ENOENT;
+	if (plen >= PATH_MAX)
+		return -ENAMETOOLONG;
+	res->trailing_slash = plen > 1 && path[plen - 1] == '/';
+	if (path[0] == '/' && (how & CR_RES_BENEATH))
+		return -EXDEV;
+	if (plen) {
+		rc = fast(run, tid, dirfd, path, how, res);
+		if (rc <= 0)
+			return rc;
+		cr_fsres_init(res);
+		res->trailing_slash = plen > 1 && path[plen - 1] == '/';
+	}
+	rc = start(&w, dirfd, path[0] == '/' && !(how & CR_RES_IN_ROOT));
+	if (rc)
+		goto out;
+	w.slen = w.clen;
+	if (!cr_fs_access(run, tid, w.cur, w.clen)) {
+		/* The starting directory itself is outside (a dirfd on "/home",
+		 * stdin redirected from a directory): nothing below it. */
+		rc = refuse(&w, res, w.cur, w.clen, "fs");
+		goto out;
+	}
+	memcpy(w.rest, path, plen + 1);
+	w.roff = 0;
+	for (;;) {
+		char *r = w.rest + w.roff, *end;
+		size_t n;
+		bool last;
+
+		while (*r == '/')
+			r++;
+		if (!*r) {
+			rc = finish_here(&w, res);
+			break;
+		}
+		end = strchr(r, '/');
+		n = end ? (size_t)(end - r) : strlen(r);
+		w.roff = (size_t)(r - w.rest) + n;
+		{
+			const char *q = w.rest + w.roff;
+
+			while (*q == '/')
+				q++;
+			last = !*q;
+		}
+		if (n == 1 && r[0] == '.') {
+			continue;
+		} else if (n == 2 && r[0] == '.' && r[1] == '.') {
+			rc = dotdot(&w);
+			if (!rc && !cr_fs_access(run, tid, w.cur, w.clen))
+				rc = refuse(&w, res, w.cur, w.clen, "fs");
+			if (rc)
+				break;
+			continue;
+		}
+		{
+			char name[NAME_MAX + 1];
+
+			if (n > NAME_MAX) {
+				rc = -ENAMETOOLONG;
+				break;
+			}
+			memcpy(name, r, n);
+			name[n] = 0;
+			rc = step(&w, name, n, last, res);
+		}
+		if (rc < 0 || rc == 0)
+			break;
+	}
+	if (!rc && res->trailing_slash && res->exists &&
+	    !S_ISDIR(res->st.st_mode) && !res->via_link)
+		rc = -ENOTDIR;
+out:
+	if (w.fd >= 0)
+		close(w.fd);
+	if (rc)
+		cr_fsres_free(res);
+	return rc;
+}

@@ -1,0 +1,322 @@
+/* tracer/handlers/attr.c: chmod, fchmodat, fchmodat2, chown, lchown,
+ * fchownat, truncate, utime, utimes, utimensat, futimesat. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <utime.h>
+
+#include "../fs/fsops.h"
+
+/* Metadata of an object is changed through an O_PATH fd on exactly that
+ * object ("/proc/self/fd/N" or AT_EMPTY_PATH), or with AT_SYMLINK_NOFOLLOW
+ * on a name we resolved: a link swapped in meanwhile is never followed. */
+static int resolve_w(struct cr_run *run, const struct seccomp_notif *n,
+		     const char *sys, int diri, int pathi, bool follow,
+		     struct cr_fsres *res)
+{
+	int rc = cr_fs_arg(run, n, sys, diri, pathi,
+			   follow ? CR_RES_FOLLOW : 0, CR_FS_W, res);
+
+	if (!rc && !res->exists) {
+		cr_fsres_free(res);
+		return -ENOENT;
+	}
+	return rc;
+}
+
+static struct cr_verdict do_chmod(struct cr_run *run,
+				  const struct seccomp_notif *n, const char *sys,
+				  int diri, int pathi, mode_t mode, int flags)
+{
+	struct cr_fsres res;
+	char p[64];
+	int rc, fd;
+
+	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
+		       &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (S_ISLNK(res.st.st_mode)) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(EOPNOTSUPP);
+	}
+	fd = cr_fs_opath(&res, false);
+	cr_fsres_free(&res);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	cr_fs_fdpath(fd, p, sizeof(p));
+	rc = chmod(p, mode & 07777) < 0 ? errno : 0;
+	close(fd);
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_chmod(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	return do_chmod(run, n, e->name, -1, 0, (mode_t)n->data.args[1], 0);
+}
+
+struct cr_verdict cr_h_fchmodat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	return do_chmod(run, n, e->name, 0, 1, (mode_t)n->data.args[2], 0);
+}
+
+struct cr_verdict cr_h_fchmodat2(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	int flags = (int)n->data.args[3];
+
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+		return CR_V_ERR(EINVAL);
+	return do_chmod(run, n, e->name, 0, 1, (mode_t)n->data.args[2], flags);
+}
+
+static struct cr_verdict do_chown(struct cr_run *run,
+				  const struct seccomp_notif *n, const char *sys,
+				  int diri, int pathi, int ui, int flags)
+{
+	struct cr_fsres res;
+	int rc;
+
+	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
+		       &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	rc = fchownat(res.dirfd, res.name, (uid_t)n->data.args[ui],
+		      (gid_t)n->data.args[ui + 1],
+		      res.via_link ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+	cr_fsres_free(&res);
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_chown(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	return do_chown(run, n, e->name, -1, 0, 1, 0);
+}
+
+struct cr_verdict cr_h_lchown(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	return do_chown(run, n, e->name, -1, 0, 1, AT_SYMLINK_NOFOLLOW);
+}
+
+struct cr_verdict cr_h_fchownat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	int flags = (int)n->data.args[4];
+
+	if (flags & AT_EMPTY_PATH)
+		return CR_V_ERR(EINVAL);	/* fchown(fd) is the fd call */
+	return do_chown(run, n, e->name, 0, 1, 2, flags);
+}
+
+struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	struct cr_fsres res;
+	char p[64];
+	int rc, fd, wfd;
+
+	if ((int64_t)n->data.args[1] < 0)
+		return CR_V_ERR(EINVAL);
+	rc = resolve_w(run, n, e->name, -1, 0, true, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!S_ISREG(res.st.st_mode)) {
+		rc = S_ISDIR(res.st.st_mode) ? EISDIR : EINVAL;
+		cr_fsres_free(&res);
+		return CR_V_ERR(rc);
+	}
+	fd = cr_fs_opath(&res, false);
+	cr_fsres_free(&res);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	cr_fs_fdpath(fd, p, sizeof(p));
+	wfd = open(p, O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+	close(fd);
+	if (wfd < 0)
+		return CR_V_ERR(errno);
+	rc = ftruncate(wfd, (off_t)n->data.args[1]) < 0 ? errno : 0;
+	close(wfd);
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+}
+
+/* times: NULL (now) or two timespecs already converted from the caller's
+ * layout. path_null: the fd form (futimens), which acts on the task's fd. */
+static struct cr_verdict do_utimens(struct cr_run *run,
+				    const struct seccomp_notif *n,
+				    const char *sys, int diri, int pathi,
+				    const struct timespec *times, int flags)
+{
+	struct cr_fsres res;
+	int rc;
+
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+		return CR_V_ERR(EINVAL);
+	if (n->data.args[pathi] == 0 && diri >= 0) {
+		int fd;
+
+		/* The times were read from the task: still the same task? */
+		if (!cr_notif_valid(run, n->id))
+			return CR_V_ERR(ESRCH);
+		fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[diri]);
+
+		if (fd < 0)
+			return CR_V_ERR(-fd);
+		rc = -cr_fs_fd_writable(run, n, sys, fd);
+		if (!rc)
+			rc = futimens(fd, times) < 0 ? errno : 0;
+		close(fd);
+		return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+	}
+	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
+		       &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	rc = utimensat(res.dirfd, res.name, times,
+		       res.via_link ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+	cr_fsres_free(&res);
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+}
+
+static int read_timevals(const struct seccomp_notif *n, int argi,
+			 struct timespec ts[2], bool *null)
+{
+	struct timeval tv[2];
+
+	*null = n->data.args[argi] == 0;
+	if (*null)
+		return 0;
+	if (cr_mem_read((pid_t)n->pid, n->data.args[argi], tv, sizeof(tv)))
+		return -EFAULT;
+	for (int i = 0; i < 2; i++) {
+		if (tv[i].tv_usec < 0 || tv[i].tv_usec >= 1000000)
+			return -EINVAL;
+		ts[i].tv_sec = tv[i].tv_sec;
+		ts[i].tv_nsec = tv[i].tv_usec * 1000;
+	}
+	return 0;
+}
+
+struct cr_verdict cr_h_utimensat(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	struct timespec ts[2];
+	bool null = n->data.args[2] == 0;
+
+	if (!null && cr_mem_read((pid_t)n->pid, n->data.args[2], ts, sizeof(ts)))
+		return CR_V_ERR(EFAULT);
+	return do_utimens(run, n, e->name, 0, 1, null ? NULL : ts,
+			  (int)n->data.args[3]);
+}
+
+struct cr_verdict cr_h_utimes(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	struct timespec ts[2];
+	bool null;
+	int rc = read_timevals(n, 1, ts, &null);
+
+	if (rc)
+		return CR_V_ERR(-rc);
+	return do_utimens(run, n, e->name, -1, 0, null ? NULL : ts, 0);
+}
+
+struct cr_verdict cr_h_futimesat(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	struct timespec ts[2];
+	bool null;
+	int rc = read_timevals(n, 2, ts, &null);
+
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!n->data.args[1])
+		return CR_V_ERR(EFAULT);
+	return do_utimens(run, n, e->name, 0, 1, null ? NULL : ts, 0);
+}
+
+struct cr_verdict cr_h_utime(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	struct utimbuf ub;
+	struct timespec ts[2];
+
+	if (!n->data.args[1])
+		return do_utimens(run, n, e->name, -1, 0, NULL, 0);
+	if (cr_mem_read((pid_t)n->pid, n->data.args[1], &ub, sizeof(ub)))
+		return CR_V_ERR(EFAULT);
+	ts[0] = (struct timespec){ .tv_sec = ub.actime };
+	ts[1] = (struct timespec){ .tv_sec = ub.modtime };
+	return do_utimens(run, n, e->name, -1, 0, ts, 0);
+}
+
+/* The fd forms (fchmod, fchown, futimens, fsetxattr, fremovexattr) change
+ * metadata through an fd the program holds. Owning a file is enough for the
+ * kernel, and the program may own files in a read-only root (its own
+ * project under --ro, or every system file when run as root): so these are
+ * decided on where the fd really points, and performed on a copy of it. */
+int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, int fd)
+{
+	char p[64], path[PATH_MAX];
+	ssize_t len;
+
+	cr_fs_fdpath(fd, p, sizeof(p));
+	len = readlink(p, path, sizeof(path) - 1);
+	if (len <= 0)
+		return -EBADF;
+	path[len] = 0;
+	if (len > 10 && !strcmp(path + len - 10, " (deleted)")) {
+		len -= 10;
+		path[len] = 0;
+	}
+	if (path[0] != '/')
+		return 0;	/* a pipe or socket of the program's own */
+	if (!(cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_W)) {
+		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
+			"write outside the writable roots");
+		return -cr_fsrules_refusal(&run->fs->rules);
+	}
+	return 0;
+}
+
+struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	int rc;
+
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_fs_fd_writable(run, n, e->name, fd);
+	if (!rc)
+		rc = fchmod(fd, (mode_t)n->data.args[1] & 07777) < 0 ? -errno : 0;
+	close(fd);
+	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	int rc;
+
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_fs_fd_writable(run, n, e->name, fd);
+	if (!rc)
+		rc = fchown(fd, (uid_t)n->data.args[1], (gid_t)n->data.args[2]) < 0 ?
+		     -errno : 0;
+	close(fd);
+	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}

@@ -1,0 +1,51 @@
+/* tracer/handlers/fork.c: fork, vfork, clone: the processes budget's
+ * reservation, and the clone flags that would leave the tracer's reach. */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "../budget.h"
+
+/* clone flags that make a namespace. CLONE_NEWTIME is not here: clone()
+ * cannot pass it (its bit is part of the exit signal byte); only clone3,
+ * refused in the filter, and unshare, refused, can. */
+#define CR_CLONE_NS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | \
+		     CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
+
+/* Safe against a racing thread: the verdict reads registers only (the
+ * syscall number and clone's flags word), which the kernel copied when the
+ * call trapped; another thread cannot change them. The budget's slot is
+ * taken here, on the loop thread, before the kernel creates the task, so
+ * many threads cloning at once are counted one after another. */
+struct cr_verdict cr_h_fork(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	pid_t tid = (pid_t)n->pid;
+
+	if (!strcmp(e->name, "clone")) {
+		uint64_t flags = n->data.args[0];
+
+		if (flags & CR_CLONE_NS) {
+			cr_deny(run, tid, e->name, NULL, "syscall",
+				"namespaces are refused");
+			return (struct cr_verdict){ .kind = CR_V_ERRNO,
+						    .error = EPERM };
+		}
+		/* CLONE_UNTRACED would make a child that ptrace does not
+		 * follow: uncounted, unkillable by the tree kill. */
+		if (flags & CLONE_UNTRACED) {
+			cr_deny(run, tid, e->name, NULL, "syscall",
+				"untraced children are refused");
+			return (struct cr_verdict){ .kind = CR_V_ERRNO,
+						    .error = EPERM };
+		}
+	}
+	if (cr_budget_reserve(run, tid) < 0) {
+		cr_deny(run, tid, e->name, NULL, "proc",
+			"the processes budget is spent");
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
+	}
+	return (struct cr_verdict){ .kind = CR_V_CONTINUE };
+}

@@ -1,0 +1,235 @@
+/* tracer/handlers/open.c: open, openat, openat2, creat: resolved and opened
+ * by the supervisor, the fd injected with ADDFD; FIFOs go to a worker. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+
+#include "../fs/fsops.h"
+#include "../budget.h"
+
+#ifndef RESOLVE_CACHED
+#define RESOLVE_CACHED 0x20
+#endif
+
+static unsigned need_for(int flags, bool exists)
+{
+	unsigned need;
+
+	if (!exists)
+		return CR_FS_W;			/* O_CREAT of a new entry */
+	/* O_PATH becomes a read-only open (ADDFD cannot carry O_PATH), and
+	 * a read-only fd on a directory can list it: so it needs read. */
+	if (flags & O_PATH)
+		return CR_FS_R;
+	switch (flags & O_ACCMODE) {
+	case O_WRONLY: need = CR_FS_W; break;
+	case O_RDWR: need = CR_FS_R | CR_FS_W; break;
+	default: need = CR_FS_R; break;
+	}
+	if (flags & O_TRUNC)
+		need |= CR_FS_W;
+	return need;
+}
+
+/* Our open, on exactly what was resolved. ADDFD cannot carry an O_PATH fd,
+ * so an O_PATH open becomes a read-only open of the same object (a
+ * directory with O_DIRECTORY): the program gets a usable fd for fstat,
+ * fchdir and *at calls; an object it may not read gives EACCES, and an
+ * O_PATH|O_NOFOLLOW open of a symlink gives ELOOP. See docs/policy.md. */
+static int perform(struct cr_run *run, const struct seccomp_notif *n,
+		   const struct cr_fsres *res, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	int of = flags;
+	int fd;
+
+	if (of & O_PATH) {
+		/* No fd can stand for the link itself: answer as glibc's
+		 * fchmodat(AT_SYMLINK_NOFOLLOW), the main user, concludes
+		 * for a link (tar and cp -a treat it as "no modes on links"). */
+		if (res->exists && S_ISLNK(res->st.st_mode))
+			return -EOPNOTSUPP;
+		of = O_RDONLY | (res->exists && S_ISDIR(res->st.st_mode) ?
+				 O_DIRECTORY : 0);
+		/* An O_PATH open never blocks; a read-only open of a FIFO
+		 * would, on the loop thread. */
+		if (res->exists && S_ISFIFO(res->st.st_mode))
+			of |= O_NONBLOCK;
+	}
+	of |= O_CLOEXEC | O_NOCTTY;
+	if ((of & O_CREAT) || (of & __O_TMPFILE) == __O_TMPFILE) {
+		how.mode = mode & ~cr_fs_task_umask((pid_t)n->pid) & 07777;
+		if (of & O_CREAT)
+			of |= O_NOFOLLOW;
+	}
+	how.flags = (uint64_t)(unsigned)of;
+	if (res->via_link)
+		fd = openat(res->dirfd, res->name, of & ~O_NOFOLLOW, how.mode);
+	else
+		fd = (int)syscall(SYS_openat2, res->dirfd, res->name, &how,
+				  sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+static bool in_shm(const struct cr_fsres *res)
+{
+	return res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9);
+}
+
+static struct cr_verdict do_open(struct cr_run *run,
+				 const struct seccomp_notif *n, const char *sys,
+				 int diri, int pathi, int flags, mode_t mode,
+				 unsigned resolve)
+{
+	struct cr_fsres res;
+	unsigned how = resolve, need;
+	bool shm_new = false;
+	int rc, fd;
+
+	if (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)))
+		how |= CR_RES_FOLLOW;
+	rc = cr_fs_arg(run, n, sys, diri, pathi, how, 0, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!res.exists && !(flags & O_CREAT)) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (res.exists && (flags & O_CREAT) && (flags & O_EXCL)) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if (res.exists && (flags & O_NOFOLLOW) && S_ISLNK(res.st.st_mode) &&
+	    !(flags & O_PATH)) {
+		rc = -ELOOP;
+		goto out;
+	}
+	if (res.exists && (flags & O_DIRECTORY) && !S_ISDIR(res.st.st_mode) &&
+	    !res.via_link) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	need = need_for(flags, res.exists);
+	if (in_shm(&res) && !cr_fs_shm_ours(run, res.name)) {
+		/* A name this run did not make: only a new object, made
+		 * with O_EXCL so a pre-existing one is never opened. */
+		if (res.exists) {
+			res.refused = true;
+			cr_fs_deny(run, n, sys, &res, "a /dev/shm object of another process");
+			rc = -cr_fsrules_refusal(&run->fs->rules);
+			goto out;
+		}
+		flags |= O_EXCL;
+		shm_new = true;
+		res.acc |= CR_FS_W;
+	}
+	if ((res.acc & need) != need) {
+		res.refused = true;
+		cr_fs_deny(run, n, sys, &res,
+			   need & CR_FS_W ? "write outside the writable roots" :
+			   "read outside the readable roots");
+		rc = -cr_fsrules_refusal(&run->fs->rules);
+		goto out;
+	}
+	if (res.exists && S_ISFIFO(res.st.st_mode) && !(flags & (O_NONBLOCK | O_PATH))) {
+		/* Opening a FIFO blocks until its other end opens: never on
+		 * the loop thread. */
+		struct cr_verdict v = cr_fs_open_fifo(run, n, &res, flags);
+
+		cr_fsres_free(&res);
+		return v;
+	}
+	/* Every creation is counted against the files budget before it is
+	 * made (tracer/budget.c). */
+	if (!res.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid)))
+		goto out;
+	fd = perform(run, n, &res, flags, mode);
+	if (fd < 0) {
+		rc = fd;
+		goto out;
+	}
+	if (shm_new)
+		cr_fs_note_created(run, &res);
+	cr_fsres_free(&res);
+	{
+		struct cr_verdict v = cr_notif_send_fd(run, n, fd, flags & O_CLOEXEC);
+
+		close(fd);
+		return v;
+	}
+out:
+	cr_fsres_free(&res);
+	return CR_V_ERR(-rc);
+}
+
+struct cr_verdict cr_h_open(struct cr_run *run, const struct cr_syscall_entry *e,
+			    const struct seccomp_notif *n)
+{
+	return do_open(run, n, e->name, -1, 0, (int)n->data.args[1],
+		       (mode_t)n->data.args[2], 0);
+}
+
+struct cr_verdict cr_h_openat(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	return do_open(run, n, e->name, 0, 1, (int)n->data.args[2],
+		       (mode_t)n->data.args[3], 0);
+}
+
+struct cr_verdict cr_h_creat(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	return do_open(run, n, e->name, -1, 0, O_CREAT | O_WRONLY | O_TRUNC,
+		       (mode_t)n->data.args[1], 0);
+}
+
+struct cr_verdict cr_h_openat2(struct cr_run *run, const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n)
+{
+	struct open_how how;
+	size_t size = (size_t)n->data.args[3];
+	unsigned res = 0;
+	int rc;
+
+	if (size < sizeof(how))
+		return CR_V_ERR(EINVAL);
+	if (size > 4096)
+		return CR_V_ERR(E2BIG);
+	rc = cr_mem_read((pid_t)n->pid, n->data.args[2], &how, sizeof(how));
+	if (rc)
+		return CR_V_ERR(EFAULT);
+	/* A larger struct from a newer libc: its extra bytes must be zero,
+	 * as the kernel requires. */
+	for (size_t off = sizeof(how); off < size; off += 64) {
+		unsigned char extra[64] = { 0 }, zero[64] = { 0 };
+		size_t chunk = size - off < 64 ? size - off : 64;
+
+		if (cr_mem_read((pid_t)n->pid, n->data.args[2] + off, extra, chunk))
+			return CR_V_ERR(EFAULT);
+		if (memcmp(extra, zero, chunk))
+			return CR_V_ERR(E2BIG);
+	}
+	if (how.flags >> 32 || how.resolve & ~(uint64_t)(RESOLVE_NO_XDEV |
+		RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH |
+		RESOLVE_IN_ROOT | RESOLVE_CACHED))
+		return CR_V_ERR(EINVAL);
+	if (how.resolve & RESOLVE_CACHED)
+		return CR_V_ERR(EAGAIN);	/* "retry without": allowed by the ABI */
+	if (how.mode && !(how.flags & (O_CREAT | __O_TMPFILE)))
+		return CR_V_ERR(EINVAL);
+	if (how.resolve & RESOLVE_NO_SYMLINKS)
+		res |= CR_RES_NO_SYMLINKS;
+	if (how.resolve & RESOLVE_NO_MAGICLINKS)
+		res |= CR_RES_NO_MAGICLINKS;
+	if (how.resolve & RESOLVE_BENEATH)
+		res |= CR_RES_BENEATH;
+	if (how.resolve & RESOLVE_IN_ROOT)
+		res |= CR_RES_IN_ROOT;
+	return do_open(run, n, e->name, 0, 1, (int)how.flags,
+		       (mode_t)how.mode, res);
+}

@@ -1,0 +1,212 @@
+/* tracer/handlers/remove.c: unlink, unlinkat, rmdir, rename, renameat,
+ * renameat2, link, linkat: entries changed only inside writable roots. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "../fs/fsops.h"
+#include "../budget.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#define RENAME_EXCHANGE (1 << 1)
+#define RENAME_WHITEOUT (1 << 2)
+#endif
+
+static struct cr_verdict refuse(struct cr_run *run, const struct seccomp_notif *n,
+				const char *sys, struct cr_fsres *res)
+{
+	res->refused = true;
+	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
+	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules));
+}
+
+static struct cr_verdict do_unlink(struct cr_run *run,
+				   const struct seccomp_notif *n,
+				   const char *sys, int diri, int pathi,
+				   int flags)
+{
+	struct cr_fsres res;
+	struct cr_verdict v;
+	int rc;
+
+	if (flags & ~AT_REMOVEDIR)
+		return CR_V_ERR(EINVAL);
+	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, 0, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!strcmp(res.name, ".")) {
+		v = CR_V_ERR(flags & AT_REMOVEDIR ? EINVAL : EISDIR);
+	} else if (!res.exists) {
+		v = CR_V_ERR(ENOENT);
+	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res)) {
+		v = refuse(run, n, sys, &res);
+	} else {
+		rc = unlinkat(res.dirfd, res.name, flags);
+		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
+		if (!rc) {
+			cr_fs_note_removed(run, &res);
+			cr_budget_on_remove(run);
+		}
+	}
+	cr_fsres_free(&res);
+	return v;
+}
+
+struct cr_verdict cr_h_unlink(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	return do_unlink(run, n, e->name, -1, 0, 0);
+}
+
+struct cr_verdict cr_h_rmdir(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	return do_unlink(run, n, e->name, -1, 0, AT_REMOVEDIR);
+}
+
+struct cr_verdict cr_h_unlinkat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	return do_unlink(run, n, e->name, 0, 1, (int)n->data.args[2]);
+}
+
+/* Two paths: both resolved without following the last component, both
+ * entries inside writable roots. A link gives write access to its target,
+ * so link's source must be writable too (a hard link from a read-only root
+ * into the workspace would make that file writable). */
+static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *n,
+				const char *sys, int odi, int opi, int ndi,
+				int npi, unsigned flags, bool link)
+{
+	struct cr_fsres a, b;
+	struct cr_verdict v;
+	int rc;
+
+	rc = cr_fs_arg(run, n, sys, odi, opi,
+		       link && (flags & AT_SYMLINK_FOLLOW) ? CR_RES_FOLLOW : 0,
+		       0, &a);
+	if (rc)
+		return CR_V_ERR(-rc);
+	rc = cr_fs_arg(run, n, sys, ndi, npi, 0, 0, &b);
+	if (rc) {
+		cr_fsres_free(&a);
+		return CR_V_ERR(-rc);
+	}
+	if (!a.exists) {
+		v = CR_V_ERR(ENOENT);
+	} else if (!strcmp(a.name, ".") || !strcmp(b.name, ".")) {
+		v = CR_V_ERR(link ? EEXIST : EBUSY);
+	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
+		v = refuse(run, n, sys, &a);
+	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
+		v = refuse(run, n, sys, &b);
+	} else if (!b.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid))) {
+		v = CR_V_ERR(-rc);
+	} else if (link) {
+		if (S_ISDIR(a.st.st_mode))
+			v = CR_V_ERR(EPERM);
+		else if (b.exists)
+			v = CR_V_ERR(EEXIST);
+		else
+			v = linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0 ?
+			    CR_V_ERR(errno) : CR_V_VAL(0);
+		if (v.kind == CR_V_VALUE)
+			cr_fs_note_created(run, &b);
+	} else {
+		rc = (int)syscall(SYS_renameat2, a.dirfd, a.name, b.dirfd,
+				  b.name, flags);
+		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
+		if (!rc) {
+			if (b.exists && !(flags & RENAME_EXCHANGE))
+				cr_budget_on_remove(run);
+			cr_fs_note_created(run, &b);
+			if (!(flags & RENAME_EXCHANGE))
+				cr_fs_note_removed(run, &a);
+		}
+	}
+	cr_fsres_free(&a);
+	cr_fsres_free(&b);
+	return v;
+}
+
+struct cr_verdict cr_h_rename(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	return do_two(run, n, e->name, -1, 0, -1, 1, 0, false);
+}
+
+struct cr_verdict cr_h_renameat(struct cr_run *run, const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	return do_two(run, n, e->name, 0, 1, 2, 3, 0, false);
+}
+
+struct cr_verdict cr_h_renameat2(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	unsigned flags = (unsigned)n->data.args[4];
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return CR_V_ERR(flags & RENAME_WHITEOUT ? EPERM : EINVAL);
+	return do_two(run, n, e->name, 0, 1, 2, 3, flags, false);
+}
+
+struct cr_verdict cr_h_link(struct cr_run *run, const struct cr_syscall_entry *e,
+			    const struct seccomp_notif *n)
+{
+	return do_two(run, n, e->name, -1, 0, -1, 1, 0, true);
+}
+
+/* linkat(fd, "", ..., AT_EMPTY_PATH): give a name to an open file, e.g. an
+ * O_TMPFILE. Allowed when the fd's file lives in a writable root; done
+ * through "/proc/self/fd/N", which needs no capability. */
+static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif *n,
+				 const char *sys)
+{
+	struct cr_fsres b;
+	char p[64];
+	int fd, rc;
+
+	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_fs_fd_writable(run, n, sys, fd);
+	if (!rc)
+		rc = cr_fs_arg(run, n, sys, 2, 3, 0, 0, &b);
+	if (rc) {
+		close(fd);
+		return CR_V_ERR(-rc);
+	}
+	if (b.exists)
+		rc = -EEXIST;
+	else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b))
+		rc = -cr_fsrules_refusal(&run->fs->rules);
+	if (!rc) {
+		cr_fs_fdpath(fd, p, sizeof(p));
+		rc = linkat(AT_FDCWD, p, b.dirfd, b.name, AT_SYMLINK_FOLLOW) < 0 ?
+		     -errno : 0;
+	}
+	cr_fsres_free(&b);
+	close(fd);
+	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_linkat(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	unsigned flags = (unsigned)n->data.args[4];
+
+	if (flags & ~(unsigned)(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH))
+		return CR_V_ERR(EINVAL);
+	if (flags & AT_EMPTY_PATH) {
+		char c = 1;
+
+		if (!cr_mem_read((pid_t)n->pid, n->data.args[1], &c, 1) && !c)
+			return link_fd(run, n, e->name);
+	}
+	return do_two(run, n, e->name, 0, 1, 2, 3, flags & AT_SYMLINK_FOLLOW, true);
+}

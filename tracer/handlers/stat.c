@@ -1,0 +1,294 @@
+/* tracer/handlers/stat.c: stat, lstat, newfstatat, statx, statfs, access,
+ * faccessat, faccessat2, readlink, readlinkat: answered from our own calls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../fs/fsops.h"
+
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
+
+/* "" with AT_EMPTY_PATH names an fd the task holds: act on a copy of it.
+ * The path is read once; a thread rewriting it later changes nothing,
+ * because we never hand the call back to the kernel. */
+static int empty_path(struct cr_run *run, const struct seccomp_notif *n,
+		      int pathi, int diri, bool *is_empty)
+{
+	char c;
+	int rc;
+
+	*is_empty = false;
+	rc = cr_mem_read((pid_t)n->pid, n->data.args[pathi], &c, 1);
+	if (rc)
+		return 0;	/* let the full read report the fault */
+	if (c)
+		return 0;
+	if (!cr_notif_valid(run, n->id))
+		return -ESRCH;
+	*is_empty = true;
+	if ((int)n->data.args[diri] == AT_FDCWD)
+		return -1000;	/* "the cwd": resolve "." below */
+	return cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[diri]);
+}
+
+static struct cr_verdict write_back(const struct seccomp_notif *n, int argi,
+				    const void *buf, size_t len)
+{
+	if (cr_mem_write((pid_t)n->pid, n->data.args[argi], buf, len))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL(0);
+}
+
+static struct cr_verdict do_stat(struct cr_run *run,
+				 const struct seccomp_notif *n, const char *sys,
+				 int diri, int pathi, int bufi, int flags)
+{
+	struct cr_fsres res;
+	struct stat st;
+	int rc;
+
+	if ((flags & AT_EMPTY_PATH) && diri >= 0) {
+		bool empty;
+		int fd = empty_path(run, n, pathi, diri, &empty);
+
+		if (empty && fd != -1000) {
+			if (fd < 0)
+				return CR_V_ERR(-fd);
+			rc = fstat(fd, &st);
+			close(fd);
+			return rc < 0 ? CR_V_ERR(errno) : write_back(n, bufi, &st, sizeof(st));
+		}
+	}
+	rc = cr_fs_arg(run, n, sys, diri, pathi,
+		       (flags & AT_SYMLINK_NOFOLLOW ? 0 : CR_RES_FOLLOW) |
+		       (flags & AT_EMPTY_PATH ? CR_RES_EMPTY_PATH : 0),
+		       CR_FS_STAT, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
+	}
+	/* The resolver's lstat of the last component is the answer: it was
+	 * followed if asked, so it is not a link unless the caller wanted the
+	 * link itself. One syscall saved on the hottest path. */
+	if (res.via_link) {
+		rc = fstatat(res.dirfd, res.name, &st, 0);
+	} else {
+		st = res.st;
+		rc = 0;
+	}
+	cr_fsres_free(&res);
+	if (rc < 0)
+		return CR_V_ERR(errno);
+	return write_back(n, bufi, &st, sizeof(st));
+}
+
+struct cr_verdict cr_h_stat(struct cr_run *run, const struct cr_syscall_entry *e,
+			    const struct seccomp_notif *n)
+{
+	return do_stat(run, n, e->name, -1, 0, 1, 0);
+}
+
+struct cr_verdict cr_h_lstat(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	return do_stat(run, n, e->name, -1, 0, 1, AT_SYMLINK_NOFOLLOW);
+}
+
+struct cr_verdict cr_h_newfstatat(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n)
+{
+	int flags = (int)n->data.args[3];
+
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT))
+		return CR_V_ERR(EINVAL);
+	return do_stat(run, n, e->name, 0, 1, 2, flags);
+}
+
+struct cr_verdict cr_h_statx(struct cr_run *run, const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	int flags = (int)n->data.args[2];
+	unsigned mask = (unsigned)n->data.args[3];
+	struct cr_fsres res;
+	struct statx stx;
+	int rc;
+
+	if (flags & AT_EMPTY_PATH) {
+		bool empty;
+		int fd = empty_path(run, n, 1, 0, &empty);
+
+		if (empty && fd != -1000) {
+			if (fd < 0)
+				return CR_V_ERR(-fd);
+			rc = statx(fd, "", flags, mask, &stx);
+			close(fd);
+			return rc < 0 ? CR_V_ERR(errno) : write_back(n, 4, &stx, sizeof(stx));
+		}
+	}
+	rc = cr_fs_arg(run, n, e->name, 0, 1,
+		       (flags & AT_SYMLINK_NOFOLLOW ? 0 : CR_RES_FOLLOW) |
+		       (flags & AT_EMPTY_PATH ? CR_RES_EMPTY_PATH : 0),
+		       CR_FS_STAT, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
+	}
+	rc = statx(res.dirfd, res.name,
+		   (flags & ~(AT_EMPTY_PATH)) | (res.via_link ? 0 : AT_SYMLINK_NOFOLLOW),
+		   mask, &stx);
+	cr_fsres_free(&res);
+	if (rc < 0)
+		return CR_V_ERR(errno);
+	return write_back(n, 4, &stx, sizeof(stx));
+}
+
+struct cr_verdict cr_h_statfs(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	struct cr_fsres res;
+	struct statfs sf;
+	int rc, fd;
+
+	rc = cr_fs_arg(run, n, e->name, -1, 0, CR_RES_FOLLOW, CR_FS_STAT, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
+	}
+	fd = cr_fs_opath(&res, res.via_link);
+	cr_fsres_free(&res);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = fstatfs(fd, &sf);
+	close(fd);
+	if (rc < 0)
+		return CR_V_ERR(errno);
+	return write_back(n, 1, &sf, sizeof(sf));
+}
+
+/* access: the answer is the sandbox's view: the kernel's permission check
+ * AND what the rules grant (a file in a read-only root is not writable). */
+static struct cr_verdict do_access(struct cr_run *run,
+				   const struct seccomp_notif *n,
+				   const char *sys, int diri, int pathi,
+				   int mode, int flags)
+{
+	struct cr_fsres res;
+	unsigned need = CR_FS_STAT;
+	int rc;
+
+	if (mode & ~(R_OK | W_OK | X_OK))
+		return CR_V_ERR(EINVAL);
+	rc = cr_fs_arg(run, n, sys, diri, pathi,
+		       (flags & AT_SYMLINK_NOFOLLOW ? 0 : CR_RES_FOLLOW) |
+		       (flags & AT_EMPTY_PATH ? CR_RES_EMPTY_PATH : 0),
+		       CR_FS_STAT, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
+	}
+	if (mode & R_OK)
+		need |= CR_FS_R;
+	if (mode & W_OK)
+		need |= CR_FS_W;
+	/* X on a directory is search: traversal, which STAT already means. */
+	if ((mode & X_OK) && !S_ISDIR(res.st.st_mode))
+		need |= CR_FS_X;
+	if ((res.acc & need) != need) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(EACCES);
+	}
+	rc = (int)syscall(SYS_faccessat2, res.dirfd, res.name, mode,
+			  (flags & AT_EACCESS) |
+			  (res.via_link ? 0 : AT_SYMLINK_NOFOLLOW));
+	cr_fsres_free(&res);
+	return rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_access(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	return do_access(run, n, e->name, -1, 0, (int)n->data.args[1], 0);
+}
+
+struct cr_verdict cr_h_faccessat(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	return do_access(run, n, e->name, 0, 1, (int)n->data.args[2], 0);
+}
+
+struct cr_verdict cr_h_faccessat2(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n)
+{
+	int flags = (int)n->data.args[3];
+
+	if (flags & ~(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+		return CR_V_ERR(EINVAL);
+	return do_access(run, n, e->name, 0, 1, (int)n->data.args[2], flags);
+}
+
+static struct cr_verdict do_readlink(struct cr_run *run,
+				     const struct seccomp_notif *n,
+				     const char *sys, int diri, int pathi,
+				     int bufi, int sizei)
+{
+	struct cr_fsres res;
+	char buf[PATH_MAX];
+	int64_t size = (int64_t)n->data.args[sizei];
+	ssize_t len;
+	int rc;
+
+	if (size <= 0)
+		return CR_V_ERR(EINVAL);
+	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, CR_FS_STAT, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
+	}
+	if (res.link_text[0]) {
+		len = (ssize_t)strlen(res.link_text);
+		memcpy(buf, res.link_text, (size_t)len);
+	} else {
+		len = readlinkat(res.dirfd, res.name, buf, sizeof(buf));
+	}
+	cr_fsres_free(&res);
+	if (len < 0)
+		return CR_V_ERR(errno);
+	if (len > size)
+		len = size;
+	if (cr_mem_write((pid_t)n->pid, n->data.args[bufi], buf, (size_t)len))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL(len);
+}
+
+struct cr_verdict cr_h_readlink(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	return do_readlink(run, n, e->name, -1, 0, 1, 2);
+}
+
+struct cr_verdict cr_h_readlinkat(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n)
+{
+	return do_readlink(run, n, e->name, 0, 1, 2, 3);
+}

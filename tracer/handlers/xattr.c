@@ -1,0 +1,186 @@
+/* tracer/handlers/xattr.c: getxattr, lgetxattr, setxattr, lsetxattr,
+ * listxattr, llistxattr, removexattr, lremovexattr, and inotify_add_watch. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/xattr.h>
+
+#include "../fs/fsops.h"
+
+#define CR_XATTR_MAX 65536
+
+enum xop { X_GET, X_SET, X_LIST, X_REMOVE };
+
+/* Acted on through "/proc/self/fd/N" of an O_PATH fd on the object itself;
+ * the l* forms on a symlink act on nothing (user xattrs are not allowed on
+ * links): they answer as the kernel does for such a link. */
+static struct cr_verdict do_xattr(struct cr_run *run,
+				  const struct seccomp_notif *n, const char *sys,
+				  enum xop op, bool follow)
+{
+	static const unsigned need[] = { CR_FS_R, CR_FS_W, CR_FS_R, CR_FS_W };
+	char name[XATTR_NAME_MAX + 1] = "", p[64];
+	struct cr_fsres res;
+	size_t size = op == X_REMOVE ? 0 : (size_t)n->data.args[op == X_LIST ? 2 : 3];
+	char *buf = NULL;
+	ssize_t r = 0;
+	int rc, fd;
+
+	if (op != X_LIST) {
+		rc = cr_mem_read_str((pid_t)n->pid, n->data.args[1], name, sizeof(name));
+		if (rc)
+			return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
+	}
+	if (size > CR_XATTR_MAX)
+		size = CR_XATTR_MAX;
+	rc = cr_fs_arg(run, n, sys, -1, 0, follow ? CR_RES_FOLLOW : 0, need[op], &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
+	}
+	if (S_ISLNK(res.st.st_mode)) {
+		cr_fsres_free(&res);
+		return op == X_LIST ? CR_V_VAL(0) :
+		       CR_V_ERR(op == X_GET ? ENODATA : EPERM);
+	}
+	fd = cr_fs_opath(&res, false);
+	cr_fsres_free(&res);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	cr_fs_fdpath(fd, p, sizeof(p));
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			close(fd);
+			return CR_V_ERR(ENOMEM);
+		}
+	}
+	switch (op) {
+	case X_GET:
+		r = getxattr(p, name, buf, size);
+		break;
+	case X_LIST:
+		r = listxattr(p, buf, size);
+		break;
+	case X_SET:
+		if ((size && cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size)) ||
+		    !cr_notif_valid(run, n->id)) {
+			r = -1;
+			errno = EFAULT;
+			break;
+		}
+		r = setxattr(p, name, buf, size, (int)n->data.args[4]);
+		break;
+	case X_REMOVE:
+		r = removexattr(p, name);
+		break;
+	}
+	rc = r < 0 ? errno : 0;
+	close(fd);
+	if (!rc && (op == X_GET || op == X_LIST) && size && r > 0 &&
+	    cr_mem_write((pid_t)n->pid, n->data.args[op == X_LIST ? 1 : 2], buf,
+			 (size_t)r))
+		rc = EFAULT;
+	free(buf);
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(r);
+}
+
+#define XH(fn, op, follow)						\
+struct cr_verdict fn(struct cr_run *run, const struct cr_syscall_entry *e, \
+		     const struct seccomp_notif *n)			\
+{									\
+	return do_xattr(run, n, e->name, op, follow);			\
+}
+XH(cr_h_getxattr, X_GET, true)
+XH(cr_h_lgetxattr, X_GET, false)
+XH(cr_h_setxattr, X_SET, true)
+XH(cr_h_lsetxattr, X_SET, false)
+XH(cr_h_listxattr, X_LIST, true)
+XH(cr_h_llistxattr, X_LIST, false)
+XH(cr_h_removexattr, X_REMOVE, true)
+XH(cr_h_lremovexattr, X_REMOVE, false)
+
+struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
+					 const struct cr_syscall_entry *e,
+					 const struct seccomp_notif *n)
+{
+	uint32_t mask = (uint32_t)n->data.args[2];
+	struct cr_fsres res;
+	char p[64];
+	int rc, fd, ifd, wd;
+
+	rc = cr_fs_arg(run, n, e->name, -1, 1,
+		       mask & IN_DONT_FOLLOW ? 0 : CR_RES_FOLLOW, CR_FS_R, &res);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!res.exists) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
+	}
+	fd = cr_fs_opath(&res, false);
+	cr_fsres_free(&res);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	ifd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	if (ifd < 0) {
+		close(fd);
+		return CR_V_ERR(-ifd);
+	}
+	cr_fs_fdpath(fd, p, sizeof(p));
+	wd = inotify_add_watch(ifd, p, mask & ~IN_DONT_FOLLOW);
+	rc = wd < 0 ? errno : 0;
+	close(ifd);
+	close(fd);
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(wd);
+}
+
+static struct cr_verdict do_fxattr(struct cr_run *run,
+				   const struct seccomp_notif *n, const char *sys,
+				   bool set)
+{
+	char name[XATTR_NAME_MAX + 1];
+	size_t size = set ? (size_t)n->data.args[3] : 0;
+	char *buf = NULL;
+	int rc, fd;
+
+	rc = cr_mem_read_str((pid_t)n->pid, n->data.args[1], name, sizeof(name));
+	if (rc)
+		return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
+	if (size > CR_XATTR_MAX)
+		return CR_V_ERR(E2BIG);
+	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_fs_fd_writable(run, n, sys, fd);
+	if (!rc && size) {
+		buf = malloc(size);
+		if (!buf)
+			rc = -ENOMEM;
+		else if (cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size) ||
+			 !cr_notif_valid(run, n->id))
+			rc = -EFAULT;
+	}
+	if (!rc)
+		rc = (set ? fsetxattr(fd, name, buf, size, (int)n->data.args[4]) :
+			    fremovexattr(fd, name)) < 0 ? -errno : 0;
+	free(buf);
+	close(fd);
+	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_fsetxattr(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	return do_fxattr(run, n, e->name, true);
+}
+
+struct cr_verdict cr_h_fremovexattr(struct cr_run *run,
+				    const struct cr_syscall_entry *e,
+				    const struct seccomp_notif *n)
+{
+	return do_fxattr(run, n, e->name, false);
+}
