@@ -85,7 +85,8 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void breach(struct cr_run *run, enum cr_limit_id id, uint64_t got)
+static void breach_how(struct cr_run *run, enum cr_limit_id id, uint64_t got,
+		       bool refused)
 {
 	char a[32], b[32];
 
@@ -97,10 +98,19 @@ static void breach(struct cr_run *run, enum cr_limit_id id, uint64_t got)
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
 			   "the processes budget is spent: a task creation was refused (it would make %s tasks alive at once, the budget is %s)",
 			   a, b);
+	else if (refused)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget is spent: a creation was refused (it would make %s, the budget is %s)",
+			   cr_limit_name(id), a, b);
 	else
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
 			   "the %s budget is spent: %s used of %s",
 			   cr_limit_name(id), a, b);
+}
+
+static void breach(struct cr_run *run, enum cr_limit_id id, uint64_t got)
+{
+	breach_how(run, id, got, false);
 }
 
 /* ---- reading /proc ---- */
@@ -919,7 +929,7 @@ int cr_budget_on_create(struct cr_run *run, pid_t pid)
 	if (!b)
 		return -EDQUOT;	/* fail closed */
 	if (b->hook_files + 1 > lim(run, CR_LIM_FILES)) {
-		breach(run, CR_LIM_FILES, b->hook_files + 1);
+		breach_how(run, CR_LIM_FILES, b->hook_files + 1, true);
 		return -EDQUOT;
 	}
 	b->hook_files++;
@@ -944,7 +954,7 @@ int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes)
 		return -EDQUOT;
 	if (b->hook_bytes + bytes > lim(run, CR_LIM_DISK) ||
 	    b->hook_bytes + bytes < b->hook_bytes) {
-		breach(run, CR_LIM_DISK, b->hook_bytes + bytes);
+		breach_how(run, CR_LIM_DISK, b->hook_bytes + bytes, true);
 		return -EDQUOT;
 	}
 	b->hook_bytes += bytes;
