@@ -112,6 +112,18 @@ def budget_zombie_bomb(t):
 
 
 @test
+def budget_failed_clones_release_their_slots(t):
+    # 100 clones the kernel refuses after corral reserved a slot for each:
+    # every reservation must come back, or the fork after them would be
+    # refused under a budget of 4.
+    run, r = hog(t, ["processes=4"], "badclone", 100)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r["stdout"], "badclone ok einval 100\n", "the program's report")
+    eq(r["denials"], [], "denials")
+    t.assert_next_run_ok()
+
+
+@test
 def budget_processes_known_good_under(t):
     # The same race well under its budget finishes normally.
     run, r = hog(t, ["processes=64"], "race", 2, 2, 40, timeout=120)

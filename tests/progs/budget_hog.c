@@ -22,6 +22,9 @@
  *                                  mapping (outside RLIMIT_DATA)
  *   budget_hog memfd MIB COUNT     COUNT memfds of MIB MiB each, written,
  *                                  never mapped
+ *   budget_hog badclone N          N clones the kernel refuses (EINVAL),
+ *                                  then one fork; prints "badclone ok" when
+ *                                  the fork worked
  *   budget_hog zombies MAX         forks MAX children that exit at once and
  *                                  are never waited for (zombies)
  *   budget_hog untraced X          one clone(CLONE_UNTRACED); prints
@@ -367,6 +370,26 @@ static void memfds(long mib, long count)
 	hold();
 }
 
+static void badclone(long n)
+{
+	long einval = 0;
+	pid_t c;
+
+	/* CLONE_THREAD without CLONE_SIGHAND and CLONE_VM: EINVAL from the
+	 * kernel, after corral has reserved a slot for it. */
+	for (long i = 0; i < n; i++)
+		if (syscall(SYS_clone, CLONE_THREAD | SIGCHLD, 0, 0, 0, 0) < 0 &&
+		    errno == EINVAL)
+			einval++;
+	c = fork();
+	if (c == 0)
+		_exit(0);
+	if (c > 0)
+		waitpid(c, NULL, 0);
+	printf("badclone %s einval %ld\n", c > 0 ? "ok" : strerrorname_np(errno),
+	       einval);
+}
+
 static void zombies(long max)
 {
 	long made = 0;
@@ -514,6 +537,8 @@ int main(int argc, char **argv)
 		memshared(a);
 	else if (!strcmp(argv[1], "memfd"))
 		memfds(a, b);
+	else if (!strcmp(argv[1], "badclone"))
+		badclone(a);
 	else if (!strcmp(argv[1], "zombies"))
 		zombies(a);
 	else if (!strcmp(argv[1], "untraced"))
