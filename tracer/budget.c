@@ -22,9 +22,12 @@
  *   program writes. A tid in the task table cannot be recycled before we
  *   reap it, so /proc/TID is always the task we mean.
  * - CPU is counted per thread: a thread's final time is read while it is a
- *   zombie waiting for us (cr_budget_on_exit), so nothing a task does to end
- *   itself (SIGKILL, exec by another thread, an ignored SIGCHLD) loses time.
- *   Live threads are read every tick.
+ *   zombie waiting for us (cr_budget_on_exit), so a task ended by SIGKILL
+ *   or never waited for (SIGCHLD ignored) loses no time. Live threads are
+ *   read every tick. One gap: when a non-leader thread execs, the old
+ *   leader is released by the kernel without an exit report, so its time
+ *   since the last tick (at most one tick) is lost; RLIMIT_CPU, which
+ *   counts the whole process across exec, bounds what repeating it hides.
  * - Process slots are reserved in the fork/vfork/clone notification, before
  *   the kernel makes the task, and held until the ptrace event shows the
  *   task in the table or the creating thread shows the call is over.
@@ -65,11 +68,7 @@ struct cr_budgets {
 	uint64_t w_bytes, w_files;	/* the pass in progress */
 	uint64_t base_bytes, base_files;
 	uint64_t disk, files;		/* added, by the last complete pass */
-	uint64_t passes;
 	uint64_t hook_files, hook_bytes;
-
-	/* the supervisor's own cost of polling */
-	uint64_t ticks, tick_ns;
 };
 
 static uint64_t lim(const struct cr_run *run, enum cr_limit_id id)
@@ -694,7 +693,6 @@ static void judge_disk(struct cr_run *run, bool complete)
 	if (complete) {
 		b->files = files;
 		b->disk = disk;
-		b->passes++;
 	}
 	if (b->hook_files > files)
 		files = b->hook_files;
@@ -769,7 +767,7 @@ static int walk_full(struct cr_run *run)
 static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_budgets *b = run->budgets;
-	uint64_t expirations, t0 = thread_cpu_ns();
+	uint64_t expirations;
 
 	if (read(b->timerfd, &expirations, sizeof(expirations)) < 0 &&
 	    errno == EAGAIN)
@@ -780,8 +778,6 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 	poll_tasks(run);
 	if (!run->ending)
 		walk_tick(run);
-	b->ticks++;
-	b->tick_ns += thread_cpu_ns() - t0;
 }
 
 int cr_budget_setup(struct cr_run *run)
