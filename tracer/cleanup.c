@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "tracer.h"
+#include "surface.h"
 
 #define CR_KILL_DEADLINE_MS 10000
 
@@ -117,6 +118,7 @@ void cr_cleanup(struct cr_run *run)
 	}
 	/* Area finishers (one line each): revoke what the run was given,
 	 * close its routes, settle its usage. */
+	cr_surface_finish(run);
 
 	/* 3. Stop capture. */
 	drain(run, &run->out);

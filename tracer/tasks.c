@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "tracer.h"
+#include "surface.h"
 
 #ifndef PTRACE_LISTEN
 #define PTRACE_LISTEN 0x4208
@@ -273,6 +274,7 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 			cr_task_kill(run, t);
 	}
 	t->seen = true;
+	cr_surface_on_stop(run, tid, status);	/* kernel surface: ABI, stacks */
 	ev = classify(t, status);
 	tr = &machine[t->state][ev];
 	switch (tr->act) {
@@ -308,6 +310,7 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 {
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
 
+	cr_surface_on_gone(run, tid, status);	/* a foreign-ABI kill ends policy_denied */
 	/* Measured, not assumed: a process counts as killed when the tree
 	 * kill had begun and SIGKILL is what ended it. */
 	if (run->killing && t && t->leader && WIFSIGNALED(status) &&
