@@ -1,5 +1,5 @@
-/* tracer/filter.c: builds the seccomp BPF program from the syscall table with
- * libseccomp, in the supervisor, before the child exists. */
+/* tracer/filter.c: builds the seccomp BPF program from the syscall table and
+ * the class's syscall profile with libseccomp, before the child exists. */
 #include <errno.h>
 #include <seccomp.h>
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/filter.h>
+#include <linux/audit.h>
 #include <linux/seccomp.h>
 
 #include "tracer.h"
@@ -187,6 +188,111 @@ out:
 int cr_filter_build(struct cr_filter *f)
 {
 	return cr_filter_build_profile(f, cr_profile_default());
+}
+
+/*
+ * Runs the program on one input, as the kernel would: a small evaluator of
+ * the classic-BPF subset libseccomp emits. Any other instruction, a jump out
+ * of the program or a loop-free run past its end is an error: the program
+ * is then reported unverified, never assumed good.
+ */
+int cr_filter_eval(const struct cr_filter *f, const struct seccomp_data *d,
+		   uint32_t *action)
+{
+	const struct sock_filter *p = f->bpf;
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
+	unsigned char data[sizeof(*d)];
+
+	memcpy(data, d, sizeof(data));
+	for (size_t pc = 0; pc < f->len; pc++) {
+		const struct sock_filter *i = &p[pc];
+		uint32_t k = i->k;
+
+		switch (i->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (k > sizeof(data) - 4 || k % 4)
+				return -EINVAL;
+			memcpy(&a, data + k, 4);
+			break;
+		case BPF_LD | BPF_MEM:
+			if (k >= BPF_MEMWORDS)
+				return -EINVAL;
+			a = mem[k];
+			break;
+		case BPF_LDX | BPF_MEM:
+			if (k >= BPF_MEMWORDS)
+				return -EINVAL;
+			x = mem[k];
+			break;
+		case BPF_ST:
+			if (k >= BPF_MEMWORDS)
+				return -EINVAL;
+			mem[k] = a;
+			break;
+		case BPF_STX:
+			if (k >= BPF_MEMWORDS)
+				return -EINVAL;
+			mem[k] = x;
+			break;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= k;
+			break;
+		case BPF_ALU | BPF_OR | BPF_K:
+			a |= k;
+			break;
+		case BPF_MISC | BPF_TAX:
+			x = a;
+			break;
+		case BPF_MISC | BPF_TXA:
+			a = x;
+			break;
+		case BPF_JMP | BPF_JA:
+			pc += k;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			pc += a == k ? i->jt : i->jf;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_K:
+			pc += a > k ? i->jt : i->jf;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			pc += a >= k ? i->jt : i->jf;
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			pc += (a & k) ? i->jt : i->jf;
+			break;
+		case BPF_RET | BPF_K:
+			*action = k;
+			return 0;
+		default:
+			return -EINVAL;
+		}
+	}
+	return -EINVAL;
+}
+
+/* The built program, run on the inputs a foreign ABI produces: the i386
+ * audit arch with every i386 number, and x86_64 numbers carrying the x32
+ * bit. Each must end in KILL_PROCESS. 0 when they all do. */
+int cr_filter_verify_arch(const struct cr_filter *f)
+{
+	struct seccomp_data d = { 0 };
+	uint32_t act;
+	int rc;
+
+	for (int nr = 0; nr < 512; nr++) {
+		d.arch = AUDIT_ARCH_I386;
+		d.nr = nr;
+		rc = cr_filter_eval(f, &d, &act);
+		if (rc || act != SECCOMP_RET_KILL_PROCESS)
+			return rc ? rc : -EPERM;
+		d.arch = AUDIT_ARCH_X86_64;
+		d.nr = nr | 0x40000000;
+		rc = cr_filter_eval(f, &d, &act);
+		if (rc || act != SECCOMP_RET_KILL_PROCESS)
+			return rc ? rc : -EPERM;
+	}
+	return 0;
 }
 
 void cr_filter_free(struct cr_filter *f)

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
@@ -71,17 +72,20 @@ struct cr_verdict cr_surface_unlisted(struct cr_run *run,
  * the distinction is lost for the rest of the run, and a SIGSYS death is
  * reported as the program's own (the call was still refused). */
 
-static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok)
+static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
+			bool no_entry)
 {
 	struct user_regs_struct regs;
-	char name[64] = "unknown", why[160];
+	char name[64] = "unknown", why[200];
 	const char *abi = "i386 or x32";
 
 	if (run->surface->foreign_abi_seen)
 		return;
 	run->surface->foreign_abi_seen = true;
 	if (regs_ok && ptrace(PTRACE_GETREGS, tid, 0, &regs) == 0) {
-		uint64_t nr = regs.orig_rax;
+		/* Killed in the filter: the call was rolled back, its number
+		 * is in orig_rax. Faulted on an absent entry: still in rax. */
+		uint64_t nr = no_entry ? regs.rax & 0xffffffff : regs.orig_rax;
 		bool x32 = nr & __X32_SYSCALL_BIT;
 		char *s = seccomp_syscall_resolve_num_arch(
 			x32 ? SCMP_ARCH_X32 : SCMP_ARCH_X86,
@@ -96,8 +100,8 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok)
 		free(s);
 	}
 	snprintf(why, sizeof(why),
-		 "%s system call from an x86_64 program: foreign ABIs bypass the filter's rules, so the process was killed",
-		 abi);
+		 "%s system call from an x86_64 program: foreign ABIs bypass the filter's rules, so the process was killed%s",
+		 abi, no_entry ? " (this kernel has no i386 entry: it faulted)" : "");
 	cr_deny(run, tid, name, NULL, "syscall", why);
 	cr_run_end(run, CR_ST_POLICY_DENIED, NULL,
 		   "the program made a foreign-ABI (%s) system call (%s); it was killed",
@@ -195,6 +199,31 @@ void cr_surface_after_answer(struct cr_run *run, const struct seccomp_notif *n)
 
 /* ---- hooks from the task state machine ---- */
 
+/* A kernel built without the i386 entry (ia32_emulation off) answers
+ * `int 0x80` with a general-protection fault, a SIGSEGV from the kernel
+ * whose instruction pointer is still on the int instruction; sysenter from
+ * 64-bit code raises SIGILL the same way. Nothing reached the kernel, but
+ * the program asked for a foreign ABI: the run ends as it would have had
+ * the filter killed it, so the outcome does not depend on the kernel. */
+static bool foreign_trap(pid_t tid, int sig)
+{
+	siginfo_t si;
+	struct user_regs_struct regs;
+	long word;
+
+	if ((sig != SIGSEGV && sig != SIGILL) ||
+	    ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0 ||
+	    si.si_code != (sig == SIGSEGV ? SI_KERNEL : ILL_ILLOPN) ||
+	    ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
+		return false;
+	errno = 0;
+	word = ptrace(PTRACE_PEEKTEXT, tid, (void *)regs.rip, 0);
+	if (errno)
+		return false;
+	/* cd 80: int 0x80; 0f 34: sysenter. */
+	return (word & 0xffff) == 0x80cd || (word & 0xffff) == 0x340f;
+}
+
 void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status)
 {
 	struct cr_surface *s = run->surface;
@@ -204,13 +233,25 @@ void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status)
 		return;
 	if (!event && WSTOPSIG(status) == SIGSYS)
 		s->sigsys_signalled = true;
+	if (!event && foreign_trap(tid, WSTOPSIG(status)))
+		foreign_abi(run, tid, true, true);
+	/* From the first exec on, program code runs as our uid. Make corral
+	 * itself undumpable: its /proc files (mem, environ, fd, maps) turn
+	 * root-owned and ptrace-attach to it needs CAP_SYS_PTRACE, whatever
+	 * the filesystem layer or the ptrace refusal do. Not earlier: the
+	 * child inherits the flag until it execs, and corral must be able to
+	 * seize it and take its listener. */
+	if (event == PTRACE_EVENT_EXEC && !s->undumpable) {
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+			s->undumpable = true;
+	}
 	if (event == PTRACE_EVENT_EXIT) {
 		unsigned long st = 0;
 
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &st) == 0 &&
 		    WIFSIGNALED((int)st) && WTERMSIG((int)st) == SIGSYS &&
 		    !s->sigsys_signalled)
-			foreign_abi(run, tid, true);
+			foreign_abi(run, tid, true, false);
 		if (tid == s->stack_tid)
 			s->stack_tid = 0;
 	}
@@ -229,7 +270,7 @@ void cr_surface_on_gone(struct cr_run *run, pid_t tid, int status)
 		s->stack_tid = 0;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS &&
 	    !s->sigsys_signalled)
-		foreign_abi(run, tid, false);
+		foreign_abi(run, tid, false, false);
 }
 
 /* ---- pids named by calls ---- */

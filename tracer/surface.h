@@ -19,6 +19,7 @@ struct cr_surface {
 	 * SIGSYS may be that signal rather than the filter's kill. */
 	bool sigsys_signalled;
 	bool foreign_abi_seen;
+	bool undumpable;		/* corral made itself undumpable */
 };
 
 /* Area set-up and finisher (run.c, cleanup.c). */

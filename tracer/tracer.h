@@ -232,6 +232,12 @@ struct cr_filter {
 int cr_filter_build(struct cr_filter *f);	/* the default profile */
 /* The table (syscalls.def) joined with a syscall profile: the table wins. */
 int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p);
+/* Run the program on one input (a classic-BPF evaluator): 0 and *action,
+ * or -EINVAL for an instruction it does not know. */
+int cr_filter_eval(const struct cr_filter *f, const struct seccomp_data *d,
+		   uint32_t *action);
+/* 0 when every i386 and x32 input is killed by the program. */
+int cr_filter_verify_arch(const struct cr_filter *f);
 void cr_filter_free(struct cr_filter *f);
 
 /* tracer/syscalls.c: the table generated from syscalls.def */
