@@ -122,9 +122,9 @@ void cr_notify_handle(struct cr_run *run)
 	} else {
 		v = e->handler(run, e, n);
 	}
-	answer(run, n, e, v);
 	if (run->surface)
-		cr_surface_after_answer(run, n);
+		cr_surface_answering(run, n);
+	answer(run, n, e, v);
 }
 
 /* Denials are recorded once per (syscall, layer, reason, target) with a

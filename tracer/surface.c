@@ -111,13 +111,18 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
 /* ---- --stacks ----
  *
  * A task blocked in a seccomp notification is not in a ptrace-stop, so its
- * registers cannot be read (and with WAIT_KILLABLE_RECV a PTRACE_INTERRUPT
- * does not wake it). So: the denial is answered first, then the task is
- * interrupted; it stops on its way back to user mode, before running one
- * more instruction, with the same stack and an instruction pointer just
- * past the system call. It is unwound there with libunwind's ptrace
- * accessors, and the ordinary state machine continues it. Only the first
- * occurrence of each denial is unwound, one at a time. */
+ * registers cannot be read. So: just before the denial is answered, the
+ * task is interrupted (PTRACE_INTERRUPT). Its wait for the answer is
+ * killable only (WAIT_KILLABLE_RECV), so the interrupt does not end it;
+ * the answer does, and on its way back to user mode, before running one
+ * more instruction, the task stops with the same stack and an instruction
+ * pointer just past the system call. It is unwound there with libunwind's
+ * ptrace accessors, and the ordinary state machine continues it.
+ * (Interrupting after the answer loses the race with a task that returns
+ * to user mode first: measured, a third of the stops never came.) Only the
+ * first occurrence of each denial is unwound, one at a time. On a kernel
+ * without WAIT_KILLABLE_RECV the interrupt ends the wait instead: the call
+ * is restarted after the stop and notified again (counted twice). */
 
 static void unwind(struct cr_run *run, pid_t tid)
 {
@@ -183,11 +188,11 @@ void cr_surface_denied(struct cr_run *run, pid_t tid, size_t i)
 	s->stack_interrupted = false;
 }
 
-void cr_surface_after_answer(struct cr_run *run, const struct seccomp_notif *n)
+void cr_surface_answering(struct cr_run *run, const struct seccomp_notif *n)
 {
 	struct cr_surface *s = run->surface;
 
-	if (!s || !s->stack_tid || s->stack_interrupted)
+	if (!s->stack_tid || s->stack_interrupted)
 		return;
 	if (s->stack_tid != (pid_t)n->pid || run->ending ||
 	    ptrace(PTRACE_INTERRUPT, s->stack_tid, 0, 0) < 0) {
