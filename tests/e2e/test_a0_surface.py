@@ -161,6 +161,20 @@ for _f in FAMILIES:
 
 
 @test
+def surface_signal_owner_outside_refused(t):
+    # F_SETOWN makes the kernel send SIGIO/SIGURG to the named process
+    # later: a signal by another door.
+    assert_refused(t, ["sys", "fcntl", "1", "8", "ppid"], "fcntl", "EPERM",
+                   "signal", "not a process of the run")
+    assert_refused(t, ["sys", "fcntl", "1", "15", "b:8"], "fcntl", "EPERM",
+                   "signal", "F_SETOWN_EX")
+    assert_refused(t, ["sys", "ioctl", "1", "0x8901", "b:8"], "ioctl",
+                   "EPERM", "syscall", "signal owner")
+    assert_refused(t, ["sys", "ioctl", "1", "0x8902", "b:8"], "ioctl",
+                   "EPERM", "syscall", "signal owner")
+
+
+@test
 def surface_namespaces_refused(t):
     # unshare, setns and clone(CLONE_NEW*) are refused by corral's table;
     # under the test wrapper its own filter answers EPERM first (an ERRNO
@@ -363,7 +377,8 @@ def surface_pid_calls_on_self_and_children_work(t):
               "$0 sys setpriority 0 0 1; $0 sys get_robust_list 0 b:8 b:8; "
               "sleep 5 & $0 sys prlimit64 $! 7 0 b:16; "
               "$0 sys kcmp $$ $! 0 0 0 >/dev/null; "
-              "$0 sys setpriority 0 $! 5; kill $!")
+              "$0 sys setpriority 0 $! 5; kill $!; "
+              "$0 sys fcntl 1 8 $$; $0 sys fcntl 1 8 -$$; $0 sys fcntl 1 8 0")
     run = t.corral(["run", "--json"] + t.prog_roots() +
                    ["--", "sh", "-c", script, calls(t)])
     r = t.result(run)

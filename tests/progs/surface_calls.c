@@ -49,7 +49,7 @@ static const struct { const char *name; long nr; } names[] = {
 	N(process_vm_writev), N(kcmp), N(prlimit64), N(setpriority),
 	N(sched_setaffinity), N(sched_setscheduler), N(ioprio_set),
 	N(get_robust_list), N(openat), N(ioctl), N(getpid), N(memfd_secret),
-	N(clone),
+	N(clone), N(fcntl),
 #undef N
 };
 

@@ -1,5 +1,6 @@
 /* tracer/handlers/signal.c: kill, tkill, tgkill, rt_sigqueueinfo,
- * rt_tgsigqueueinfo, pidfd_open, pidfd_send_signal: only the run's tasks. */
+ * rt_tgsigqueueinfo, pidfd_open, pidfd_send_signal, fcntl F_SETOWN(_EX):
+ * signals reach only the run's tasks. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -360,4 +361,39 @@ CR_HANDLER(cr_h_pidfd_send_signal)
 	}
 	rc = syscall(SYS_pidfd_send_signal, copy, sig, sig ? &si : NULL, flags);
 	return rc < 0 ? err(errno) : ok(0);
+}
+
+/* fcntl(fd, F_SETOWN, who): who > 0 a process, < 0 a process group, 0 none.
+ * The kernel keeps a reference to the owner's struct pid, so once set the
+ * owner cannot change with the number; the check is made on registers, and
+ * the CONTINUE keeps the usual window for another run task's number. The
+ * caller, its process and its own group are pinned by the caller itself.
+ * F_SETOWN_EX (pid in memory) is refused outright. */
+CR_HANDLER(cr_h_fcntl_owner)
+{
+	pid_t caller = (pid_t)n->pid, who = (pid_t)(int)n->data.args[2];
+	int cmd = (int)n->data.args[1];
+
+	if (cmd != 8 /* F_SETOWN */) {
+		cr_deny(run, caller, e->name, NULL, "signal",
+			"F_SETOWN_EX is refused (F_SETOWN is confined to the run)");
+		return err(EPERM);
+	}
+	if (who == 0)
+		return cont();
+	if (who > 0) {
+		switch (cr_surface_target(run, caller, who)) {
+		case CR_TARGET_SELF:
+		case CR_TARGET_RUN:
+			return cont();
+		case CR_TARGET_ZOMBIE:
+			return err(ESRCH);
+		case CR_TARGET_OUTSIDE:
+			break;
+		}
+		return outside(run, n, "fcntl", "signal", who);
+	}
+	if (who != INT32_MIN && -who == cr_surface_pgrp(caller))
+		return cont();
+	return outside(run, n, "fcntl", "signal", who);
 }
