@@ -389,6 +389,22 @@ def surface_pid_calls_on_self_and_children_work(t):
 
 
 @test
+def surface_process_vm_within_the_run_works(t):
+    # corral performs these itself (no pid-reuse window): the semantics
+    # must stay those of the kernel.
+    native = t.native([calls(t), "vmcopy"])
+    run = run_calls(t, ["vmcopy"])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    want = ("vm_readv ret=16 data=child-secret-42\n"
+            "vm_writev ret=18 reread=18 written-by-parent\n"
+            "vm_self ret=8 data=selfabc\n")
+    eq(native.out.decode(), want, "natively")
+    eq(r.get("stdout"), want, "under corral")
+    eq(r.get("denials"), [], "denials")
+
+
+@test
 def surface_shmat_on_outside_segment_fails(t):
     made = t.native([calls(t), "sys", "shmget", "0", "4096", "0x3b6"])
     contains(made.out.decode(), "errno=0", "shmget outside the run")

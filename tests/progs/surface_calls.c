@@ -12,6 +12,8 @@
  *   surface_calls tiocsti [HIGH]         TIOCSTI on fd 0 (HIGH: with the
  *                                        upper half of the request set)
  *   surface_calls sigsys                 SIGSYS sent to itself
+ *   surface_calls vmcopy                 process_vm_readv/writev on a child
+ *                                        and on itself
  *
  * Output: "NAME ret=R errno=E" (E is the errno name, or 0), exit 0, so the
  * caller can tell what the kernel (or corral) answered. */
@@ -26,6 +28,8 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/io_uring.h>
 
@@ -187,8 +191,51 @@ static int cmd_tiocsti(int high)
 	return 0;
 }
 
+/* Cross-process memory within the run: a child's buffer is read, then
+ * overwritten and read again; then the process reads itself. */
+static int cmd_vmcopy(void)
+{
+	static char src[64] = "before-fork";
+	char dst[64] = { 0 }, me[8] = "selfabc", out[8] = { 0 }, r;
+	char msg[] = "written-by-parent";
+	struct iovec l = { dst, 16 }, rm = { src, 16 };
+	struct iovec l2 = { msg, sizeof(msg) }, rm2 = { src, sizeof(msg) };
+	struct iovec a = { out, 8 }, b = { me, 8 };
+	ssize_t n, m;
+	int p[2];
+	pid_t c;
+
+	if (pipe(p) < 0)
+		return 2;
+	c = fork();
+	if (c == 0) {
+		strcpy(src, "child-secret-42");
+		if (write(p[1], "r", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	if (c < 0 || read(p[0], &r, 1) != 1)
+		return 2;
+	n = process_vm_readv(c, &l, 1, &rm, 1, 0);
+	printf("vm_readv ret=%zd data=%s\n", n, n > 0 ? dst : strerrorname_np(errno));
+	n = process_vm_writev(c, &l2, 1, &rm2, 1, 0);
+	memset(dst, 0, sizeof(dst));
+	l.iov_len = sizeof(msg);
+	rm.iov_len = sizeof(msg);
+	m = process_vm_readv(c, &l, 1, &rm, 1, 0);
+	printf("vm_writev ret=%zd reread=%zd %s\n", n, m, dst);
+	n = process_vm_readv(getpid(), &a, 1, &b, 1, 0);
+	printf("vm_self ret=%zd data=%s\n", n, out);
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "vmcopy"))
+		return cmd_vmcopy();
 	if (argc >= 3 && !strcmp(argv[1], "sys"))
 		return cmd_sys(argc - 2, argv + 2);
 	if (argc == 2 && !strcmp(argv[1], "int80_write"))

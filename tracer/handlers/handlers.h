@@ -25,6 +25,7 @@ CR_HANDLER(cr_h_pidfd_send_signal);
 /* proc.c */
 CR_HANDLER(cr_h_pidfd_getfd);
 CR_HANDLER(cr_h_process_madvise);
+CR_HANDLER(cr_h_process_vm);
 CR_HANDLER(cr_h_proc_pid);
 CR_HANDLER(cr_h_proc_prio);
 CR_HANDLER(cr_h_fcntl_owner);

@@ -23,9 +23,10 @@
  * hands its number to a new outside process, all between corral's answer
  * and the kernel running the call, the call reaches that process. The pid
  * allocator is cyclic, so the number comes back only after every other
- * free number has been used; the fd-based calls below (pidfd_getfd,
- * process_madvise) have no such window, as corral acts on a copy of the
- * pidfd itself.
+ * free number has been used. The calls where that would matter most have
+ * no such window: process_vm_readv/writev (memory) are performed by corral
+ * while the number is known to be ours, and the fd-based calls
+ * (pidfd_getfd, process_madvise) act on corral's copy of the pidfd.
  */
 
 static struct cr_verdict refuse(struct cr_run *run,
@@ -49,8 +50,6 @@ static const struct {
 	const char *name;
 	int args[2];	/* -1: none */
 } pid_args[] = {
-	{ "process_vm_readv", { 0, -1 } },
-	{ "process_vm_writev", { 0, -1 } },
 	{ "kcmp", { 0, 1 } },
 	{ "prlimit64", { 0, -1 } },
 	{ "get_robust_list", { 0, -1 } },
@@ -215,4 +214,91 @@ CR_HANDLER(cr_h_process_madvise)
 	rc = syscall(SYS_process_madvise, copy, iov, vlen, advice, flags);
 	return rc < 0 ? err(errno) :
 		(struct cr_verdict){ .kind = CR_V_VALUE, .val = rc };
+}
+
+/* Bytes one process_vm_* call moves at most; the calls may return less
+ * than asked, and callers loop. */
+#define CR_VM_MAX (16u << 20)
+
+static size_t iov_total(const struct iovec *v, size_t n)
+{
+	size_t t = 0;
+
+	for (size_t i = 0; i < n; i++)
+		t = v[i].iov_len > SIZE_MAX - t ? SIZE_MAX : t + v[i].iov_len;
+	return t;
+}
+
+/* process_vm_readv/writev(pid, local, liovcnt, remote, riovcnt, flags),
+ * performed by corral through a bounce buffer: read from the source
+ * process, write into the destination, both by pid while the target's
+ * number is known to be ours (in the table, not reaped: this handler runs
+ * on the loop thread, which alone reaps). A CONTINUE would leave the
+ * kernel to resolve the number later, after a possible reuse. */
+CR_HANDLER(cr_h_process_vm)
+{
+	bool wr = !strcmp(e->name, "process_vm_writev");
+	pid_t caller = (pid_t)n->pid, pid = (pid_t)(int)n->data.args[0];
+	size_t lcnt = (size_t)n->data.args[2], rcnt = (size_t)n->data.args[4];
+	cr_autofree struct iovec *local = NULL, *remote = NULL;
+	cr_autofree char *buf = NULL;
+	struct iovec b;
+	size_t len;
+	ssize_t got, put;
+	int r;
+
+	if (n->data.args[5] || lcnt > IOV_MAX || rcnt > IOV_MAX)
+		return err(EINVAL);
+	if (pid <= 0)
+		return err(ESRCH);
+	switch (cr_surface_target(run, caller, pid)) {
+	case CR_TARGET_OUTSIDE:
+		return refuse(run, n, e->name,
+			      "the target is not a process of the run", pid);
+	case CR_TARGET_ZOMBIE:
+		return err(ESRCH);
+	default:
+		break;
+	}
+	if (!lcnt || !rcnt)
+		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
+	local = calloc(lcnt, sizeof(*local));
+	remote = calloc(rcnt, sizeof(*remote));
+	if (!local || !remote)
+		return err(ENOMEM);
+	if ((r = cr_mem_read(caller, n->data.args[1], local,
+			     lcnt * sizeof(*local))) ||
+	    (r = cr_mem_read(caller, n->data.args[3], remote,
+			     rcnt * sizeof(*remote))))
+		return err(-r);
+	if (!cr_notif_valid(run, n->id))
+		return err(EINTR);
+	len = iov_total(local, lcnt);
+	if (iov_total(remote, rcnt) < len)
+		len = iov_total(remote, rcnt);
+	if (len > CR_VM_MAX)
+		len = CR_VM_MAX;
+	if (!len)
+		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
+	buf = malloc(len);
+	if (!buf)
+		return err(ENOMEM);
+	b = (struct iovec){ .iov_base = buf, .iov_len = len };
+	/* Source first: the target (readv) or the caller's own buffers
+	 * (writev); then the destination. A fault on the caller's side is
+	 * EFAULT, as the kernel reports it. */
+	if (wr)
+		got = process_vm_readv(caller, &b, 1, local, lcnt, 0);
+	else
+		got = process_vm_readv(pid, &b, 1, remote, rcnt, 0);
+	if (got < 0)
+		return err(wr ? EFAULT : errno);
+	b.iov_len = (size_t)got;
+	if (wr)
+		put = process_vm_writev(pid, &b, 1, remote, rcnt, 0);
+	else
+		put = process_vm_writev(caller, &b, 1, local, lcnt, 0);
+	if (put < 0)
+		return err(wr ? errno : EFAULT);
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = put };
 }
