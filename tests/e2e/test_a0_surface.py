@@ -618,3 +618,18 @@ def surface_probe_reports_profile(t):
     eq(r.get("filter_checks_arch"), True, "filter_checks_arch")
     run = t.corral(["probe"], timeout=60)
     contains(run.out.decode(), "syscall_profile:", "human probe")
+
+
+@test
+def surface_env_secret_names_warn(t):
+    # Secrets belong in a broker outside the sandbox: passing one is
+    # allowed, and said out loud.
+    for name in ("GITHUB_TOKEN", "MY_API_KEY", "DB_SECRET", "db_password",
+                 "AWS_REGION"):
+        run = t.corral(["run", "--json", "--env", name + "=v", "--",
+                        "true"])
+        eq(t.result(run).get("status"), "ok", "status with --env " + name)
+        contains(run.err.decode(), "--env %s looks like a secret" % name,
+                 "warning for " + name)
+    run = t.corral(["run", "--json", "--env", "LANG=C", "--", "true"])
+    not_contains(run.err.decode(), "looks like a secret", "no warning")

@@ -75,6 +75,9 @@ static struct cr_verdict dead_or_outside(struct cr_run *run,
 
 static void relay_info(siginfo_t *si, int sig, pid_t sender)
 {
+	/* sender is the caller's process; a failed lookup leaves it 0. */
+	if (sender < 0)
+		sender = 0;
 	memset(si, 0, sizeof(*si));
 	si->si_signo = sig;
 	si->si_code = SI_QUEUE;
