@@ -1,7 +1,7 @@
-"""The kernel surface and same-user isolation: the syscall profile, refused
-families, foreign ABIs, signals and pid-naming calls outside the run, host
-IPC, socket families, diagnosable denials; and the known-good workloads that
-must keep working beside them."""
+"""tests/e2e/test_a0_surface.py: the kernel surface and same-user isolation:
+the syscall profile, refused families, foreign ABIs, signals and pid-naming
+calls outside the run, host IPC, socket families, diagnosable denials; and
+the known-good workloads that must keep working beside them."""
 
 import json
 import os
