@@ -13,6 +13,7 @@
 #include "tracer.h"
 #include "fs/fs.h"
 #include "budget.h"
+#include "surface.h"
 
 #define CR_KILL_DEADLINE_MS 10000
 
@@ -121,6 +122,7 @@ void cr_cleanup(struct cr_run *run)
 	 * close its routes, settle its usage. */
 	cr_fs_finish(run);
 	cr_budget_finish(run);		/* tracer/budget.c */
+	cr_surface_finish(run);
 
 	/* 3. Stop capture. */
 	drain(run, &run->out);

@@ -152,6 +152,17 @@ static cJSON *build(struct cr_run *run, int code)
 	cJSON_AddStringToObject(r, "policy_version",
 				cfg->policy ? cfg->policy->version : "");
 	cJSON_AddStringToObject(r, "class", cfg->cls ? cfg->cls->name : "");
+	if (cfg->cls && cfg->cls->profile) {
+		cJSON *sp = cJSON_AddObjectToObject(r, "syscall_profile");
+
+		if (sp) {
+			cJSON_AddStringToObject(sp, "name", cfg->cls->profile->name);
+			cJSON_AddStringToObject(sp, "version",
+						cfg->cls->profile->version);
+		}
+	} else {
+		cJSON_AddNullToObject(r, "syscall_profile");
+	}
 	cJSON_AddStringToObject(r, "status", cr_status_name(run->status));
 	if (run->limit)
 		cJSON_AddStringToObject(r, "limit", run->limit);
@@ -219,6 +230,13 @@ static cJSON *build(struct cr_run *run, int code)
 			cJSON_AddNullToObject(o, "target");
 		cJSON_AddStringToObject(o, "layer", dn->layer);
 		cJSON_AddStringToObject(o, "reason", dn->reason ? dn->reason : "");
+		add_u64(o, "count", dn->count ? dn->count : 1);
+		if (dn->nstack) {
+			cJSON *sk = cJSON_AddArrayToObject(o, "stack");
+
+			for (size_t k = 0; sk && k < dn->nstack; k++)
+				cJSON_AddItemToArray(sk, cJSON_CreateString(dn->stack[k]));
+		}
 		cJSON_AddItemToArray(d, o);
 	}
 	add_u64(r, "denials_dropped", run->denials_dropped);
