@@ -55,7 +55,10 @@ struct cr_test {
 	X(request_narrows)		\
 	X(task_ids)			\
 	X(netdest_good)			\
-	X(netdest_bad)
+	X(netdest_bad)			\
+	X(netmatch_parse)		\
+	X(netmatch_closed)		\
+	X(netmatch_allow)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);
