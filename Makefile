@@ -26,7 +26,7 @@ LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now $(LDFLAGS) $(EXTRA_LDFLAGS)
 LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
 POLICY_SRC := $(sort $(wildcard policy/*.c))
-TRACER_SRC := $(sort $(wildcard tracer/*.c tracer/handlers/*.c))
+TRACER_SRC := $(sort $(wildcard tracer/*.c tracer/handlers/*.c tracer/net/*.c))
 LIB_OBJ    := $(POLICY_SRC:%.c=$(BUILD)/%.o) $(BUILD)/policy/default_policy.o
 TRACER_OBJ := $(TRACER_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC   := $(sort $(wildcard tests/unit/*.c))
@@ -36,7 +36,7 @@ PROGS      := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
 .PHONY: all deps demo check check-unit check-e2e asan install clean fuzz bench
 all: $(BUILD)/corral $(BUILD)/tests/unit/run-unit $(PROGS)
 
-$(BUILD)/%.o: %.c $(wildcard include/corral/*.h) $(wildcard tracer/*.def tracer/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/corral/*.h) $(wildcard tracer/*.def tracer/*.h tracer/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 

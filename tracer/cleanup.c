@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "tracer.h"
+#include "net/net.h"
 
 #define CR_KILL_DEADLINE_MS 10000
 

@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "tracer.h"
+#include "net/net.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -159,6 +160,8 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 			run->by_nr[nr] = &cr_syscalls[i];
 	}
 	/* Area set-up (one line each), before the child exists. */
+	if ((rc = cr_net_setup(run)))
+		return rc;
 	return 0;
 }
 

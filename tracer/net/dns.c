@@ -1,0 +1,547 @@
+/* tracer/net/dns.c: the in-process DNS responder: the program's queries to
+ * any port-53 address arrive here; allowed names are asked of the upstream
+ * resolver, the rest get NXDOMAIN and never leave; answers are checked for
+ * closed addresses (rebinding) and teach the allow decision. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "net.h"
+
+#define DNS_MAX 1232		/* largest message handled (EDNS safe size) */
+#define DNS_TIMEOUT_MS 5000
+#define DNS_TTL_MAX 300
+
+enum { RC_OK = 0, RC_FORMERR = 1, RC_SERVFAIL = 2, RC_NXDOMAIN = 3,
+       RC_NOTIMP = 4, RC_REFUSED = 5 };
+enum { T_A = 1, T_AAAA = 28 };
+
+struct cr_net_dnsq {
+	bool used;
+	uint16_t id;		/* ours, towards the upstream */
+	uint16_t orig_id;	/* the program's */
+	bool rd;
+	int idx;		/* which responder answers */
+	union cr_sockaddr client;
+	socklen_t clen;
+	uint8_t question[260];	/* as the program wrote it */
+	size_t qlen;
+	char name[CR_NET_NAME_MAX];
+	uint16_t qtype;
+	uint64_t since_ms;
+};
+
+/* One parsed question. The name is decoded to lower-case dotted text;
+ * only letters, digits, '-' and '_' are accepted in labels, so a name that
+ * could not be on the allow list is never forwarded. */
+struct question {
+	uint16_t id, qtype, qclass;
+	bool rd;
+	char name[CR_NET_NAME_MAX];
+	size_t end;		/* offset just past the question */
+};
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* Bounded parse of the program's query: header, exactly one question, no
+ * compression. Returns an rcode (RC_OK when q is filled). */
+static int parse_query(const uint8_t *m, size_t len, struct question *q)
+{
+	size_t off = 12, nl = 0;
+
+	memset(q, 0, sizeof(*q));
+	if (len < 12)
+		return -1;	/* too short to answer at all */
+	q->id = get16(m);
+	q->rd = m[2] & 1;
+	if (m[2] & 0x80)
+		return -1;	/* a response: ignore */
+	if ((m[2] >> 3) & 0xf)
+		return RC_NOTIMP;
+	if (get16(m + 4) != 1 || get16(m + 6) || get16(m + 8))
+		return RC_FORMERR;
+	for (;;) {
+		uint8_t l;
+
+		if (off >= len)
+			return RC_FORMERR;
+		l = m[off++];
+		if (!l)
+			break;
+		if (l > 63 || off + l > len || nl + l + 1 >= sizeof(q->name))
+			return RC_FORMERR;
+		if (nl)
+			q->name[nl++] = '.';
+		for (uint8_t i = 0; i < l; i++) {
+			uint8_t c = m[off + i];
+
+			if (c >= 'A' && c <= 'Z')
+				c = (uint8_t)(c - 'A' + 'a');
+			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			      c == '-' || c == '_'))
+				return RC_NXDOMAIN;
+			q->name[nl++] = (char)c;
+		}
+		off += l;
+	}
+	q->name[nl] = '\0';
+	if (off + 4 > len)
+		return RC_FORMERR;
+	q->qtype = get16(m + off);
+	q->qclass = get16(m + off + 2);
+	q->end = off + 4;
+	if (q->qclass != 1)
+		return RC_REFUSED;
+	return RC_OK;
+}
+
+/* Answer with our own message: the question as asked, then only A/AAAA
+ * records we chose (owner: a pointer to the question name). */
+static size_t build_answer(uint8_t *out, uint16_t id, bool rd,
+			   const uint8_t *question, size_t qlen, int rcode,
+			   uint16_t qtype, const uint8_t (*addrs)[16],
+			   size_t naddrs, uint32_t ttl)
+{
+	size_t off = 12, alen = qtype == T_A ? 4 : 16;
+
+	memset(out, 0, 12);
+	put16(out, id);
+	out[2] = (uint8_t)(0x80 | (rd ? 1 : 0));
+	out[3] = (uint8_t)(0x80 | (rcode & 0xf));
+	put16(out + 4, qlen ? 1 : 0);
+	put16(out + 6, (uint16_t)naddrs);
+	memcpy(out + off, question, qlen);
+	off += qlen;
+	for (size_t i = 0; i < naddrs && off + 12 + alen <= DNS_MAX; i++) {
+		put16(out + off, 0xc00c);
+		put16(out + off + 2, qtype);
+		put16(out + off + 4, 1);
+		put16(out + off + 6, (uint16_t)(ttl >> 16));
+		put16(out + off + 8, (uint16_t)ttl);
+		put16(out + off + 10, (uint16_t)alen);
+		memcpy(out + off + 12, addrs[i], alen);
+		off += 12 + alen;
+	}
+	return off;
+}
+
+static void reply(struct cr_run *run, int idx, const union cr_sockaddr *to,
+		  socklen_t tolen, const uint8_t *msg, size_t len)
+{
+	/* Datagrams: a full socket buffer loses the answer and the client
+	 * asks again, as with any DNS server. */
+	sendto(run->net->dfd[idx], msg, len, MSG_DONTWAIT, &to->sa, tolen);
+}
+
+static bool known_client(const struct cr_netstate *ns,
+			 const union cr_sockaddr *a)
+{
+	for (size_t i = 0; i < ns->nclients; i++) {
+		const union cr_sockaddr *c = &ns->clients[i];
+
+		if (c->sa.sa_family != a->sa.sa_family)
+			continue;
+		if (a->sa.sa_family == AF_INET &&
+		    c->in4.sin_port == a->in4.sin_port &&
+		    c->in4.sin_addr.s_addr == a->in4.sin_addr.s_addr)
+			return true;
+		if (a->sa.sa_family == AF_INET6 &&
+		    c->in6.sin6_port == a->in6.sin6_port &&
+		    !memcmp(&c->in6.sin6_addr, &a->in6.sin6_addr, 16))
+			return true;
+	}
+	return false;
+}
+
+int cr_dns_client(struct cr_netstate *ns, const union cr_sockaddr *local)
+{
+	if (known_client(ns, local))
+		return 0;
+	if (!ns->clients) {
+		ns->clients = calloc(CR_NET_MAX_DNS_CLIENTS, sizeof(*ns->clients));
+		if (!ns->clients)
+			return -ENOMEM;
+	}
+	if (ns->nclients == CR_NET_MAX_DNS_CLIENTS) {
+		/* Forget the oldest half: a long-lived client re-registers
+		 * with its next send. */
+		memmove(ns->clients, ns->clients + CR_NET_MAX_DNS_CLIENTS / 2,
+			(CR_NET_MAX_DNS_CLIENTS / 2) * sizeof(*ns->clients));
+		ns->nclients = CR_NET_MAX_DNS_CLIENTS / 2;
+	}
+	ns->clients[ns->nclients++] = *local;
+	return 0;
+}
+
+static struct cr_net_dnsq *slot_for(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_dnsq *oldest = &ns->dnsq[0];
+	uint64_t now = cr_run_ms(run);
+
+	for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++) {
+		struct cr_net_dnsq *s = &ns->dnsq[i];
+
+		if (s->used && now - s->since_ms > DNS_TIMEOUT_MS)
+			s->used = false;	/* the client has given up */
+		if (!s->used)
+			return s;
+		if (s->since_ms < oldest->since_ms)
+			oldest = s;
+	}
+	oldest->used = false;
+	return oldest;
+}
+
+static void on_query(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_netstate *ns = run->net;
+	int idx = (int)(intptr_t)arg;
+
+	for (;;) {
+		uint8_t m[DNS_MAX], out[DNS_MAX];
+		union cr_sockaddr from;
+		socklen_t fl = sizeof(from);
+		struct question q;
+		ssize_t len = recvfrom(ns->dfd[idx], m, sizeof(m), MSG_DONTWAIT,
+				       &from.sa, &fl);
+		int rc;
+
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len < 0)
+			return;
+		/* Only sockets the program sent through our handlers may ask:
+		 * the responder is no open resolver for the rest of the host. */
+		if (!known_client(ns, &from))
+			continue;
+		rc = parse_query(m, (size_t)len, &q);
+		if (rc < 0)
+			continue;
+		if (rc == RC_OK && !cr_netrules_allow_name(ns->rules, ns->nrules,
+							   q.name)) {
+			cr_deny(run, 0, "dns", q.name, "net",
+				"the name is not on the allow list (answered NXDOMAIN, never forwarded)");
+			rc = RC_NXDOMAIN;
+		}
+		if (rc == RC_OK && q.qtype != T_A && q.qtype != T_AAAA) {
+			/* Only addresses are served: an empty answer. */
+			len = (ssize_t)build_answer(out, q.id, q.rd, m + 12,
+						    q.end - 12, RC_OK, q.qtype,
+						    NULL, 0, 0);
+			reply(run, idx, &from, fl, out, (size_t)len);
+			continue;
+		}
+		if (rc == RC_OK && !ns->have_upstream)
+			rc = RC_SERVFAIL;
+		if (rc != RC_OK) {
+			len = (ssize_t)build_answer(out, q.id, q.rd, m + 12,
+						    q.end > 12 ? q.end - 12 : 0,
+						    rc, 0, NULL, 0, 0);
+			reply(run, idx, &from, fl, out, (size_t)len);
+			continue;
+		}
+		{
+			struct cr_net_dnsq *s = slot_for(run);
+			uint8_t fwd[12 + sizeof(s->question)];
+
+			if (q.end - 12 > sizeof(s->question))
+				continue;
+			memset(s, 0, sizeof(*s));
+			s->used = true;
+			s->id = ++ns->next_id;
+			s->orig_id = q.id;
+			s->rd = q.rd;
+			s->idx = idx;
+			s->client = from;
+			s->clen = fl;
+			s->qlen = q.end - 12;
+			memcpy(s->question, m + 12, s->qlen);
+			snprintf(s->name, sizeof(s->name), "%s", q.name);
+			s->qtype = q.qtype;
+			s->since_ms = cr_run_ms(run);
+			/* A fresh query of our own: only the allowed name,
+			 * no program-chosen flags or extra records. */
+			memset(fwd, 0, 12);
+			put16(fwd, s->id);
+			fwd[2] = 1;	/* RD */
+			put16(fwd + 4, 1);
+			memcpy(fwd + 12, s->question, s->qlen);
+			if (send(ns->upfd, fwd, 12 + s->qlen, MSG_DONTWAIT) < 0)
+				s->used = false;
+		}
+	}
+}
+
+/* Byte-wise, ASCII case folded: an upstream may randomise the case of the
+ * name it echoes (0x20 encoding). */
+static bool same_question(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t x = a[i], y = b[i];
+
+		if (x >= 'A' && x <= 'Z')
+			x = (uint8_t)(x - 'A' + 'a');
+		if (y >= 'A' && y <= 'Z')
+			y = (uint8_t)(y - 'A' + 'a');
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
+/* Skip a possibly compressed name; returns the offset after it or 0. */
+static size_t skip_name(const uint8_t *m, size_t len, size_t off)
+{
+	for (int hops = 0; hops < 128; hops++) {
+		uint8_t l;
+
+		if (off >= len)
+			return 0;
+		l = m[off];
+		if (!l)
+			return off + 1;
+		if ((l & 0xc0) == 0xc0)
+			return off + 2 <= len ? off + 2 : 0;
+		if (l > 63)
+			return 0;
+		off += 1u + l;
+	}
+	return 0;
+}
+
+static void on_upstream(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_netstate *ns = run->net;
+
+	for (;;) {
+		uint8_t m[4096], out[DNS_MAX];
+		uint8_t addrs[16][16];
+		size_t naddrs = 0, off;
+		ssize_t len = recv(ns->upfd, m, sizeof(m), MSG_DONTWAIT);
+		struct cr_net_dnsq *s = NULL;
+		uint16_t an;
+		uint32_t ttl = DNS_TTL_MAX;
+		int rcode;
+		size_t alen;
+
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len < 0)
+			return;
+		if (len < 12 || !(m[2] & 0x80))
+			continue;
+		for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++)
+			if (ns->dnsq[i].used && ns->dnsq[i].id == get16(m))
+				s = &ns->dnsq[i];
+		if (!s)
+			continue;
+		/* The answer must be to the very question we asked. */
+		off = 12 + s->qlen;
+		if (get16(m + 4) != 1 || (size_t)len < off ||
+		    !same_question(m + 12, s->question, s->qlen))
+			continue;
+		rcode = m[3] & 0xf;
+		an = get16(m + 6);
+		alen = s->qtype == T_A ? 4 : 16;
+		for (uint16_t i = 0; rcode == RC_OK && i < an; i++) {
+			uint16_t type, rdlen;
+			uint32_t t;
+
+			off = skip_name(m, (size_t)len, off);
+			if (!off || off + 10 > (size_t)len)
+				break;
+			type = get16(m + off);
+			t = (uint32_t)get16(m + off + 4) << 16 | get16(m + off + 6);
+			rdlen = get16(m + off + 8);
+			off += 10;
+			if (off + rdlen > (size_t)len)
+				break;
+			if (type == s->qtype && rdlen == alen &&
+			    get16(m + off - 8) == 1 && naddrs < 16) {
+				int fam = alen == 4 ? AF_INET : AF_INET6;
+				const char *why = cr_net_addr_closed(fam, m + off);
+
+				if (why) {
+					char t2[300];
+
+					snprintf(t2, sizeof(t2),
+						 "the name resolves to %s: refused (DNS rebinding)",
+						 why);
+					cr_deny(run, 0, "dns", s->name, "net", t2);
+				} else {
+					memset(addrs[naddrs], 0, 16);
+					memcpy(addrs[naddrs], m + off, alen);
+					naddrs++;
+					if (t < ttl)
+						ttl = t;
+				}
+			}
+			off += rdlen;
+		}
+		if (rcode == RC_OK && an && !naddrs)
+			rcode = RC_REFUSED;	/* everything was closed */
+		for (size_t i = 0; i < naddrs; i++)
+			cr_net_learn(ns, alen == 4 ? AF_INET : AF_INET6,
+				     addrs[i], s->name);
+		len = (ssize_t)build_answer(out, s->orig_id, s->rd, s->question,
+					    s->qlen, rcode, s->qtype,
+					    (const uint8_t (*)[16])addrs,
+					    naddrs, ttl);
+		reply(run, s->idx, &s->client, s->clen, out, (size_t)len);
+		s->used = false;
+	}
+}
+
+/* The upstream: CORRAL_DNS_UPSTREAM (IP:PORT or [IPv6]:PORT, set by the
+ * operator, never by the program) or the first nameserver of
+ * /etc/resolv.conf on port 53. */
+static int find_upstream(struct cr_netstate *ns)
+{
+	const char *env = getenv("CORRAL_DNS_UPSTREAM");
+	char host[INET6_ADDRSTRLEN + 1] = "";
+	unsigned port = 53;
+
+	if (env && *env) {
+		const char *colon = strrchr(env, ':');
+		size_t hl;
+
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - env);
+		if (env[0] == '[' && hl >= 2 && env[hl - 1] == ']') {
+			env++;
+			hl -= 2;
+		}
+		if (hl >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, env, hl);
+		host[hl] = '\0';
+		port = (unsigned)strtoul(colon + 1, NULL, 10);
+		if (!port || port > 65535)
+			return -EINVAL;
+	} else {
+		FILE *f = fopen("/etc/resolv.conf", "re");
+		char line[512];
+
+		if (!f)
+			return 0;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, " nameserver %46s", host) == 1)
+				break;
+		fclose(f);
+		if (!host[0])
+			return 0;
+	}
+	memset(&ns->upstream, 0, sizeof(ns->upstream));
+	if (inet_pton(AF_INET, host, &ns->upstream.in4.sin_addr) == 1) {
+		ns->upstream.in4.sin_family = AF_INET;
+		ns->upstream.in4.sin_port = htons((uint16_t)port);
+		ns->uplen = sizeof(ns->upstream.in4);
+	} else if (inet_pton(AF_INET6, host, &ns->upstream.in6.sin6_addr) == 1) {
+		ns->upstream.in6.sin6_family = AF_INET6;
+		ns->upstream.in6.sin6_port = htons((uint16_t)port);
+		ns->uplen = sizeof(ns->upstream.in6);
+	} else {
+		return env && *env ? -EINVAL : 0;
+	}
+	ns->have_upstream = true;
+	return 0;
+}
+
+static int responder(struct cr_run *run, int idx)
+{
+	struct cr_netstate *ns = run->net;
+	union cr_sockaddr a = { 0 };
+	socklen_t al;
+	int fd, one = 1;
+
+	if (idx) {
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_addr = in6addr_loopback;
+		al = sizeof(a.in6);
+	} else {
+		a.in4.sin_family = AF_INET;
+		a.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		al = sizeof(a.in4);
+	}
+	fd = socket(idx ? AF_INET6 : AF_INET,
+		    SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (idx)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, &a.sa, al) < 0 ||
+	    getsockname(fd, &ns->daddr[idx].sa, &al) < 0 ||
+	    !cr_loop_watch(run, fd, EPOLLIN, on_query, (void *)(intptr_t)idx)) {
+		int e = errno ? errno : ENOMEM;
+
+		close(fd);
+		return -e;
+	}
+	ns->dfd[idx] = fd;
+	return 0;
+}
+
+int cr_dns_setup(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+	int rc;
+
+	ns->dnsq = calloc(CR_NET_MAX_DNS_INFLIGHT, sizeof(*ns->dnsq));
+	if (!ns->dnsq)
+		return -ENOMEM;
+	rc = find_upstream(ns);
+	if (rc) {
+		snprintf(run->message, sizeof(run->message),
+			 "CORRAL_DNS_UPSTREAM must be IP:PORT or [IPv6]:PORT");
+		return rc;
+	}
+	rc = responder(run, 0);
+	if (rc)
+		return rc;
+	responder(run, 1);
+	if (ns->have_upstream) {
+		ns->upfd = socket(ns->upstream.sa.sa_family,
+				  SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		/* connect: replies from anywhere but the upstream are
+		 * dropped by the kernel. */
+		if (ns->upfd < 0 ||
+		    connect(ns->upfd, &ns->upstream.sa, ns->uplen) < 0 ||
+		    !cr_loop_watch(run, ns->upfd, EPOLLIN, on_upstream, NULL))
+			ns->have_upstream = false;	/* SERVFAIL to all */
+	}
+	return 0;
+}
+
+void cr_dns_finish(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+
+	for (int i = 0; i < 2; i++) {
+		if (ns->dfd[i] >= 0)
+			close(ns->dfd[i]);
+		if (ns->tfd[i] >= 0)
+			close(ns->tfd[i]);
+		ns->dfd[i] = ns->tfd[i] = -1;
+	}
+	if (ns->upfd >= 0)
+		close(ns->upfd);
+	ns->upfd = -1;
+	free(ns->dnsq);
+	free(ns->clients);
+	ns->dnsq = NULL;
+	ns->clients = NULL;
+}

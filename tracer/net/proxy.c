@@ -1,0 +1,399 @@
+/* tracer/net/proxy.c: the in-process proxy: loopback listeners the program's
+ * allowed connects are redirected to, upstream connects made without
+ * blocking, splice relays, and the net-bytes / net-conn-time budgets. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+
+#include "net.h"
+
+#define RELAY_CHUNK (256 * 1024)
+
+/* Where one accepted connection must go, recorded by the connect handler
+ * under the program socket's local address (unique while it is open). */
+struct cr_net_pending {
+	union cr_sockaddr local;	/* the program socket's own address */
+	union cr_sockaddr dest;		/* what it asked for, as decided */
+	socklen_t destlen;
+	uint64_t ino;
+	uint64_t since_ms;
+};
+
+struct cr_net_side {
+	struct cr_net_conn *c;
+	int i;			/* 0: program side, 1: upstream */
+};
+
+struct cr_net_conn {
+	struct cr_net_conn *next;
+	int fd[2];		/* owned: accepted program side, upstream */
+	struct cr_watch *w[2];	/* borrowed from the loop */
+	uint32_t ev[2];
+	struct cr_net_side side[2];
+	int pipe[2][2];		/* owned: pipe[d] carries fd[d] -> fd[!d] */
+	size_t inpipe[2];
+	bool eof[2];
+	bool connecting;	/* the upstream connect is in progress */
+	int tfd;		/* owned: net-conn-time timer */
+	struct cr_watch *tw;
+	uint64_t ino;		/* the program socket, for getpeername */
+	char dest[80];		/* for messages */
+};
+
+static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
+{
+	struct cr_netstate *ns = run->net;
+
+	for (struct cr_net_conn **pp = &ns->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	ns->nconns--;
+	/* Unwatched before the memory goes: a later event of the same batch
+	 * sees a dead watch and never reaches this freed connection. */
+	for (int i = 0; i < 2; i++) {
+		cr_loop_unwatch(run, c->w[i]);
+		if (c->fd[i] >= 0) {
+			if (reset && i == 0) {
+				struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+				setsockopt(c->fd[i], SOL_SOCKET, SO_LINGER, &l,
+					   sizeof(l));
+			}
+			close(c->fd[i]);
+		}
+		for (int j = 0; j < 2; j++)
+			if (c->pipe[i][j] >= 0)
+				close(c->pipe[i][j]);
+	}
+	cr_loop_unwatch(run, c->tw);
+	if (c->tfd >= 0)
+		close(c->tfd);
+	cr_net_peer_drop(ns, c->ino);
+	free(c);
+}
+
+enum pump_rc { PUMP_OK, PUMP_ERR, PUMP_BREACH };
+
+/* Move what can move from fd[d] to fd[!d] without blocking. Bytes are
+ * counted as they leave the source; at most one byte past the budget is
+ * read (that is how a breach is seen), and it is never forwarded. */
+static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
+			 bool *progress)
+{
+	uint64_t lim = run->cfg->limits.v[CR_LIM_NET_BYTES];
+
+	for (;;) {
+		ssize_t n;
+		size_t want = RELAY_CHUNK;
+		uint64_t used = run->usage.net_bytes;
+
+		if (c->inpipe[d]) {
+			n = splice(c->pipe[d][0], NULL, c->fd[!d], NULL,
+				   c->inpipe[d], SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return errno == EAGAIN ? PUMP_OK : PUMP_ERR;
+			c->inpipe[d] -= (size_t)n;
+			*progress = true;
+			continue;
+		}
+		if (c->eof[d] || c->connecting)
+			return PUMP_OK;
+		if (used >= lim)
+			want = 1;
+		else if (lim - used < want)
+			want = (size_t)(lim - used) + 1;
+		n = splice(c->fd[d], NULL, c->pipe[d][1], NULL, want,
+			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? PUMP_OK : PUMP_ERR;
+		*progress = true;
+		if (n == 0) {
+			c->eof[d] = true;
+			shutdown(c->fd[!d], SHUT_WR);
+			return PUMP_OK;
+		}
+		run->usage.net_bytes += (uint64_t)n;
+		c->inpipe[d] += (size_t)n;
+		if (run->usage.net_bytes > lim) {
+			char b[32];
+
+			cr_limit_format(CR_LIM_NET_BYTES, lim, b, sizeof(b));
+			cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "net-bytes",
+				   "the network byte budget (%s) was spent", b);
+			return PUMP_BREACH;
+		}
+	}
+}
+
+static void update(struct cr_run *run, struct cr_net_conn *c)
+{
+	for (int x = 0; x < 2; x++) {
+		uint32_t ev = 0;
+
+		if (!c->eof[x] && !c->inpipe[x] && !c->connecting)
+			ev |= EPOLLIN;
+		if (c->inpipe[!x] || (x == 1 && c->connecting))
+			ev |= EPOLLOUT;
+		if (ev != c->ev[x] && cr_loop_modify(run, c->w[x], ev) == 0)
+			c->ev[x] = ev;
+	}
+}
+
+static void on_side(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_side *s = arg;
+	struct cr_net_conn *c = s->c;
+	bool progress = false;
+
+	if (c->connecting && s->i == 1) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return;
+		if (getsockopt(c->fd[1], SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+			err = errno;
+		if (err) {
+			/* The program sees the upstream's refusal as a
+			 * reset of its own connection. */
+			conn_close(run, c, true);
+			return;
+		}
+		c->connecting = false;
+		progress = true;
+	}
+	for (int d = 0; d < 2; d++) {
+		enum pump_rc rc = pump(run, c, d, &progress);
+
+		if (rc == PUMP_BREACH) {
+			conn_close(run, c, true);
+			return;
+		}
+		if (rc == PUMP_ERR) {
+			conn_close(run, c, true);
+			return;
+		}
+	}
+	if ((c->eof[0] && c->eof[1] && !c->inpipe[0] && !c->inpipe[1]) ||
+	    ((events & (EPOLLERR | EPOLLHUP)) && !progress)) {
+		conn_close(run, c, false);
+		return;
+	}
+	update(run, c);
+}
+
+static void on_conn_timer(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_conn *c = arg;
+	char b[32];
+
+	cr_limit_format(CR_LIM_NET_CONN_TIME,
+			run->cfg->limits.v[CR_LIM_NET_CONN_TIME], b, sizeof(b));
+	cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "net-conn-time",
+		   "a connection to %s stayed open longer than %s", c->dest, b);
+	conn_close(run, c, true);
+}
+
+static bool same_local(const union cr_sockaddr *a, const union cr_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET)
+		return a->in4.sin_port == b->in4.sin_port &&
+		       a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr;
+	return a->in6.sin6_port == b->in6.sin6_port &&
+	       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+}
+
+static void start_conn(struct cr_run *run, int fd,
+		       const struct cr_net_pending *p)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_conn *c = calloc(1, sizeof(*c));
+	uint64_t ms = run->cfg->limits.v[CR_LIM_NET_CONN_TIME];
+	struct itimerspec its = {
+		.it_value.tv_sec = (time_t)(ms / 1000),
+		.it_value.tv_nsec = (long)(ms % 1000) * 1000000L,
+	};
+	int rc;
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd[0] = fd;
+	c->fd[1] = c->tfd = -1;
+	for (int i = 0; i < 2; i++) {
+		c->pipe[i][0] = c->pipe[i][1] = -1;
+		c->side[i] = (struct cr_net_side){ c, i };
+	}
+	c->ino = p->ino;
+	cr_net_addr_text(&p->dest, p->destlen, c->dest, sizeof(c->dest));
+	c->next = ns->conns;
+	ns->conns = c;
+	ns->nconns++;
+	for (int i = 0; i < 2; i++) {
+		if (pipe2(c->pipe[i], O_NONBLOCK | O_CLOEXEC) < 0)
+			goto fail;
+		/* A larger pipe moves more per splice; the default is kept
+		 * when the user's pipe quota says no. */
+		fcntl(c->pipe[i][0], F_SETPIPE_SZ, RELAY_CHUNK);
+	}
+	c->fd[1] = socket(p->dest.sa.sa_family,
+			  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd[1] < 0)
+		goto fail;
+	/* Never a blocking call on the loop: the upstream connect runs in
+	 * the background and its end is seen as EPOLLOUT. */
+	rc = connect(c->fd[1], &p->dest.sa, p->destlen);
+	if (rc < 0 && errno != EINPROGRESS)
+		goto fail;
+	c->connecting = rc < 0;
+	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->tfd < 0 || timerfd_settime(c->tfd, 0, &its, NULL) < 0)
+		goto fail;
+	c->ev[0] = c->connecting ? 0 : EPOLLIN;
+	c->ev[1] = c->connecting ? EPOLLOUT : EPOLLIN;
+	c->w[0] = cr_loop_watch(run, c->fd[0], c->ev[0], on_side, &c->side[0]);
+	c->w[1] = cr_loop_watch(run, c->fd[1], c->ev[1], on_side, &c->side[1]);
+	c->tw = cr_loop_watch(run, c->tfd, EPOLLIN, on_conn_timer, c);
+	if (!c->w[0] || !c->w[1] || !c->tw)
+		goto fail;
+	return;
+fail:
+	conn_close(run, c, true);
+}
+
+static void on_accept(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_netstate *ns = run->net;
+	int idx = (int)(intptr_t)arg;
+
+	for (;;) {
+		union cr_sockaddr peer;
+		socklen_t pl = sizeof(peer);
+		int fd = accept4(ns->lfd[idx], &peer.sa, &pl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		size_t i;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;	/* EAGAIN, or EMFILE: the program's connect
+				 * then sees its peer never answer */
+		}
+		/* Only connections the connect handler announced are
+		 * served: anything else on the host that finds this port
+		 * gets nothing through it. */
+		for (i = 0; i < ns->npending; i++)
+			if (same_local(&ns->pending[i].local, &peer))
+				break;
+		if (i == ns->npending) {
+			close(fd);
+			continue;
+		}
+		{
+			struct cr_net_pending p = ns->pending[i];
+
+			ns->pending[i] = ns->pending[--ns->npending];
+			start_conn(run, fd, &p);
+		}
+	}
+}
+
+int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
+		    socklen_t destlen, uint64_t ino)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_pending *p;
+	socklen_t ll = sizeof(p->local);
+
+	if (ns->npending >= CR_NET_MAX_PENDING)
+		return -EAGAIN;
+	p = &ns->pending[ns->npending];
+	memset(p, 0, sizeof(*p));
+	if (getsockname(dup, &p->local.sa, &ll) < 0)
+		return -errno;
+	p->dest = *dest;
+	p->destlen = destlen;
+	p->ino = ino;
+	p->since_ms = cr_run_ms(run);
+	ns->npending++;
+	return 0;
+}
+
+static int listen_on(struct cr_run *run, int idx)
+{
+	struct cr_netstate *ns = run->net;
+	int family = idx ? AF_INET6 : AF_INET;
+	union cr_sockaddr a = { 0 };
+	socklen_t al;
+	int fd, one = 1;
+
+	if (idx) {
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_addr = in6addr_loopback;
+		al = sizeof(a.in6);
+	} else {
+		a.in4.sin_family = AF_INET;
+		a.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		al = sizeof(a.in4);
+	}
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (idx)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, &a.sa, al) < 0 || listen(fd, 4096) < 0 ||
+	    getsockname(fd, &ns->laddr[idx].sa, &al) < 0 ||
+	    !cr_loop_watch(run, fd, EPOLLIN, on_accept, (void *)(intptr_t)idx)) {
+		int e = errno ? errno : ENOMEM;
+
+		close(fd);
+		return -e;
+	}
+	ns->lfd[idx] = fd;
+	return 0;
+}
+
+int cr_proxy_setup(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+	int rc;
+
+	ns->pending = calloc(CR_NET_MAX_PENDING, sizeof(*ns->pending));
+	if (!ns->pending)
+		return -ENOMEM;
+	rc = listen_on(run, 0);
+	if (rc)
+		return rc;
+	/* A host without IPv6 loopback still runs; v6 connects are then
+	 * refused. */
+	listen_on(run, 1);
+	return 0;
+}
+
+void cr_proxy_finish(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+
+	while (ns->conns)
+		conn_close(run, ns->conns, true);
+	for (int i = 0; i < 2; i++)
+		if (ns->lfd[i] >= 0) {
+			close(ns->lfd[i]);
+			ns->lfd[i] = -1;
+		}
+	free(ns->pending);
+	ns->pending = NULL;
+}
