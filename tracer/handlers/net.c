@@ -227,7 +227,8 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 
 		if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
 			close(fd);
-			return -ECONNREFUSED;
+			/* A symlink is never followed: it could lead out. */
+			return S_ISLNK(st.st_mode) ? -EXDEV : -ECONNREFUSED;
 		}
 	}
 	snprintf(out, outlen, "/proc/self/fd/%d", fd);
