@@ -683,12 +683,28 @@ u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try_("abstract-connect", lambda: u.connect("\0corral-test"))
 u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try_("autobind-listen", lambda: u.listen(1))
+# A listener that never accepts: the supervisor must not wait on it.
+full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+full.bind("full.sock")
+full.listen(0)
+held = []
+for i in range(3):
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    held.append(u)
+    try:
+        u.connect("full.sock")
+    except OSError as e:
+        print("backlog-full", e.errno)
+        break
+print("still answered")
 '''
         run, r = net_run(t, [outside], prog)
         eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
         out = r["stdout"]
         contains(out, "unix-ok\n", "a unix socket inside the workspace")
         contains(out, "passed-fd\n", "SCM_RIGHTS through sendmsg")
+        contains(out, "backlog-full 11\nstill answered",
+                 "a full unix backlog does not stall the supervisor")
         for what in ("outside", "symlink", "dotdot", "abstract-bind",
                      "abstract-connect", "autobind-listen"):
             contains(out, "%s refused 13" % what, what)

@@ -380,6 +380,27 @@ static void dns_register(struct cr_run *run, int dup)
 		cr_dns_client(run->net, &l);
 }
 
+/* A unix stream connect waits while the listener's backlog is full, and
+ * the listener is the program's own: performed non-blocking, so the loop
+ * never waits on it. The flag lives on the shared open file, so it is set
+ * only around the call; a blocking program socket gets EAGAIN where it
+ * would have waited (docs/network.md). */
+static struct cr_verdict unix_connect(int dup, const union cr_sockaddr *t,
+				      socklen_t tl)
+{
+	int fl = fcntl(dup, F_GETFL), rc, err;
+
+	if (fl < 0)
+		return v_err(errno);
+	if (!(fl & O_NONBLOCK) && fcntl(dup, F_SETFL, fl | O_NONBLOCK) < 0)
+		return v_err(errno);
+	rc = connect(dup, &t->sa, tl);
+	err = errno;
+	if (!(fl & O_NONBLOCK))
+		fcntl(dup, F_SETFL, fl);
+	return rc < 0 ? v_err(err) : v_val(rc);
+}
+
 struct cr_verdict cr_h_connect(struct cr_run *run,
 			       const struct cr_syscall_entry *e,
 			       const struct seccomp_notif *n)
@@ -447,7 +468,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	case AF_UNIX:
 		v = unix_target(run, n, e, &a, alen, false, &t, &tl, &hold, &ok);
 		if (ok)
-			v = v_rc(connect(s.dup, &t.sa, tl));
+			v = unix_connect(s.dup, &t, tl);
 		break;
 	case AF_NETLINK:
 		/* Netlink reaches the kernel (the kernel-surface layer decides
