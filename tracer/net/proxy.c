@@ -11,7 +11,8 @@
 
 #include "net.h"
 
-#define RELAY_CHUNK (256 * 1024)
+#define RELAY_CHUNK (1024 * 1024)	/* pipe-max-size's default */
+#define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 /* Where one accepted connection must go, recorded by the connect handler
  * under the program socket's local address (unique while it is open). */
@@ -32,11 +33,12 @@ struct cr_net_conn {
 	struct cr_net_conn *next;
 	int fd[2];		/* owned: accepted program side, upstream */
 	struct cr_watch *w[2];	/* borrowed from the loop */
-	uint32_t ev[2];
 	struct cr_net_side side[2];
 	int pipe[2][2];		/* owned: pipe[d] carries fd[d] -> fd[!d] */
 	size_t inpipe[2];
+	size_t pipesz[2];	/* capacity of pipe[d] */
 	bool eof[2];
+	bool shut[2];		/* fd[!d] was shut for writing */
 	bool connecting;	/* the upstream connect is in progress */
 	int tfd;		/* owned: net-conn-time timer */
 	struct cr_watch *tw;
@@ -80,72 +82,71 @@ static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
 
 enum pump_rc { PUMP_OK, PUMP_ERR, PUMP_BREACH };
 
-/* Move what can move from fd[d] to fd[!d] without blocking. Bytes are
- * counted as they leave the source; at most one byte past the budget is
- * read (that is how a breach is seen), and it is never forwarded. */
+/* Move what can move from fd[d] to fd[!d] without blocking: the pipe is
+ * filled from the source while it has room and drained into the sink while
+ * the sink takes it, until neither moves. Bytes are counted as they leave
+ * the source; at most one byte past the budget is read (that is how a
+ * breach is seen), and it is never forwarded. */
 static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 			 bool *progress)
 {
 	uint64_t lim = run->cfg->limits.v[CR_LIM_NET_BYTES];
 
 	for (;;) {
+		bool moved = false;
 		ssize_t n;
-		size_t want = RELAY_CHUNK;
-		uint64_t used = run->usage.net_bytes;
 
 		if (c->inpipe[d]) {
 			n = splice(c->pipe[d][0], NULL, c->fd[!d], NULL,
 				   c->inpipe[d], SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				return errno == EAGAIN ? PUMP_OK : PUMP_ERR;
-			c->inpipe[d] -= (size_t)n;
-			*progress = true;
-			continue;
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return PUMP_ERR;
+			if (n > 0) {
+				c->inpipe[d] -= (size_t)n;
+				moved = true;
+			}
 		}
-		if (c->eof[d] || c->connecting)
-			return PUMP_OK;
-		if (used >= lim)
-			want = 1;
-		else if (lim - used < want)
-			want = (size_t)(lim - used) + 1;
-		n = splice(c->fd[d], NULL, c->pipe[d][1], NULL, want,
-			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? PUMP_OK : PUMP_ERR;
-		*progress = true;
-		if (n == 0) {
-			c->eof[d] = true;
+		if (!c->eof[d] && !c->connecting && c->inpipe[d] < c->pipesz[d]) {
+			uint64_t used = run->usage.net_bytes;
+			size_t want = c->pipesz[d] - c->inpipe[d];
+
+			if (used >= lim)
+				want = 1;
+			else if (lim - used < want)
+				want = (size_t)(lim - used) + 1;
+			n = splice(c->fd[d], NULL, c->pipe[d][1], NULL, want,
+				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return PUMP_ERR;
+			if (n == 0) {
+				c->eof[d] = true;
+				moved = true;
+			} else if (n > 0) {
+				run->usage.net_bytes += (uint64_t)n;
+				c->inpipe[d] += (size_t)n;
+				moved = true;
+				if (run->usage.net_bytes > lim) {
+					char b[32];
+
+					cr_limit_format(CR_LIM_NET_BYTES, lim, b,
+							sizeof(b));
+					cr_run_end(run, CR_ST_LIMIT_EXCEEDED,
+						   "net-bytes",
+						   "the network byte budget (%s) was spent",
+						   b);
+					return PUMP_BREACH;
+				}
+			}
+		}
+		if (c->eof[d] && !c->inpipe[d] && !c->shut[d]) {
+			/* Everything the source sent has been delivered:
+			 * pass its half-close on. */
 			shutdown(c->fd[!d], SHUT_WR);
+			c->shut[d] = true;
+		}
+		if (!moved)
 			return PUMP_OK;
-		}
-		run->usage.net_bytes += (uint64_t)n;
-		c->inpipe[d] += (size_t)n;
-		if (run->usage.net_bytes > lim) {
-			char b[32];
-
-			cr_limit_format(CR_LIM_NET_BYTES, lim, b, sizeof(b));
-			cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "net-bytes",
-				   "the network byte budget (%s) was spent", b);
-			return PUMP_BREACH;
-		}
-	}
-}
-
-static void update(struct cr_run *run, struct cr_net_conn *c)
-{
-	for (int x = 0; x < 2; x++) {
-		uint32_t ev = 0;
-
-		if (!c->eof[x] && !c->inpipe[x] && !c->connecting)
-			ev |= EPOLLIN;
-		if (c->inpipe[!x] || (x == 1 && c->connecting))
-			ev |= EPOLLOUT;
-		if (ev != c->ev[x] && cr_loop_modify(run, c->w[x], ev) == 0)
-			c->ev[x] = ev;
+		*progress = true;
 	}
 }
 
@@ -189,7 +190,6 @@ static void on_side(struct cr_run *run, uint32_t events, void *arg)
 		conn_close(run, c, false);
 		return;
 	}
-	update(run, c);
 }
 
 static void on_conn_timer(struct cr_run *run, uint32_t events, void *arg)
@@ -248,6 +248,8 @@ static void start_conn(struct cr_run *run, int fd,
 		/* A larger pipe moves more per splice; the default is kept
 		 * when the user's pipe quota says no. */
 		fcntl(c->pipe[i][0], F_SETPIPE_SZ, RELAY_CHUNK);
+		rc = fcntl(c->pipe[i][0], F_GETPIPE_SZ);
+		c->pipesz[i] = rc > 0 ? (size_t)rc : 65536;
 	}
 	c->fd[1] = socket(p->dest.sa.sa_family,
 			  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -262,10 +264,12 @@ static void start_conn(struct cr_run *run, int fd,
 	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (c->tfd < 0 || timerfd_settime(c->tfd, 0, &its, NULL) < 0)
 		goto fail;
-	c->ev[0] = c->connecting ? 0 : EPOLLIN;
-	c->ev[1] = c->connecting ? EPOLLOUT : EPOLLIN;
-	c->w[0] = cr_loop_watch(run, c->fd[0], c->ev[0], on_side, &c->side[0]);
-	c->w[1] = cr_loop_watch(run, c->fd[1], c->ev[1], on_side, &c->side[1]);
+	/* Edge-triggered, registered once: every event pumps both ways
+	 * until nothing moves, and each way stops only on EAGAIN from a
+	 * socket (whose next edge will come) or a full pipe (which means its
+	 * sink said EAGAIN in the same pass). No epoll_ctl per chunk. */
+	c->w[0] = cr_loop_watch(run, c->fd[0], RELAY_EVENTS, on_side, &c->side[0]);
+	c->w[1] = cr_loop_watch(run, c->fd[1], RELAY_EVENTS, on_side, &c->side[1]);
 	c->tw = cr_loop_watch(run, c->tfd, EPOLLIN, on_conn_timer, c);
 	if (!c->w[0] || !c->w[1] || !c->tw)
 		goto fail;
