@@ -481,6 +481,15 @@ try:
     print("rebind connected")
 except OSError as e:
     print("rebind refused", e.errno)
+# The C library's own stub resolver, to whatever /etc/resolv.conf names:
+# corral answers in its place, and as that nameserver.
+for name in ("allowed.test", "secret.attacker.example"):
+    try:
+        ips = sorted({a[4][0] for a in socket.getaddrinfo(
+            name, 443, socket.AF_INET, socket.SOCK_STREAM)})
+        print("gai", name, ",".join(ips))
+    except socket.gaierror as e:
+        print("gai", name, "error")
 ''' % srv.port
         run, r = net_run(
             t, ["allowed.test", "ALLOWED.test", "secret.attacker.example",
@@ -500,6 +509,10 @@ except OSError as e:
            "a name resolving to loopback is refused")
         eq(lines[4], "rebind refused 111",
            "the loopback address is not opened by the name")
+        eq(lines[5], "gai allowed.test 203.0.113.7",
+           "getaddrinfo of an allowed name")
+        eq(lines[6], "gai secret.attacker.example error",
+           "getaddrinfo of a refused name")
         true("secret.attacker.example" not in dns.asked,
              "the upstream never saw the refused name (%r)" % dns.asked)
         true("allowed.test" in dns.asked, "the upstream saw the allowed one")

@@ -344,7 +344,7 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	if (cr_proxy_expect(run, s->dup, a, alen, s->ino) < 0)
 		return v_err(ECONNREFUSED);	/* the proxy will drop it */
 	run->usage.net_connections++;
-	cr_net_peer_set(ns, s->ino, a, alen);
+	cr_net_peer_set(ns, s->ino, a, alen, true);
 	return rc < 0 ? v_err(EINPROGRESS) : v_val(0);
 }
 
@@ -456,7 +456,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 					 inet_len(a.sa.sa_family)));
 			if (v.kind == CR_V_VALUE) {
 				dns_register(run, s.dup);
-				cr_net_peer_set(ns, s.ino, &a, alen);
+				cr_net_peer_set(ns, s.ino, &a, alen, true);
 			}
 		} else {
 			v = deny(run, n, e, &a, alen, "net",
@@ -751,6 +751,10 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		}
 		bind_loopback(s->dup, a->sa.sa_family);
 		dns_register(run, s->dup);
+		/* Answers will say they came from here (recvfrom). A
+		 * connected socket keeps its getpeername answer. */
+		if (!cr_net_peer_get(ns, s->ino, &(socklen_t){ 0 }, true))
+			cr_net_peer_set(ns, s->ino, a, alen, false);
 		m->name = ns->daddr[idx];
 		m->msg.msg_name = &m->name;
 		m->msg.msg_namelen = inet_len(a->sa.sa_family);
@@ -993,7 +997,7 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 		return v_err(-rc);
 	/* The proxy's address is the kernel's truth; the program is told
 	 * the destination it asked for. */
-	a = cr_net_peer_get(run->net, s.ino, &al);
+	a = cr_net_peer_get(run->net, s.ino, &al, true);
 	if (!a) {
 		al = sizeof(real);
 		if (getpeername(s.dup, &real.sa, &al) < 0) {
@@ -1012,4 +1016,91 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 		rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
 	}
 	return rc ? v_err(-rc) : v_val(0);
+}
+
+static bool same_inet(const union cr_sockaddr *a, const union cr_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET)
+		return a->in4.sin_port == b->in4.sin_port &&
+		       a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr;
+	return a->sa.sa_family == AF_INET6 &&
+	       a->in6.sin6_port == b->in6.sin6_port &&
+	       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+}
+
+/*
+ * recvfrom with a source address, on a socket whose DNS queries corral
+ * redirected: the answer is read here and reported as coming from the
+ * nameserver the program asked (stub resolvers, glibc's among them, drop
+ * answers whose source is not the server they queried). Every other
+ * recvfrom is let through: what it returns is the kernel's truth and no
+ * decision depends on memory (REGS stance). A blocking socket with nothing
+ * to read is let through too, and then reports corral's responder.
+ */
+struct cr_verdict cr_h_recvfrom(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	struct cr_netstate *ns = run->net;
+	pid_t pid = (pid_t)n->pid;
+	uint64_t len = n->data.args[2];
+	int flags = (int)n->data.args[3];
+	const union cr_sockaddr *asked;
+	union cr_sockaddr from;
+	socklen_t fl = sizeof(from), al = 0;
+	struct cr_verdict cont = { .kind = CR_V_CONTINUE };
+	struct sock s;
+	void *buf;
+	ssize_t got;
+	int ulen, rc;
+
+	if (!ns || sock_open(run, n, (int)n->data.args[0], &s))
+		return cont;
+	asked = cr_net_peer_get(ns, s.ino, &al, false);
+	if (!asked || s.type != SOCK_DGRAM || len > DGRAM_CAP) {
+		sock_close(&s);
+		return cont;
+	}
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		sock_close(&s);
+		return cont;
+	}
+	got = recvfrom(s.dup, buf, len, flags | MSG_DONTWAIT, &from.sa, &fl);
+	rc = errno;
+	if (got < 0) {
+		int fdfl = fcntl(s.dup, F_GETFL);
+
+		sock_close(&s);
+		free(buf);
+		if (rc == EAGAIN && !(flags & MSG_DONTWAIT) && fdfl >= 0 &&
+		    !(fdfl & O_NONBLOCK))
+			return cont;
+		return v_err(rc);
+	}
+	sock_close(&s);
+	if (same_inet(&from, &ns->daddr[family_idx(from.sa.sa_family)])) {
+		from = *asked;
+		fl = al;
+	}
+	rc = cr_mem_write(pid, n->data.args[1], buf,
+			  (size_t)got < len ? (size_t)got : len);
+	free(buf);
+	if (!rc && n->data.args[5] &&
+	    !(rc = cr_mem_read(pid, n->data.args[5], &ulen, sizeof(ulen)))) {
+		if (ulen < 0)
+			return v_err(EINVAL);
+		rc = cr_mem_write(pid, n->data.args[4], &from,
+				  (size_t)ulen < fl ? (size_t)ulen : fl);
+		if (!rc) {
+			int out = (int)fl;
+
+			rc = cr_mem_write(pid, n->data.args[5], &out, sizeof(out));
+		}
+	}
+	/* The datagram is consumed: on a fault the program loses it, as it
+	 * would had the kernel failed to copy it out. */
+	return rc ? v_err(-rc) : v_val(got);
 }

@@ -17,6 +17,7 @@ struct cr_net_peer {
 	uint64_t ino;
 	union cr_sockaddr addr;
 	socklen_t len;
+	bool connected;
 };
 
 struct cr_net_learned {
@@ -229,7 +230,7 @@ void cr_net_addr_text(const union cr_sockaddr *a, socklen_t len, char *buf,
 }
 
 int cr_net_peer_set(struct cr_netstate *ns, uint64_t ino,
-		    const union cr_sockaddr *a, socklen_t len)
+		    const union cr_sockaddr *a, socklen_t len, bool connected)
 {
 	struct cr_net_peer *p;
 
@@ -247,14 +248,17 @@ int cr_net_peer_set(struct cr_netstate *ns, uint64_t ino,
 	p->ino = ino;
 	p->addr = *a;
 	p->len = len;
+	p->connected = connected;
 	return 0;
 }
 
 const union cr_sockaddr *cr_net_peer_get(const struct cr_netstate *ns,
-					 uint64_t ino, socklen_t *len)
+					 uint64_t ino, socklen_t *len,
+					 bool connected_only)
 {
 	for (size_t i = 0; i < ns->npeers; i++)
-		if (ns->peers[i].ino == ino) {
+		if (ns->peers[i].ino == ino &&
+		    (ns->peers[i].connected || !connected_only)) {
 			*len = ns->peers[i].len;
 			return &ns->peers[i].addr;
 		}

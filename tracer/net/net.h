@@ -83,11 +83,14 @@ void cr_net_learn(struct cr_netstate *ns, int family, const uint8_t *addr,
 /* "1.2.3.4:80" / "[::1]:80" / the path for AF_UNIX. */
 void cr_net_addr_text(const union cr_sockaddr *a, socklen_t len, char *buf,
 		      size_t buflen);
-/* Remember what getpeername must answer for the socket with inode ino. */
+/* Remember the destination a socket asked for (inode ino): getpeername
+ * reports it when the socket is connected (connected), and recvfrom
+ * reports it as the source of the DNS responder's answers. */
 int cr_net_peer_set(struct cr_netstate *ns, uint64_t ino,
-		    const union cr_sockaddr *a, socklen_t len);
+		    const union cr_sockaddr *a, socklen_t len, bool connected);
 const union cr_sockaddr *cr_net_peer_get(const struct cr_netstate *ns,
-					 uint64_t ino, socklen_t *len);
+					 uint64_t ino, socklen_t *len,
+					 bool connected_only);
 void cr_net_peer_drop(struct cr_netstate *ns, uint64_t ino);
 
 /* tracer/net/proxy.c */
