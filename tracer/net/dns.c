@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 
 #include "net.h"
 
@@ -205,6 +206,24 @@ static struct cr_net_dnsq *slot_for(struct cr_run *run)
 	return oldest;
 }
 
+/* Ids towards the upstream are random and unused: an off-path sender
+ * cannot guess them to slip a forged answer in first. */
+static uint16_t fresh_id(struct cr_netstate *ns)
+{
+	for (;;) {
+		uint16_t id;
+		bool used = false;
+
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			id = ++ns->next_id;
+		for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++)
+			if (ns->dnsq[i].used && ns->dnsq[i].id == id)
+				used = true;
+		if (!used)
+			return id;
+	}
+}
+
 static void on_query(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_netstate *ns = run->net;
@@ -261,7 +280,7 @@ static void on_query(struct cr_run *run, uint32_t events, void *arg)
 				continue;
 			memset(s, 0, sizeof(*s));
 			s->used = true;
-			s->id = ++ns->next_id;
+			s->id = fresh_id(ns);
 			s->orig_id = q.id;
 			s->rd = q.rd;
 			s->idx = idx;

@@ -235,6 +235,13 @@ int cr_net_peer_set(struct cr_netstate *ns, uint64_t ino,
 	struct cr_net_peer *p;
 
 	cr_net_peer_drop(ns, ino);
+	if (ns->npeers >= CR_NET_MAX_PEERS) {
+		/* Bounded: the oldest half is forgotten (their getpeername
+		 * then reports the kernel's answer). */
+		memmove(ns->peers, ns->peers + CR_NET_MAX_PEERS / 2,
+			(ns->npeers - CR_NET_MAX_PEERS / 2) * sizeof(*ns->peers));
+		ns->npeers -= CR_NET_MAX_PEERS / 2;
+	}
 	if (ns->npeers == ns->cappeers) {
 		size_t cap = ns->cappeers ? ns->cappeers * 2 : 16;
 

@@ -18,6 +18,7 @@
 #define CR_NET_MAX_DNS_INFLIGHT 128
 #define CR_NET_MAX_DNS_CLIENTS 256
 #define CR_NET_MAX_DEFERRED 256	/* sends waiting for socket space */
+#define CR_NET_MAX_PEERS 4096	/* remembered destinations (getpeername) */
 
 union cr_sockaddr {
 	struct sockaddr sa;
