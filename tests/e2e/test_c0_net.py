@@ -378,6 +378,53 @@ def net_known_good_http_server_and_curl(t):
 
 
 @test
+def net_known_good_git_clone_over_http(t):
+    """git clone over (dumb) HTTP from a loopback python http.server."""
+    src = t.path("src")
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": t.tmp,
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    genv = dict(os.environ, **env)
+    subprocess.run(["git", "init", "-q", src], check=True, env=genv)
+    with open(os.path.join(src, "hello.txt"), "w") as f:
+        f.write("hello from a loopback repository\n")
+    subprocess.run(["git", "-C", src, "add", "hello.txt"], check=True,
+                   env=genv)
+    subprocess.run(["git", "-C", src, "commit", "-qm", "one"], check=True,
+                   env=genv)
+    www = t.path("www")
+    os.makedirs(www)
+    bare = os.path.join(www, "repo.git")
+    subprocess.run(["git", "clone", "-q", "--bare", src, bare], check=True,
+                   env=genv)
+    subprocess.run(["git", "-C", bare, "update-server-info"], check=True,
+                   env=genv)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=www, **k)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    port = httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        script = ('cd "$HOME" && git clone -q http://127.0.0.1:%d/repo.git '
+                  'out && cat out/hello.txt' % port)
+        run, r = net_run(t, ["sh", "-c", script], None,
+                         ["--allow-net", "127.0.0.1:%d" % port] + budget(64))
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        eq(r["stdout"], "hello from a loopback repository\n", "cloned file")
+        ge(r["usage"]["net_connections"], 1, "usage.net_connections")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@test
 def net_closed_and_other_destinations_refused(t):
     srv = TcpServer(echo_handler)
     other = TcpServer(echo_handler)
