@@ -206,15 +206,28 @@ def query(name, connected):
     for l in name.split("."):
         q += bytes([len(l)]) + l.encode()
     q += b"\0" + struct.pack(">HH", 1, 1)
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tcp = connected == "tcp"
+    s = socket.socket(socket.AF_INET,
+                      socket.SOCK_STREAM if tcp else socket.SOCK_DGRAM)
     s.settimeout(5)
     try:
-        if connected:
+        if tcp:
+            s.connect(("127.0.0.53", 53))
+            s.sendall(struct.pack(">H", len(q)) + q)
+            r = b""
+            while len(r) < 2 or len(r) < 2 + struct.unpack(">H", r[:2])[0]:
+                d = s.recv(2048)
+                if not d:
+                    break
+                r += d
+            r = r[2:]
+        elif connected:
             s.connect(("127.0.0.53", 53))
             s.send(q)
+            r = s.recv(2048)
         else:
             s.sendto(q, ("127.0.0.53", 53))
-        r = s.recv(2048)
+            r = s.recv(2048)
     except OSError as e:
         return "error %s" % e
     rcode = r[3] & 15
@@ -228,7 +241,8 @@ def query(name, connected):
         off += 12 + rdlen
     return "rcode=%d ips=%s" % (rcode, ",".join(ips))
 for name in sys.argv[1:]:
-    print(name, query(name, False), "|", query(name, True))
+    print(name, query(name, False), "|", query(name, True), "|",
+          query(name, "tcp"))
 '''
 
 
@@ -546,13 +560,14 @@ for name in ("allowed.test", "secret.attacker.example"):
             env={"CORRAL_DNS_UPSTREAM": "127.0.0.1:%d" % dns.port})
         eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
         lines = r["stdout"].splitlines()
-        eq(lines[0], "allowed.test rcode=0 ips=203.0.113.7 | "
-           "rcode=0 ips=203.0.113.7", "allowed name, sendto and connect")
-        eq(lines[1], "ALLOWED.test rcode=0 ips=203.0.113.7 | "
-           "rcode=0 ips=203.0.113.7", "names match without case")
-        eq(lines[2], "secret.attacker.example rcode=3 ips= | rcode=3 ips=",
-           "NXDOMAIN for a name not on the list")
-        eq(lines[3], "rebind.test rcode=5 ips= | rcode=5 ips=",
+        ok = "rcode=0 ips=203.0.113.7"
+        eq(lines[0], "allowed.test %s | %s | %s" % (ok, ok, ok),
+           "allowed name: sendto, connected UDP, TCP")
+        eq(lines[1], "ALLOWED.test %s | %s | %s" % (ok, ok, ok),
+           "names match without case")
+        eq(lines[2], "secret.attacker.example rcode=3 ips= | rcode=3 ips= | "
+           "rcode=3 ips=", "NXDOMAIN for a name not on the list")
+        eq(lines[3], "rebind.test rcode=5 ips= | rcode=5 ips= | rcode=5 ips=",
            "a name resolving to loopback is refused")
         eq(lines[4], "rebind refused 111",
            "the loopback address is not opened by the name")

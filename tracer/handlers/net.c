@@ -442,7 +442,22 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 			v = v_err(EINVAL);
 			break;
 		}
-		if (s.type == SOCK_STREAM) {
+		if (s.type == SOCK_STREAM && port == 53) {
+			/* DNS over TCP: to corral's responder, like UDP. */
+			int idx = family_idx(a.sa.sa_family);
+
+			if (ns->tfd[idx] < 0) {
+				v = v_err(ECONNREFUSED);
+				break;
+			}
+			v = v_rc(connect(s.dup, &ns->taddr[idx].sa,
+					 inet_len(a.sa.sa_family)));
+			if (v.kind == CR_V_VALUE ||
+			    (v.kind == CR_V_ERRNO && v.error == EINPROGRESS)) {
+				dns_register(run, s.dup);
+				cr_net_peer_set(ns, s.ino, &a, alen, true);
+			}
+		} else if (s.type == SOCK_STREAM) {
 			v = connect_tcp(run, n, e, &s, &a, alen, addr, port);
 		} else if (s.type == SOCK_DGRAM && port == 53) {
 			int idx = family_idx(a.sa.sa_family);

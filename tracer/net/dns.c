@@ -20,14 +20,31 @@ enum { RC_OK = 0, RC_FORMERR = 1, RC_SERVFAIL = 2, RC_NXDOMAIN = 3,
        RC_NOTIMP = 4, RC_REFUSED = 5 };
 enum { T_A = 1, T_AAAA = 28 };
 
+/* Where a query came from, so its answer goes back the same way. */
+struct origin {
+	int idx;		/* which UDP responder answers */
+	union cr_sockaddr client;
+	socklen_t clen;
+	struct tcpdns *tc;	/* borrowed: a TCP client instead, or NULL */
+};
+
+/* One DNS-over-TCP client: length-prefixed queries in, answers out. */
+struct tcpdns {
+	struct tcpdns *next;
+	int fd;			/* owned */
+	struct cr_watch *w;
+	uint8_t in[2 + DNS_MAX];
+	size_t inlen;
+	uint8_t out[4 * (2 + DNS_MAX)];
+	size_t outlen;
+};
+
 struct cr_net_dnsq {
 	bool used;
 	uint16_t id;		/* ours, towards the upstream */
 	uint16_t orig_id;	/* the program's */
 	bool rd;
-	int idx;		/* which responder answers */
-	union cr_sockaddr client;
-	socklen_t clen;
+	struct origin o;
 	uint8_t question[260];	/* as the program wrote it */
 	size_t qlen;
 	char name[CR_NET_NAME_MAX];
@@ -138,12 +155,28 @@ static size_t build_answer(uint8_t *out, uint16_t id, bool rd,
 	return off;
 }
 
-static void reply(struct cr_run *run, int idx, const union cr_sockaddr *to,
-		  socklen_t tolen, const uint8_t *msg, size_t len)
+static void tcp_flush(struct cr_run *run, struct tcpdns *tc);
+
+static void reply(struct cr_run *run, const struct origin *o,
+		  const uint8_t *msg, size_t len)
 {
+	if (o->tc) {
+		struct tcpdns *tc = o->tc;
+
+		/* A client that does not read its answers loses the ones
+		 * that do not fit; it is bounded, never buffered forever. */
+		if (tc->outlen + 2 + len > sizeof(tc->out))
+			return;
+		put16(tc->out + tc->outlen, (uint16_t)len);
+		memcpy(tc->out + tc->outlen + 2, msg, len);
+		tc->outlen += 2 + len;
+		tcp_flush(run, tc);
+		return;
+	}
 	/* Datagrams: a full socket buffer loses the answer and the client
 	 * asks again, as with any DNS server. */
-	sendto(run->net->dfd[idx], msg, len, MSG_DONTWAIT, &to->sa, tolen);
+	sendto(run->net->dfd[o->idx], msg, len, MSG_DONTWAIT, &o->client.sa,
+	       o->clen);
 }
 
 static bool known_client(const struct cr_netstate *ns,
@@ -224,19 +257,78 @@ static uint16_t fresh_id(struct cr_netstate *ns)
 	}
 }
 
+static void handle_query(struct cr_run *run, const uint8_t *m, size_t mlen,
+			 const struct origin *o)
+{
+	struct cr_netstate *ns = run->net;
+	uint8_t out[DNS_MAX];
+	struct question q;
+	size_t len;
+	int rc;
+
+	rc = parse_query(m, mlen, &q);
+	if (rc < 0)
+		return;
+	if (rc == RC_OK && !cr_netrules_allow_name(ns->rules, ns->nrules,
+						   q.name)) {
+		cr_deny(run, 0, "dns", q.name, "net",
+			"the name is not on the allow list (answered NXDOMAIN, never forwarded)");
+		rc = RC_NXDOMAIN;
+	}
+	if (rc == RC_OK && q.qtype != T_A && q.qtype != T_AAAA) {
+		/* Only addresses are served: an empty answer. */
+		len = build_answer(out, q.id, q.rd, m + 12, q.end - 12, RC_OK,
+				   q.qtype, NULL, 0, 0);
+		reply(run, o, out, len);
+		return;
+	}
+	if (rc == RC_OK && !ns->have_upstream)
+		rc = RC_SERVFAIL;
+	if (rc != RC_OK) {
+		len = build_answer(out, q.id, q.rd, m + 12,
+				   q.end > 12 ? q.end - 12 : 0, rc, 0, NULL, 0, 0);
+		reply(run, o, out, len);
+		return;
+	}
+	{
+		struct cr_net_dnsq *s = slot_for(run);
+		uint8_t fwd[12 + sizeof(s->question)];
+
+		if (q.end - 12 > sizeof(s->question))
+			return;
+		memset(s, 0, sizeof(*s));
+		s->used = true;
+		s->id = fresh_id(ns);
+		s->orig_id = q.id;
+		s->rd = q.rd;
+		s->o = *o;
+		s->qlen = q.end - 12;
+		memcpy(s->question, m + 12, s->qlen);
+		snprintf(s->name, sizeof(s->name), "%s", q.name);
+		s->qtype = q.qtype;
+		s->since_ms = cr_run_ms(run);
+		/* A fresh query of our own: only the allowed name, no
+		 * program-chosen flags or extra records. */
+		memset(fwd, 0, 12);
+		put16(fwd, s->id);
+		fwd[2] = 1;	/* RD */
+		put16(fwd + 4, 1);
+		memcpy(fwd + 12, s->question, s->qlen);
+		if (send(ns->upfd, fwd, 12 + s->qlen, MSG_DONTWAIT) < 0)
+			s->used = false;
+	}
+}
+
 static void on_query(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_netstate *ns = run->net;
 	int idx = (int)(intptr_t)arg;
 
 	for (;;) {
-		uint8_t m[DNS_MAX], out[DNS_MAX];
-		union cr_sockaddr from;
-		socklen_t fl = sizeof(from);
-		struct question q;
+		uint8_t m[DNS_MAX];
+		struct origin o = { .idx = idx, .clen = sizeof(o.client) };
 		ssize_t len = recvfrom(ns->dfd[idx], m, sizeof(m), MSG_DONTWAIT,
-				       &from.sa, &fl);
-		int rc;
+				       &o.client.sa, &o.clen);
 
 		if (len < 0 && errno == EINTR)
 			continue;
@@ -244,63 +336,120 @@ static void on_query(struct cr_run *run, uint32_t events, void *arg)
 			return;
 		/* Only sockets the program sent through our handlers may ask:
 		 * the responder is no open resolver for the rest of the host. */
-		if (!known_client(ns, &from))
+		if (!known_client(ns, &o.client))
 			continue;
-		rc = parse_query(m, (size_t)len, &q);
-		if (rc < 0)
-			continue;
-		if (rc == RC_OK && !cr_netrules_allow_name(ns->rules, ns->nrules,
-							   q.name)) {
-			cr_deny(run, 0, "dns", q.name, "net",
-				"the name is not on the allow list (answered NXDOMAIN, never forwarded)");
-			rc = RC_NXDOMAIN;
-		}
-		if (rc == RC_OK && q.qtype != T_A && q.qtype != T_AAAA) {
-			/* Only addresses are served: an empty answer. */
-			len = (ssize_t)build_answer(out, q.id, q.rd, m + 12,
-						    q.end - 12, RC_OK, q.qtype,
-						    NULL, 0, 0);
-			reply(run, idx, &from, fl, out, (size_t)len);
-			continue;
-		}
-		if (rc == RC_OK && !ns->have_upstream)
-			rc = RC_SERVFAIL;
-		if (rc != RC_OK) {
-			len = (ssize_t)build_answer(out, q.id, q.rd, m + 12,
-						    q.end > 12 ? q.end - 12 : 0,
-						    rc, 0, NULL, 0, 0);
-			reply(run, idx, &from, fl, out, (size_t)len);
-			continue;
-		}
-		{
-			struct cr_net_dnsq *s = slot_for(run);
-			uint8_t fwd[12 + sizeof(s->question)];
+		handle_query(run, m, (size_t)len, &o);
+	}
+}
 
-			if (q.end - 12 > sizeof(s->question))
-				continue;
-			memset(s, 0, sizeof(*s));
-			s->used = true;
-			s->id = fresh_id(ns);
-			s->orig_id = q.id;
-			s->rd = q.rd;
-			s->idx = idx;
-			s->client = from;
-			s->clen = fl;
-			s->qlen = q.end - 12;
-			memcpy(s->question, m + 12, s->qlen);
-			snprintf(s->name, sizeof(s->name), "%s", q.name);
-			s->qtype = q.qtype;
-			s->since_ms = cr_run_ms(run);
-			/* A fresh query of our own: only the allowed name,
-			 * no program-chosen flags or extra records. */
-			memset(fwd, 0, 12);
-			put16(fwd, s->id);
-			fwd[2] = 1;	/* RD */
-			put16(fwd + 4, 1);
-			memcpy(fwd + 12, s->question, s->qlen);
-			if (send(ns->upfd, fwd, 12 + s->qlen, MSG_DONTWAIT) < 0)
-				s->used = false;
+static void tcp_close(struct cr_run *run, struct tcpdns *tc)
+{
+	struct cr_netstate *ns = run->net;
+
+	for (struct tcpdns **pp = &ns->tcps; *pp; pp = &(*pp)->next)
+		if (*pp == tc) {
+			*pp = tc->next;
+			break;
 		}
+	for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++)
+		if (ns->dnsq[i].used && ns->dnsq[i].o.tc == tc)
+			ns->dnsq[i].used = false;
+	cr_loop_unwatch(run, tc->w);
+	close(tc->fd);
+	free(tc);
+}
+
+static void tcp_flush(struct cr_run *run, struct tcpdns *tc)
+{
+	while (tc->outlen) {
+		ssize_t n = send(tc->fd, tc->out, tc->outlen,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		memmove(tc->out, tc->out + n, tc->outlen - (size_t)n);
+		tc->outlen -= (size_t)n;
+	}
+	cr_loop_modify(run, tc->w, EPOLLIN | (tc->outlen ? EPOLLOUT : 0));
+}
+
+static void on_tcp_client(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct tcpdns *tc = arg;
+
+	if (events & EPOLLOUT)
+		tcp_flush(run, tc);
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	for (;;) {
+		ssize_t n = recv(tc->fd, tc->in + tc->inlen,
+				 sizeof(tc->in) - tc->inlen, MSG_DONTWAIT);
+		size_t need;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			tcp_close(run, tc);
+			return;
+		}
+		tc->inlen += (size_t)n;
+		/* Every complete message in the buffer, in order. */
+		while (tc->inlen >= 2 &&
+		       tc->inlen >= 2 + (need = get16(tc->in))) {
+			struct origin o = { .tc = tc };
+
+			if (need > DNS_MAX) {
+				tcp_close(run, tc);
+				return;
+			}
+			handle_query(run, tc->in + 2, need, &o);
+			memmove(tc->in, tc->in + 2 + need, tc->inlen - 2 - need);
+			tc->inlen -= 2 + need;
+		}
+		if (tc->inlen >= 2 && get16(tc->in) > DNS_MAX) {
+			tcp_close(run, tc);
+			return;
+		}
+	}
+}
+
+static void on_tcp_accept(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_netstate *ns = run->net;
+	int idx = (int)(intptr_t)arg;
+
+	for (;;) {
+		union cr_sockaddr peer;
+		socklen_t pl = sizeof(peer);
+		int fd = accept4(ns->tfd[idx], &peer.sa, &pl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct tcpdns *tc;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (!known_client(ns, &peer) ||
+		    ns->ntcps >= CR_NET_MAX_DNS_CLIENTS ||
+		    !(tc = calloc(1, sizeof(*tc)))) {
+			close(fd);
+			continue;
+		}
+		tc->fd = fd;
+		tc->w = cr_loop_watch(run, fd, EPOLLIN, on_tcp_client, tc);
+		if (!tc->w) {
+			close(fd);
+			free(tc);
+			continue;
+		}
+		tc->next = ns->tcps;
+		ns->tcps = tc;
+		ns->ntcps++;
 	}
 }
 
@@ -419,7 +568,7 @@ static void on_upstream(struct cr_run *run, uint32_t events, void *arg)
 					    s->qlen, rcode, s->qtype,
 					    (const uint8_t (*)[16])addrs,
 					    naddrs, ttl);
-		reply(run, s->idx, &s->client, s->clen, out, (size_t)len);
+		reply(run, &s->o, out, (size_t)len);
 		s->used = false;
 	}
 }
@@ -511,6 +660,22 @@ static int responder(struct cr_run *run, int idx)
 		return -e;
 	}
 	ns->dfd[idx] = fd;
+	/* DNS over TCP, same address, its own port. */
+	fd = socket(idx ? AF_INET6 : AF_INET,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	al = idx ? sizeof(a.in6) : sizeof(a.in4);
+	if (idx)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, &a.sa, al) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, &ns->taddr[idx].sa, &al) < 0 ||
+	    !cr_loop_watch(run, fd, EPOLLIN, on_tcp_accept,
+			   (void *)(intptr_t)idx)) {
+		close(fd);
+		return 0;	/* TCP queries are then refused */
+	}
+	ns->tfd[idx] = fd;
 	return 0;
 }
 
@@ -549,6 +714,8 @@ void cr_dns_finish(struct cr_run *run)
 {
 	struct cr_netstate *ns = run->net;
 
+	while (ns->tcps)
+		tcp_close(run, ns->tcps);
 	for (int i = 0; i < 2; i++) {
 		if (ns->dfd[i] >= 0)
 			close(ns->dfd[i]);

@@ -34,6 +34,7 @@ struct cr_net_peer;
 struct cr_net_learned;
 struct cr_net_dnsq;
 struct cr_net_deferred;
+struct tcpdns;
 
 struct cr_netstate {
 	struct cr_netrule *rules;	/* owned */
@@ -62,6 +63,8 @@ struct cr_netstate {
 	bool have_upstream;
 	struct cr_net_dnsq *dnsq;	/* owned array, CR_NET_MAX_DNS_INFLIGHT */
 	uint16_t next_id;
+	struct tcpdns *tcps;		/* owned list: TCP clients */
+	size_t ntcps;
 	union cr_sockaddr *clients;	/* owned: sockets allowed to query */
 	size_t nclients;
 	struct cr_net_learned *learned;	/* owned ring */
