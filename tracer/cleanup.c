@@ -118,6 +118,7 @@ void cr_cleanup(struct cr_run *run)
 	}
 	/* Area finishers (one line each): revoke what the run was given,
 	 * close its routes, settle its usage. */
+	cr_net_finish(run);
 
 	/* 3. Stop capture. */
 	drain(run, &run->out);
