@@ -111,6 +111,12 @@ int cr_net_task_fd(struct cr_run *run, pid_t tid, int fd)
 	ssize_t len;
 	char *p;
 
+	/* The common case: the caller is itself a leader we hold. */
+	t = cr_tasks_find(&run->tasks, tid);
+	if (t && t->pidfd >= 0) {
+		dup = (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
+		return dup < 0 ? -errno : dup;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
 	sfd = open(path, O_RDONLY | O_CLOEXEC);
 	if (sfd < 0)
