@@ -796,3 +796,47 @@ print("still answered")
             pass
     finally:
         ls.close()
+
+
+@test
+def net_blocking_sendmsg_is_deferred(t):
+    """A blocking sendmsg on a full socket waits for room without holding
+    the supervisor: meanwhile another thread's connect is still answered,
+    and every byte arrives in order."""
+    prog = r'''
+import hashlib, os, socket, threading, time
+a, b = socket.socketpair()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+chunk = os.urandom(200000)
+want = hashlib.sha256(chunk * 20).hexdigest()
+got = hashlib.sha256()
+n = 0
+def reader():
+    global n
+    time.sleep(0.5)   # let the writer fill the socket and block
+    s = socket.socket()
+    try:
+        s.connect(("192.0.2.1", 80))
+    except OSError as e:
+        print("connect answered", e.errno, flush=True)
+    while n < len(chunk) * 20:
+        d = b.recv(65536)
+        got.update(d)
+        n += len(d)
+th = threading.Thread(target=reader)
+th.start()
+sent = 0
+for i in range(20):
+    view = memoryview(chunk)
+    while view:
+        k = a.sendmsg([view])
+        sent += k
+        view = view[k:]
+th.join()
+print("sent", sent, "same", got.hexdigest() == want)
+'''
+    run, r = net_run(t, [], prog, ["--limit", "wall=60s"], timeout=90)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    contains(r["stdout"], "connect answered 111", "the other thread's call")
+    contains(r["stdout"], "sent 4000000 same True", "bytes through sendmsg")
+    eq(len(denials(r, "connect", "net")), 1, "the refused connect")
