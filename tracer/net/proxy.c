@@ -76,7 +76,9 @@ static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
 	cr_loop_unwatch(run, c->tw);
 	if (c->tfd >= 0)
 		close(c->tfd);
-	cr_net_peer_drop(ns, c->ino);
+	/* The peer entry stays: the program's socket outlives the relay and
+	 * getpeername must keep its answer (socket inode numbers are not
+	 * reused before 2^32 sockets; the table is bounded). */
 	free(c);
 }
 
