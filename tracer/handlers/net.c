@@ -973,9 +973,15 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 				break;
 			return rc > 0 ? v : v_err(-rc);
 		}
-		v = cr_net_send(run, n, &m, false);
+		/* Only the first message may wait for room: it is then the
+		 * whole (short, legal) count. */
+		if (i == 0)
+			m.mmsg_len = p + offsetof(struct mmsghdr, msg_len);
+		v = cr_net_send(run, n, &m, i == 0 && hold < 0);
 		if (hold >= 0)
 			close(hold);
+		if (v.kind == CR_V_SENT)
+			return v;
 		if (v.kind != CR_V_VALUE) {
 			if (sent)
 				break;

@@ -85,6 +85,17 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 	r = send_now(&d->m);
 	if (r < 0 && errno == EAGAIN)
 		return;	/* still full: wait for the next EPOLLOUT */
+	if (r >= 0 && d->m.mmsg_len) {
+		unsigned len = (unsigned)r;
+
+		/* sendmmsg: the first message's length, and a count of 1. */
+		if (cr_mem_write(d->tid, d->m.mmsg_len, &len, sizeof(len)) == 0) {
+			r = 1;
+		} else {
+			r = -1;
+			errno = EFAULT;
+		}
+	}
 	v = done(&d->m, d->tid, r, errno);
 	if (v.kind == CR_V_VALUE)
 		resp.val = v.val;

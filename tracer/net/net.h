@@ -124,6 +124,8 @@ struct cr_net_msg {
 	size_t nfds;
 	int flags;
 	bool sigpipe;			/* raise SIGPIPE in the task on EPIPE */
+	uint64_t mmsg_len;		/* sendmmsg: where msg_len goes; the
+					 * deferred answer is then 1 */
 };
 void cr_net_msg_free(struct cr_net_msg *m);
 /* Perform m without blocking. Returns the verdict to answer now, or a
