@@ -58,7 +58,10 @@ struct cr_test {
 	X(netdest_bad)			\
 	X(netmatch_parse)		\
 	X(netmatch_closed)		\
-	X(netmatch_allow)
+	X(netmatch_allow)		\
+	X(dnsmsg_query)			\
+	X(dnsmsg_answer)		\
+	X(dnsmsg_random_bytes)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);

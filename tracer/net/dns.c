@@ -10,15 +10,12 @@
 #include <sys/epoll.h>
 #include <sys/random.h>
 
+#include "corral/dnsmsg.h"
 #include "net.h"
 
-#define DNS_MAX 1232		/* largest message handled (EDNS safe size) */
+#define DNS_MAX CR_DNS_MAX
 #define DNS_TIMEOUT_MS 5000
 #define DNS_TTL_MAX 300
-
-enum { RC_OK = 0, RC_FORMERR = 1, RC_SERVFAIL = 2, RC_NXDOMAIN = 3,
-       RC_NOTIMP = 4, RC_REFUSED = 5 };
-enum { T_A = 1, T_AAAA = 28 };
 
 /* Where a query came from, so its answer goes back the same way. */
 struct origin {
@@ -52,107 +49,15 @@ struct cr_net_dnsq {
 	uint64_t since_ms;
 };
 
-/* One parsed question. The name is decoded to lower-case dotted text;
- * only letters, digits, '-' and '_' are accepted in labels, so a name that
- * could not be on the allow list is never forwarded. */
-struct question {
-	uint16_t id, qtype, qclass;
-	bool rd;
-	char name[CR_NET_NAME_MAX];
-	size_t end;		/* offset just past the question */
-};
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 static void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)(v >> 8);
 	p[1] = (uint8_t)v;
 }
 
-/* Bounded parse of the program's query: header, exactly one question, no
- * compression. Returns an rcode (RC_OK when q is filled). */
-static int parse_query(const uint8_t *m, size_t len, struct question *q)
+static uint16_t get16(const uint8_t *p)
 {
-	size_t off = 12, nl = 0;
-
-	memset(q, 0, sizeof(*q));
-	if (len < 12)
-		return -1;	/* too short to answer at all */
-	q->id = get16(m);
-	q->rd = m[2] & 1;
-	if (m[2] & 0x80)
-		return -1;	/* a response: ignore */
-	if ((m[2] >> 3) & 0xf)
-		return RC_NOTIMP;
-	if (get16(m + 4) != 1 || get16(m + 6) || get16(m + 8))
-		return RC_FORMERR;
-	for (;;) {
-		uint8_t l;
-
-		if (off >= len)
-			return RC_FORMERR;
-		l = m[off++];
-		if (!l)
-			break;
-		if (l > 63 || off + l > len || nl + l + 1 >= sizeof(q->name))
-			return RC_FORMERR;
-		if (nl)
-			q->name[nl++] = '.';
-		for (uint8_t i = 0; i < l; i++) {
-			uint8_t c = m[off + i];
-
-			if (c >= 'A' && c <= 'Z')
-				c = (uint8_t)(c - 'A' + 'a');
-			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			      c == '-' || c == '_'))
-				return RC_NXDOMAIN;
-			q->name[nl++] = (char)c;
-		}
-		off += l;
-	}
-	q->name[nl] = '\0';
-	if (off + 4 > len)
-		return RC_FORMERR;
-	q->qtype = get16(m + off);
-	q->qclass = get16(m + off + 2);
-	q->end = off + 4;
-	if (q->qclass != 1)
-		return RC_REFUSED;
-	return RC_OK;
-}
-
-/* Answer with our own message: the question as asked, then only A/AAAA
- * records we chose (owner: a pointer to the question name). */
-static size_t build_answer(uint8_t *out, uint16_t id, bool rd,
-			   const uint8_t *question, size_t qlen, int rcode,
-			   uint16_t qtype, const uint8_t (*addrs)[16],
-			   size_t naddrs, uint32_t ttl)
-{
-	size_t off = 12, alen = qtype == T_A ? 4 : 16;
-
-	memset(out, 0, 12);
-	put16(out, id);
-	out[2] = (uint8_t)(0x80 | (rd ? 1 : 0));
-	out[3] = (uint8_t)(0x80 | (rcode & 0xf));
-	put16(out + 4, qlen ? 1 : 0);
-	put16(out + 6, (uint16_t)naddrs);
-	memcpy(out + off, question, qlen);
-	off += qlen;
-	for (size_t i = 0; i < naddrs && off + 12 + alen <= DNS_MAX; i++) {
-		put16(out + off, 0xc00c);
-		put16(out + off + 2, qtype);
-		put16(out + off + 4, 1);
-		put16(out + off + 6, (uint16_t)(ttl >> 16));
-		put16(out + off + 8, (uint16_t)ttl);
-		put16(out + off + 10, (uint16_t)alen);
-		memcpy(out + off + 12, addrs[i], alen);
-		off += 12 + alen;
-	}
-	return off;
+	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
 static void tcp_flush(struct cr_run *run, struct tcpdns *tc);
@@ -262,30 +167,30 @@ static void handle_query(struct cr_run *run, const uint8_t *m, size_t mlen,
 {
 	struct cr_netstate *ns = run->net;
 	uint8_t out[DNS_MAX];
-	struct question q;
+	struct cr_dns_question q;
 	size_t len;
 	int rc;
 
-	rc = parse_query(m, mlen, &q);
+	rc = cr_dns_parse_query(m, mlen, &q);
 	if (rc < 0)
 		return;
-	if (rc == RC_OK && !cr_netrules_allow_name(ns->rules, ns->nrules,
+	if (rc == CR_DNS_OK && !cr_netrules_allow_name(ns->rules, ns->nrules,
 						   q.name)) {
 		cr_deny(run, 0, "dns", q.name, "net",
 			"the name is not on the allow list (answered NXDOMAIN, never forwarded)");
-		rc = RC_NXDOMAIN;
+		rc = CR_DNS_NXDOMAIN;
 	}
-	if (rc == RC_OK && q.qtype != T_A && q.qtype != T_AAAA) {
+	if (rc == CR_DNS_OK && q.qtype != CR_DNS_A && q.qtype != CR_DNS_AAAA) {
 		/* Only addresses are served: an empty answer. */
-		len = build_answer(out, q.id, q.rd, m + 12, q.end - 12, RC_OK,
+		len = cr_dns_build_answer(out, q.id, q.rd, m + 12, q.end - 12, CR_DNS_OK,
 				   q.qtype, NULL, 0, 0);
 		reply(run, o, out, len);
 		return;
 	}
-	if (rc == RC_OK && !ns->have_upstream)
-		rc = RC_SERVFAIL;
-	if (rc != RC_OK) {
-		len = build_answer(out, q.id, q.rd, m + 12,
+	if (rc == CR_DNS_OK && !ns->have_upstream)
+		rc = CR_DNS_SERVFAIL;
+	if (rc != CR_DNS_OK) {
+		len = cr_dns_build_answer(out, q.id, q.rd, m + 12,
 				   q.end > 12 ? q.end - 12 : 0, rc, 0, NULL, 0, 0);
 		reply(run, o, out, len);
 		return;
@@ -453,121 +358,57 @@ static void on_tcp_accept(struct cr_run *run, uint32_t events, void *arg)
 	}
 }
 
-/* Byte-wise, ASCII case folded: an upstream may randomise the case of the
- * name it echoes (0x20 encoding). */
-static bool same_question(const uint8_t *a, const uint8_t *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint8_t x = a[i], y = b[i];
-
-		if (x >= 'A' && x <= 'Z')
-			x = (uint8_t)(x - 'A' + 'a');
-		if (y >= 'A' && y <= 'Z')
-			y = (uint8_t)(y - 'A' + 'a');
-		if (x != y)
-			return false;
-	}
-	return true;
-}
-
-/* Skip a possibly compressed name; returns the offset after it or 0. */
-static size_t skip_name(const uint8_t *m, size_t len, size_t off)
-{
-	for (int hops = 0; hops < 128; hops++) {
-		uint8_t l;
-
-		if (off >= len)
-			return 0;
-		l = m[off];
-		if (!l)
-			return off + 1;
-		if ((l & 0xc0) == 0xc0)
-			return off + 2 <= len ? off + 2 : 0;
-		if (l > 63)
-			return 0;
-		off += 1u + l;
-	}
-	return 0;
-}
-
 static void on_upstream(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_netstate *ns = run->net;
 
 	for (;;) {
 		uint8_t m[4096], out[DNS_MAX];
-		uint8_t addrs[16][16];
-		size_t naddrs = 0, off;
 		ssize_t len = recv(ns->upfd, m, sizeof(m), MSG_DONTWAIT);
 		struct cr_net_dnsq *s = NULL;
-		uint16_t an;
-		uint32_t ttl = DNS_TTL_MAX;
-		int rcode;
-		size_t alen;
+		struct cr_dns_answer ans;
+		uint8_t keep[CR_DNS_MAX_ADDRS][16];
+		size_t nkeep = 0, dropped = 0;
+		int fam;
 
 		if (len < 0 && errno == EINTR)
 			continue;
 		if (len < 0)
 			return;
-		if (len < 12 || !(m[2] & 0x80))
+		if (len < 12)
 			continue;
 		for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++)
 			if (ns->dnsq[i].used && ns->dnsq[i].id == get16(m))
 				s = &ns->dnsq[i];
-		if (!s)
-			continue;
 		/* The answer must be to the very question we asked. */
-		off = 12 + s->qlen;
-		if (get16(m + 4) != 1 || (size_t)len < off ||
-		    !same_question(m + 12, s->question, s->qlen))
+		if (!s || cr_dns_parse_answer(m, (size_t)len, s->id, s->question,
+					      s->qlen, s->qtype, DNS_TTL_MAX,
+					      &ans))
 			continue;
-		rcode = m[3] & 0xf;
-		an = get16(m + 6);
-		alen = s->qtype == T_A ? 4 : 16;
-		for (uint16_t i = 0; rcode == RC_OK && i < an; i++) {
-			uint16_t type, rdlen;
-			uint32_t t;
+		fam = s->qtype == CR_DNS_A ? AF_INET : AF_INET6;
+		for (size_t i = 0; i < ans.naddrs; i++) {
+			const char *why = cr_net_addr_closed(fam, ans.addrs[i]);
 
-			off = skip_name(m, (size_t)len, off);
-			if (!off || off + 10 > (size_t)len)
-				break;
-			type = get16(m + off);
-			t = (uint32_t)get16(m + off + 4) << 16 | get16(m + off + 6);
-			rdlen = get16(m + off + 8);
-			off += 10;
-			if (off + rdlen > (size_t)len)
-				break;
-			if (type == s->qtype && rdlen == alen &&
-			    get16(m + off - 8) == 1 && naddrs < 16) {
-				int fam = alen == 4 ? AF_INET : AF_INET6;
-				const char *why = cr_net_addr_closed(fam, m + off);
+			if (why) {
+				char t[300];
 
-				if (why) {
-					char t2[300];
-
-					snprintf(t2, sizeof(t2),
-						 "the name resolves to %s: refused (DNS rebinding)",
-						 why);
-					cr_deny(run, 0, "dns", s->name, "net", t2);
-				} else {
-					memset(addrs[naddrs], 0, 16);
-					memcpy(addrs[naddrs], m + off, alen);
-					naddrs++;
-					if (t < ttl)
-						ttl = t;
-				}
+				snprintf(t, sizeof(t),
+					 "the name resolves to %s: refused (DNS rebinding)",
+					 why);
+				cr_deny(run, 0, "dns", s->name, "net", t);
+				dropped++;
+				continue;
 			}
-			off += rdlen;
+			memcpy(keep[nkeep++], ans.addrs[i], 16);
+			cr_net_learn(ns, fam, ans.addrs[i], s->name);
 		}
-		if (rcode == RC_OK && an && !naddrs)
-			rcode = RC_REFUSED;	/* everything was closed */
-		for (size_t i = 0; i < naddrs; i++)
-			cr_net_learn(ns, alen == 4 ? AF_INET : AF_INET6,
-				     addrs[i], s->name);
-		len = (ssize_t)build_answer(out, s->orig_id, s->rd, s->question,
-					    s->qlen, rcode, s->qtype,
-					    (const uint8_t (*)[16])addrs,
-					    naddrs, ttl);
+		if (dropped && !nkeep)
+			ans.rcode = CR_DNS_REFUSED;	/* everything was closed */
+		len = (ssize_t)cr_dns_build_answer(out, s->orig_id, s->rd,
+						   s->question, s->qlen,
+						   ans.rcode, s->qtype,
+						   (const uint8_t (*)[16])keep,
+						   nkeep, ans.ttl);
 		reply(run, &s->o, out, (size_t)len);
 		s->used = false;
 	}
