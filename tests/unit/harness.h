@@ -61,7 +61,10 @@ struct cr_test {
 	X(netmatch_allow)		\
 	X(dnsmsg_query)			\
 	X(dnsmsg_answer)		\
-	X(dnsmsg_random_bytes)
+	X(dnsmsg_random_bytes)		\
+	X(tlssni_found)			\
+	X(tlssni_not_tls)		\
+	X(tlssni_malformed)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);

@@ -341,7 +341,10 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	err = errno;
 	if (rc < 0 && err != EINPROGRESS)
 		return v_err(err);
-	if (cr_proxy_expect(run, s->dup, a, alen, s->ino) < 0)
+	if (cr_proxy_expect(run, s->dup, a, alen, s->ino,
+			    !cr_netrules_allow_addr(ns->rules, ns->nrules,
+						    a->sa.sa_family, addr,
+						    port)) < 0)
 		return v_err(ECONNREFUSED);	/* the proxy will drop it */
 	run->usage.net_connections++;
 	cr_net_peer_set(ns, s->ino, a, alen, true);

@@ -101,8 +101,10 @@ void cr_net_peer_drop(struct cr_netstate *ns, uint64_t ino);
 int cr_proxy_setup(struct cr_run *run);
 /* After the program's socket (our duplicate dup) was connected to the
  * proxy listener: remember where it wanted to go. */
+/* check_sni: allowed by a name, not by an address rule: the proxy checks
+ * the TLS server name before relaying. */
 int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
-		    socklen_t destlen, uint64_t ino);
+		    socklen_t destlen, uint64_t ino, bool check_sni);
 void cr_proxy_finish(struct cr_run *run);
 
 /* tracer/net/dns.c */

@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 
+#include "corral/tlssni.h"
 #include "net.h"
 
 #define RELAY_CHUNK (1024 * 1024)	/* pipe-max-size's default */
@@ -22,6 +23,7 @@ struct cr_net_pending {
 	socklen_t destlen;
 	uint64_t ino;
 	uint64_t since_ms;
+	bool check_sni;			/* allowed by name, not by address */
 };
 
 struct cr_net_side {
@@ -40,6 +42,8 @@ struct cr_net_conn {
 	bool eof[2];
 	bool shut[2];		/* fd[!d] was shut for writing */
 	bool connecting;	/* the upstream connect is in progress */
+	bool check_sni;		/* the program's first bytes not yet checked */
+	uint16_t port;		/* the destination port */
 	int tfd;		/* owned: net-conn-time timer */
 	struct cr_watch *tw;
 	uint64_t ino;		/* the program socket, for getpeername */
@@ -108,7 +112,8 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 				moved = true;
 			}
 		}
-		if (!c->eof[d] && !c->connecting && c->inpipe[d] < c->pipesz[d]) {
+		if (!c->eof[d] && !c->connecting && !(d == 0 && c->check_sni) &&
+		    c->inpipe[d] < c->pipesz[d]) {
 			uint64_t used = run->usage.net_bytes;
 			size_t want = c->pipesz[d] - c->inpipe[d];
 
@@ -152,6 +157,45 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 	}
 }
 
+/*
+ * A connection allowed only because an allowed name resolved to its
+ * address: before anything of the program's is relayed, a TLS ClientHello
+ * must name a host the allow list opens on this port. Otherwise the same
+ * address (a CDN's, shared by many sites) would carry traffic for any
+ * other site behind it. The first bytes are peeked, never consumed; a
+ * protocol that is not TLS is relayed as is (docs/network.md). Returns 1 to
+ * go on, 0 to wait for more bytes, -1 when the connection was refused.
+ */
+static int sni_check(struct cr_run *run, struct cr_net_conn *c)
+{
+	static uint8_t buf[CR_TLS_PEEK_MAX];
+	char name[CR_NET_NAME_MAX];
+	const struct cr_netstate *ns = run->net;
+	ssize_t n = recv(c->fd[0], buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	int rc;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		c->check_sni = false;	/* EOF or error: the pump sees it */
+		return 1;
+	}
+	rc = cr_tls_sni(buf, (size_t)n, name, sizeof(name));
+	if (rc == -EAGAIN)
+		return 0;
+	if (rc == -EPROTO ||
+	    (rc == 0 && cr_netrules_allow_name_port(ns->rules, ns->nrules,
+						    name, c->port))) {
+		c->check_sni = false;
+		return 1;
+	}
+	cr_deny(run, 0, "connect", rc == 0 ? name : c->dest, "net",
+		rc == 0 ? "the TLS server name is not on the allow list for this port" :
+		"a TLS connection without a server name to an address allowed only by name");
+	conn_close(run, c, true);
+	return -1;
+}
+
 static void on_side(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_net_side *s = arg;
@@ -175,6 +219,8 @@ static void on_side(struct cr_run *run, uint32_t events, void *arg)
 		c->connecting = false;
 		progress = true;
 	}
+	if (c->check_sni && sni_check(run, c) < 0)
+		return;
 	for (int d = 0; d < 2; d++) {
 		enum pump_rc rc = pump(run, c, d, &progress);
 
@@ -240,6 +286,9 @@ static void start_conn(struct cr_run *run, int fd,
 		c->side[i] = (struct cr_net_side){ c, i };
 	}
 	c->ino = p->ino;
+	c->check_sni = p->check_sni;
+	c->port = ntohs(p->dest.sa.sa_family == AF_INET ? p->dest.in4.sin_port :
+			p->dest.in6.sin6_port);
 	cr_net_addr_text(&p->dest, p->destlen, c->dest, sizeof(c->dest));
 	c->next = ns->conns;
 	ns->conns = c;
@@ -318,7 +367,7 @@ static void on_accept(struct cr_run *run, uint32_t events, void *arg)
 }
 
 int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
-		    socklen_t destlen, uint64_t ino)
+		    socklen_t destlen, uint64_t ino, bool check_sni)
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_net_pending *p;
@@ -333,6 +382,7 @@ int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
 	p->dest = *dest;
 	p->destlen = destlen;
 	p->ino = ino;
+	p->check_sni = check_sni;
 	p->since_ms = cr_run_ms(run);
 	ns->npending++;
 	return 0;
