@@ -709,6 +709,8 @@ except OSError as e:
     contains(r["stdout"], "listen refused 13", "listen")
     eq(len(denials(r, "bind", "net")), 1, "bind denial")
     eq(len(denials(r, "listen", "net")), 1, "listen denial")
+    eq(r["status"], "ok", "status")
+    t.assert_next_run_ok()
 
 
 @test
@@ -796,6 +798,8 @@ print("still answered")
             raise AssertionError("the outside socket got a connection")
         except socket.timeout:
             pass
+        eq(r["status"], "ok", "status")
+        t.assert_next_run_ok()
     finally:
         ls.close()
 
