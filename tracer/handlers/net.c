@@ -32,7 +32,7 @@
 
 struct sock {
 	int dup;		/* owned, -1 when handed on */
-	int domain, type;
+	int domain, type, protocol;
 	uint64_t ino;
 };
 
@@ -91,7 +91,8 @@ static int sock_open(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	s->ino = (uint64_t)st.st_ino;
 	if (getsockopt(s->dup, SOL_SOCKET, SO_DOMAIN, &s->domain, &l) < 0 ||
-	    getsockopt(s->dup, SOL_SOCKET, SO_TYPE, &s->type, &l) < 0) {
+	    getsockopt(s->dup, SOL_SOCKET, SO_TYPE, &s->type, &l) < 0 ||
+	    getsockopt(s->dup, SOL_SOCKET, SO_PROTOCOL, &s->protocol, &l) < 0) {
 		int e = errno;
 
 		sock_close(s);
@@ -445,6 +446,14 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 			v = v_err(EINVAL);
 			break;
 		}
+		/* Only plain TCP is proxied and only UDP is DNS: an ICMP
+		 * "ping" socket or SCTP names a port too. */
+		if ((s.type == SOCK_STREAM && s.protocol != IPPROTO_TCP) ||
+		    (s.type == SOCK_DGRAM && s.protocol != IPPROTO_UDP)) {
+			v = deny(run, n, e, &a, alen, "net",
+				 "only TCP and DNS over UDP are relayed", EACCES);
+			break;
+		}
 		if (s.type == SOCK_STREAM && port == 53) {
 			/* DNS over TCP: to corral's responder, like UDP. */
 			int idx = family_idx(a.sa.sa_family);
@@ -757,7 +766,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			*v = v_err(EINVAL);
 			return false;
 		}
-		if (port != 53) {
+		if (port != 53 || s->protocol != IPPROTO_UDP) {
 			*v = deny(run, n, e, a, alen, "net",
 				  "datagrams go only to the DNS responder (port 53); UDP is not relayed",
 				  EACCES);

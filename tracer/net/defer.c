@@ -76,6 +76,7 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 	struct seccomp_notif_resp resp = { .id = d->id };
 	struct cr_verdict v;
 	ssize_t r;
+	int err;
 
 	/* The task may have died or been killed meanwhile. */
 	if (!cr_notif_valid(run, d->id)) {
@@ -85,6 +86,12 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 	r = send_now(&d->m);
 	if (r < 0 && errno == EAGAIN)
 		return;	/* still full: wait for the next EPOLLOUT */
+	/* Out of epoll before done() closes the duplicate: epoll keys on
+	 * the open file, which the program still holds, so a registration
+	 * left behind a closed fd number would refuse the next one. */
+	err = errno;
+	cr_loop_unwatch(run, d->w);
+	errno = err;
 	if (r >= 0 && d->m.mmsg_len) {
 		unsigned len = (unsigned)r;
 
