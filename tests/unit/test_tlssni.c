@@ -110,7 +110,7 @@ TEST_IMPL(tlssni_malformed)
 		heap[0] = 22, heap[1] = 3;
 		heap[3] = (uint8_t)((len - 5) >> 8);
 		heap[4] = (uint8_t)(len - 5);
-		if (i % 2)
+		if (i % 2 && len > 5)
 			heap[5] = 1;
 		(void)cr_tls_sni(heap, len, name, sizeof(name));
 		free(heap);
