@@ -1,5 +1,6 @@
 /* tracer/handlers/net.c: connect, bind, listen, sendto, sendmsg, sendmmsg,
- * getpeername — every call that names a socket address or reveals one. */
+ * getpeername, recvfrom — every call that names a socket address or
+ * reveals one. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
