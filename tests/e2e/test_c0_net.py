@@ -846,3 +846,19 @@ print("sent", sent, "same", got.hexdigest() == want)
     contains(r["stdout"], "connect answered 111", "the other thread's call")
     contains(r["stdout"], "sent 4000000 same True", "bytes through sendmsg")
     eq(len(denials(r, "connect", "net")), 1, "the refused connect")
+
+
+@test
+def net_scm_rights_never_pass_supervisor_fds(t):
+    """sendmsg is performed by corral, so SCM_RIGHTS numbers are the
+    program's, translated: numbers it does not have fail EBADF (untranslated
+    they would name corral's epoll, listener and proxy descriptors), and
+    control data whose lengths lie is refused. Same answers as natively."""
+    nat = t.native([t.prog("net_cmsg")])
+    run = t.corral(["run", "--json"] + t.prog_roots() +
+                   ["--", t.prog("net_cmsg")])
+    r = t.result(run)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    want = "foreign-fds EBADF\nown-fd sent\nlying-length EINVAL\n"
+    eq(nat.out.decode(), want, "natively")
+    eq(r["stdout"], want, "under corral")
