@@ -5,6 +5,7 @@ network budgets. Loopback only: every server here listens on 127.0.0.1 or
 
 import hashlib
 import http.server
+import json
 import os
 import socket
 import struct
@@ -327,11 +328,21 @@ s.close()
 data = urllib.request.urlopen("http://127.0.0.1:%d/f" % port, timeout=20).read()
 print("sha", hashlib.sha256(data).hexdigest(), len(data))
 '''
+        audit = t.path("audit.jsonl")
         run, r = net_run(t, [str(srv.port)], prog,
-                         ["--allow-net", "127.0.0.1:%d" % srv.port] +
-                         budget())
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--audit", audit] + budget())
         eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
         out = r["stdout"]
+        with open(audit) as f:
+            events = [json.loads(line) for line in f]
+        nets = [e for e in events if e["event"] == "net"]
+        eq(len(nets), 2, "audit net events (%r)" % nets)
+        for e in nets:
+            eq(e["target"], "127.0.0.1:%d" % srv.port, "audit target")
+            eq(e["allowed_by"], "address", "audit allowed_by")
+        eq(sum(e["bytes_sent"] + e["bytes_received"] for e in nets),
+           r["usage"]["net_bytes"], "audit bytes against usage.net_bytes")
         contains(out, "peer 127.0.0.1 %d" % srv.port,
                  "getpeername reports the destination asked for")
         contains(out, "sha %s %d" % (hashlib.sha256(body).hexdigest(),

@@ -66,6 +66,9 @@ int cr_net_setup(struct cr_run *run)
 		rc = add_rules(ns, &cfg->allow_net);
 	if (rc)
 		return rc;
+	if (ns->nrules && (!cfg->limits.v[CR_LIM_NET_CONNECTIONS] ||
+			   !cfg->limits.v[CR_LIM_NET_BYTES]))
+		fprintf(stderr, "corral: destinations are allowed but the net-connections or net-bytes budget is 0: the first connection or byte ends the run (--limit net-connections=N --limit net-bytes=SIZE)\n");
 	ns->ws_real = realpath(cfg->workspace, NULL);
 	if (!ns->ws_real)
 		return -errno;

@@ -49,6 +49,7 @@ struct cr_netstate {
 	size_t npending;
 	struct cr_net_conn *conns;	/* owned list */
 	size_t nconns;
+	size_t audited;			/* "net" audit events written */
 	struct cr_net_peer *peers;	/* owned array: getpeername answers */
 	size_t npeers, cappeers;
 

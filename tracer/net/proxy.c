@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <cJSON.h>
 
 #include "corral/tlssni.h"
 #include "net.h"
@@ -48,11 +49,39 @@ struct cr_net_conn {
 	struct cr_watch *tw;
 	uint64_t ino;		/* the program socket, for getpeername */
 	char dest[80];		/* for messages */
+	bool by_name;		/* allowed through a name, not an address */
+	uint64_t bytes[2];	/* read from fd[d] */
+	uint64_t start_ms;
 };
+
+#define CR_NET_AUDIT_MAX 1000	/* "net" audit events per run */
+
+/* One audit line per relayed connection: where, why it was allowed, how
+ * much and how long. Never contents. */
+static void audit_conn(struct cr_run *run, const struct cr_net_conn *c,
+		       bool reset)
+{
+	cJSON *f;
+
+	if (run->audit_fd < 0 || run->net->audited++ >= CR_NET_AUDIT_MAX)
+		return;
+	f = cJSON_CreateObject();
+	if (!f)
+		return;
+	cJSON_AddStringToObject(f, "target", c->dest);
+	cJSON_AddStringToObject(f, "allowed_by", c->by_name ? "name" : "address");
+	cJSON_AddNumberToObject(f, "bytes_sent", (double)c->bytes[0]);
+	cJSON_AddNumberToObject(f, "bytes_received", (double)c->bytes[1]);
+	cJSON_AddNumberToObject(f, "ms", (double)(cr_run_ms(run) - c->start_ms));
+	cJSON_AddStringToObject(f, "end", reset ? "reset" : "closed");
+	cr_audit_event(run, "net", f);
+}
 
 static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
 {
 	struct cr_netstate *ns = run->net;
+
+	audit_conn(run, c, reset);
 
 	for (struct cr_net_conn **pp = &ns->conns; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -130,6 +159,7 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 				moved = true;
 			} else if (n > 0) {
 				run->usage.net_bytes += (uint64_t)n;
+				c->bytes[d] += (uint64_t)n;
 				c->inpipe[d] += (size_t)n;
 				moved = true;
 				if (run->usage.net_bytes > lim) {
@@ -286,7 +316,8 @@ static void start_conn(struct cr_run *run, int fd,
 		c->side[i] = (struct cr_net_side){ c, i };
 	}
 	c->ino = p->ino;
-	c->check_sni = p->check_sni;
+	c->check_sni = c->by_name = p->check_sni;
+	c->start_ms = cr_run_ms(run);
 	c->port = ntohs(p->dest.sa.sa_family == AF_INET ? p->dest.in4.sin_port :
 			p->dest.in6.sin6_port);
 	cr_net_addr_text(&p->dest, p->destlen, c->dest, sizeof(c->dest));
