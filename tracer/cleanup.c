@@ -14,6 +14,7 @@
 #include "fs/fs.h"
 #include "budget.h"
 #include "surface.h"
+#include "net/net.h"
 
 #define CR_KILL_DEADLINE_MS 10000
 
@@ -123,6 +124,7 @@ void cr_cleanup(struct cr_run *run)
 	cr_fs_finish(run);
 	cr_budget_finish(run);		/* tracer/budget.c */
 	cr_surface_finish(run);
+	cr_net_finish(run);
 
 	/* 3. Stop capture. */
 	drain(run, &run->out);

@@ -63,9 +63,9 @@ static int build_table(scmp_filter_ctx ctx)
 		if (e->arg >= 0) {
 			struct scmp_arg_cmp cmp = {
 				.arg = (unsigned)e->arg,
-				.op = SCMP_CMP_MASKED_EQ,
-				.datum_a = e->mask,
-				.datum_b = e->value,
+				.op = e->nonzero ? SCMP_CMP_NE : SCMP_CMP_MASKED_EQ,
+				.datum_a = e->nonzero ? 0 : e->mask,
+				.datum_b = e->nonzero ? 0 : e->value,
 			};
 			rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, e->nr,
 						    1, &cmp);

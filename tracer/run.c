@@ -16,6 +16,7 @@
 #include "fs/fs.h"
 #include "budget.h"
 #include "surface.h"
+#include "net/net.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -170,6 +171,8 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	if ((rc = cr_budget_setup(run)))	/* tracer/budget.c */
 		return rc;
 	if ((rc = cr_surface_setup(run)))	/* tracer/surface.c */
+		return rc;
+	if ((rc = cr_net_setup(run)))		/* tracer/net/ */
 		return rc;
 	return 0;
 }

@@ -84,6 +84,7 @@ struct cr_syscall_entry {
 	const char *reason;	/* for refused calls: why, as it appears in denials */
 	int arg;		/* >= 0: notify only when (args[arg] & mask) == value */
 	uint64_t mask, value;
+	bool nonzero;		/* instead: notify only when args[arg] != 0 */
 };
 
 struct cr_syscall_errno {

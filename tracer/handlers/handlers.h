@@ -160,5 +160,30 @@ CR_HANDLER(cr_h_fcntl_owner);
 CR_HANDLER(cr_h_socket);
 /* personality.c */
 CR_HANDLER(cr_h_personality);
+/* net.c */
+struct cr_verdict cr_h_connect(struct cr_run *run,
+			       const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n);
+struct cr_verdict cr_h_bind(struct cr_run *run,
+			    const struct cr_syscall_entry *e,
+			    const struct seccomp_notif *n);
+struct cr_verdict cr_h_listen(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n);
+struct cr_verdict cr_h_sendto(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n);
+struct cr_verdict cr_h_sendmsg(struct cr_run *run,
+			       const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n);
+struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_recvfrom(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_getpeername(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n);
 
 #endif
