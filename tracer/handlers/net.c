@@ -257,6 +257,13 @@ static struct cr_verdict unix_target(struct cr_run *run,
 	}
 	memset(out, 0, sizeof(*out));
 	out->un.sun_family = AF_UNIX;
+	/* glibc asks the host's name-service cache daemon first in every
+	 * getpwnam/getgrnam: refused, as any host socket, but answered as a
+	 * missing daemon and not listed, or every shell run would carry it. */
+	if (!for_bind && alen > offsetof(struct sockaddr_un, sun_path) &&
+	    (!strncmp(a->un.sun_path, "/var/run/nscd/socket", sizeof(a->un.sun_path)) ||
+	     !strncmp(a->un.sun_path, "/run/nscd/socket", sizeof(a->un.sun_path))))
+		return v_err(ENOENT);
 	rc = unix_path_resolve(run, (pid_t)n->pid, a, alen, for_bind,
 			       out->un.sun_path, sizeof(out->un.sun_path), hold);
 	if (rc == -EXDEV)
