@@ -316,7 +316,7 @@ class Bench:
         target = os.path.join(self.ws, "tree", "d0", "f0")
         common = ["-n", str(n), "-b", "7", "-p", target]
         calls = ["getppid", "stat", "open", "connect"]
-        floors = ["floor", "floor-sync", "floor-pinned", "floor-addfd"]
+        floors = ["floor", "floor-sync", "floor-pinned", "floor-hop", "floor-addfd"]
         per = {c: {"native": [], "corral": []} for c in calls}
         fl = {f: [] for f in floors}
         broken = {}
@@ -468,6 +468,7 @@ def markdown(res):
         labels = {"floor": "getppid round trip, unpinned (as corral runs)",
                   "floor-sync": "the same with SYNC_WAKE_UP",
                   "floor-pinned": "the same, both on one CPU",
+                  "floor-hop": "received by one thread, answered by a worker thread (handler pool)",
                   "floor-addfd": "openat performed by the listener, fd injected (ADDFD+SEND), plus close"}
         for f, x in fl.items():
             out.append("| %s | %.0f |" % (labels.get(f, f), x["ns_median"]))

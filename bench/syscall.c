@@ -2,6 +2,7 @@
  * the floor of the design, a bare seccomp-notify round trip with its own listener. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,6 +32,9 @@
  *                                              seccomp listener in a parent
  *         floor-addfd                          openat answered with an fd
  *                                              opened by the parent (ADDFD)
+ *         floor-hop                            getppid received by one thread
+ *                                              and answered by a worker thread
+ *                                              (the cost of a handler pool)
  * Prints one JSON object: the median over batches of the mean ns per call,
  * and every batch's figure. Timing only: no verdict depends on it.
  */
@@ -184,6 +188,27 @@ static int measure(const char *mode, const char *label)
 
 static volatile sig_atomic_t child_done;
 
+/* floor-hop: the receiving thread hands each notification id to a worker
+ * over a pipe, as a supervisor with a handler pool would; the worker
+ * answers. */
+struct hop {
+	int listener;
+	int rfd;
+};
+
+static void *hop_worker(void *arg)
+{
+	const struct hop *h = arg;
+	uint64_t id;
+
+	while (read(h->rfd, &id, sizeof(id)) == sizeof(id)) {
+		struct seccomp_notif_resp resp = { .id = id, .val = 1 };
+
+		ioctl(h->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
+	return NULL;
+}
+
 static void on_chld(int sig)
 {
 	(void)sig;
@@ -211,6 +236,8 @@ static int floor_mode(const char *mode)
 	char go = 'g';
 	struct seccomp_notif_sizes sizes;
 	struct seccomp_notif *n;
+	pthread_t worker;
+	int hop_wfd = -1;
 	pid_t pid;
 
 	if (!strcmp(mode, "floor-pinned")) {
@@ -275,6 +302,26 @@ static int floor_mode(const char *mode)
 		die("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (needs Linux 6.6+)");
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
 		die("GET_NOTIF_SIZES");
+	if (!strcmp(mode, "floor-hop")) {
+		static struct hop h;
+		int hp[2];
+
+		if (pipe2(hp, O_CLOEXEC) < 0)
+			die("pipe");
+		h.listener = listener;
+		h.rfd = hp[0];
+		sigset_t chld, old;
+
+		/* The worker must never take the SIGCHLD that ends the
+		 * receiving thread's RECV: it starts with SIGCHLD blocked. */
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		pthread_sigmask(SIG_BLOCK, &chld, &old);
+		if (pthread_create(&worker, NULL, hop_worker, &h))
+			die("pthread_create");
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		hop_wfd = hp[1];
+	}
 	n = calloc(1, sizes.seccomp_notif > sizeof(*n) ? sizes.seccomp_notif : sizeof(*n));
 	if (!n)
 		die("calloc");
@@ -310,8 +357,17 @@ static int floor_mode(const char *mode)
 				close(fd);
 			continue;
 		}
+		if (hop_wfd >= 0) {
+			if (write(hop_wfd, &n->id, sizeof(n->id)) != sizeof(n->id))
+				die("hop");
+			continue;
+		}
 		resp.val = getppid();
 		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
+	if (hop_wfd >= 0) {
+		close(hop_wfd);
+		pthread_join(worker, NULL);
 	}
 	free(n);
 	if (waitpid(pid, &status, 0) < 0)
@@ -325,7 +381,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: syscall getppid|stat|open|connect|floor|floor-sync|floor-pinned|floor-addfd [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
+		fprintf(stderr, "usage: syscall getppid|stat|open|connect|floor|floor-sync|floor-pinned|floor-addfd|floor-hop [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
 		return 2;
 	}
 	mode = argv[1];
