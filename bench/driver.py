@@ -315,7 +315,7 @@ class Bench:
         n, rounds = self.sizes["sys_calls"], self.sizes["sys_rounds"]
         target = os.path.join(self.ws, "tree", "d0", "f0")
         common = ["-n", str(n), "-b", "7", "-p", target]
-        calls = ["getppid", "stat", "open", "connect"]
+        calls = ["getppid", "stat", "open", "connect", "refused"]
         floors = ["floor", "floor-sync", "floor-pinned", "floor-hop", "floor-addfd"]
         per = {c: {"native": [], "corral": []} for c in calls}
         fl = {f: [] for f in floors}

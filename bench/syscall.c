@@ -28,6 +28,7 @@
 /*
  * usage: syscall MODE [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]
  *   MODE: getppid | stat | open | connect      run the call in this process
+ *         refused                              keyctl, refused by corral
  *         floor | floor-sync | floor-pinned    getppid answered by our own
  *                                              seccomp listener in a parent
  *         floor-addfd                          openat answered with an fd
@@ -79,7 +80,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-enum op { OP_GETPPID, OP_STAT, OP_OPEN, OP_CONNECT };
+enum op { OP_GETPPID, OP_STAT, OP_OPEN, OP_CONNECT, OP_REFUSED };
 
 static enum op op_of(const char *mode)
 {
@@ -89,6 +90,8 @@ static enum op op_of(const char *mode)
 		return OP_OPEN;
 	if (!strcmp(mode, "connect"))
 		return OP_CONNECT;
+	if (!strcmp(mode, "refused"))
+		return OP_REFUSED;
 	return OP_GETPPID;	/* getppid and the plain floors */
 }
 
@@ -98,6 +101,13 @@ static int one_call(enum op op, const struct sockaddr_in *sa, int lfd)
 	switch (op) {
 	case OP_GETPPID:
 		return syscall(SYS_getppid) < 0 ? -errno : 0;
+	case OP_REFUSED:
+		/* keyctl(KEYCTL_GET_KEYRING_ID, 0, 0): on corral's refused
+		 * list, so under corral every call is a full trip through its
+		 * notification path (loop, table, denial record, answer);
+		 * natively a cheap error. Either result is expected. */
+		syscall(SYS_keyctl, 0, 0, 0, 0, 0);
+		return 0;
 	case OP_STAT: {
 		struct stat st;
 
@@ -394,7 +404,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: syscall getppid|stat|open|connect|floor|floor-sync|floor-pinned|floor-addfd|floor-hop [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
+		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-pinned|floor-addfd|floor-hop [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
 		return 2;
 	}
 	mode = argv[1];
