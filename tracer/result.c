@@ -137,6 +137,20 @@ static void add_u64(cJSON *o, const char *k, uint64_t v)
 	cJSON_AddNumberToObject(o, k, (double)v);
 }
 
+/* corral's own CPU time (user + system, every thread of the supervisor),
+ * so the cost of interposition is visible apart from the program's cpu_ms,
+ * which RUSAGE_CHILDREN measures. Read when the result is built: after the
+ * tree is reaped and the workspace removed, so cleanup counts too. */
+static uint64_t supervisor_cpu_ms(void)
+{
+	struct rusage self = { 0 };
+
+	if (getrusage(RUSAGE_SELF, &self) < 0)
+		return 0;
+	return (uint64_t)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) * 1000 +
+	       (uint64_t)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1000;
+}
+
 static cJSON *build(struct cr_run *run, int code)
 {
 	const struct cr_run_config *cfg = run->cfg;
@@ -213,6 +227,7 @@ static cJSON *build(struct cr_run *run, int code)
 		add_u64(u, "net_bytes", run->usage.net_bytes);
 		add_u64(u, "net_connections", run->usage.net_connections);
 		add_u64(u, "supervisor_notifications", run->notifications);
+		add_u64(u, "supervisor_cpu_ms", supervisor_cpu_ms());
 	}
 	d = cJSON_AddArrayToObject(r, "denials");
 	for (size_t i = 0; d && i < run->ndenials; i++) {
