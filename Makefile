@@ -52,9 +52,10 @@ $(BUILD)/policy/default_policy.o: $(BUILD)/policy/default_policy.c
 $(BUILD)/corral: $(TRACER_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ)
+# The profile tests read tracer/syscalls.def as data: rebuild when it moves.
+$(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) tracer/syscalls.def
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter %.c %.o,$^) $(LIBS)
 
 # Test programs are hostile or probing by design; they build without the
 # supervisor's hardening so they can do odd things (raw syscalls, int 0x80).

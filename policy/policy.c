@@ -2,6 +2,7 @@
  * cr_policy, class lookup, and the normalised JSON `policy check` prints. */
 #include <cJSON.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "corral/policy.h"
@@ -205,17 +206,31 @@ static int parse_limits(const struct cr_jdoc *d, const cJSON *item,
 	return 0;
 }
 
+/* The names of every profile, for an error message. */
+static const char *known_profiles(void)
+{
+	static char buf[256];
+	const struct cr_profile *const *all = cr_profile_all();
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; all[i] && o < sizeof(buf); i++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s",
+				      i ? ", " : "", all[i]->name);
+	return buf;
+}
+
 static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 		       struct cr_class *c)
 {
 	static const char *const class_keys[] = {
-		"fs", "net", "limits", "env", NULL
+		"fs", "net", "limits", "env", "syscalls", NULL
 	};
 	static const char *const fs_keys[] = {
 		"read", "write", "exec", "deny", "hide", NULL
 	};
 	static const char *const net_keys[] = { "allow", NULL };
-	const cJSON *fs, *net, *limits, *hide;
+	const cJSON *fs, *net, *limits, *hide, *sys;
 	char q[96];
 	int rc;
 
@@ -259,7 +274,28 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	if (rc)
 		return rc;
 
-	return opt_list(d, item, "env", env_check, &c->env);
+	rc = opt_list(d, item, "env", env_check, &c->env);
+	if (rc)
+		return rc;
+
+	/* The syscall profile is named, never defined inline: profiles are
+	 * versioned tables reviewed with the code (policy/profile.c). */
+	c->profile = cr_profile_default();
+	sys = cr_jdoc_get(item, "syscalls");
+	if (sys) {
+		cr_autofree char *name = NULL;
+
+		rc = cr_jdoc_want_string(d, sys, &name);
+		if (rc)
+			return rc;
+		c->profile = cr_profile_find(name);
+		if (!c->profile)
+			return cr_jdoc_fail(d, sys, "%s is not a syscall "
+					    "profile (known: %s)",
+					    cr_str_quote(name, q, sizeof(q)),
+					    known_profiles());
+	}
+	return 0;
 }
 
 static int parse_version(const struct cr_jdoc *d, const cJSON *item,
@@ -528,7 +564,10 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 	indent(o, depth + 1);
 	put_text(o, "},\n");
 	print_limits(o, depth + 1, &c->limits);
-	print_list(o, depth + 1, "env", &c->env, true);
+	print_list(o, depth + 1, "env", &c->env, false);
+	print_key(o, depth + 1, "syscalls");
+	print_str(o, c->profile ? c->profile->name : cr_profile_default()->name);
+	put_text(o, "\n");
 	indent(o, depth);
 	put_text(o, last ? "}\n" : "},\n");
 }

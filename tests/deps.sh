@@ -3,7 +3,7 @@
 # root or with sudo; otherwise prints the exact command to run.
 set -eu
 pkgs="gcc make pkg-config libseccomp-dev libunwind-dev libcjson-dev libcap-dev \
-python3 util-linux procps coreutils tar gzip git"
+python3 util-linux procps coreutils tar gzip curl git"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 out=${FUZZ_BUILD:-build/fuzz}
 secs=${FUZZ_SECONDS:-30}
 cc=${FUZZ_CC:-clang}
-targets="policy request values"
+targets="policy request values netmsg"
 
 mkdir -p "$out"
 sh tests/embed.sh cr_default_policy_json < policy/default.json \

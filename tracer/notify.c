@@ -9,6 +9,7 @@
 #include <linux/audit.h>
 
 #include "tracer.h"
+#include "surface.h"
 
 static struct cr_verdict fail_closed(struct cr_run *run, pid_t pid,
 				     const char *name, const char *why)
@@ -119,36 +120,79 @@ void cr_notify_handle(struct cr_run *run)
 	if (run->ending) {
 		/* Cleanup has begun: answer nothing new with success. */
 		v = (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };
-	} else if (n->data.arch != AUDIT_ARCH_X86_64 || n->data.nr < 0 ||
-		   (size_t)n->data.nr >= CR_ARRAY_SIZE(run->by_nr) ||
-		   !(e = run->by_nr[n->data.nr])) {
+	} else if (n->data.arch != AUDIT_ARCH_X86_64) {
 		char name[40];
 
-		/* The filter only notifies table entries; anything else means
-		 * the filter and table disagree. Fail closed. */
+		/* The filter kills foreign ABIs before they notify; reaching
+		 * here means filter and notifier disagree. Fail closed. */
 		v = fail_closed(run, (pid_t)n->pid,
 				cr_syscall_name(n->data.nr, name, sizeof(name)),
-				"internal: no handler for this call");
+				"internal: notification of a foreign ABI");
+	} else if (n->data.nr < 0 ||
+		   (size_t)n->data.nr >= CR_ARRAY_SIZE(run->by_nr) ||
+		   !(e = run->by_nr[n->data.nr])) {
+		/* Not a table entry: the syscall profile does not allow it
+		 * (ENOSYS, or EPERM when it refuses it). Without the
+		 * profile's state the answer is still a refusal. */
+		if (run->surface)
+			v = cr_surface_unlisted(run, n);
+		else
+			v = fail_closed(run, (pid_t)n->pid, "unknown",
+					"internal: no handler for this call");
 	} else {
 		v = e->handler(run, e, n);
 	}
+	if (run->surface)
+		cr_surface_answering(run, n);
 	answer(run, n, e, v);
+}
+
+/* Denials are recorded once per (syscall, layer, reason, target) with a
+ * count, so a program retrying a refused call in a loop costs one entry;
+ * the audit stream gets the first occurrence and then each power of two of
+ * the count, which bounds it while still showing the growth. */
+static struct cr_denial *find_denial(struct cr_run *run, const char *syscall,
+				     const char *target, const char *layer,
+				     const char *reason)
+{
+	for (size_t i = 0; i < run->ndenials; i++) {
+		struct cr_denial *d = &run->denials[i];
+
+		if (!strncmp(d->syscall, syscall, sizeof(d->syscall) - 1) &&
+		    !strcmp(d->layer, layer) &&
+		    !strcmp(d->reason ? d->reason : "", reason) &&
+		    (d->target ? target && !strcmp(d->target, target) :
+				 !target))
+			return d;
+	}
+	return NULL;
 }
 
 void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	     const char *target, const char *layer, const char *reason)
 {
 	uint64_t ms = cr_run_ms(run);
+	struct cr_denial *d = find_denial(run, syscall, target, layer, reason);
+	uint64_t count = 1;
 
-	if (run->ndenials < CR_MAX_DENIALS) {
-		struct cr_denial *d = &run->denials[run->ndenials++];
+	if (d) {
+		count = ++d->count;
+		if (count & (count - 1))
+			return;	/* not a power of two: counted, not logged */
+	} else if (run->ndenials < CR_MAX_DENIALS) {
+		size_t i = run->ndenials++;
 
+		d = &run->denials[i];
+		memset(d, 0, sizeof(*d));
 		d->ms = ms;
 		d->pid = pid;
+		d->count = 1;
 		snprintf(d->syscall, sizeof(d->syscall), "%s", syscall);
 		d->target = target ? strdup(target) : NULL;
 		d->layer = layer;
 		d->reason = strdup(reason);
+		if (run->surface)
+			cr_surface_denied(run, pid, i);
 	} else {
 		run->denials_dropped++;
 	}
@@ -164,6 +208,7 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 						  strlen(target));
 			cJSON_AddStringToObject(f, "layer", layer);
 			cJSON_AddStringToObject(f, "reason", reason);
+			cJSON_AddNumberToObject(f, "count", (double)count);
 			cr_audit_event(run, "deny", f);
 		}
 	}

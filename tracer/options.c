@@ -10,7 +10,7 @@
 enum {
 	OPT_POLICY = 256, OPT_CLASS, OPT_RO, OPT_RW, OPT_EXEC, OPT_ALLOW_NET,
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
-	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP,
+	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
 };
 
 static const struct option longopts[] = {
@@ -32,6 +32,7 @@ static const struct option longopts[] = {
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "request", required_argument, NULL, OPT_REQUEST },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "stacks", no_argument, NULL, OPT_STACKS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -42,7 +43,7 @@ static const char usage[] =
 	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST,\n"
 	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
 	"  --output GLOB, --output-dir DIR, --json, --result FILE,\n"
-	"  --audit FILE, --id ID, --request FILE\n";
+	"  --audit FILE, --id ID, --request FILE, --stacks\n";
 
 static int push(struct cr_strlist *l, const char *s)
 {
@@ -202,6 +203,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 			cli.unsupported = true;
 			break;
 		case OPT_JSON: cfg->json = true; break;
+		case OPT_STACKS: cfg->stacks = true; break;
 		case OPT_RESULT: cfg->result_file = optarg; break;
 		case OPT_AUDIT: cfg->audit_file = optarg; break;
 		case OPT_ID: cli.id = optarg; break;

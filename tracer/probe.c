@@ -36,6 +36,7 @@
 
 #include "corral/probe.h"
 #include "corral/util.h"
+#include "tracer.h"
 
 /* ---- constants older headers (Debian 12's) may lack ---- */
 
@@ -1378,6 +1379,21 @@ static bool sandbox_possible(void)
 	return true;
 }
 
+/* The filter a run would load, built and run on every foreign-ABI input:
+ * read from the program itself, not assumed from how it was built. */
+static bool filter_checks_arch(void)
+{
+	static int memo = -1;
+	struct cr_filter f;
+
+	if (memo < 0) {
+		memo = cr_filter_build_profile(&f, cr_profile_default()) == 0 &&
+		       cr_filter_verify_arch(&f) == 0;
+		cr_filter_free(&f);
+	}
+	return memo;
+}
+
 static void print_row(const char *name, const char *value, const char *detail)
 {
 	if (detail && detail[0])
@@ -1406,6 +1422,15 @@ static void print_human(const char *arch)
 		  "corral runs without user, mount or pid namespaces");
 	/* Lines about corral itself (its syscall profile version) belong
 	 * here, between the kernel's answers and the verdict. */
+	{
+		const struct cr_profile *p = cr_profile_default();
+		char v[128];
+
+		snprintf(v, sizeof(v), "%s %s", p->name, p->version);
+		print_row("syscall_profile:", v, "the default class's");
+		print_row("filter_checks_arch:", filter_checks_arch() ? "yes" : "no",
+			  "every i386 and x32 call, run through the built filter, is killed");
+	}
 	print_row("arch:", arch, NULL);
 	print_row("sandbox_possible:", sandbox_possible() ? "yes" : "no", NULL);
 	for (f = 0; f < CR_FEAT__COUNT; f++)
@@ -1452,6 +1477,16 @@ static int print_json(const char *arch)
 				     st.userns_detail) &&
 	     cJSON_AddStringToObject(root, "arch", arch);
 	/* Keys about corral itself (its syscall profile version) go here. */
+	{
+		cJSON *sp = cJSON_AddObjectToObject(root, "syscall_profile");
+
+		ok = ok && sp &&
+		     cJSON_AddStringToObject(sp, "name", cr_profile_default()->name) &&
+		     cJSON_AddStringToObject(sp, "version",
+					     cr_profile_default()->version) &&
+		     cJSON_AddBoolToObject(root, "filter_checks_arch",
+					   filter_checks_arch());
+	}
 	missing = cJSON_AddArrayToObject(root, "missing");
 	ok = ok && missing;
 	for (f = 0; ok && f < CR_FEAT__COUNT; f++) {

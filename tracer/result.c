@@ -137,6 +137,20 @@ static void add_u64(cJSON *o, const char *k, uint64_t v)
 	cJSON_AddNumberToObject(o, k, (double)v);
 }
 
+/* corral's own CPU time (user + system, every thread of the supervisor),
+ * so the cost of interposition is visible apart from the program's cpu_ms,
+ * which RUSAGE_CHILDREN measures. Read when the result is built: after the
+ * tree is reaped and the workspace removed, so cleanup counts too. */
+static uint64_t supervisor_cpu_ms(void)
+{
+	struct rusage self = { 0 };
+
+	if (getrusage(RUSAGE_SELF, &self) < 0)
+		return 0;
+	return (uint64_t)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) * 1000 +
+	       (uint64_t)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1000;
+}
+
 static cJSON *build(struct cr_run *run, int code)
 {
 	const struct cr_run_config *cfg = run->cfg;
@@ -152,6 +166,17 @@ static cJSON *build(struct cr_run *run, int code)
 	cJSON_AddStringToObject(r, "policy_version",
 				cfg->policy ? cfg->policy->version : "");
 	cJSON_AddStringToObject(r, "class", cfg->cls ? cfg->cls->name : "");
+	if (cfg->cls && cfg->cls->profile) {
+		cJSON *sp = cJSON_AddObjectToObject(r, "syscall_profile");
+
+		if (sp) {
+			cJSON_AddStringToObject(sp, "name", cfg->cls->profile->name);
+			cJSON_AddStringToObject(sp, "version",
+						cfg->cls->profile->version);
+		}
+	} else {
+		cJSON_AddNullToObject(r, "syscall_profile");
+	}
 	cJSON_AddStringToObject(r, "status", cr_status_name(run->status));
 	if (run->limit)
 		cJSON_AddStringToObject(r, "limit", run->limit);
@@ -202,6 +227,7 @@ static cJSON *build(struct cr_run *run, int code)
 		add_u64(u, "net_bytes", run->usage.net_bytes);
 		add_u64(u, "net_connections", run->usage.net_connections);
 		add_u64(u, "supervisor_notifications", run->notifications);
+		add_u64(u, "supervisor_cpu_ms", supervisor_cpu_ms());
 	}
 	d = cJSON_AddArrayToObject(r, "denials");
 	for (size_t i = 0; d && i < run->ndenials; i++) {
@@ -219,6 +245,13 @@ static cJSON *build(struct cr_run *run, int code)
 			cJSON_AddNullToObject(o, "target");
 		cJSON_AddStringToObject(o, "layer", dn->layer);
 		cJSON_AddStringToObject(o, "reason", dn->reason ? dn->reason : "");
+		add_u64(o, "count", dn->count ? dn->count : 1);
+		if (dn->nstack) {
+			cJSON *sk = cJSON_AddArrayToObject(o, "stack");
+
+			for (size_t k = 0; sk && k < dn->nstack; k++)
+				cJSON_AddItemToArray(sk, cJSON_CreateString(dn->stack[k]));
+		}
 		cJSON_AddItemToArray(d, o);
 	}
 	add_u64(r, "denials_dropped", run->denials_dropped);

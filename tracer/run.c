@@ -15,6 +15,8 @@
 #include "tracer.h"
 #include "fs/fs.h"
 #include "budget.h"
+#include "surface.h"
+#include "net/net.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -63,6 +65,9 @@ static void audit_start(struct cr_run *run)
 		return;
 	cJSON_AddStringToObject(f, "policy_version", cfg->policy->version);
 	cJSON_AddStringToObject(f, "class", cfg->cls->name);
+	cJSON_AddStringToObject(f, "syscall_profile", cfg->cls->profile->name);
+	cJSON_AddStringToObject(f, "syscall_profile_version",
+				cfg->cls->profile->version);
 	cmd = cJSON_AddArrayToObject(f, "command");
 	for (char **a = cfg->argv; cmd && a && *a; a++)
 		cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
@@ -147,7 +152,7 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	run->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (run->epfd < 0)
 		return -errno;
-	rc = cr_filter_build(filter);
+	rc = cr_filter_build_profile(filter, run->cfg->cls->profile);
 	if (rc) {
 		snprintf(run->message, sizeof(run->message),
 			 "cannot build the seccomp filter: %s", strerror(-rc));
@@ -164,6 +169,10 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	if ((rc = cr_fs_setup(run)))		/* tracer/fs/fs.c */
 		return rc;
 	if ((rc = cr_budget_setup(run)))	/* tracer/budget.c */
+		return rc;
+	if ((rc = cr_surface_setup(run)))	/* tracer/surface.c */
+		return rc;
+	if ((rc = cr_net_setup(run)))		/* tracer/net/ */
 		return rc;
 	return 0;
 }
@@ -185,6 +194,9 @@ static void run_free(struct cr_run *run)
 	for (size_t i = 0; i < run->ndenials; i++) {
 		free(run->denials[i].target);
 		free(run->denials[i].reason);
+		for (size_t k = 0; k < run->denials[i].nstack; k++)
+			free(run->denials[i].stack[k]);
+		free(run->denials[i].stack);
 	}
 	cr_tasks_free(&run->tasks);
 	cr_loop_free(run);

@@ -14,6 +14,9 @@ struct cr_syscall_entry cr_syscalls[] = {
 #define CR_SYSCALL_ARG(n, a, m, v, h, st, why) \
 	{ .name = #n, .nr = -1, .handler = h, .stance = st, .reason = why, \
 	  .arg = a, .mask = m, .value = v },
+#define CR_SYSCALL_ARG_NZ(n, a, h, st, why) \
+	{ .name = #n, .nr = -1, .handler = h, .stance = st, .reason = why, \
+	  .arg = a, .nonzero = true },
 #include "syscalls.def"
 };
 const size_t cr_nsyscalls = CR_ARRAY_SIZE(cr_syscalls);

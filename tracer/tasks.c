@@ -14,6 +14,7 @@
 #include "handlers/handlers.h"
 #include <limits.h>
 #include "budget.h"
+#include "surface.h"
 
 #ifndef PTRACE_LISTEN
 #define PTRACE_LISTEN 0x4208
@@ -337,6 +338,7 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 			cr_task_kill(run, t);
 	}
 	t->seen = true;
+	cr_surface_on_stop(run, tid, status);	/* kernel surface: ABI, stacks */
 	ev = classify(t, status);
 	tr = &machine[t->state][ev];
 	/* Budgets: any stop but a fork event means a creation this thread
@@ -376,6 +378,7 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 {
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
 
+	cr_surface_on_gone(run, tid, status);	/* a foreign-ABI kill ends policy_denied */
 	/* Measured, not assumed: a process counts as killed when the tree
 	 * kill had begun and SIGKILL is what ended it. */
 	if (run->killing && t && t->leader && WIFSIGNALED(status) &&

@@ -30,6 +30,7 @@ struct cr_run_config {
 	struct cr_limits limits;	/* effective budgets */
 	char **envp;			/* owned, NULL-terminated */
 	bool json;
+	bool stacks;			/* --stacks: unwind denied callers */
 	const char *result_file;	/* borrowed */
 	const char *audit_file;		/* borrowed */
 	const char *stdin_text;		/* borrowed from req, NULL: inherit */
@@ -83,6 +84,7 @@ struct cr_syscall_entry {
 	const char *reason;	/* for refused calls: why, as it appears in denials */
 	int arg;		/* >= 0: notify only when (args[arg] & mask) == value */
 	uint64_t mask, value;
+	bool nonzero;		/* instead: notify only when args[arg] != 0 */
 };
 
 struct cr_syscall_errno {
@@ -149,6 +151,9 @@ struct cr_denial {
 	char *target;		/* owned, may be NULL */
 	const char *layer;	/* static */
 	char *reason;		/* owned */
+	uint64_t count;		/* times this denial happened */
+	char **stack;		/* owned, --stacks: the caller's top frames */
+	size_t nstack;
 };
 
 #define CR_MAX_DENIALS 256
@@ -247,7 +252,15 @@ struct cr_filter {
 	void *bpf;		/* owned, struct sock_filter[] */
 	unsigned short len;
 };
-int cr_filter_build(struct cr_filter *f);
+int cr_filter_build(struct cr_filter *f);	/* the default profile */
+/* The table (syscalls.def) joined with a syscall profile: the table wins. */
+int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p);
+/* Run the program on one input (a classic-BPF evaluator): 0 and *action,
+ * or -EINVAL for an instruction it does not know. */
+int cr_filter_eval(const struct cr_filter *f, const struct seccomp_data *d,
+		   uint32_t *action);
+/* 0 when every i386 and x32 input is killed by the program. */
+int cr_filter_verify_arch(const struct cr_filter *f);
 void cr_filter_free(struct cr_filter *f);
 
 /* tracer/syscalls.c: the table generated from syscalls.def */

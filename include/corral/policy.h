@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "corral/profile.h"
+
 /* Budgets, in the order of the contract's --limit names. */
 enum cr_limit_id {
 	CR_LIM_CPU,		/* time: CPU of the whole tree, ms */
@@ -48,6 +50,7 @@ struct cr_class {
 	struct cr_strlist net_allow;	/* destinations as written (validated) */
 	struct cr_limits limits;
 	struct cr_strlist env;		/* variable names passed from corral's env */
+	const struct cr_profile *profile; /* static, never NULL once parsed */
 };
 
 struct cr_policy {

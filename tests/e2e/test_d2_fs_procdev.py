@@ -26,7 +26,7 @@ def fs_proc_self_readable(t):
                 # supervisor's): readlink says which.
                 "python3 -c 'import os; print(os.readlink(\"/proc/self\") "
                 "== str(os.getpid()), os.readlink(\"/proc/thread-self\") "
-                "== \"%d/task/%d\" % (os.getpid(), os.gettid()))'")
+                "== \"%d/task/%d\" % (os.getpid(), __import__(\"threading\").get_native_id()))'")
     r = _ok(fx, run, "/proc/self")
     eq(r.get("stdout"), "1\n1\nR\n%s\n/usr/bin/readlink\n3\ncmdline\n1\n"
        "mountinfo\nTrue True\n" % fx.ws, "stdout")

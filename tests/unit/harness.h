@@ -57,7 +57,19 @@ struct cr_test {
 	X(netdest_good)			\
 	X(netdest_bad)			\
 	X(fsrules_within)		\
-	X(fsrules_access)
+	X(fsrules_access)		\
+	X(profile_tables)		\
+	X(profile_known_good)		\
+	X(profile_policy_key)		\
+	X(netmatch_parse)		\
+	X(netmatch_closed)		\
+	X(netmatch_allow)		\
+	X(dnsmsg_query)			\
+	X(dnsmsg_answer)		\
+	X(dnsmsg_random_bytes)		\
+	X(tlssni_found)			\
+	X(tlssni_not_tls)		\
+	X(tlssni_malformed)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);

@@ -233,9 +233,9 @@ TEST_IMPL(policy_unknown_keys)
 	ASSERT_POLICY_ERR("{\"Version\": \"v\"}", "t.json:1: Version: "
 			  "unknown key");
 	ASSERT_POLICY_ERR(cr_test_policy(NULL, NULL, NULL,
-					 "[], \"syscalls\": \"x\""),
-			  "t.json:10: classes.x.syscalls: unknown key "
-			  "(expected one of: fs, net, limits, env)");
+					 "[], \"syscall\": \"x\""),
+			  "t.json:10: classes.x.syscall: unknown key "
+			  "(expected one of: fs, net, limits, env, syscalls)");
 	ASSERT_POLICY_ERR(cr_test_policy("{\"raed\": []}", NULL, NULL, NULL),
 			  "t.json:5: classes.x.fs.raed: unknown key (expected "
 			  "one of: read, write, exec, deny, hide)");
@@ -632,7 +632,7 @@ TEST_IMPL(policy_to_json_shape)
 		"\"allow\"", "\"limits\"", "\"cpu\"", "\"memory\"", "\"wall\"",
 		"\"processes\"", "\"output\"", "\"disk\"", "\"files\"",
 		"\"net-bytes\"", "\"net-connections\"", "\"net-conn-time\"",
-		"\"env\"",
+		"\"env\"", "\"syscalls\"",
 	};
 	struct cr_policy *p = NULL;
 	const char *at, *why;

@@ -48,6 +48,13 @@ int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 	rc = cr_fs_read_path(run, n, pathi, path, sizeof(path));
 	if (rc)
 		return rc;
+	/* /dev/tty is the caller's controlling terminal, and the program has
+	 * none (it runs in its own session): answer as the kernel would, and
+	 * never open it here, where it would be corral's own terminal. */
+	if (!strcmp(path, "/dev/tty")) {
+		cr_fsres_init(res);
+		return -ENXIO;
+	}
 	rc = cr_fs_resolve(run, (pid_t)n->pid, dirfd, path, how, res);
 	/* A path refused for an exec is an exec denial, wherever it led. */
 	if (!strncmp(sys, "execve", 6))

@@ -137,5 +137,53 @@ int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen);
 /* create.c: may the entry at res be created, removed or renamed? */
 struct cr_fsres;
 int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *res);
+#define CR_HANDLER(name)						\
+	struct cr_verdict name(struct cr_run *run,			\
+			       const struct cr_syscall_entry *e,	\
+			       const struct seccomp_notif *n)
+
+/* signal.c */
+CR_HANDLER(cr_h_kill);
+CR_HANDLER(cr_h_tkill);
+CR_HANDLER(cr_h_tgkill);
+CR_HANDLER(cr_h_sigqueue);
+CR_HANDLER(cr_h_pidfd_open);
+CR_HANDLER(cr_h_pidfd_send_signal);
+/* proc.c */
+CR_HANDLER(cr_h_pidfd_getfd);
+CR_HANDLER(cr_h_process_madvise);
+CR_HANDLER(cr_h_process_vm);
+CR_HANDLER(cr_h_proc_pid);
+CR_HANDLER(cr_h_proc_prio);
+CR_HANDLER(cr_h_fcntl_owner);
+/* socket.c */
+CR_HANDLER(cr_h_socket);
+/* personality.c */
+CR_HANDLER(cr_h_personality);
+/* net.c */
+struct cr_verdict cr_h_connect(struct cr_run *run,
+			       const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n);
+struct cr_verdict cr_h_bind(struct cr_run *run,
+			    const struct cr_syscall_entry *e,
+			    const struct seccomp_notif *n);
+struct cr_verdict cr_h_listen(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n);
+struct cr_verdict cr_h_sendto(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n);
+struct cr_verdict cr_h_sendmsg(struct cr_run *run,
+			       const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n);
+struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_recvfrom(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+struct cr_verdict cr_h_getpeername(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n);
 
 #endif

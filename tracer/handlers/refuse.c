@@ -11,6 +11,23 @@ struct cr_verdict cr_h_refuse(struct cr_run *run,
 			      const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n)
 {
-	cr_deny(run, (pid_t)n->pid, e->name, NULL, "syscall", e->reason);
+	const char *why = e->reason;
+
+	/* Entries of one call share the first entry's handler: for argument
+	 * entries, give the reason of the entry whose condition matched
+	 * (ioctl TIOCSTI and ioctl FIOSETOWN are refused for different
+	 * reasons). */
+	if (e->arg >= 0)
+		for (size_t i = (size_t)(e - cr_syscalls); i < cr_nsyscalls; i++) {
+			const struct cr_syscall_entry *o = &cr_syscalls[i];
+
+			if (o->nr == e->nr && o->arg >= 0 && o->arg < 6 &&
+			    (n->data.args[o->arg] & o->mask) == o->value) {
+				why = o->reason;
+				break;
+			}
+		}
+	cr_deny(run, (pid_t)n->pid, e->name, NULL, "syscall",
+		why ? why : "refused");
 	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };
 }

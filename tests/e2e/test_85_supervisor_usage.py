@@ -1,0 +1,63 @@
+"""The supervisor's own accounting in the result: how many notifications it
+answered and how much CPU it spent, apart from the program's."""
+
+from harness import eq, ge, lt, true, is_int, test
+
+# keyctl(2) on x86_64: on the refused list, so every call is a notification
+# the supervisor answers, without touching anything else.
+KEYCTL_CALLS = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+n = int(sys.argv[1])
+for i in range(n):
+    if libc.syscall(250, 0, 0, 0, 0, 0) != -1:
+        sys.exit(3)
+"""
+
+
+def supervisor_usage(t, calls):
+    run = t.corral(["run", "--json", "--", "/usr/bin/python3", "-c",
+                    KEYCTL_CALLS, str(calls)])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    u = r["usage"]
+    for k in ("supervisor_notifications", "supervisor_cpu_ms"):
+        true(k in u, "usage.%s missing (usage %r)" % (k, u))
+        is_int(u[k], "usage." + k)
+        ge(u[k], 0, "usage." + k)
+    return r
+
+
+@test
+def supervisor_counts_its_notifications(t):
+    # Two runs that differ only in the number of refused calls: the counter
+    # must follow the program, exactly (python makes no keyctl of its own).
+    few = supervisor_usage(t, 3)
+    many = supervisor_usage(t, 40)
+    eq(many["usage"]["supervisor_notifications"] -
+       few["usage"]["supervisor_notifications"], 37,
+       "notifications added by 37 more keyctl calls")
+    ge(few["usage"]["supervisor_notifications"], 3, "notifications of 3 calls")
+    # Each refused call is a denial at the syscall layer.
+    d = [x for x in many["denials"] if x.get("syscall") == "keyctl"]
+    eq(len(d) + many["denials_dropped"] >= 40, True, "keyctl denials listed")
+    eq(d[0].get("layer"), "syscall", "denial layer")
+
+
+@test
+def supervisor_cpu_is_reported_apart(t):
+    # A run that spins in the program: its CPU is the program's, not the
+    # supervisor's, which only waits. Generous bounds: the machine is shared.
+    run = t.corral(["run", "--json", "--", "/usr/bin/python3", "-c",
+                    "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.6: pass"])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    u = r["usage"]
+    is_int(u.get("supervisor_cpu_ms"), "usage.supervisor_cpu_ms")
+    ge(u["cpu_ms"], 500, "usage.cpu_ms of a 0.6 s spin")
+    lt(u["supervisor_cpu_ms"], u["cpu_ms"],
+       "usage.supervisor_cpu_ms while the program spins")
+    # And the next run still works.
+    again = t.result(t.corral(["run", "--json", "--", "/bin/true"]))
+    eq(again.get("status"), "ok", "next run")

@@ -1,0 +1,878 @@
+"""The network layer: default deny, the in-process proxy, DNS filtering,
+closed address ranges, races on the sockaddr, unix sockets and the three
+network budgets. Loopback only: every server here listens on 127.0.0.1 or
+[::1] in this test process, and no test ever sends a packet elsewhere."""
+
+import hashlib
+import http.server
+import json
+import os
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+from harness import (eq, ne, true, contains, ge, lt, test, wait_for,
+                     check_result_shape)
+
+PY = "/usr/bin/python3"
+
+
+# ---- servers living in the test process ----
+
+class TcpServer:
+    """A loopback TCP server recording every connection it accepts: the
+    peer address, the bytes received and the bytes sent. `handler(conn,
+    rec)` serves one connection; rec is a dict whose "in"/"out" counters it
+    updates."""
+
+    def __init__(self, handler, family=socket.AF_INET):
+        self.family = family
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1",
+                        0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.handler = handler
+        self.conns = []
+        self.lock = threading.Lock()
+        self.closing = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, addr = self.sock.accept()
+            except OSError:
+                return
+            if self.closing:
+                c.close()
+                return
+            rec = {"peer": addr, "in": 0, "out": 0, "done": False}
+            with self.lock:
+                self.conns.append(rec)
+            threading.Thread(target=self._serve, args=(c, rec),
+                             daemon=True).start()
+
+    def _serve(self, c, rec):
+        try:
+            self.handler(c, rec)
+        except OSError:
+            pass
+        finally:
+            rec["done"] = True
+            c.close()
+
+    def count(self):
+        with self.lock:
+            return len(self.conns)
+
+    def close(self):
+        self.closing = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def echo_handler(c, rec):
+    while True:
+        d = c.recv(65536)
+        if not d:
+            return
+        rec["in"] += len(d)
+        c.sendall(d)
+        rec["out"] += len(d)
+
+
+def http_handler(body):
+    """Reads one request head, answers body as HTTP/1.0, then reads until
+    the client closes, so in/out count every byte either side sent."""
+    def h(c, rec):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            d = c.recv(65536)
+            if not d:
+                return
+            data += d
+        rec["in"] += len(data)
+        resp = (b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n"
+                b"Content-Type: application/octet-stream\r\n\r\n" %
+                len(body)) + body
+        c.sendall(resp)
+        rec["out"] += len(resp)
+        c.shutdown(socket.SHUT_WR)
+        while True:
+            d = c.recv(65536)
+            if not d:
+                return
+            rec["in"] += len(d)
+    return h
+
+
+def bulk_handler(nbytes):
+    def h(c, rec):
+        chunk = b"x" * 65536
+        left = nbytes
+        while left > 0:
+            n = c.send(chunk[:min(left, len(chunk))])
+            rec["out"] += n
+            left -= n
+    return h
+
+
+def slow_handler(c, rec):
+    for _ in range(600):
+        c.sendall(b".")
+        rec["out"] += 1
+        time.sleep(0.1)
+
+
+class DnsServer:
+    """A loopback DNS server (UDP) answering A queries from a table and
+    NXDOMAIN otherwise; it records every name it is asked."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.asked = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                m, addr = self.sock.recvfrom(2048)
+            except OSError:
+                return
+            try:
+                name, qtype, qend = parse_question(m)
+            except Exception:
+                continue
+            self.asked.append(name)
+            ips = self.answers.get(name)
+            flags = 0x8180 if ips is not None else 0x8183
+            ans = b""
+            if ips and qtype == 1:
+                for ip in ips:
+                    ans += struct.pack(">HHHIH", 0xc00c, 1, 1, 60, 4) + \
+                        socket.inet_aton(ip)
+            n = len(ips) if ips and qtype == 1 else 0
+            out = struct.pack(">HHHHHH", struct.unpack(">H", m[:2])[0],
+                              flags, 1, n, 0, 0) + m[12:qend] + ans
+            self.sock.sendto(out, addr)
+
+    def close(self):
+        self.sock.close()
+
+
+def parse_question(m):
+    off, labels = 12, []
+    while m[off]:
+        ln = m[off]
+        labels.append(m[off + 1:off + 1 + ln].decode())
+        off += 1 + ln
+    qtype = struct.unpack(">H", m[off + 1:off + 3])[0]
+    return ".".join(labels).lower(), qtype, off + 5
+
+
+# ---- programs the sandbox runs ----
+
+CLIENT = r'''
+import socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+for port in sys.argv[2:]:
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.settimeout(10)
+        s.connect((sys.argv[1], int(port)))
+        print("connected", port, s.getpeername()[1], s.getsockname()[1])
+        s.sendall(b"ping")
+        print("got", s.recv(100).decode())
+    except OSError as e:
+        print("refused", port, e.errno)
+    s.close()
+'''
+
+DNS_CLIENT = r'''
+import socket, struct, sys, random
+def query(name, connected):
+    q = struct.pack(">HHHHHH", random.randrange(65536), 0x0100, 1, 0, 0, 0)
+    for l in name.split("."):
+        q += bytes([len(l)]) + l.encode()
+    q += b"\0" + struct.pack(">HH", 1, 1)
+    tcp = connected == "tcp"
+    s = socket.socket(socket.AF_INET,
+                      socket.SOCK_STREAM if tcp else socket.SOCK_DGRAM)
+    s.settimeout(5)
+    try:
+        if tcp:
+            s.connect(("127.0.0.53", 53))
+            s.sendall(struct.pack(">H", len(q)) + q)
+            r = b""
+            while len(r) < 2 or len(r) < 2 + struct.unpack(">H", r[:2])[0]:
+                d = s.recv(2048)
+                if not d:
+                    break
+                r += d
+            r = r[2:]
+        elif connected:
+            s.connect(("127.0.0.53", 53))
+            s.send(q)
+            r = s.recv(2048)
+        else:
+            s.sendto(q, ("127.0.0.53", 53))
+            r = s.recv(2048)
+    except OSError as e:
+        return "error %s" % e
+    rcode = r[3] & 15
+    an = struct.unpack(">H", r[6:8])[0]
+    off = len(q)
+    ips = []
+    for _ in range(an):
+        typ, cls, ttl, rdlen = struct.unpack(">HHIH", r[off + 2:off + 12])
+        if typ == 1:
+            ips.append(socket.inet_ntoa(r[off + 12:off + 12 + rdlen]))
+        off += 12 + rdlen
+    return "rcode=%d ips=%s" % (rcode, ",".join(ips))
+for name in sys.argv[1:]:
+    print(name, query(name, False), "|", query(name, True), "|",
+          query(name, "tcp"))
+'''
+
+
+def net_run(t, args, prog=None, extra=(), env=None, timeout=60):
+    """Run a python program of ours (or args as the command) with --json."""
+    opts = ["run", "--json", "--ro", t.tmp] + list(extra)
+    if prog is not None:
+        path = t.write("prog.py", prog)
+        cmd = [PY, path] + list(args)
+    else:
+        cmd = list(args)
+    run = t.corral(opts + ["--"] + cmd, env=env, timeout=timeout)
+    r = t.result(run)
+    check_result_shape(r)
+    return run, r
+
+
+def denials(r, syscall=None, layer=None):
+    return [d for d in r["denials"]
+            if (syscall is None or d["syscall"] == syscall) and
+            (layer is None or d["layer"] == layer)]
+
+
+def budget(conns=16, nbytes="16MiB"):
+    return ["--limit", "net-connections=%d" % conns,
+            "--limit", "net-bytes=%s" % nbytes]
+
+
+# ---- tests ----
+
+@test
+def net_default_deny(t):
+    srv = TcpServer(echo_handler)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.settimeout(0.5)
+    try:
+        prog = CLIENT + r'''
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.sendto(b"leak", ("127.0.0.1", %d))
+    print("udp sent")
+except OSError as e:
+    print("udp refused", e.errno)
+''' % udp.getsockname()[1]
+        run, r = net_run(t, ["127.0.0.1", str(srv.port)], prog)
+        eq(run.code, 0, "exit status (stderr %r)" % run.err)
+        eq(r["status"], "ok", "status")
+        out = r["stdout"]
+        contains(out, "refused %d 111" % srv.port, "TCP connect: ECONNREFUSED")
+        contains(out, "udp refused 13", "UDP sendto: EACCES")
+        d = denials(r, "connect", "net")
+        eq(len(d), 1, "one connect denial (%r)" % r["denials"])
+        eq(d[0]["target"], "127.0.0.1:%d" % srv.port, "denial target")
+        eq(len(denials(r, "sendto", "net")), 1, "one sendto denial")
+        time.sleep(0.3)
+        eq(srv.count(), 0, "connections the server saw")
+        try:
+            udp.recvfrom(100)
+            raise AssertionError("the UDP datagram arrived")
+        except socket.timeout:
+            pass
+        eq(r["usage"]["net_connections"], 0, "usage.net_connections")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+        udp.close()
+
+
+@test
+def net_allowed_through_proxy(t):
+    body = os.urandom(200000)
+    srv = TcpServer(http_handler(body))
+    try:
+        prog = r'''
+import hashlib, socket, sys, urllib.request
+port = int(sys.argv[1])
+s = socket.create_connection(("127.0.0.1", port))
+print("peer", s.getpeername()[0], s.getpeername()[1])
+print("local", s.getsockname()[1])
+s.close()
+data = urllib.request.urlopen("http://127.0.0.1:%d/f" % port, timeout=20).read()
+print("sha", hashlib.sha256(data).hexdigest(), len(data))
+'''
+        audit = t.path("audit.jsonl")
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--audit", audit] + budget())
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        out = r["stdout"]
+        with open(audit) as f:
+            events = [json.loads(line) for line in f]
+        nets = [e for e in events if e["event"] == "net"]
+        eq(len(nets), 2, "audit net events (%r)" % nets)
+        for e in nets:
+            eq(e["target"], "127.0.0.1:%d" % srv.port, "audit target")
+            eq(e["allowed_by"], "address", "audit allowed_by")
+        eq(sum(e["bytes_sent"] + e["bytes_received"] for e in nets),
+           r["usage"]["net_bytes"], "audit bytes against usage.net_bytes")
+        contains(out, "peer 127.0.0.1 %d" % srv.port,
+                 "getpeername reports the destination asked for")
+        contains(out, "sha %s %d" % (hashlib.sha256(body).hexdigest(),
+                                    len(body)), "downloaded body")
+        true(wait_for(lambda: all(c["done"] for c in srv.conns), 10),
+             "server connections done")
+        eq(srv.count(), 2, "connections the server saw")
+        local = int(out.split("local ")[1].split()[0])
+        ne(srv.conns[0]["peer"][1], local,
+           "the server sees corral's proxy, not the program's socket")
+        eq(r["usage"]["net_connections"], 2, "usage.net_connections")
+        total = sum(c["in"] + c["out"] for c in srv.conns)
+        eq(r["usage"]["net_bytes"], total,
+           "usage.net_bytes against what the server counted")
+        eq(r["denials"], [], "denials")
+    finally:
+        srv.close()
+
+
+@test
+def net_known_good_http_server_and_curl(t):
+    """python http.server serving a file; the program fetches it with curl
+    and with python, and compares digests."""
+    root = t.path("www")
+    os.makedirs(root)
+    content = os.urandom(300000)
+    with open(os.path.join(root, "file.bin"), "wb") as f:
+        f.write(content)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=root, **k)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    port = httpd.server_address[1]
+    th = threading.Thread(target=httpd.serve_forever, daemon=True)
+    th.start()
+    try:
+        script = ("cd \"$HOME\" && curl -sS -o a.bin "
+                  "http://127.0.0.1:%d/file.bin && sha256sum a.bin && "
+                  "%s -c 'import urllib.request,hashlib;"
+                  "print(hashlib.sha256(urllib.request.urlopen("
+                  "\"http://127.0.0.1:%d/file.bin\").read()).hexdigest())'"
+                  % (port, PY, port))
+        run, r = net_run(t, ["sh", "-c", script], None,
+                         ["--allow-net", "127.0.0.1:%d" % port] + budget())
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        digest = hashlib.sha256(content).hexdigest()
+        eq(r["stdout"].count(digest), 2, "curl and python digests (%r)" %
+           r["stdout"])
+        ge(r["usage"]["net_bytes"], 2 * len(content), "usage.net_bytes")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@test
+def net_known_good_git_clone_over_http(t):
+    """git clone over (dumb) HTTP from a loopback python http.server."""
+    src = t.path("src")
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": t.tmp,
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    genv = dict(os.environ, **env)
+    subprocess.run(["git", "init", "-q", src], check=True, env=genv)
+    with open(os.path.join(src, "hello.txt"), "w") as f:
+        f.write("hello from a loopback repository\n")
+    subprocess.run(["git", "-C", src, "add", "hello.txt"], check=True,
+                   env=genv)
+    subprocess.run(["git", "-C", src, "commit", "-qm", "one"], check=True,
+                   env=genv)
+    www = t.path("www")
+    os.makedirs(www)
+    bare = os.path.join(www, "repo.git")
+    subprocess.run(["git", "clone", "-q", "--bare", src, bare], check=True,
+                   env=genv)
+    subprocess.run(["git", "-C", bare, "update-server-info"], check=True,
+                   env=genv)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=www, **k)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    port = httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        script = ('cd "$HOME" && git clone -q http://127.0.0.1:%d/repo.git '
+                  'out && cat out/hello.txt' % port)
+        run, r = net_run(t, ["sh", "-c", script], None,
+                         ["--allow-net", "127.0.0.1:%d" % port] + budget(64))
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        eq(r["stdout"], "hello from a loopback repository\n", "cloned file")
+        ge(r["usage"]["net_connections"], 1, "usage.net_connections")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@test
+def net_closed_and_other_destinations_refused(t):
+    srv = TcpServer(echo_handler)
+    other = TcpServer(echo_handler)
+    srv6 = TcpServer(echo_handler, socket.AF_INET6)
+    try:
+        prog = CLIENT + r'''
+def try_(fam, addr):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.connect(addr)
+        print("connected", addr)
+    except OSError as e:
+        print("refused", addr[0], e.errno)
+p = %d
+try_(socket.AF_INET, ("127.0.0.2", p))
+try_(socket.AF_INET6, ("::ffff:127.0.0.1", p))
+try_(socket.AF_INET, ("0.0.0.0", p))
+try_(socket.AF_INET, ("169.254.169.254", 80))
+try_(socket.AF_INET6, ("::1", %d))
+try_(socket.AF_INET6, ("fe80::1", 80, 0, 1))
+try_(socket.AF_INET, ("10.0.0.1", 80))
+''' % (srv.port, srv6.port)
+        run, r = net_run(t, ["127.0.0.1", str(srv.port), str(other.port)],
+                         prog, ["--allow-net", "127.0.0.1:%d" % srv.port,
+                                "--allow-net", "0.0.0.0/0:*",
+                                "--allow-net", "[::/0]:*"] + budget())
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        out = r["stdout"]
+        contains(out, "connected %d" % srv.port, "the allowed port")
+        contains(out, "refused %d 111" % other.port, "another port")
+        for a in ("127.0.0.2", "::ffff:127.0.0.1", "0.0.0.0",
+                  "169.254.169.254", "::1", "fe80::1", "10.0.0.1"):
+            contains(out, "refused %s 111" % a, a)
+        targets = [d["target"] for d in denials(r, "connect", "net")]
+        eq(len(targets), 8, "connect denials (%r)" % targets)
+        contains(" ".join(targets), "169.254.169.254:80", "metadata denial")
+        time.sleep(0.3)
+        eq(other.count(), 0, "connections on the other port")
+        eq(srv6.count(), 0, "connections on [::1]")
+        eq(srv.count(), 1, "connections on the allowed port")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+        other.close()
+        srv6.close()
+
+
+@test
+def net_ipv6_loopback_allowed(t):
+    srv6 = TcpServer(echo_handler, socket.AF_INET6)
+    try:
+        run, r = net_run(t, ["::1", str(srv6.port)], CLIENT,
+                         ["--allow-net", "[::1]:%d" % srv6.port] + budget())
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        contains(r["stdout"], "connected %d %d" % (srv6.port, srv6.port),
+                 "connect and getpeername over IPv6")
+        contains(r["stdout"], "got ping", "echo over IPv6")
+        eq(srv6.count(), 1, "connections")
+    finally:
+        srv6.close()
+
+
+@test
+def net_flipping_sockaddr_race(t):
+    good = TcpServer(lambda c, rec: None)
+    bad = TcpServer(lambda c, rec: None)
+    try:
+        rounds = 300
+        run = t.corral(["run", "--json", "--allow-net",
+                        "127.0.0.1:%d" % good.port] + t.prog_roots() +
+                       budget(conns=rounds + 1) +
+                       ["--", t.prog("net_flip"), str(good.port),
+                        str(bad.port), str(rounds)], timeout=120)
+        r = t.result(run)
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        time.sleep(0.5)
+        eq(bad.count(), 0, "connections on the refused port")
+        ok = int(r["stdout"].split()[1])
+        ge(ok, 1, "connects that went through")
+        true(len(r["denials"]) + r["denials_dropped"] >= 1,
+             "the flip was seen at least once (%d ok of %d)" % (ok, rounds))
+        # A denial is recorded once per (syscall, layer, reason, target)
+        # with a count: add the counts.
+        refused = sum(d.get("count", 1) for d in denials(r, "connect"))
+        eq(ok + refused + r["denials_dropped"], rounds,
+           "every connect either allowed or denied")
+        t.assert_next_run_ok()
+    finally:
+        good.close()
+        bad.close()
+
+
+@test
+def net_dns_filtering(t):
+    dns = DnsServer({"allowed.test": ["203.0.113.7"],
+                     "rebind.test": ["127.0.0.1"],
+                     "secret.attacker.example": ["203.0.113.9"]})
+    srv = TcpServer(echo_handler)
+    try:
+        prog = DNS_CLIENT + r'''
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", %d))
+    print("rebind connected")
+except OSError as e:
+    print("rebind refused", e.errno)
+# The C library's own stub resolver, to whatever /etc/resolv.conf names:
+# corral answers in its place, and as that nameserver.
+for name in ("allowed.test", "secret.attacker.example"):
+    try:
+        # AF_UNSPEC: the C library sends the A and AAAA queries
+        # together with sendmmsg.
+        ips = sorted({a[4][0] for a in socket.getaddrinfo(
+            name, 443, 0, socket.SOCK_STREAM)})
+        print("gai", name, ",".join(ips))
+    except socket.gaierror as e:
+        print("gai", name, "error")
+''' % srv.port
+        run, r = net_run(
+            t, ["allowed.test", "ALLOWED.test", "secret.attacker.example",
+                "rebind.test"], prog,
+            ["--allow-net", "allowed.test:443",
+             "--allow-net", "rebind.test:%d" % srv.port] + budget(),
+            env={"CORRAL_DNS_UPSTREAM": "127.0.0.1:%d" % dns.port})
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        lines = r["stdout"].splitlines()
+        ok = "rcode=0 ips=203.0.113.7"
+        eq(lines[0], "allowed.test %s | %s | %s" % (ok, ok, ok),
+           "allowed name: sendto, connected UDP, TCP")
+        eq(lines[1], "ALLOWED.test %s | %s | %s" % (ok, ok, ok),
+           "names match without case")
+        eq(lines[2], "secret.attacker.example rcode=3 ips= | rcode=3 ips= | "
+           "rcode=3 ips=", "NXDOMAIN for a name not on the list")
+        eq(lines[3], "rebind.test rcode=5 ips= | rcode=5 ips= | rcode=5 ips=",
+           "a name resolving to loopback is refused")
+        eq(lines[4], "rebind refused 111",
+           "the loopback address is not opened by the name")
+        eq(lines[5], "gai allowed.test 203.0.113.7",
+           "getaddrinfo of an allowed name")
+        eq(lines[6], "gai secret.attacker.example error",
+           "getaddrinfo of a refused name")
+        true("secret.attacker.example" not in dns.asked,
+             "the upstream never saw the refused name (%r)" % dns.asked)
+        true("allowed.test" in dns.asked, "the upstream saw the allowed one")
+        targets = [d["target"] for d in denials(r, "dns", "net")]
+        contains(" ".join(targets), "secret.attacker.example", "dns denials")
+        contains(" ".join(targets), "rebind.test", "rebinding denial")
+        eq(srv.count(), 0, "connections on the rebinding target")
+        t.assert_next_run_ok()
+    finally:
+        dns.close()
+        srv.close()
+
+
+@test
+def net_bytes_budget(t):
+    srv = TcpServer(bulk_handler(10 << 20))
+    try:
+        prog = r'''
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+n = 0
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    n += len(d)
+print("read", n)
+'''
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port] +
+                         budget(nbytes="1MiB"))
+        eq(r["status"], "limit_exceeded", "status (%s)" % r["message"])
+        eq(r["limit"], "net-bytes", "limit")
+        eq(run.code, 124, "exit status")
+        ge(r["usage"]["net_bytes"], 1 << 20, "usage.net_bytes")
+        lt(r["usage"]["net_bytes"], (1 << 20) + 2, "usage.net_bytes")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
+@test
+def net_connections_budget(t):
+    srv = TcpServer(echo_handler)
+    try:
+        run, r = net_run(t, ["127.0.0.1"] + [str(srv.port)] * 5, CLIENT,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port] +
+                         budget(conns=3))
+        eq(r["status"], "limit_exceeded", "status (%s)" % r["message"])
+        eq(r["limit"], "net-connections", "limit")
+        eq(run.code, 124, "exit status")
+        eq(r["usage"]["net_connections"], 3, "usage.net_connections")
+        time.sleep(0.3)
+        true(srv.count() <= 3, "server saw %d connections" % srv.count())
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
+@test
+def net_conn_time_budget(t):
+    srv = TcpServer(slow_handler)
+    try:
+        prog = r'''
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+while s.recv(10):
+    pass
+print("stream ended")
+'''
+        t0 = time.monotonic()
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--limit", "net-conn-time=1s"] + budget())
+        eq(r["status"], "limit_exceeded", "status (%s)" % r["message"])
+        eq(r["limit"], "net-conn-time", "limit")
+        eq(run.code, 124, "exit status")
+        lt(time.monotonic() - t0, 30, "seconds until the limit fired")
+        ge(r["usage"]["wall_ms"], 900, "usage.wall_ms")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
+@test
+def net_nonblocking_asyncio(t):
+    srv = TcpServer(echo_handler)
+    try:
+        prog = r'''
+import asyncio, sys
+async def main():
+    r, w = await asyncio.open_connection("127.0.0.1", int(sys.argv[1]))
+    print("peer", w.get_extra_info("peername")[1])
+    w.write(b"hello asyncio")
+    await w.drain()
+    print("got", (await r.readexactly(13)).decode())
+    w.close()
+    await w.wait_closed()
+asyncio.run(main())
+'''
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port] + budget())
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        contains(r["stdout"], "peer %d" % srv.port, "peername")
+        contains(r["stdout"], "got hello asyncio", "echo")
+    finally:
+        srv.close()
+
+
+@test
+def net_inet_bind_and_listen_refused(t):
+    prog = r'''
+import socket
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", 0))
+    print("bound")
+except OSError as e:
+    print("bind refused", e.errno)
+s = socket.socket()
+try:
+    s.listen()
+    print("listening", s.getsockname())
+except OSError as e:
+    print("listen refused", e.errno)
+'''
+    run, r = net_run(t, [], prog)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    contains(r["stdout"], "bind refused 13", "bind")
+    contains(r["stdout"], "listen refused 13", "listen")
+    eq(len(denials(r, "bind", "net")), 1, "bind denial")
+    eq(len(denials(r, "listen", "net")), 1, "listen denial")
+    eq(r["status"], "ok", "status")
+    t.assert_next_run_ok()
+
+
+@test
+def net_unix_sockets(t):
+    outside = t.path("outside.sock")
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(outside)
+    ls.listen(4)
+    ls.settimeout(0.3)
+    os.chmod(outside, 0o777)
+    try:
+        prog = r'''
+import os, socket, sys, threading
+os.chdir(os.environ["HOME"])
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind("./in.sock")
+srv.listen(1)
+def serve():
+    c, _ = srv.accept()
+    c.sendall(c.recv(10))
+    c.close()
+threading.Thread(target=serve).start()
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.connect("in.sock")
+c.sendall(b"unix-ok")
+print(c.recv(10).decode())
+a, b = socket.socketpair()
+r, w = os.pipe()
+os.write(w, b"passed-fd")
+socket.send_fds(a, [b"x"], [r])
+msg, fds, _, _ = socket.recv_fds(b, 10, 1)
+print(os.read(fds[0], 20).decode())
+def try_(what, fn):
+    try:
+        fn()
+        print(what, "allowed")
+    except OSError as e:
+        print(what, "refused", e.errno)
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try_("outside", lambda: u.connect(sys.argv[1]))
+os.symlink(sys.argv[1], "link.sock")
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try_("symlink", lambda: u.connect("link.sock"))
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try_("dotdot", lambda: u.connect("../" * 10 + sys.argv[1].lstrip("/")))
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try_("abstract-bind", lambda: u.bind("\0corral-test"))
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try_("abstract-connect", lambda: u.connect("\0corral-test"))
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try_("autobind-listen", lambda: u.listen(1))
+# A listener that never accepts: the supervisor must not wait on it.
+full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+full.bind("full.sock")
+full.listen(0)
+held = []
+for i in range(3):
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    held.append(u)
+    try:
+        u.connect("full.sock")
+    except OSError as e:
+        print("backlog-full", e.errno)
+        break
+print("still answered")
+'''
+        run, r = net_run(t, [outside], prog)
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        out = r["stdout"]
+        contains(out, "unix-ok\n", "a unix socket inside the workspace")
+        contains(out, "passed-fd\n", "SCM_RIGHTS through sendmsg")
+        contains(out, "backlog-full 11\nstill answered",
+                 "a full unix backlog does not stall the supervisor")
+        for what in ("outside", "symlink", "dotdot", "abstract-bind",
+                     "abstract-connect", "autobind-listen"):
+            contains(out, "%s refused 13" % what, what)
+        fs = [d["target"] for d in denials(r, "connect", "fs")]
+        for target in (outside, "link.sock"):
+            true(target in fs, "fs-layer denial of %s (%r)" % (target, fs))
+        true(any(x.startswith("../") for x in fs), "fs denial of ../ (%r)" %
+             fs)
+        eq(len(denials(r, None, "net")), 3, "net-layer denials")
+        try:
+            ls.accept()
+            raise AssertionError("the outside socket got a connection")
+        except socket.timeout:
+            pass
+        eq(r["status"], "ok", "status")
+        t.assert_next_run_ok()
+    finally:
+        ls.close()
+
+
+@test
+def net_blocking_sendmsg_is_deferred(t):
+    """A blocking sendmsg on a full socket waits for room without holding
+    the supervisor: meanwhile another thread's connect is still answered,
+    and every byte arrives in order."""
+    prog = r'''
+import hashlib, os, socket, threading, time
+a, b = socket.socketpair()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+chunk = os.urandom(200000)
+want = hashlib.sha256(chunk * 20).hexdigest()
+got = hashlib.sha256()
+n = 0
+def reader():
+    global n
+    time.sleep(0.5)   # let the writer fill the socket and block
+    s = socket.socket()
+    try:
+        s.connect(("192.0.2.1", 80))
+    except OSError as e:
+        print("connect answered", e.errno, flush=True)
+    while n < len(chunk) * 20:
+        d = b.recv(65536)
+        got.update(d)
+        n += len(d)
+th = threading.Thread(target=reader)
+th.start()
+sent = 0
+for i in range(20):
+    view = memoryview(chunk)
+    while view:
+        k = a.sendmsg([view])
+        sent += k
+        view = view[k:]
+th.join()
+print("sent", sent, "same", got.hexdigest() == want)
+'''
+    run, r = net_run(t, [], prog, ["--limit", "wall=60s"], timeout=90)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    contains(r["stdout"], "connect answered 111", "the other thread's call")
+    contains(r["stdout"], "sent 4000000 same True", "bytes through sendmsg")
+    eq(len(denials(r, "connect", "net")), 1, "the refused connect")
+
+
+@test
+def net_scm_rights_never_pass_supervisor_fds(t):
+    """sendmsg is performed by corral, so SCM_RIGHTS numbers are the
+    program's, translated: numbers it does not have fail EBADF (untranslated
+    they would name corral's epoll, listener and proxy descriptors), and
+    control data whose lengths lie is refused. Same answers as natively."""
+    nat = t.native([t.prog("net_cmsg")])
+    run = t.corral(["run", "--json"] + t.prog_roots() +
+                   ["--", t.prog("net_cmsg")])
+    r = t.result(run)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    want = "foreign-fds EBADF\nown-fd sent\nlying-length EINVAL\n"
+    eq(nat.out.decode(), want, "natively")
+    eq(r["stdout"], want, "under corral")

@@ -1,0 +1,1147 @@
+/* tracer/handlers/net.c: connect, bind, listen, sendto, sendmsg, sendmmsg,
+ * getpeername, recvfrom — every call that names a socket address or
+ * reveals one. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/netlink.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "handlers.h"
+#include "../net/net.h"
+
+/*
+ * Why this is safe against the program it supervises: every address is read
+ * once into our own copy, the decision is made on that copy, and the call is
+ * performed by the supervisor on a duplicate of the program's socket
+ * (pidfd_getfd) with the copy — or with the address of corral's own proxy or
+ * DNS responder. A thread rewriting the sockaddr, the msghdr or its iovecs
+ * after the read changes nothing: the kernel never reads them again. No
+ * handler here answers CONTINUE (the table marks them EMULATED, and the loop
+ * refuses CONTINUE for such entries).
+ */
+
+#define STREAM_CAP (256 * 1024)	/* a stream send may be partial */
+#define DGRAM_CAP 65536		/* a datagram is all or nothing */
+#define CONTROL_CAP 4096
+#define MMSG_MAX 64
+
+struct sock {
+	int dup;		/* owned, -1 when handed on */
+	int domain, type, protocol;
+	uint64_t ino;
+};
+
+static struct cr_verdict v_err(int e)
+{
+	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = e };
+}
+
+static struct cr_verdict v_val(int64_t v)
+{
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = v };
+}
+
+static struct cr_verdict v_rc(int rc)
+{
+	return rc < 0 ? v_err(errno) : v_val(rc);
+}
+
+static struct cr_verdict deny(struct cr_run *run, const struct seccomp_notif *n,
+			      const struct cr_syscall_entry *e,
+			      const union cr_sockaddr *a, socklen_t alen,
+			      const char *layer, const char *why, int err)
+{
+	char target[160];
+
+	if (a)
+		cr_net_addr_text(a, alen, target, sizeof(target));
+	cr_deny(run, (pid_t)n->pid, e->name, a ? target : NULL, layer, why);
+	return v_err(err);
+}
+
+static void sock_close(struct sock *s)
+{
+	if (s->dup >= 0)
+		close(s->dup);
+	s->dup = -1;
+}
+
+static int sock_open(struct cr_run *run, const struct seccomp_notif *n,
+		     int fd, struct sock *s)
+{
+	socklen_t l = sizeof(int);
+	struct stat st;
+
+	memset(s, 0, sizeof(*s));
+	s->dup = cr_net_task_fd(run, (pid_t)n->pid, fd);
+	if (s->dup < 0) {
+		int e = s->dup;
+
+		s->dup = -1;
+		return e == -ESRCH ? -ESRCH : -EBADF;
+	}
+	if (fstat(s->dup, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		sock_close(s);
+		return -ENOTSOCK;
+	}
+	s->ino = (uint64_t)st.st_ino;
+	if (getsockopt(s->dup, SOL_SOCKET, SO_DOMAIN, &s->domain, &l) < 0 ||
+	    getsockopt(s->dup, SOL_SOCKET, SO_TYPE, &s->type, &l) < 0 ||
+	    getsockopt(s->dup, SOL_SOCKET, SO_PROTOCOL, &s->protocol, &l) < 0) {
+		int e = errno;
+
+		sock_close(s);
+		return -e;
+	}
+	return 0;
+}
+
+static int read_addr(pid_t pid, uint64_t p, uint64_t len, union cr_sockaddr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (len > sizeof(a->ss) || len < sizeof(sa_family_t))
+		return -EINVAL;
+	return cr_mem_read(pid, p, a, (size_t)len);
+}
+
+/* The address of an AF_INET/AF_INET6 sockaddr; -EINVAL if short. */
+static int inet_of(const union cr_sockaddr *a, socklen_t len, uint8_t *addr,
+		   uint16_t *port)
+{
+	if (a->sa.sa_family == AF_INET) {
+		if (len < sizeof(struct sockaddr_in))
+			return -EINVAL;
+		memcpy(addr, &a->in4.sin_addr, 4);
+		*port = ntohs(a->in4.sin_port);
+		return 0;
+	}
+	if (len < sizeof(struct sockaddr_in6))
+		return -EINVAL;
+	memcpy(addr, &a->in6.sin6_addr, 16);
+	*port = ntohs(a->in6.sin6_port);
+	return 0;
+}
+
+static bool is_abstract_or_unnamed(const union cr_sockaddr *a, socklen_t len)
+{
+	return len <= offsetof(struct sockaddr_un, sun_path) ||
+	       a->un.sun_path[0] == '\0';
+}
+
+/*
+ * The one place a path-named AF_UNIX address is resolved (until the
+ * filesystem layer offers its resolver): absolute against the task's cwd,
+ * normalised without touching the disk, refused unless inside the
+ * workspace, then opened beneath the workspace fd with no symlink and no
+ * magic link anywhere. The kernel is then given /proc/self/fd/N (connect:
+ * the socket inode itself) or /proc/self/fd/PARENT/NAME (bind), which names
+ * what was checked and cannot be redirected by a rename or a symlink
+ * planted afterwards. *hold receives the fd to close after the call.
+ */
+static int unix_path_resolve(struct cr_run *run, pid_t tid,
+			     const union cr_sockaddr *a, socklen_t alen,
+			     bool for_bind, char *out, size_t outlen, int *hold)
+{
+	const struct cr_netstate *ns = run->net;
+	size_t plen = alen - offsetof(struct sockaddr_un, sun_path);
+	char raw[PATH_MAX * 2], norm[PATH_MAX * 2];
+	size_t wl = strlen(ns->ws_real), nl = 0;
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	char *rel, *slash, *name, *save = NULL;
+	int pfd, fd;
+
+	if (plen > sizeof(a->un.sun_path))
+		plen = sizeof(a->un.sun_path);
+	plen = strnlen(a->un.sun_path, plen);
+	if (!plen)
+		return -EINVAL;
+	if (a->un.sun_path[0] == '/') {
+		snprintf(raw, sizeof(raw), "%.*s", (int)plen, a->un.sun_path);
+	} else {
+		char link[64], cwd[PATH_MAX];
+		ssize_t cl;
+
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)tid);
+		cl = readlink(link, cwd, sizeof(cwd) - 1);
+		if (cl <= 0)
+			return -EACCES;
+		cwd[cl] = '\0';
+		snprintf(raw, sizeof(raw), "%s/%.*s", cwd, (int)plen,
+			 a->un.sun_path);
+	}
+	/* Lexical normalisation: "." dropped, ".." pops (never above /). */
+	norm[0] = '\0';
+	for (char *c = strtok_r(raw, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			char *last = strrchr(norm, '/');
+
+			nl = last ? (size_t)(last - norm) : 0;
+			norm[nl] = '\0';
+			continue;
+		}
+		if (nl + 1 + strlen(c) >= sizeof(norm))
+			return -ENAMETOOLONG;
+		norm[nl++] = '/';
+		strcpy(norm + nl, c);
+		nl += strlen(c);
+	}
+	if (nl <= wl + 1 || strncmp(norm, ns->ws_real, wl) || norm[wl] != '/')
+		return -EXDEV;	/* outside the workspace */
+	rel = norm + wl + 1;
+	slash = strrchr(rel, '/');
+	if (slash) {
+		*slash = '\0';
+		name = slash + 1;
+		pfd = (int)syscall(SYS_openat2, ns->wsfd, rel, &how, sizeof(how));
+	} else {
+		name = rel;
+		pfd = (int)syscall(SYS_openat2, ns->wsfd, ".", &how, sizeof(how));
+	}
+	if (pfd < 0)
+		return errno == EXDEV || errno == ELOOP ? -EXDEV : -errno;
+	if (for_bind) {
+		if ((size_t)snprintf(out, outlen, "/proc/self/fd/%d/%s", pfd,
+				     name) >= outlen) {
+			close(pfd);
+			return -ENAMETOOLONG;
+		}
+		*hold = pfd;
+		return 0;
+	}
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0)
+		return errno == ELOOP ? -ECONNREFUSED : -errno;
+	{
+		struct stat st;
+
+		if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+			close(fd);
+			/* A symlink is never followed: it could lead out. */
+			return S_ISLNK(st.st_mode) ? -EXDEV : -ECONNREFUSED;
+		}
+	}
+	snprintf(out, outlen, "/proc/self/fd/%d", fd);
+	*hold = fd;
+	return 0;
+}
+
+/* A unix address for the kernel naming what unix_path_resolve checked. */
+static struct cr_verdict unix_target(struct cr_run *run,
+				     const struct seccomp_notif *n,
+				     const struct cr_syscall_entry *e,
+				     const union cr_sockaddr *a, socklen_t alen,
+				     bool for_bind, union cr_sockaddr *out,
+				     socklen_t *outlen, int *hold, bool *ok)
+{
+	int rc;
+
+	*ok = false;
+	if (is_abstract_or_unnamed(a, alen)) {
+		if (alen <= offsetof(struct sockaddr_un, sun_path) && !for_bind)
+			return v_err(EINVAL);
+		return deny(run, n, e, a, alen, "net",
+			    "abstract unix sockets reach outside the sandbox", EACCES);
+	}
+	memset(out, 0, sizeof(*out));
+	out->un.sun_family = AF_UNIX;
+	/* glibc asks the host's name-service cache daemon first in every
+	 * getpwnam/getgrnam: refused, as any host socket, but answered as a
+	 * missing daemon and not listed, or every shell run would carry it. */
+	if (!for_bind && alen > offsetof(struct sockaddr_un, sun_path) &&
+	    (!strncmp(a->un.sun_path, "/var/run/nscd/socket", sizeof(a->un.sun_path)) ||
+	     !strncmp(a->un.sun_path, "/run/nscd/socket", sizeof(a->un.sun_path))))
+		return v_err(ENOENT);
+	rc = unix_path_resolve(run, (pid_t)n->pid, a, alen, for_bind,
+			       out->un.sun_path, sizeof(out->un.sun_path), hold);
+	if (rc == -EXDEV)
+		return deny(run, n, e, a, alen, "fs",
+			    "unix sockets are reachable only inside the workspace",
+			    EACCES);
+	if (rc < 0)
+		return v_err(-rc);
+	*outlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+			      strlen(out->un.sun_path) + 1);
+	*ok = true;
+	return v_val(0);
+}
+
+static int family_idx(int family)
+{
+	return family == AF_INET6 ? 1 : 0;
+}
+
+static socklen_t inet_len(int family)
+{
+	return family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+				    sizeof(struct sockaddr_in);
+}
+
+/* The decision for an internet destination; NULL when allowed, else why. */
+static const char *inet_refusal(struct cr_run *run, int family,
+				const uint8_t *addr, uint16_t port)
+{
+	const char *closed;
+
+	if (cr_net_allowed(run->net, family, addr, port))
+		return NULL;
+	closed = cr_net_addr_closed(family, addr);
+	if (closed) {
+		static char why[160];
+
+		snprintf(why, sizeof(why), "%s is closed unless allowed by its exact address", closed);
+		return why;
+	}
+	return "the destination is not on the allow list";
+}
+
+static struct cr_verdict connect_tcp(struct cr_run *run,
+				     const struct seccomp_notif *n,
+				     const struct cr_syscall_entry *e,
+				     struct sock *s, const union cr_sockaddr *a,
+				     socklen_t alen, const uint8_t *addr,
+				     uint16_t port)
+{
+	struct cr_netstate *ns = run->net;
+	union cr_sockaddr peer;
+	socklen_t pl = sizeof(peer);
+	const char *why;
+	int idx = family_idx(a->sa.sa_family), rc, err;
+	uint64_t lim = run->cfg->limits.v[CR_LIM_NET_CONNECTIONS];
+
+	/* Already connected (a program asking again after EINPROGRESS):
+	 * the kernel's answer, without counting a new connection. */
+	if (getpeername(s->dup, &peer.sa, &pl) == 0)
+		return v_err(EISCONN);
+	why = inet_refusal(run, a->sa.sa_family, addr, port);
+	if (why)
+		return deny(run, n, e, a, alen, "net", why, ECONNREFUSED);
+	if (ns->lfd[idx] < 0)
+		return deny(run, n, e, a, alen, "net",
+			    "the proxy has no listener for this address family",
+			    ECONNREFUSED);
+	if (run->usage.net_connections >= lim) {
+		char b[32];
+
+		cr_limit_format(CR_LIM_NET_CONNECTIONS, lim, b, sizeof(b));
+		deny(run, n, e, a, alen, "net",
+		     "the connection budget is spent", ECONNREFUSED);
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "net-connections",
+			   "the program opened more than %s connections", b);
+		return v_err(ECONNREFUSED);
+	}
+	if (ns->npending >= CR_NET_MAX_PENDING)
+		return v_err(EAGAIN);
+	/* Local and immediate: the listener's backlog is far larger than
+	 * what may be pending, so even a blocking socket does not wait. */
+	rc = connect(s->dup, &ns->laddr[idx].sa, inet_len(a->sa.sa_family));
+	err = errno;
+	if (rc < 0 && err != EINPROGRESS)
+		return v_err(err);
+	if (cr_proxy_expect(run, s->dup, a, alen, s->ino,
+			    !cr_netrules_allow_addr(ns->rules, ns->nrules,
+						    a->sa.sa_family, addr,
+						    port)) < 0)
+		return v_err(ECONNREFUSED);	/* the proxy will drop it */
+	run->usage.net_connections++;
+	cr_net_peer_set(ns, s->ino, a, alen, true);
+	return rc < 0 ? v_err(EINPROGRESS) : v_val(0);
+}
+
+/* Bind an unbound datagram socket to loopback before it talks to the DNS
+ * responder, so the kernel never autobinds it to every interface (where
+ * anyone could send it datagrams). */
+static void bind_loopback(int dup, int family)
+{
+	union cr_sockaddr l = { 0 };
+	socklen_t ll = sizeof(l);
+
+	if (getsockname(dup, &l.sa, &ll) == 0 &&
+	    ((family == AF_INET && l.in4.sin_port) ||
+	     (family == AF_INET6 && l.in6.sin6_port)))
+		return;
+	memset(&l, 0, sizeof(l));
+	if (family == AF_INET6) {
+		l.in6.sin6_family = AF_INET6;
+		l.in6.sin6_addr = in6addr_loopback;
+	} else {
+		l.in4.sin_family = AF_INET;
+		l.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	}
+	bind(dup, &l.sa, inet_len(family));
+}
+
+static void dns_register(struct cr_run *run, int dup)
+{
+	union cr_sockaddr l;
+	socklen_t ll = sizeof(l);
+
+	if (getsockname(dup, &l.sa, &ll) == 0)
+		cr_dns_client(run->net, &l);
+}
+
+/* A unix stream connect waits while the listener's backlog is full, and
+ * the listener is the program's own: performed non-blocking, so the loop
+ * never waits on it. The flag lives on the shared open file, so it is set
+ * only around the call; a blocking program socket gets EAGAIN where it
+ * would have waited (docs/network.md). */
+static struct cr_verdict unix_connect(int dup, const union cr_sockaddr *t,
+				      socklen_t tl)
+{
+	int fl = fcntl(dup, F_GETFL), rc, err;
+
+	if (fl < 0)
+		return v_err(errno);
+	if (!(fl & O_NONBLOCK) && fcntl(dup, F_SETFL, fl | O_NONBLOCK) < 0)
+		return v_err(errno);
+	rc = connect(dup, &t->sa, tl);
+	err = errno;
+	if (!(fl & O_NONBLOCK))
+		fcntl(dup, F_SETFL, fl);
+	return rc < 0 ? v_err(err) : v_val(rc);
+}
+
+struct cr_verdict cr_h_connect(struct cr_run *run,
+			       const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n)
+{
+	struct cr_netstate *ns = run->net;
+	union cr_sockaddr a, t;
+	socklen_t alen = (socklen_t)n->data.args[2], tl = 0;
+	struct sock s;
+	struct cr_verdict v;
+	uint8_t addr[16];
+	uint16_t port;
+	int rc, hold = -1;
+	bool ok;
+
+	if (!ns)
+		return v_err(EACCES);
+	rc = read_addr((pid_t)n->pid, n->data.args[1], n->data.args[2], &a);
+	if (rc)
+		return v_err(-rc);
+	rc = sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc)
+		return v_err(-rc);
+	if (!cr_notif_valid(run, n->id)) {
+		sock_close(&s);
+		return v_err(EINTR);
+	}
+	switch (a.sa.sa_family) {
+	case AF_UNSPEC:	/* dissolve an association: names nothing */
+		v = v_rc(connect(s.dup, &a.sa, alen));
+		break;
+	case AF_INET:
+	case AF_INET6:
+		if (s.domain != a.sa.sa_family) {
+			v = v_err(s.domain == AF_INET6 || s.domain == AF_INET ?
+				  EAFNOSUPPORT : EINVAL);
+			break;
+		}
+		if (inet_of(&a, alen, addr, &port)) {
+			v = v_err(EINVAL);
+			break;
+		}
+		/* Only plain TCP is proxied and only UDP is DNS: an ICMP
+		 * "ping" socket or SCTP names a port too. */
+		if ((s.type == SOCK_STREAM && s.protocol != IPPROTO_TCP) ||
+		    (s.type == SOCK_DGRAM && s.protocol != IPPROTO_UDP)) {
+			v = deny(run, n, e, &a, alen, "net",
+				 "only TCP and DNS over UDP are relayed", EACCES);
+			break;
+		}
+		if (s.type == SOCK_STREAM && port == 53) {
+			/* DNS over TCP: to corral's responder, like UDP. */
+			int idx = family_idx(a.sa.sa_family);
+
+			if (ns->tfd[idx] < 0) {
+				v = v_err(ECONNREFUSED);
+				break;
+			}
+			v = v_rc(connect(s.dup, &ns->taddr[idx].sa,
+					 inet_len(a.sa.sa_family)));
+			if (v.kind == CR_V_VALUE ||
+			    (v.kind == CR_V_ERRNO && v.error == EINPROGRESS)) {
+				dns_register(run, s.dup);
+				cr_net_peer_set(ns, s.ino, &a, alen, true);
+			}
+		} else if (s.type == SOCK_STREAM) {
+			v = connect_tcp(run, n, e, &s, &a, alen, addr, port);
+		} else if (s.type == SOCK_DGRAM && port == 53) {
+			int idx = family_idx(a.sa.sa_family);
+
+			if (ns->dfd[idx] < 0) {
+				v = v_err(ECONNREFUSED);
+				break;
+			}
+			bind_loopback(s.dup, a.sa.sa_family);
+			v = v_rc(connect(s.dup, &ns->daddr[idx].sa,
+					 inet_len(a.sa.sa_family)));
+			if (v.kind == CR_V_VALUE) {
+				dns_register(run, s.dup);
+				cr_net_peer_set(ns, s.ino, &a, alen, true);
+			}
+		} else {
+			v = deny(run, n, e, &a, alen, "net",
+				 s.type == SOCK_DGRAM ?
+				 "datagrams go only to the DNS responder (port 53)" :
+				 "only TCP and DNS are relayed", ECONNREFUSED);
+		}
+		break;
+	case AF_UNIX:
+		v = unix_target(run, n, e, &a, alen, false, &t, &tl, &hold, &ok);
+		if (ok)
+			v = unix_connect(s.dup, &t, tl);
+		break;
+	case AF_NETLINK:
+		/* Netlink reaches the kernel (the kernel-surface layer decides
+		 * which netlink sockets may exist); a connect only sets the
+		 * default destination, and only the kernel (port 0) is
+		 * allowed. */
+		if (alen >= sizeof(struct sockaddr_nl) &&
+		    ((const struct sockaddr_nl *)&a)->nl_pid != 0)
+			v = deny(run, n, e, &a, alen, "net",
+				 "netlink messages go only to the kernel", EACCES);
+		else
+			v = v_rc(connect(s.dup, &a.sa, alen));
+		break;
+	default:
+		v = deny(run, n, e, &a, alen, "net",
+			 "this address family is not allowed", EACCES);
+		break;
+	}
+	if (hold >= 0)
+		close(hold);
+	sock_close(&s);
+	return v;
+}
+
+struct cr_verdict cr_h_bind(struct cr_run *run,
+			    const struct cr_syscall_entry *e,
+			    const struct seccomp_notif *n)
+{
+	union cr_sockaddr a, t;
+	socklen_t alen = (socklen_t)n->data.args[2], tl = 0;
+	struct sock s;
+	struct cr_verdict v;
+	int rc, hold = -1;
+	bool ok;
+
+	if (!run->net)
+		return v_err(EACCES);
+	rc = read_addr((pid_t)n->pid, n->data.args[1], n->data.args[2], &a);
+	if (rc)
+		return v_err(-rc);
+	rc = sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc)
+		return v_err(-rc);
+	if (!cr_notif_valid(run, n->id)) {
+		sock_close(&s);
+		return v_err(EINTR);
+	}
+	switch (a.sa.sa_family) {
+	case AF_INET:
+	case AF_INET6:
+		v = deny(run, n, e, &a, alen, "net",
+			 "binding internet sockets is refused: the run has no listening ports",
+			 EACCES);
+		break;
+	case AF_UNIX:
+		v = unix_target(run, n, e, &a, alen, true, &t, &tl, &hold, &ok);
+		if (ok)
+			v = v_rc(bind(s.dup, &t.sa, tl));
+		break;
+	case AF_NETLINK:
+		v = v_rc(bind(s.dup, &a.sa, alen));
+		break;
+	default:
+		v = deny(run, n, e, &a, alen, "net",
+			 "this address family is not allowed", EACCES);
+		break;
+	}
+	if (hold >= 0)
+		close(hold);
+	sock_close(&s);
+	return v;
+}
+
+struct cr_verdict cr_h_listen(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	union cr_sockaddr l;
+	socklen_t ll = sizeof(l);
+	struct sock s;
+	struct cr_verdict v;
+	int rc = sock_open(run, n, (int)n->data.args[0], &s);
+
+	if (rc)
+		return v_err(-rc);
+	memset(&l, 0, sizeof(l));
+	switch (s.domain) {
+	case AF_INET:
+	case AF_INET6:
+		/* Nothing the run binds is internet-facing; an unbound
+		 * socket would be bound to every interface by listen. */
+		v = deny(run, n, e, NULL, 0, "net",
+			 "listening on internet sockets is refused", EACCES);
+		break;
+	case AF_UNIX:
+		if (getsockname(s.dup, &l.sa, &ll) < 0) {
+			v = v_err(errno);
+			break;
+		}
+		/* listen autobinds an unnamed socket to an abstract name,
+		 * reachable from outside the sandbox. */
+		if (is_abstract_or_unnamed(&l, ll)) {
+			v = deny(run, n, e, NULL, 0, "net",
+				 "listening on an abstract or unnamed unix socket is refused",
+				 EACCES);
+			break;
+		}
+		v = v_rc(listen(s.dup, (int)n->data.args[1]));
+		break;
+	default:
+		v = v_rc(listen(s.dup, (int)n->data.args[1]));
+		break;
+	}
+	sock_close(&s);
+	return v;
+}
+
+/* Read the iovecs' bytes into one buffer of at most cap bytes. A datagram
+ * longer than cap is EMSGSIZE; a stream send takes a prefix (a partial
+ * send, which stream semantics allow). */
+static int gather(pid_t pid, uint64_t iovp, uint64_t iovcnt, bool dgram,
+		  struct cr_net_msg *m)
+{
+	size_t cap = dgram ? DGRAM_CAP : STREAM_CAP, total = 0, off = 0;
+	struct iovec *v;
+	int rc;
+
+	if (iovcnt > 1024)
+		return -EMSGSIZE;
+	v = calloc(iovcnt ? iovcnt : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	rc = cr_mem_read(pid, iovp, v, iovcnt * sizeof(*v));
+	for (size_t i = 0; !rc && i < iovcnt; i++) {
+		if (v[i].iov_len > SSIZE_MAX - total)
+			rc = -EINVAL;
+		else
+			total += v[i].iov_len;
+	}
+	if (!rc && dgram && total > cap)
+		rc = -EMSGSIZE;
+	if (!rc) {
+		size_t take = total < cap ? total : cap;
+
+		m->data = malloc(take ? take : 1);
+		if (!m->data)
+			rc = -ENOMEM;
+		for (size_t i = 0; !rc && i < iovcnt && off < take; i++) {
+			size_t k = v[i].iov_len < take - off ? v[i].iov_len :
+				   take - off;
+
+			rc = cr_mem_read(pid, (uint64_t)(uintptr_t)v[i].iov_base,
+					 (char *)m->data + off, k);
+			off += k;
+		}
+		m->iov.iov_base = m->data;
+		m->iov.iov_len = off;
+	}
+	free(v);
+	return rc;
+}
+
+/*
+ * Control data, with every SCM_RIGHTS fd number translated from the
+ * program's table to a duplicate in ours. The walk is stricter than the
+ * kernel's: any header it cannot account for refuses the whole call, so no
+ * fd number the kernel would read is left untranslated (an untranslated
+ * number would name one of the supervisor's own descriptors).
+ */
+static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
+			uint64_t len, struct cr_net_msg *m)
+{
+	size_t off = 0;
+	int rc;
+
+	if (!len)
+		return 0;
+	if (len > CONTROL_CAP)
+		return -ENOBUFS;
+	m->control = calloc(1, (size_t)len);
+	if (!m->control)
+		return -ENOMEM;
+	rc = cr_mem_read(pid, p, m->control, (size_t)len);
+	if (rc)
+		return rc;
+	m->msg.msg_control = m->control;
+	m->msg.msg_controllen = (size_t)len;
+	while (off + sizeof(struct cmsghdr) <= len) {
+		struct cmsghdr *h = (struct cmsghdr *)((char *)m->control + off);
+
+		if (h->cmsg_len < sizeof(*h) || h->cmsg_len > len - off)
+			return -EINVAL;
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
+			return -EPERM;	/* they would be the supervisor's */
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+			size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int *fds = (int *)CMSG_DATA(h);
+			int *grown = realloc(m->fds, (m->nfds + k + 1) * sizeof(int));
+
+			if (!grown)
+				return -ENOMEM;
+			m->fds = grown;
+			for (size_t i = 0; i < k; i++) {
+				int fd;
+
+				memcpy(&fd, &fds[i], sizeof(fd));
+				fd = cr_net_task_fd(run, pid, fd);
+				if (fd < 0)
+					return -EBADF;
+				m->fds[m->nfds++] = fd;
+				memcpy(&fds[i], &fd, sizeof(fd));
+			}
+		}
+		off += CMSG_ALIGN(h->cmsg_len);
+	}
+	return 0;
+}
+
+/*
+ * Where a send that names an address goes. Sets m->msg's name (or none) and
+ * returns true, or returns false with *v holding the refusal.
+ */
+static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
+			const struct cr_syscall_entry *e, struct sock *s,
+			const union cr_sockaddr *a, socklen_t alen, int flags,
+			struct cr_net_msg *m, int *hold, struct cr_verdict *v)
+{
+	struct cr_netstate *ns = run->net;
+	uint8_t addr[16];
+	uint16_t port;
+	bool ok;
+
+	if (flags & MSG_FASTOPEN) {
+		*v = deny(run, n, e, a, alen, "net",
+			  "TCP fast open would connect without connect()", EACCES);
+		return false;
+	}
+	if (s->type == SOCK_STREAM || s->type == SOCK_SEQPACKET) {
+		union cr_sockaddr peer;
+		socklen_t pl = sizeof(peer);
+
+		/* A connected stream ignores the address (TCP) or refuses it
+		 * (unix); either way it goes where connect sent it. */
+		if (s->domain == AF_INET || s->domain == AF_INET6) {
+			m->msg.msg_name = NULL;
+			m->msg.msg_namelen = 0;
+			return true;
+		}
+		*v = v_err(getpeername(s->dup, &peer.sa, &pl) == 0 ? EISCONN :
+			   EOPNOTSUPP);
+		return false;
+	}
+	if (s->type != SOCK_DGRAM) {
+		*v = deny(run, n, e, a, alen, "net",
+			  "this socket type may not name a destination", EACCES);
+		return false;
+	}
+	switch (a->sa.sa_family) {
+	case AF_INET:
+	case AF_INET6: {
+		int idx = family_idx(a->sa.sa_family);
+
+		if (s->domain != a->sa.sa_family) {
+			*v = v_err(EAFNOSUPPORT);
+			return false;
+		}
+		if (inet_of(a, alen, addr, &port)) {
+			*v = v_err(EINVAL);
+			return false;
+		}
+		if (port != 53 || s->protocol != IPPROTO_UDP) {
+			*v = deny(run, n, e, a, alen, "net",
+				  "datagrams go only to the DNS responder (port 53); UDP is not relayed",
+				  EACCES);
+			return false;
+		}
+		if (ns->dfd[idx] < 0) {
+			*v = v_err(ENETUNREACH);
+			return false;
+		}
+		bind_loopback(s->dup, a->sa.sa_family);
+		dns_register(run, s->dup);
+		/* Answers will say they came from here (recvfrom). A
+		 * connected socket keeps its getpeername answer. */
+		if (!cr_net_peer_get(ns, s->ino, &(socklen_t){ 0 }, true))
+			cr_net_peer_set(ns, s->ino, a, alen, false);
+		m->name = ns->daddr[idx];
+		m->msg.msg_name = &m->name;
+		m->msg.msg_namelen = inet_len(a->sa.sa_family);
+		return true;
+	}
+	case AF_UNIX: {
+		socklen_t tl = 0;
+
+		*v = unix_target(run, n, e, a, alen, false, &m->name, &tl, hold, &ok);
+		if (!ok)
+			return false;
+		m->msg.msg_name = &m->name;
+		m->msg.msg_namelen = tl;
+		return true;
+	}
+	case AF_NETLINK:
+		if (alen < sizeof(struct sockaddr_nl) ||
+		    ((const struct sockaddr_nl *)a)->nl_pid != 0) {
+			*v = deny(run, n, e, a, alen, "net",
+				  "netlink messages go only to the kernel", EACCES);
+			return false;
+		}
+		m->name = *a;
+		m->msg.msg_name = &m->name;
+		m->msg.msg_namelen = alen;
+		return true;
+	default:
+		*v = deny(run, n, e, a, alen, "net",
+			  "this address family is not allowed", EACCES);
+		return false;
+	}
+}
+
+static void msg_init(struct cr_net_msg *m, struct sock *s, int flags)
+{
+	memset(m, 0, sizeof(*m));
+	m->dup = s->dup;
+	s->dup = -1;
+	m->msg.msg_iov = &m->iov;
+	m->msg.msg_iovlen = 1;
+	/* The program's own flags, minus the ones that change who receives
+	 * what; MSG_DONTWAIT/NOSIGNAL are added when it is performed. */
+	m->flags = flags & ~(MSG_FASTOPEN | MSG_NOSIGNAL);
+	m->sigpipe = !(flags & MSG_NOSIGNAL);
+}
+
+struct cr_verdict cr_h_sendto(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	pid_t pid = (pid_t)n->pid;
+	int flags = (int)n->data.args[3], hold = -1, rc;
+	union cr_sockaddr a;
+	socklen_t alen = (socklen_t)n->data.args[5];
+	struct cr_net_msg m;
+	struct cr_verdict v;
+	struct sock s;
+	uint64_t len = n->data.args[2];
+
+	if (!run->net)
+		return v_err(EACCES);
+	rc = read_addr(pid, n->data.args[4], n->data.args[5], &a);
+	if (rc)
+		return v_err(-rc);
+	rc = sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc)
+		return v_err(-rc);
+	msg_init(&m, &s, flags);
+	{
+		bool dgram = s.type != SOCK_STREAM;
+		size_t cap = dgram ? DGRAM_CAP : STREAM_CAP;
+
+		if (dgram && len > cap) {
+			cr_net_msg_free(&m);
+			return v_err(EMSGSIZE);
+		}
+		if (len > cap)
+			len = cap;
+		m.data = malloc(len ? len : 1);
+		rc = m.data ? cr_mem_read(pid, n->data.args[1], m.data, len) :
+			      -ENOMEM;
+		m.iov.iov_base = m.data;
+		m.iov.iov_len = len;
+	}
+	if (rc || !cr_notif_valid(run, n->id)) {
+		cr_net_msg_free(&m);
+		return v_err(rc ? -rc : EINTR);
+	}
+	s.dup = m.dup;	/* borrowed for the decision */
+	if (!send_target(run, n, e, &s, &a, alen, flags, &m, &hold, &v)) {
+		s.dup = -1;
+		cr_net_msg_free(&m);
+		if (hold >= 0)
+			close(hold);
+		return v;
+	}
+	s.dup = -1;
+	v = cr_net_send(run, n, &m, hold < 0);
+	if (hold >= 0)
+		close(hold);
+	return v;
+}
+
+/* One msghdr of the program's, read and turned into a performable
+ * message. Returns 0, -errno, or 1 with *v holding a refusal. */
+static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
+		     const struct cr_syscall_entry *e, int fd, uint64_t p,
+		     int flags, struct cr_net_msg *m, int *hold,
+		     struct cr_verdict *v)
+{
+	pid_t pid = (pid_t)n->pid;
+	struct msghdr h;
+	union cr_sockaddr a;
+	struct sock s;
+	int rc = cr_mem_read(pid, p, &h, sizeof(h));
+
+	if (rc)
+		return rc;
+	if (h.msg_name && h.msg_namelen) {
+		rc = read_addr(pid, (uint64_t)(uintptr_t)h.msg_name,
+			       h.msg_namelen, &a);
+		if (rc)
+			return rc;
+	}
+	rc = sock_open(run, n, fd, &s);
+	if (rc)
+		return rc;
+	msg_init(m, &s, flags);
+	rc = gather(pid, (uint64_t)(uintptr_t)h.msg_iov, h.msg_iovlen,
+		    m->dup >= 0 && s.type != SOCK_STREAM, m);
+	if (!rc)
+		rc = control_copy(run, pid, (uint64_t)(uintptr_t)h.msg_control,
+				  h.msg_controllen, m);
+	if (rc)
+		return rc;
+	if (!cr_notif_valid(run, n->id))
+		return -EINTR;
+	if (h.msg_name && h.msg_namelen) {
+		s.dup = m->dup;
+		if (!send_target(run, n, e, &s, &a, h.msg_namelen, flags, m,
+				 hold, v)) {
+			s.dup = -1;
+			return 1;
+		}
+		s.dup = -1;
+	}
+	return 0;
+}
+
+struct cr_verdict cr_h_sendmsg(struct cr_run *run,
+			       const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n)
+{
+	struct cr_net_msg m = { .dup = -1 };
+	struct cr_verdict v;
+	int hold = -1, rc;
+
+	if (!run->net)
+		return v_err(EACCES);
+	rc = build_msg(run, n, e, (int)n->data.args[0], n->data.args[1],
+		       (int)n->data.args[2], &m, &hold, &v);
+	if (rc) {
+		cr_net_msg_free(&m);
+		if (hold >= 0)
+			close(hold);
+		return rc > 0 ? v : v_err(-rc);
+	}
+	v = cr_net_send(run, n, &m, hold < 0);
+	if (hold >= 0)
+		close(hold);
+	return v;
+}
+
+struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	uint64_t base = n->data.args[1];
+	unsigned vlen = (unsigned)n->data.args[2];
+	int flags = (int)n->data.args[3];
+	unsigned sent = 0;
+
+	if (!run->net)
+		return v_err(EACCES);
+	if (vlen > MMSG_MAX)
+		vlen = MMSG_MAX;	/* a short count, as the kernel may give */
+	for (unsigned i = 0; i < vlen; i++) {
+		uint64_t p = base + (uint64_t)i * sizeof(struct mmsghdr);
+		struct cr_net_msg m = { .dup = -1 };
+		struct cr_verdict v;
+		int hold = -1, rc;
+		unsigned len;
+
+		rc = build_msg(run, n, e, (int)n->data.args[0], p, flags, &m,
+			       &hold, &v);
+		if (rc) {
+			cr_net_msg_free(&m);
+			if (hold >= 0)
+				close(hold);
+			if (sent)
+				break;
+			return rc > 0 ? v : v_err(-rc);
+		}
+		/* Only the first message may wait for room: it is then the
+		 * whole (short, legal) count. */
+		if (i == 0)
+			m.mmsg_len = p + offsetof(struct mmsghdr, msg_len);
+		v = cr_net_send(run, n, &m, i == 0 && hold < 0);
+		if (hold >= 0)
+			close(hold);
+		if (v.kind == CR_V_SENT)
+			return v;
+		if (v.kind != CR_V_VALUE) {
+			if (sent)
+				break;
+			return v;
+		}
+		len = (unsigned)v.val;
+		cr_mem_write((pid_t)n->pid, p + offsetof(struct mmsghdr, msg_len),
+			     &len, sizeof(len));
+		sent++;
+	}
+	return v_val(sent);
+}
+
+struct cr_verdict cr_h_getpeername(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n)
+{
+	pid_t pid = (pid_t)n->pid;
+	union cr_sockaddr real;
+	const union cr_sockaddr *a;
+	socklen_t al = sizeof(real);
+	struct sock s;
+	int ulen, rc;
+
+	if (!run->net)
+		return v_err(EACCES);
+	rc = cr_mem_read(pid, n->data.args[2], &ulen, sizeof(ulen));
+	if (rc)
+		return v_err(-rc);
+	if (ulen < 0)
+		return v_err(EINVAL);
+	rc = sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc)
+		return v_err(-rc);
+	/* The proxy's address is the kernel's truth; the program is told
+	 * the destination it asked for. */
+	a = cr_net_peer_get(run->net, s.ino, &al, true);
+	if (!a) {
+		al = sizeof(real);
+		if (getpeername(s.dup, &real.sa, &al) < 0) {
+			rc = errno;
+			sock_close(&s);
+			return v_err(rc);
+		}
+		a = &real;
+	}
+	sock_close(&s);
+	rc = cr_mem_write(pid, n->data.args[1], a,
+			  (size_t)ulen < al ? (size_t)ulen : al);
+	if (!rc) {
+		int out = (int)al;
+
+		rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
+	}
+	return rc ? v_err(-rc) : v_val(0);
+}
+
+static bool same_inet(const union cr_sockaddr *a, const union cr_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET)
+		return a->in4.sin_port == b->in4.sin_port &&
+		       a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr;
+	return a->sa.sa_family == AF_INET6 &&
+	       a->in6.sin6_port == b->in6.sin6_port &&
+	       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+}
+
+/*
+ * recvfrom with a source address, on a socket whose DNS queries corral
+ * redirected: the answer is read here and reported as coming from the
+ * nameserver the program asked (stub resolvers, glibc's among them, drop
+ * answers whose source is not the server they queried). Every other
+ * recvfrom is let through: what it returns is the kernel's truth and no
+ * decision depends on memory (REGS stance). A blocking socket with nothing
+ * to read is let through too, and then reports corral's responder.
+ */
+struct cr_verdict cr_h_recvfrom(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	struct cr_netstate *ns = run->net;
+	pid_t pid = (pid_t)n->pid;
+	uint64_t len = n->data.args[2];
+	int flags = (int)n->data.args[3];
+	const union cr_sockaddr *asked;
+	union cr_sockaddr from;
+	socklen_t fl = sizeof(from), al = 0;
+	struct cr_verdict cont = { .kind = CR_V_CONTINUE };
+	struct sock s;
+	void *buf;
+	ssize_t got;
+	int ulen, rc;
+
+	if (!ns || sock_open(run, n, (int)n->data.args[0], &s))
+		return cont;
+	asked = cr_net_peer_get(ns, s.ino, &al, false);
+	if (!asked || s.type != SOCK_DGRAM || len > DGRAM_CAP) {
+		sock_close(&s);
+		return cont;
+	}
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		sock_close(&s);
+		return cont;
+	}
+	got = recvfrom(s.dup, buf, len, flags | MSG_DONTWAIT, &from.sa, &fl);
+	rc = errno;
+	if (got < 0) {
+		int fdfl = fcntl(s.dup, F_GETFL);
+
+		sock_close(&s);
+		free(buf);
+		if (rc == EAGAIN && !(flags & MSG_DONTWAIT) && fdfl >= 0 &&
+		    !(fdfl & O_NONBLOCK))
+			return cont;
+		return v_err(rc);
+	}
+	sock_close(&s);
+	if (same_inet(&from, &ns->daddr[family_idx(from.sa.sa_family)])) {
+		from = *asked;
+		fl = al;
+	}
+	rc = cr_mem_write(pid, n->data.args[1], buf,
+			  (size_t)got < len ? (size_t)got : len);
+	free(buf);
+	if (!rc && n->data.args[5] &&
+	    !(rc = cr_mem_read(pid, n->data.args[5], &ulen, sizeof(ulen)))) {
+		if (ulen < 0)
+			return v_err(EINVAL);
+		rc = cr_mem_write(pid, n->data.args[4], &from,
+				  (size_t)ulen < fl ? (size_t)ulen : fl);
+		if (!rc) {
+			int out = (int)fl;
+
+			rc = cr_mem_write(pid, n->data.args[5], &out, sizeof(out));
+		}
+	}
+	/* The datagram is consumed: on a fault the program loses it, as it
+	 * would had the kernel failed to copy it out. */
+	return rc ? v_err(-rc) : v_val(got);
+}

@@ -1,0 +1,304 @@
+/* tracer/handlers/proc.c: pidfd_getfd, process_madvise, process_vm_readv,
+ * process_vm_writev, kcmp, prlimit64, get_robust_list, sched_set*,
+ * setpriority, ioprio_set: calls that name another process. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#include "handlers.h"
+#include "../surface.h"
+
+/*
+ * Why this is safe against the program it supervises: a pid outside the
+ * task table is refused (EPERM, layer "proc") before the kernel sees it,
+ * so the user's other processes cannot be read, written, compared, reniced
+ * or limited. Calls naming the caller itself are always safe to CONTINUE.
+ *
+ * Calls naming another task of the run are CONTINUEd too, and keep one
+ * documented window: if that task exits, corral reaps it, and the kernel
+ * hands its number to a new outside process, all between corral's answer
+ * and the kernel running the call, the call reaches that process. The pid
+ * allocator is cyclic, so the number comes back only after every other
+ * free number has been used. The calls where that would matter most have
+ * no such window: process_vm_readv/writev (memory) are performed by corral
+ * while the number is known to be ours, and the fd-based calls
+ * (pidfd_getfd, process_madvise) act on corral's copy of the pidfd.
+ */
+
+static struct cr_verdict refuse(struct cr_run *run,
+				const struct seccomp_notif *n,
+				const char *call, const char *why, long who)
+{
+	char target[48];
+
+	snprintf(target, sizeof(target), "pid %ld", who);
+	cr_deny(run, (pid_t)n->pid, call, target, "proc", why);
+	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };
+}
+
+static struct cr_verdict err(int e)
+{
+	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = e };
+}
+
+/* Which arguments of each call are pids (0 means the caller). */
+static const struct {
+	const char *name;
+	int args[2];	/* -1: none */
+} pid_args[] = {
+	{ "kcmp", { 0, 1 } },
+	{ "prlimit64", { 0, -1 } },
+	{ "get_robust_list", { 0, -1 } },
+	{ "sched_setaffinity", { 0, -1 } },
+	{ "sched_setparam", { 0, -1 } },
+	{ "sched_setscheduler", { 0, -1 } },
+	{ "sched_setattr", { 0, -1 } },
+};
+
+CR_HANDLER(cr_h_proc_pid)
+{
+	for (size_t i = 0; i < CR_ARRAY_SIZE(pid_args); i++) {
+		if (strcmp(pid_args[i].name, e->name))
+			continue;
+		for (int k = 0; k < 2; k++) {
+			int a = pid_args[i].args[k];
+			pid_t pid;
+
+			if (a < 0)
+				continue;
+			pid = (pid_t)(int)n->data.args[a];
+			if (pid < 0)
+				return err(ESRCH);
+			switch (cr_surface_target(run, (pid_t)n->pid, pid)) {
+			case CR_TARGET_OUTSIDE:
+				return refuse(run, n, e->name,
+					      "the target is not a process of the run",
+					      pid);
+			case CR_TARGET_ZOMBIE:
+				return err(ESRCH);
+			default:
+				break;
+			}
+		}
+		return (struct cr_verdict){ .kind = CR_V_CONTINUE };
+	}
+	/* A table entry without a row here: fail closed. */
+	return refuse(run, n, e->name, "internal: no pid rule for this call", 0);
+}
+
+/* setpriority(which, who, prio) and ioprio_set(which, who, prio): a
+ * process, a process group or a whole user. A user's processes are the
+ * host's, so that form is refused; a group only when it is the caller's
+ * own (pinned by the caller's membership, and inside the run's session). */
+CR_HANDLER(cr_h_proc_prio)
+{
+	bool io = !strcmp(e->name, "ioprio_set");
+	int which = (int)n->data.args[0];
+	pid_t who = (pid_t)(int)n->data.args[1];
+	int w_proc = io ? 1 : PRIO_PROCESS;	/* IOPRIO_WHO_PROCESS */
+	int w_pgrp = io ? 2 : PRIO_PGRP;	/* IOPRIO_WHO_PGRP */
+	int w_user = io ? 3 : PRIO_USER;	/* IOPRIO_WHO_USER */
+
+	if (which == w_proc) {
+		if (who < 0)
+			return err(ESRCH);
+		switch (cr_surface_target(run, (pid_t)n->pid, who)) {
+		case CR_TARGET_OUTSIDE:
+			return refuse(run, n, e->name,
+				      "the target is not a process of the run",
+				      who);
+		case CR_TARGET_ZOMBIE:
+			return err(ESRCH);
+		default:
+			break;
+		}
+	} else if (which == w_pgrp) {
+		if (who != 0 && who != cr_surface_pgrp((pid_t)n->pid))
+			return refuse(run, n, e->name,
+				      "only the caller's own process group",
+				      who);
+	} else if (which == w_user) {
+		return refuse(run, n, e->name,
+			      "a user's processes include the host's", who);
+	} else {
+		return err(EINVAL);
+	}
+	return (struct cr_verdict){ .kind = CR_V_CONTINUE };
+}
+
+/* pidfd_getfd(pidfd, fd, flags): corral takes the pidfd the caller holds,
+ * checks the process it names, and fetches the fd itself through that
+ * copy, then installs it in the caller. */
+CR_HANDLER(cr_h_pidfd_getfd)
+{
+	pid_t caller = (pid_t)n->pid, pid;
+	int fd = (int)n->data.args[0], target = (int)n->data.args[1];
+	unsigned flags = (unsigned)n->data.args[2];
+	cr_autoclose int copy = -1;
+	struct cr_verdict v;
+	int r, got;
+
+	r = cr_surface_take_pidfd(run, caller, fd, &copy, &pid);
+	if (r == -EINVAL)
+		return err(EBADF);
+	if (r)
+		return err(-r);
+	if (pid <= 0)
+		return err(ESRCH);
+	switch (cr_surface_target(run, caller, pid)) {
+	case CR_TARGET_OUTSIDE:
+		return refuse(run, n, e->name,
+			      "the target is not a process of the run", pid);
+	case CR_TARGET_ZOMBIE:
+		return err(ESRCH);
+	default:
+		break;
+	}
+	got = (int)syscall(SYS_pidfd_getfd, copy, target, flags);
+	if (got < 0)
+		return err(errno);
+	/* pidfd_getfd always makes the new fd close-on-exec. */
+	v = cr_notif_send_fd(run, n, got, true);
+	close(got);
+	return v;
+}
+
+/* process_madvise(pidfd, iovec, vlen, advice, flags): the ranges are
+ * addresses in the target; corral reads the iovec array from the caller
+ * and gives the advice through its copy of the pidfd. */
+CR_HANDLER(cr_h_process_madvise)
+{
+	pid_t caller = (pid_t)n->pid, pid;
+	int fd = (int)n->data.args[0];
+	uint64_t uvec = n->data.args[1];
+	size_t vlen = (size_t)n->data.args[2];
+	int advice = (int)n->data.args[3];
+	unsigned flags = (unsigned)n->data.args[4];
+	cr_autoclose int copy = -1;
+	cr_autofree struct iovec *iov = NULL;
+	long rc;
+	int r;
+
+	if (vlen > IOV_MAX)
+		return err(EINVAL);
+	r = cr_surface_take_pidfd(run, caller, fd, &copy, &pid);
+	if (r == -EINVAL)
+		return err(EBADF);
+	if (r)
+		return err(-r);
+	if (pid <= 0)
+		return err(ESRCH);
+	switch (cr_surface_target(run, caller, pid)) {
+	case CR_TARGET_OUTSIDE:
+		return refuse(run, n, e->name,
+			      "the target is not a process of the run", pid);
+	case CR_TARGET_ZOMBIE:
+		return err(ESRCH);
+	default:
+		break;
+	}
+	if (vlen) {
+		iov = calloc(vlen, sizeof(*iov));
+		if (!iov)
+			return err(ENOMEM);
+		r = cr_mem_read(caller, uvec, iov, vlen * sizeof(*iov));
+		if (r)
+			return err(-r);
+		if (!cr_notif_valid(run, n->id))
+			return err(EINTR);
+	}
+	rc = syscall(SYS_process_madvise, copy, iov, vlen, advice, flags);
+	return rc < 0 ? err(errno) :
+		(struct cr_verdict){ .kind = CR_V_VALUE, .val = rc };
+}
+
+/* Bytes one process_vm_* call moves at most; the calls may return less
+ * than asked, and callers loop. */
+#define CR_VM_MAX (16u << 20)
+
+static size_t iov_total(const struct iovec *v, size_t n)
+{
+	size_t t = 0;
+
+	for (size_t i = 0; i < n; i++)
+		t = v[i].iov_len > SIZE_MAX - t ? SIZE_MAX : t + v[i].iov_len;
+	return t;
+}
+
+/* process_vm_readv/writev(pid, local, liovcnt, remote, riovcnt, flags),
+ * performed by corral through a bounce buffer: read from the source
+ * process, write into the destination, both by pid while the target's
+ * number is known to be ours (in the table, not reaped: this handler runs
+ * on the loop thread, which alone reaps). A CONTINUE would leave the
+ * kernel to resolve the number later, after a possible reuse. */
+CR_HANDLER(cr_h_process_vm)
+{
+	bool wr = !strcmp(e->name, "process_vm_writev");
+	pid_t caller = (pid_t)n->pid, pid = (pid_t)(int)n->data.args[0];
+	size_t lcnt = (size_t)n->data.args[2], rcnt = (size_t)n->data.args[4];
+	cr_autofree struct iovec *local = NULL, *remote = NULL;
+	cr_autofree char *buf = NULL;
+	struct iovec b;
+	size_t len;
+	ssize_t got, put;
+	int r;
+
+	if (n->data.args[5] || lcnt > IOV_MAX || rcnt > IOV_MAX)
+		return err(EINVAL);
+	if (pid <= 0)
+		return err(ESRCH);
+	switch (cr_surface_target(run, caller, pid)) {
+	case CR_TARGET_OUTSIDE:
+		return refuse(run, n, e->name,
+			      "the target is not a process of the run", pid);
+	case CR_TARGET_ZOMBIE:
+		return err(ESRCH);
+	default:
+		break;
+	}
+	if (!lcnt || !rcnt)
+		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
+	local = calloc(lcnt, sizeof(*local));
+	remote = calloc(rcnt, sizeof(*remote));
+	if (!local || !remote)
+		return err(ENOMEM);
+	if ((r = cr_mem_read(caller, n->data.args[1], local,
+			     lcnt * sizeof(*local))) ||
+	    (r = cr_mem_read(caller, n->data.args[3], remote,
+			     rcnt * sizeof(*remote))))
+		return err(-r);
+	if (!cr_notif_valid(run, n->id))
+		return err(EINTR);
+	len = iov_total(local, lcnt);
+	if (iov_total(remote, rcnt) < len)
+		len = iov_total(remote, rcnt);
+	if (len > CR_VM_MAX)
+		len = CR_VM_MAX;
+	if (!len)
+		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
+	buf = malloc(len);
+	if (!buf)
+		return err(ENOMEM);
+	b = (struct iovec){ .iov_base = buf, .iov_len = len };
+	/* Source first: the target (readv) or the caller's own buffers
+	 * (writev); then the destination. A fault on the caller's side is
+	 * EFAULT, as the kernel reports it. */
+	if (wr)
+		got = process_vm_readv(caller, &b, 1, local, lcnt, 0);
+	else
+		got = process_vm_readv(pid, &b, 1, remote, rcnt, 0);
+	if (got < 0)
+		return err(wr ? EFAULT : errno);
+	b.iov_len = (size_t)got;
+	if (wr)
+		put = process_vm_writev(pid, &b, 1, remote, rcnt, 0);
+	else
+		put = process_vm_writev(caller, &b, 1, local, lcnt, 0);
+	if (put < 0)
+		return err(wr ? errno : EFAULT);
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = put };
+}

@@ -1,0 +1,402 @@
+/* tracer/handlers/signal.c: kill, tkill, tgkill, rt_sigqueueinfo,
+ * rt_tgsigqueueinfo, pidfd_open, pidfd_send_signal, fcntl F_SETOWN(_EX):
+ * signals reach only the run's tasks. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "handlers.h"
+#include "../surface.h"
+
+/*
+ * Why this is safe against the program it supervises.
+ *
+ * Without a pid namespace a pid is just a number, and the user's other
+ * processes (their shell, ssh-agent, corral itself) share the number space.
+ * A target is ours when its tid is in the task table. The table holds every
+ * task until corral reaps it, and a zombie tracee can be reaped by its
+ * tracer only, so while the number is in the table it names our task. But
+ * the kernel runs a CONTINUEd call later, after corral may have reaped the
+ * target and the number gone to a new outside process. So:
+ *
+ *   - a call aimed at the caller itself (its tid, its process, its own
+ *     process group) is CONTINUEd: the caller is blocked in the call, so
+ *     those ids cannot be freed before the kernel runs it;
+ *   - a signal to another task of the run is sent by corral, through the
+ *     task's pidfd (or to a tid it holds), in this handler, before the loop
+ *     can reap anything: the number still names our task when it is sent;
+ *   - everything else is refused with EPERM and recorded (layer "signal").
+ *
+ * The trade-off: a signal corral relays arrives with si_code SI_QUEUE and
+ * si_pid of the sending process (the kernel lets only a process itself
+ * claim SI_USER/SI_TKILL), where a direct kill() would give SI_USER. The
+ * signal number, target and sender pid are what the program asked.
+ */
+
+static struct cr_verdict ok(int64_t v)
+{
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = v };
+}
+
+static struct cr_verdict err(int e)
+{
+	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = e };
+}
+
+static struct cr_verdict cont(void)
+{
+	return (struct cr_verdict){ .kind = CR_V_CONTINUE };
+}
+
+static struct cr_verdict outside(struct cr_run *run,
+				 const struct seccomp_notif *n,
+				 const char *call, const char *layer, long pid)
+{
+	char target[48];
+
+	snprintf(target, sizeof(target), "pid %ld", pid);
+	cr_deny(run, (pid_t)n->pid, call, target, layer,
+		"the target is not a process of the run");
+	return err(EPERM);
+}
+
+/* A tid not in the table: a zombie still waited for by its parent in the
+ * run takes signals without effect; anything else is outside. */
+static struct cr_verdict dead_or_outside(struct cr_run *run,
+					 const struct seccomp_notif *n,
+					 const char *call, pid_t caller, pid_t tid)
+{
+	if (cr_surface_target(run, caller, tid) == CR_TARGET_ZOMBIE)
+		return ok(0);
+	return outside(run, n, call, "signal", tid);
+}
+
+static void relay_info(siginfo_t *si, int sig, pid_t sender)
+{
+	/* sender is the caller's process; a failed lookup leaves it 0. */
+	if (sender < 0)
+		sender = 0;
+	memset(si, 0, sizeof(*si));
+	si->si_signo = sig;
+	si->si_code = SI_QUEUE;
+	si->si_pid = sender;
+	si->si_uid = getuid();
+}
+
+/* Process-directed signal to task t, as sender. 0 or -errno. Signal 0
+ * only asks whether the target exists: it is in the table, so it does. */
+static int send_process(const struct cr_task *t, int sig, pid_t sender)
+{
+	siginfo_t si;
+	long rc;
+
+	if (!sig)
+		return 0;
+	relay_info(&si, sig, sender);
+	if (t->pidfd >= 0)
+		rc = syscall(SYS_pidfd_send_signal, t->pidfd, sig, &si, 0);
+	else	/* a thread's tid names its whole process for kill() */
+		rc = syscall(SYS_rt_sigqueueinfo, t->tid, sig, &si);
+	return rc < 0 ? -errno : 0;
+}
+
+static int send_thread(pid_t tgid, pid_t tid, int sig, pid_t sender)
+{
+	siginfo_t si;
+
+	if (!sig)
+		return 0;
+	relay_info(&si, sig, sender);
+	return syscall(SYS_rt_tgsigqueueinfo, tgid, tid, sig, &si) < 0 ?
+	       -errno : 0;
+}
+
+static bool bad_signal(int sig)
+{
+	return sig < 0 || sig >= _NSIG;
+}
+
+/* kill(-1, sig) and kill(-pgrp, sig): every process of the run in scope,
+ * never another. pgrp < 0 means all but the caller's own process. */
+static struct cr_verdict kill_many(struct cr_run *run, pid_t caller_tgid,
+				   pid_t pgrp, int sig)
+{
+	struct cr_tasks *ts = &run->tasks;
+	bool matched = false, sent = false;
+	int last = ESRCH;
+
+	for (size_t i = 0; i < ts->cap; i++) {
+		const struct cr_task *t = &ts->slots[i];
+		int rc;
+
+		if (!t->tid || !t->leader)
+			continue;
+		if (pgrp < 0 ? t->tid == caller_tgid :
+			       cr_surface_pgrp(t->tid) != pgrp)
+			continue;
+		matched = true;
+		rc = send_process(t, sig, caller_tgid);
+		if (!rc)
+			sent = true;
+		else
+			last = -rc;
+	}
+	if (sent)
+		return ok(0);
+	return err(matched ? last : ESRCH);
+}
+
+CR_HANDLER(cr_h_kill)
+{
+	pid_t caller = (pid_t)n->pid, pid = (pid_t)(int)n->data.args[0];
+	int sig = (int)n->data.args[1];
+	pid_t tgid, own_pgrp;
+
+	if (bad_signal(sig))
+		return err(EINVAL);
+	if (pid > 0) {
+		switch (cr_surface_target(run, caller, pid)) {
+		case CR_TARGET_SELF:
+			return cont();
+		case CR_TARGET_RUN: {
+			int rc = send_process(cr_tasks_find(&run->tasks, pid),
+					      sig, cr_surface_tgid(run, caller));
+
+			return rc ? err(-rc) : ok(0);
+		}
+		case CR_TARGET_ZOMBIE:
+			return ok(0);	/* as the kernel: accepted, no effect */
+		case CR_TARGET_OUTSIDE:
+			break;
+		}
+		return outside(run, n, e->name, "signal", pid);
+	}
+	/* The caller's own process group lies inside the run's session,
+	 * which only the run's processes can be in, and cannot be freed
+	 * while the caller is a member: the kernel may do it. */
+	if (pid == 0)
+		return cont();
+	tgid = cr_surface_tgid(run, caller);
+	if (tgid <= 0)
+		return err(ESRCH);
+	if (pid == -1)
+		return kill_many(run, tgid, -1, sig);
+	if (pid == INT32_MIN)
+		return err(ESRCH);
+	own_pgrp = cr_surface_pgrp(caller);
+	if (own_pgrp > 0 && -pid == own_pgrp)
+		return cont();
+	{
+		struct cr_verdict v = kill_many(run, tgid, -pid, sig);
+
+		/* No process of the run is in that group: it is someone
+		 * else's (or nobody's). */
+		if (v.kind == CR_V_ERRNO && v.error == ESRCH)
+			return outside(run, n, e->name, "signal", pid);
+		return v;
+	}
+}
+
+CR_HANDLER(cr_h_tkill)
+{
+	pid_t caller = (pid_t)n->pid, tid = (pid_t)(int)n->data.args[0];
+	int sig = (int)n->data.args[1];
+	pid_t tgid;
+	int rc;
+
+	if (bad_signal(sig))
+		return err(EINVAL);
+	if (tid <= 0)
+		return err(EINVAL);
+	if (tid == caller)
+		return cont();
+	if (!cr_tasks_find(&run->tasks, tid))
+		return dead_or_outside(run, n, e->name, caller, tid);
+	tgid = cr_surface_tgid(run, tid);
+	if (tgid <= 0)
+		return err(ESRCH);
+	rc = send_thread(tgid, tid, sig, cr_surface_tgid(run, caller));
+	return rc ? err(-rc) : ok(0);
+}
+
+CR_HANDLER(cr_h_tgkill)
+{
+	pid_t caller = (pid_t)n->pid;
+	pid_t tgid = (pid_t)(int)n->data.args[0];
+	pid_t tid = (pid_t)(int)n->data.args[1];
+	int sig = (int)n->data.args[2];
+	pid_t own;
+	int rc;
+
+	if (bad_signal(sig))
+		return err(EINVAL);
+	if (tgid <= 0 || tid <= 0)
+		return err(EINVAL);
+	/* Within the caller's own process the kernel checks that tid
+	 * belongs to it, and the process cannot go away: a recycled tid
+	 * would not match. (glibc's raise and pthread_kill.) */
+	own = cr_surface_tgid(run, caller);
+	if (own > 0 && tgid == own)
+		return cont();
+	if (!cr_tasks_find(&run->tasks, tid))
+		return dead_or_outside(run, n, e->name, caller, tid);
+	rc = send_thread(tgid, tid, sig, own);
+	return rc ? err(-rc) : ok(0);
+}
+
+/* rt_sigqueueinfo(pid, sig, info), rt_tgsigqueueinfo(tgid, tid, sig, info):
+ * the siginfo is read from the caller and relayed as written. The kernel
+ * then applies to corral the rule it applies to the caller (only a process
+ * itself may claim si_code >= 0 or SI_TKILL), so a forged SI_USER from
+ * the program is refused. One loss: a process queueing such a siginfo to
+ * itself gets EPERM here where the kernel would allow it. */
+CR_HANDLER(cr_h_sigqueue)
+{
+	bool tg = !strcmp(e->name, "rt_tgsigqueueinfo");
+	pid_t caller = (pid_t)n->pid;
+	pid_t a0 = (pid_t)(int)n->data.args[0];
+	pid_t tid = tg ? (pid_t)(int)n->data.args[1] : a0;
+	int sig = (int)n->data.args[tg ? 2 : 1];
+	uint64_t uinfo = n->data.args[tg ? 3 : 2];
+	siginfo_t si;
+	long rc;
+	int r;
+
+	if (bad_signal(sig))
+		return err(EINVAL);
+	if (a0 <= 0 || tid <= 0)
+		return err(tg ? EINVAL : ESRCH);
+	switch (cr_surface_target(run, caller, tid)) {
+	case CR_TARGET_OUTSIDE:
+		return outside(run, n, e->name, "signal", tid);
+	case CR_TARGET_ZOMBIE:
+		return ok(0);
+	default:
+		break;
+	}
+	r = cr_mem_read(caller, uinfo, &si, sizeof(si));
+	if (r)
+		return err(-r);
+	if (!cr_notif_valid(run, n->id))
+		return err(EINTR);	/* the caller is gone; unanswered */
+	if (tg)
+		rc = syscall(SYS_rt_tgsigqueueinfo, a0, tid, sig, &si);
+	else
+		rc = syscall(SYS_rt_sigqueueinfo, a0, sig, &si);
+	return rc < 0 ? err(errno) : ok(0);
+}
+
+/* The pidfd is opened by corral while the number is known to be ours, and
+ * installed in the caller: it then names that task for good, whatever
+ * happens to the number. */
+CR_HANDLER(cr_h_pidfd_open)
+{
+	pid_t caller = (pid_t)n->pid, pid = (pid_t)(int)n->data.args[0];
+	unsigned flags = (unsigned)n->data.args[1];
+	struct cr_verdict v;
+	int fd;
+
+	if (pid <= 0)
+		return err(EINVAL);
+	switch (cr_surface_target(run, caller, pid)) {
+	case CR_TARGET_OUTSIDE:
+		return outside(run, n, e->name, "proc", pid);
+	case CR_TARGET_ZOMBIE:
+		return err(ESRCH);	/* it may be waited for any moment */
+	default:
+		break;
+	}
+	fd = (int)syscall(SYS_pidfd_open, pid, flags);
+	if (fd < 0)
+		return err(errno);
+	v = cr_notif_send_fd(run, n, fd, true);
+	close(fd);
+	return v;
+}
+
+/* pidfd_send_signal(fd, sig, info, flags). The fd may have come from our
+ * pidfd_open, from clone(CLONE_PIDFD) (a child: ours), or be a /proc/<pid>
+ * directory the kernel also accepts. corral takes a copy of the very object
+ * the caller holds, asks it which pid it names, and sends through that
+ * copy: replacing the fd in another thread meanwhile changes nothing.
+ * /proc directories are refused (only pidfds are understood). */
+CR_HANDLER(cr_h_pidfd_send_signal)
+{
+	pid_t caller = (pid_t)n->pid, pid;
+	int fd = (int)n->data.args[0], sig = (int)n->data.args[1];
+	uint64_t uinfo = n->data.args[2];
+	unsigned flags = (unsigned)n->data.args[3];
+	cr_autoclose int copy = -1;
+	siginfo_t si;
+	long rc;
+	int r;
+
+	if (bad_signal(sig))
+		return err(EINVAL);
+	r = cr_surface_take_pidfd(run, caller, fd, &copy, &pid);
+	if (r == -EINVAL) {
+		cr_deny(run, caller, e->name, NULL, "signal",
+			"only pidfds are accepted (not /proc directories)");
+		return err(EPERM);
+	}
+	if (r)
+		return err(-r);
+	if (pid <= 0)
+		return err(ESRCH);
+	switch (cr_surface_target(run, caller, pid)) {
+	case CR_TARGET_OUTSIDE:
+		return outside(run, n, e->name, "signal", pid);
+	case CR_TARGET_ZOMBIE:
+		return ok(0);
+	default:
+		break;
+	}
+	if (uinfo) {
+		r = cr_mem_read(caller, uinfo, &si, sizeof(si));
+		if (r)
+			return err(-r);
+		if (!cr_notif_valid(run, n->id))
+			return err(EINTR);
+	} else {
+		relay_info(&si, sig, cr_surface_tgid(run, caller));
+	}
+	rc = syscall(SYS_pidfd_send_signal, copy, sig, sig ? &si : NULL, flags);
+	return rc < 0 ? err(errno) : ok(0);
+}
+
+/* fcntl(fd, F_SETOWN, who): who > 0 a process, < 0 a process group, 0 none.
+ * The kernel keeps a reference to the owner's struct pid, so once set the
+ * owner cannot change with the number; the check is made on registers, and
+ * the CONTINUE keeps the usual window for another run task's number. The
+ * caller, its process and its own group are pinned by the caller itself.
+ * F_SETOWN_EX (pid in memory) is refused outright. */
+CR_HANDLER(cr_h_fcntl_owner)
+{
+	pid_t caller = (pid_t)n->pid, who = (pid_t)(int)n->data.args[2];
+	int cmd = (int)n->data.args[1];
+
+	if (cmd != 8 /* F_SETOWN */) {
+		cr_deny(run, caller, e->name, NULL, "signal",
+			"F_SETOWN_EX is refused (F_SETOWN is confined to the run)");
+		return err(EPERM);
+	}
+	if (who == 0)
+		return cont();
+	if (who > 0) {
+		switch (cr_surface_target(run, caller, who)) {
+		case CR_TARGET_SELF:
+		case CR_TARGET_RUN:
+			return cont();
+		case CR_TARGET_ZOMBIE:
+			return err(ESRCH);
+		case CR_TARGET_OUTSIDE:
+			break;
+		}
+		return outside(run, n, "fcntl", "signal", who);
+	}
+	if (who != INT32_MIN && -who == cr_surface_pgrp(caller))
+		return cont();
+	return outside(run, n, "fcntl", "signal", who);
+}

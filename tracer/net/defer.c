@@ -1,0 +1,163 @@
+/* tracer/net/defer.c: sends the supervisor performs for the program: done
+ * at once without blocking, or, for a blocking socket that is full, kept
+ * and finished when the socket has room, then answered from the loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "net.h"
+
+struct cr_net_deferred {
+	struct cr_net_deferred *next;
+	uint64_t id;		/* the notification still waiting */
+	pid_t tid;
+	struct cr_net_msg m;
+	struct cr_watch *w;
+};
+
+void cr_net_msg_free(struct cr_net_msg *m)
+{
+	if (m->dup >= 0)
+		close(m->dup);
+	for (size_t i = 0; i < m->nfds; i++)
+		close(m->fds[i]);
+	free(m->fds);
+	free(m->data);
+	free(m->control);
+	memset(m, 0, sizeof(*m));
+	m->dup = -1;
+}
+
+/* MSG_NOSIGNAL always: a SIGPIPE would hit the supervisor. The program's
+ * own SIGPIPE is raised in its thread instead, as the kernel would. */
+static ssize_t send_now(struct cr_net_msg *m)
+{
+	ssize_t r;
+
+	do
+		r = sendmsg(m->dup, &m->msg, m->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+static struct cr_verdict done(struct cr_net_msg *m, pid_t tid, ssize_t r,
+			      int err)
+{
+	if (r < 0 && err == EPIPE && m->sigpipe)
+		syscall(SYS_tkill, tid, SIGPIPE);
+	cr_net_msg_free(m);
+	if (r < 0)
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = err };
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = r };
+}
+
+static void drop(struct cr_run *run, struct cr_net_deferred *d)
+{
+	struct cr_netstate *ns = run->net;
+
+	for (struct cr_net_deferred **pp = &ns->deferred; *pp; pp = &(*pp)->next)
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	ns->ndeferred--;
+	cr_loop_unwatch(run, d->w);
+	cr_net_msg_free(&d->m);
+	free(d);
+}
+
+static void on_writable(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_deferred *d = arg;
+	struct seccomp_notif_resp resp = { .id = d->id };
+	struct cr_verdict v;
+	ssize_t r;
+	int err;
+
+	/* The task may have died or been killed meanwhile. */
+	if (!cr_notif_valid(run, d->id)) {
+		drop(run, d);
+		return;
+	}
+	r = send_now(&d->m);
+	if (r < 0 && errno == EAGAIN)
+		return;	/* still full: wait for the next EPOLLOUT */
+	/* Out of epoll before done() closes the duplicate: epoll keys on
+	 * the open file, which the program still holds, so a registration
+	 * left behind a closed fd number would refuse the next one. */
+	err = errno;
+	cr_loop_unwatch(run, d->w);
+	errno = err;
+	if (r >= 0 && d->m.mmsg_len) {
+		unsigned len = (unsigned)r;
+
+		/* sendmmsg: the first message's length, and a count of 1. */
+		if (cr_mem_write(d->tid, d->m.mmsg_len, &len, sizeof(len)) == 0) {
+			r = 1;
+		} else {
+			r = -1;
+			errno = EFAULT;
+		}
+	}
+	v = done(&d->m, d->tid, r, errno);
+	if (v.kind == CR_V_VALUE)
+		resp.val = v.val;
+	else
+		resp.error = -v.error;
+	/* Answered here, on the loop thread, like every other answer; ENOENT
+	 * means the task is gone, which needs nothing more. */
+	ioctl(run->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	drop(run, d);
+}
+
+struct cr_verdict cr_net_send(struct cr_run *run,
+			      const struct seccomp_notif *n,
+			      struct cr_net_msg *m, bool may_defer)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_deferred *d;
+	ssize_t r = send_now(m);
+	int err = errno, fl;
+
+	if (r >= 0 || err != EAGAIN || !may_defer || (m->flags & MSG_DONTWAIT))
+		return done(m, (pid_t)n->pid, r, err);
+	fl = fcntl(m->dup, F_GETFL);
+	if (fl < 0 || (fl & O_NONBLOCK) || ns->ndeferred >= CR_NET_MAX_DEFERRED)
+		return done(m, (pid_t)n->pid, r, err);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return done(m, (pid_t)n->pid, r, err);
+	d->id = n->id;
+	d->tid = (pid_t)n->pid;
+	d->m = *m;
+	/* The message's pointers point into m's own fields: re-aim them at
+	 * the copy's. */
+	d->m.msg.msg_iov = &d->m.iov;
+	if (d->m.msg.msg_name)
+		d->m.msg.msg_name = &d->m.name;
+	memset(m, 0, sizeof(*m));
+	m->dup = -1;
+	d->w = cr_loop_watch(run, d->m.dup, EPOLLOUT, on_writable, d);
+	if (!d->w) {
+		struct cr_verdict v = done(&d->m, d->tid, -1, EAGAIN);
+
+		free(d);
+		return v;
+	}
+	d->next = ns->deferred;
+	ns->deferred = d;
+	ns->ndeferred++;
+	return (struct cr_verdict){ .kind = CR_V_SENT };
+}
+
+void cr_net_defer_finish(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+
+	while (ns->deferred)
+		drop(run, ns->deferred);
+}

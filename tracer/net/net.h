@@ -1,0 +1,142 @@
+/* tracer/net/net.h: the network area's state behind run->net: allow rules,
+ * the in-process proxy, the DNS responder, and what handlers ask of them. */
+#ifndef CORRAL_NET_H
+#define CORRAL_NET_H
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "corral/netmatch.h"
+#include "../tracer.h"
+
+/* Most connects the proxy holds between the program's connect and its own
+ * accept; kept far below the listeners' backlog so a blocking connect to
+ * them always completes at once and never stalls the loop. */
+#define CR_NET_MAX_PENDING 512
+#define CR_NET_MAX_LEARNED 1024	/* addresses DNS answers taught us */
+#define CR_NET_MAX_DNS_INFLIGHT 128
+#define CR_NET_MAX_DNS_CLIENTS 256
+#define CR_NET_MAX_DEFERRED 256	/* sends waiting for socket space */
+#define CR_NET_MAX_PEERS 4096	/* remembered destinations (getpeername) */
+
+union cr_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in4;
+	struct sockaddr_in6 in6;
+	struct sockaddr_un un;
+	struct sockaddr_storage ss;
+};
+
+struct cr_net_pending;
+struct cr_net_conn;
+struct cr_net_peer;
+struct cr_net_learned;
+struct cr_net_dnsq;
+struct cr_net_deferred;
+struct tcpdns;
+
+struct cr_netstate {
+	struct cr_netrule *rules;	/* owned */
+	size_t nrules;
+	char *ws_real;			/* owned: canonical workspace path */
+	int wsfd;			/* owned: O_PATH of the workspace */
+
+	/* the proxy: one loopback listener per family, -1 if unavailable */
+	int lfd[2];			/* owned; [0] v4, [1] v6 */
+	union cr_sockaddr laddr[2];
+	struct cr_net_pending *pending;	/* owned array */
+	size_t npending;
+	struct cr_net_conn *conns;	/* owned list */
+	size_t nconns;
+	size_t audited;			/* "net" audit events written */
+	struct cr_net_peer *peers;	/* owned array: getpeername answers */
+	size_t npeers, cappeers;
+
+	/* DNS: a UDP responder per family, a TCP one, the upstream */
+	int dfd[2];			/* owned: UDP responders */
+	union cr_sockaddr daddr[2];
+	int tfd[2];			/* owned: TCP responders */
+	union cr_sockaddr taddr[2];
+	int upfd;			/* owned: UDP socket to the upstream */
+	union cr_sockaddr upstream;
+	socklen_t uplen;
+	bool have_upstream;
+	struct cr_net_dnsq *dnsq;	/* owned array, CR_NET_MAX_DNS_INFLIGHT */
+	uint16_t next_id;
+	struct tcpdns *tcps;		/* owned list: TCP clients */
+	size_t ntcps;
+	union cr_sockaddr *clients;	/* owned: sockets allowed to query */
+	size_t nclients;
+	struct cr_net_learned *learned;	/* owned ring */
+	size_t nlearned, learned_next;
+	struct cr_net_deferred *deferred;	/* owned list */
+	size_t ndeferred;
+};
+
+/* tracer/net/net.c */
+int cr_net_setup(struct cr_run *run);
+void cr_net_finish(struct cr_run *run);
+/* Duplicate the socket (any fd) `fd` of task `tid` into the supervisor. */
+int cr_net_task_fd(struct cr_run *run, pid_t tid, int fd);
+/* Is (family, addr, port) allowed for a TCP connection: by an IP rule, or
+ * because an allowed name resolved to it and that name allows the port? */
+bool cr_net_allowed(const struct cr_netstate *ns, int family,
+		    const uint8_t *addr, uint16_t port);
+void cr_net_learn(struct cr_netstate *ns, int family, const uint8_t *addr,
+		  const char *name);
+/* "1.2.3.4:80" / "[::1]:80" / the path for AF_UNIX. */
+void cr_net_addr_text(const union cr_sockaddr *a, socklen_t len, char *buf,
+		      size_t buflen);
+/* Remember the destination a socket asked for (inode ino): getpeername
+ * reports it when the socket is connected (connected), and recvfrom
+ * reports it as the source of the DNS responder's answers. */
+int cr_net_peer_set(struct cr_netstate *ns, uint64_t ino,
+		    const union cr_sockaddr *a, socklen_t len, bool connected);
+const union cr_sockaddr *cr_net_peer_get(const struct cr_netstate *ns,
+					 uint64_t ino, socklen_t *len,
+					 bool connected_only);
+void cr_net_peer_drop(struct cr_netstate *ns, uint64_t ino);
+
+/* tracer/net/proxy.c */
+int cr_proxy_setup(struct cr_run *run);
+/* After the program's socket (our duplicate dup) was connected to the
+ * proxy listener: remember where it wanted to go. */
+/* check_sni: allowed by a name, not by an address rule: the proxy checks
+ * the TLS server name before relaying. */
+int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
+		    socklen_t destlen, uint64_t ino, bool check_sni);
+void cr_proxy_finish(struct cr_run *run);
+
+/* tracer/net/dns.c */
+int cr_dns_setup(struct cr_run *run);
+/* A program socket (bound at `local`) may now query the responder. */
+int cr_dns_client(struct cr_netstate *ns, const union cr_sockaddr *local);
+void cr_dns_finish(struct cr_run *run);
+/* Pure, for tests: answer a query for a name not on the list. */
+
+/* tracer/net/defer.c: sends that would block, finished when writable */
+struct cr_net_msg {
+	int dup;			/* owned */
+	struct msghdr msg;		/* points into the fields below */
+	struct iovec iov;
+	void *data;			/* owned */
+	union cr_sockaddr name;
+	void *control;			/* owned */
+	int *fds;			/* owned: duplicated SCM_RIGHTS fds */
+	size_t nfds;
+	int flags;
+	bool sigpipe;			/* raise SIGPIPE in the task on EPIPE */
+	uint64_t mmsg_len;		/* sendmmsg: where msg_len goes; the
+					 * deferred answer is then 1 */
+};
+void cr_net_msg_free(struct cr_net_msg *m);
+/* Perform m without blocking. Returns the verdict to answer now, or a
+ * CR_V_SENT verdict after taking m over to finish it when the socket has
+ * room (only when the program's socket is blocking). */
+struct cr_verdict cr_net_send(struct cr_run *run,
+			      const struct seccomp_notif *n,
+			      struct cr_net_msg *m, bool may_defer);
+void cr_net_defer_finish(struct cr_run *run);
+
+#endif

@@ -1,0 +1,486 @@
+/* tracer/net/proxy.c: the in-process proxy: loopback listeners the program's
+ * allowed connects are redirected to, upstream connects made without
+ * blocking, splice relays, and the net-bytes / net-conn-time budgets. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <cJSON.h>
+
+#include "corral/tlssni.h"
+#include "net.h"
+
+#define RELAY_CHUNK (1024 * 1024)	/* pipe-max-size's default */
+#define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
+/* Where one accepted connection must go, recorded by the connect handler
+ * under the program socket's local address (unique while it is open). */
+struct cr_net_pending {
+	union cr_sockaddr local;	/* the program socket's own address */
+	union cr_sockaddr dest;		/* what it asked for, as decided */
+	socklen_t destlen;
+	uint64_t ino;
+	uint64_t since_ms;
+	bool check_sni;			/* allowed by name, not by address */
+};
+
+struct cr_net_side {
+	struct cr_net_conn *c;
+	int i;			/* 0: program side, 1: upstream */
+};
+
+struct cr_net_conn {
+	struct cr_net_conn *next;
+	int fd[2];		/* owned: accepted program side, upstream */
+	struct cr_watch *w[2];	/* borrowed from the loop */
+	struct cr_net_side side[2];
+	int pipe[2][2];		/* owned: pipe[d] carries fd[d] -> fd[!d] */
+	size_t inpipe[2];
+	size_t pipesz[2];	/* capacity of pipe[d] */
+	bool eof[2];
+	bool shut[2];		/* fd[!d] was shut for writing */
+	bool connecting;	/* the upstream connect is in progress */
+	bool check_sni;		/* the program's first bytes not yet checked */
+	uint16_t port;		/* the destination port */
+	int tfd;		/* owned: net-conn-time timer */
+	struct cr_watch *tw;
+	uint64_t ino;		/* the program socket, for getpeername */
+	char dest[80];		/* for messages */
+	bool by_name;		/* allowed through a name, not an address */
+	uint64_t bytes[2];	/* read from fd[d] */
+	uint64_t start_ms;
+};
+
+#define CR_NET_AUDIT_MAX 1000	/* "net" audit events per run */
+
+/* One audit line per relayed connection: where, why it was allowed, how
+ * much and how long. Never contents. */
+static void audit_conn(struct cr_run *run, const struct cr_net_conn *c,
+		       bool reset)
+{
+	cJSON *f;
+
+	if (run->audit_fd < 0 || run->net->audited++ >= CR_NET_AUDIT_MAX)
+		return;
+	f = cJSON_CreateObject();
+	if (!f)
+		return;
+	cJSON_AddStringToObject(f, "target", c->dest);
+	cJSON_AddStringToObject(f, "allowed_by", c->by_name ? "name" : "address");
+	cJSON_AddNumberToObject(f, "bytes_sent", (double)c->bytes[0]);
+	cJSON_AddNumberToObject(f, "bytes_received", (double)c->bytes[1]);
+	cJSON_AddNumberToObject(f, "ms", (double)(cr_run_ms(run) - c->start_ms));
+	cJSON_AddStringToObject(f, "end", reset ? "reset" : "closed");
+	cr_audit_event(run, "net", f);
+}
+
+static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
+{
+	struct cr_netstate *ns = run->net;
+
+	audit_conn(run, c, reset);
+
+	for (struct cr_net_conn **pp = &ns->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	ns->nconns--;
+	/* Unwatched before the memory goes: a later event of the same batch
+	 * sees a dead watch and never reaches this freed connection. */
+	for (int i = 0; i < 2; i++) {
+		cr_loop_unwatch(run, c->w[i]);
+		if (c->fd[i] >= 0) {
+			if (reset && i == 0) {
+				struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+				setsockopt(c->fd[i], SOL_SOCKET, SO_LINGER, &l,
+					   sizeof(l));
+			}
+			close(c->fd[i]);
+		}
+		for (int j = 0; j < 2; j++)
+			if (c->pipe[i][j] >= 0)
+				close(c->pipe[i][j]);
+	}
+	cr_loop_unwatch(run, c->tw);
+	if (c->tfd >= 0)
+		close(c->tfd);
+	/* The peer entry stays: the program's socket outlives the relay and
+	 * getpeername must keep its answer (socket inode numbers are not
+	 * reused before 2^32 sockets; the table is bounded). */
+	free(c);
+}
+
+enum pump_rc { PUMP_OK, PUMP_ERR, PUMP_BREACH };
+
+/* Move what can move from fd[d] to fd[!d] without blocking: the pipe is
+ * filled from the source while it has room and drained into the sink while
+ * the sink takes it, until neither moves. Bytes are counted as they leave
+ * the source; at most one byte past the budget is read (that is how a
+ * breach is seen), and it is never forwarded. */
+static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
+			 bool *progress)
+{
+	uint64_t lim = run->cfg->limits.v[CR_LIM_NET_BYTES];
+
+	for (;;) {
+		bool moved = false;
+		ssize_t n;
+
+		if (c->inpipe[d]) {
+			n = splice(c->pipe[d][0], NULL, c->fd[!d], NULL,
+				   c->inpipe[d], SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return PUMP_ERR;
+			if (n > 0) {
+				c->inpipe[d] -= (size_t)n;
+				moved = true;
+			}
+		}
+		if (!c->eof[d] && !c->connecting && !(d == 0 && c->check_sni) &&
+		    c->inpipe[d] < c->pipesz[d]) {
+			uint64_t used = run->usage.net_bytes;
+			size_t want = c->pipesz[d] - c->inpipe[d];
+
+			if (used >= lim)
+				want = 1;
+			else if (lim - used < want)
+				want = (size_t)(lim - used) + 1;
+			n = splice(c->fd[d], NULL, c->pipe[d][1], NULL, want,
+				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return PUMP_ERR;
+			if (n == 0) {
+				c->eof[d] = true;
+				moved = true;
+			} else if (n > 0) {
+				run->usage.net_bytes += (uint64_t)n;
+				c->bytes[d] += (uint64_t)n;
+				c->inpipe[d] += (size_t)n;
+				moved = true;
+				if (run->usage.net_bytes > lim) {
+					char b[32];
+
+					cr_limit_format(CR_LIM_NET_BYTES, lim, b,
+							sizeof(b));
+					cr_run_end(run, CR_ST_LIMIT_EXCEEDED,
+						   "net-bytes",
+						   "the network byte budget (%s) was spent",
+						   b);
+					return PUMP_BREACH;
+				}
+			}
+		}
+		if (c->eof[d] && !c->inpipe[d] && !c->shut[d]) {
+			/* Everything the source sent has been delivered:
+			 * pass its half-close on. */
+			shutdown(c->fd[!d], SHUT_WR);
+			c->shut[d] = true;
+		}
+		if (!moved)
+			return PUMP_OK;
+		*progress = true;
+	}
+}
+
+/*
+ * A connection allowed only because an allowed name resolved to its
+ * address: before anything of the program's is relayed, a TLS ClientHello
+ * must name a host the allow list opens on this port. Otherwise the same
+ * address (a CDN's, shared by many sites) would carry traffic for any
+ * other site behind it. The first bytes are peeked, never consumed; a
+ * protocol that is not TLS is relayed as is (docs/network.md). Returns 1 to
+ * go on, 0 to wait for more bytes, -1 when the connection was refused.
+ */
+static int sni_check(struct cr_run *run, struct cr_net_conn *c)
+{
+	static uint8_t buf[CR_TLS_PEEK_MAX];
+	char name[CR_NET_NAME_MAX];
+	const struct cr_netstate *ns = run->net;
+	ssize_t n = recv(c->fd[0], buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	int rc;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		c->check_sni = false;	/* EOF or error: the pump sees it */
+		return 1;
+	}
+	rc = cr_tls_sni(buf, (size_t)n, name, sizeof(name));
+	if (rc == -EAGAIN)
+		return 0;
+	if (rc == -EPROTO ||
+	    (rc == 0 && cr_netrules_allow_name_port(ns->rules, ns->nrules,
+						    name, c->port))) {
+		c->check_sni = false;
+		return 1;
+	}
+	cr_deny(run, 0, "connect", rc == 0 ? name : c->dest, "net",
+		rc == 0 ? "the TLS server name is not on the allow list for this port" :
+		"a TLS connection without a server name to an address allowed only by name");
+	conn_close(run, c, true);
+	return -1;
+}
+
+static void on_side(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_side *s = arg;
+	struct cr_net_conn *c = s->c;
+	bool progress = false;
+
+	if (c->connecting && s->i == 1) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return;
+		if (getsockopt(c->fd[1], SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+			err = errno;
+		if (err) {
+			/* The program sees the upstream's refusal as a
+			 * reset of its own connection. */
+			conn_close(run, c, true);
+			return;
+		}
+		c->connecting = false;
+		progress = true;
+	}
+	if (c->check_sni && sni_check(run, c) < 0)
+		return;
+	for (int d = 0; d < 2; d++) {
+		enum pump_rc rc = pump(run, c, d, &progress);
+
+		if (rc == PUMP_BREACH) {
+			conn_close(run, c, true);
+			return;
+		}
+		if (rc == PUMP_ERR) {
+			conn_close(run, c, true);
+			return;
+		}
+	}
+	if ((c->eof[0] && c->eof[1] && !c->inpipe[0] && !c->inpipe[1]) ||
+	    ((events & (EPOLLERR | EPOLLHUP)) && !progress)) {
+		conn_close(run, c, false);
+		return;
+	}
+}
+
+static void on_conn_timer(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_conn *c = arg;
+	char b[32];
+
+	cr_limit_format(CR_LIM_NET_CONN_TIME,
+			run->cfg->limits.v[CR_LIM_NET_CONN_TIME], b, sizeof(b));
+	cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "net-conn-time",
+		   "a connection to %s stayed open longer than %s", c->dest, b);
+	conn_close(run, c, true);
+}
+
+static bool same_local(const union cr_sockaddr *a, const union cr_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET)
+		return a->in4.sin_port == b->in4.sin_port &&
+		       a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr;
+	return a->in6.sin6_port == b->in6.sin6_port &&
+	       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+}
+
+static void start_conn(struct cr_run *run, int fd,
+		       const struct cr_net_pending *p)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_conn *c = calloc(1, sizeof(*c));
+	uint64_t ms = run->cfg->limits.v[CR_LIM_NET_CONN_TIME];
+	struct itimerspec its = {
+		.it_value.tv_sec = (time_t)(ms / 1000),
+		.it_value.tv_nsec = (long)(ms % 1000) * 1000000L,
+	};
+	int rc;
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd[0] = fd;
+	c->fd[1] = c->tfd = -1;
+	for (int i = 0; i < 2; i++) {
+		c->pipe[i][0] = c->pipe[i][1] = -1;
+		c->side[i] = (struct cr_net_side){ c, i };
+	}
+	c->ino = p->ino;
+	c->check_sni = c->by_name = p->check_sni;
+	c->start_ms = cr_run_ms(run);
+	c->port = ntohs(p->dest.sa.sa_family == AF_INET ? p->dest.in4.sin_port :
+			p->dest.in6.sin6_port);
+	cr_net_addr_text(&p->dest, p->destlen, c->dest, sizeof(c->dest));
+	c->next = ns->conns;
+	ns->conns = c;
+	ns->nconns++;
+	for (int i = 0; i < 2; i++) {
+		if (pipe2(c->pipe[i], O_NONBLOCK | O_CLOEXEC) < 0)
+			goto fail;
+		/* A larger pipe moves more per splice; the default is kept
+		 * when the user's pipe quota says no. */
+		fcntl(c->pipe[i][0], F_SETPIPE_SZ, RELAY_CHUNK);
+		rc = fcntl(c->pipe[i][0], F_GETPIPE_SZ);
+		c->pipesz[i] = rc > 0 ? (size_t)rc : 65536;
+	}
+	c->fd[1] = socket(p->dest.sa.sa_family,
+			  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd[1] < 0)
+		goto fail;
+	/* Never a blocking call on the loop: the upstream connect runs in
+	 * the background and its end is seen as EPOLLOUT. */
+	rc = connect(c->fd[1], &p->dest.sa, p->destlen);
+	if (rc < 0 && errno != EINPROGRESS)
+		goto fail;
+	c->connecting = rc < 0;
+	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->tfd < 0 || timerfd_settime(c->tfd, 0, &its, NULL) < 0)
+		goto fail;
+	/* Edge-triggered, registered once: every event pumps both ways
+	 * until nothing moves, and each way stops only on EAGAIN from a
+	 * socket (whose next edge will come) or a full pipe (which means its
+	 * sink said EAGAIN in the same pass). No epoll_ctl per chunk. */
+	c->w[0] = cr_loop_watch(run, c->fd[0], RELAY_EVENTS, on_side, &c->side[0]);
+	c->w[1] = cr_loop_watch(run, c->fd[1], RELAY_EVENTS, on_side, &c->side[1]);
+	c->tw = cr_loop_watch(run, c->tfd, EPOLLIN, on_conn_timer, c);
+	if (!c->w[0] || !c->w[1] || !c->tw)
+		goto fail;
+	return;
+fail:
+	conn_close(run, c, true);
+}
+
+static void on_accept(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_netstate *ns = run->net;
+	int idx = (int)(intptr_t)arg;
+
+	for (;;) {
+		union cr_sockaddr peer;
+		socklen_t pl = sizeof(peer);
+		int fd = accept4(ns->lfd[idx], &peer.sa, &pl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		size_t i;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;	/* EAGAIN, or EMFILE: the program's connect
+				 * then sees its peer never answer */
+		}
+		/* Only connections the connect handler announced are
+		 * served: anything else on the host that finds this port
+		 * gets nothing through it. */
+		for (i = 0; i < ns->npending; i++)
+			if (same_local(&ns->pending[i].local, &peer))
+				break;
+		if (i == ns->npending) {
+			close(fd);
+			continue;
+		}
+		{
+			struct cr_net_pending p = ns->pending[i];
+
+			ns->pending[i] = ns->pending[--ns->npending];
+			start_conn(run, fd, &p);
+		}
+	}
+}
+
+int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
+		    socklen_t destlen, uint64_t ino, bool check_sni)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_pending *p;
+	socklen_t ll = sizeof(p->local);
+
+	if (ns->npending >= CR_NET_MAX_PENDING)
+		return -EAGAIN;
+	p = &ns->pending[ns->npending];
+	memset(p, 0, sizeof(*p));
+	if (getsockname(dup, &p->local.sa, &ll) < 0)
+		return -errno;
+	p->dest = *dest;
+	p->destlen = destlen;
+	p->ino = ino;
+	p->check_sni = check_sni;
+	p->since_ms = cr_run_ms(run);
+	ns->npending++;
+	return 0;
+}
+
+static int listen_on(struct cr_run *run, int idx)
+{
+	struct cr_netstate *ns = run->net;
+	int family = idx ? AF_INET6 : AF_INET;
+	union cr_sockaddr a = { 0 };
+	socklen_t al;
+	int fd, one = 1;
+
+	if (idx) {
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_addr = in6addr_loopback;
+		al = sizeof(a.in6);
+	} else {
+		a.in4.sin_family = AF_INET;
+		a.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		al = sizeof(a.in4);
+	}
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (idx)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, &a.sa, al) < 0 || listen(fd, 4096) < 0 ||
+	    getsockname(fd, &ns->laddr[idx].sa, &al) < 0 ||
+	    !cr_loop_watch(run, fd, EPOLLIN, on_accept, (void *)(intptr_t)idx)) {
+		int e = errno ? errno : ENOMEM;
+
+		close(fd);
+		return -e;
+	}
+	ns->lfd[idx] = fd;
+	return 0;
+}
+
+int cr_proxy_setup(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+	int rc;
+
+	ns->pending = calloc(CR_NET_MAX_PENDING, sizeof(*ns->pending));
+	if (!ns->pending)
+		return -ENOMEM;
+	rc = listen_on(run, 0);
+	if (rc)
+		return rc;
+	/* A host without IPv6 loopback still runs; v6 connects are then
+	 * refused. */
+	listen_on(run, 1);
+	return 0;
+}
+
+void cr_proxy_finish(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+
+	while (ns->conns)
+		conn_close(run, ns->conns, true);
+	for (int i = 0; i < 2; i++)
+		if (ns->lfd[i] >= 0) {
+			close(ns->lfd[i]);
+			ns->lfd[i] = -1;
+		}
+	free(ns->pending);
+	ns->pending = NULL;
+}

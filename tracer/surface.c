@@ -1,0 +1,457 @@
+/* tracer/surface.c: the syscall profile's answers, foreign-ABI deaths mapped
+ * to policy_denied, --stacks unwinding, and pid helpers for the handlers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <libunwind-ptrace.h>
+
+#include "surface.h"
+
+#ifndef __X32_SYSCALL_BIT
+#define __X32_SYSCALL_BIT 0x40000000
+#endif
+
+int cr_surface_setup(struct cr_run *run)
+{
+	struct cr_surface *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->profile = run->cfg->cls && run->cfg->cls->profile ?
+		     run->cfg->cls->profile : cr_profile_default();
+	s->stacks = run->cfg->stacks;
+	run->surface = s;
+	return 0;
+}
+
+void cr_surface_finish(struct cr_run *run)
+{
+	free(run->surface);
+	run->surface = NULL;
+}
+
+/* ---- the profile's answer ---- */
+
+struct cr_verdict cr_surface_unlisted(struct cr_run *run,
+				      const struct seccomp_notif *n)
+{
+	const struct cr_profile *p = run->surface->profile;
+	char name[40], why[160];
+
+	cr_syscall_name(n->data.nr, name, sizeof(name));
+	if (cr_profile_lists(p->refuse, name)) {
+		snprintf(why, sizeof(why), "refused by the syscall profile %s %s",
+			 p->name, p->version);
+		cr_deny(run, (pid_t)n->pid, name, NULL, "syscall", why);
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };
+	}
+	/* ENOSYS, as on a kernel without the call: programs fall back. */
+	snprintf(why, sizeof(why), "not in the syscall profile %s %s (ENOSYS)",
+		 p->name, p->version);
+	cr_deny(run, (pid_t)n->pid, name, NULL, "syscall", why);
+	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = ENOSYS };
+}
+
+/* ---- foreign ABIs ----
+ *
+ * The filter's bad-architecture action (and the x32 bit check libseccomp
+ * adds for x86_64) kills the process with SIGSYS; nothing is notified. The
+ * kill is recognised here: a death by SIGSYS that no signal-delivery stop
+ * announced. The kernel delivers the filter's SIGSYS as an immutable
+ * forced signal that skips the tracer, whereas a SIGSYS sent with kill()
+ * or raise() stops in signal-delivery first. After any such sent SIGSYS
+ * the distinction is lost for the rest of the run, and a SIGSYS death is
+ * reported as the program's own (the call was still refused). */
+
+static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
+			bool no_entry)
+{
+	struct user_regs_struct regs;
+	char name[64] = "unknown", why[200];
+	const char *abi = "i386 or x32";
+
+	if (run->surface->foreign_abi_seen)
+		return;
+	run->surface->foreign_abi_seen = true;
+	if (regs_ok && ptrace(PTRACE_GETREGS, tid, 0, &regs) == 0) {
+		/* Killed in the filter: the call was rolled back, its number
+		 * is in orig_rax. Faulted on an absent entry: still in rax. */
+		uint64_t nr = no_entry ? regs.rax & 0xffffffff : regs.orig_rax;
+		bool x32 = nr & __X32_SYSCALL_BIT;
+		char *s = seccomp_syscall_resolve_num_arch(
+			x32 ? SCMP_ARCH_X32 : SCMP_ARCH_X86,
+			(int)(x32 ? nr : nr & 0xffffffff));
+
+		abi = x32 ? "x32" : "i386";
+		if (s)
+			snprintf(name, sizeof(name), "%s", s);
+		else
+			snprintf(name, sizeof(name), "%s_%" PRIu64, abi,
+				 nr & ~(uint64_t)__X32_SYSCALL_BIT);
+		free(s);
+	}
+	snprintf(why, sizeof(why),
+		 "%s system call from an x86_64 program: foreign ABIs bypass the filter's rules, so the process was killed%s",
+		 abi, no_entry ? " (this kernel has no i386 entry: it faulted)" : "");
+	cr_deny(run, tid, name, NULL, "syscall", why);
+	cr_run_end(run, CR_ST_POLICY_DENIED, NULL,
+		   "the program made a foreign-ABI (%s) system call (%s); it was killed",
+		   abi, name);
+}
+
+/* ---- --stacks ----
+ *
+ * A task blocked in a seccomp notification is not in a ptrace-stop, so its
+ * registers cannot be read. So: just before the denial is answered, the
+ * task is interrupted (PTRACE_INTERRUPT). Its wait for the answer is
+ * killable only (WAIT_KILLABLE_RECV), so the interrupt does not end it;
+ * the answer does, and on its way back to user mode, before running one
+ * more instruction, the task stops with the same stack and an instruction
+ * pointer just past the system call. It is unwound there with libunwind's
+ * ptrace accessors, and the ordinary state machine continues it.
+ * (Interrupting after the answer loses the race with a task that returns
+ * to user mode first: measured, a third of the stops never came.) Only the
+ * first occurrence of each denial is unwound, one at a time. On a kernel
+ * without WAIT_KILLABLE_RECV the interrupt ends the wait instead: the call
+ * is restarted after the stop and notified again (counted twice). */
+
+static void unwind(struct cr_run *run, pid_t tid)
+{
+	struct cr_surface *s = run->surface;
+	struct cr_denial *d;
+	unw_addr_space_t as;
+	unw_cursor_t c;
+	void *ui;
+	uint64_t t0 = cr_now_ns();
+
+	s->stack_tid = 0;
+	if (s->stack_denial >= run->ndenials)
+		return;
+	d = &run->denials[s->stack_denial];
+	if (d->stack)
+		return;
+	as = unw_create_addr_space(&_UPT_accessors, 0);
+	if (!as)
+		return;
+	ui = _UPT_create(tid);
+	if (!ui) {
+		unw_destroy_addr_space(as);
+		return;
+	}
+	d->stack = calloc(CR_STACK_FRAMES, sizeof(*d->stack));
+	if (d->stack && unw_init_remote(&c, as, ui) == 0) {
+		do {
+			unw_word_t ip = 0, off = 0;
+			char fn[128];
+
+			if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
+				break;
+			if (unw_get_proc_name(&c, fn, sizeof(fn), &off) == 0) {
+				if (asprintf(&d->stack[d->nstack], "%s+0x%lx (0x%lx)",
+					     fn, (unsigned long)off,
+					     (unsigned long)ip) < 0)
+					break;
+			} else if (asprintf(&d->stack[d->nstack], "0x%lx",
+					    (unsigned long)ip) < 0) {
+				break;
+			}
+			d->nstack++;
+		} while (d->nstack < CR_STACK_FRAMES && unw_step(&c) > 0);
+	}
+	if (d->stack && !d->nstack) {
+		free(d->stack);
+		d->stack = NULL;
+	}
+	_UPT_destroy(ui);
+	unw_destroy_addr_space(as);
+	s->stack_ns += cr_now_ns() - t0;
+	s->stacks_taken++;
+}
+
+void cr_surface_denied(struct cr_run *run, pid_t tid, size_t i)
+{
+	struct cr_surface *s = run->surface;
+
+	if (!s->stacks || s->stack_tid)
+		return;
+	s->stack_tid = tid;
+	s->stack_denial = i;
+	s->stack_interrupted = false;
+}
+
+void cr_surface_answering(struct cr_run *run, const struct seccomp_notif *n)
+{
+	struct cr_surface *s = run->surface;
+
+	if (!s->stack_tid || s->stack_interrupted)
+		return;
+	if (s->stack_tid != (pid_t)n->pid || run->ending ||
+	    ptrace(PTRACE_INTERRUPT, s->stack_tid, 0, 0) < 0) {
+		s->stack_tid = 0;
+		return;
+	}
+	s->stack_interrupted = true;
+}
+
+/* ---- hooks from the task state machine ---- */
+
+/* A kernel built without the i386 entry (ia32_emulation off) answers
+ * `int 0x80` with a general-protection fault, a SIGSEGV from the kernel
+ * whose instruction pointer is still on the int instruction; sysenter from
+ * 64-bit code raises SIGILL the same way. Nothing reached the kernel, but
+ * the program asked for a foreign ABI: the run ends as it would have had
+ * the filter killed it, so the outcome does not depend on the kernel. */
+static bool foreign_trap(pid_t tid, int sig)
+{
+	siginfo_t si;
+	struct user_regs_struct regs;
+	long word;
+
+	if ((sig != SIGSEGV && sig != SIGILL) ||
+	    ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0 ||
+	    si.si_code != (sig == SIGSEGV ? SI_KERNEL : ILL_ILLOPN) ||
+	    ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
+		return false;
+	errno = 0;
+	word = ptrace(PTRACE_PEEKTEXT, tid, (void *)regs.rip, 0);
+	if (errno)
+		return false;
+	/* cd 80: int 0x80; 0f 34: sysenter. */
+	return (word & 0xffff) == 0x80cd || (word & 0xffff) == 0x340f;
+}
+
+void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status)
+{
+	struct cr_surface *s = run->surface;
+	int event = (unsigned)status >> 16;
+
+	if (!s)
+		return;
+	if (!event && WSTOPSIG(status) == SIGSYS)
+		s->sigsys_signalled = true;
+	if (!event && foreign_trap(tid, WSTOPSIG(status)))
+		foreign_abi(run, tid, true, true);
+	/* From the first exec on, program code runs as our uid. Make corral
+	 * itself undumpable: its /proc files (mem, environ, fd, maps) turn
+	 * root-owned and ptrace-attach to it needs CAP_SYS_PTRACE, whatever
+	 * the filesystem layer or the ptrace refusal do. Not earlier: the
+	 * child inherits the flag until it execs, and corral must be able to
+	 * seize it and take its listener. */
+	if (event == PTRACE_EVENT_EXEC && !s->undumpable) {
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+			s->undumpable = true;
+	}
+	if (event == PTRACE_EVENT_EXIT) {
+		unsigned long st = 0;
+
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &st) == 0 &&
+		    WIFSIGNALED((int)st) && WTERMSIG((int)st) == SIGSYS &&
+		    !s->sigsys_signalled)
+			foreign_abi(run, tid, true, false);
+		if (tid == s->stack_tid)
+			s->stack_tid = 0;
+	}
+	if (event == PTRACE_EVENT_STOP && tid == s->stack_tid &&
+	    s->stack_interrupted)
+		unwind(run, tid);
+}
+
+void cr_surface_on_gone(struct cr_run *run, pid_t tid, int status)
+{
+	struct cr_surface *s = run->surface;
+
+	if (!s)
+		return;
+	if (tid == s->stack_tid)
+		s->stack_tid = 0;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS &&
+	    !s->sigsys_signalled)
+		foreign_abi(run, tid, false, false);
+}
+
+/* ---- pids named by calls ---- */
+
+/* Reads one "Key:\tvalue" integer from /proc/<pid>/<file>; -errno. */
+static long proc_field(const char *path, const char *key)
+{
+	char buf[4096];
+	ssize_t len;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	const char *p;
+	size_t klen = strlen(key);
+
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -EIO;
+	buf[len] = 0;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, klen))
+			return strtol(p + klen, NULL, 10);
+	return -ENOENT;
+}
+
+pid_t cr_surface_tgid(struct cr_run *run, pid_t tid)
+{
+	const struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+	char path[64];
+
+	if (t && t->leader)
+		return tid;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	return (pid_t)proc_field(path, "Tgid:");
+}
+
+/* Safe against reuse: SELF names the caller, which is blocked in its call
+ * and so cannot be reaped; RUN means the tid is in our table, which holds
+ * every task until corral itself reaps it (a zombie tracee is visible to
+ * its tracer only, so nobody else can free the number first). Callers
+ * that act on a RUN target do so before returning to the loop, or accept
+ * the documented window of a CONTINUE. */
+enum cr_target cr_surface_target(struct cr_run *run, pid_t caller, pid_t pid)
+{
+	pid_t tgid;
+
+	if (pid == 0 || pid == caller)
+		return CR_TARGET_SELF;
+	if (pid < 0)
+		return CR_TARGET_OUTSIDE;
+	tgid = cr_surface_tgid(run, caller);
+	if (tgid > 0 && pid == tgid)
+		return CR_TARGET_SELF;
+	if (cr_tasks_find(&run->tasks, pid))
+		return CR_TARGET_RUN;
+	/* corral has reaped it as tracer, which hands the zombie back to
+	 * its real parent, a task of the run, until that one waits. The
+	 * number stays taken meanwhile, but the parent may wait at any
+	 * moment: callers act on nothing here (a zombie takes no signal). */
+	{
+		char st = 0;
+		pid_t ppid = cr_surface_stat(pid, &st, NULL);
+
+		if (st == 'Z' && ppid > 0 && cr_tasks_find(&run->tasks, ppid))
+			return CR_TARGET_ZOMBIE;
+	}
+	return CR_TARGET_OUTSIDE;
+}
+
+pid_t cr_surface_pgrp(pid_t pid)
+{
+	pid_t pgrp = -EIO;
+	pid_t rc = cr_surface_stat(pid, NULL, &pgrp);
+
+	return rc < 0 ? rc : pgrp;
+}
+
+pid_t cr_surface_stat(pid_t pid, char *state_out, pid_t *pgrp_out)
+{
+	char path[64], buf[1024];
+	ssize_t len;
+	const char *p;
+	int fd;
+	char state;
+	int ppid, pgrp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -EIO;
+	buf[len] = 0;
+	/* The command name may hold anything, ')' included: skip to the
+	 * last one. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) != 3)
+		return -EIO;
+	if (state_out)
+		*state_out = state;
+	if (pgrp_out)
+		*pgrp_out = pgrp;
+	return ppid;
+}
+
+int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,
+			  int *copy, pid_t *pid)
+{
+	pid_t tgid = cr_surface_tgid(run, caller);
+	const struct cr_task *t;
+	char path[64];
+	long p;
+	int own = -1, pfd, c;
+
+	*copy = -1;
+	*pid = -1;
+	if (tgid <= 0)
+		return tgid < 0 ? tgid : -ESRCH;
+	t = cr_tasks_find(&run->tasks, tgid);
+	pfd = t && t->pidfd >= 0 ? t->pidfd :
+	      (own = (int)syscall(SYS_pidfd_open, tgid, 0));
+	if (pfd < 0)
+		return -errno;
+	c = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+	if (c < 0) {
+		int e = errno;
+
+		if (own >= 0)
+			close(own);
+		return -e;
+	}
+	if (own >= 0)
+		close(own);
+	/* The copy pins the very object the program holds, so what it names
+	 * cannot change under us (the program may close or replace its fd
+	 * meanwhile; it is the copy that is used). */
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", c);
+	p = proc_field(path, "Pid:");
+	if (p == -ENOENT) {
+		close(c);
+		return -EINVAL;	/* not a pidfd */
+	}
+	if (p < -1) {
+		close(c);
+		return (int)p;
+	}
+	*copy = c;
+	*pid = (pid_t)p;
+	return 0;
+}
+
+struct cr_verdict cr_surface_chain(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n)
+{
+	size_t i = (size_t)(e - cr_syscalls);
+
+	for (size_t j = i + 1; j < cr_nsyscalls; j++) {
+		const struct cr_syscall_entry *o = &cr_syscalls[j];
+		struct cr_verdict v;
+
+		if (o->nr != e->nr || o->handler == e->handler)
+			continue;
+		v = o->handler(run, o, n);
+		/* notify.c judges the stance of the first entry only: judge
+		 * the chained one here, the same way. */
+		if (v.kind == CR_V_CONTINUE && o->stance != CR_STANCE_REGS) {
+			cr_deny(run, (pid_t)n->pid, o->name, NULL, "syscall",
+				"internal: CONTINUE refused for a memory-reading handler");
+			return (struct cr_verdict){ .kind = CR_V_ERRNO,
+						    .error = EPERM };
+		}
+		return v;
+	}
+	return (struct cr_verdict){ .kind = CR_V_CONTINUE };
+}
