@@ -961,11 +961,15 @@ int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes)
  *
  * Each is per process, so none is the mechanism; each bounds how far one
  * process can run past the budget before the next tick sees it:
- * - RLIMIT_DATA (brk and private writable mappings) a quarter past the
- *   memory budget (at least 16 MiB past): one allocation burst cannot take
- *   more, yet a single process filling memory is still seen going over and
- *   stopped as a breach. Not RLIMIT_AS: runtimes reserve large PROT_NONE
- *   ranges that RLIMIT_AS counts and RLIMIT_DATA does not.
+ * - RLIMIT_DATA (brk and private writable mappings) at twice the memory
+ *   budget (at least 64 MiB past it): one allocation burst of one process
+ *   cannot take more, yet a process filling memory is still seen going
+ *   over and stopped as a breach. Twice, not a little past: it limits what
+ *   is committed, not what is touched, and runtimes commit more than they
+ *   use (the JVM commits 1/64 of the host's RAM as its initial heap and
+ *   fails to start under 1.25 x 256 MiB on a 24 GiB host). Not RLIMIT_AS:
+ *   runtimes also reserve large PROT_NONE ranges, which RLIMIT_AS counts
+ *   and RLIMIT_DATA does not.
  * - RLIMIT_FSIZE one page past the disk budget: one file cannot grow past
  *   it (EFBIG/SIGXFSZ), while reaching it is still a breach.
  * - RLIMIT_CPU two seconds past the cpu budget: a process the supervisor
@@ -979,8 +983,8 @@ static rlim_t past(uint64_t v, uint64_t add)
 int cr_budget_child_rlimits(const struct cr_limits *l)
 {
 	uint64_t mem = l->v[CR_LIM_MEMORY];
-	uint64_t slack = mem / 4 > CR_BUDGET_DATA_SLACK_MIN ?
-			 mem / 4 : CR_BUDGET_DATA_SLACK_MIN;
+	uint64_t slack = mem > CR_BUDGET_DATA_SLACK_MIN ?
+			 mem : CR_BUDGET_DATA_SLACK_MIN;
 	struct rlimit data, fsize, cpu;
 
 	data.rlim_cur = data.rlim_max = past(mem, slack);

@@ -29,8 +29,8 @@
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024
-/* RLIMIT_DATA is the memory budget plus a quarter, at least this much. */
-#define CR_BUDGET_DATA_SLACK_MIN (16ull << 20)
+/* RLIMIT_DATA is twice the memory budget, and at least this much past it. */
+#define CR_BUDGET_DATA_SLACK_MIN (64ull << 20)
 
 struct cr_budgets;
 
