@@ -430,11 +430,9 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 	 * a small VM, waking an idle second vCPU costs ~20 us each way
 	 * (kernel-facts). Older kernels refuse the ioctl; nothing else
 	 * changes. */
-	{
-		uint64_t sync_flags = CR_USER_NOTIF_FD_SYNC_WAKE_UP;
-
-		ioctl(run->listener, CR_IOCTL_NOTIF_SET_FLAGS, &sync_flags);
-	}
+	/* The flags are the ioctl's argument itself, not a pointer. */
+	ioctl(run->listener, CR_IOCTL_NOTIF_SET_FLAGS,
+	      (unsigned long)CR_USER_NOTIF_FD_SYNC_WAKE_UP);
 	if (write(go[1], "g", 1) != 1) {
 		rc = -errno;
 		goto kill;
