@@ -9,8 +9,9 @@ echo "== corral probe"
 echo
 echo "== corral run --json -- sh -c '...'   (a scrubbed, supervised run)"
 DEMO_SECRET_TOKEN=hunter2 "$corral" run --json --limit wall=10s -- sh -c '
-	echo "pid $$, session $(ps -o sid= $$ 2>/dev/null || echo ?)";
 	grep -E "^(NoNewPrivs|Seccomp|CapEff|TracerPid)" /proc/self/status;
+	cat /etc/shadow || echo "(the host'\''s /etc/shadow is outside every root)";
+	echo hello > note.txt && cat note.txt;
 	echo "environment: $(env | cut -d= -f1 | sort | tr "\n" " ")";
 	(sleep 1000 &) ; echo "left a background sleep behind"' |
 	python3 -m json.tool
