@@ -109,7 +109,11 @@ class Bench:
                       "--limit", "files=1000000", "--limit", "disk=8GiB",
                       "--limit", "output=64MiB"]
             if net:
-                p += ["--allow-net", "127.0.0.1:*"]
+                # The default class has no network budget: give one.
+                p += ["--allow-net", "127.0.0.1:*",
+                      "--limit", "net-connections=100000",
+                      "--limit", "net-bytes=64GiB",
+                      "--limit", "net-conn-time=30m"]
             return p + ["--"]
         if tool == "proot":
             return ["proot"]
