@@ -284,6 +284,11 @@ int cr_run_main(int argc, char **argv)
 		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", run.message);
 		goto finish;
 	}
+	/* After the child exists (fork from one thread only). */
+	rc = cr_watchdog_start(&run);
+	if (rc < 0)
+		fprintf(stderr, "corral: warning: no watchdog thread: %s\n",
+			strerror(-rc));
 	cr_loop(&run);
 
 finish:

@@ -347,6 +347,10 @@ void cr_audit_close(struct cr_run *run);
 int cr_workspace_make(struct cr_run_config *cfg, const char *given);
 int cr_workspace_remove(const char *path);
 
+/* tracer/watchdog.c: exits the process (killing every tracee) if the run
+ * is still going wall budget + 60 s after it started. */
+int cr_watchdog_start(const struct cr_run *run);
+
 /* tracer/taskid.c */
 char *cr_task_id_new(void);
 
