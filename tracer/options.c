@@ -332,6 +332,8 @@ void cr_config_free(struct cr_run_config *cfg)
 	cr_request_free(cfg->req);
 	free(cfg->task_id);
 	free(cfg->workspace);
+	if (cfg->result_dirfd >= 0)
+		close(cfg->result_dirfd);
 	if (cfg->envp) {
 		for (char **e = cfg->envp; *e; e++)
 			free(*e);

@@ -322,10 +322,23 @@ int cr_result_emit(struct cr_run *run)
 			run->denials_dropped ? " (some dropped)" : "",
 			run->denials[0].syscall, run->denials[0].reason);
 	}
-	if (cfg->result_file) {
-		int fd = open(cfg->result_file,
-			      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-			      0600);
+	if (cfg->result_file && cfg->result_dirfd >= 0) {
+		/* The result may be asked for inside the workspace, where the
+		 * program had the last word: its directory was opened before
+		 * the program ran (a directory swapped for a link since is not
+		 * followed), and the name is replaced, never written through
+		 * (a link or a hard link planted there is unlinked, not
+		 * followed or truncated). */
+		const char *slash = strrchr(cfg->result_file, '/');
+		const char *name = slash ? slash + 1 : cfg->result_file;
+		int fd;
+
+		if (unlinkat(cfg->result_dirfd, name, 0) < 0 && errno != ENOENT)
+			fd = -1;
+		else
+			fd = openat(cfg->result_dirfd, name,
+				    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+				    O_NOFOLLOW, 0600);
 
 		if (fd < 0 || write_all(fd, text, strlen(text)) ||
 		    write_all(fd, "\n", 1))

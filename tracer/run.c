@@ -1,6 +1,7 @@
 /* tracer/run.c: `corral run` from start to end: configuration, workspace,
  * spawn, event loop, then the single cleanup path and the result. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -216,6 +217,7 @@ int cr_run_main(int argc, char **argv)
 	int rc, code;
 
 	run.cfg = &cfg;
+	cfg.result_dirfd = -1;
 	run.listener = run.sigfd = run.timerfd = run.epfd = run.execfd = -1;
 	run.stdin_fd = run.child_pidfd = run.audit_fd = -1;
 	run.out.fd = run.err.fd = -1;
@@ -237,6 +239,25 @@ int cr_run_main(int argc, char **argv)
 			code = CR_EXIT_USAGE;
 		}
 		goto out;
+	}
+	if (cfg.result_file) {
+		cr_autofree char *dir = strdup(cfg.result_file);
+		char *slash = dir ? strrchr(dir, '/') : NULL;
+
+		if (slash == dir && dir)
+			slash[1] = 0;	/* "/name": the root directory */
+		else if (slash)
+			*slash = 0;
+		cfg.result_dirfd = !dir ? -1 :
+			open(slash ? dir : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (cfg.result_dirfd < 0 || !*(strrchr(cfg.result_file, '/') ?
+					       strrchr(cfg.result_file, '/') + 1 :
+					       cfg.result_file)) {
+			fprintf(stderr, "corral: --result %s: cannot open its directory: %s\n",
+				cfg.result_file, strerror(errno ? errno : EINVAL));
+			code = CR_EXIT_USAGE;
+			goto out;
+		}
 	}
 	if (cr_audit_open(&run) < 0) {
 		fprintf(stderr, "corral: cannot open the audit file %s: %s\n",

@@ -32,6 +32,8 @@ struct cr_run_config {
 	bool json;
 	bool stacks;			/* --stacks: unwind denied callers */
 	const char *result_file;	/* borrowed */
+	int result_dirfd;		/* owned: its directory, opened before the
+					 * program runs; -1 without --result */
 	const char *audit_file;		/* borrowed */
 	const char *stdin_text;		/* borrowed from req, NULL: inherit */
 	size_t stdin_len;
