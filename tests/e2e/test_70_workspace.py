@@ -1,5 +1,6 @@
 """The workspace: given and kept, made and kept, or private and removed."""
 
+import json
 import os
 
 from harness import CFG, eq, ne, true, test, mode_of
@@ -71,3 +72,35 @@ def workspace_fresh_each_run(t):
          "run's workspace: %r" % lines)
     eq([x for x in lines if x][-1:], ["rc=1"],
        "second run reading the first's file")
+
+
+@test
+def result_file_in_workspace_not_redirected(t):
+    """--result inside the workspace: the program swaps the result's
+    directory for a symlink to a directory outside and plants a symlink at
+    the result's name; corral writes neither through the one nor the
+    other."""
+    ws = t.path("ws")
+    outside = t.path("outside")
+    os.makedirs(os.path.join(ws, "out"))
+    os.mkdir(outside)
+    with open(os.path.join(outside, "keep.txt"), "w") as f:
+        f.write("untouched\n")
+    result = os.path.join(ws, "out", "res.json")
+    run = t.corral(["run", "--workspace", ws, "--result", result, "--",
+                    "sh", "-c",
+                    "ln -s %s/keep.txt out/res.json; mv out out.old; "
+                    "ln -s %s out; true" % (outside, outside)])
+    eq(run.code, 0, "exit status (stderr %r)" % run.err)
+    with open(os.path.join(outside, "keep.txt")) as f:
+        eq(f.read(), "untouched\n", "a file outside, behind the planted link")
+    eq(sorted(os.listdir(outside)), ["keep.txt"],
+       "nothing written into the directory outside")
+    # The result went to the directory opened before the run (now out.old),
+    # replacing the planted link with a real file.
+    real = os.path.join(ws, "out.old", "res.json")
+    true(os.path.isfile(real) and not os.path.islink(real),
+         "the result is a regular file in the original directory")
+    with open(real) as f:
+        eq(json.load(f).get("status"), "ok", "the result's status")
+    t.assert_next_run_ok()
