@@ -21,9 +21,16 @@ static void *flipper(void *arg)
 	volatile uint16_t *port = &sa.sin_port;
 
 	(void)arg;
+	/* Each value is held for a while, so a read sees either one with
+	 * some probability (back-to-back stores left the good port visible
+	 * for a single instruction, and a run could see only the bad one). */
 	while (!atomic_load(&stop)) {
 		*port = htons(good);
+		for (volatile int i = 0; i < 200; i++)
+			;
 		*port = htons(bad);
+		for (volatile int i = 0; i < 200; i++)
+			;
 	}
 	return NULL;
 }
