@@ -148,10 +148,14 @@ static unsigned dev_access(struct cr_run *run, const char *p, size_t len)
 unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 		      size_t len)
 {
-	unsigned acc = cr_fsrules_access(&run->fs->rules, path, len);
+	unsigned acc;
 
+	/* /proc answers for itself: no root can widen it (a broad --ro /
+	 * must not expose other processes). Checked first, before the
+	 * rules' scan, on every step of every walk. */
 	if (cr_path_within("/proc", 5, path, len))
 		return proc_access(run, path, len);
+	acc = cr_fsrules_access(&run->fs->rules, path, len);
 	if (cr_path_within("/dev", 4, path, len))
 		acc |= dev_access(run, path, len);
 	return acc;
