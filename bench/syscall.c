@@ -18,6 +18,8 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -29,7 +31,8 @@
  * usage: syscall MODE [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]
  *   MODE: getppid | stat | open | connect      run the call in this process
  *         refused                              keyctl, refused by corral
- *         floor | floor-sync | floor-pinned    getppid answered by our own
+ *         floor | floor-sync[-epoll|-poll] | floor-pinned
+ *                                              getppid answered by our own
  *                                              seccomp listener in a parent
  *         floor-addfd                          openat answered with an fd
  *                                              opened by the parent (ADDFD)
@@ -250,6 +253,7 @@ static int floor_mode(const char *mode)
 	struct seccomp_notif *n;
 	pthread_t worker;
 	int hop_wfd = -1;
+	int epfd = -1, waitpoll = 0;
 	pid_t pid;
 
 	if (!strcmp(mode, "floor-pinned")) {
@@ -312,7 +316,7 @@ static int floor_mode(const char *mode)
 		die("pidfd_getfd");
 	if (write(gofd[1], &go, 1) != 1)
 		die("go");
-	if (!strcmp(mode, "floor-sync") &&
+	if (!strncmp(mode, "floor-sync", 10) &&
 	    ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
 		  (unsigned long)SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) < 0)
 		die("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (needs Linux 6.6+)");
@@ -338,6 +342,20 @@ static int floor_mode(const char *mode)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		hop_wfd = hp[1];
 	}
+	/* floor-sync-epoll waits in epoll_wait before each RECV, as an
+	 * event-loop supervisor does; floor-sync-poll waits in poll() on the
+	 * listener and an epoll fd (the loop's other events). */
+	if (!strcmp(mode, "floor-sync-epoll") || !strcmp(mode, "floor-sync-poll")) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (epfd < 0)
+			die("epoll_create1");
+		if (!strcmp(mode, "floor-sync-epoll") &&
+		    epoll_ctl(epfd, EPOLL_CTL_ADD, listener, &ev) < 0)
+			die("epoll_ctl");
+		waitpoll = !strcmp(mode, "floor-sync-poll");
+	}
 	n = calloc(1, sizes.seccomp_notif > sizeof(*n) ? sizes.seccomp_notif : sizeof(*n));
 	if (!n)
 		die("calloc");
@@ -350,6 +368,18 @@ static int floor_mode(const char *mode)
 		 * (installed without SA_RESTART) interrupts the RECV. */
 		if (child_done)
 			break;
+		if (epfd >= 0 && !waitpoll) {
+			struct epoll_event ev;
+
+			if (epoll_wait(epfd, &ev, 1, -1) < 0)
+				continue;
+		} else if (epfd >= 0) {
+			struct pollfd p[2] = { { .fd = listener, .events = POLLIN },
+					       { .fd = epfd, .events = POLLIN } };
+
+			if (poll(p, 2, -1) < 0)
+				continue;
+		}
 		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, n) < 0) {
 			if (child_done)
 				break;
@@ -404,7 +434,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-pinned|floor-addfd|floor-hop [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
+		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-sync-epoll|floor-sync-poll|floor-pinned|floor-addfd|floor-hop [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
 		return 2;
 	}
 	mode = argv[1];

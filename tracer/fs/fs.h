@@ -30,7 +30,9 @@ struct cr_fsstate {
 #define CR_RES_EMPTY_PATH	0x20u	/* AT_EMPTY_PATH: "" names dirfd itself */
 
 struct cr_fsres {
-	int dirfd;		/* owned: O_PATH directory holding the object */
+	int dirfd;		/* O_PATH directory holding the object: owned,
+				 * unless dirfd_borrowed (a root's own fd) */
+	bool dirfd_borrowed;
 	char name[NAME_MAX + 1];	/* last component; "." is dirfd itself */
 	char path[PATH_MAX];	/* absolute path of the object, symlinks resolved */
 	size_t plen;

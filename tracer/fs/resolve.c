@@ -50,9 +50,10 @@ void cr_fsres_init(struct cr_fsres *r)
 
 void cr_fsres_free(struct cr_fsres *r)
 {
-	if (r->dirfd >= 0)
+	if (r->dirfd >= 0 && !r->dirfd_borrowed)
 		close(r->dirfd);
 	r->dirfd = -1;
+	r->dirfd_borrowed = false;
 }
 
 static bool is_num(const char *s, size_t n)
@@ -526,30 +527,31 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 			return errno == ENOENT || errno == ENOTDIR ? -errno : 1;
 		rel = slash + 1;
 	} else {
-		pfd = fcntl(fs->root_fds[best], F_DUPFD_CLOEXEC, 3);
-		if (pfd < 0)
-			return 1;
+		/* The object sits in the root itself: the root's fd is
+		 * lent, not duplicated (two system calls fewer per call). */
+		pfd = fs->root_fds[best];
+		res->dirfd_borrowed = true;
 	}
+	res->dirfd = pfd;
 	if (strlen(rel) > NAME_MAX) {
-		close(pfd);
+		cr_fsres_free(res);
 		return -ENAMETOOLONG;
 	}
 	if (fstatat(pfd, rel, &res->st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT) {
 			int e = errno;
 
-			close(pfd);
+			cr_fsres_free(res);
 			return -e;
 		}
 		res->exists = false;
 	} else {
 		res->exists = true;
 		if (S_ISLNK(res->st.st_mode) && (how & CR_RES_FOLLOW)) {
-			close(pfd);
+			cr_fsres_free(res);
 			return 1;
 		}
 	}
-	res->dirfd = pfd;
 	strcpy(res->name, rel);
 	memcpy(res->path, abs, alen + 1);
 	res->plen = alen;
