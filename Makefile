@@ -26,7 +26,7 @@ LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now $(LDFLAGS) $(EXTRA_LDFLAGS)
 LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
 POLICY_SRC := $(sort $(wildcard policy/*.c))
-TRACER_SRC := $(sort $(wildcard tracer/*.c tracer/*/*.c))
+TRACER_SRC := $(sort $(filter-out tracer/filtergen.c,$(wildcard tracer/*.c tracer/*/*.c)))
 LIB_OBJ    := $(POLICY_SRC:%.c=$(BUILD)/%.o) $(BUILD)/policy/default_policy.o
 TRACER_OBJ := $(TRACER_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC   := $(sort $(wildcard tests/unit/*.c))
@@ -49,8 +49,20 @@ $(BUILD)/policy/default_policy.c: policy/default.json tests/embed.sh
 $(BUILD)/policy/default_policy.o: $(BUILD)/policy/default_policy.c
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(BUILD)/corral: $(TRACER_OBJ) $(LIB_OBJ)
+$(BUILD)/corral: $(TRACER_OBJ) $(LIB_OBJ) $(BUILD)/tracer/filter_prebuilt.o
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+# The seccomp program of every built-in profile is generated here, once, by
+# a tool linked from the same objects: libseccomp's generation costs ~2 ms
+# of every run's start-up otherwise. `make check` regenerates and compares.
+$(BUILD)/filtergen: $(BUILD)/tracer/filtergen.o $(filter-out $(BUILD)/tracer/main.o,$(TRACER_OBJ)) $(LIB_OBJ)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(BUILD)/tracer/filter_prebuilt.c: $(BUILD)/filtergen
+	$(BUILD)/filtergen > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tracer/filter_prebuilt.o: $(BUILD)/tracer/filter_prebuilt.c tracer/tracer.h
+	$(CC) $(CFLAGS_ALL) -Itracer -c $< -o $@
 
 # The profile tests read tracer/syscalls.def as data: rebuild when it moves.
 $(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) tracer/syscalls.def

@@ -74,6 +74,21 @@ else
 	echo "FAIL: unit: $BUILD/tests/unit/run-unit is missing" | tee -a "$log"
 fi
 
+# ---- the seccomp programs compiled into corral ----
+# A fresh generation with this build's sources and libseccomp must give the
+# very programs corral carries (build/tracer/filter_prebuilt.c).
+prebuilt() {
+	if [ ! -x "$BUILD/filtergen" ] || [ ! -e "$BUILD/tracer/filter_prebuilt.c" ]; then
+		echo "FAIL: prebuilt filter: $BUILD/filtergen or its output is missing"
+	elif "$BUILD/filtergen" >"$stage/filter_prebuilt.c" &&
+		cmp -s "$stage/filter_prebuilt.c" "$BUILD/tracer/filter_prebuilt.c"; then
+		echo "PASS: prebuilt filter: the compiled-in programs equal a fresh generation"
+	else
+		echo "FAIL: prebuilt filter: the compiled-in programs differ from a fresh generation (rebuild)"
+	fi
+}
+tier prebuilt prebuilt
+
 # ---- stage the e2e tier ----
 mkdir -p "$stage/bin" "$stage/progs" "$stage/e2e" "$stage/policy"
 if [ -e "$BUILD/corral" ]; then

@@ -151,7 +151,7 @@ static int join(struct cr_filter *table, struct cr_filter *prof,
 	return 0;
 }
 
-int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p)
+int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p)
 {
 	struct cr_filter table = { 0 }, prof = { 0 };
 	scmp_filter_ctx ctx;
@@ -183,6 +183,34 @@ out:
 	cr_filter_free(&table);
 	cr_filter_free(&prof);
 	return rc;
+}
+
+/* The programs tracer/filtergen.c generated at build time, one per built-in
+ * profile: generating one costs ~2 ms of libseccomp work per run on the
+ * development machine, an eighth of corral's start-up. Weak, so the
+ * generator itself links without them (and then generates). */
+extern const struct cr_filter_prebuilt cr_filter_prebuilt[] __attribute__((weak));
+
+int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p)
+{
+	memset(f, 0, sizeof(*f));
+	if (!p)
+		p = cr_profile_default();
+	for (size_t i = 0; cr_filter_prebuilt && cr_filter_prebuilt[i].name; i++) {
+		const struct cr_filter_prebuilt *b = &cr_filter_prebuilt[i];
+
+		if (strcmp(b->name, p->name) || strcmp(b->version, p->version))
+			continue;
+		/* The table's numbers are still needed (by_nr), and cheap. */
+		cr_syscalls_resolve();
+		f->bpf = malloc(b->len * sizeof(*b->bpf));
+		if (!f->bpf)
+			return -ENOMEM;
+		memcpy(f->bpf, b->bpf, b->len * sizeof(*b->bpf));
+		f->len = b->len;
+		return 0;
+	}
+	return cr_filter_generate(f, p);
 }
 
 int cr_filter_build(struct cr_filter *f)

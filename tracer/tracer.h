@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <linux/seccomp.h>
+#include <linux/filter.h>
 
 #include "corral/policy.h"
 #include "corral/result.h"
@@ -255,8 +256,19 @@ struct cr_filter {
 	unsigned short len;
 };
 int cr_filter_build(struct cr_filter *f);	/* the default profile */
-/* The table (syscalls.def) joined with a syscall profile: the table wins. */
+/* The table (syscalls.def) joined with a syscall profile: the table wins.
+ * The program generated at build time for that profile when there is one
+ * (cr_filter_prebuilt), else cr_filter_generate. */
 int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p);
+/* The same, always generated now with libseccomp. */
+int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p);
+/* build/tracer/filter_prebuilt.c, written by tracer/filtergen.c. */
+struct cr_filter_prebuilt {
+	const char *name;		/* the profile's name and version */
+	const char *version;
+	const struct sock_filter *bpf;
+	unsigned short len;
+};
 /* Run the program on one input (a classic-BPF evaluator): 0 and *action,
  * or -EINVAL for an instruction it does not know. */
 int cr_filter_eval(const struct cr_filter *f, const struct seccomp_data *d,
