@@ -19,6 +19,8 @@
  * usage: net serve            listen on 127.0.0.1, print the port, serve
  *                             until stdin closes: each connection is read
  *                             to EOF and answered with one byte
+ *        net sink             listen on 127.0.0.1, print the port, accept
+ *                             and close every connection at once
  *        net client PORT CONNECTIONS MIB
  *                             CONNECTIONS connect+1-byte-exchange+close,
  *                             then one connection sending MIB MiB; prints
@@ -48,6 +50,9 @@ static int serve(void)
 	}
 	printf("%d\n", ntohs(sa.sin_port));
 	fflush(stdout);
+	/* Clients may reset (bench/syscall connect closes with RST): a
+	 * failed answer must not end the server. */
+	signal(SIGPIPE, SIG_IGN);
 	/* A child watches stdin: when the driver closes it, the server ends. */
 	if (fork() == 0) {
 		char c;
@@ -74,6 +79,40 @@ static int serve(void)
 			/* the client went away: nothing to answer */
 		}
 		close(c);
+	}
+}
+
+/* sink: accept and close at once, with a deep backlog, so a client timing
+ * connect (bench/syscall connect -c PORT) never waits on this server. */
+static int sink(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(l, 4096) < 0 || getsockname(l, (struct sockaddr *)&sa, &sl) < 0) {
+		perror("net sink");
+		return 2;
+	}
+	printf("%d\n", ntohs(sa.sin_port));
+	fflush(stdout);
+	if (fork() == 0) {
+		char c;
+
+		while (read(0, &c, 1) > 0)
+			;
+		kill(getppid(), SIGTERM);
+		_exit(0);
+	}
+	for (;;) {
+		int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c >= 0)
+			close(c);
+		else if (errno != EINTR && errno != ECONNABORTED)
+			return 2;
 	}
 }
 
@@ -156,8 +195,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "serve"))
 		return serve();
+	if (argc == 2 && !strcmp(argv[1], "sink"))
+		return sink();
 	if (argc == 5 && !strcmp(argv[1], "client"))
 		return client(atoi(argv[2]), atoi(argv[3]), atol(argv[4]));
-	fprintf(stderr, "usage: net serve | net client PORT CONNECTIONS MIB\n");
+	fprintf(stderr, "usage: net serve | net sink | net client PORT CONNECTIONS MIB\n");
 	return 2;
 }

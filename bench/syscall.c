@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/ptrace.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -36,6 +37,8 @@
  *                                              seccomp listener in a parent
  *         floor-addfd                          openat answered with an fd
  *                                              opened by the parent (ADDFD)
+ *         floor-trace                          getppid stopped by SECCOMP_RET_TRACE
+ *                                              and resumed by a ptrace parent
  *         floor-hop                            getppid received by one thread
  *                                              and answered by a worker thread
  *                                              (the cost of a handler pool)
@@ -428,13 +431,77 @@ static int floor_mode(const char *mode)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
 }
 
+/* floor-trace: the same getppid stopped with SECCOMP_RET_TRACE and resumed
+ * with PTRACE_CONT: the floor of ptrace-based interposition (what a tracer
+ * such as proot pays per call it looks at; strace pays two such stops per
+ * call, at entry and exit, for every call). */
+static int floor_trace(void)
+{
+	struct sock_filter prog[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)SYS_getppid, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = { .len = sizeof(prog) / sizeof(prog[0]), .filter = prog };
+	int gofd[2], status;
+	char go = 'g';
+	pid_t pid;
+
+	if (pipe2(gofd, O_CLOEXEC) < 0)
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		close(gofd[1]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (read(gofd[0], &go, 1) != 1)
+			_exit(2);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+			die("seccomp");
+		status = measure("floor-trace", "floor-trace");
+		fflush(stdout);
+		_exit(status);
+	}
+	close(gofd[0]);
+	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(long)(PTRACE_O_TRACESECCOMP |
+							  PTRACE_O_EXITKILL)) < 0)
+		die("PTRACE_SEIZE");
+	if (write(gofd[1], &go, 1) != 1)
+		die("go");
+	close(gofd[1]);
+	for (;;) {
+		if (waitpid(pid, &status, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			die("waitpid");
+		}
+		if (WIFEXITED(status))
+			return WEXITSTATUS(status);
+		if (WIFSIGNALED(status))
+			return 2;
+		if (WIFSTOPPED(status)) {
+			int sig = WSTOPSIG(status);
+
+			if ((status >> 16) || sig == SIGTRAP)
+				sig = 0;
+			ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode;
 	int opt;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-sync-epoll|floor-sync-poll|floor-pinned|floor-addfd|floor-hop [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
+		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-sync-epoll|floor-sync-poll|floor-pinned|floor-addfd|floor-hop|floor-trace [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
 		return 2;
 	}
 	mode = argv[1];
@@ -452,6 +519,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "syscall: bad -n or -b\n");
 		return 2;
 	}
+	if (!strcmp(mode, "floor-trace"))
+		return floor_trace();
 	if (!strncmp(mode, "floor", 5))
 		return floor_mode(mode);
 	return measure(mode, mode);
