@@ -29,22 +29,6 @@ void cr_stream_close(struct cr_stream *s)
 	s->fd = -1;
 }
 
-static void echo(struct cr_stream *s, const char *p, size_t n)
-{
-	while (n && s->echo_fd >= 0) {
-		ssize_t w = write(s->echo_fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			s->echo_fd = -1;	/* our reader went away */
-			return;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 static int keep(struct cr_run *run, struct cr_stream *s, const char *p,
 		size_t n)
 {
@@ -54,14 +38,20 @@ static int keep(struct cr_run *run, struct cr_stream *s, const char *p,
 	size_t take = n < room ? n : room;
 
 	if (take) {
-		char *nb = realloc(s->buf, s->len + take);
+		char *nb;
 
-		if (!nb)
+		/* The echo thread reads the buffer: it moves under its lock. */
+		cr_echo_lock(run);
+		nb = realloc(s->buf, s->len + take);
+		if (!nb) {
+			cr_echo_unlock(run);
 			return -ENOMEM;
+		}
 		s->buf = nb;
 		memcpy(s->buf + s->len, p, take);
+		cr_echo_push(run, s, s->len, take);
 		s->len += take;
-		echo(s, p, take);
+		cr_echo_unlock(run);
 	}
 	if (take < n) {
 		s->truncated = true;

@@ -140,7 +140,7 @@ void cr_cleanup(struct cr_run *run)
 	cr_surface_finish(run);
 	cr_net_finish(run);
 
-	/* 3. Stop capture. */
+	/* 3. Stop capture (the echo of it ends in cr_result_emit). */
 	drain(run, &run->out);
 	drain(run, &run->err);
 	if (run->stdin_fd >= 0) {

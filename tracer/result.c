@@ -297,31 +297,6 @@ int cr_result_emit(struct cr_run *run)
 		fprintf(stderr, "corral: out of memory writing the result\n");
 		return CR_EXIT_USAGE;
 	}
-	if (cfg->json) {
-		fflush(stdout);
-		if (write_all(1, text, strlen(text)) || write_all(1, "\n", 1))
-			fprintf(stderr, "corral: cannot write the result: %s\n",
-				strerror(errno));
-	} else if (run->status != CR_ST_OK &&
-		   run->status != CR_ST_PROGRAM_ERROR) {
-		fprintf(stderr, "corral: %s: %s\n", cr_status_name(run->status),
-			run->message);
-	} else if (run->exec_errno) {
-		fprintf(stderr, "corral: %s\n", run->message);
-	} else if (run->out.truncated || run->err.truncated) {
-		char b[32];
-
-		cr_limit_format(CR_LIM_OUTPUT, cfg->limits.v[CR_LIM_OUTPUT], b,
-				sizeof(b));
-		fprintf(stderr, "corral: output truncated at the output budget (%s)%s\n",
-			b, run->ndenials ? "; the program also met denials" : "");
-	} else if (run->ndenials) {
-		/* One line: the program met denials and ended on its own. */
-		fprintf(stderr, "corral: denied %zu call(s)%s, first: %s (%s)\n",
-			run->ndenials + (size_t)run->denials_dropped,
-			run->denials_dropped ? " (some dropped)" : "",
-			run->denials[0].syscall, run->denials[0].reason);
-	}
 	if (cfg->result_file && cfg->result_dirfd >= 0) {
 		/* The result may be asked for inside the workspace, where the
 		 * program had the last word: its directory was opened before
@@ -346,6 +321,36 @@ int cr_result_emit(struct cr_run *run)
 				cfg->result_file, strerror(errno));
 		if (fd >= 0)
 			close(fd);
+	}
+	/* The result file is down first: a reader of corral's stdout that
+	 * never reads may hold the echo below, and the result must not wait
+	 * for it. The program's last output then comes before corral's own
+	 * last line on stderr, as when it was echoed in place. */
+	cr_echo_finish(run);
+	if (cfg->json) {
+		fflush(stdout);
+		if (write_all(1, text, strlen(text)) || write_all(1, "\n", 1))
+			fprintf(stderr, "corral: cannot write the result: %s\n",
+				strerror(errno));
+	} else if (run->status != CR_ST_OK &&
+		   run->status != CR_ST_PROGRAM_ERROR) {
+		fprintf(stderr, "corral: %s: %s\n", cr_status_name(run->status),
+			run->message);
+	} else if (run->exec_errno) {
+		fprintf(stderr, "corral: %s\n", run->message);
+	} else if (run->out.truncated || run->err.truncated) {
+		char b[32];
+
+		cr_limit_format(CR_LIM_OUTPUT, cfg->limits.v[CR_LIM_OUTPUT], b,
+				sizeof(b));
+		fprintf(stderr, "corral: output truncated at the output budget (%s)%s\n",
+			b, run->ndenials ? "; the program also met denials" : "");
+	} else if (run->ndenials) {
+		/* One line: the program met denials and ended on its own. */
+		fprintf(stderr, "corral: denied %zu call(s)%s, first: %s (%s)\n",
+			run->ndenials + (size_t)run->denials_dropped,
+			run->denials_dropped ? " (some dropped)" : "",
+			run->denials[0].syscall, run->denials[0].reason);
 	}
 	free(text);
 	run->exit_code = code;

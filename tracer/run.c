@@ -188,6 +188,7 @@ static void run_free(struct cr_run *run)
 			close(*fds[i]);
 			*fds[i] = -1;
 		}
+	cr_echo_finish(run);
 	cr_stream_close(&run->out);
 	cr_stream_close(&run->err);
 	free(run->out.buf);
@@ -309,6 +310,10 @@ int cr_run_main(int argc, char **argv)
 	rc = cr_watchdog_start(&run);
 	if (rc < 0)
 		fprintf(stderr, "corral: warning: no watchdog thread: %s\n",
+			strerror(-rc));
+	rc = cr_echo_start(&run);
+	if (rc < 0)
+		fprintf(stderr, "corral: warning: no echo thread (%s): output is echoed by the loop\n",
 			strerror(-rc));
 	cr_loop(&run);
 

@@ -193,6 +193,7 @@ struct cr_run {
 	size_t stdin_off;
 	struct cr_tasks tasks;
 	struct cr_stream out, err;
+	struct cr_echo *echo;		/* owned, tracer/echo.c; NULL if none */
 	struct cr_watch *watches;	/* owned list, see loop.c */
 	struct cr_watch *sig_watch, *listener_watch, *out_watch, *err_watch,
 			*exec_watch, *stdin_watch;	/* borrowed */
@@ -326,6 +327,17 @@ int cr_mem_read_str(pid_t pid, uint64_t addr, char *buf, size_t len);
 int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	     const char *target, const char *layer, const char *reason);
+
+/* tracer/echo.c: the echo of captured output to corral's stdout/stderr,
+ * written by a thread started after the child exists (not with --json). */
+int cr_echo_start(struct cr_run *run);
+/* Around any change of a stream's buffer; push with the lock held. */
+void cr_echo_lock(struct cr_run *run);
+void cr_echo_unlock(struct cr_run *run);
+void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
+		  size_t len);
+/* Write out what is queued, then end the thread. Idempotent. */
+void cr_echo_finish(struct cr_run *run);
 
 /* tracer/capture.c */
 void cr_stream_init(struct cr_stream *s, int fd, int echo_fd);

@@ -1,9 +1,10 @@
 """The result object, exit statuses, streaming, and the small commands."""
 
 import json
+import os
 
 from harness import (POLICY_VERSION, eq, ne, contains, true, ge, test,
-                     check_result_shape)
+                     check_result_shape, wait_for)
 
 
 @test
@@ -205,4 +206,40 @@ def command_not_found(t):
     r = t.result(run)
     ne(run.code, 0, "exit status")
     ne(r.get("status"), "ok", "status")
+    t.assert_next_run_ok()
+
+
+@test
+def streaming_reader_that_stops_does_not_stall_limits(t):
+    """Echoed output is written by a thread: when whoever reads corral's
+    stdout stops reading, the run's limits still fire on time (the wall
+    limit kills the tree), and nothing is lost once the reader resumes."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    result = t.path("result.json")
+    # 4 MiB of output, far past any pipe's buffer, then a pid file and a
+    # long sleep the wall limit must cut.
+    p = t.spawn(["run", "-w", ws, "--result", result,
+                 "--limit", "wall=2s", "--limit", "output=8MiB", "--",
+                 "sh", "-c", "head -c 4194304 /dev/zero; echo $$ > pid; "
+                 "exec sleep 100"])
+    pidfile = os.path.join(ws, "pid")
+    true(wait_for(lambda: os.path.exists(pidfile), 20),
+         "the program got past its output while corral's stdout was unread")
+    pid = int(open(pidfile).read().strip() or 0)
+    true(pid > 0, "pid written")
+    # The wall limit is 2 s; the stdout reader still reads nothing.
+    true(wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10),
+         "the tree was killed at the wall limit although corral's stdout "
+         "was not being read")
+    # The result is written before the echo is waited for.
+    true(wait_for(lambda: os.path.exists(result) and os.path.getsize(result) > 0, 10),
+         "the result file was written while corral's stdout was unread")
+    run = t.finish(p, timeout=60)
+    eq(run.code, 124, "exit status (%s)" % run.summary())
+    eq(len(run.out), 4194304, "stdout bytes, all delivered once read")
+    r = json.load(open(result))
+    eq(r.get("status"), "limit_exceeded", "status")
+    eq(r.get("limit"), "wall", "limit")
     t.assert_next_run_ok()

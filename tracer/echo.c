@@ -1,0 +1,182 @@
+/* tracer/echo.c: streams the program's captured output to corral's own
+ * stdout and stderr from a thread, so a reader that stops never stalls the loop. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tracer.h"
+
+/*
+ * Without --json, what the program writes is echoed as it comes. A write to
+ * corral's stdout blocks when whoever reads it stops reading; done on the
+ * loop thread, that block would hold every notification, timer and budget
+ * behind it (the wall limit would not fire). So the loop only queues: the
+ * bytes are already in the stream's capture buffer (bounded by the output
+ * budget), and the queue records which stream and which range, in arrival
+ * order, so stdout and stderr keep their interleaving. This thread writes.
+ * The mutex guards the queue and the capture buffers (which the loop may
+ * move with realloc); it is never held across a write.
+ */
+
+struct seg {
+	struct cr_stream *s;	/* borrowed: run->out or run->err */
+	size_t off, len;	/* a range of s->buf */
+};
+
+struct cr_echo {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct seg *q;		/* owned: pending ranges, q[head..n) */
+	size_t head, n, cap;
+	bool closing;		/* no more ranges: drain, then return */
+};
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void *echo_main(void *arg)
+{
+	struct cr_echo *e = arg;
+	static char chunk[65536];	/* only this thread touches it */
+
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		struct cr_stream *s;
+		size_t k;
+		int fd;
+
+		while (e->head == e->n && !e->closing)
+			pthread_cond_wait(&e->cv, &e->mu);
+		if (e->head == e->n)
+			break;
+		s = e->q[e->head].s;
+		k = e->q[e->head].len < sizeof(chunk) ? e->q[e->head].len :
+							 sizeof(chunk);
+		memcpy(chunk, s->buf + e->q[e->head].off, k);
+		e->q[e->head].off += k;
+		e->q[e->head].len -= k;
+		if (!e->q[e->head].len && ++e->head == e->n)
+			e->head = e->n = 0;
+		fd = s->echo_fd;
+		pthread_mutex_unlock(&e->mu);
+		/* EPIPE and the like: our reader went away; the rest of this
+		 * stream is captured but no longer echoed. */
+		if (fd >= 0 && write_all(fd, chunk, k) < 0) {
+			pthread_mutex_lock(&e->mu);
+			s->echo_fd = -1;
+			continue;
+		}
+		pthread_mutex_lock(&e->mu);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+int cr_echo_start(struct cr_run *run)
+{
+	struct cr_echo *e;
+	int rc;
+
+	if (run->out.echo_fd < 0 && run->err.echo_fd < 0)
+		return 0;	/* --json: everything is captured, nothing echoed */
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	/* The thread inherits the loop's blocked signals (signalfd). */
+	rc = pthread_create(&e->th, NULL, echo_main, e);
+	if (rc) {
+		pthread_cond_destroy(&e->cv);
+		pthread_mutex_destroy(&e->mu);
+		free(e);
+		return -rc;
+	}
+	run->echo = e;
+	return 0;
+}
+
+void cr_echo_lock(struct cr_run *run)
+{
+	if (run->echo)
+		pthread_mutex_lock(&run->echo->mu);
+}
+
+void cr_echo_unlock(struct cr_run *run)
+{
+	if (run->echo)
+		pthread_mutex_unlock(&run->echo->mu);
+}
+
+void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
+		  size_t len)
+{
+	struct cr_echo *e = run->echo;
+	struct seg *last;
+
+	if (s->echo_fd < 0 || !len)
+		return;
+	if (!e) {
+		/* No thread (it could not start): echo in place, as
+		 * before, blocking the loop if the reader does not read. */
+		if (write_all(s->echo_fd, s->buf + off, len) < 0)
+			s->echo_fd = -1;
+		return;
+	}
+	last = e->n > e->head ? &e->q[e->n - 1] : NULL;
+	if (last && last->s == s && last->off + last->len == off) {
+		last->len += len;
+	} else {
+		if (e->n == e->cap) {
+			size_t cap = e->cap ? e->cap * 2 : 64;
+			struct seg *q = realloc(e->q, cap * sizeof(*q));
+
+			if (!q) {
+				/* Out of memory: this range is captured (the
+				 * result has it) but not echoed. */
+				return;
+			}
+			e->q = q;
+			e->cap = cap;
+		}
+		e->q[e->n++] = (struct seg){ .s = s, .off = off, .len = len };
+	}
+	pthread_cond_signal(&e->cv);
+}
+
+void cr_echo_finish(struct cr_run *run)
+{
+	struct cr_echo *e = run->echo;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->closing = true;
+	pthread_cond_signal(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	/* Waits for what is queued to be written: the program's last output
+	 * comes before corral's own last words on stderr, as when echoed in
+	 * place. A reader that never reads holds corral here, as it would
+	 * hold any program writing to it; the tree is already gone. */
+	pthread_join(e->th, NULL);
+	pthread_cond_destroy(&e->cv);
+	pthread_mutex_destroy(&e->mu);
+	free(e->q);
+	free(e);
+	run->echo = NULL;
+}
