@@ -20,6 +20,12 @@
  * move with realloc); it is never held across a write.
  */
 
+/* Pending ranges kept apart at most: past this, a new range joins the last
+ * pending range of its own stream (always contiguous with it), so memory
+ * stays bounded however a program alternates its two streams while the
+ * reader stalls; only the interleaving of such a flood is coarser. */
+#define CR_ECHO_MAX_SEGS 1024
+
 struct seg {
 	struct cr_stream *s;	/* borrowed: run->out or run->err */
 	size_t off, len;	/* a range of s->buf */
@@ -139,6 +145,15 @@ void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
 		return;
 	}
 	last = e->n > e->head ? &e->q[e->n - 1] : NULL;
+	if (e->n - e->head >= CR_ECHO_MAX_SEGS) {
+		/* Every captured byte of s is queued in order, so its last
+		 * pending range ends exactly at off. */
+		for (size_t i = e->n; i > e->head; i--)
+			if (e->q[i - 1].s == s) {
+				last = &e->q[i - 1];
+				break;
+			}
+	}
 	if (last && last->s == s && last->off + last->len == off) {
 		last->len += len;
 	} else {

@@ -243,3 +243,26 @@ def streaming_reader_that_stops_does_not_stall_limits(t):
     eq(r.get("status"), "limit_exceeded", "status")
     eq(r.get("limit"), "wall", "limit")
     t.assert_next_run_ok()
+
+
+@test
+def streaming_alternating_flood_while_reader_stalls(t):
+    """A program alternating its two streams byte by byte while nobody
+    reads corral's stdout: every byte still arrives, in per-stream order,
+    once the reader reads (the echo queue coalesces instead of growing)."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    prog = ("import os\n"
+            "for i in range(60000):\n"
+            "    os.write(1, b'%d\\n' % i); os.write(2, b'e')\n"
+            "open('done', 'w').close()\n")
+    p = t.spawn(["run", "-w", ws, "--limit", "output=8MiB", "--",
+                 "python3", "-c", prog])
+    true(wait_for(lambda: os.path.exists(os.path.join(ws, "done")), 60),
+         "the program finished while corral's stdout was unread")
+    run = t.finish(p, timeout=60)
+    eq(run.code, 0, "exit status (%s)" % run.summary())
+    want = b"".join(b"%d\n" % i for i in range(60000))
+    eq(run.out == want, True, "stdout complete and in order (%d bytes)" % len(run.out))
+    eq(run.err, b"e" * 60000, "stderr complete")
