@@ -154,6 +154,30 @@ def new_session_no_tty(t):
         os.close(slave)
 
 
+@test
+def no_tty_own_process_group(t):
+    """Without a controlling terminal corral starts the program in a new
+    process group of its own session (a new session would cost a CPU
+    migration per notification, docs/performance.md): still no terminal,
+    and a group-wide signal from inside reaches only the run."""
+    nat = t.native(["sh", "-c", TTY_PROBE])
+    eq(nat.out, b"tty-closed\n", "the test runs without a terminal (setup)")
+    run = t.corral(["run", "--json", "--", "cat", "/proc/self/stat"])
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    pid, f = parse_stat(r.get("stdout", ""))
+    eq(f["pgrp"], pid, "the program leads its own process group")
+    ne(f["pgrp"], os.getpgrp(),
+       "not the test runner's group")
+    eq(f["tty_nr"], 0, "no controlling terminal")
+    run = t.corral(["run", "--json", "--", "sh", "-c",
+                    "trap '' TERM; kill -TERM 0; echo survived"])
+    r = t.result(run)
+    eq(run.code, 0, "corral survived the program's kill(0) (%s)" % run.summary())
+    eq(r.get("stdout"), "survived\n", "stdout")
+    t.assert_next_run_ok()
+
+
 def _status_inside(t, nons_flags=()):
     run = t.corral(["run", "--json", "--", "cat", "/proc/self/status"],
                    nons_flags=nons_flags)
