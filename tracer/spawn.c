@@ -74,7 +74,6 @@ struct child_args {
 	int go_fd;			/* parent -> child */
 	int ws_fd;			/* the workspace, O_PATH */
 	bool drop_caps;
-	bool new_session;		/* setsid, else a new process group */
 	unsigned seccomp_flags;
 };
 
@@ -193,6 +192,35 @@ static int enter_cwd(const struct child_args *a)
 	return 0;
 }
 
+/*
+ * No controlling terminal for the program, so none to type into (TIOCSTI
+ * needs the caller's own terminal) or to be signalled through, and a
+ * process group of its own (group signals reach only the run).
+ *
+ * Not setsid(): a new session puts the program in a scheduler autogroup of
+ * its own, apart from the supervisor, and then every notification migrates
+ * both between the CPUs (measured: 1.26 migrations a call, 26 us instead of
+ * 15-16 us; docs/performance.md). TIOCNOTTY from a process that does not
+ * lead its session drops that process's terminal and nothing else. Only if
+ * that cannot be done (a terminal that cannot be opened for another reason
+ * than not having one) does the program get a new session as before.
+ */
+static int leave_terminal(void)
+{
+	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd >= 0) {
+		rc = ioctl(fd, TIOCNOTTY);
+		close(fd);
+	} else if (errno != ENXIO) {
+		rc = -1;	/* unsure: a terminal may still be ours */
+	}
+	if (rc < 0)
+		return setsid() < 0 ? -1 : 0;
+	return setpgid(0, 0);
+}
+
 static __attribute__((noreturn)) void child_main(const struct child_args *a)
 {
 	extern char **environ;
@@ -216,15 +244,7 @@ static __attribute__((noreturn)) void child_main(const struct child_args *a)
 	/* If the supervisor dies before the seize, take the child with it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != a->parent)
 		_exit(CR_EXIT_USAGE);
-	/* No controlling terminal to inject input into (TIOCSTI): when the
-	 * supervisor has one, the program starts a new session. When it has
-	 * none there is nothing to lose, and a new process group does the
-	 * rest (group signals reach only the run). A new session would also
-	 * put the program in a scheduler autogroup of its own, apart from
-	 * the supervisor: measured, every notification then migrates both
-	 * between CPUs (1.26 migrations a call) and costs 26 us instead of
-	 * 15-16 (docs/performance.md). */
-	if (a->new_session ? setsid() < 0 : setpgid(0, 0) < 0)
+	if (leave_terminal() < 0)
 		child_fail(a, ST_SESSION, errno);
 
 	if (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 ||
@@ -347,18 +367,6 @@ static int open_stdin(const struct cr_run *run, int *child_end, int *feeder)
 	return *child_end < 0 ? -errno : 0;
 }
 
-/* Does this process have a controlling terminal? (ENXIO when it has none;
- * opened O_NOCTTY, so asking never acquires one.) Unsure counts as yes. */
-static bool has_ctty(void)
-{
-	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd < 0)
-		return errno != ENXIO;
-	close(fd);
-	return true;
-}
-
 int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 {
 	struct cr_run_config *cfg = run->cfg;
@@ -367,7 +375,6 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 		.filter = f,
 		.parent = getpid(),
 		.drop_caps = holds_capabilities(),
-		.new_session = has_ctty(),
 		/* A task that has received a notification waits
 		 * killably, so a non-fatal signal cannot make it restart a
 		 * call the supervisor has already performed for it. */
