@@ -372,15 +372,7 @@ static void bind_loopback(int dup, int family)
 	    ((family == AF_INET && l.in4.sin_port) ||
 	     (family == AF_INET6 && l.in6.sin6_port)))
 		return;
-	memset(&l, 0, sizeof(l));
-	if (family == AF_INET6) {
-		l.in6.sin6_family = AF_INET6;
-		l.in6.sin6_addr = in6addr_loopback;
-	} else {
-		l.in4.sin_family = AF_INET;
-		l.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	}
-	bind(dup, &l.sa, inet_len(family));
+	bind(dup, &l.sa, cr_net_loopback(family, &l));
 }
 
 static void dns_register(struct cr_run *run, int dup)

@@ -473,19 +473,11 @@ static int find_upstream(struct cr_netstate *ns)
 static int responder(struct cr_run *run, int idx)
 {
 	struct cr_netstate *ns = run->net;
-	union cr_sockaddr a = { 0 };
+	union cr_sockaddr a;
 	socklen_t al;
 	int fd, one = 1;
 
-	if (idx) {
-		a.in6.sin6_family = AF_INET6;
-		a.in6.sin6_addr = in6addr_loopback;
-		al = sizeof(a.in6);
-	} else {
-		a.in4.sin_family = AF_INET;
-		a.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		al = sizeof(a.in4);
-	}
+	al = cr_net_loopback(idx ? AF_INET6 : AF_INET, &a);
 	fd = socket(idx ? AF_INET6 : AF_INET,
 		    SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)

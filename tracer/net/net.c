@@ -199,6 +199,19 @@ void cr_net_learn(struct cr_netstate *ns, int family, const uint8_t *addr,
 	snprintf(l->name, sizeof(l->name), "%s", name);
 }
 
+socklen_t cr_net_loopback(int family, union cr_sockaddr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (family == AF_INET6) {
+		a->in6.sin6_family = AF_INET6;
+		a->in6.sin6_addr = in6addr_loopback;
+		return sizeof(a->in6);
+	}
+	a->in4.sin_family = AF_INET;
+	a->in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sizeof(a->in4);
+}
+
 void cr_net_addr_text(const union cr_sockaddr *a, socklen_t len, char *buf,
 		      size_t buflen)
 {

@@ -85,6 +85,9 @@ bool cr_net_allowed(const struct cr_netstate *ns, int family,
 		    const uint8_t *addr, uint16_t port);
 void cr_net_learn(struct cr_netstate *ns, int family, const uint8_t *addr,
 		  const char *name);
+/* The loopback address of family (AF_INET or AF_INET6), port 0, in *a;
+ * returns its length. */
+socklen_t cr_net_loopback(int family, union cr_sockaddr *a);
 /* "1.2.3.4:80" / "[::1]:80" / the path for AF_UNIX. */
 void cr_net_addr_text(const union cr_sockaddr *a, socklen_t len, char *buf,
 		      size_t buflen);
