@@ -90,7 +90,14 @@ unsigned cr_fsrules_access(const struct cr_fsrules *r, const char *path,
 	return acc;
 }
 
-int cr_fsrules_refusal(const struct cr_fsrules *r)
+int cr_fsrules_refusal(const struct cr_fsrules *r, unsigned acc)
 {
-	return r->hide ? ENOENT : EACCES;
+	/* What the program cannot even see must look absent: a program that
+	 * probes /etc/debian_version or a parent's pytest.ini handles "no
+	 * such file" and dies on "permission denied". Only an object it can
+	 * see (a root, inside one, an ancestor of one) answers EACCES, as
+	 * the kernel would for a file it may look at but not use. */
+	if (r->hide || !(acc & (CR_FS_STAT | CR_FS_R | CR_FS_W | CR_FS_X)))
+		return ENOENT;
+	return EACCES;
 }

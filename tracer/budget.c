@@ -469,8 +469,9 @@ static void poll_tasks(struct cr_run *run)
  * workspace, and lstat-like fstatat(AT_SYMLINK_NOFOLLOW) sizes the entries.
  * An entry moved during a pass can be seen twice (counted too high) or not
  * at all in that pass; the hooks of the filesystem layer make creation
- * counts exact. A directory we cannot read would hide what is below it, so
- * it stops the run (fail closed). */
+ * counts exact. A directory the program made unreadable is measured with
+ * the owner's bits lent for the moment (walk_locked); one we still cannot
+ * read would hide what is below it, so it stops the run (fail closed). */
 
 static void walk_reset(struct cr_budgets *b)
 {
@@ -519,6 +520,113 @@ static bool skippable(int parent, const char *name, uid_t uid)
 
 	return fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	       st.st_uid != uid;
+}
+
+static int walk_sync(struct cr_budgets *b, int fd, int depth);
+
+/* A directory of ours whose owner may not list or search it. */
+static bool locked(const struct stat *st, uid_t uid)
+{
+	return S_ISDIR(st->st_mode) && st->st_uid == uid &&
+	       (st->st_mode & (S_IRUSR | S_IXUSR)) != (S_IRUSR | S_IXUSR);
+}
+
+/* A directory of the run's own that the program made unreadable (test
+ * suites chmod 0 their own directories to test error paths). We run as the
+ * same uid without DAC overrides, so we lend ourselves the owner's read and
+ * search bits on the inode itself (an O_PATH fd, never the name, which the
+ * program may move), measure everything beneath in one go and put the mode
+ * back. Synchronous on purpose: every call the program makes on a path is
+ * performed by this thread, so none of them can meet the lent mode. */
+static int walk_locked(struct cr_budgets *b, int parent, const char *name,
+		       int depth)
+{
+	char p[64];
+	struct stat st;
+	int opath, fd, rc;
+
+	opath = openat(parent, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	if (opath < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ?
+		       0 : -errno;
+	if (fstat(opath, &st) < 0 || st.st_uid != b->uid) {
+		close(opath);
+		return -EACCES;
+	}
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", opath);
+	if (chmod(p, (st.st_mode & 07777) | S_IRUSR | S_IXUSR) < 0) {
+		rc = -errno;
+		close(opath);
+		return rc;
+	}
+	fd = openat(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rc = fd < 0 ? -errno : walk_sync(b, fd, depth);
+	if (chmod(p, st.st_mode & 07777) < 0 && !rc)
+		rc = -errno;
+	close(opath);
+	return rc;
+}
+
+/* Measure a whole subtree now (fd is consumed); the counts go to the pass
+ * in progress. */
+static int walk_sync(struct cr_budgets *b, int fd, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (depth >= CR_BUDGET_WALK_DEPTH) {
+		close(fd);
+		return -ELOOP;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	for (;;) {
+		struct stat st;
+		int sub;
+
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			rc = errno ? -errno : 0;
+			break;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue;
+			rc = -errno;
+			break;
+		}
+		b->w_files++;
+		b->w_bytes += entry_bytes(&st);
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		if (locked(&st, b->uid)) {
+			rc = walk_locked(b, dirfd(d), de->d_name, depth + 1);
+			if (rc)
+				break;
+			continue;
+		}
+		sub = openat(dirfd(d), de->d_name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			rc = walk_sync(b, sub, depth + 1);
+		else if (errno == EACCES && st.st_uid == b->uid)
+			rc = walk_locked(b, dirfd(d), de->d_name, depth + 1);
+		else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
+			 !(errno == EACCES && st.st_uid != b->uid))
+			rc = -errno;
+		if (rc)
+			break;
+	}
+	closedir(d);
+	return rc;
 }
 
 /* Regular files the tree holds open after unlinking them, and memfds:
@@ -627,7 +735,10 @@ static int walk_step(struct cr_run *run, size_t budget)
 				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0 && errno == ENOENT)
 				continue;	/* an absent root holds nothing */
-			rc = fd < 0 ? -errno : walk_push(b, fd);
+			if (fd < 0 && errno == EACCES)	/* chmod 0 on a root */
+				rc = walk_locked(b, AT_FDCWD, b->roots[b->root - 1], 0);
+			else
+				rc = fd < 0 ? -errno : walk_push(b, fd);
 			if (rc)
 				goto fail;
 			continue;
@@ -655,7 +766,11 @@ static int walk_step(struct cr_run *run, size_t budget)
 		}
 		b->w_files++;
 		b->w_bytes += entry_bytes(&st);
-		if (S_ISDIR(st.st_mode)) {
+		if (locked(&st, b->uid)) {
+			rc = walk_locked(b, dirfd(d), de->d_name, b->depth);
+			if (rc)
+				goto fail;
+		} else if (S_ISDIR(st.st_mode)) {
 			int fd = openat(dirfd(d), de->d_name,
 					O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 					O_CLOEXEC);
@@ -666,6 +781,12 @@ static int walk_step(struct cr_run *run, size_t budget)
 			if (fd < 0 && errno == EACCES &&
 			    skippable(dirfd(d), de->d_name, b->uid))
 				continue;
+			if (fd < 0 && errno == EACCES) {
+				rc = walk_locked(b, dirfd(d), de->d_name, b->depth);
+				if (rc)
+					goto fail;
+				continue;
+			}
 			rc = fd < 0 ? -errno : walk_push(b, fd);
 			if (rc)
 				goto fail;

@@ -120,6 +120,8 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 	if (task->leader)
 		t->leaders--;
 	t->count--;
+	t->gone[t->gone_next] = tid;
+	t->gone_next = (t->gone_next + 1) % CR_TASKS_GONE;
 	i = (size_t)(task - t->slots);
 	task->tid = 0;
 	/* Backward-shift: move later members of the probe chain up so lookups
@@ -134,6 +136,14 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 			i = j;
 		}
 	}
+}
+
+bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid)
+{
+	for (size_t i = 0; i < CR_TASKS_GONE; i++)
+		if (t->gone[i] == tid)
+			return true;
+	return false;
 }
 
 /* A thread whose creator's event has not arrived yet has tgid 0: ask

@@ -128,6 +128,10 @@ struct cr_task {
 	struct cr_task_budget b;
 };
 
+/* Recently removed tids, so a signal to a child the run has already
+ * reaped answers ESRCH without being recorded as a reach outside. */
+#define CR_TASKS_GONE 1024
+
 struct cr_tasks {
 	struct cr_task *slots;	/* owned; open addressing by tid */
 	size_t cap;
@@ -135,6 +139,8 @@ struct cr_tasks {
 	size_t leaders;		/* processes alive */
 	size_t peak_leaders;
 	size_t peak_tasks;
+	pid_t gone[CR_TASKS_GONE];	/* ring of removed tids, 0: empty */
+	size_t gone_next;
 };
 
 struct cr_stream {
@@ -295,6 +301,8 @@ void cr_tasks_free(struct cr_tasks *t);
 struct cr_task *cr_tasks_find(struct cr_tasks *t, pid_t tid);
 struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid);
 void cr_tasks_remove(struct cr_tasks *t, pid_t tid);
+/* Was tid one of the run's tasks, removed recently? */
+bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid);
 /* Handle every pending wait status (ptrace stops and exits). */
 void cr_tasks_reap(struct cr_run *run);
 /* SIGKILL every known process; returns how many signals were sent. */

@@ -24,7 +24,7 @@ struct cr_fsrules {
 	size_t nroots;
 	char **deny;			/* owned; subtrees refused even inside roots */
 	size_t ndeny;
-	bool hide;			/* ENOENT instead of EACCES outside */
+	bool hide;			/* ENOENT for every refusal, even of visible objects */
 };
 
 /* Add a root; the same path twice unions the access. 0 or -errno. */
@@ -42,7 +42,9 @@ bool cr_path_within(const char *root, size_t rlen, const char *path,
 unsigned cr_fsrules_access(const struct cr_fsrules *r, const char *path,
 			   size_t len);
 
-/* The errno for a refusal: EACCES, or ENOENT when the class hides. */
-int cr_fsrules_refusal(const struct cr_fsrules *r);
+/* The errno for a refusal of something the rules grant acc at: ENOENT when
+ * nothing there is visible (or the class hides everything), EACCES for a
+ * visible object used beyond its access. */
+int cr_fsrules_refusal(const struct cr_fsrules *r, unsigned acc);
 
 #endif

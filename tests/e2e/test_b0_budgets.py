@@ -9,7 +9,7 @@ import json
 import os
 import re
 
-from harness import (CFG, eq, ne, contains, true, lt, ge, test,
+from harness import (CFG, eq, ne, contains, not_contains, true, lt, ge, test,
                      check_result_shape)
 
 MIB = 1 << 20
@@ -311,11 +311,14 @@ def budget_disk_unlinked_open_files_count(t):
 
 
 @test
-def budget_disk_unreadable_dir_fails_closed(t):
-    # A directory corral cannot read would hide what is below it.
-    run, r = hog(t, [], "hidden", 64)
+def budget_disk_unreadable_dir_still_measured(t):
+    # A directory the program made unreadable (chmod 000) would hide what
+    # is below it: corral still measures it, and the breach is an ordinary
+    # one, not "cannot be measured" (a test suite's chmod 0 must not end
+    # a run that stays within its budget).
+    run, r = hog(t, ["disk=2MiB"], "hidden", 4096)
     assert_breach(t, run, r, "disk")
-    contains(r["message"], "cannot be measured", "message")
+    not_contains(r["message"], "cannot be measured", "message")
     t.assert_next_run_ok()
 
 

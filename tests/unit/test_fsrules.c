@@ -43,9 +43,14 @@ TEST_IMPL(fsrules_access)
 	/* denied subtree inside a root */
 	ASSERT_UEQ(acc(&r, "/tmp/ws/.git/hooks/pre-commit"), 0u);
 	ASSERT_UEQ(acc(&r, "/tmp/ws/.git/config"), CR_FS_R | CR_FS_W | CR_FS_X | CR_FS_STAT);
-	ASSERT_EQ(cr_fsrules_refusal(&r), EACCES);
+	/* refusals: absent where nothing is visible, EACCES where it is */
+	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/home/u/.ssh/id_rsa")), ENOENT);
+	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/tmp/ws/.git/hooks/x")), ENOENT);
+	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/tmp")), EACCES);
+	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/usr/lib")), EACCES);
 	r.hide = true;
-	ASSERT_EQ(cr_fsrules_refusal(&r), ENOENT);
+	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/tmp")), ENOENT);
+	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/usr/lib")), ENOENT);
 	/* the same root twice unions */
 	ASSERT_EQ(cr_fsrules_add(&r, "/usr", CR_FS_W), 0);
 	ASSERT_UEQ(acc(&r, "/usr/lib"), CR_FS_R | CR_FS_W | CR_FS_STAT);

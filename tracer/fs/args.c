@@ -75,7 +75,7 @@ int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 		res->refused = true;
 		cr_fs_deny(run, n, sys, res, need_word(need & ~res->acc));
 		cr_fsres_free(res);
-		return -cr_fsrules_refusal(&run->fs->rules);
+		return -cr_fsrules_refusal(&run->fs->rules, res->acc);
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cJSON.h>
 
 #include "fs.h"
@@ -33,6 +34,67 @@ static int add_list(struct cr_fsrules *r, const struct cr_strlist *l,
 	return 0;
 }
 
+/* The limit files of the run's own cgroup (the run shares corral's), read
+ * only: runtimes size their heaps and thread pools from them (a JVM, Go,
+ * Node, `nproc` in a container). They say what the run may use, nothing
+ * about anyone else; the directories stay unlisted and every other file
+ * of the hierarchy stays outside. */
+static int add_cgroup_limits(struct cr_fsrules *r)
+{
+	static const char *const files[] = {
+		"cpu.max", "cpu.weight", "cpu.cfs_quota_us", "cpu.cfs_period_us",
+		"cpu.shares", "cpuset.cpus", "cpuset.cpus.effective",
+		"cpuset.mems", "cpuset.mems.effective", "memory.max",
+		"memory.high", "memory.swap.max", "memory.limit_in_bytes",
+		"memory.soft_limit_in_bytes", "memory.memsw.limit_in_bytes",
+		"pids.max",
+	};
+	char line[512], dir[PATH_MAX], file[PATH_MAX];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int rc = 0;
+
+	if (!f)
+		return 0;	/* no cgroups: nothing to show */
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char *ctrls = strchr(line, ':'), *path, *save = NULL, *c;
+		struct stat st;
+
+		if (!ctrls || !(path = strchr(++ctrls, ':')))
+			continue;
+		*path++ = 0;
+		path[strcspn(path, "\n")] = 0;
+		if (path[0] != '/' || strstr(path, "/.."))
+			continue;
+		for (c = strtok_r(ctrls, ",", &save); ; c = strtok_r(NULL, ",", &save)) {
+			/* v2 ("0::/path") sits at the top or under "unified"
+			 * on a hybrid host; v1 under each controller's name. */
+			static const char *const v2[] = { "", "/unified" };
+			size_t nv = c ? 1 : CR_ARRAY_SIZE(v2);
+
+			if (c && !strncmp(c, "name=", 5))
+				continue;
+			for (size_t v = 0; v < nv; v++) {
+				int l = snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s%s%s",
+						 c ? "/" : v2[v], c ? c : "",
+						 strcmp(path, "/") ? path : "");
+
+				if (l <= 0 || (size_t)l >= sizeof(dir))
+					continue;
+				for (size_t i = 0; !rc && i < CR_ARRAY_SIZE(files); i++) {
+					l = snprintf(file, sizeof(file), "%s/%s", dir, files[i]);
+					if (l > 0 && (size_t)l < sizeof(file) &&
+					    !lstat(file, &st) && S_ISREG(st.st_mode))
+						rc = cr_fsrules_add(r, file, CR_FS_R);
+				}
+			}
+			if (!c)
+				break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
 int cr_fs_setup(struct cr_run *run)
 {
 	const struct cr_run_config *cfg = run->cfg;
@@ -59,6 +121,8 @@ int cr_fs_setup(struct cr_run *run)
 	if (!rc)
 		rc = add_root(&fs->rules, cfg->workspace,
 			      CR_FS_R | CR_FS_W | CR_FS_X);
+	if (!rc)
+		rc = add_cgroup_limits(&fs->rules);
 	for (size_t i = 0; !rc && i < c->fs_deny.n; i++) {
 		char real[PATH_MAX];
 

@@ -28,6 +28,8 @@ struct cr_fsstate {
 #define CR_RES_BENEATH		0x08u	/* openat2 RESOLVE_BENEATH */
 #define CR_RES_IN_ROOT		0x10u	/* openat2 RESOLVE_IN_ROOT */
 #define CR_RES_EMPTY_PATH	0x20u	/* AT_EMPTY_PATH: "" names dirfd itself */
+#define CR_RES_SLASH_OK		0x40u	/* a trailing '/' on a non-directory is
+					 * the caller's to judge (O_CREAT) */
 
 struct cr_fsres {
 	int dirfd;		/* O_PATH directory holding the object: owned,

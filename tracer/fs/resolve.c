@@ -170,7 +170,7 @@ static int refuse(struct walk *w, struct cr_fsres *res, const char *path,
 	res->plen = len;
 	res->refused = true;
 	res->layer = layer;
-	return -cr_fsrules_refusal(&w->run->fs->rules);
+	return -cr_fsrules_refusal(&w->run->fs->rules, 0);
 }
 
 /* Put text in front of what remains to walk. */
@@ -639,6 +639,7 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 			break;
 	}
 	if (!rc && res->trailing_slash && res->exists &&
+	    !(how & CR_RES_SLASH_OK) &&
 	    !S_ISDIR(res->st.st_mode) && !res->via_link)
 		rc = -ENOTDIR;
 out:

@@ -285,7 +285,8 @@ int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
 	if (!(cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_W)) {
 		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
 			"write outside the writable roots");
-		return -cr_fsrules_refusal(&run->fs->rules);
+		/* The program holds the fd: the object is not hidden from it. */
+		return -cr_fsrules_refusal(&run->fs->rules, CR_FS_STAT);
 	}
 	return 0;
 }

@@ -33,7 +33,7 @@ static struct cr_verdict refuse_write(struct cr_run *run,
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
 	cr_fsres_free(res);
-	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules));
+	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res->acc));
 }
 
 static struct cr_verdict do_mknod(struct cr_run *run,
@@ -58,6 +58,11 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 	if (res.exists) {
 		cr_fsres_free(&res);
 		return CR_V_ERR(EEXIST);
+	}
+	/* Only a directory may be made under a name ending in '/'. */
+	if (!dir && res.trailing_slash) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
 	}
 	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
 		return refuse_write(run, n, sys, &res);
@@ -120,6 +125,10 @@ static struct cr_verdict do_symlink(struct cr_run *run,
 	if (res.exists) {
 		cr_fsres_free(&res);
 		return CR_V_ERR(EEXIST);
+	}
+	if (res.trailing_slash) {	/* a link is not a directory */
+		cr_fsres_free(&res);
+		return CR_V_ERR(ENOENT);
 	}
 	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
 		return refuse_write(run, n, sys, &res);

@@ -93,11 +93,19 @@ static struct cr_verdict do_open(struct cr_run *run,
 
 	if (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)))
 		how |= CR_RES_FOLLOW;
+	if (flags & O_CREAT)
+		how |= CR_RES_SLASH_OK;
 	rc = cr_fs_arg(run, n, sys, diri, pathi, how, 0, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (!res.exists && !(flags & O_CREAT)) {
 		rc = -ENOENT;
+		goto out;
+	}
+	/* "x/" names a directory, and open never creates one: with O_CREAT
+	 * the kernel answers EISDIR whatever x is. */
+	if ((flags & O_CREAT) && res.trailing_slash) {
+		rc = -EISDIR;
 		goto out;
 	}
 	if (res.exists && (flags & O_CREAT) && (flags & O_EXCL)) {
@@ -121,7 +129,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 		if (res.exists) {
 			res.refused = true;
 			cr_fs_deny(run, n, sys, &res, "a /dev/shm object of another process");
-			rc = -cr_fsrules_refusal(&run->fs->rules);
+			rc = -cr_fsrules_refusal(&run->fs->rules, res.acc);
 			goto out;
 		}
 		flags |= O_EXCL;
@@ -133,7 +141,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 		cr_fs_deny(run, n, sys, &res,
 			   need & CR_FS_W ? "write outside the writable roots" :
 			   "read outside the readable roots");
-		rc = -cr_fsrules_refusal(&run->fs->rules);
+		rc = -cr_fsrules_refusal(&run->fs->rules, res.acc);
 		goto out;
 	}
 	if (res.exists && S_ISFIFO(res.st.st_mode) && !(flags & (O_NONBLOCK | O_PATH))) {

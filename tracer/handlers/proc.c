@@ -14,7 +14,7 @@
 
 /*
  * Why this is safe against the program it supervises: a pid outside the
- * task table is refused (EPERM, layer "proc") before the kernel sees it,
+ * task table is refused (ESRCH, recorded, layer "proc") before the kernel sees it,
  * so the user's other processes cannot be read, written, compared, reniced
  * or limited. Calls naming the caller itself are always safe to CONTINUE.
  *
@@ -43,6 +43,18 @@ static struct cr_verdict refuse(struct cr_run *run,
 static struct cr_verdict err(int e)
 {
 	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = e };
+}
+
+/* A process outside the run looks absent (ESRCH), as in its /proc; the
+ * reach is recorded unless the number was a task of the run, reaped. */
+static struct cr_verdict absent(struct cr_run *run,
+				const struct seccomp_notif *n,
+				const char *call, long who)
+{
+	if (who > 0 && cr_tasks_was_ours(&run->tasks, (pid_t)who))
+		return err(ESRCH);
+	refuse(run, n, call, "the target is not a process of the run", who);
+	return err(ESRCH);
 }
 
 /* Which arguments of each call are pids (0 means the caller). */
@@ -75,9 +87,7 @@ CR_HANDLER(cr_h_proc_pid)
 				return err(ESRCH);
 			switch (cr_surface_target(run, (pid_t)n->pid, pid)) {
 			case CR_TARGET_OUTSIDE:
-				return refuse(run, n, e->name,
-					      "the target is not a process of the run",
-					      pid);
+				return absent(run, n, e->name, pid);
 			case CR_TARGET_ZOMBIE:
 				return err(ESRCH);
 			default:
@@ -108,9 +118,7 @@ CR_HANDLER(cr_h_proc_prio)
 			return err(ESRCH);
 		switch (cr_surface_target(run, (pid_t)n->pid, who)) {
 		case CR_TARGET_OUTSIDE:
-			return refuse(run, n, e->name,
-				      "the target is not a process of the run",
-				      who);
+			return absent(run, n, e->name, who);
 		case CR_TARGET_ZOMBIE:
 			return err(ESRCH);
 		default:
@@ -151,8 +159,7 @@ CR_HANDLER(cr_h_pidfd_getfd)
 		return err(ESRCH);
 	switch (cr_surface_target(run, caller, pid)) {
 	case CR_TARGET_OUTSIDE:
-		return refuse(run, n, e->name,
-			      "the target is not a process of the run", pid);
+		return absent(run, n, e->name, pid);
 	case CR_TARGET_ZOMBIE:
 		return err(ESRCH);
 	default:
@@ -194,8 +201,7 @@ CR_HANDLER(cr_h_process_madvise)
 		return err(ESRCH);
 	switch (cr_surface_target(run, caller, pid)) {
 	case CR_TARGET_OUTSIDE:
-		return refuse(run, n, e->name,
-			      "the target is not a process of the run", pid);
+		return absent(run, n, e->name, pid);
 	case CR_TARGET_ZOMBIE:
 		return err(ESRCH);
 	default:
@@ -253,8 +259,7 @@ CR_HANDLER(cr_h_process_vm)
 		return err(ESRCH);
 	switch (cr_surface_target(run, caller, pid)) {
 	case CR_TARGET_OUTSIDE:
-		return refuse(run, n, e->name,
-			      "the target is not a process of the run", pid);
+		return absent(run, n, e->name, pid);
 	case CR_TARGET_ZOMBIE:
 		return err(ESRCH);
 	default:

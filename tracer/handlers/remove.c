@@ -20,7 +20,7 @@ static struct cr_verdict refuse(struct cr_run *run, const struct seccomp_notif *
 {
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
-	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules));
+	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res->acc));
 }
 
 static struct cr_verdict do_unlink(struct cr_run *run,
@@ -97,6 +97,11 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 	}
 	if (!a.exists) {
 		v = CR_V_ERR(ENOENT);
+	} else if (!b.exists && b.trailing_slash &&
+		   (link || !S_ISDIR(a.st.st_mode))) {
+		/* A new name ending in '/' must become a directory: a link
+		 * never does, a rename only when it moves one. */
+		v = CR_V_ERR(link ? ENOENT : ENOTDIR);
 	} else if (!strcmp(a.name, ".") || !strcmp(b.name, ".")) {
 		v = CR_V_ERR(link ? EEXIST : EBUSY);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
@@ -184,7 +189,7 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 	if (b.exists)
 		rc = -EEXIST;
 	else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b))
-		rc = -cr_fsrules_refusal(&run->fs->rules);
+		rc = -cr_fsrules_refusal(&run->fs->rules, b.acc);
 	if (!rc) {
 		cr_fs_fdpath(fd, p, sizeof(p));
 		rc = linkat(AT_FDCWD, p, b.dirfd, b.name, AT_SYMLINK_FOLLOW) < 0 ?

@@ -27,7 +27,8 @@
  *   - a signal to another task of the run is sent by corral, through the
  *     task's pidfd (or to a tid it holds), in this handler, before the loop
  *     can reap anything: the number still names our task when it is sent;
- *   - everything else is refused with EPERM and recorded (layer "signal").
+ *   - everything else is refused and recorded (layer "signal"), answered
+ *     ESRCH: outside the run, a process looks absent.
  *
  * The trade-off: a signal corral relays arrives with si_code SI_QUEUE and
  * si_pid of the sending process (the kernel lets only a process itself
@@ -50,16 +51,22 @@ static struct cr_verdict cont(void)
 	return (struct cr_verdict){ .kind = CR_V_CONTINUE };
 }
 
+/* A process outside the run looks absent, as in the run's /proc: ESRCH,
+ * which is also what the kernel answers for a child the run has already
+ * reaped (multiprocessing and subprocess signal such children). A reach
+ * outside is recorded; a late signal to a task of our own is not. */
 static struct cr_verdict outside(struct cr_run *run,
 				 const struct seccomp_notif *n,
 				 const char *call, const char *layer, long pid)
 {
 	char target[48];
 
+	if (pid > 0 && cr_tasks_was_ours(&run->tasks, (pid_t)pid))
+		return err(ESRCH);
 	snprintf(target, sizeof(target), "pid %ld", pid);
 	cr_deny(run, (pid_t)n->pid, call, target, layer,
 		"the target is not a process of the run");
-	return err(EPERM);
+	return err(ESRCH);
 }
 
 /* A tid not in the table: a zombie still waited for by its parent in the

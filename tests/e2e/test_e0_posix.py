@@ -1,0 +1,222 @@
+"""Real work runs unchanged: what corral refuses outside the roots looks like
+absence, a directory the program makes unreadable does not end the run,
+processes the run has reaped are gone (ESRCH), and trailing slashes mean
+what the kernel says they mean. Each test fails on a build without the
+change it guards, and checks that the refusals are still recorded.
+"""
+
+import json
+import os
+
+from harness import eq, true, contains, not_contains, test
+from test_d0_fs_attacks import FsFix, denials
+
+# Path operations with the errno of each, one line per op (the differential
+# probe: the same script natively and under corral must print the same).
+SLASH_OPS = r"""
+import errno, os, sys
+def t(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+os.mkdir("d"); open("f", "w").close(); os.mkdir("dd")
+t("creat d/x/", lambda: open("d/x/", "w"))
+t("creat f/", lambda: open("f/", "w"))
+t("creat dd/", lambda: open("dd/", "w"))
+t("open f/", lambda: open("f/"))
+t("stat f/", lambda: os.stat("f/"))
+t("rename f g/", lambda: os.rename("f", "g/"))
+t("rename dd e/", lambda: os.rename("dd", "e/"))
+t("link f h/", lambda: os.link("f", "h/"))
+t("symlink f l/", lambda: os.symlink("f", "l/"))
+t("mkfifo p/", lambda: os.mkfifo("p/"))
+t("mkdir m/", lambda: os.mkdir("m/"))
+t("rmdir m/", lambda: os.rmdir("m/"))
+t("unlink f/", lambda: os.unlink("f/"))
+t("unlink e/", lambda: os.unlink("e/"))
+t("unlink missing/", lambda: os.unlink("missing/"))
+print(sorted(os.listdir(".")))
+"""
+
+
+@test
+def posix_trailing_slash_differential(t):
+    fx = FsFix(t)
+    script = os.path.join(fx.root, "ops.py")
+    with open(script, "w") as f:
+        f.write(SLASH_OPS)
+    nat = fx.native(["python3", script])
+    eq(nat.code, 0, "native probe (test setup)")
+    for name in os.listdir(fx.ws):
+        p = fx.wsp(name)
+        if os.path.isdir(p) and not os.path.islink(p):
+            os.rmdir(p)
+        else:
+            os.unlink(p)
+    run = fx.run(["python3", "-c", SLASH_OPS])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), nat.out.decode(), "corral against native")
+    fx.check()
+
+
+# What programs probe outside the roots, and what they expect: absence.
+ABSENT = r"""
+import errno, os, sys
+def t(name, f):
+    try:
+        r = f()
+        print(name, "=", "ok", r)
+    except OSError as e:
+        print(name, "=", errno.errorcode[e.errno])
+secret, parent_ini = sys.argv[1], sys.argv[2]
+t("open secret", lambda: open(secret).read())
+t("stat secret", lambda: os.stat(secret).st_size)
+t("access secret", lambda: os.access(secret, os.F_OK))
+t("stat parent ini", lambda: os.stat(parent_ini).st_size)
+t("exec missing", lambda: os.execv(secret + "-bin", ["x"]))
+t("getxattr ..", lambda: os.getxattr("..", "security.selinux"))
+t("listxattr ..", lambda: os.listxattr(".."))
+t("stat ..", lambda: os.stat("..").st_mode & 0o040000 != 0)
+"""
+
+
+@test
+def posix_outside_roots_looks_absent(t):
+    fx = FsFix(t)
+    ini = os.path.join(fx.root, "pytest.ini")
+    with open(ini, "w") as f:
+        f.write("[pytest]\n")
+    run = fx.run(["python3", "-c", ABSENT, fx.secret_path, ini])
+    r = fx.result(run, statuses=("ok",))
+    out = dict(line.split(" = ", 1) for line in
+               r.get("stdout", "").splitlines())
+    eq(out.get("open secret"), "ENOENT", "open of the secret")
+    eq(out.get("stat secret"), "ENOENT", "stat of the secret")
+    eq(out.get("access secret"), "ok False", "access(F_OK) of the secret")
+    eq(out.get("stat parent ini"), "ENOENT", "a parent's pytest.ini")
+    eq(out.get("exec missing"), "ENOENT", "exec outside every root")
+    eq(out.get("getxattr .."), "ENODATA", "xattr of the workspace's parent")
+    eq(out.get("listxattr .."), "ok []", "xattr list of the parent")
+    eq(out.get("stat .."), "ok True", "the parent is still a directory")
+    # Absent to the program, recorded for the user.
+    d = denials(r)
+    true(any(x.get("target") == fx.secret_path for x in d),
+         "the read of the secret is recorded: %r" % d)
+    true(any(x.get("target") == ini for x in d),
+         "the stat of the parent's pytest.ini is recorded: %r" % d)
+    # ls -la shows ".." without an error.
+    run = fx.sh("ls -la >/dev/null; echo rc=$?")
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), "rc=0\n", "ls -la")
+    not_contains(r.get("stderr", ""), "Permission denied", "ls -la stderr")
+    fx.check()
+    t.assert_next_run_ok()
+
+
+@test
+def posix_default_class_system_files(t):
+    """The harmless files real tools read are in the default class: perl's
+    /etc/perl (every `use strict` searches it first), pip's distro files,
+    glibc's CPU count, git's system attributes."""
+    fx = FsFix(t)
+    script = ("cat /etc/debian_version /etc/os-release >/dev/null; "
+              "echo os=$?; "
+              "cat /sys/devices/system/cpu/online >/dev/null; echo cpu=$?; "
+              "perl -Mstrict -MList::Util=sum -e 'print sum(1,2), qq(\\n)'; "
+              "python3 -c 'import os; print(os.cpu_count() > 0)'; "
+              "git init -q g && cd g && git status --short; echo git=$?")
+    run = fx.sh(script, timeout=120)
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), "os=0\ncpu=0\n3\nTrue\ngit=0\n", "stdout")
+    eq(r.get("stderr", ""), "", "stderr (git warns on refused files)")
+    fx.check()
+
+
+# A directory the program makes unreadable, with data beneath it, held
+# while the budget ticks (50 ms) run many times over.
+CHMOD0 = r"""
+import os, sys, time
+size = int(sys.argv[1])
+os.makedirs("d/sub")
+with open("d/sub/data", "wb") as f:
+    f.write(os.urandom(size))
+os.chmod("d/sub", 0)
+os.chmod("d", 0)
+refused = 0
+end = time.time() + 1.5
+while time.time() < end:
+    try:
+        os.listdir("d")
+    except PermissionError:
+        refused += 1
+    if os.stat("d").st_mode & 0o777:
+        print("mode changed under the program")
+    time.sleep(0.01)
+print("refused", refused > 0)
+os.chmod("d", 0o755)
+os.chmod("d/sub", 0o755)
+print(sorted(os.listdir("d/sub")))
+"""
+
+
+@test
+def posix_chmod0_directory_keeps_running(t):
+    fx = FsFix(t)
+    run = fx.run(["python3", "-c", CHMOD0, str(1 << 20)])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), "refused True\n['data']\n", "stdout")
+    true(r.get("usage", {}).get("disk_bytes", 0) >= 1 << 20,
+         "the megabyte below the locked directory is counted: %r" %
+         r.get("usage"))
+    fx.check()
+
+
+@test
+def posix_chmod0_directory_cannot_hide_data(t):
+    """Data beneath a directory made unreadable is still measured: a disk
+    budget it exceeds ends the run."""
+    fx = FsFix(t)
+    run = fx.run(["python3", "-c", CHMOD0, str(3 << 20)],
+                 opts=["--limit", "disk=2MiB"])
+    r = fx.result(run, statuses=("limit_exceeded",))
+    eq(r.get("limit"), "disk", "limit")
+    contains(r.get("message", ""), "disk", "message")
+    # Cleanup must reach it too: give it back to the test for removal.
+    for p in (fx.wsp("d"), fx.wsp("d", "sub")):
+        if os.path.isdir(p):
+            os.chmod(p, 0o755)
+    fx.check()
+    t.assert_next_run_ok()
+
+
+KILL_REAPED = r"""
+import os, signal, subprocess
+p = subprocess.Popen(["true"])
+p.wait()
+for sig in (0, signal.SIGTERM):
+    try:
+        os.kill(p.pid, sig)
+        print("kill", sig, "ok")
+    except ProcessLookupError:
+        print("kill", sig, "ESRCH")
+    except PermissionError:
+        print("kill", sig, "EPERM")
+p.send_signal(signal.SIGTERM)   # Popen knows it is gone: no call
+print("done")
+"""
+
+
+@test
+def posix_kill_of_reaped_child_is_esrch(t):
+    fx = FsFix(t)
+    nat = fx.native(["python3", "-c", KILL_REAPED])
+    eq(nat.out.decode(), "kill 0 ESRCH\nkill 15 ESRCH\ndone\n",
+       "native (test setup)")
+    run = fx.run(["python3", "-c", KILL_REAPED])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), nat.out.decode(), "corral against native")
+    kills = [d for d in denials(r) if d.get("syscall") == "kill"]
+    eq(kills, [], "a signal to the run's own reaped child is not a denial")
+    fx.check()
