@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -384,6 +386,33 @@ pid_t cr_surface_stat(pid_t pid, char *state_out, pid_t *pgrp_out)
 	return ppid;
 }
 
+/* A /proc/<pid> directory also names a process for pidfd_send_signal (the
+ * kernel takes its struct pid, which the open directory pins). Which one:
+ * the number in its path, while it is not "(deleted)". -EINVAL if c is
+ * neither. */
+static long proc_dir_pid(int c)
+{
+	char path[64], link[64];
+	struct statfs sf;
+	struct stat st;
+	ssize_t n;
+	char *end;
+	long p;
+
+	if (fstatfs(c, &sf) < 0 || sf.f_type != 0x9fa0 /* PROC_SUPER_MAGIC */ ||
+	    fstat(c, &st) < 0 || !S_ISDIR(st.st_mode))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 6 || strncmp(link, "/proc/", 6))
+		return -EINVAL;
+	link[n] = 0;
+	p = strtol(link + 6, &end, 10);
+	if (*end || p <= 0)
+		return -ESRCH;	/* "(deleted)": the process is gone */
+	return p;
+}
+
 int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,
 			  int *copy, pid_t *pid)
 {
@@ -417,9 +446,11 @@ int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,
 	 * meanwhile; it is the copy that is used). */
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", c);
 	p = proc_field(path, "Pid:");
-	if (p == -ENOENT) {
+	if (p == -ENOENT)
+		p = proc_dir_pid(c);
+	if (p == -EINVAL) {
 		close(c);
-		return -EINVAL;	/* not a pidfd */
+		return -EINVAL;	/* neither a pidfd nor a process's directory */
 	}
 	if (p < -1) {
 		close(c);

@@ -220,3 +220,34 @@ def posix_kill_of_reaped_child_is_esrch(t):
     kills = [d for d in denials(r) if d.get("syscall") == "kill"]
     eq(kills, [], "a signal to the run's own reaped child is not a denial")
     fx.check()
+
+
+PIDFD_PROC = r"""
+import os, signal, subprocess
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))
+fd = os.open("/proc/%d" % os.getpid(), os.O_DIRECTORY)
+signal.pidfd_send_signal(fd, signal.SIGUSR1)
+print("self", got)
+p = subprocess.Popen(["sleep", "5"])
+cfd = os.open("/proc/%d" % p.pid, os.O_DIRECTORY)
+signal.pidfd_send_signal(cfd, signal.SIGKILL)
+print("child", p.wait())
+try:
+    signal.pidfd_send_signal(0, signal.SIGUSR1)
+except OSError as e:
+    print("fd0", e.errno)
+"""
+
+
+@test
+def posix_pidfd_send_signal_through_proc_dir(t):
+    """The kernel takes a /proc/<pid> directory as a pidfd (CPython's
+    test_signal does); corral must too, for the run's own processes."""
+    fx = FsFix(t)
+    nat = fx.native(["python3", "-c", PIDFD_PROC])
+    eq(nat.out.decode(), "self [10]\nchild -9\nfd0 9\n", "native (test setup)")
+    run = fx.run(["python3", "-c", PIDFD_PROC])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), nat.out.decode(), "corral against native")
+    fx.check()

@@ -327,8 +327,8 @@ CR_HANDLER(cr_h_pidfd_open)
  * pidfd_open, from clone(CLONE_PIDFD) (a child: ours), or be a /proc/<pid>
  * directory the kernel also accepts. corral takes a copy of the very object
  * the caller holds, asks it which pid it names, and sends through that
- * copy: replacing the fd in another thread meanwhile changes nothing.
- * /proc directories are refused (only pidfds are understood). */
+ * copy: replacing the fd in another thread meanwhile changes nothing, and
+ * the copy pins the process it named (a recycled number is not it). */
 CR_HANDLER(cr_h_pidfd_send_signal)
 {
 	pid_t caller = (pid_t)n->pid, pid;
@@ -343,11 +343,8 @@ CR_HANDLER(cr_h_pidfd_send_signal)
 	if (bad_signal(sig))
 		return err(EINVAL);
 	r = cr_surface_take_pidfd(run, caller, fd, &copy, &pid);
-	if (r == -EINVAL) {
-		cr_deny(run, caller, e->name, NULL, "signal",
-			"only pidfds are accepted (not /proc directories)");
-		return err(EPERM);
-	}
+	if (r == -EINVAL)
+		return err(EBADF);	/* what the kernel says of any other fd */
 	if (r)
 		return err(-r);
 	if (pid <= 0)
