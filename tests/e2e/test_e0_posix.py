@@ -251,3 +251,48 @@ def posix_pidfd_send_signal_through_proc_dir(t):
     r = fx.result(run, statuses=("ok",))
     eq(r.get("stdout"), nat.out.decode(), "corral against native")
     fx.check()
+
+
+COW = r"""
+import os, sys, time
+n, dirty = int(sys.argv[1]), sys.argv[2] == "dirty"
+buf = bytearray(160 << 20)
+for i in range(0, len(buf), 4096):
+    buf[i] = 1
+kids = []
+for k in range(n):
+    pid = os.fork()
+    if pid == 0:
+        if dirty:
+            for i in range(0, len(buf), 4096):
+                buf[i] = 2
+        time.sleep(1.5)
+        os._exit(0)
+    kids.append(pid)
+for p in kids:
+    os.waitpid(p, 0)
+print("done")
+"""
+
+
+@test
+def posix_forked_workers_share_memory(t):
+    """Forked workers sharing their parent's pages use that memory once:
+    4 x 160 MiB of RSS is 160 MiB of memory, within a 512 MiB budget."""
+    fx = FsFix(t)
+    run = fx.run(["python3", "-c", COW, "4", "clean"],
+                 opts=["--limit", "memory=512MiB"])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), "done\n", "stdout")
+    fx.check()
+
+
+@test
+def posix_forked_workers_writing_copies_are_stopped(t):
+    fx = FsFix(t)
+    run = fx.run(["python3", "-c", COW, "4", "dirty"],
+                 opts=["--limit", "memory=512MiB"])
+    r = fx.result(run, statuses=("limit_exceeded",))
+    eq(r.get("limit"), "memory", "limit")
+    fx.check()
+    t.assert_next_run_ok()
