@@ -9,8 +9,10 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 
 #include "handlers.h"
 #include "../net/net.h"
@@ -1066,77 +1068,131 @@ static bool same_inet(const union cr_sockaddr *a, const union cr_sockaddr *b)
 	       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
 }
 
+/* What one recvfrom performed here needs, now or when data arrives. */
+struct recv_args {
+	uint64_t buf, len, from, fromlen;	/* the program's */
+	int flags;
+	bool dns;			/* report `asked` for the responder */
+	union cr_sockaddr asked;
+	socklen_t al;
+};
+
+/* Receive without blocking and hand back data and source; *again when a
+ * blocking socket has nothing yet. */
+static struct cr_verdict recv_try(struct cr_run *run, uint64_t id, pid_t pid,
+				  int dup, void *arg, bool *again)
+{
+	struct cr_netstate *ns = run->net;
+	struct recv_args *ra = arg;
+	union cr_sockaddr from;
+	socklen_t fl = sizeof(from);
+	void *buf = malloc(ra->len ? ra->len : 1);
+	ssize_t got;
+	int ulen, rc;
+
+	if (!buf)
+		return v_err(ENOMEM);
+	memset(&from, 0, sizeof(from));
+	got = recvfrom(dup, buf, ra->len, ra->flags | MSG_DONTWAIT, &from.sa, &fl);
+	rc = errno;
+	if (got < 0) {
+		int fdfl = fcntl(dup, F_GETFL);
+
+		free(buf);
+		if (rc == EAGAIN && !(ra->flags & MSG_DONTWAIT) && fdfl >= 0 &&
+		    !(fdfl & O_NONBLOCK))
+			*again = true;
+		return v_err(rc);
+	}
+	if (ra->dns &&
+	    same_inet(&from, &ns->daddr[family_idx(from.sa.sa_family)])) {
+		from = ra->asked;
+		fl = ra->al;
+	}
+	cr_net_unix_fix(ns, &from, &fl);
+	rc = cr_mem_write(pid, ra->buf, buf,
+			  (size_t)got < ra->len ? (size_t)got : ra->len);
+	free(buf);
+	if (!rc && ra->fromlen &&
+	    !(rc = cr_mem_read(pid, ra->fromlen, &ulen, sizeof(ulen)))) {
+		if (ulen < 0)
+			return v_err(EINVAL);
+		rc = cr_mem_write(pid, ra->from, &from,
+				  (size_t)ulen < fl ? (size_t)ulen : fl);
+		if (!rc) {
+			int out = (int)fl;
+
+			rc = cr_mem_write(pid, ra->fromlen, &out, sizeof(out));
+		}
+	}
+	/* The data is consumed: on a fault the program loses it, as it
+	 * would had the kernel failed to copy it out. */
+	return rc ? v_err(-rc) : v_val(got);
+}
+
 /*
- * recvfrom with a source address, on a socket whose DNS queries corral
- * redirected: the answer is read here and reported as coming from the
- * nameserver the program asked (stub resolvers, glibc's among them, drop
- * answers whose source is not the server they queried). Every other
- * recvfrom is let through: what it returns is the kernel's truth and no
- * decision depends on memory (REGS stance). A blocking socket with nothing
- * to read is let through too, and then reports corral's responder.
+ * recvfrom with a source address, performed here in two cases:
+ * - on a socket whose DNS queries corral redirected: the answer is
+ *   reported as coming from the nameserver the program asked (stub
+ *   resolvers, glibc's among them, drop answers whose source is not the
+ *   server they queried);
+ * - on a unix socket: the sender's name is the one it bound, not
+ *   corral's inner path. A blocking one with nothing to read waits in the
+ *   loop (unless it has a receive timeout, which the kernel keeps).
+ * Every other recvfrom is let through: what it returns is the kernel's
+ * truth and no decision depends on memory (REGS stance). A blocking DNS
+ * socket with nothing to read is let through too, and then reports
+ * corral's responder.
  */
 struct cr_verdict cr_h_recvfrom(struct cr_run *run,
 				const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n)
 {
 	struct cr_netstate *ns = run->net;
-	pid_t pid = (pid_t)n->pid;
-	uint64_t len = n->data.args[2];
-	int flags = (int)n->data.args[3];
 	const union cr_sockaddr *asked;
-	union cr_sockaddr from;
-	socklen_t fl = sizeof(from), al = 0;
-	struct cr_verdict cont = { .kind = CR_V_CONTINUE };
+	struct cr_verdict cont = { .kind = CR_V_CONTINUE }, v;
+	struct recv_args *ra;
+	struct timeval tv = { 0 };
+	socklen_t tl = sizeof(tv);
 	struct cr_sock s;
-	void *buf;
-	ssize_t got;
-	int ulen, rc;
+	bool again = false, unixs;
 
 	if (!ns || cr_sock_open(run, n, (int)n->data.args[0], &s))
 		return cont;
-	asked = cr_net_peer_get(ns, s.ino, &al, false);
-	if (!asked || s.type != SOCK_DGRAM || len > DGRAM_CAP) {
+	ra = calloc(1, sizeof(*ra));
+	if (!ra) {
 		cr_sock_close(&s);
 		return cont;
 	}
-	buf = malloc(len ? len : 1);
-	if (!buf) {
+	ra->buf = n->data.args[1];
+	ra->len = n->data.args[2];
+	ra->flags = (int)n->data.args[3];
+	ra->from = n->data.args[4];
+	ra->fromlen = n->data.args[5];
+	asked = cr_net_peer_get(ns, s.ino, &ra->al, false);
+	ra->dns = asked && s.type == SOCK_DGRAM;
+	if (ra->dns)
+		ra->asked = *asked;
+	unixs = s.domain == AF_UNIX && !(ra->flags & MSG_WAITALL);
+	if ((!ra->dns && !unixs) || ra->len > DGRAM_CAP) {
 		cr_sock_close(&s);
+		free(ra);
 		return cont;
 	}
-	got = recvfrom(s.dup, buf, len, flags | MSG_DONTWAIT, &from.sa, &fl);
-	rc = errno;
-	if (got < 0) {
-		int fdfl = fcntl(s.dup, F_GETFL);
-
+	v = recv_try(run, n->id, (pid_t)n->pid, s.dup, ra, &again);
+	if (!again) {
 		cr_sock_close(&s);
-		free(buf);
-		if (rc == EAGAIN && !(flags & MSG_DONTWAIT) && fdfl >= 0 &&
-		    !(fdfl & O_NONBLOCK))
-			return cont;
-		return v_err(rc);
+		free(ra);
+		return v;
 	}
-	cr_sock_close(&s);
-	if (same_inet(&from, &ns->daddr[family_idx(from.sa.sa_family)])) {
-		from = *asked;
-		fl = al;
+	if (!unixs ||
+	    getsockopt(s.dup, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) < 0 ||
+	    tv.tv_sec || tv.tv_usec) {
+		cr_sock_close(&s);
+		free(ra);
+		return cont;
 	}
-	rc = cr_mem_write(pid, n->data.args[1], buf,
-			  (size_t)got < len ? (size_t)got : len);
-	free(buf);
-	if (!rc && n->data.args[5] &&
-	    !(rc = cr_mem_read(pid, n->data.args[5], &ulen, sizeof(ulen)))) {
-		if (ulen < 0)
-			return v_err(EINVAL);
-		rc = cr_mem_write(pid, n->data.args[4], &from,
-				  (size_t)ulen < fl ? (size_t)ulen : fl);
-		if (!rc) {
-			int out = (int)fl;
-
-			rc = cr_mem_write(pid, n->data.args[5], &out, sizeof(out));
-		}
-	}
-	/* The datagram is consumed: on a fault the program loses it, as it
-	 * would had the kernel failed to copy it out. */
-	return rc ? v_err(-rc) : v_val(got);
+	v = cr_net_wait(run, n, s.dup, EPOLLIN, recv_try, ra);
+	s.dup = -1;
+	return v;
 }
