@@ -701,6 +701,23 @@ asyncio.run(main())
 
 
 @test
+def net_allow_net_alone_has_budgets(t):
+    """The default class grants network budgets: --allow-net alone is
+    enough for a connection (it used to end the run at the first one)."""
+    srv = TcpServer(echo_handler)
+    try:
+        run, r = net_run(t, ["127.0.0.1", str(srv.port)], CLIENT,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port])
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        eq(r["status"], "ok", "status")
+        contains(r["stdout"], "got ping", "echoed")
+        eq(r["usage"]["net_connections"], 1, "usage.net_connections")
+        true("budget is 0" not in run.err.decode(), "no zero-budget warning")
+    finally:
+        srv.close()
+
+
+@test
 def net_inet_bind_outside_loopback_refused(t):
     """The run's servers live on loopback (tests/e2e/test_c1_loopback.py):
     binding any other address, or making a socket transparent to bind
