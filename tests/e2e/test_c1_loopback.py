@@ -104,6 +104,13 @@ def loopback_http_server(t):
     contains(r["stdout"], "status 200 hello from the run\n", "GET")
     eq(denials(r, None, "net"), [], "net denials")
     eq(r["status"], "ok", "status")
+    # An allow rule naming loopback sends host services through the proxy,
+    # never the run's own port (its accept would drop the proxy).
+    run, r = loop_run(t, "import os; os.chdir(os.environ['HOME'])\n" +
+                      HTTP_PROG, extra=["--allow-net", "127.0.0.1:*"])
+    eq(run.code, 0, "with a rule: exit status (stderr %r)" % r["stderr"])
+    contains(r["stdout"], "status 200 hello from the run\n", "with a rule: GET")
+    eq(r["usage"]["net_connections"], 0, "with a rule: proxied connections")
 
 
 @test

@@ -211,7 +211,7 @@ static struct cr_verdict refuse_local(struct cr_run *run,
 bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 			  const struct cr_syscall_entry *e, struct cr_sock *s,
 			  const union cr_sockaddr *a, socklen_t alen,
-			  struct cr_verdict *v)
+			  bool by_rule, struct cr_verdict *v)
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_net_ep dst, local;
@@ -225,6 +225,9 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	if (cr_net_ep_any(&dst))
 		ep_loopback(&dst);
 	if (!cr_net_ep_loopback(&dst))
+		return false;
+	/* A host service an allow rule names goes through the proxy. */
+	if (by_rule && !cr_net_local_port(ns, dst.family, dst.port))
 		return false;
 	judged = cr_net_local_listener(ns, &dst);
 	if (judged < 0 || (judged == 0 && !cr_net_local_port(ns, dst.family,

@@ -322,11 +322,15 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	 * the kernel's answer, without counting a new connection. */
 	if (getpeername(s->dup, &peer.sa, &pl) == 0)
 		return v_err(EISCONN);
-	/* Loopback not opened by a rule: only the run's own listeners. */
-	if (!cr_net_allowed(ns, a->sa.sa_family, addr, port)) {
+	/* Loopback: the run's own listeners, and nothing else that no rule
+	 * opens (a rule never sends the run's own port through the proxy,
+	 * whose connection its accept would drop). */
+	{
 		struct cr_verdict v;
 
-		if (cr_net_connect_local(run, n, e, s, a, alen, &v))
+		if (cr_net_connect_local(run, n, e, s, a, alen,
+					 cr_net_allowed(ns, a->sa.sa_family,
+							addr, port), &v))
 			return v;
 	}
 	why = inet_refusal(run, a->sa.sa_family, addr, port);
