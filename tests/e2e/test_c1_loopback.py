@@ -479,3 +479,26 @@ if __name__ == "__main__":
        "from (b'x', 'dg2.sock')\n", "stdout")
     eq(denials(r, "connect"), [], "connect denials")
     eq(r["status"], "ok", "status")
+
+
+@test
+def loopback_many_binds(t):
+    """A long test suite binds a server per test: the record of bound
+    sockets forgets the closed ones rather than refusing binds."""
+    prog = r'''
+import socket
+for i in range(4500):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.close()
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+c = socket.create_connection(s.getsockname())
+a, _ = s.accept()
+c.sendall(b"after 4500 binds")
+print(a.recv(100).decode())
+'''
+    run, r = loop_run(t, prog, timeout=120)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "after 4500 binds\n", "stdout")

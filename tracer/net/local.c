@@ -10,11 +10,15 @@
 #include "net.h"
 
 #define TCP_LISTEN_STATE 10	/* TCP_LISTEN of the kernel's enum */
+/* TCP_BOUND_INACTIVE (Linux 6.5+): bound sockets that neither listen nor
+ * connect; older kernels ignore the bit. */
+#define TCP_BOUND_INACTIVE_STATE 13
 
 struct cr_net_lsn {
 	uint64_t ino;
 	struct cr_net_ep ep;	/* where it is bound (always loopback) */
 	bool wildcard;		/* asked for 0.0.0.0 or [::] */
+	bool live;		/* seen by the last prune */
 };
 
 struct cr_net_client {
@@ -68,6 +72,39 @@ bool cr_net_ep_any(const struct cr_net_ep *ep)
 	return !memcmp(ep->addr, zero, ep->family == AF_INET ? 4 : 16);
 }
 
+static int diag_dump(int family, uint16_t port, uint32_t states,
+		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
+		     void *arg);
+
+static int mark_live(const struct cr_net_ep *ep, uint64_t ino, void *arg)
+{
+	struct cr_netstate *ns = arg;
+
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].ino == ino)
+			ns->lsn[i].live = true;
+	return 0;
+}
+
+/* The table is full: forget the sockets the kernel no longer has (a long
+ * test suite binds a server per test). On a failure nothing is forgotten
+ * and the bind is refused. */
+static void prune(struct cr_netstate *ns)
+{
+	uint32_t all = ~0u | (1u << TCP_BOUND_INACTIVE_STATE);
+	size_t k = 0;
+
+	for (size_t i = 0; i < ns->nlsn; i++)
+		ns->lsn[i].live = false;
+	if (diag_dump(AF_INET, 0, all, mark_live, ns) ||
+	    diag_dump(AF_INET6, 0, all, mark_live, ns))
+		return;
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].live)
+			ns->lsn[k++] = ns->lsn[i];
+	ns->nlsn = k;
+}
+
 int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 		       const struct cr_net_ep *ep, bool wildcard)
 {
@@ -79,6 +116,8 @@ int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 			ns->lsn[i].wildcard = wildcard;
 			return 0;
 		}
+	if (ns->nlsn == CR_NET_MAX_LOCAL)
+		prune(ns);
 	if (ns->nlsn == ns->caplsn) {
 		size_t cap = ns->caplsn ? ns->caplsn * 2 : 16;
 
@@ -145,7 +184,7 @@ static bool could_receive(const struct cr_net_ep *l, const struct cr_net_ep *dst
 
 /* One sock_diag dump of the TCP listeners of family on port. Calls back
  * with each one's address and socket inode. */
-static int diag_dump(int family, uint16_t port,
+static int diag_dump(int family, uint16_t port, uint32_t states,
 		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
 		     void *arg)
 {
@@ -167,7 +206,7 @@ static int diag_dump(int family, uint16_t port,
 	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
 	req.r.sdiag_family = (uint8_t)family;
 	req.r.sdiag_protocol = IPPROTO_TCP;
-	req.r.idiag_states = 1u << TCP_LISTEN_STATE;
+	req.r.idiag_states = states;
 	req.r.id.idiag_sport = htons(port);
 	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel,
 		   sizeof(kernel)) < 0) {
@@ -210,7 +249,7 @@ static int diag_dump(int family, uint16_t port,
 				break;
 			}
 			if (m->idiag_family != family ||
-			    ntohs(m->id.idiag_sport) != port)
+			    (port && ntohs(m->id.idiag_sport) != port))
 				continue;
 			ep.family = m->idiag_family;
 			ep.port = port;
@@ -263,10 +302,11 @@ int cr_net_local_listener(const struct cr_netstate *ns,
 			  const struct cr_net_ep *dst)
 {
 	struct judge j = { .ns = ns, .dst = dst };
-	int rc = diag_dump(AF_INET6, dst->port, judge_one, &j);
+	uint32_t listen = 1u << TCP_LISTEN_STATE;
+	int rc = diag_dump(AF_INET6, dst->port, listen, judge_one, &j);
 
 	if (!rc && dst->family == AF_INET)
-		rc = diag_dump(AF_INET, dst->port, judge_one, &j);
+		rc = diag_dump(AF_INET, dst->port, listen, judge_one, &j);
 	if (rc)
 		return rc;
 	if (j.stranger)
