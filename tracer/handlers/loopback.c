@@ -268,7 +268,7 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 		*v = refuse_local(run, n, e, a, alen);
 		return true;
 	}
-	cr_net_local_client(ns, &local, &dst);
+	cr_net_local_client(ns, s->ino, &local, &dst);
 	cr_net_peer_drop(ns, s->ino);
 	if (rc == 0) {
 		*v = v_val(0);

@@ -23,6 +23,7 @@ struct cr_net_lsn {
 
 struct cr_net_client {
 	struct cr_net_ep local, remote;
+	uint64_t ino;		/* the run's client socket */
 	bool live;
 };
 
@@ -314,7 +315,8 @@ int cr_net_local_listener(const struct cr_netstate *ns,
 	return j.listeners ? 1 : 0;
 }
 
-void cr_net_local_client(struct cr_netstate *ns, const struct cr_net_ep *local,
+void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
+			 const struct cr_net_ep *local,
 			 const struct cr_net_ep *remote)
 {
 	struct cr_net_client *c;
@@ -330,7 +332,57 @@ void cr_net_local_client(struct cr_netstate *ns, const struct cr_net_ep *local,
 	ns->nclients_next = (ns->nclients_next + 1) % CR_NET_MAX_LOCAL;
 	c->local = *local;
 	c->remote = *remote;
+	c->ino = ino;
 	c->live = true;
+}
+
+/* The inode of the socket whose own end is `self` and whose peer is
+ * `other` (sock_diag's exact lookup); 0 when there is none. */
+static uint64_t diag_inode(const struct cr_net_ep *self,
+			   const struct cr_net_ep *other)
+{
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} req;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	const struct inet_diag_msg *m;
+	uint64_t ino = 0;
+	ssize_t got;
+	int fd;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return 0;
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.h.nlmsg_flags = NLM_F_REQUEST;
+	req.r.sdiag_family = (uint8_t)self->family;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = ~0u;
+	req.r.id.idiag_sport = htons(self->port);
+	req.r.id.idiag_dport = htons(other->port);
+	memcpy(req.r.id.idiag_src, self->addr, self->family == AF_INET ? 4 : 16);
+	memcpy(req.r.id.idiag_dst, other->addr, other->family == AF_INET ? 4 : 16);
+	req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel,
+		   sizeof(kernel)) == sizeof(req)) {
+		do
+			got = recv(fd, buf, sizeof(buf), 0);
+		while (got < 0 && errno == EINTR);
+		m = NLMSG_DATA(h);
+		if (got > 0 && NLMSG_OK(h, (size_t)got) &&
+		    h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+		    h->nlmsg_len >= NLMSG_LENGTH(sizeof(*m)) &&
+		    ntohs(m->id.idiag_sport) == self->port &&
+		    ntohs(m->id.idiag_dport) == other->port)
+			ino = m->idiag_inode;
+	}
+	close(fd);
+	return ino;
 }
 
 bool cr_net_local_client_take(struct cr_netstate *ns,
@@ -344,11 +396,13 @@ bool cr_net_local_client_take(struct cr_netstate *ns,
 
 		/* One accepted connection per connect the run made: the
 		 * 4-tuple is unique while the connection lives, and once
-		 * taken it cannot vouch for a later one. */
+		 * taken it cannot vouch for a later one. The socket at the
+		 * other end must still be the run's (a client that gave up
+		 * leaves its 4-tuple free for a stranger to take). */
 		if (c->live && ep_same(&c->local, peer) &&
 		    ep_same(&c->remote, local)) {
 			c->live = false;
-			return true;
+			return c->ino && diag_inode(peer, local) == c->ino;
 		}
 	}
 	return false;

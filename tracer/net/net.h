@@ -194,7 +194,8 @@ bool cr_net_local_port(const struct cr_netstate *ns, int family,
 bool cr_net_published(const struct cr_netstate *ns, uint16_t port);
 int cr_net_local_listener(const struct cr_netstate *ns,
 			  const struct cr_net_ep *dst);
-void cr_net_local_client(struct cr_netstate *ns, const struct cr_net_ep *local,
+void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
+			 const struct cr_net_ep *local,
 			 const struct cr_net_ep *remote);
 bool cr_net_local_client_take(struct cr_netstate *ns,
 			      const struct cr_net_ep *peer,
