@@ -7,7 +7,6 @@ Loopback only."""
 import os
 import socket
 import subprocess
-import sys
 import threading
 
 from harness import eq, contains, true, test, wait_for, check_result_shape
