@@ -501,3 +501,37 @@ print(a.recv(100).decode())
     run, r = loop_run(t, prog, timeout=120)
     eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
     eq(r["stdout"], "after 4500 binds\n", "stdout")
+
+
+@test
+def unix_passcred_autobind_refused(t):
+    """SO_PASSCRED on an unnamed unix datagram socket would have the kernel
+    autobind it to an abstract name any local user may send to: refused.
+    On a named one, and for other options of the same number, it works."""
+    prog = r'''
+import os, socket
+os.chdir(os.environ["HOME"])
+def tryp(what, fn):
+    try:
+        fn()
+        print(what, "ok")
+    except OSError as e:
+        print(what, "errno", e.errno)
+u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+tryp("unnamed", lambda: u.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1))
+print("still unnamed", repr(u.getsockname()))
+v = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+v.bind("named.sock")
+tryp("named", lambda: v.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1))
+print("named value", v.getsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED))
+w = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+tryp("stream", lambda: w.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1))
+x = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+tryp("hops", lambda: x.setsockopt(socket.IPPROTO_IPV6, 16, 7))  # IPV6_MULTICAST_HOPS
+print("hops value", x.getsockopt(socket.IPPROTO_IPV6, 16))
+'''
+    run, r = loop_run(t, prog)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "unnamed errno 13\nstill unnamed ''\nnamed ok\n"
+       "named value 1\nstream ok\nhops ok\nhops value 7\n", "stdout")
+    eq(len(denials(r, "setsockopt", "net")), 1, "setsockopt denial")

@@ -223,6 +223,9 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 struct cr_verdict cr_h_recvfrom(struct cr_run *run,
 				const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n);
+struct cr_verdict cr_h_setsockopt(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n);
 struct cr_verdict cr_h_getpeername(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n);

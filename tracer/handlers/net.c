@@ -1015,6 +1015,64 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 	return v_val(sent);
 }
 
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+#define SOCKOPT_CAP 65536
+
+/*
+ * setsockopt with optname SO_PASSCRED (16) or SO_PASSPIDFD, any level (the
+ * filter can test one argument): on an unnamed unix datagram socket the
+ * kernel autobinds an abstract name at the first send or connect, and any
+ * local user may then send it datagrams. Refused there; every other call
+ * of these numbers is performed here, on our duplicate, with the value read
+ * once (EMULATED: a thread could swap the fd number after a check).
+ */
+struct cr_verdict cr_h_setsockopt(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n)
+{
+	int level = (int)n->data.args[1], opt = (int)n->data.args[2];
+	uint64_t len = (uint32_t)n->data.args[4];
+	union cr_sockaddr a;
+	socklen_t al = sizeof(a);
+	struct cr_verdict v;
+	struct cr_sock s;
+	void *val = NULL;
+	int rc;
+
+	if (len > SOCKOPT_CAP)
+		return v_err(EINVAL);
+	if (len) {
+		val = malloc(len);
+		if (!val)
+			return v_err(ENOMEM);
+		rc = cr_mem_read((pid_t)n->pid, n->data.args[3], val, len);
+		if (rc) {
+			free(val);
+			return v_err(-rc);
+		}
+	}
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc) {
+		free(val);
+		return v_err(-rc);
+	}
+	memset(&a, 0, sizeof(a));
+	if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
+	    s.domain == AF_UNIX && s.type == SOCK_DGRAM &&
+	    getsockname(s.dup, &a.sa, &al) == 0 &&
+	    is_abstract_or_unnamed(&a, al))
+		v = cr_net_deny(run, n, e, NULL, 0, "net",
+				"credentials on an unnamed unix datagram socket would autobind it to an abstract name",
+				EACCES);
+	else
+		v = v_rc(setsockopt(s.dup, level, opt, val, (socklen_t)len));
+	cr_sock_close(&s);
+	free(val);
+	return v;
+}
+
 struct cr_verdict cr_h_getpeername(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n)
