@@ -273,6 +273,23 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	rc = parse_limits(d, limits, &c->limits);
 	if (rc)
 		return rc;
+	/* A class that opens destinations but grants no connection or no
+	 * byte would end every run at its first connection: a mistake, so
+	 * refused here rather than discovered at run time. */
+	if (c->net_allow.n) {
+		static const enum cr_limit_id need[] = {
+			CR_LIM_NET_CONNECTIONS, CR_LIM_NET_BYTES,
+		};
+
+		for (size_t i = 0; i < CR_ARRAY_SIZE(need); i++)
+			if (!c->limits.v[need[i]])
+				return cr_jdoc_fail(d, cr_jdoc_get(limits,
+						    cr_limit_name(need[i])),
+						    "is 0 but net.allow names "
+						    "destinations: the first "
+						    "connection would end the "
+						    "run");
+	}
 
 	rc = opt_list(d, item, "env", env_check, &c->env);
 	if (rc)

@@ -11,6 +11,7 @@ enum {
 	OPT_POLICY = 256, OPT_CLASS, OPT_RO, OPT_RW, OPT_EXEC, OPT_ALLOW_NET,
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
+	OPT_PUBLISH,
 };
 
 static const struct option longopts[] = {
@@ -21,6 +22,7 @@ static const struct option longopts[] = {
 	{ "rw", required_argument, NULL, OPT_RW },
 	{ "exec", required_argument, NULL, OPT_EXEC },
 	{ "allow-net", required_argument, NULL, OPT_ALLOW_NET },
+	{ "publish", required_argument, NULL, OPT_PUBLISH },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "env", required_argument, NULL, OPT_ENV },
 	{ "input", required_argument, NULL, OPT_INPUT },
@@ -40,7 +42,7 @@ static const char usage[] =
 	"usage: corral run [OPTIONS] -- COMMAND [ARG...]\n"
 	"       corral run --request FILE [OPTIONS]\n"
 	"options: -w/--workspace DIR, --policy FILE, --class NAME,\n"
-	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST,\n"
+	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST, --publish PORT,\n"
 	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
 	"  --output GLOB, --output-dir DIR, --json, --result FILE,\n"
 	"  --audit FILE, --id ID, --request FILE, --stacks\n";
@@ -69,6 +71,27 @@ static void strlist_free(struct cr_strlist *l)
 }
 
 #define bad(err, len, ...) (cr_errf(err, len, __VA_ARGS__), -EINVAL)
+
+/* --publish PORT: a loopback port of the run that other local users may
+ * connect to (docs/network.md). */
+static int push_port(struct cr_run_config *cfg, const char *s, char *err,
+		     size_t errlen)
+{
+	unsigned long v = 0;
+	uint16_t *p;
+	size_t i;
+
+	for (i = 0; s[i] >= '0' && s[i] <= '9' && i < 6; i++)
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	if (!i || s[i] || v < 1 || v > 65535)
+		return bad(err, errlen, "--publish %s: expected a port, 1-65535", s);
+	p = realloc(cfg->publish, (cfg->npublish + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	cfg->publish = p;
+	cfg->publish[cfg->npublish++] = (uint16_t)v;
+	return 0;
+}
 
 /* Parsed options that the run configuration does not keep verbatim. */
 struct cr_cli {
@@ -194,6 +217,9 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 			rc = cr_net_dest_validate(optarg, err, errlen);
 			if (!rc)
 				rc = push(&cfg->allow_net, optarg);
+			break;
+		case OPT_PUBLISH:
+			rc = push_port(cfg, optarg, err, errlen);
 			break;
 		case OPT_LIMIT: rc = push(&cli.limits, optarg); break;
 		case OPT_ENV: rc = push(&cli.envs, optarg); break;
@@ -343,5 +369,8 @@ void cr_config_free(struct cr_run_config *cfg)
 	strlist_free(&cfg->extra_rw);
 	strlist_free(&cfg->extra_exec);
 	strlist_free(&cfg->allow_net);
+	free(cfg->publish);
+	cfg->publish = NULL;
+	cfg->npublish = 0;
 	memset(cfg, 0, sizeof(*cfg));
 }

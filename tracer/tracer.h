@@ -39,6 +39,8 @@ struct cr_run_config {
 	const char *stdin_text;		/* borrowed from req, NULL: inherit */
 	size_t stdin_len;
 	struct cr_strlist extra_ro, extra_rw, extra_exec, allow_net; /* owned */
+	uint16_t *publish;		/* owned: --publish ports */
+	size_t npublish;
 };
 
 /* ---- verdicts: what a syscall handler decides; only the loop answers ---- */

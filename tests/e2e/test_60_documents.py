@@ -109,6 +109,11 @@ def _policy_cases():
     lines, n = replace_line(b, '"wall"', ['        "wall": "60s",',
                                           '        "cpu": "10s",'])
     cases["duplicate_key"] = Case(lines, n + 1, "limits.cpu")
+    # Destinations with no connection to use them: refused at the budget.
+    lines, _ = replace_line(b, '"allow"', '        "allow": ["127.0.0.1:80"]')
+    cases["allow_with_zero_budget"] = Case(
+        lines, line_of(lines, '"net-connections"'), "limits.net-connections",
+        extra="is 0 but net.allow names destinations")
     # A missing comma: the parser may notice at either line.
     lines, n = replace_line(b, '"memory"', '        "memory": "512MiB"')
     cases["syntax_error"] = Case(lines, n, None, lines_ok=(n, n + 1))

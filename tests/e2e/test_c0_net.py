@@ -701,28 +701,47 @@ asyncio.run(main())
 
 
 @test
-def net_inet_bind_and_listen_refused(t):
+def net_allow_net_alone_has_budgets(t):
+    """The default class grants network budgets: --allow-net alone is
+    enough for a connection (it used to end the run at the first one)."""
+    srv = TcpServer(echo_handler)
+    try:
+        run, r = net_run(t, ["127.0.0.1", str(srv.port)], CLIENT,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port])
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        eq(r["status"], "ok", "status")
+        contains(r["stdout"], "got ping", "echoed")
+        eq(r["usage"]["net_connections"], 1, "usage.net_connections")
+        true("budget is 0" not in run.err.decode(), "no zero-budget warning")
+    finally:
+        srv.close()
+
+
+@test
+def net_inet_bind_outside_loopback_refused(t):
+    """The run's servers live on loopback (tests/e2e/test_c1_loopback.py):
+    binding any other address, or making a socket transparent to bind
+    foreign ones, is refused."""
     prog = r'''
 import socket
 s = socket.socket()
 try:
-    s.bind(("127.0.0.1", 0))
+    s.bind(("192.0.2.1", 0))
     print("bound")
 except OSError as e:
     print("bind refused", e.errno)
 s = socket.socket()
 try:
-    s.listen()
-    print("listening", s.getsockname())
+    s.setsockopt(socket.SOL_IP, 19, 1)  # IP_TRANSPARENT
+    print("transparent")
 except OSError as e:
-    print("listen refused", e.errno)
+    print("transparent refused", e.errno)
 '''
     run, r = net_run(t, [], prog)
     eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
     contains(r["stdout"], "bind refused 13", "bind")
-    contains(r["stdout"], "listen refused 13", "listen")
+    contains(r["stdout"], "transparent refused 1", "IP_TRANSPARENT")
     eq(len(denials(r, "bind", "net")), 1, "bind denial")
-    eq(len(denials(r, "listen", "net")), 1, "listen denial")
     eq(r["status"], "ok", "status")
     t.assert_next_run_ok()
 

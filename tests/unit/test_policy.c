@@ -410,21 +410,44 @@ TEST_IMPL(policy_net)
 	struct cr_policy *p = NULL;
 	const char *why;
 
+	static const char budgets[] =
+		"\"cpu\": \"1s\", \"memory\": \"1MiB\", \"wall\": \"2s\", "
+		"\"processes\": 4, \"output\": \"1KiB\", \"disk\": 0, "
+		"\"files\": 10, \"net-bytes\": \"1MiB\", "
+		"\"net-connections\": 2, \"net-conn-time\": \"1s\"";
+
 	why = parse_ok(cr_test_policy(NULL, "{\"allow\": [\"pypi.org:443\", "
 				      "\"10.0.0.0/8:*\", \"[::1]:80\", "
-				      "\"[fe80::/10]:1-1024\"]}", NULL, NULL),
+				      "\"[fe80::/10]:1-1024\"]}", budgets, NULL),
 		       &p);
 	if (why)
 		FAIL_("%s", why);
 	ASSERT_EQ(p->classes[0].net_allow.n, 4);
 	ASSERT_STREQ(p->classes[0].net_allow.v[3], "[fe80::/10]:1-1024");
 	cr_policy_free(p);
+	/* Destinations with no connection or no byte to use them: refused,
+	 * naming the budget's own line. */
+	ASSERT_POLICY_ERR(cr_test_policy(NULL, "{\"allow\": [\"a.org:443\"]}",
+					 NULL, NULL),
+			  "t.json:8: classes.x.limits.net-connections: is 0 "
+			  "but net.allow names destinations");
+	ASSERT_POLICY_ERR(cr_test_policy(NULL, "{\"allow\": [\"a.org:443\"]}",
+					 cr_test_limits("net-connections", "3"),
+					 NULL),
+			  "t.json:8: classes.x.limits.net-bytes: is 0 but "
+			  "net.allow names destinations");
+	/* Zero budgets with nothing allowed are fine (the old default). */
+	why = parse_ok(cr_test_policy(NULL, NULL, NULL, NULL), &p);
+	if (why)
+		FAIL_("%s", why);
+	cr_policy_free(p);
+	p = NULL;
 	ASSERT_POLICY_ERR(cr_test_policy(NULL, "{\"allow\": [\"a.org:443\", "
-					 "\"host:0\"]}", NULL, NULL),
+					 "\"host:0\"]}", budgets, NULL),
 			  "t.json:6: classes.x.net.allow[1]: \"host:0\" has a "
 			  "port out of range");
 	ASSERT_POLICY_ERR(cr_test_policy(NULL, "{\"allow\": [\"::1:80\"]}",
-					 NULL, NULL),
+					 budgets, NULL),
 			  "classes.x.net.allow[0]: \"::1:80\" has an IPv6 "
 			  "address outside brackets");
 }
@@ -480,8 +503,8 @@ static const char *check_default(const struct cr_policy *p)
 		[CR_LIM_CPU] = 30000, [CR_LIM_MEMORY] = 512ull << 20,
 		[CR_LIM_WALL] = 60000, [CR_LIM_PROCESSES] = 64,
 		[CR_LIM_OUTPUT] = 1 << 20, [CR_LIM_DISK] = 256ull << 20,
-		[CR_LIM_FILES] = 10000, [CR_LIM_NET_BYTES] = 0,
-		[CR_LIM_NET_CONNECTIONS] = 0, [CR_LIM_NET_CONN_TIME] = 30000,
+		[CR_LIM_FILES] = 10000, [CR_LIM_NET_BYTES] = 256ull << 20,
+		[CR_LIM_NET_CONNECTIONS] = 64, [CR_LIM_NET_CONN_TIME] = 300000,
 	};
 	static char why[256];
 	const struct cr_class *c = cr_policy_class(p, "default");
@@ -597,7 +620,8 @@ TEST_IMPL(policy_round_trip)
 	cr_policy_free(p);
 	p = NULL;
 	ASSERT_CONTAINS(json, "\"processes\": 64");
-	ASSERT_CONTAINS(json, "\"net-bytes\": \"0B\"");
+	ASSERT_CONTAINS(json, "\"net-bytes\": \"256MiB\"");
+	ASSERT_CONTAINS(json, "\"net-connections\": 64");
 	ASSERT_CONTAINS(json, "\"memory\": \"512MiB\"");
 	ASSERT_CONTAINS(json, "\"hide\": false");
 	free(json);

@@ -217,7 +217,7 @@ static const char narrow_policy[] =
 	"\"net\": {\"allow\": [\"pypi.org:443\", \"10.0.0.0/8:*\"]}, "
 	"\"limits\": {\"cpu\": \"30s\", \"memory\": \"512MiB\", \"wall\": "
 	"\"60s\", \"processes\": 64, \"output\": \"1MiB\", \"disk\": \"256MiB\","
-	" \"files\": 10000, \"net-bytes\": \"0\", \"net-connections\": 0, "
+	" \"files\": 10000, \"net-bytes\": \"1MiB\", \"net-connections\": 4, "
 	"\"net-conn-time\": \"30s\"}}}}";
 
 /* Parses request text and asks whether it narrows class cls of policy. */
@@ -266,10 +266,10 @@ TEST_IMPL(request_narrows)
 	ASSERT_STREQ(err, "limits.memory: 1GiB is more than the class allows "
 			  "(512MiB)");
 	ASSERT_EQ(narrows(def, "default", "{\"command\": [\"a\"], \"limits\": "
-			  "{\"net-bytes\": \"1KiB\"}}", err, sizeof(err)),
+			  "{\"net-bytes\": \"257MiB\"}}", err, sizeof(err)),
 		  -EPERM);
-	ASSERT_STREQ(err, "limits.net-bytes: 1KiB is more than the class "
-			  "allows (0B)");
+	ASSERT_STREQ(err, "limits.net-bytes: 257MiB is more than the class "
+			  "allows (256MiB)");
 	ASSERT_EQ(narrows(def, "default", "{\"command\": [\"a\"], \"limits\": "
 			  "{\"processes\": 65}}", err, sizeof(err)), -EPERM);
 	ASSERT_STREQ(err, "limits.processes: 65 is more than the class allows "

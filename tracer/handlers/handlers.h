@@ -160,6 +160,47 @@ CR_HANDLER(cr_h_fcntl_owner);
 CR_HANDLER(cr_h_socket);
 /* personality.c */
 CR_HANDLER(cr_h_personality);
+/* net.c: a duplicate of a program socket and what it is, shared with
+ * loopback.c */
+union cr_sockaddr;
+struct cr_sock {
+	int dup;		/* owned, -1 when handed on */
+	int domain, type, protocol;
+	uint64_t ino;
+};
+int cr_sock_open(struct cr_run *run, const struct seccomp_notif *n, int fd,
+		 struct cr_sock *s);
+void cr_sock_close(struct cr_sock *s);
+struct cr_verdict cr_net_deny(struct cr_run *run, const struct seccomp_notif *n,
+			      const struct cr_syscall_entry *e,
+			      const union cr_sockaddr *a, socklen_t alen,
+			      const char *layer, const char *why, int err);
+
+/* loopback.c: the run's own TCP servers on loopback */
+struct cr_verdict cr_net_bind_inet(struct cr_run *run,
+				   const struct seccomp_notif *n,
+				   const struct cr_syscall_entry *e,
+				   struct cr_sock *s, const union cr_sockaddr *a,
+				   socklen_t alen);
+struct cr_verdict cr_net_listen_inet(struct cr_run *run,
+				     const struct seccomp_notif *n,
+				     const struct cr_syscall_entry *e,
+				     struct cr_sock *s, int backlog);
+/* A TCP connect to loopback: the run's own listeners (by_rule: an allow
+ * rule opens the address, which then goes to the proxy unless the port is
+ * one the run bound). True when it was decided here (*v holds the answer;
+ * s->dup may have been taken over). */
+bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
+			  const struct cr_syscall_entry *e, struct cr_sock *s,
+			  const union cr_sockaddr *a, socklen_t alen,
+			  bool by_rule, struct cr_verdict *v);
+struct cr_verdict cr_h_accept(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n);
+struct cr_verdict cr_h_getsockname(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n);
+
 /* net.c */
 struct cr_verdict cr_h_connect(struct cr_run *run,
 			       const struct cr_syscall_entry *e,
@@ -182,6 +223,9 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 struct cr_verdict cr_h_recvfrom(struct cr_run *run,
 				const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n);
+struct cr_verdict cr_h_setsockopt(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n);
 struct cr_verdict cr_h_getpeername(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n);

@@ -1,6 +1,6 @@
 /* tracer/handlers/net.c: connect, bind, listen, sendto, sendmsg, sendmmsg,
  * getpeername, recvfrom — every call that names a socket address or
- * reveals one. */
+ * reveals one (the run's loopback servers: loopback.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,8 +9,10 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 
 #include "handlers.h"
 #include "../net/net.h"
@@ -31,12 +33,6 @@
 #define CONTROL_CAP 4096
 #define MMSG_MAX 64
 
-struct sock {
-	int dup;		/* owned, -1 when handed on */
-	int domain, type, protocol;
-	uint64_t ino;
-};
-
 static struct cr_verdict v_err(int e)
 {
 	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = e };
@@ -52,10 +48,10 @@ static struct cr_verdict v_rc(int rc)
 	return rc < 0 ? v_err(errno) : v_val(rc);
 }
 
-static struct cr_verdict deny(struct cr_run *run, const struct seccomp_notif *n,
-			      const struct cr_syscall_entry *e,
-			      const union cr_sockaddr *a, socklen_t alen,
-			      const char *layer, const char *why, int err)
+struct cr_verdict cr_net_deny(struct cr_run *run, const struct seccomp_notif *n,
+			       const struct cr_syscall_entry *e,
+			       const union cr_sockaddr *a, socklen_t alen,
+			       const char *layer, const char *why, int err)
 {
 	char target[160];
 
@@ -65,15 +61,15 @@ static struct cr_verdict deny(struct cr_run *run, const struct seccomp_notif *n,
 	return v_err(err);
 }
 
-static void sock_close(struct sock *s)
+void cr_sock_close(struct cr_sock *s)
 {
 	if (s->dup >= 0)
 		close(s->dup);
 	s->dup = -1;
 }
 
-static int sock_open(struct cr_run *run, const struct seccomp_notif *n,
-		     int fd, struct sock *s)
+int cr_sock_open(struct cr_run *run, const struct seccomp_notif *n,
+		     int fd, struct cr_sock *s)
 {
 	socklen_t l = sizeof(int);
 	struct stat st;
@@ -87,7 +83,7 @@ static int sock_open(struct cr_run *run, const struct seccomp_notif *n,
 		return e == -ESRCH ? -ESRCH : -EBADF;
 	}
 	if (fstat(s->dup, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-		sock_close(s);
+		cr_sock_close(s);
 		return -ENOTSOCK;
 	}
 	s->ino = (uint64_t)st.st_ino;
@@ -96,7 +92,7 @@ static int sock_open(struct cr_run *run, const struct seccomp_notif *n,
 	    getsockopt(s->dup, SOL_SOCKET, SO_PROTOCOL, &s->protocol, &l) < 0) {
 		int e = errno;
 
-		sock_close(s);
+		cr_sock_close(s);
 		return -e;
 	}
 	return 0;
@@ -148,7 +144,7 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 			     const union cr_sockaddr *a, socklen_t alen,
 			     bool for_bind, char *out, size_t outlen, int *hold)
 {
-	const struct cr_netstate *ns = run->net;
+	struct cr_netstate *ns = run->net;
 	size_t plen = alen - offsetof(struct sockaddr_un, sun_path);
 	char raw[PATH_MAX * 2], norm[PATH_MAX * 2];
 	size_t wl = strlen(ns->ws_real), nl = 0;
@@ -212,6 +208,7 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 	if (pfd < 0)
 		return errno == EXDEV || errno == ELOOP ? -EXDEV : -errno;
 	if (for_bind) {
+		pfd = cr_net_unix_bind_fd(ns, pfd);
 		if ((size_t)snprintf(out, outlen, "/proc/self/fd/%d/%s", pfd,
 				     name) >= outlen) {
 			close(pfd);
@@ -252,7 +249,7 @@ static struct cr_verdict unix_target(struct cr_run *run,
 	if (is_abstract_or_unnamed(a, alen)) {
 		if (alen <= offsetof(struct sockaddr_un, sun_path) && !for_bind)
 			return v_err(EINVAL);
-		return deny(run, n, e, a, alen, "net",
+		return cr_net_deny(run, n, e, a, alen, "net",
 			    "abstract unix sockets reach outside the sandbox", EACCES);
 	}
 	memset(out, 0, sizeof(*out));
@@ -267,7 +264,7 @@ static struct cr_verdict unix_target(struct cr_run *run,
 	rc = unix_path_resolve(run, (pid_t)n->pid, a, alen, for_bind,
 			       out->un.sun_path, sizeof(out->un.sun_path), hold);
 	if (rc == -EXDEV)
-		return deny(run, n, e, a, alen, "fs",
+		return cr_net_deny(run, n, e, a, alen, "fs",
 			    "unix sockets are reachable only inside the workspace",
 			    EACCES);
 	if (rc < 0)
@@ -310,7 +307,7 @@ static const char *inet_refusal(struct cr_run *run, int family,
 static struct cr_verdict connect_tcp(struct cr_run *run,
 				     const struct seccomp_notif *n,
 				     const struct cr_syscall_entry *e,
-				     struct sock *s, const union cr_sockaddr *a,
+				     struct cr_sock *s, const union cr_sockaddr *a,
 				     socklen_t alen, const uint8_t *addr,
 				     uint16_t port)
 {
@@ -325,18 +322,29 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	 * the kernel's answer, without counting a new connection. */
 	if (getpeername(s->dup, &peer.sa, &pl) == 0)
 		return v_err(EISCONN);
+	/* Loopback: the run's own listeners, and nothing else that no rule
+	 * opens (a rule never sends the run's own port through the proxy,
+	 * whose connection its accept would drop). */
+	{
+		struct cr_verdict v;
+
+		if (cr_net_connect_local(run, n, e, s, a, alen,
+					 cr_net_allowed(ns, a->sa.sa_family,
+							addr, port), &v))
+			return v;
+	}
 	why = inet_refusal(run, a->sa.sa_family, addr, port);
 	if (why)
-		return deny(run, n, e, a, alen, "net", why, ECONNREFUSED);
+		return cr_net_deny(run, n, e, a, alen, "net", why, ECONNREFUSED);
 	if (ns->lfd[idx] < 0)
-		return deny(run, n, e, a, alen, "net",
+		return cr_net_deny(run, n, e, a, alen, "net",
 			    "the proxy has no listener for this address family",
 			    ECONNREFUSED);
 	if (run->usage.net_connections >= lim) {
 		char b[32];
 
 		cr_limit_format(CR_LIM_NET_CONNECTIONS, lim, b, sizeof(b));
-		deny(run, n, e, a, alen, "net",
+		cr_net_deny(run, n, e, a, alen, "net",
 		     "the connection budget is spent", ECONNREFUSED);
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "net-connections",
 			   "the program opened more than %s connections", b);
@@ -412,7 +420,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	struct cr_netstate *ns = run->net;
 	union cr_sockaddr a, t;
 	socklen_t alen = (socklen_t)n->data.args[2], tl = 0;
-	struct sock s;
+	struct cr_sock s;
 	struct cr_verdict v;
 	uint8_t addr[16];
 	uint16_t port;
@@ -424,11 +432,11 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	rc = read_addr((pid_t)n->pid, n->data.args[1], n->data.args[2], &a);
 	if (rc)
 		return v_err(-rc);
-	rc = sock_open(run, n, (int)n->data.args[0], &s);
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
 	if (!cr_notif_valid(run, n->id)) {
-		sock_close(&s);
+		cr_sock_close(&s);
 		return v_err(EINTR);
 	}
 	switch (a.sa.sa_family) {
@@ -450,7 +458,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		 * "ping" socket or SCTP names a port too. */
 		if ((s.type == SOCK_STREAM && s.protocol != IPPROTO_TCP) ||
 		    (s.type == SOCK_DGRAM && s.protocol != IPPROTO_UDP)) {
-			v = deny(run, n, e, &a, alen, "net",
+			v = cr_net_deny(run, n, e, &a, alen, "net",
 				 "only TCP and DNS over UDP are relayed", EACCES);
 			break;
 		}
@@ -486,7 +494,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 				cr_net_peer_set(ns, s.ino, &a, alen, true);
 			}
 		} else {
-			v = deny(run, n, e, &a, alen, "net",
+			v = cr_net_deny(run, n, e, &a, alen, "net",
 				 s.type == SOCK_DGRAM ?
 				 "datagrams go only to the DNS responder (port 53)" :
 				 "only TCP and DNS are relayed", ECONNREFUSED);
@@ -504,19 +512,19 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		 * allowed. */
 		if (alen >= sizeof(struct sockaddr_nl) &&
 		    ((const struct sockaddr_nl *)&a)->nl_pid != 0)
-			v = deny(run, n, e, &a, alen, "net",
+			v = cr_net_deny(run, n, e, &a, alen, "net",
 				 "netlink messages go only to the kernel", EACCES);
 		else
 			v = v_rc(connect(s.dup, &a.sa, alen));
 		break;
 	default:
-		v = deny(run, n, e, &a, alen, "net",
+		v = cr_net_deny(run, n, e, &a, alen, "net",
 			 "this address family is not allowed", EACCES);
 		break;
 	}
 	if (hold >= 0)
 		close(hold);
-	sock_close(&s);
+	cr_sock_close(&s);
 	return v;
 }
 
@@ -526,7 +534,7 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 {
 	union cr_sockaddr a, t;
 	socklen_t alen = (socklen_t)n->data.args[2], tl = 0;
-	struct sock s;
+	struct cr_sock s;
 	struct cr_verdict v;
 	int rc, hold = -1;
 	bool ok;
@@ -536,36 +544,39 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 	rc = read_addr((pid_t)n->pid, n->data.args[1], n->data.args[2], &a);
 	if (rc)
 		return v_err(-rc);
-	rc = sock_open(run, n, (int)n->data.args[0], &s);
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
 	if (!cr_notif_valid(run, n->id)) {
-		sock_close(&s);
+		cr_sock_close(&s);
 		return v_err(EINTR);
 	}
 	switch (a.sa.sa_family) {
 	case AF_INET:
 	case AF_INET6:
-		v = deny(run, n, e, &a, alen, "net",
-			 "binding internet sockets is refused: the run has no listening ports",
-			 EACCES);
+		v = cr_net_bind_inet(run, n, e, &s, &a, alen);
 		break;
 	case AF_UNIX:
 		v = unix_target(run, n, e, &a, alen, true, &t, &tl, &hold, &ok);
 		if (ok)
 			v = v_rc(bind(s.dup, &t.sa, tl));
+		/* The kernel keeps our inner name: remember the program's,
+		 * which every address handed back reports. */
+		if (ok && v.kind == CR_V_VALUE)
+			cr_net_unix_named(run->net, t.un.sun_path, &a, alen,
+					  s.ino);
 		break;
 	case AF_NETLINK:
 		v = v_rc(bind(s.dup, &a.sa, alen));
 		break;
 	default:
-		v = deny(run, n, e, &a, alen, "net",
+		v = cr_net_deny(run, n, e, &a, alen, "net",
 			 "this address family is not allowed", EACCES);
 		break;
 	}
 	if (hold >= 0)
 		close(hold);
-	sock_close(&s);
+	cr_sock_close(&s);
 	return v;
 }
 
@@ -575,9 +586,9 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 {
 	union cr_sockaddr l;
 	socklen_t ll = sizeof(l);
-	struct sock s;
+	struct cr_sock s;
 	struct cr_verdict v;
-	int rc = sock_open(run, n, (int)n->data.args[0], &s);
+	int rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 
 	if (rc)
 		return v_err(-rc);
@@ -585,10 +596,7 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 	switch (s.domain) {
 	case AF_INET:
 	case AF_INET6:
-		/* Nothing the run binds is internet-facing; an unbound
-		 * socket would be bound to every interface by listen. */
-		v = deny(run, n, e, NULL, 0, "net",
-			 "listening on internet sockets is refused", EACCES);
+		v = cr_net_listen_inet(run, n, e, &s, (int)n->data.args[1]);
 		break;
 	case AF_UNIX:
 		if (getsockname(s.dup, &l.sa, &ll) < 0) {
@@ -598,7 +606,7 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 		/* listen autobinds an unnamed socket to an abstract name,
 		 * reachable from outside the sandbox. */
 		if (is_abstract_or_unnamed(&l, ll)) {
-			v = deny(run, n, e, NULL, 0, "net",
+			v = cr_net_deny(run, n, e, NULL, 0, "net",
 				 "listening on an abstract or unnamed unix socket is refused",
 				 EACCES);
 			break;
@@ -609,7 +617,7 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 		v = v_rc(listen(s.dup, (int)n->data.args[1]));
 		break;
 	}
-	sock_close(&s);
+	cr_sock_close(&s);
 	return v;
 }
 
@@ -719,7 +727,7 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
  * returns true, or returns false with *v holding the refusal.
  */
 static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
-			const struct cr_syscall_entry *e, struct sock *s,
+			const struct cr_syscall_entry *e, struct cr_sock *s,
 			const union cr_sockaddr *a, socklen_t alen, int flags,
 			struct cr_net_msg *m, int *hold, struct cr_verdict *v)
 {
@@ -729,7 +737,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 	bool ok;
 
 	if (flags & MSG_FASTOPEN) {
-		*v = deny(run, n, e, a, alen, "net",
+		*v = cr_net_deny(run, n, e, a, alen, "net",
 			  "TCP fast open would connect without connect()", EACCES);
 		return false;
 	}
@@ -749,7 +757,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		return false;
 	}
 	if (s->type != SOCK_DGRAM) {
-		*v = deny(run, n, e, a, alen, "net",
+		*v = cr_net_deny(run, n, e, a, alen, "net",
 			  "this socket type may not name a destination", EACCES);
 		return false;
 	}
@@ -767,7 +775,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			return false;
 		}
 		if (port != 53 || s->protocol != IPPROTO_UDP) {
-			*v = deny(run, n, e, a, alen, "net",
+			*v = cr_net_deny(run, n, e, a, alen, "net",
 				  "datagrams go only to the DNS responder (port 53); UDP is not relayed",
 				  EACCES);
 			return false;
@@ -800,7 +808,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 	case AF_NETLINK:
 		if (alen < sizeof(struct sockaddr_nl) ||
 		    ((const struct sockaddr_nl *)a)->nl_pid != 0) {
-			*v = deny(run, n, e, a, alen, "net",
+			*v = cr_net_deny(run, n, e, a, alen, "net",
 				  "netlink messages go only to the kernel", EACCES);
 			return false;
 		}
@@ -809,13 +817,13 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		m->msg.msg_namelen = alen;
 		return true;
 	default:
-		*v = deny(run, n, e, a, alen, "net",
+		*v = cr_net_deny(run, n, e, a, alen, "net",
 			  "this address family is not allowed", EACCES);
 		return false;
 	}
 }
 
-static void msg_init(struct cr_net_msg *m, struct sock *s, int flags)
+static void msg_init(struct cr_net_msg *m, struct cr_sock *s, int flags)
 {
 	memset(m, 0, sizeof(*m));
 	m->dup = s->dup;
@@ -838,7 +846,7 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 	socklen_t alen = (socklen_t)n->data.args[5];
 	struct cr_net_msg m;
 	struct cr_verdict v;
-	struct sock s;
+	struct cr_sock s;
 	uint64_t len = n->data.args[2];
 
 	if (!run->net)
@@ -846,7 +854,7 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 	rc = read_addr(pid, n->data.args[4], n->data.args[5], &a);
 	if (rc)
 		return v_err(-rc);
-	rc = sock_open(run, n, (int)n->data.args[0], &s);
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
 	msg_init(&m, &s, flags);
@@ -895,7 +903,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 	pid_t pid = (pid_t)n->pid;
 	struct msghdr h;
 	union cr_sockaddr a;
-	struct sock s;
+	struct cr_sock s;
 	int rc = cr_mem_read(pid, p, &h, sizeof(h));
 
 	if (rc)
@@ -906,7 +914,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 		if (rc)
 			return rc;
 	}
-	rc = sock_open(run, n, fd, &s);
+	rc = cr_sock_open(run, n, fd, &s);
 	if (rc)
 		return rc;
 	msg_init(m, &s, flags);
@@ -1007,6 +1015,64 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 	return v_val(sent);
 }
 
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+#define SOCKOPT_CAP 65536
+
+/*
+ * setsockopt with optname SO_PASSCRED (16) or SO_PASSPIDFD, any level (the
+ * filter can test one argument): on an unnamed unix datagram socket the
+ * kernel autobinds an abstract name at the first send or connect, and any
+ * local user may then send it datagrams. Refused there; every other call
+ * of these numbers is performed here, on our duplicate, with the value read
+ * once (EMULATED: a thread could swap the fd number after a check).
+ */
+struct cr_verdict cr_h_setsockopt(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n)
+{
+	int level = (int)n->data.args[1], opt = (int)n->data.args[2];
+	uint64_t len = (uint32_t)n->data.args[4];
+	union cr_sockaddr a;
+	socklen_t al = sizeof(a);
+	struct cr_verdict v;
+	struct cr_sock s;
+	void *val = NULL;
+	int rc;
+
+	if (len > SOCKOPT_CAP)
+		return v_err(EINVAL);
+	if (len) {
+		val = malloc(len);
+		if (!val)
+			return v_err(ENOMEM);
+		rc = cr_mem_read((pid_t)n->pid, n->data.args[3], val, len);
+		if (rc) {
+			free(val);
+			return v_err(-rc);
+		}
+	}
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc) {
+		free(val);
+		return v_err(-rc);
+	}
+	memset(&a, 0, sizeof(a));
+	if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
+	    s.domain == AF_UNIX && s.type == SOCK_DGRAM &&
+	    getsockname(s.dup, &a.sa, &al) == 0 &&
+	    is_abstract_or_unnamed(&a, al))
+		v = cr_net_deny(run, n, e, NULL, 0, "net",
+				"credentials on an unnamed unix datagram socket would autobind it to an abstract name",
+				EACCES);
+	else
+		v = v_rc(setsockopt(s.dup, level, opt, val, (socklen_t)len));
+	cr_sock_close(&s);
+	free(val);
+	return v;
+}
+
 struct cr_verdict cr_h_getpeername(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n)
@@ -1015,7 +1081,7 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 	union cr_sockaddr real;
 	const union cr_sockaddr *a;
 	socklen_t al = sizeof(real);
-	struct sock s;
+	struct cr_sock s;
 	int ulen, rc;
 
 	if (!run->net)
@@ -1025,7 +1091,7 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 		return v_err(-rc);
 	if (ulen < 0)
 		return v_err(EINVAL);
-	rc = sock_open(run, n, (int)n->data.args[0], &s);
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
 	/* The proxy's address is the kernel's truth; the program is told
@@ -1035,12 +1101,13 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 		al = sizeof(real);
 		if (getpeername(s.dup, &real.sa, &al) < 0) {
 			rc = errno;
-			sock_close(&s);
+			cr_sock_close(&s);
 			return v_err(rc);
 		}
+		cr_net_unix_fix(run->net, &real, &al);
 		a = &real;
 	}
-	sock_close(&s);
+	cr_sock_close(&s);
 	rc = cr_mem_write(pid, n->data.args[1], a,
 			  (size_t)ulen < al ? (size_t)ulen : al);
 	if (!rc) {
@@ -1063,77 +1130,131 @@ static bool same_inet(const union cr_sockaddr *a, const union cr_sockaddr *b)
 	       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
 }
 
+/* What one recvfrom performed here needs, now or when data arrives. */
+struct recv_args {
+	uint64_t buf, len, from, fromlen;	/* the program's */
+	int flags;
+	bool dns;			/* report `asked` for the responder */
+	union cr_sockaddr asked;
+	socklen_t al;
+};
+
+/* Receive without blocking and hand back data and source; *again when a
+ * blocking socket has nothing yet. */
+static struct cr_verdict recv_try(struct cr_run *run, uint64_t id, pid_t pid,
+				  int dup, void *arg, bool *again)
+{
+	struct cr_netstate *ns = run->net;
+	struct recv_args *ra = arg;
+	union cr_sockaddr from;
+	socklen_t fl = sizeof(from);
+	void *buf = malloc(ra->len ? ra->len : 1);
+	ssize_t got;
+	int ulen, rc;
+
+	if (!buf)
+		return v_err(ENOMEM);
+	memset(&from, 0, sizeof(from));
+	got = recvfrom(dup, buf, ra->len, ra->flags | MSG_DONTWAIT, &from.sa, &fl);
+	rc = errno;
+	if (got < 0) {
+		int fdfl = fcntl(dup, F_GETFL);
+
+		free(buf);
+		if (rc == EAGAIN && !(ra->flags & MSG_DONTWAIT) && fdfl >= 0 &&
+		    !(fdfl & O_NONBLOCK))
+			*again = true;
+		return v_err(rc);
+	}
+	if (ra->dns &&
+	    same_inet(&from, &ns->daddr[family_idx(from.sa.sa_family)])) {
+		from = ra->asked;
+		fl = ra->al;
+	}
+	cr_net_unix_fix(ns, &from, &fl);
+	rc = cr_mem_write(pid, ra->buf, buf,
+			  (size_t)got < ra->len ? (size_t)got : ra->len);
+	free(buf);
+	if (!rc && ra->fromlen &&
+	    !(rc = cr_mem_read(pid, ra->fromlen, &ulen, sizeof(ulen)))) {
+		if (ulen < 0)
+			return v_err(EINVAL);
+		rc = cr_mem_write(pid, ra->from, &from,
+				  (size_t)ulen < fl ? (size_t)ulen : fl);
+		if (!rc) {
+			int out = (int)fl;
+
+			rc = cr_mem_write(pid, ra->fromlen, &out, sizeof(out));
+		}
+	}
+	/* The data is consumed: on a fault the program loses it, as it
+	 * would had the kernel failed to copy it out. */
+	return rc ? v_err(-rc) : v_val(got);
+}
+
 /*
- * recvfrom with a source address, on a socket whose DNS queries corral
- * redirected: the answer is read here and reported as coming from the
- * nameserver the program asked (stub resolvers, glibc's among them, drop
- * answers whose source is not the server they queried). Every other
- * recvfrom is let through: what it returns is the kernel's truth and no
- * decision depends on memory (REGS stance). A blocking socket with nothing
- * to read is let through too, and then reports corral's responder.
+ * recvfrom with a source address, performed here in two cases:
+ * - on a socket whose DNS queries corral redirected: the answer is
+ *   reported as coming from the nameserver the program asked (stub
+ *   resolvers, glibc's among them, drop answers whose source is not the
+ *   server they queried);
+ * - on a unix socket: the sender's name is the one it bound, not
+ *   corral's inner path. A blocking one with nothing to read waits in the
+ *   loop (unless it has a receive timeout, which the kernel keeps).
+ * Every other recvfrom is let through: what it returns is the kernel's
+ * truth and no decision depends on memory (REGS stance). A blocking DNS
+ * socket with nothing to read is let through too, and then reports
+ * corral's responder.
  */
 struct cr_verdict cr_h_recvfrom(struct cr_run *run,
 				const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n)
 {
 	struct cr_netstate *ns = run->net;
-	pid_t pid = (pid_t)n->pid;
-	uint64_t len = n->data.args[2];
-	int flags = (int)n->data.args[3];
 	const union cr_sockaddr *asked;
-	union cr_sockaddr from;
-	socklen_t fl = sizeof(from), al = 0;
-	struct cr_verdict cont = { .kind = CR_V_CONTINUE };
-	struct sock s;
-	void *buf;
-	ssize_t got;
-	int ulen, rc;
+	struct cr_verdict cont = { .kind = CR_V_CONTINUE }, v;
+	struct recv_args *ra;
+	struct timeval tv = { 0 };
+	socklen_t tl = sizeof(tv);
+	struct cr_sock s;
+	bool again = false, unixs;
 
-	if (!ns || sock_open(run, n, (int)n->data.args[0], &s))
+	if (!ns || cr_sock_open(run, n, (int)n->data.args[0], &s))
 		return cont;
-	asked = cr_net_peer_get(ns, s.ino, &al, false);
-	if (!asked || s.type != SOCK_DGRAM || len > DGRAM_CAP) {
-		sock_close(&s);
-		return cont;
-	}
-	buf = malloc(len ? len : 1);
-	if (!buf) {
-		sock_close(&s);
+	ra = calloc(1, sizeof(*ra));
+	if (!ra) {
+		cr_sock_close(&s);
 		return cont;
 	}
-	got = recvfrom(s.dup, buf, len, flags | MSG_DONTWAIT, &from.sa, &fl);
-	rc = errno;
-	if (got < 0) {
-		int fdfl = fcntl(s.dup, F_GETFL);
-
-		sock_close(&s);
-		free(buf);
-		if (rc == EAGAIN && !(flags & MSG_DONTWAIT) && fdfl >= 0 &&
-		    !(fdfl & O_NONBLOCK))
-			return cont;
-		return v_err(rc);
+	ra->buf = n->data.args[1];
+	ra->len = n->data.args[2];
+	ra->flags = (int)n->data.args[3];
+	ra->from = n->data.args[4];
+	ra->fromlen = n->data.args[5];
+	asked = cr_net_peer_get(ns, s.ino, &ra->al, false);
+	ra->dns = asked && s.type == SOCK_DGRAM;
+	if (ra->dns)
+		ra->asked = *asked;
+	unixs = s.domain == AF_UNIX && !(ra->flags & MSG_WAITALL);
+	if ((!ra->dns && !unixs) || ra->len > DGRAM_CAP) {
+		cr_sock_close(&s);
+		free(ra);
+		return cont;
 	}
-	sock_close(&s);
-	if (same_inet(&from, &ns->daddr[family_idx(from.sa.sa_family)])) {
-		from = *asked;
-		fl = al;
+	v = recv_try(run, n->id, (pid_t)n->pid, s.dup, ra, &again);
+	if (!again) {
+		cr_sock_close(&s);
+		free(ra);
+		return v;
 	}
-	rc = cr_mem_write(pid, n->data.args[1], buf,
-			  (size_t)got < len ? (size_t)got : len);
-	free(buf);
-	if (!rc && n->data.args[5] &&
-	    !(rc = cr_mem_read(pid, n->data.args[5], &ulen, sizeof(ulen)))) {
-		if (ulen < 0)
-			return v_err(EINVAL);
-		rc = cr_mem_write(pid, n->data.args[4], &from,
-				  (size_t)ulen < fl ? (size_t)ulen : fl);
-		if (!rc) {
-			int out = (int)fl;
-
-			rc = cr_mem_write(pid, n->data.args[5], &out, sizeof(out));
-		}
+	if (!unixs ||
+	    getsockopt(s.dup, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) < 0 ||
+	    tv.tv_sec || tv.tv_usec) {
+		cr_sock_close(&s);
+		free(ra);
+		return cont;
 	}
-	/* The datagram is consumed: on a fault the program loses it, as it
-	 * would had the kernel failed to copy it out. */
-	return rc ? v_err(-rc) : v_val(got);
+	v = cr_net_wait(run, n, s.dup, EPOLLIN, recv_try, ra);
+	s.dup = -1;
+	return v;
 }

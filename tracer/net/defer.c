@@ -1,6 +1,7 @@
-/* tracer/net/defer.c: sends the supervisor performs for the program: done
- * at once without blocking, or, for a blocking socket that is full, kept
- * and finished when the socket has room, then answered from the loop. */
+/* tracer/net/defer.c: calls the supervisor performs for the program that
+ * would block (a send to a full socket, an accept with nothing pending, a
+ * connect in progress): kept, finished when the socket is ready, answered
+ * from the loop. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -154,10 +155,86 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 	return (struct cr_verdict){ .kind = CR_V_SENT };
 }
 
+struct cr_net_wait {
+	struct cr_net_wait *next;
+	uint64_t id;
+	pid_t tid;
+	int dup;		/* owned */
+	cr_net_wait_fn fn;
+	void *arg;		/* owned */
+	struct cr_watch *w;
+};
+
+static void wait_drop(struct cr_run *run, struct cr_net_wait *w)
+{
+	struct cr_netstate *ns = run->net;
+
+	for (struct cr_net_wait **pp = &ns->waits; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	ns->nwaits--;
+	/* Out of epoll before the duplicate is closed (see on_writable). */
+	if (w->w)
+		cr_loop_unwatch(run, w->w);
+	close(w->dup);
+	free(w->arg);
+	free(w);
+}
+
+static void on_ready(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_wait *w = arg;
+	struct cr_verdict v;
+	bool again = false;
+
+	/* The task may have died, or a signal may have ended its call. */
+	if (!cr_notif_valid(run, w->id)) {
+		wait_drop(run, w);
+		return;
+	}
+	v = w->fn(run, w->id, w->tid, w->dup, w->arg, &again);
+	if (again)
+		return;
+	cr_notif_reply(run, w->id, v);
+	wait_drop(run, w);
+}
+
+struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
+			      int dup, uint32_t events, cr_net_wait_fn fn,
+			      void *arg)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_wait *w;
+
+	if (ns->nwaits >= CR_NET_MAX_WAITS || !(w = calloc(1, sizeof(*w)))) {
+		close(dup);
+		free(arg);
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
+	}
+	w->id = n->id;
+	w->tid = (pid_t)n->pid;
+	w->dup = dup;
+	w->fn = fn;
+	w->arg = arg;
+	w->next = ns->waits;
+	ns->waits = w;
+	ns->nwaits++;
+	w->w = cr_loop_watch(run, dup, events, on_ready, w);
+	if (!w->w) {
+		wait_drop(run, w);
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
+	}
+	return (struct cr_verdict){ .kind = CR_V_SENT };
+}
+
 void cr_net_defer_finish(struct cr_run *run)
 {
 	struct cr_netstate *ns = run->net;
 
 	while (ns->deferred)
 		drop(run, ns->deferred);
+	while (ns->waits)
+		wait_drop(run, ns->waits);
 }

@@ -55,6 +55,7 @@ int cr_net_setup(struct cr_run *run)
 	if (!ns)
 		return -ENOMEM;
 	run->net = ns;
+	ns->cfg = cfg;
 	ns->wsfd = ns->upfd = -1;
 	ns->lfd[0] = ns->lfd[1] = ns->dfd[0] = ns->dfd[1] = -1;
 	ns->tfd[0] = ns->tfd[1] = -1;
@@ -96,6 +97,8 @@ void cr_net_finish(struct cr_run *run)
 	free(ns->rules);
 	free(ns->peers);
 	free(ns->learned);
+	cr_net_local_finish(ns);
+	cr_net_unix_finish(ns);
 	free(ns);
 	run->net = NULL;
 }

@@ -19,6 +19,9 @@
 #define CR_NET_MAX_DNS_CLIENTS 256
 #define CR_NET_MAX_DEFERRED 256	/* sends waiting for socket space */
 #define CR_NET_MAX_PEERS 4096	/* remembered destinations (getpeername) */
+#define CR_NET_MAX_LOCAL 4096	/* run sockets bound; run connects to them */
+#define CR_NET_MAX_UNAMES 4096	/* unix names bound */
+#define CR_NET_MAX_WAITS 1024	/* accepts and connects waiting */
 
 union cr_sockaddr {
 	struct sockaddr sa;
@@ -34,7 +37,18 @@ struct cr_net_peer;
 struct cr_net_learned;
 struct cr_net_dnsq;
 struct cr_net_deferred;
+struct cr_net_lsn;
+struct cr_net_client;
+struct cr_net_uname;
+struct cr_net_wait;
 struct tcpdns;
+
+/* A TCP endpoint, IPv4-mapped IPv6 addresses already made IPv4. */
+struct cr_net_ep {
+	int family;
+	uint8_t addr[16];
+	uint16_t port;
+};
 
 struct cr_netstate {
 	struct cr_netrule *rules;	/* owned */
@@ -72,6 +86,20 @@ struct cr_netstate {
 	size_t nlearned, learned_next;
 	struct cr_net_deferred *deferred;	/* owned list */
 	size_t ndeferred;
+
+	/* the run's own loopback servers (local.c) */
+	const struct cr_run_config *cfg;	/* borrowed: --publish */
+	struct cr_net_lsn *lsn;		/* owned array: sockets the run bound */
+	size_t nlsn, caplsn;
+	struct cr_net_client *clients_local;	/* owned ring: run connects */
+	size_t nclients_next;
+	/* unix names as bound (unixname.c) */
+	struct cr_net_uname *unames;	/* owned array */
+	size_t nunames, uname_next;
+	uint64_t uname_seq;
+	/* accepts and connects waiting for their socket (defer.c) */
+	struct cr_net_wait *waits;	/* owned list */
+	size_t nwaits;
 };
 
 /* tracer/net/net.c */
@@ -141,5 +169,46 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 			      const struct seccomp_notif *n,
 			      struct cr_net_msg *m, bool may_defer);
 void cr_net_defer_finish(struct cr_run *run);
+/* Keep notification n unanswered until dup (taken over) reports events,
+ * then call fn on the loop thread: it returns the verdict to answer (or
+ * CR_V_SENT after answering itself) and sets *again to wait once more.
+ * arg is freed with free() when the wait ends. */
+typedef struct cr_verdict (*cr_net_wait_fn)(struct cr_run *run, uint64_t id,
+					    pid_t tid, int dup, void *arg,
+					    bool *again);
+struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
+			      int dup, uint32_t events, cr_net_wait_fn fn,
+			      void *arg);
+
+/* tracer/net/local.c */
+bool cr_net_ep_of(const union cr_sockaddr *a, socklen_t len,
+		  struct cr_net_ep *ep);
+bool cr_net_ep_loopback(const struct cr_net_ep *ep);
+bool cr_net_ep_any(const struct cr_net_ep *ep);
+int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
+		       const struct cr_net_ep *ep, bool wildcard);
+bool cr_net_local_find(const struct cr_netstate *ns, uint64_t ino,
+		       struct cr_net_ep *ep, bool *wildcard);
+bool cr_net_local_port(const struct cr_netstate *ns, int family,
+		       uint16_t port);
+bool cr_net_published(const struct cr_netstate *ns, uint16_t port);
+int cr_net_local_listener(const struct cr_netstate *ns,
+			  const struct cr_net_ep *dst);
+void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
+			 const struct cr_net_ep *local,
+			 const struct cr_net_ep *remote);
+bool cr_net_local_client_take(struct cr_netstate *ns,
+			      const struct cr_net_ep *peer,
+			      const struct cr_net_ep *local);
+void cr_net_local_finish(struct cr_netstate *ns);
+
+/* tracer/net/unixname.c */
+int cr_net_unix_bind_fd(struct cr_netstate *ns, int pfd);
+void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
+		       const union cr_sockaddr *given, socklen_t glen,
+		       uint64_t ino);
+void cr_net_unix_fix(const struct cr_netstate *ns, union cr_sockaddr *a,
+		     socklen_t *len);
+void cr_net_unix_finish(struct cr_netstate *ns);
 
 #endif

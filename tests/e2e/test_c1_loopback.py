@@ -1,0 +1,537 @@
+"""The run's own servers on loopback: HTTP and asyncio servers with clients
+in the run, wildcard binds reported as the kernel would, strangers outside
+the run dropped at accept unless the port is published, host services on
+loopback refused, and unix-socket names reported as bound (multiprocessing).
+Loopback only."""
+
+import os
+import socket
+import subprocess
+import threading
+
+from harness import eq, contains, true, test, wait_for, check_result_shape
+
+PY = "/usr/bin/python3"
+
+
+def loop_run(t, prog, args=(), extra=(), timeout=60, spawn=False):
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    path = t.write("prog.py", prog)
+    argv = ["run", "--json", "--ro", t.tmp, "-w", ws] + list(extra) + \
+        ["--", PY, path] + list(args)
+    if spawn:
+        return t.spawn(argv)
+    run = t.corral(argv, timeout=timeout)
+    r = t.result(run)
+    check_result_shape(r)
+    return run, r
+
+
+def finish(t, p, timeout=60):
+    run = t.finish(p, timeout=timeout)
+    r = t.result(run)
+    check_result_shape(r)
+    return run, r
+
+
+def denials(r, syscall=None, layer=None):
+    return [d for d in r["denials"]
+            if (syscall is None or d["syscall"] == syscall) and
+            (layer is None or d["layer"] == layer)]
+
+
+class HostService:
+    """A loopback server outside the run (the user's database, say): it
+    counts the connections it accepts."""
+
+    def __init__(self, family=socket.AF_INET, port=0):
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1",
+                        port))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            try:
+                c.sendall(b"host-secret\n")
+            except OSError:
+                pass
+            c.close()
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        self.thread.join(5)
+
+
+HTTP_PROG = r'''
+import http.server, threading, urllib.request, socket
+srv = http.server.ThreadingHTTPServer(("", 0), http.server.SimpleHTTPRequestHandler)
+host, port = srv.socket.getsockname()[:2]
+print("bound", host, port != 0)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+with open("page.txt", "w") as f:
+    f.write("hello from the run\n")
+r = urllib.request.urlopen("http://127.0.0.1:%d/page.txt" % port, timeout=20)
+print("status", r.status, r.read().decode().strip())
+srv.shutdown()
+'''
+
+
+@test
+def loopback_http_server(t):
+    run, r = loop_run(t, "import os; os.chdir(os.environ['HOME'])\n" +
+                      HTTP_PROG)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    contains(r["stdout"], "bound 0.0.0.0 True\n",
+             "getsockname of a wildcard bind")
+    contains(r["stdout"], "status 200 hello from the run\n", "GET")
+    eq(denials(r, None, "net"), [], "net denials")
+    eq(r["status"], "ok", "status")
+    # An allow rule naming loopback sends host services through the proxy,
+    # never the run's own port (its accept would drop the proxy).
+    run, r = loop_run(t, "import os; os.chdir(os.environ['HOME'])\n" +
+                      HTTP_PROG, extra=["--allow-net", "127.0.0.1:*"])
+    eq(run.code, 0, "with a rule: exit status (stderr %r)" % r["stderr"])
+    contains(r["stdout"], "status 200 hello from the run\n", "with a rule: GET")
+    eq(r["usage"]["net_connections"], 0, "with a rule: proxied connections")
+
+
+@test
+def loopback_asyncio_server(t):
+    prog = r'''
+import asyncio
+async def handle(r, w):
+    line = await r.readline()
+    w.write(b"echo " + line)
+    await w.drain()
+    w.close()
+async def main():
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    for i in range(3):
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(b"msg%d\n" % i)
+        await w.drain()
+        print((await r.readline()).decode().strip())
+        w.close()
+    srv6 = await asyncio.start_server(handle, "::1", 0)
+    port6 = srv6.sockets[0].getsockname()[1]
+    r, w = await asyncio.open_connection("::1", port6)
+    w.write(b"v6\n")
+    await w.drain()
+    print((await r.readline()).decode().strip())
+    srv.close()
+    srv6.close()
+asyncio.run(main())
+'''
+    run, r = loop_run(t, prog)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "echo msg0\necho msg1\necho msg2\necho v6\n", "stdout")
+    eq(r["status"], "ok", "status")
+
+
+@test
+def loopback_addresses_and_errnos(t):
+    prog = r'''
+import errno, socket
+def tryp(what, fn):
+    try:
+        print(what, fn())
+    except OSError as e:
+        print(what, "errno", e.errno)
+s = socket.socket()
+s.bind(("0.0.0.0", 0))
+h, p = s.getsockname()
+print("v4-any", h, p != 0)
+s.listen(4)
+c = socket.create_connection(("127.0.0.1", p))
+a, addr = s.accept()
+print("accept-addr", addr == c.getsockname(), a.getsockname() == ("127.0.0.1", p),
+      c.getpeername() == ("127.0.0.1", p), a.getpeername() == c.getsockname())
+c2 = socket.create_connection(("0.0.0.0", p))
+a2, _ = s.accept()
+print("connect-0.0.0.0", c2.getpeername() == ("127.0.0.1", p))
+s6 = socket.socket(socket.AF_INET6)
+s6.bind(("::", 0))
+h6, p6 = s6.getsockname()[:2]
+print("v6-any", h6, p6 != 0)
+s6.listen(4)
+c6 = socket.create_connection(("::1", p6))
+a6, addr6 = s6.accept()
+print("accept6", addr6[:2] == c6.getsockname()[:2], c6.getpeername()[:2] == ("::1", p6))
+# IPv4-mapped to the run's own IPv4 listener
+m = socket.socket(socket.AF_INET6)
+m.connect(("::ffff:127.0.0.1", p))
+am, addrm = s.accept()
+print("mapped", addrm[0])
+# errno parity
+d = socket.socket()
+tryp("inuse", lambda: d.bind(("127.0.0.1", p)))
+q = socket.socket()
+q.bind(("127.0.0.1", 0))
+qp = q.getsockname()[1]
+tryp("not-listening", lambda: socket.create_connection(("127.0.0.1", qp)))
+r = socket.socket()
+r.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+r.bind(("127.0.0.5", 0))
+r.listen(1)
+rp = r.getsockname()[1]
+cr = socket.create_connection(("127.0.0.5", rp))
+ar, _ = r.accept()
+print("127.0.0.5 ok", ar.getsockname() == ("127.0.0.5", rp))
+tryp("other-127", lambda: socket.create_connection(("127.0.0.6", rp)))
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+tryp("udp-bind", lambda: u.bind(("127.0.0.1", 0)))
+x = socket.socket()
+tryp("non-loopback", lambda: x.bind(("192.0.2.1", 0)))
+y = socket.socket()
+y.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+tryp("reuseport", lambda: y.bind(("127.0.0.1", 0)))
+z = socket.socket()
+z.listen(2)
+zh, zp = z.getsockname()
+print("autobind", zh, zp != 0)
+cz = socket.create_connection(("127.0.0.1", zp))
+az, _ = z.accept()
+print("autobind-accept ok")
+n = socket.socket()
+n.setblocking(False)
+n.bind(("127.0.0.1", 0))
+n.listen(1)
+tryp("nonblocking-accept", lambda: n.accept())
+'''
+    run, r = loop_run(t, prog)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    out = r["stdout"]
+    for line in ("v4-any 0.0.0.0 True", "accept-addr True True True True",
+                 "connect-0.0.0.0 True", "v6-any :: True",
+                 "accept6 True True", "mapped 127.0.0.1",
+                 "inuse errno 98", "not-listening errno 111",
+                 "127.0.0.5 ok True", "other-127 errno 111",
+                 "udp-bind errno 13", "non-loopback errno 13",
+                 "reuseport errno 13", "autobind 0.0.0.0 True",
+                 "autobind-accept ok", "nonblocking-accept errno 11"):
+        contains(out, line + "\n", line.split()[0])
+    binds = [d["reason"] for d in denials(r, "bind", "net")]
+    eq(len(binds), 3, "bind denials (udp, non-loopback, reuseport): %r" %
+       binds)
+    eq(r["status"], "ok", "status")
+
+
+# The run serves on loopback; a process outside it (the test's, or another
+# uid's) connects first; the run's own client connects after. Without
+# --publish the stranger is dropped (and recorded) and the own client is
+# served by the same blocking accept; with it the stranger is served.
+SERVE_PROG = r'''
+import os, socket, sys, time
+ws = os.environ["HOME"]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+port = s.getsockname()[1]
+with open(os.path.join(ws, "port.tmp"), "w") as f:
+    f.write(str(port))
+os.rename(os.path.join(ws, "port.tmp"), os.path.join(ws, "port"))
+while not os.path.exists(os.path.join(ws, "go")):
+    time.sleep(0.02)
+c = socket.create_connection(("127.0.0.1", port))
+c.sendall(b"own\n")
+served = []
+while "own" not in served:
+    a, addr = s.accept()
+    line = a.makefile().readline().strip()
+    a.sendall(b"served " + line.encode() + b"\n")
+    a.close()
+    served.append(line)
+    print("served", line, addr == c.getsockname() if line == "own" else "")
+print(c.makefile().readline().strip())
+'''
+
+STRANGER = r'''
+import socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+print("connected", flush=True)
+c.sendall(b"stranger\n")
+c.settimeout(30)
+try:
+    print("got", repr(c.recv(100)))
+except OSError as e:
+    print("error", e.errno)
+'''
+
+
+def _stranger(t, publish, preexec=None):
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    extra = []
+    if publish:
+        # Pick a free port for the run to publish, then have it bind it.
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        pport = probe.getsockname()[1]
+        probe.close()
+        extra = ["--publish", str(pport)]
+        prog = SERVE_PROG.replace('s.bind(("127.0.0.1", 0))',
+                                  's.bind(("127.0.0.1", %d))' % pport)
+    else:
+        prog = SERVE_PROG
+    proc = loop_run(t, prog, extra=extra, spawn=True)
+    stranger = None
+    try:
+        portf = os.path.join(ws, "port")
+        true(wait_for(lambda: os.path.exists(portf), 30),
+             "the run wrote its port")
+        port = int(open(portf).read())
+        # The program as text: another uid may not read the test's files.
+        stranger = subprocess.Popen([PY, "-c", STRANGER, str(port)],
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE,
+                                    preexec_fn=preexec)
+        first = stranger.stdout.readline().decode()
+        eq(first, "connected\n", "the stranger's connect (stderr %r)" %
+           (stranger.stderr.read() if not first else ""))
+        open(os.path.join(ws, "go"), "w").close()
+        run, r = finish(t, proc)
+        proc = None
+        sout, _ = stranger.communicate(timeout=60)
+        return run, r, sout.decode(), port
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.communicate()
+        if stranger is not None and stranger.poll() is None:
+            stranger.kill()
+            stranger.communicate()
+
+
+def _assert_dropped(run, r, sout, port):
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "served own True\nserved own\n",
+       "the run served only its own client")
+    true(sout in ("got b''\n", "error 104\n"),
+         "the stranger was dropped (%r)" % sout)
+    d = denials(r, "accept", "net")
+    eq(len(d), 1, "one accept denial (%r)" % r["denials"])
+    eq(d[0]["target"], "127.0.0.1:%d" % port, "denial target")
+    eq(r["status"], "ok", "status")
+
+
+@test
+def loopback_stranger_dropped(t):
+    _assert_dropped(*_stranger(t, False))
+
+
+def _as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+@test(root=True)
+def loopback_stranger_other_uid_dropped(t):
+    # corral runs as root here; the stranger is another uid of the host.
+    _assert_dropped(*_stranger(t, False, preexec=_as_nobody))
+
+
+@test
+def loopback_publish_lets_stranger_in(t):
+    run, r, sout, port = _stranger(t, True)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "served stranger \nserved own True\nserved own\n",
+       "the run served the stranger, then its own client")
+    eq(sout, "got b'served stranger\\n'\n", "the stranger's answer")
+    eq(denials(r, "accept", "net"), [], "accept denials")
+
+
+@test
+def loopback_host_service_refused(t):
+    host4 = HostService()
+    host6 = HostService(socket.AF_INET6)
+    try:
+        prog = r'''
+import socket, sys
+p4, p6 = int(sys.argv[1]), int(sys.argv[2])
+def tryc(what, fam, addr):
+    s = socket.socket(fam)
+    try:
+        s.connect(addr)
+        print(what, "connected", s.recv(100))
+    except OSError as e:
+        print(what, "errno", e.errno)
+tryc("v4", socket.AF_INET, ("127.0.0.1", p4))
+tryc("any", socket.AF_INET, ("0.0.0.0", p4))
+tryc("mapped", socket.AF_INET6, ("::ffff:127.0.0.1", p4))
+tryc("v6", socket.AF_INET6, ("::1", p6))
+tryc("nobody", socket.AF_INET, ("127.0.0.1", 1))
+'''
+        run, r = loop_run(t, prog, [str(host4.port), str(host6.port)])
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        for what in ("v4", "any", "mapped", "v6", "nobody"):
+            contains(r["stdout"], "%s errno 111\n" % what, what)
+        eq(len(denials(r, "connect", "net")), 5, "connect denials (%r)" %
+           r["denials"])
+        eq(host4.accepted + host6.accepted, 0, "connections the host saw")
+        eq(r["status"], "ok", "status")
+    finally:
+        host4.close()
+        host6.close()
+
+
+@test
+def loopback_port_rebound_by_stranger_refused(t):
+    """A port the run bound and closed, then bound by a process outside
+    the run, is not the run's: its connect there is refused."""
+    prog = r'''
+import os, socket, time
+ws = os.environ["HOME"]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+port = s.getsockname()[1]
+s.close()
+with open(os.path.join(ws, "port.tmp"), "w") as f:
+    f.write(str(port))
+os.rename(os.path.join(ws, "port.tmp"), os.path.join(ws, "port"))
+while not os.path.exists(os.path.join(ws, "go")):
+    time.sleep(0.02)
+c = socket.socket()
+try:
+    c.connect(("127.0.0.1", port))
+    print("connected", c.recv(100))
+except OSError as e:
+    print("refused", e.errno)
+'''
+    ws = t.path("ws")
+    proc = loop_run(t, prog, spawn=True)
+    host = None
+    try:
+        portf = os.path.join(ws, "port")
+        true(wait_for(lambda: os.path.exists(portf), 30), "port written")
+        host = HostService(port=int(open(portf).read()))
+        open(os.path.join(ws, "go"), "w").close()
+        run, r = finish(t, proc)
+        proc = None
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        eq(r["stdout"], "refused 111\n", "stdout")
+        eq(len(denials(r, "connect", "net")), 1, "connect denial")
+        eq(host.accepted, 0, "connections the re-bound port saw")
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.communicate()
+        if host is not None:
+            host.close()
+
+
+@test
+def loopback_unix_names_and_multiprocessing(t):
+    prog = r'''
+import multiprocessing as mp, os, socket
+if __name__ == "__main__":
+    os.chdir(os.environ["HOME"])
+    d = mp.Manager().dict()
+    d["k"] = "v"
+    print("manager", dict(d))
+    for method in ("forkserver", "spawn"):
+        with mp.get_context(method).Pool(2) as pool:
+            print(method, pool.map(abs, [-1, -2, 3]))
+    s = socket.socket(socket.AF_UNIX)
+    s.bind("srv.sock")
+    s.listen(1)
+    print("sockname", s.getsockname())
+    c = socket.socket(socket.AF_UNIX)
+    c.bind(os.path.join(os.getcwd(), "cli.sock"))
+    c.connect(os.path.abspath("srv.sock"))
+    a, addr = s.accept()
+    print("accept", addr == os.path.join(os.getcwd(), "cli.sock"))
+    print("peer", c.getpeername(), a.getsockname(),
+          a.getpeername() == addr)
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    u.bind("dg.sock")
+    v = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    v.bind("dg2.sock")
+    v.sendto(b"x", "dg.sock")
+    print("from", u.recvfrom(10))
+'''
+    run, r = loop_run(t, prog, timeout=120)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"],
+       "manager {'k': 'v'}\nforkserver [1, 2, 3]\nspawn [1, 2, 3]\n"
+       "sockname srv.sock\naccept True\npeer srv.sock srv.sock True\n"
+       "from (b'x', 'dg2.sock')\n", "stdout")
+    eq(denials(r, "connect"), [], "connect denials")
+    eq(r["status"], "ok", "status")
+
+
+@test
+def loopback_many_binds(t):
+    """A long test suite binds a server per test: the record of bound
+    sockets forgets the closed ones rather than refusing binds."""
+    prog = r'''
+import socket
+for i in range(4500):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.close()
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+c = socket.create_connection(s.getsockname())
+a, _ = s.accept()
+c.sendall(b"after 4500 binds")
+print(a.recv(100).decode())
+'''
+    run, r = loop_run(t, prog, timeout=120)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "after 4500 binds\n", "stdout")
+
+
+@test
+def unix_passcred_autobind_refused(t):
+    """SO_PASSCRED on an unnamed unix datagram socket would have the kernel
+    autobind it to an abstract name any local user may send to: refused.
+    On a named one, and for other options of the same number, it works."""
+    prog = r'''
+import os, socket
+os.chdir(os.environ["HOME"])
+def tryp(what, fn):
+    try:
+        fn()
+        print(what, "ok")
+    except OSError as e:
+        print(what, "errno", e.errno)
+u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+tryp("unnamed", lambda: u.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1))
+print("still unnamed", repr(u.getsockname()))
+v = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+v.bind("named.sock")
+tryp("named", lambda: v.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1))
+print("named value", v.getsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED))
+w = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+tryp("stream", lambda: w.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1))
+x = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+tryp("hops", lambda: x.setsockopt(socket.IPPROTO_IPV6, 16, 7))  # IPV6_MULTICAST_HOPS
+print("hops value", x.getsockopt(socket.IPPROTO_IPV6, 16))
+'''
+    run, r = loop_run(t, prog)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "unnamed errno 13\nstill unnamed ''\nnamed ok\n"
+       "named value 1\nstream ok\nhops ok\nhops value 7\n", "stdout")
+    eq(len(denials(r, "setsockopt", "net")), 1, "setsockopt denial")

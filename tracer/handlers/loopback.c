@@ -1,0 +1,490 @@
+/* tracer/handlers/loopback.c: the run's own TCP servers on loopback: bind and
+ * listen of internet sockets, accept, connects to them, getsockname. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "handlers.h"
+#include "../net/net.h"
+
+/*
+ * What is allowed and why it stays closed to others (docs/network.md,
+ * "Servers on loopback"):
+ * - bind: TCP only, to a loopback address; 0.0.0.0 and [::] are bound as
+ *   127.0.0.1 and [::1] and getsockname still reports the wildcard. The
+ *   socket's inode is recorded: it is the only proof a listener is the
+ *   run's. SO_REUSEPORT is refused (it would let the run share a port with
+ *   a host service of the same user).
+ * - connect to loopback (not opened by an allow rule): performed only when
+ *   every listener the kernel could pick is a socket the run bound, asked
+ *   of the kernel (sock_diag) before and after the connect; the client's
+ *   4-tuple is recorded for the accept.
+ * - accept: performed here, never in the kernel, so each accepted
+ *   connection is checked: its 4-tuple must be one a task of the run
+ *   connected, or its port published (--publish); others are closed and
+ *   recorded, and the accept goes on waiting as the kernel's would.
+ * Every address is read once into our copy; all calls are made on a
+ * duplicate of the program's socket (EMULATED entries).
+ */
+
+#define ACCEPT_BATCH 64	/* strangers dropped per wake-up, then wait again */
+
+static struct cr_verdict v_err(int e)
+{
+	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = e };
+}
+
+static struct cr_verdict v_val(int64_t v)
+{
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = v };
+}
+
+static bool sock_flag(int fd, int opt)
+{
+	int on = 0;
+	socklen_t l = sizeof(on);
+
+	return getsockopt(fd, SOL_SOCKET, opt, &on, &l) == 0 && on;
+}
+
+/* Set ep's address (its family's) into a sockaddr of family fam (the
+ * socket's: an IPv4 endpoint on an IPv6 socket is IPv4-mapped). */
+static socklen_t ep_to_sa(const struct cr_net_ep *ep, int fam,
+			  union cr_sockaddr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (fam == AF_INET) {
+		a->in4.sin_family = AF_INET;
+		memcpy(&a->in4.sin_addr, ep->addr, 4);
+		a->in4.sin_port = htons(ep->port);
+		return sizeof(a->in4);
+	}
+	a->in6.sin6_family = AF_INET6;
+	if (ep->family == AF_INET) {
+		((uint8_t *)&a->in6.sin6_addr)[10] = 0xff;
+		((uint8_t *)&a->in6.sin6_addr)[11] = 0xff;
+		memcpy((uint8_t *)&a->in6.sin6_addr + 12, ep->addr, 4);
+	} else {
+		memcpy(&a->in6.sin6_addr, ep->addr, 16);
+	}
+	a->in6.sin6_port = htons(ep->port);
+	return sizeof(a->in6);
+}
+
+static void ep_loopback(struct cr_net_ep *ep)
+{
+	memset(ep->addr, 0, sizeof(ep->addr));
+	if (ep->family == AF_INET) {
+		ep->addr[0] = 127;
+		ep->addr[3] = 1;
+	} else {
+		ep->addr[15] = 1;
+	}
+}
+
+static bool local_ep(int fd, struct cr_net_ep *ep, bool peer)
+{
+	union cr_sockaddr a;
+	socklen_t l = sizeof(a);
+
+	memset(&a, 0, sizeof(a));
+	if ((peer ? getpeername(fd, &a.sa, &l) : getsockname(fd, &a.sa, &l)) < 0)
+		return false;
+	return cr_net_ep_of(&a, l, ep);
+}
+
+struct cr_verdict cr_net_bind_inet(struct cr_run *run,
+				   const struct seccomp_notif *n,
+				   const struct cr_syscall_entry *e,
+				   struct cr_sock *s, const union cr_sockaddr *a,
+				   socklen_t alen)
+{
+	struct cr_net_ep ep, real;
+	union cr_sockaddr t;
+	socklen_t tl;
+	bool wildcard;
+
+	if (a->sa.sa_family != s->domain)
+		return v_err(EAFNOSUPPORT);
+	if (!cr_net_ep_of(a, alen, &ep))
+		return v_err(EINVAL);
+	if (s->type != SOCK_STREAM || s->protocol != IPPROTO_TCP)
+		return cr_net_deny(run, n, e, a, alen, "net",
+				   "only TCP sockets may be bound: a UDP socket would take datagrams from any local user",
+				   EACCES);
+	wildcard = cr_net_ep_any(&ep);
+	if (!wildcard && !cr_net_ep_loopback(&ep))
+		return cr_net_deny(run, n, e, a, alen, "net",
+				   "the run's servers live on loopback: a non-loopback address is refused",
+				   EACCES);
+	if (sock_flag(s->dup, SO_REUSEPORT))
+		return cr_net_deny(run, n, e, a, alen, "net",
+				   "SO_REUSEPORT is refused: it could share a host service's port",
+				   EACCES);
+	/* The wildcard becomes loopback: reachable from this host only,
+	 * and the accept checks who it is. */
+	if (wildcard)
+		ep_loopback(&ep);
+	tl = ep_to_sa(&ep, s->domain, &t);
+	if (s->domain == AF_INET6)
+		t.in6.sin6_flowinfo = a->in6.sin6_flowinfo;
+	if (bind(s->dup, &t.sa, tl) < 0)
+		return v_err(errno);
+	if (!local_ep(s->dup, &real, false) ||
+	    cr_net_local_bound(run->net, s->ino, &real, wildcard) < 0)
+		/* Bound but unrecorded: its listen is refused (fail closed). */
+		return v_err(ENOBUFS);
+	return v_val(0);
+}
+
+struct cr_verdict cr_net_listen_inet(struct cr_run *run,
+				     const struct seccomp_notif *n,
+				     const struct cr_syscall_entry *e,
+				     struct cr_sock *s, int backlog)
+{
+	struct cr_net_ep ep;
+	union cr_sockaddr peer;
+	socklen_t pl = sizeof(peer);
+
+	if (s->type != SOCK_STREAM)
+		return v_err(EOPNOTSUPP);
+	if (s->protocol != IPPROTO_TCP)
+		return cr_net_deny(run, n, e, NULL, 0, "net",
+				   "only TCP sockets may listen", EACCES);
+	if (getpeername(s->dup, &peer.sa, &pl) == 0)
+		return v_err(EINVAL);
+	if (!local_ep(s->dup, &ep, false))
+		return v_err(errno ? errno : EINVAL);
+	if (sock_flag(s->dup, SO_REUSEPORT))
+		return cr_net_deny(run, n, e, NULL, 0, "net",
+				   "SO_REUSEPORT is refused: it could share a host service's port",
+				   EACCES);
+	if (!ep.port) {
+		/* listen would bind an unbound socket to every interface:
+		 * bound to loopback instead, reported as the wildcard. */
+		union cr_sockaddr t;
+		socklen_t tl;
+
+		ep.family = s->domain;
+		ep_loopback(&ep);
+		tl = ep_to_sa(&ep, s->domain, &t);
+		if (bind(s->dup, &t.sa, tl) < 0)
+			return v_err(errno);
+		if (!local_ep(s->dup, &ep, false) ||
+		    cr_net_local_bound(run->net, s->ino, &ep, true) < 0)
+			return v_err(ENOBUFS);
+	} else if (!cr_net_local_find(run->net, s->ino, NULL, NULL)) {
+		return cr_net_deny(run, n, e, NULL, 0, "net",
+				   "listening on a socket corral did not bind is refused",
+				   EACCES);
+	}
+	return listen(s->dup, backlog) < 0 ? v_err(errno) : v_val(0);
+}
+
+/* ---- connect to the run's own listeners ---- */
+
+static struct cr_verdict connect_done(struct cr_run *run, uint64_t id,
+				      pid_t tid, int dup, void *arg,
+				      bool *again)
+{
+	int err = 0;
+	socklen_t l = sizeof(err);
+
+	if (getsockopt(dup, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+		err = errno;
+	return err ? v_err(err) : v_val(0);
+}
+
+static struct cr_verdict refuse_local(struct cr_run *run,
+				      const struct seccomp_notif *n,
+				      const struct cr_syscall_entry *e,
+				      const union cr_sockaddr *a, socklen_t alen)
+{
+	return cr_net_deny(run, n, e, a, alen, "net",
+			   "loopback is open only to the run's own listeners (a host service's port is refused)",
+			   ECONNREFUSED);
+}
+
+bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
+			  const struct cr_syscall_entry *e, struct cr_sock *s,
+			  const union cr_sockaddr *a, socklen_t alen,
+			  bool by_rule, struct cr_verdict *v)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_ep dst, local;
+	union cr_sockaddr t;
+	socklen_t tl;
+	int judged, rc, err, fl;
+
+	if (!cr_net_ep_of(a, alen, &dst))
+		return false;
+	/* connect to 0.0.0.0 or [::] reaches loopback, as in the kernel */
+	if (cr_net_ep_any(&dst))
+		ep_loopback(&dst);
+	if (!cr_net_ep_loopback(&dst))
+		return false;
+	/* A host service an allow rule names goes through the proxy. */
+	if (by_rule && !cr_net_local_port(ns, dst.family, dst.port))
+		return false;
+	judged = cr_net_local_listener(ns, &dst);
+	if (judged < 0 || (judged == 0 && !cr_net_local_port(ns, dst.family,
+							      dst.port))) {
+		*v = refuse_local(run, n, e, a, alen);
+		return true;
+	}
+	if (judged == 0) {	/* the run's port, nobody listens now */
+		*v = v_err(ECONNREFUSED);
+		return true;
+	}
+	tl = ep_to_sa(&dst, s->domain, &t);
+	/* Performed non-blocking (the flag lives on the shared open file,
+	 * so only around the call): a full backlog must not hold the loop. */
+	fl = fcntl(s->dup, F_GETFL);
+	if (fl < 0) {
+		*v = v_err(errno);
+		return true;
+	}
+	if (!(fl & O_NONBLOCK))
+		fcntl(s->dup, F_SETFL, fl | O_NONBLOCK);
+	rc = connect(s->dup, &t.sa, tl);
+	err = errno;
+	if (!(fl & O_NONBLOCK))
+		fcntl(s->dup, F_SETFL, fl);
+	if (rc < 0 && err != EINPROGRESS) {
+		*v = v_err(err);
+		return true;
+	}
+	/* The SYN went to whoever listened when connect ran: asked again,
+	 * so a listener closed and re-bound by a stranger in between is
+	 * caught. The connection is then dissolved. */
+	if (cr_net_local_listener(ns, &dst) != 1 ||
+	    !local_ep(s->dup, &local, false)) {
+		union cr_sockaddr un = { .sa.sa_family = AF_UNSPEC };
+
+		connect(s->dup, &un.sa, sizeof(un.sa));
+		*v = refuse_local(run, n, e, a, alen);
+		return true;
+	}
+	cr_net_local_client(ns, s->ino, &local, &dst);
+	cr_net_peer_drop(ns, s->ino);
+	if (rc == 0) {
+		*v = v_val(0);
+	} else if (fl & O_NONBLOCK) {
+		*v = v_err(EINPROGRESS);
+	} else {
+		*v = cr_net_wait(run, n, s->dup, EPOLLOUT, connect_done, NULL);
+		s->dup = -1;	/* taken over */
+	}
+	return true;
+}
+
+/* ---- accept ---- */
+
+struct accept_args {
+	uint64_t addr, lenp;	/* the program's pointers */
+	int flags;		/* SOCK_NONBLOCK | SOCK_CLOEXEC */
+	bool inet;
+};
+
+/* Is this accepted connection one the run may see? */
+static bool peer_ok(struct cr_run *run, pid_t tid, int fd)
+{
+	struct cr_net_ep peer, local;
+	char target[96];
+	union cr_sockaddr la;
+	socklen_t ll = sizeof(la);
+
+	if (!local_ep(fd, &peer, true) || !local_ep(fd, &local, false))
+		return false;
+	if (cr_net_published(run->net, local.port) ||
+	    cr_net_local_client_take(run->net, &peer, &local))
+		return true;
+	if (getsockname(fd, &la.sa, &ll) == 0)
+		cr_net_addr_text(&la, ll, target, sizeof(target));
+	else
+		snprintf(target, sizeof(target), "port %u", local.port);
+	cr_deny(run, tid, "accept", target, "net",
+		"a connection from outside the run was dropped (--publish PORT lets others in)");
+	return false;
+}
+
+static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
+				    pid_t tid, int dup, void *arg, bool *again)
+{
+	struct accept_args *aa = arg;
+
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		union cr_sockaddr pa;
+		socklen_t pl = sizeof(pa);
+		int fl = fcntl(dup, F_GETFL), fd, err, rc = 0;
+		struct cr_verdict v;
+
+		if (fl < 0)
+			return v_err(errno);
+		memset(&pa, 0, sizeof(pa));
+		/* Every accept of the run comes here, on this one thread, so
+		 * no other accept races ours; non-blocking only around it. */
+		if (!(fl & O_NONBLOCK))
+			fcntl(dup, F_SETFL, fl | O_NONBLOCK);
+		fd = accept4(dup, &pa.sa, &pl,
+			     SOCK_CLOEXEC | (aa->flags & SOCK_NONBLOCK));
+		err = errno;
+		if (!(fl & O_NONBLOCK))
+			fcntl(dup, F_SETFL, fl);
+		if (fd < 0) {
+			if ((err == EAGAIN || err == EWOULDBLOCK) &&
+			    !(fl & O_NONBLOCK)) {
+				*again = true;
+				return v_err(EAGAIN);
+			}
+			return v_err(err);
+		}
+		if (aa->inet && !peer_ok(run, tid, fd)) {
+			close(fd);
+			continue;
+		}
+		if (pa.sa.sa_family == AF_UNIX)
+			cr_net_unix_fix(run->net, &pa, &pl);
+		if (aa->addr && aa->lenp) {
+			int ulen = 0;
+
+			rc = cr_mem_read(tid, aa->lenp, &ulen, sizeof(ulen));
+			if (!rc && ulen < 0)
+				rc = -EINVAL;
+			if (!rc)
+				rc = cr_mem_write(tid, aa->addr, &pa,
+						  (size_t)ulen < pl ? (size_t)ulen : pl);
+			if (!rc) {
+				int out = (int)pl;
+
+				rc = cr_mem_write(tid, aa->lenp, &out, sizeof(out));
+			}
+		}
+		if (rc) {
+			/* As the kernel: the connection is lost. */
+			close(fd);
+			return v_err(-rc);
+		}
+		v = cr_notif_send_fd_id(run, id, fd,
+					(aa->flags & SOCK_CLOEXEC) != 0);
+		close(fd);
+		return v;
+	}
+	/* A flood of strangers: the rest on the next wake-up. */
+	*again = true;
+	return v_err(EAGAIN);
+}
+
+struct cr_verdict cr_h_accept(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	struct accept_args *aa;
+	struct cr_sock s;
+	struct cr_verdict v;
+	bool again = false;
+	int rc, fl;
+
+	if (!run->net)
+		return v_err(EACCES);
+	aa = calloc(1, sizeof(*aa));
+	if (!aa)
+		return v_err(ENOMEM);
+	aa->addr = n->data.args[1];
+	aa->lenp = n->data.args[2];
+	if (!strcmp(e->name, "accept4"))
+		aa->flags = (int)n->data.args[3];
+	if (aa->flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+		free(aa);
+		return v_err(EINVAL);
+	}
+	if (aa->addr && aa->lenp) {
+		int ulen;
+
+		rc = cr_mem_read((pid_t)n->pid, aa->lenp, &ulen, sizeof(ulen));
+		if (rc || ulen < 0) {
+			free(aa);
+			return v_err(rc ? -rc : EINVAL);
+		}
+	}
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc) {
+		free(aa);
+		return v_err(-rc);
+	}
+	aa->inet = s.domain == AF_INET || s.domain == AF_INET6;
+	v = accept_try(run, n->id, (pid_t)n->pid, s.dup, aa, &again);
+	if (!again) {
+		cr_sock_close(&s);
+		free(aa);
+		return v;
+	}
+	/* Nothing to take yet on a blocking socket: wait for it without
+	 * holding the loop. */
+	fl = fcntl(s.dup, F_GETFL);
+	if (fl < 0 || (fl & O_NONBLOCK)) {
+		cr_sock_close(&s);
+		free(aa);
+		return v_err(EAGAIN);
+	}
+	v = cr_net_wait(run, n, s.dup, EPOLLIN, accept_try, aa);
+	s.dup = -1;
+	return v;
+}
+
+/* ---- getsockname ---- */
+
+struct cr_verdict cr_h_getsockname(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n)
+{
+	pid_t pid = (pid_t)n->pid;
+	union cr_sockaddr a;
+	socklen_t al = sizeof(a);
+	struct cr_net_ep ep;
+	struct cr_sock s;
+	bool wildcard = false;
+	int ulen, rc;
+
+	if (!run->net)
+		return v_err(EACCES);
+	rc = cr_mem_read(pid, n->data.args[2], &ulen, sizeof(ulen));
+	if (rc)
+		return v_err(-rc);
+	if (ulen < 0)
+		return v_err(EINVAL);
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc)
+		return v_err(-rc);
+	memset(&a, 0, sizeof(a));
+	if (getsockname(s.dup, &a.sa, &al) < 0) {
+		rc = errno;
+		cr_sock_close(&s);
+		return v_err(rc);
+	}
+	if (a.sa.sa_family == AF_UNIX) {
+		cr_net_unix_fix(run->net, &a, &al);
+	} else if ((a.sa.sa_family == AF_INET || a.sa.sa_family == AF_INET6) &&
+		   cr_net_local_find(run->net, s.ino, &ep, &wildcard) &&
+		   wildcard && !local_ep(s.dup, &ep, true) &&
+		   cr_net_ep_of(&a, al, &ep)) {
+		/* Bound as loopback for a wildcard (and not connected,
+		 * which would give it a concrete address): the program is
+		 * told what the kernel would have said, the wildcard and
+		 * the real port. */
+		memset(ep.addr, 0, sizeof(ep.addr));
+		al = ep_to_sa(&ep, a.sa.sa_family, &a);
+	}
+	cr_sock_close(&s);
+	rc = cr_mem_write(pid, n->data.args[1], &a,
+			  (size_t)ulen < al ? (size_t)ulen : al);
+	if (!rc) {
+		int out = (int)al;
+
+		rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
+	}
+	return rc ? v_err(-rc) : v_val(0);
+}

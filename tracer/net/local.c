@@ -1,0 +1,417 @@
+/* tracer/net/local.c: the run's own loopback servers: the sockets it bound,
+ * the connections its tasks made to them, and who listens on a port now. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <string.h>
+
+#include "net.h"
+
+#define TCP_LISTEN_STATE 10	/* TCP_LISTEN of the kernel's enum */
+/* TCP_BOUND_INACTIVE (Linux 6.5+): bound sockets that neither listen nor
+ * connect; older kernels ignore the bit. */
+#define TCP_BOUND_INACTIVE_STATE 13
+
+struct cr_net_lsn {
+	uint64_t ino;
+	struct cr_net_ep ep;	/* where it is bound (always loopback) */
+	bool wildcard;		/* asked for 0.0.0.0 or [::] */
+	bool live;		/* seen by the last prune */
+};
+
+struct cr_net_client {
+	struct cr_net_ep local, remote;
+	uint64_t ino;		/* the run's client socket */
+	bool live;
+};
+
+static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+bool cr_net_ep_of(const union cr_sockaddr *a, socklen_t len,
+		  struct cr_net_ep *ep)
+{
+	memset(ep, 0, sizeof(*ep));
+	if (a->sa.sa_family == AF_INET && len >= sizeof(a->in4)) {
+		ep->family = AF_INET;
+		memcpy(ep->addr, &a->in4.sin_addr, 4);
+		ep->port = ntohs(a->in4.sin_port);
+		return true;
+	}
+	if (a->sa.sa_family != AF_INET6 || len < sizeof(a->in6))
+		return false;
+	ep->port = ntohs(a->in6.sin6_port);
+	/* An IPv4-mapped address is the IPv4 endpoint the kernel uses. */
+	if (!memcmp(&a->in6.sin6_addr, v4mapped, 12)) {
+		ep->family = AF_INET;
+		memcpy(ep->addr, (const uint8_t *)&a->in6.sin6_addr + 12, 4);
+	} else {
+		ep->family = AF_INET6;
+		memcpy(ep->addr, &a->in6.sin6_addr, 16);
+	}
+	return true;
+}
+
+static bool ep_same(const struct cr_net_ep *a, const struct cr_net_ep *b)
+{
+	return a->family == b->family && a->port == b->port &&
+	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
+}
+
+bool cr_net_ep_loopback(const struct cr_net_ep *ep)
+{
+	if (ep->family == AF_INET)
+		return ep->addr[0] == 127;
+	return !memcmp(ep->addr, &in6addr_loopback, 16);
+}
+
+bool cr_net_ep_any(const struct cr_net_ep *ep)
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(ep->addr, zero, ep->family == AF_INET ? 4 : 16);
+}
+
+static int diag_dump(int family, uint16_t port, uint32_t states,
+		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
+		     void *arg);
+
+static int mark_live(const struct cr_net_ep *ep, uint64_t ino, void *arg)
+{
+	struct cr_netstate *ns = arg;
+
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].ino == ino)
+			ns->lsn[i].live = true;
+	return 0;
+}
+
+/* The table is full: forget the sockets the kernel no longer has (a long
+ * test suite binds a server per test). On a failure nothing is forgotten
+ * and the bind is refused. */
+static void prune(struct cr_netstate *ns)
+{
+	uint32_t all = ~0u | (1u << TCP_BOUND_INACTIVE_STATE);
+	size_t k = 0;
+
+	for (size_t i = 0; i < ns->nlsn; i++)
+		ns->lsn[i].live = false;
+	if (diag_dump(AF_INET, 0, all, mark_live, ns) ||
+	    diag_dump(AF_INET6, 0, all, mark_live, ns))
+		return;
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].live)
+			ns->lsn[k++] = ns->lsn[i];
+	ns->nlsn = k;
+}
+
+int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
+		       const struct cr_net_ep *ep, bool wildcard)
+{
+	struct cr_net_lsn *l;
+
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].ino == ino) {
+			ns->lsn[i].ep = *ep;
+			ns->lsn[i].wildcard = wildcard;
+			return 0;
+		}
+	if (ns->nlsn == CR_NET_MAX_LOCAL)
+		prune(ns);
+	if (ns->nlsn == ns->caplsn) {
+		size_t cap = ns->caplsn ? ns->caplsn * 2 : 16;
+
+		if (cap > CR_NET_MAX_LOCAL)
+			return -ENOSPC;	/* the bind is refused: fail closed */
+		l = realloc(ns->lsn, cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		ns->lsn = l;
+		ns->caplsn = cap;
+	}
+	l = &ns->lsn[ns->nlsn++];
+	l->ino = ino;
+	l->ep = *ep;
+	l->wildcard = wildcard;
+	return 0;
+}
+
+bool cr_net_local_find(const struct cr_netstate *ns, uint64_t ino,
+		       struct cr_net_ep *ep, bool *wildcard)
+{
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].ino == ino) {
+			if (ep)
+				*ep = ns->lsn[i].ep;
+			if (wildcard)
+				*wildcard = ns->lsn[i].wildcard;
+			return true;
+		}
+	return false;
+}
+
+bool cr_net_local_port(const struct cr_netstate *ns, int family, uint16_t port)
+{
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].ep.family == family && ns->lsn[i].ep.port == port)
+			return true;
+	return false;
+}
+
+bool cr_net_published(const struct cr_netstate *ns, uint16_t port)
+{
+	const struct cr_run_config *cfg = ns->cfg;
+
+	for (size_t i = 0; i < cfg->npublish; i++)
+		if (cfg->publish[i] == port)
+			return true;
+	return false;
+}
+
+/* Could a listener bound at l receive a connection to dst? Wildcards are
+ * counted whatever their IPV6_V6ONLY: one more listener to vouch for only
+ * ever refuses more. */
+static bool could_receive(const struct cr_net_ep *l, const struct cr_net_ep *dst)
+{
+	if (l->family == dst->family &&
+	    (cr_net_ep_any(l) ||
+	     !memcmp(l->addr, dst->addr, l->family == AF_INET ? 4 : 16)))
+		return true;
+	/* An IPv6 listener on [::] takes IPv4 connections too. */
+	return l->family == AF_INET6 && dst->family == AF_INET &&
+	       cr_net_ep_any(l);
+}
+
+/* One sock_diag dump of the TCP listeners of family on port. Calls back
+ * with each one's address and socket inode. */
+static int diag_dump(int family, uint16_t port, uint32_t states,
+		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
+		     void *arg)
+{
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} req;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+	int fd, rc = 0;
+	bool done = false;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.r.sdiag_family = (uint8_t)family;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = states;
+	req.r.id.idiag_sport = htons(port);
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel,
+		   sizeof(kernel)) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	while (!done && !rc) {
+		ssize_t got = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		size_t left;
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (!got) {
+			rc = -EIO;
+			break;
+		}
+		left = (size_t)got;
+		for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			const struct inet_diag_msg *m = NLMSG_DATA(h);
+			struct cr_net_ep ep = { 0 };
+
+			if (h->nlmsg_type == NLMSG_DONE) {
+				done = true;
+				break;
+			}
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				rc = e->error < 0 ? e->error : -EIO;
+				break;
+			}
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m))) {
+				rc = -EIO;
+				break;
+			}
+			if (m->idiag_family != family ||
+			    (port && ntohs(m->id.idiag_sport) != port))
+				continue;
+			ep.family = m->idiag_family;
+			ep.port = port;
+			memcpy(ep.addr, m->id.idiag_src,
+			       family == AF_INET ? 4 : 16);
+			/* A dual-stack socket bound to a mapped address
+			 * is that IPv4 endpoint. */
+			if (family == AF_INET6 && !memcmp(ep.addr, v4mapped, 12)) {
+				ep.family = AF_INET;
+				memmove(ep.addr, ep.addr + 12, 4);
+				memset(ep.addr + 4, 0, 12);
+			}
+			rc = fn(&ep, m->idiag_inode, arg);
+			if (rc)
+				break;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+struct judge {
+	const struct cr_netstate *ns;
+	const struct cr_net_ep *dst;
+	int listeners;
+	bool stranger;
+};
+
+static int judge_one(const struct cr_net_ep *l, uint64_t ino, void *arg)
+{
+	struct judge *j = arg;
+
+	if (!could_receive(l, j->dst))
+		return 0;
+	j->listeners++;
+	if (!cr_net_local_find(j->ns, ino, NULL, NULL))
+		j->stranger = true;
+	return 0;
+}
+
+/*
+ * Who would take a TCP connection to dst now: 1 when there are listeners
+ * and every one the kernel could pick is a socket the run bound (its
+ * inode is recorded at bind; inodes are not reused while a socket lives,
+ * so a port the run closed and a stranger re-bound does not count), 0
+ * when nobody listens, -EACCES when a listener is not the run's, another
+ * negative errno when the kernel could not be asked (the caller refuses).
+ */
+int cr_net_local_listener(const struct cr_netstate *ns,
+			  const struct cr_net_ep *dst)
+{
+	struct judge j = { .ns = ns, .dst = dst };
+	uint32_t listen = 1u << TCP_LISTEN_STATE;
+	int rc = diag_dump(AF_INET6, dst->port, listen, judge_one, &j);
+
+	if (!rc && dst->family == AF_INET)
+		rc = diag_dump(AF_INET, dst->port, listen, judge_one, &j);
+	if (rc)
+		return rc;
+	if (j.stranger)
+		return -EACCES;
+	return j.listeners ? 1 : 0;
+}
+
+void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
+			 const struct cr_net_ep *local,
+			 const struct cr_net_ep *remote)
+{
+	struct cr_net_client *c;
+
+	if (!ns->clients_local) {
+		ns->clients_local = calloc(CR_NET_MAX_LOCAL, sizeof(*c));
+		if (!ns->clients_local)
+			return;	/* fail closed: the accept will refuse it */
+	}
+	/* A ring: a connection nobody accepts for 4096 newer ones is
+	 * forgotten, and its accept then refuses it. */
+	c = &ns->clients_local[ns->nclients_next];
+	ns->nclients_next = (ns->nclients_next + 1) % CR_NET_MAX_LOCAL;
+	c->local = *local;
+	c->remote = *remote;
+	c->ino = ino;
+	c->live = true;
+}
+
+/* The inode of the socket whose own end is `self` and whose peer is
+ * `other` (sock_diag's exact lookup); 0 when there is none. */
+static uint64_t diag_inode(const struct cr_net_ep *self,
+			   const struct cr_net_ep *other)
+{
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} req;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	const struct inet_diag_msg *m;
+	uint64_t ino = 0;
+	ssize_t got;
+	int fd;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return 0;
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.h.nlmsg_flags = NLM_F_REQUEST;
+	req.r.sdiag_family = (uint8_t)self->family;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = ~0u;
+	req.r.id.idiag_sport = htons(self->port);
+	req.r.id.idiag_dport = htons(other->port);
+	memcpy(req.r.id.idiag_src, self->addr, self->family == AF_INET ? 4 : 16);
+	memcpy(req.r.id.idiag_dst, other->addr, other->family == AF_INET ? 4 : 16);
+	req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel,
+		   sizeof(kernel)) == sizeof(req)) {
+		do
+			got = recv(fd, buf, sizeof(buf), 0);
+		while (got < 0 && errno == EINTR);
+		m = NLMSG_DATA(h);
+		if (got > 0 && NLMSG_OK(h, (size_t)got) &&
+		    h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+		    h->nlmsg_len >= NLMSG_LENGTH(sizeof(*m)) &&
+		    ntohs(m->id.idiag_sport) == self->port &&
+		    ntohs(m->id.idiag_dport) == other->port)
+			ino = m->idiag_inode;
+	}
+	close(fd);
+	return ino;
+}
+
+bool cr_net_local_client_take(struct cr_netstate *ns,
+			      const struct cr_net_ep *peer,
+			      const struct cr_net_ep *local)
+{
+	if (!ns->clients_local)
+		return false;
+	for (size_t i = 0; i < CR_NET_MAX_LOCAL; i++) {
+		struct cr_net_client *c = &ns->clients_local[i];
+
+		/* One accepted connection per connect the run made: the
+		 * 4-tuple is unique while the connection lives, and once
+		 * taken it cannot vouch for a later one. The socket at the
+		 * other end must still be the run's (a client that gave up
+		 * leaves its 4-tuple free for a stranger to take). */
+		if (c->live && ep_same(&c->local, peer) &&
+		    ep_same(&c->remote, local)) {
+			c->live = false;
+			return c->ino && diag_inode(peer, local) == c->ino;
+		}
+	}
+	return false;
+}
+
+void cr_net_local_finish(struct cr_netstate *ns)
+{
+	free(ns->lsn);
+	free(ns->clients_local);
+	ns->lsn = NULL;
+	ns->clients_local = NULL;
+}
