@@ -74,13 +74,13 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 		"filesystems", "mounts", "self", "thread-self",
 		"sys/kernel/ngroups_max", "sys/kernel/pid_max",
 		"sys/vm/overcommit_memory", "sys/kernel/osrelease",
-		"sys/fs/pipe-max-size",
+		"sys/fs/pipe-max-size", "tty/drivers",
 	};
 	const char *rel, *slash;
 	size_t n;
 
-	if (len == 5)
-		return CR_FS_STAT;		/* "/proc" itself: not listable */
+	if (len == 5)	/* "/proc" itself: listed with the run's pids only */
+		return CR_FS_R | CR_FS_STAT;
 	rel = p + 6;
 	slash = memchr(rel, '/', len - 6);
 	n = slash ? (size_t)(slash - rel) : len - 6;
@@ -107,13 +107,40 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 	if ((len - 6 == 3 && !memcmp(rel, "sys", 3)) ||
 	    (len - 6 == 10 && !memcmp(rel, "sys/kernel", 10)) ||
 	    (len - 6 == 6 && !memcmp(rel, "sys/vm", 6)) ||
-	    (len - 6 == 6 && !memcmp(rel, "sys/fs", 6)))
+	    (len - 6 == 6 && !memcmp(rel, "sys/fs", 6)) ||
+	    (len - 6 == 3 && !memcmp(rel, "tty", 3)))
 		return CR_FS_STAT;
 	return 0;
 }
 
-/* /dev: the harmless devices, the fd links, and this run's /dev/shm. */
-static unsigned dev_access(struct cr_run *run, const char *p, size_t len)
+/* /dev/pts/<n> and /dev/tty: the run's own terminals only (fs/pty.c). */
+static unsigned pty_access(struct cr_run *run, pid_t tid, const char *rel,
+			   size_t n)
+{
+	const unsigned rw = CR_FS_R | CR_FS_W | CR_FS_STAT;
+
+	if ((n == 4 && !memcmp(rel, "ptmx", 4)) ||
+	    (n == 8 && !memcmp(rel, "pts/ptmx", 8)))
+		return rw;	/* a new pty, opened by the supervisor */
+	if (n == 3 && !memcmp(rel, "pts", 3))
+		return CR_FS_R | CR_FS_STAT;	/* listed with the run's only */
+	if (n == 3 && !memcmp(rel, "tty", 3))
+		return cr_fs_pty_ctty(run, tid) >= 0 ? rw : 0;
+	if (n > 4 && n < 14 && !memcmp(rel, "pts/", 4) &&
+	    strspn(rel + 4, "0123456789") == n - 4) {
+		int m = cr_fs_pty_master(run, (unsigned)strtoul(rel + 4, NULL, 10));
+
+		if (m < 0)
+			return 0;
+		close(m);
+		return rw;
+	}
+	return 0;
+}
+
+/* /dev: the harmless devices, the fd links, the run's ptys and /dev/shm. */
+static unsigned dev_access(struct cr_run *run, pid_t tid, const char *p,
+			   size_t len)
 {
 	static const char *const rw[] = { "null", "zero", "full", "random",
 					  "urandom" };
@@ -129,6 +156,13 @@ static unsigned dev_access(struct cr_run *run, const char *p, size_t len)
 	for (size_t i = 0; i < CR_ARRAY_SIZE(links); i++)
 		if (strlen(links[i]) == n && !memcmp(links[i], rel, n))
 			return CR_FS_STAT;
+	if (n >= 3 && (!memcmp(rel, "pts", 3) || !memcmp(rel, "ptmx", n < 4 ? n : 4) ||
+		       !memcmp(rel, "tty", 3))) {
+		unsigned a = pty_access(run, tid, rel, n);
+
+		if (a)
+			return a;
+	}
 	if (n == 3 && !memcmp(rel, "shm", 3))
 		return CR_FS_STAT | CR_FS_W;	/* entries: see below */
 	if (n > 4 && !memcmp(rel, "shm/", 4) && !memchr(rel + 4, '/', n - 4)) {
@@ -146,6 +180,51 @@ static unsigned dev_access(struct cr_run *run, const char *p, size_t len)
 	return 0;
 }
 
+/* /sys: the CPU and memory-node layout libc (get_nprocs), nproc, ps and
+ * top read; nothing else of /sys beyond what the policy grants. */
+static unsigned sys_access(const char *p, size_t len)
+{
+	static const char *const files[] = {
+		"cpu/possible", "cpu/online", "cpu/present", "cpu/kernel_max",
+		"node/possible", "node/online", "node/has_cpu",
+		"node/has_memory", "node/has_normal_memory",
+	};
+	const char *rel;
+	size_t n;
+
+	if (len == 4 || (len == 12 && !memcmp(p, "/sys/devices", 12)) ||
+	    (len == 19 && !memcmp(p, "/sys/devices/system", 19)) ||
+	    (len == 23 && !memcmp(p, "/sys/devices/system/cpu", 23)))
+		return CR_FS_STAT;
+	if (len < 20 || memcmp(p, "/sys/devices/system/", 20))
+		return 0;
+	rel = p + 20;
+	n = len - 20;
+	if (n == 4 && !memcmp(rel, "node", 4))
+		return CR_FS_R | CR_FS_STAT;	/* node0, node1...: listed */
+	for (size_t i = 0; i < CR_ARRAY_SIZE(files); i++)
+		if (strlen(files[i]) == n && !memcmp(files[i], rel, n))
+			return CR_FS_R | CR_FS_STAT;
+	/* node<N>, and its meminfo (like /proc/meminfo) and cpumap */
+	if (n > 9 && !memcmp(rel, "node/node", 9)) {
+		const char *q = rel + 9, *end = rel + n;
+		size_t d = 0;
+
+		while (q + d < end && q[d] >= '0' && q[d] <= '9')
+			d++;
+		if (!d || d > 4)
+			return 0;
+		q += d;
+		if (q == end)
+			return CR_FS_STAT;
+		if ((size_t)(end - q) == 8 && !memcmp(q, "/meminfo", 8))
+			return CR_FS_R | CR_FS_STAT;
+		if ((size_t)(end - q) == 7 && !memcmp(q, "/cpumap", 7))
+			return CR_FS_R | CR_FS_STAT;
+	}
+	return 0;
+}
+
 unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 		      size_t len)
 {
@@ -158,7 +237,9 @@ unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 		return proc_access(run, path, len);
 	acc = cr_fsrules_access(&run->fs->rules, path, len);
 	if (cr_path_within("/dev", 4, path, len))
-		acc |= dev_access(run, path, len);
+		acc |= dev_access(run, tid, path, len);
+	else if (cr_path_within("/sys", 4, path, len))
+		acc |= sys_access(path, len);
 	return acc;
 }
 
@@ -170,6 +251,11 @@ static int refuse(struct walk *w, struct cr_fsres *res, const char *path,
 	res->plen = len;
 	res->refused = true;
 	res->layer = layer;
+	/* Another process's /proc entry or another terminal is absent, not
+	 * forbidden: the kernel of a private pid space would say ENOENT. */
+	if (cr_path_within("/proc", 5, path, len) ||
+	    cr_path_within("/dev/pts", 8, path, len))
+		return -ENOENT;
 	return -cr_fsrules_refusal(&w->run->fs->rules);
 }
 
