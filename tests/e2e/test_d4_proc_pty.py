@@ -122,6 +122,30 @@ def proc_other_pid_every_way(t):
 
 
 @test
+def proc_task_lists_threads(t):
+    """/proc/<pid>/task of a run process lists its threads, all of them."""
+    fx = FsFix(t)
+    code = ("import os, threading\n"
+            "ev = threading.Event(); ids = []\n"
+            "def f():\n"
+            "    ids.append(threading.get_native_id()); ev.wait()\n"
+            "ts = [threading.Thread(target=f) for _ in range(5)]\n"
+            "[x.start() for x in ts]\n"
+            "while len(ids) < 5: pass\n"
+            "want = sorted(ids + [os.getpid()])\n"
+            "try:\n"
+            "    got = sorted(int(x) for x in os.listdir('/proc/%d/task' % os.getpid()))\n"
+            "    print(got == want, len(got))\n"
+            "    print(sorted(int(x) for x in os.listdir('/proc/self/task')) == want)\n"
+            "    print([x for x in os.listdir('/proc') if x.isdigit()] == [str(os.getpid())])\n"
+            "finally:\n"
+            "    ev.set(); [x.join() for x in ts]\n")
+    r = _ok(fx, fx.run(["python3", "-c", code]), "threads")
+    eq(r.get("stdout"), "True 6\nTrue\nTrue\n", "stdout")
+    fx.check()
+
+
+@test
 def proc_ps_p_self(t):
     fx = FsFix(t)
     run = fx.sh("ps -p $$ -o pid=,comm= | tr -s ' ' | sed 's/^ //'; "
