@@ -157,6 +157,11 @@ static struct cr_verdict do_open(struct cr_run *run,
 		goto out;
 	}
 	need = need_for(flags, res.exists);
+	/* A terminal of the run opens for writing too: through its master,
+	 * so what is opened is exactly what the rules found (open_pty). */
+	if (res.exists && S_ISCHR(res.st.st_mode) && is_pty_path(&res) &&
+	    (res.acc & CR_FS_R))
+		res.acc |= CR_FS_W;
 	if (in_shm(&res) && !cr_fs_shm_ours(run, res.name)) {
 		/* A name this run did not make: only a new object, made
 		 * with O_EXCL so a pre-existing one is never opened. */
