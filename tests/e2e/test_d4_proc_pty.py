@@ -365,3 +365,23 @@ def pty_foreign_refused(t):
         th.join(5)
         os.close(m)
         os.close(s)
+
+
+@test
+def pty_held_at_once_capped(t):
+    """ptys are a host-wide resource (kernel.pty.max): a run holds at most
+    64 at once (ENOSPC, as at the kernel's limit, and a denial); one closed
+    gives one back."""
+    fx = FsFix(t)
+    code = ("import os, errno\n"
+            "ps = []\n"
+            "try:\n"
+            "    while len(ps) < 100: ps.append(os.openpty())\n"
+            "except OSError as e: print(len(ps), errno.errorcode[e.errno])\n"
+            "m, s = ps.pop(); os.close(m); os.close(s)\n"
+            "ps.append(os.openpty()); print('again')\n")
+    r = _ok(fx, fx.run(["python3", "-c", code]), "pty cap")
+    eq(r.get("stdout"), "64 ENOSPC\nagain\n", "stdout")
+    want_denial(r, layers=("fs",), targets=("/dev/ptmx", "/dev/pts/ptmx"),
+                syscalls=("openat",), what="the 65th pty")
+    fx.check()

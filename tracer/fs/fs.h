@@ -85,8 +85,14 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 				  const struct cr_fsres *res, int flags);
 void cr_fs_fifo_finish(struct cr_run *run);
 
-/* pty.c: the run's own pseudo-terminals. After the supervisor opened a
- * master for the run: remember its index. */
+/* pty.c: the run's own pseudo-terminals. At most CR_PTY_MAX held at once:
+ * ptys are a host-wide resource (kernel.pty.max), and a run holding them all
+ * would keep the user from opening a terminal. */
+#define CR_PTY_MAX 64
+/* May the run allocate one more (indices it no longer holds are forgotten
+ * first)? */
+bool cr_fs_pty_may_open(struct cr_run *run);
+/* After the supervisor opened a master for the run: remember its index. */
 void cr_fs_pty_note(struct cr_run *run, int master);
 /* Our copy of a master of /dev/pts/<idx> that a task of the run holds and
  * that the run allocated, or -ENOENT. Caller closes. */

@@ -2,6 +2,7 @@
  * allocated, and the master a task of the run holds for one of them. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ void cr_fs_pty_note(struct cr_run *run, int master)
 /* A master of idx among one process's fds: masters are the fds whose link
  * names the ptmx node (a slave's names /dev/pts/N). */
 static int scan_process(struct cr_run *run, const struct cr_task *t,
-			unsigned idx)
+			unsigned idx, bool *held)
 {
 	char dir[32], link[64];
 	struct dirent *d;
@@ -85,13 +86,49 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		m = (int)syscall(SYS_pidfd_getfd, t->pidfd, atoi(d->d_name), 0);
 		if (m < 0)
 			continue;
-		if (ioctl(m, TIOCGPTN, &got) == 0 && got == idx)
+		if (ioctl(m, TIOCGPTN, &got) == 0 && got == idx && !held) {
 			found = m;
-		else
-			close(m);
+			continue;
+		}
+		if (held && ioctl(m, TIOCGPTN, &got) == 0)
+			for (size_t i = 0; i < run->fs->nptys; i++)
+				if (run->fs->ptys[i] == got)
+					held[i] = true;
+		close(m);
 	}
 	closedir(dp);
 	return found;
+}
+
+/* Forget the indices no task of the run holds a master of any more. */
+static void prune(struct cr_run *run)
+{
+	struct cr_fsstate *fs = run->fs;
+	struct cr_tasks *t = &run->tasks;
+	bool *held = calloc(fs->nptys ? fs->nptys : 1, sizeof(*held));
+	size_t n = 0;
+
+	if (!held)
+		return;
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct cr_task *k = &t->slots[i];
+
+		if (k->tid && k->leader && k->pidfd >= 0)
+			scan_process(run, k, UINT_MAX, held);
+	}
+	for (size_t i = 0; i < fs->nptys; i++)
+		if (held[i])
+			fs->ptys[n++] = fs->ptys[i];
+	fs->nptys = n;
+	free(held);
+}
+
+bool cr_fs_pty_may_open(struct cr_run *run)
+{
+	if (run->fs->nptys < CR_PTY_MAX)
+		return true;
+	prune(run);
+	return run->fs->nptys < CR_PTY_MAX;
 }
 
 int cr_fs_pty_master(struct cr_run *run, unsigned idx)
@@ -106,7 +143,7 @@ int cr_fs_pty_master(struct cr_run *run, unsigned idx)
 
 		if (!k->tid || !k->leader || k->pidfd < 0)
 			continue;
-		m = scan_process(run, k, idx);
+		m = scan_process(run, k, idx, NULL);
 		if (m >= 0)
 			return m;
 	}

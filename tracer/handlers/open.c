@@ -100,6 +100,12 @@ static int open_pty(struct cr_run *run, const struct seccomp_notif *n,
 	int idx, fd;
 
 	if (!strcmp(res->path, "/dev/ptmx") || !strcmp(res->path, "/dev/pts/ptmx")) {
+		if (!cr_fs_pty_may_open(run)) {
+			/* What the kernel says at kernel.pty.max. */
+			cr_deny(run, (pid_t)n->pid, sys, res->path, "fs",
+				"more ptys held at once than a run may (64)");
+			return -ENOSPC;
+		}
 		fd = perform(run, n, res, flags & ~(O_CREAT | O_EXCL | O_TRUNC), 0);
 		if (fd >= 0)
 			cr_fs_pty_note(run, fd);
