@@ -339,6 +339,10 @@ def pty_foreign_refused(t):
             "os.symlink(%r, 'ln')\n"
             "tryit('link', lambda: os.open('ln', os.O_RDWR | os.O_NOCTTY))\n"
             "print(%r in os.listdir('/dev/pts'))\n"
+            "import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "ifd = libc.inotify_init1(0)\n"
+            "print('watch', libc.inotify_add_watch(ifd, b'/dev/pts', 0xfff))\n"
             "c = socket.socket(socket.AF_UNIX); c.connect('s')\n"
             "_, fds, _, _ = socket.recv_fds(c, 1, 1)\n"
             "tryit('peer', lambda: fcntl.ioctl(fds[0], 0x5441, os.O_RDWR | os.O_NOCTTY))\n"
@@ -354,7 +358,7 @@ def pty_foreign_refused(t):
             % (name, name, name, name[9:], name))
         r = _ok(fx, fx.run(["python3", "-c", code]), "foreign pty")
         eq(r.get("stdout"), "open ENOENT\nstat ENOENT\nlink ENOENT\nFalse\n"
-           "peer EPERM\nfdlink True True\n", "stdout")
+           "watch -1\npeer EPERM\nfdlink True True\n", "stdout")
         want_denial(r, layers=("fs",), targets=(name,), syscalls=("openat",),
                     what="open of a foreign /dev/pts/N")
         want_denial(r, layers=("fs",), targets=(name,), syscalls=("ioctl",),
