@@ -389,3 +389,29 @@ def pty_held_at_once_capped(t):
     want_denial(r, layers=("fs",), targets=("/dev/ptmx", "/dev/pts/ptmx"),
                 syscalls=("openat",), what="the 65th pty")
     fx.check()
+
+
+@test
+def pty_broad_root_keeps_terminals_out(t):
+    """--ro / grants reading every file, but not the user's terminals: the
+    /dev/pts rules answer for themselves, as /proc's do."""
+    fx = FsFix(t)
+    m, s = os.openpty()
+    try:
+        name = os.ttyname(s)
+        code = ("import os, errno\n"
+                "for f in (os.R_OK, os.W_OK):\n"
+                "    print(os.access(%r, f))\n"
+                "try:\n"
+                "    os.open(%r, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)\n"
+                "    print('OPEN')\n"
+                "except OSError as e: print(errno.errorcode[e.errno])\n"
+                "print(%r in os.listdir('/dev/pts'))\n" % (name, name, name[9:]))
+        r = _ok(fx, fx.run(["python3", "-c", code], opts=["--ro", "/"]),
+                "--ro / and a foreign pty")
+        eq(r.get("stdout"), "False\nFalse\nENOENT\nFalse\n", "stdout")
+        want_denial(r, layers=("fs",), targets=(name,), what="/dev/pts/N")
+        fx.check()
+    finally:
+        os.close(m)
+        os.close(s)

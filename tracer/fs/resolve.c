@@ -237,6 +237,11 @@ unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 	 * rules' scan, on every step of every walk. */
 	if (cr_path_within("/proc", 5, path, len))
 		return proc_access(run, path, len);
+	/* So do the terminals: a broad root must not reach the user's. */
+	if (cr_path_within("/dev/pts", 8, path, len) ||
+	    (len == 8 && !memcmp(path, "/dev/tty", 8)) ||
+	    (len == 9 && !memcmp(path, "/dev/ptmx", 9)))
+		return pty_access(run, tid, path + 5, len - 5);
 	acc = cr_fsrules_access(&run->fs->rules, path, len);
 	if (cr_path_within("/dev", 4, path, len))
 		acc |= dev_access(run, tid, path, len);
