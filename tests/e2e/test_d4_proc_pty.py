@@ -149,11 +149,12 @@ def proc_task_lists_threads(t):
 def proc_ps_p_self(t):
     fx = FsFix(t)
     run = fx.sh("ps -p $$ -o pid=,comm= | tr -s ' ' | sed 's/^ //'; "
-                "echo \"me $$\"; ps -p $$ >/dev/null; echo rc=$?")
+                "echo \"me $$\"; ps -p $$ >/dev/null; echo rc=$?; "
+                "ps aux | awk 'NR > 1 && $2 == '$$' {print \"aux\", $11}'")
     r = _ok(fx, run, "ps -p $$")
     lines = r.get("stdout").splitlines()
     me = lines[1].split()[1]
-    eq(lines, ["%s sh" % me, "me %s" % me, "rc=0"], "stdout")
+    eq(lines, ["%s sh" % me, "me %s" % me, "rc=0", "aux sh"], "stdout")
     fx.check()
 
 
