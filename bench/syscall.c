@@ -1,4 +1,4 @@
-/* bench/syscall.c: per-call costs (getppid, stat, open+close, connect) and
+/* bench/syscall.c: per-call costs (getppid, stat, open+close, getdents, connect) and
  * the floor of the design, a bare seccomp-notify round trip with its own listener. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,6 +31,8 @@
 /*
  * usage: syscall MODE [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]
  *   MODE: getppid | stat | open | connect      run the call in this process
+ *         getdents                             getdents64 of /usr (-p DIR)
+ *                                              from offset 0, on one fd
  *         refused                              keyctl, refused by corral
  *         floor | floor-sync[-epoll|-poll] | floor-pinned
  *                                              getppid answered by our own
@@ -86,7 +88,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-enum op { OP_GETPPID, OP_STAT, OP_OPEN, OP_CONNECT, OP_REFUSED };
+enum op { OP_GETPPID, OP_STAT, OP_OPEN, OP_CONNECT, OP_REFUSED, OP_GETDENTS };
 
 static enum op op_of(const char *mode)
 {
@@ -98,6 +100,8 @@ static enum op op_of(const char *mode)
 		return OP_CONNECT;
 	if (!strcmp(mode, "refused"))
 		return OP_REFUSED;
+	if (!strcmp(mode, "getdents"))
+		return OP_GETDENTS;
 	return OP_GETPPID;	/* getppid and the plain floors */
 }
 
@@ -118,6 +122,18 @@ static int one_call(enum op op, const struct sockaddr_in *sa, int lfd)
 		struct stat st;
 
 		return stat(path, &st) < 0 ? -errno : 0;
+	}
+	case OP_GETDENTS: {
+		/* One listing call of a small directory from its start; the
+		 * lseek is not intercepted, so it is one notification. */
+		static int dfd = -1;
+		static char buf[32768];
+
+		if (dfd < 0 && (dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			return -errno;
+		if (lseek(dfd, 0, SEEK_SET) < 0)
+			return -errno;
+		return syscall(SYS_getdents64, dfd, buf, sizeof(buf)) <= 0 ? -EIO : 0;
 	}
 	case OP_OPEN: {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -59,6 +59,24 @@ static void answer(struct cr_run *run, const struct seccomp_notif *n,
 	}
 }
 
+/* Entries of one call with an argument condition (ioctl TIOCSTI, ioctl
+ * TIOCGPTPEER) may have different handlers and stances: the entry is the one
+ * whose condition the registers match, which the filter already checked. */
+static const struct cr_syscall_entry *matching(const struct cr_syscall_entry *e,
+					      const struct seccomp_notif *n)
+{
+	if (e->arg < 0 || e->nonzero)
+		return e;
+	for (size_t i = (size_t)(e - cr_syscalls); i < cr_nsyscalls; i++) {
+		const struct cr_syscall_entry *o = &cr_syscalls[i];
+
+		if (o->nr == e->nr && o->arg >= 0 && o->arg < 6 && !o->nonzero &&
+		    (n->data.args[o->arg] & o->mask) == o->value)
+			return o;
+	}
+	return e;
+}
+
 bool cr_notif_valid(const struct cr_run *run, uint64_t id)
 {
 	return ioctl(run->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
@@ -140,6 +158,7 @@ void cr_notify_handle(struct cr_run *run)
 			v = fail_closed(run, (pid_t)n->pid, "unknown",
 					"internal: no handler for this call");
 	} else {
+		e = matching(e, n);
 		v = e->handler(run, e, n);
 	}
 	if (run->surface)

@@ -48,10 +48,12 @@ int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 	rc = cr_fs_read_path(run, n, pathi, path, sizeof(path));
 	if (rc)
 		return rc;
-	/* /dev/tty is the caller's controlling terminal, and the program has
-	 * none (it runs in its own session): answer as the kernel would, and
-	 * never open it here, where it would be corral's own terminal. */
-	if (!strcmp(path, "/dev/tty")) {
+	/* /dev/tty is the caller's controlling terminal. The program starts
+	 * with none: answer as the kernel would. Only a pty of the run that a
+	 * process made its own terminal (setsid + TIOCSCTTY) is one; the open
+	 * handler then opens that pty's slave through its master, never
+	 * /dev/tty itself, which here would be corral's own terminal. */
+	if (!strcmp(path, "/dev/tty") && cr_fs_pty_ctty(run, (pid_t)n->pid) < 0) {
 		cr_fsres_init(res);
 		return -ENXIO;
 	}

@@ -152,6 +152,13 @@ int cr_fs_setup(struct cr_run *run)
 	fs->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fs->root_fd < 0 || fs->proc_fd < 0)
 		return -errno;
+	{
+		struct stat st;
+
+		if (fstat(fs->proc_fd, &st) < 0)
+			return -errno;
+		fs->proc_dev = st.st_dev;
+	}
 	fs->shm_fd = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	/* The supervisor creates files for the program: the program's umask
 	 * is applied by hand, so ours must not apply twice. */
@@ -183,6 +190,7 @@ void cr_fs_finish(struct cr_run *run)
 			close(fs->root_fds[i]);
 	free(fs->root_fds);
 	free(fs->root_deny);
+	free(fs->ptys);
 	cr_fsrules_free(&fs->rules);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);

@@ -19,6 +19,9 @@ struct cr_fsstate {
 	struct cr_fsfifo *fifo;	/* owned: blocking FIFO opens, fifo.c */
 	int *root_fds;		/* owned: per rules.roots[i], O_PATH dir or -1 */
 	bool *root_deny;	/* a deny subtree lies inside roots[i] */
+	unsigned *ptys;		/* owned: /dev/pts indices the run allocated */
+	size_t nptys;
+	dev_t proc_dev;		/* st_dev of /proc, for listings (dirents.c) */
 };
 
 /* How to resolve (bits). */
@@ -83,5 +86,26 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 				  const struct seccomp_notif *n,
 				  const struct cr_fsres *res, int flags);
 void cr_fs_fifo_finish(struct cr_run *run);
+
+/* pty.c: the run's own pseudo-terminals. At most CR_PTY_MAX held at once:
+ * ptys are a host-wide resource (kernel.pty.max), and a run holding them all
+ * would keep the user from opening a terminal. */
+#define CR_PTY_MAX 64
+/* May the run allocate one more (indices it no longer holds are forgotten
+ * first)? */
+bool cr_fs_pty_may_open(struct cr_run *run);
+/* After the supervisor opened a master for the run: remember its index. */
+void cr_fs_pty_note(struct cr_run *run, int master);
+/* Our copy of a master of /dev/pts/<idx> that a task of the run holds and
+ * that the run allocated, or -ENOENT. Caller closes. */
+int cr_fs_pty_master(struct cr_run *run, unsigned idx);
+/* Did the run allocate idx (it may have been freed since)? */
+bool cr_fs_pty_allocated(const struct cr_run *run, unsigned idx);
+/* The slave of the run's pty idx, opened through its master (TIOCGPTPEER):
+ * a fd of ours or -errno (-ENOENT when the run holds no such master). */
+int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags);
+/* The /dev/pts index of the task's controlling terminal when it is one of
+ * the run's ptys, else -ENXIO (no terminal, or another one). */
+int cr_fs_pty_ctty(struct cr_run *run, pid_t tid);
 
 #endif

@@ -74,13 +74,13 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 		"filesystems", "mounts", "self", "thread-self",
 		"sys/kernel/ngroups_max", "sys/kernel/pid_max",
 		"sys/vm/overcommit_memory", "sys/kernel/osrelease",
-		"sys/fs/pipe-max-size",
+		"sys/fs/pipe-max-size", "tty/drivers",
 	};
 	const char *rel, *slash;
 	size_t n;
 
-	if (len == 5)
-		return CR_FS_STAT;		/* "/proc" itself: not listable */
+	if (len == 5)	/* "/proc" itself: listed with the run's pids only */
+		return CR_FS_R | CR_FS_STAT;
 	rel = p + 6;
 	slash = memchr(rel, '/', len - 6);
 	n = slash ? (size_t)(slash - rel) : len - 6;
@@ -107,13 +107,43 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 	if ((len - 6 == 3 && !memcmp(rel, "sys", 3)) ||
 	    (len - 6 == 10 && !memcmp(rel, "sys/kernel", 10)) ||
 	    (len - 6 == 6 && !memcmp(rel, "sys/vm", 6)) ||
-	    (len - 6 == 6 && !memcmp(rel, "sys/fs", 6)))
+	    (len - 6 == 6 && !memcmp(rel, "sys/fs", 6)) ||
+	    (len - 6 == 3 && !memcmp(rel, "tty", 3)))
 		return CR_FS_STAT;
 	return 0;
 }
 
-/* /dev: the harmless devices, the fd links, and this run's /dev/shm. */
-static unsigned dev_access(struct cr_run *run, const char *p, size_t len)
+/* /dev/pts/<n> and /dev/tty: the run's own terminals only (fs/pty.c). */
+static unsigned pty_access(struct cr_run *run, pid_t tid, const char *rel,
+			   size_t n)
+{
+	/* Read and stat only: opening for writing is granted by the open
+	 * handler, which opens through the master (exact); a chmod, utimes
+	 * or xattr by path could reach a number reused meanwhile. */
+	const unsigned rw = CR_FS_R | CR_FS_STAT;
+
+	if ((n == 4 && !memcmp(rel, "ptmx", 4)) ||
+	    (n == 8 && !memcmp(rel, "pts/ptmx", 8)))
+		return rw;	/* a new pty, opened by the supervisor */
+	if (n == 3 && !memcmp(rel, "pts", 3))
+		return CR_FS_R | CR_FS_STAT;	/* listed with the run's only */
+	if (n == 3 && !memcmp(rel, "tty", 3))
+		return cr_fs_pty_ctty(run, tid) >= 0 ? rw : 0;
+	if (n > 4 && n < 14 && !memcmp(rel, "pts/", 4) &&
+	    strspn(rel + 4, "0123456789") == n - 4) {
+		int m = cr_fs_pty_master(run, (unsigned)strtoul(rel + 4, NULL, 10));
+
+		if (m < 0)
+			return 0;
+		close(m);
+		return rw;
+	}
+	return 0;
+}
+
+/* /dev: the harmless devices, the fd links, the run's ptys and /dev/shm. */
+static unsigned dev_access(struct cr_run *run, pid_t tid, const char *p,
+			   size_t len)
 {
 	static const char *const rw[] = { "null", "zero", "full", "random",
 					  "urandom" };
@@ -129,6 +159,12 @@ static unsigned dev_access(struct cr_run *run, const char *p, size_t len)
 	for (size_t i = 0; i < CR_ARRAY_SIZE(links); i++)
 		if (strlen(links[i]) == n && !memcmp(links[i], rel, n))
 			return CR_FS_STAT;
+	if (n >= 3 && (!memcmp(rel, "pt", 2) || !memcmp(rel, "tty", 3))) {
+		unsigned a = pty_access(run, tid, rel, n);
+
+		if (a)
+			return a;
+	}
 	if (n == 3 && !memcmp(rel, "shm", 3))
 		return CR_FS_STAT | CR_FS_W;	/* entries: see below */
 	if (n > 4 && !memcmp(rel, "shm/", 4) && !memchr(rel + 4, '/', n - 4)) {
@@ -146,6 +182,51 @@ static unsigned dev_access(struct cr_run *run, const char *p, size_t len)
 	return 0;
 }
 
+/* /sys: the CPU and memory-node layout libc (get_nprocs), nproc, ps and
+ * top read; nothing else of /sys beyond what the policy grants. */
+static unsigned sys_access(const char *p, size_t len)
+{
+	static const char *const files[] = {
+		"cpu/possible", "cpu/online", "cpu/present", "cpu/kernel_max",
+		"node/possible", "node/online", "node/has_cpu",
+		"node/has_memory", "node/has_normal_memory",
+	};
+	const char *rel;
+	size_t n;
+
+	if (len == 4 || (len == 12 && !memcmp(p, "/sys/devices", 12)) ||
+	    (len == 19 && !memcmp(p, "/sys/devices/system", 19)) ||
+	    (len == 23 && !memcmp(p, "/sys/devices/system/cpu", 23)))
+		return CR_FS_STAT;
+	if (len < 20 || memcmp(p, "/sys/devices/system/", 20))
+		return 0;
+	rel = p + 20;
+	n = len - 20;
+	if (n == 4 && !memcmp(rel, "node", 4))
+		return CR_FS_R | CR_FS_STAT;	/* node0, node1...: listed */
+	for (size_t i = 0; i < CR_ARRAY_SIZE(files); i++)
+		if (strlen(files[i]) == n && !memcmp(files[i], rel, n))
+			return CR_FS_R | CR_FS_STAT;
+	/* node<N>, and its meminfo (like /proc/meminfo) and cpumap */
+	if (n > 9 && !memcmp(rel, "node/node", 9)) {
+		const char *q = rel + 9, *end = rel + n;
+		size_t d = 0;
+
+		while (q + d < end && q[d] >= '0' && q[d] <= '9')
+			d++;
+		if (!d || d > 4)
+			return 0;
+		q += d;
+		if (q == end)
+			return CR_FS_STAT;
+		if ((size_t)(end - q) == 8 && !memcmp(q, "/meminfo", 8))
+			return CR_FS_R | CR_FS_STAT;
+		if ((size_t)(end - q) == 7 && !memcmp(q, "/cpumap", 7))
+			return CR_FS_R | CR_FS_STAT;
+	}
+	return 0;
+}
+
 unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 		      size_t len)
 {
@@ -156,9 +237,16 @@ unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 	 * rules' scan, on every step of every walk. */
 	if (cr_path_within("/proc", 5, path, len))
 		return proc_access(run, path, len);
+	/* So do the terminals: a broad root must not reach the user's. */
+	if (cr_path_within("/dev/pts", 8, path, len) ||
+	    (len == 8 && !memcmp(path, "/dev/tty", 8)) ||
+	    (len == 9 && !memcmp(path, "/dev/ptmx", 9)))
+		return pty_access(run, tid, path + 5, len - 5);
 	acc = cr_fsrules_access(&run->fs->rules, path, len);
 	if (cr_path_within("/dev", 4, path, len))
-		acc |= dev_access(run, path, len);
+		acc |= dev_access(run, tid, path, len);
+	else if (cr_path_within("/sys", 4, path, len))
+		acc |= sys_access(path, len);
 	return acc;
 }
 
@@ -170,6 +258,8 @@ static int refuse(struct walk *w, struct cr_fsres *res, const char *path,
 	res->plen = len;
 	res->refused = true;
 	res->layer = layer;
+	/* Outside every root is absent: another process's /proc entry and
+	 * another terminal too (the rules give them no access). */
 	return -cr_fsrules_refusal(&w->run->fs->rules, 0);
 }
 

@@ -230,4 +230,13 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n);
 
+/* dirents.c: getdents64, getdents (filtered /proc and /dev/pts) */
+struct cr_verdict cr_h_getdents(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n);
+/* pty.c: ioctl TIOCGPTPEER on a master of the run */
+struct cr_verdict cr_h_tiocgptpeer(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n);
+
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <linux/openat2.h>
 
@@ -81,6 +82,53 @@ static bool in_shm(const struct cr_fsres *res)
 	return res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9);
 }
 
+/* /dev/ptmx, /dev/pts/ptmx, /dev/pts/<n>, /dev/tty (checked by the rules:
+ * the run's own ptys and controlling terminal only). */
+static bool is_pty_path(const struct cr_fsres *res)
+{
+	return !strcmp(res->path, "/dev/tty") || !strcmp(res->path, "/dev/ptmx") ||
+	       (res->plen > 9 && !memcmp(res->path, "/dev/pts/", 9));
+}
+
+/* A new master is opened here and its index remembered; a slave is never
+ * opened by its path but through the run's master (fs/pty.c), and /dev/tty
+ * means the slave of the run's pty the caller made its terminal. */
+static int open_pty(struct cr_run *run, const struct seccomp_notif *n,
+		    const char *sys, struct cr_fsres *res, int flags)
+{
+	const char *num = res->path + 9;
+	int idx, fd;
+
+	if (!strcmp(res->path, "/dev/ptmx") || !strcmp(res->path, "/dev/pts/ptmx")) {
+		if (!cr_fs_pty_may_open(run)) {
+			/* What the kernel says at kernel.pty.max. */
+			cr_deny(run, (pid_t)n->pid, sys, res->path, "fs",
+				"more ptys held at once than a run may (64)");
+			return -ENOSPC;
+		}
+		fd = perform(run, n, res, flags & ~(O_CREAT | O_EXCL | O_TRUNC), 0);
+		if (fd >= 0)
+			cr_fs_pty_note(run, fd);
+		return fd;
+	}
+	if (!strcmp(res->path, "/dev/tty"))
+		idx = cr_fs_pty_ctty(run, (pid_t)n->pid);
+	else if (*num && strspn(num, "0123456789") == strlen(num) &&
+		 strlen(num) < 10)
+		idx = atoi(num);
+	else
+		idx = -ENOENT;
+	if (idx < 0)
+		return idx;
+	fd = cr_fs_pty_open_slave(run, (unsigned)idx, flags);
+	if (fd == -ENOENT) {
+		/* Its master was closed since the rules looked. */
+		res->refused = true;
+		cr_fs_deny(run, n, sys, res, "a terminal the run does not hold");
+	}
+	return fd;
+}
+
 static struct cr_verdict do_open(struct cr_run *run,
 				 const struct seccomp_notif *n, const char *sys,
 				 int diri, int pathi, int flags, mode_t mode,
@@ -123,6 +171,11 @@ static struct cr_verdict do_open(struct cr_run *run,
 		goto out;
 	}
 	need = need_for(flags, res.exists);
+	/* A terminal of the run opens for writing too: through its master,
+	 * so what is opened is exactly what the rules found (open_pty). */
+	if (res.exists && S_ISCHR(res.st.st_mode) && is_pty_path(&res) &&
+	    (res.acc & CR_FS_R))
+		res.acc |= CR_FS_W;
 	if (in_shm(&res) && !cr_fs_shm_ours(run, res.name)) {
 		/* A name this run did not make: only a new object, made
 		 * with O_EXCL so a pre-existing one is never opened. */
@@ -152,6 +205,15 @@ static struct cr_verdict do_open(struct cr_run *run,
 		cr_fsres_free(&res);
 		return v;
 	}
+	if (res.exists && S_ISCHR(res.st.st_mode) && is_pty_path(&res)) {
+		fd = open_pty(run, n, sys, &res, flags);
+		if (fd < 0) {
+			rc = fd;
+			goto out;
+		}
+		cr_fsres_free(&res);
+		goto send;
+	}
 	/* Every creation is counted against the files budget before it is
 	 * made (tracer/budget.c). */
 	if (!res.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid)))
@@ -164,6 +226,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 	if (shm_new)
 		cr_fs_note_created(run, &res);
 	cr_fsres_free(&res);
+send:
 	{
 		struct cr_verdict v = cr_notif_send_fd(run, n, fd, flags & O_CLOEXEC);
 

@@ -132,6 +132,14 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 		cr_fsres_free(&res);
 		return CR_V_ERR(ENOENT);
 	}
+	/* A watch on /dev/pts would report the user's other terminals as
+	 * they are made and used (names, timing): refused. */
+	if (cr_path_within("/dev/pts", 8, res.path, res.plen)) {
+		res.refused = true;
+		cr_fs_deny(run, n, e->name, &res, "watching terminals is refused");
+		cr_fsres_free(&res);
+		return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res.acc));
+	}
 	fd = cr_fs_opath(&res, false);
 	cr_fsres_free(&res);
 	if (fd < 0)

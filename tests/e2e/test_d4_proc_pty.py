@@ -1,0 +1,418 @@
+"""/proc lists the run's own processes, and the run may have ptys of its own.
+ps, top, pgrep see the run only; a process outside it is absent from every
+listing and its /proc entry is ENOENT, however it is named. /dev/ptmx gives a
+pty; /dev/pts/N opens only for a pty the run holds; another terminal of the
+same user is absent and the attempt recorded.
+"""
+
+import os
+import socket
+import subprocess
+import threading
+
+from harness import contains, eq, not_contains, true, test
+from test_d1_fs_goodwork import _ok
+from test_d0_fs_attacks import FsFix, want_denial
+
+TIOCGPTPEER = 0x5441
+
+
+def _outsider(t):
+    """A process of the test's own uid outside the run, until killed."""
+    p = subprocess.Popen(["sleep", "300", t.marker],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    return p
+
+
+def _stop(p):
+    p.kill()
+    p.wait()
+
+
+def _numbers(line):
+    return sorted(int(w) for w in line.split() if w.isdigit())
+
+
+@test
+def proc_ps_ef_run_only(t):
+    fx = FsFix(t)
+    out = _outsider(t)
+    try:
+        # The sleep exists before ps runs: the shell's fork returns only
+        # after the supervisor learned the child (no timing involved).
+        # The sleep exists before ps runs: the shell's fork returns only
+        # after the supervisor learned the child, and a finished child is
+        # gone from the table before the shell's wait returns (no timing).
+        run = fx.sh("sleep 30 & echo \"ids $$ $!\"; "
+                    "ls /proc > l.txt; ps -e -o pid= > p.txt; "
+                    "ps -ef > ef.txt; "
+                    "echo ls $(grep -E '^[0-9]+$' l.txt); "
+                    "echo ps $(cat p.txt); "
+                    "sed 1d ef.txt | awk '{print \"ef\", $2, $8}'; "
+                    "cat /proc/%d/stat; echo rc=$?; "
+                    "ls -d /proc/%d; echo rc=$?; "
+                    "kill $!; wait" % (out.pid, out.pid))
+        r = _ok(fx, run, "ps -ef")
+        lines = r.get("stdout").splitlines()
+        ids = [int(w) for w in lines[0].split()[1:]]
+        listed = _numbers(lines[1][3:])
+        pss = _numbers(lines[2][3:])
+        ef = [l.split() for l in lines if l.startswith("ef ")]
+        true(out.pid not in listed, "outside pid %d in the /proc listing %r"
+             % (out.pid, listed))
+        true(out.pid not in pss, "outside pid %d in ps -e %r" % (out.pid, pss))
+        true(all(int(e[1]) != out.pid for e in ef), "outside pid in ps -ef")
+        # Exactly the run: the shell, its sleep, and the lister itself.
+        for what, got in (("ls /proc", listed), ("ps -e", pss),
+                          ("ps -ef", sorted(int(e[1]) for e in ef))):
+            eq(len(got), 3, "%s: entries %r" % (what, got))
+            for i in ids:
+                true(i in got, "%s: run pid %d missing from %r" % (what, i, got))
+        true(len(os.listdir("/proc")) > 10, "the host has more processes")
+        eq(sorted(e[2] for e in ef), ["ps", "sh", "sleep"], "ps -ef commands")
+        eq(lines[-2:], ["rc=1", "rc=2"], "cat and ls of /proc/<outside>")
+        contains(r.get("stderr"), "/proc/%d/stat: No such file or directory"
+                 % out.pid, "stderr")
+        want_denial(r, layers=("proc",), target_prefix="/proc/%d" % out.pid,
+                    what="/proc/<outside pid>")
+        fx.check()
+    finally:
+        _stop(out)
+
+
+@test
+def proc_other_pid_every_way(t):
+    """A pid outside the run, named every way a program could: absent."""
+    fx = FsFix(t)
+    out = _outsider(t)
+    try:
+        code = (
+            "import os, errno\n"
+            "N = %d\n"
+            "def tryit(what, f):\n"
+            "    try:\n"
+            "        f(); print(what, 'OPEN')\n"
+            "    except OSError as e:\n"
+            "        print(what, errno.errorcode[e.errno])\n"
+            "d = os.open('/proc', os.O_RDONLY | os.O_DIRECTORY)\n"
+            "tryit('dirfd', lambda: os.open('%%d/status' %% N, os.O_RDONLY, dir_fd=d))\n"
+            "tryit('dirfd-dir', lambda: os.open(str(N), os.O_RDONLY, dir_fd=d))\n"
+            "me = os.getpid()\n"
+            "tryit('dotdot', lambda: os.open('/proc/%%d/../%%d/cmdline' %% (me, N), os.O_RDONLY))\n"
+            "tryit('self-dotdot', lambda: os.open('/proc/self/../%%d/environ' %% N, os.O_RDONLY))\n"
+            "tryit('root', lambda: os.open('/proc/self/root/proc/%%d/stat' %% N, os.O_RDONLY))\n"
+            "tryit('task', lambda: os.open('/proc/%%d/task/%%d/stat' %% (me, N), os.O_RDONLY))\n"
+            "tryit('stat', lambda: os.stat('/proc/%%d' %% N))\n"
+            "pd = os.open('/proc/%%d' %% me, os.O_RDONLY | os.O_DIRECTORY)\n"
+            "tryit('pid-dotdot', lambda: os.open('../%%d/stat' %% N, os.O_RDONLY, dir_fd=pd))\n"
+            "os.symlink('/proc/%%d' %% N, 'ln')\n"
+            "tryit('link', lambda: os.open('ln/stat', os.O_RDONLY))\n"
+            "print(str(N) in os.listdir('/proc'), str(me) in os.listdir('/proc'))\n"
+            % out.pid)
+        r = _ok(fx, fx.run(["python3", "-c", code]), "other pid")
+        eq(r.get("stdout"), "dirfd ENOENT\ndirfd-dir ENOENT\ndotdot ENOENT\n"
+           "self-dotdot ENOENT\nroot ENOENT\ntask ENOENT\nstat ENOENT\n"
+           "pid-dotdot ENOENT\nlink ENOENT\nFalse True\n", "stdout")
+        want_denial(r, layers=("proc",), target_prefix="/proc/%d" % out.pid,
+                    what="/proc/<outside pid>")
+        fx.check()
+    finally:
+        _stop(out)
+
+
+@test
+def proc_task_lists_threads(t):
+    """/proc/<pid>/task of a run process lists its threads, all of them."""
+    fx = FsFix(t)
+    code = ("import os, threading\n"
+            "ev = threading.Event(); ids = []\n"
+            "def f():\n"
+            "    ids.append(threading.get_native_id()); ev.wait()\n"
+            "ts = [threading.Thread(target=f) for _ in range(5)]\n"
+            "[x.start() for x in ts]\n"
+            "while len(ids) < 5: pass\n"
+            "want = sorted(ids + [os.getpid()])\n"
+            "try:\n"
+            "    got = sorted(int(x) for x in os.listdir('/proc/%d/task' % os.getpid()))\n"
+            "    print(got == want, len(got))\n"
+            "    print(sorted(int(x) for x in os.listdir('/proc/self/task')) == want)\n"
+            "    print([x for x in os.listdir('/proc') if x.isdigit()] == [str(os.getpid())])\n"
+            "finally:\n"
+            "    ev.set(); [x.join() for x in ts]\n")
+    r = _ok(fx, fx.run(["python3", "-c", code]), "threads")
+    eq(r.get("stdout"), "True 6\nTrue\nTrue\n", "stdout")
+    fx.check()
+
+
+@test
+def proc_ps_p_self(t):
+    fx = FsFix(t)
+    run = fx.sh("ps -p $$ -o pid=,comm= | tr -s ' ' | sed 's/^ //'; "
+                "echo \"me $$\"; ps -p $$ >/dev/null; echo rc=$?; "
+                "ps aux | awk 'NR > 1 && $2 == '$$' {print \"aux\", $11}'")
+    r = _ok(fx, run, "ps -p $$")
+    lines = r.get("stdout").splitlines()
+    me = lines[1].split()[1]
+    eq(lines, ["%s sh" % me, "me %s" % me, "rc=0", "aux sh"], "stdout")
+    fx.check()
+
+
+@test
+def proc_top_pgrep_pidof(t):
+    fx = FsFix(t)
+    run = fx.sh("top -b -n1 >top.out; echo top=$?; grep -c '^Tasks:' top.out; "
+                "sleep 30 & s=$!; "
+                "test \"$(pgrep -x sleep)\" = \"$s\" && echo pgrep-ok; "
+                "test \"$(pidof sleep)\" = \"$s\" && echo pidof-ok; "
+                "pgrep -x nosuchprogram; echo pgrep=$?; "
+                "kill $s; wait")
+    r = _ok(fx, run, "top, pgrep, pidof")
+    eq(r.get("stdout"), "top=0\n1\npgrep-ok\npidof-ok\npgrep=1\n", "stdout")
+    fx.check()
+
+
+# getdents64/getdents by hand: any buffer size, many processes.
+_DENTS = r"""
+import ctypes, errno, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def names(path, count, nr):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    buf = ctypes.create_string_buffer(max(count, 1))
+    got, calls = [], 0
+    while True:
+        n = libc.syscall(nr, fd, buf, count)
+        if n < 0:
+            os.close(fd)
+            return errno.errorcode[ctypes.get_errno()], calls
+        if n == 0:
+            break
+        calls += 1
+        raw, off = buf.raw[:n], 0
+        while off < n:
+            reclen = int.from_bytes(raw[off + 16:off + 18], 'little')
+            start = off + (19 if nr == 217 else 18)
+            got.append(raw[start:raw.index(b'\0', start)].decode())
+            off += reclen
+    again = libc.syscall(nr, fd, buf, count)
+    os.close(fd)
+    return got, (calls, again)
+kids = []
+for _ in range(int(sys.argv[1])):
+    k = os.fork()
+    if k == 0:
+        signal.pause(); os._exit(0)
+    kids.append(k)
+for i in range(60):
+    open('f%02d' % i, 'w').close()
+ref = sorted(os.listdir('/proc'))
+pids = [str(k) for k in kids] + [str(os.getpid())]
+print('kids', all(p in ref for p in pids))
+numeric = [x for x in ref if x.isdigit()]
+print('only', sorted(numeric) == sorted(pids + [x for x in numeric if x not in pids and int(x) > os.getpid()]))
+for nr in (217, 78):
+    for count in (32, 40, 64, 100, 4096):
+        got, (calls, again) = names('/proc', count, nr)
+        print(nr, count, sorted(got) == sorted(ref + ['.', '..']),
+              len(got) == len(set(got)), again, calls > 1 if count < 100 else True)
+    for count in (0, 10, 23):
+        print(nr, count, names('/proc', count, nr)[0])
+    got, _ = names('.', 40, nr)
+    print(nr, 'plain', sorted(x for x in got if x not in ('.', '..')) == sorted(os.listdir('.')))
+for k in kids:
+    os.kill(k, 9); os.waitpid(k, 0)
+"""
+
+
+@test
+def proc_getdents_buffers(t):
+    fx = FsFix(t)
+    with open(fx.wsp("dents.py"), "w") as f:
+        f.write(_DENTS)
+    r = _ok(fx, fx.run(["python3", "dents.py", "20"]), "getdents")
+    want = ["kids True", "only True"]
+    for nr in (217, 78):
+        for count in (32, 40, 64, 100, 4096):
+            want.append("%d %d True True 0 True" % (nr, count))
+        for count in (0, 10, 23):
+            want.append("%d %d EINVAL" % (nr, count))
+        want.append("%d plain True" % nr)
+    eq(r.get("stdout").splitlines(), want, "stdout")
+    fx.check()
+
+
+_PTY = r"""
+import os, fcntl, termios, errno
+m, s = os.openpty()
+name = os.ttyname(s)
+print(name.startswith('/dev/pts/'), os.ttyname(m) if False else 'm')
+os.write(s, b'up\n')
+print(os.read(m, 100))
+os.write(m, b'down\n')
+print(os.read(s, 100))
+again = os.open(name, os.O_RDWR | os.O_NOCTTY)
+print(os.ttyname(again) == name, os.stat(name).st_rdev == os.fstat(s).st_rdev)
+print(sorted(os.listdir('/dev/pts')) == sorted(['ptmx', name[9:]]))
+p = fcntl.ioctl(m, 0x5441, os.O_RDWR | os.O_NOCTTY)
+print(os.ttyname(p) == name)
+# Metadata by path could reach a number reused meanwhile: refused.
+try:
+    os.chmod(name, 0o666); print('chmod done')
+except OSError as e:
+    print('chmod', e.errno in (errno.EACCES, errno.ENOENT, errno.EPERM))
+pid = os.fork()
+if pid == 0:
+    try:
+        os.open('/dev/tty', os.O_RDWR)
+        os._exit(1)
+    except OSError as e:
+        if e.errno != errno.ENXIO:
+            os._exit(2)
+    os.setsid()
+    fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+    t = os.open('/dev/tty', os.O_RDWR)
+    os.write(t, b'tty\n')
+    os._exit(0 if os.ttyname(t) == name else 3)
+print(os.waitpid(pid, 0)[1])
+print(os.read(m, 100))
+"""
+
+
+@test
+def pty_openpty_ttyname(t):
+    fx = FsFix(t)
+    with open(fx.wsp("pty.py"), "w") as f:
+        f.write(_PTY)
+    r = _ok(fx, fx.run(["python3", "pty.py"]), "openpty")
+    eq(r.get("stdout"), "True m\nb'up\\r\\n'\nb'down\\n'\nTrue True\nTrue\n"
+       "True\nchmod True\n0\nb'down\\r\\ntty\\r\\n'\n", "stdout")
+    fx.check()
+
+
+@test
+def pty_script_and_spawn(t):
+    fx = FsFix(t)
+    r = _ok(fx, fx.run(["script", "-qc", "tty; echo hi", "/dev/null"]),
+            "script")
+    lines = r.get("stdout").replace("\r", "").splitlines()
+    true(lines[0].startswith("/dev/pts/"), "tty in script: %r" % lines)
+    eq(lines[1:], ["hi"], "script output")
+    r = _ok(fx, fx.run(["python3", "-c", "import pty; "
+                        "print(pty.spawn(['sh', '-c', 'tty >/dev/null && "
+                        "echo in-pty']))"]), "pty.spawn")
+    eq(r.get("stdout"), "in-pty\r\n0\n", "pty.spawn output")
+    fx.check()
+
+
+@test
+def pty_foreign_refused(t):
+    """A pty allocated outside the run (another terminal of the same user):
+    its /dev/pts/N is absent and listed nowhere; its master, handed to the
+    run over a unix socket by a process outside, yields no slave."""
+    fx = FsFix(t)
+    m, s = os.openpty()
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(fx.wsp("s"))
+    srv.listen(1)
+
+    def give():
+        try:
+            c, _ = srv.accept()
+            socket.send_fds(c, [b"m"], [m])
+            c.recv(1)
+            c.close()
+        except OSError:
+            pass
+    th = threading.Thread(target=give, daemon=True)
+    th.start()
+    try:
+        name = os.ttyname(s)
+        code = (
+            "import os, errno, fcntl, socket\n"
+            "def tryit(what, f):\n"
+            "    try:\n"
+            "        f(); print(what, 'OPEN')\n"
+            "    except OSError as e:\n"
+            "        print(what, errno.errorcode[e.errno])\n"
+            "tryit('open', lambda: os.open(%r, os.O_RDWR | os.O_NOCTTY))\n"
+            "tryit('stat', lambda: os.stat(%r))\n"
+            "os.symlink(%r, 'ln')\n"
+            "tryit('link', lambda: os.open('ln', os.O_RDWR | os.O_NOCTTY))\n"
+            "print(%r in os.listdir('/dev/pts'))\n"
+            "import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "ifd = libc.inotify_init1(0)\n"
+            "print('watch', libc.inotify_add_watch(ifd, b'/dev/pts', 0xfff))\n"
+            "c = socket.socket(socket.AF_UNIX); c.connect('s')\n"
+            "_, fds, _, _ = socket.recv_fds(c, 1, 1)\n"
+            "tryit('peer', lambda: fcntl.ioctl(fds[0], 0x5441, os.O_RDWR | os.O_NOCTTY))\n"
+            "import struct\n"
+            "def idx(fd):\n"
+            "    return struct.unpack('I', fcntl.ioctl(fd, 0x80045430, b'0000'))[0]\n"
+            "# Reopening a master through its fd link opens /dev/ptmx again:\n"
+            "# a new pty of the run's, as the kernel does, never the same one.\n"
+            "nm = os.open('/proc/self/fd/%%d' %% fds[0], os.O_RDWR | os.O_NOCTTY)\n"
+            "fcntl.ioctl(nm, 0x40045431, b'\\0\\0\\0\\0')\n"
+            "print('fdlink', idx(nm) != idx(fds[0]), os.ttyname(fcntl.ioctl(nm, 0x5441, os.O_RDWR | os.O_NOCTTY)) != %r)\n"
+            "c.send(b'x')\n"
+            % (name, name, name, name[9:], name))
+        r = _ok(fx, fx.run(["python3", "-c", code]), "foreign pty")
+        eq(r.get("stdout"), "open ENOENT\nstat ENOENT\nlink ENOENT\nFalse\n"
+           "watch -1\npeer EPERM\nfdlink True True\n", "stdout")
+        want_denial(r, layers=("fs",), targets=(name,), syscalls=("openat",),
+                    what="open of a foreign /dev/pts/N")
+        want_denial(r, layers=("fs",), targets=(name,), syscalls=("ioctl",),
+                    what="TIOCGPTPEER on a master from outside")
+        fx.check()
+    finally:
+        srv.close()
+        th.join(5)
+        os.close(m)
+        os.close(s)
+
+
+@test
+def pty_held_at_once_capped(t):
+    """ptys are a host-wide resource (kernel.pty.max): a run holds at most
+    64 at once (ENOSPC, as at the kernel's limit, and a denial); one closed
+    gives one back."""
+    fx = FsFix(t)
+    code = ("import os, errno\n"
+            "ps = []\n"
+            "try:\n"
+            "    while len(ps) < 100: ps.append(os.openpty())\n"
+            "except OSError as e: print(len(ps), errno.errorcode[e.errno])\n"
+            "m, s = ps.pop(); os.close(m); os.close(s)\n"
+            "ps.append(os.openpty()); print('again')\n")
+    r = _ok(fx, fx.run(["python3", "-c", code]), "pty cap")
+    eq(r.get("stdout"), "64 ENOSPC\nagain\n", "stdout")
+    want_denial(r, layers=("fs",), targets=("/dev/ptmx", "/dev/pts/ptmx"),
+                syscalls=("openat",), what="the 65th pty")
+    fx.check()
+
+
+@test
+def pty_broad_root_keeps_terminals_out(t):
+    """--ro / grants reading every file, but not the user's terminals: the
+    /dev/pts rules answer for themselves, as /proc's do."""
+    fx = FsFix(t)
+    m, s = os.openpty()
+    try:
+        name = os.ttyname(s)
+        code = ("import os, errno\n"
+                "for f in (os.R_OK, os.W_OK):\n"
+                "    print(os.access(%r, f))\n"
+                "try:\n"
+                "    os.open(%r, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)\n"
+                "    print('OPEN')\n"
+                "except OSError as e: print(errno.errorcode[e.errno])\n"
+                "print(%r in os.listdir('/dev/pts'))\n" % (name, name, name[9:]))
+        r = _ok(fx, fx.run(["python3", "-c", code], opts=["--ro", "/"]),
+                "--ro / and a foreign pty")
+        eq(r.get("stdout"), "False\nFalse\nENOENT\nFalse\n", "stdout")
+        want_denial(r, layers=("fs",), targets=(name,), what="/dev/pts/N")
+        fx.check()
+    finally:
+        os.close(m)
+        os.close(s)

@@ -1,0 +1,166 @@
+/* tracer/handlers/dirents.c: getdents64 and getdents, performed on a copy of
+ * the program's fd: /proc and /dev/pts list only what is the run's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "../fs/fsops.h"
+
+#define CR_PROC_MAGIC	0x9fa0
+#define CR_DEVPTS_MAGIC	0x1cd1
+#define CR_DENTS_MAX	65536
+
+/*
+ * Why on a copy and never CONTINUE: which directory the fd number names is
+ * state another thread can change (dup2 of a /proc fd onto it) between a
+ * check and the kernel's call. pidfd_getfd gives us the very open file the
+ * number named, sharing its offset, so our call is the program's call.
+ *
+ * Offsets: the kernel returns as many records as fit in count and moves
+ * the offset past them. A filtered listing reads at least a page, keeps the
+ * run's records while they fit in the program's count, and puts the offset
+ * back (lseek to the d_off of the last record consumed) where it stopped:
+ * a record dropped is never returned later, a kept one is never skipped,
+ * and a count too small for the next record kept answers EINVAL as the
+ * kernel does. A batch with nothing kept is followed by the next one, so 0
+ * still means the end.
+ */
+
+enum dkind { CR_DK_PLAIN, CR_DK_PROC, CR_DK_PTS };
+
+/* One handler runs at a time, on the loop thread. */
+static char inbuf[CR_DENTS_MAX], outbuf[CR_DENTS_MAX];
+
+/* Which directory this is: the root of a proc or devpts instance (inode 1
+ * of an anonymous-device filesystem) is filtered. -errno on failure. */
+static int kind_of(struct cr_run *run, int fd)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_ino != 1)
+		return CR_DK_PLAIN;
+	if (st.st_dev == run->fs->proc_dev)
+		return CR_DK_PROC;
+	if (major(st.st_dev) != 0)
+		return CR_DK_PLAIN;
+	if (fstatfs(fd, &sf) < 0)
+		return -errno;	/* cannot tell: fail closed */
+	if (sf.f_type == CR_PROC_MAGIC)
+		return CR_DK_PROC;
+	if (sf.f_type == CR_DEVPTS_MAGIC)
+		return CR_DK_PTS;
+	return CR_DK_PLAIN;
+}
+
+static bool all_digits(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n && !s[n] && n < 10;
+}
+
+static bool keep(struct cr_run *run, enum dkind k, const char *name)
+{
+	if (!all_digits(name))
+		return true;	/* self, sys, ptmx, ".": names, not processes */
+	if (k == CR_DK_PROC)
+		return cr_tasks_find(&run->tasks, (pid_t)atoi(name)) != NULL;
+	{
+		int m = cr_fs_pty_master(run, (unsigned)atoi(name));
+
+		if (m < 0)
+			return false;
+		close(m);
+		return true;
+	}
+}
+
+/* Records of both layouts: d_ino, d_off (8 bytes each), d_reclen (2), then
+ * d_type and the name (getdents64) or the name (getdents). */
+static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
+		    size_t count, size_t *olen)
+{
+	size_t noff = nr == SYS_getdents64 ? 19 : 18;
+	size_t rd = count < 4096 ? 4096 : count > CR_DENTS_MAX ? CR_DENTS_MAX : count;
+	off_t pos = lseek(fd, 0, SEEK_CUR);
+
+	*olen = 0;
+	if (pos < 0)
+		return -errno;
+	for (;;) {
+		long r = syscall(nr, fd, inbuf, rd);
+
+		if (r < 0)
+			return *olen ? 0 : -errno;
+		if (r == 0)
+			return 0;
+		for (long off = 0; off < r;) {
+			const char *rec = inbuf + off;
+			uint16_t reclen;
+			int64_t doff;
+
+			memcpy(&reclen, rec + 16, sizeof(reclen));
+			memcpy(&doff, rec + 8, sizeof(doff));
+			if (reclen < noff + 1 || off + reclen > r)
+				return -EIO;	/* never seen; fail closed */
+			if (keep(run, k, rec + noff)) {
+				if (*olen + reclen > count) {
+					/* The rest for the next call. */
+					if (lseek(fd, pos, SEEK_SET) < 0)
+						return -errno;
+					return *olen ? 0 : -EINVAL;
+				}
+				memcpy(outbuf + *olen, rec, reclen);
+				*olen += reclen;
+			}
+			pos = (off_t)doff;
+			off += reclen;
+		}
+		if (*olen)
+			return 0;
+	}
+}
+
+struct cr_verdict cr_h_getdents(struct cr_run *run,
+				const struct cr_syscall_entry *e,
+				const struct seccomp_notif *n)
+{
+	long nr = n->data.nr;
+	size_t count = (unsigned)n->data.args[2], len = 0;
+	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	int k, rc = 0;
+
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	k = kind_of(run, fd);
+	if (k < 0) {
+		rc = k;
+	} else if (k == CR_DK_PLAIN) {
+		long r = syscall(nr, fd, inbuf,
+				 count > CR_DENTS_MAX ? CR_DENTS_MAX : count);
+
+		if (r < 0)
+			rc = -errno;
+		else
+			len = (size_t)r;
+	} else {
+		rc = filtered(run, fd, nr, (enum dkind)k, count, &len);
+	}
+	close(fd);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (len && cr_mem_write((pid_t)n->pid, n->data.args[1],
+				k == CR_DK_PLAIN ? inbuf : outbuf, len))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL((int64_t)len);
+}
