@@ -1,8 +1,10 @@
 /* tracer/handlers/dirents.c: getdents64 and getdents, performed on a copy of
- * the program's fd: /proc and /dev/pts list only what is the run's. */
+ * the program's fd: /proc and /dev/pts list only what is the run's, an
+ * ancestor of a root only what leads into one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,33 +35,63 @@
  * still means the end.
  */
 
-enum dkind { CR_DK_PLAIN, CR_DK_PROC, CR_DK_PTS };
+enum dkind { CR_DK_PLAIN, CR_DK_PROC, CR_DK_PTS, CR_DK_ANCESTOR };
 
 /* One handler runs at a time, on the loop thread. */
 static char inbuf[CR_DENTS_MAX], outbuf[CR_DENTS_MAX];
+/* The directory an ancestor listing is of, and the caller (kind_of). */
+static char dpath[PATH_MAX];
+static size_t dlen;
+static pid_t dtid;
+
+/* A directory the run may see but not read (an ancestor of a root, or one
+ * it holds from elsewhere) is listed with only the entries that lead into
+ * a root: the rest is absent, as it is to every path call. Its path is
+ * the kernel's name for our copy; one that cannot be named, or is
+ * "(deleted)", keeps nothing. */
+static int kind_of_plain(struct cr_run *run, int fd, pid_t tid)
+{
+	char p[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, dpath, sizeof(dpath) - 1);
+	if (n <= 0 || dpath[0] != '/') {
+		dlen = 0;
+		return CR_DK_ANCESTOR;
+	}
+	dpath[n] = 0;
+	dlen = (size_t)n;
+	dtid = tid;
+	if (cr_fs_access(run, tid, dpath, dlen) & CR_FS_R)
+		return CR_DK_PLAIN;
+	return CR_DK_ANCESTOR;
+}
 
 /* Which directory this is: the root of a proc or devpts instance (inode 1
  * of an anonymous-device filesystem) is filtered. -errno on failure. */
-static int kind_of(struct cr_run *run, int fd)
+static int kind_of(struct cr_run *run, int fd, pid_t tid)
 {
 	struct statfs sf;
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_ino != 1)
-		return CR_DK_PLAIN;
+	if (!S_ISDIR(st.st_mode))
+		return CR_DK_PLAIN;	/* the kernel's ENOTDIR */
+	if (st.st_ino != 1)
+		return kind_of_plain(run, fd, tid);
 	if (st.st_dev == run->fs->proc_dev)
 		return CR_DK_PROC;
 	if (major(st.st_dev) != 0)
-		return CR_DK_PLAIN;
+		return kind_of_plain(run, fd, tid);
 	if (fstatfs(fd, &sf) < 0)
 		return -errno;	/* cannot tell: fail closed */
 	if (sf.f_type == CR_PROC_MAGIC)
 		return CR_DK_PROC;
 	if (sf.f_type == CR_DEVPTS_MAGIC)
 		return CR_DK_PTS;
-	return CR_DK_PLAIN;
+	return kind_of_plain(run, fd, tid);
 }
 
 static bool all_digits(const char *s)
@@ -71,6 +103,23 @@ static bool all_digits(const char *s)
 
 static bool keep(struct cr_run *run, enum dkind k, const char *name)
 {
+	if (k == CR_DK_ANCESTOR) {
+		char p[PATH_MAX];
+		size_t nl = strlen(name);
+
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			return true;
+		if (!dlen || dlen + 1 + nl >= sizeof(p))
+			return false;
+		memcpy(p, dpath, dlen);
+		p[dlen] = '/';
+		memcpy(p + (dlen == 1 ? 1 : dlen + 1), name, nl + 1);
+		/* Visible, not merely creatable (another process's
+		 * /dev/shm name is CR_FS_NEW only: absent). */
+		return (cr_fs_access(run, dtid, p, dlen == 1 ? 1 + nl :
+				     dlen + 1 + nl) &
+			(CR_FS_STAT | CR_FS_R | CR_FS_W | CR_FS_X)) != 0;
+	}
 	if (!all_digits(name))
 		return true;	/* self, sys, ptmx, ".": names, not processes */
 	if (k == CR_DK_PROC)
@@ -142,7 +191,7 @@ struct cr_verdict cr_h_getdents(struct cr_run *run,
 
 	if (fd < 0)
 		return CR_V_ERR(-fd);
-	k = kind_of(run, fd);
+	k = kind_of(run, fd, (pid_t)n->pid);
 	if (k < 0) {
 		rc = k;
 	} else if (k == CR_DK_PLAIN) {

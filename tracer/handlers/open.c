@@ -171,6 +171,15 @@ static struct cr_verdict do_open(struct cr_run *run,
 		goto out;
 	}
 	need = need_for(flags, res.exists);
+	/* An ancestor of a root (the workspace's parents, /etc above its
+	 * listed files) opens read-only as a directory: its listing shows
+	 * only the entries that lead into a root (dirents.c), so what lies
+	 * outside stays absent. /proc keeps its own rules. */
+	if (need == CR_FS_R && res.exists && S_ISDIR(res.st.st_mode) &&
+	    (res.acc & CR_FS_STAT) && (flags & O_ACCMODE) == O_RDONLY &&
+	    !(flags & (O_CREAT | O_TRUNC)) &&
+	    !cr_path_within("/proc", 5, res.path, res.plen))
+		need = CR_FS_STAT;
 	/* A terminal of the run opens for writing too: through its master,
 	 * so what is opened is exactly what the rules found (open_pty). */
 	if (res.exists && S_ISCHR(res.st.st_mode) && is_pty_path(&res) &&
