@@ -7,6 +7,9 @@
 
 /* How often live tasks and the workspace are measured. */
 #define CR_BUDGET_TICK_MS 50
+/* Threads and processes alive at once: at most this many times the
+ * processes budget (64 -> 2048 tasks). */
+#define CR_BUDGET_THREADS_PER_PROC 32
 /* Directory entries the workspace walk looks at per tick: bounds the work
  * of one tick whatever the program made. */
 #define CR_BUDGET_WALK_PER_TICK 2048
@@ -31,6 +34,9 @@
 #define CR_BUDGET_GONE_EARLY 1024
 /* RLIMIT_DATA is twice the memory budget, and at least this much past it. */
 #define CR_BUDGET_DATA_SLACK_MIN (64ull << 20)
+/* ...plus room for thread stacks, which RLIMIT_DATA counts though they are
+ * reserved, not used: 256 threads of glibc's default 8 MiB. */
+#define CR_BUDGET_DATA_STACKS (2048ull << 20)
 
 struct cr_budgets;
 
@@ -50,7 +56,7 @@ int cr_budget_child_rlimits(const struct cr_limits *lim);
 /* A fork/vfork/clone notification from tid: settles any reservation the
  * task still holds (its earlier creation failed), then reserves a slot.
  * 0, or -EAGAIN when the budget is spent (the run is then ended). */
-int cr_budget_reserve(struct cr_run *run, pid_t tid);
+int cr_budget_reserve(struct cr_run *run, pid_t tid, bool thread);
 /* The task's PTRACE_EVENT_FORK/VFORK/CLONE: its reservation became a task. */
 void cr_budget_on_new_task(struct cr_run *run, struct cr_task *parent);
 /* Any other stop of the task: a reservation it still holds failed. */

@@ -213,14 +213,17 @@ static cJSON *build(struct cr_run *run, int code)
 			(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
 	if (!run->usage.peak_memory_bytes)
 		run->usage.peak_memory_bytes = (uint64_t)ru.ru_maxrss * 1024;
-	if (run->usage.processes < run->tasks.peak_tasks)
-		run->usage.processes = run->tasks.peak_tasks;
+	if (run->usage.processes < run->tasks.peak_leaders)
+		run->usage.processes = run->tasks.peak_leaders;
+	if (run->usage.tasks < run->tasks.peak_tasks)
+		run->usage.tasks = run->tasks.peak_tasks;
 	u = cJSON_AddObjectToObject(r, "usage");
 	if (u) {
 		add_u64(u, "wall_ms", run->end_ms);
 		add_u64(u, "cpu_ms", run->usage.cpu_ms);
 		add_u64(u, "peak_memory_bytes", run->usage.peak_memory_bytes);
 		add_u64(u, "processes", run->usage.processes);
+		add_u64(u, "tasks", run->usage.tasks);
 		add_u64(u, "output_bytes", run->out.total + run->err.total);
 		add_u64(u, "disk_bytes", run->usage.disk_bytes);
 		add_u64(u, "files", run->usage.files);

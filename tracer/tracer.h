@@ -116,6 +116,7 @@ struct cr_task_budget {
 	pid_t tgid;		/* 0 until read */
 	int fd_cpu, fd_mem;	/* open /proc files, fd + 1; 0: none; owned */
 	bool creating;		/* holds a fork/vfork/clone reservation */
+	bool creating_proc;	/* ...for a process, not a thread */
 	bool announced;		/* its parent's fork event has been seen */
 };
 
@@ -173,7 +174,8 @@ struct cr_denial {
 struct cr_usage {
 	uint64_t cpu_ms;
 	uint64_t peak_memory_bytes;
-	uint64_t processes;		/* peak tasks alive at once */
+	uint64_t processes;		/* peak processes alive at once */
+	uint64_t tasks;			/* peak tasks (threads too) at once */
 	uint64_t disk_bytes;
 	uint64_t files;
 	uint64_t net_bytes;

@@ -112,11 +112,15 @@ static void *sleeper(void *arg)
 static void thread_bomb(long max)
 {
 	long made = 0;
+	pthread_attr_t a;
 
+	/* Small stacks: the bomb is about tasks, not the memory backstop. */
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 << 10);
 	for (; made < max; made++) {
 		pthread_t t;
 
-		if (pthread_create(&t, NULL, sleeper, NULL))
+		if (pthread_create(&t, &a, sleeper, NULL))
 			break;
 	}
 	printf("made %ld\n", made);

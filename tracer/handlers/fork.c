@@ -23,6 +23,7 @@ struct cr_verdict cr_h_fork(struct cr_run *run,
 			      const struct seccomp_notif *n)
 {
 	pid_t tid = (pid_t)n->pid;
+	bool thread = false;
 
 	if (!strcmp(e->name, "clone")) {
 		uint64_t flags = n->data.args[0];
@@ -41,8 +42,9 @@ struct cr_verdict cr_h_fork(struct cr_run *run,
 			return (struct cr_verdict){ .kind = CR_V_ERRNO,
 						    .error = EPERM };
 		}
+		thread = (flags & CLONE_THREAD) != 0;
 	}
-	if (cr_budget_reserve(run, tid) < 0) {
+	if (cr_budget_reserve(run, tid, thread) < 0) {
 		cr_deny(run, tid, e->name, NULL, "proc",
 			"the processes budget is spent");
 		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
