@@ -312,14 +312,20 @@ def outcome(row, side, r):
 
 
 def junit_failures(ws):
-    """{test id: first line of its failure} from regrtest's junit file."""
+    """({test id: first line of its failure}, {test id: skip reason}) from
+    regrtest's junit file; (None, None) without one."""
     path = os.path.join(ws, "junit.xml")
     fails = {}
+    skips = {}
     try:
         tree = ET.parse(path)
     except (OSError, ET.ParseError):
-        return None
+        return None, None
     for tc in tree.iter("testcase"):
+        e = tc.find("skipped")
+        if e is not None:
+            skips[tc.get("name", "?")] = (e.get("message") or
+                                          e.text or "")[:200]
         for kind in ("failure", "error"):
             e = tc.find(kind)
             if e is not None:
@@ -327,7 +333,7 @@ def junit_failures(ws):
                 lines = [ln for ln in msg.splitlines() if ln.strip()]
                 fails[tc.get("name", "?")] = kind + ": " + (
                     lines[-1] if lines else "")[:300]
-    return fails
+    return fails, skips
 
 
 def denial_text(d):
@@ -412,7 +418,7 @@ def run_row(cfg, row):
         r = run_side(cfg, row, side, ws)
         r["outcome"] = outcome(row, side, r)
         if row.cpython:
-            r["failures"] = junit_failures(ws)
+            r["failures"], r["skips"] = junit_failures(ws)
         remove_ws(ws)
         sides[side] = r
     n, c = sides["native"], sides["corral"]
@@ -430,6 +436,11 @@ def run_row(cfg, row):
         cf = c.get("failures")
         rec["new_failures"] = None if cf is None else {
             k: v for k, v in cf.items() if k not in nf}
+        # A test skipped under corral only is a difference the module's
+        # verdict hides: kept in the details, and counted in the table.
+        ns, cs = n.get("skips") or {}, c.get("skips")
+        rec["new_skips"] = None if cs is None else {
+            k: v for k, v in cs.items() if k not in ns}
     if not rec["same"]:
         for side, r in (("native", n), ("corral", c)):
             rec[side + "_stdout"] = tail(r["out"])
@@ -445,10 +456,16 @@ def md_cell(s):
     return (s or "").replace("|", "\\|").replace("\n", " ")
 
 
+def corral_cell(rec):
+    """The corral outcome, with the tests only corral's side skipped."""
+    extra = len(rec.get("new_skips") or {})
+    return rec["corral"] + (" (+%d skipped)" % extra if extra else "")
+
+
 def row_line(rec):
     mark = "same  " if rec["same"] else "DIFFER"
     s = "%s %-45s native=%-12s corral=%-12s" % (
-        mark, rec["name"], rec["native"], rec["corral"])
+        mark, rec["name"], rec["native"], corral_cell(rec))
     if not rec["same"] and rec["first_denial"]:
         s += " first denial: " + rec["first_denial"]
         tel = rec.get("telling_denial")
@@ -472,7 +489,7 @@ def write_markdown(path, recs, header):
                 tel = rec.get("telling_denial", "")
                 tel = "(same)" if tel == den and tel else tel
             f.write("| %s | %s | %s | %s | %s |\n" % (
-                md_cell(name), rec["native"], rec["corral"], md_cell(den),
+                md_cell(name), rec["native"], corral_cell(rec), md_cell(den),
                 md_cell(tel)))
 
 
