@@ -429,6 +429,7 @@ def run_row(cfg, row):
     rec["telling_denial"] = telling_denial(
         c["result"], cfg.baseline if row.cpython else ())
     rec["denials"] = (c["result"] or {}).get("denials") or []
+    rec["usage"] = (c["result"] or {}).get("usage")
     rec["elapsed"] = {"native": round(n["elapsed"], 1),
                       "corral": round(c["elapsed"], 1)}
     if row.cpython:
