@@ -442,6 +442,9 @@ def run_row(cfg, row):
         ns, cs = n.get("skips") or {}, c.get("skips")
         rec["new_skips"] = None if cs is None else {
             k: v for k, v in cs.items() if k not in ns}
+        # Both sides failing hides tests that fail under corral only.
+        if rec["new_failures"]:
+            rec["same"] = False
     if not rec["same"]:
         for side, r in (("native", n), ("corral", c)):
             rec[side + "_stdout"] = tail(r["out"])
@@ -458,9 +461,14 @@ def md_cell(s):
 
 
 def corral_cell(rec):
-    """The corral outcome, with the tests only corral's side skipped."""
+    """The corral outcome, with the tests that failed or were skipped on
+    corral's side only."""
+    s = rec["corral"]
+    more = len(rec.get("new_failures") or {})
+    if more and rec["native"] == rec["corral"]:
+        s += " (+%d failed)" % more
     extra = len(rec.get("new_skips") or {})
-    return rec["corral"] + (" (+%d skipped)" % extra if extra else "")
+    return s + (" (+%d skipped)" % extra if extra else "")
 
 
 def row_line(rec):
