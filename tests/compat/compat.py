@@ -502,6 +502,24 @@ def write_markdown(path, recs, header):
                 md_cell(tel)))
 
 
+def render(details, markdown):
+    """The table again from a details file (a finished or a partial run),
+    judged by this version's rules."""
+    with open(details) as f:
+        d = json.load(f)
+    recs = d["rows"] if isinstance(d, dict) else d
+    for rec in recs:
+        if rec.get("new_failures"):
+            rec["same"] = False
+    header = d.get("header", "") if isinstance(d, dict) else \
+        "A partial run, %d rows.\n\n" % len(recs)
+    if markdown:
+        write_markdown(markdown, recs, header)
+    same = sum(1 for r in recs if r["same"])
+    print("%d same, %d differ" % (same, len(recs) - same))
+    return 1 if same < len(recs) else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corral", default=os.environ.get("CORRAL") or
@@ -519,7 +537,12 @@ def main():
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--details", default=None)
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--render", metavar="DETAILS",
+                    help="only write --markdown again from a details file")
     a = ap.parse_args()
+
+    if a.render:
+        return render(a.render, a.markdown)
 
     rows = plain_rows()
     if not a.no_cpython:
