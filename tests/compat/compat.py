@@ -545,7 +545,7 @@ def main():
                     help="run only rows whose name matches this regex")
     ap.add_argument("--budget", type=float, default=0,
                     help="start no row after this many seconds (0: none)")
-    ap.add_argument("--py-timeout", type=int, default=900,
+    ap.add_argument("--py-timeout", type=int, default=600,
                     help="seconds for one CPython module, each side")
     ap.add_argument("--no-cpython", action="store_true")
     ap.add_argument("--markdown", default=None)
