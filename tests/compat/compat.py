@@ -18,6 +18,7 @@ Python 3 standard library only; run with /usr/bin/python3.
 
 import argparse
 import concurrent.futures
+import hashlib
 import json
 import os
 import re
@@ -637,8 +638,13 @@ def main():
     same = sum(1 for r in ordered if r["same"])
     differ = len(ordered) - same
     wall = time.monotonic() - t0
-    header = ("Measured on commit %s, %s, -j%d, %d rows in %.0f s%s.\n\n" % (
-        commit.stdout.strip() or "?",
+    # Which corral was judged: the binary's path and digest (CORRAL may
+    # name another checkout's build than this checkout's commit).
+    with open(a.corral, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    header = ("Measured with %s (sha256 %s…), harness at commit %s, %s, "
+              "-j%d, %d rows in %.0f s%s.\n\n" % (
+        os.path.abspath(a.corral), digest, commit.stdout.strip() or "?",
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), a.jobs,
         len(ordered), wall,
         (", %d rows not started (budget)" % len(stopped)) if stopped
