@@ -4,6 +4,7 @@ each run natively and under corral, side by side, as the same uid.
     compat.py [--corral PATH] [--progs DIR] [-j N] [--only REGEX]
               [--budget SECONDS] [--py-timeout S] [--markdown FILE]
               [--details FILE] [--no-cpython] [--list]
+    compat.py --render DETAILS --markdown FILE
 
 Every row is one command run twice from a fresh workspace of its own: natively
 (setpriv to uid 65534, env -i, cwd = the workspace, HOME and TMPDIR in it) and
@@ -11,7 +12,8 @@ as `nons corral run -w WS --limit wall=... --limit cpu=... -- CMD` with the
 very same uid, environment and cwd. Prints one line per row, then
 "N same, N differ"; writes the table as Markdown (--markdown) and everything
 known about each row as JSON (--details). Exits 1 when a row differs, 2 when
-nothing ran. `make compat` is the usual way in (tests/compat/run.sh).
+nothing ran. `make compat` is the usual way in; docs/compatibility.md says
+how rows are judged and what the last run found.
 
 Python 3 standard library only; run with /usr/bin/python3.
 """
@@ -65,7 +67,9 @@ cmd_line_script pydoc inspect traceback file support
 
 class Row:
     """One item: a shell command run in a workspace holding copies of the
-    named fixture projects. check(rc, out) says whether it worked."""
+    named fixture projects (tests/compat/projects/). A command row worked
+    when it exits 0; a CPython row (cpython = the module) is judged by
+    regrtest's verdict and junit file."""
 
     def __init__(self, name, script, projects=(), timeout=180,
                  cpython=None):
