@@ -33,7 +33,7 @@ UNIT_SRC   := $(sort $(wildcard tests/unit/*.c))
 PROG_SRC   := $(sort $(wildcard tests/progs/*.c))
 PROGS      := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
 
-.PHONY: all deps demo check check-unit check-e2e asan install clean fuzz bench
+.PHONY: all deps demo check check-unit check-e2e asan install clean fuzz bench compat
 all: $(BUILD)/corral $(BUILD)/tests/unit/run-unit $(PROGS)
 
 $(BUILD)/%.o: %.c $(wildcard include/corral/*.h) $(wildcard tracer/*.def tracer/*.h tracer/*/*.h)
@@ -94,6 +94,20 @@ fuzz:
 
 bench: all
 	@sh bench/run $(BUILD)
+
+# Real suites (CPython's regression tests, pytest, pip, git, cmake, node...)
+# natively and under corral, side by side; long, so not part of check. See
+# docs/compatibility.md. CORRAL=PATH judges another build; COMPAT_ONLY=REGEX
+# picks rows; COMPAT_ARGS passes more options to the driver.
+COMPAT_JOBS ?= 2
+compat: all
+	@sh tests/compat/deps.sh
+	/usr/bin/python3 tests/compat/compat.py -j $(COMPAT_JOBS) \
+		--corral $(if $(CORRAL),$(CORRAL),$(BUILD)/corral) \
+		--progs $(BUILD)/tests/progs \
+		$(if $(COMPAT_ONLY),--only '$(COMPAT_ONLY)') \
+		--markdown $(BUILD)/compat.md --details $(BUILD)/compat.json \
+		$(COMPAT_ARGS)
 
 install: $(BUILD)/corral
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/corral
