@@ -37,6 +37,9 @@
 /* ...plus room for thread stacks, which RLIMIT_DATA counts though they are
  * reserved, not used: 256 threads of glibc's default 8 MiB. */
 #define CR_BUDGET_DATA_STACKS (2048ull << 20)
+/* RLIMIT_FSIZE past the disk budget: room for sparse files, whose size is
+ * not what they take. */
+#define CR_BUDGET_FSIZE_SLACK (16ull << 30)
 
 struct cr_budgets;
 

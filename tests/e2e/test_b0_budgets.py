@@ -294,12 +294,30 @@ def budget_disk_one_big_file(t):
     assert_breach(t, run, r, "disk")
     d = r["usage"]["disk_bytes"]
     ge(d, 64 * MIB, "usage.disk_bytes")
-    # RLIMIT_FSIZE stops the one file a page past the budget.
-    true(d <= 64 * MIB + 4096 + MIB, "disk_bytes %d over the slack" % d)
-    true(all(w <= 65 for w in ints(r["stdout"], "wrote")),
+    # The walk stops it: what passes the budget is the write rate times
+    # the walk's latency (25-66 MiB measured writing as fast as it can);
+    # the bound here only says the breach came from the walk, not the
+    # 16 GiB RLIMIT_FSIZE.
+    true(d <= 64 * MIB + 512 * MIB, "disk_bytes %d over the slack" % d)
+    true(all(w <= 64 + 512 for w in ints(r["stdout"], "wrote")),
          "MiB written: %r" % r["stdout"])
     eq(r["cleanup"]["workspace_removed"], True, "workspace removed")
     t.assert_next_run_ok()
+
+
+@test
+def budget_disk_sparse_file_is_its_blocks(t):
+    # A sparse file takes what is written, not its size: the budget counts
+    # blocks, and the size backstop leaves room (CPython's test_io makes a
+    # 2 GiB one with a few pages; `truncate -s 1G` was killed by SIGXFSZ).
+    run = t.corral(["run", "--json", "--limit", "disk=64MiB", "--", "sh",
+                    "-c", "truncate -s 3G f && echo x >> f && "
+                    "stat -c %s f && du -k f | cut -f1"])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    lines = r.get("stdout", "").split()
+    eq(lines[:1], [str(3 * 1024 * MIB + 2)], "the file's size")
+    true(len(lines) == 2 and int(lines[1]) <= 64, "blocks taken: %r" % lines)
 
 
 @test
