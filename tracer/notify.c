@@ -5,6 +5,9 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
 #include <cJSON.h>
 #include <linux/audit.h>
 
@@ -75,6 +78,49 @@ static const struct cr_syscall_entry *matching(const struct cr_syscall_entry *e,
 			return o;
 	}
 	return e;
+}
+
+/*
+ * A signal that reaches a thread waiting in a notification before corral
+ * has received it makes the kernel withdraw the notification and fail the
+ * call with ERESTARTSYS: with a handler installed without SA_RESTART (all
+ * of Python's) the program then sees EINTR from a stat, an open or a kill,
+ * which the kernel never gives for them. After corral has received it the
+ * wait is killable only (WAIT_KILLABLE_RECV). At the signal-delivery stop
+ * the call's registers are still there: when the program's own filter
+ * says that call was notified, the ERESTARTSYS can only be that withdrawn
+ * wait, and ERESTARTNOINTR makes the kernel run the handler and then make
+ * the call again, as if the signal had come just before it. recvfrom is
+ * the one notified call that corral may CONTINUE into a real wait (the
+ * kernel's own ERESTARTSYS there is the program's EINTR): left alone.
+ */
+#define CR_ERESTARTSYS 512
+#define CR_ERESTARTNOINTR 513
+
+void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
+{
+	struct user_regs_struct r;
+	struct seccomp_data d = { .arch = AUDIT_ARCH_X86_64 };
+	uint32_t act;
+
+	if (!run->filter ||
+	    ptrace(PTRACE_GETREGS, tid, 0, &r) < 0 ||
+	    r.rax != (unsigned long long)-CR_ERESTARTSYS ||
+	    (long long)r.orig_rax < 0 || r.orig_rax == SYS_recvfrom)
+		return;
+	d.nr = (int)r.orig_rax;
+	d.instruction_pointer = r.rip;
+	d.args[0] = r.rdi;
+	d.args[1] = r.rsi;
+	d.args[2] = r.rdx;
+	d.args[3] = r.r10;
+	d.args[4] = r.r8;
+	d.args[5] = r.r9;
+	if (cr_filter_eval(run->filter, &d, &act) ||
+	    (act & SECCOMP_RET_ACTION_FULL) != SECCOMP_RET_USER_NOTIF)
+		return;
+	r.rax = (unsigned long long)-CR_ERESTARTNOINTR;
+	ptrace(PTRACE_SETREGS, tid, 0, &r);
 }
 
 bool cr_notif_valid(const struct cr_run *run, uint64_t id)

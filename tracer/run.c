@@ -298,7 +298,7 @@ int cr_run_main(int argc, char **argv)
 	audit_start(&run);
 	run.start_ns = cr_now_ns();
 	rc = cr_spawn(&run, &filter);
-	cr_filter_free(&filter);
+	run.filter = &filter;	/* kept: signal stops ask it (notify.c) */
 	if (rc) {
 		if (!run.message[0])
 			snprintf(run.message, sizeof(run.message),

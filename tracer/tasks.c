@@ -376,6 +376,7 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 			ptrace(PTRACE_CONT, tid, 0, 0);
 		break;
 	case A_INJECT:
+		cr_notif_on_signal_stop(run, tid);
 		ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(status));
 		break;
 	default:

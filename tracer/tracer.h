@@ -210,6 +210,8 @@ struct cr_run {
 	struct seccomp_notif *notif;	/* owned, notif_len bytes */
 	size_t notif_len;
 	const struct cr_syscall_entry *by_nr[512];	/* borrowed */
+	const struct cr_filter *filter;	/* borrowed: the program's seccomp
+					 * filter, once the child has it */
 
 	/* how the run ends: the first reason wins */
 	bool ending;
@@ -330,6 +332,9 @@ struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
 				      bool cloexec);
 /* Answer a notification later, from the loop (worker completions). */
 void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
+/* At a signal-delivery stop of tid: a notified call the signal withdrew
+ * before corral received it is made again after the handler, not EINTR. */
+void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid);
 
 /* tracer/mem.c: tracee memory, through process_vm_readv/writev only. */
 int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
