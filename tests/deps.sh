@@ -1,9 +1,11 @@
 #!/bin/sh
-# Installs the Debian packages corral needs to build and test, when run as
-# root or with sudo; otherwise prints the exact command to run.
+# Installs the Debian packages corral needs to build and test (or, given as
+# arguments, other ones: tests/compat/deps.sh), when run as root or with
+# sudo; otherwise prints the exact command to run.
 set -eu
 pkgs="gcc make pkg-config libseccomp-dev libunwind-dev libcjson-dev libcap-dev \
 python3 util-linux procps coreutils tar gzip curl git"
+[ $# -gt 0 ] && pkgs="$*"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -441,7 +441,6 @@ struct cr_verdict cr_h_getsockname(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n)
 {
-	pid_t pid = (pid_t)n->pid;
 	union cr_sockaddr a;
 	socklen_t al = sizeof(a);
 	struct cr_net_ep ep;
@@ -449,14 +448,7 @@ struct cr_verdict cr_h_getsockname(struct cr_run *run,
 	bool wildcard = false;
 	int ulen, rc;
 
-	if (!run->net)
-		return v_err(EACCES);
-	rc = cr_mem_read(pid, n->data.args[2], &ulen, sizeof(ulen));
-	if (rc)
-		return v_err(-rc);
-	if (ulen < 0)
-		return v_err(EINVAL);
-	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	rc = cr_sock_name_open(run, n, &s, &ulen);
 	if (rc)
 		return v_err(-rc);
 	memset(&a, 0, sizeof(a));
@@ -479,12 +471,5 @@ struct cr_verdict cr_h_getsockname(struct cr_run *run,
 		al = ep_to_sa(&ep, a.sa.sa_family, &a);
 	}
 	cr_sock_close(&s);
-	rc = cr_mem_write(pid, n->data.args[1], &a,
-			  (size_t)ulen < al ? (size_t)ulen : al);
-	if (!rc) {
-		int out = (int)al;
-
-		rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
-	}
-	return rc ? v_err(-rc) : v_val(0);
+	return cr_sock_name_reply(n, &a, al, ulen);
 }

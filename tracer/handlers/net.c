@@ -68,6 +68,37 @@ void cr_sock_close(struct cr_sock *s)
 	s->dup = -1;
 }
 
+int cr_sock_name_open(struct cr_run *run, const struct seccomp_notif *n,
+		      struct cr_sock *s, int *ulen)
+{
+	int rc;
+
+	if (!run->net)
+		return -EACCES;
+	rc = cr_mem_read((pid_t)n->pid, n->data.args[2], ulen, sizeof(*ulen));
+	if (rc)
+		return rc;
+	if (*ulen < 0)
+		return -EINVAL;
+	return cr_sock_open(run, n, (int)n->data.args[0], s);
+}
+
+struct cr_verdict cr_sock_name_reply(const struct seccomp_notif *n,
+				     const union cr_sockaddr *a, socklen_t al,
+				     int ulen)
+{
+	pid_t pid = (pid_t)n->pid;
+	int rc = cr_mem_write(pid, n->data.args[1], a,
+			      (size_t)ulen < al ? (size_t)ulen : al);
+
+	if (!rc) {
+		int out = (int)al;
+
+		rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
+	}
+	return rc ? v_err(-rc) : v_val(0);
+}
+
 int cr_sock_open(struct cr_run *run, const struct seccomp_notif *n,
 		     int fd, struct cr_sock *s)
 {
@@ -1077,21 +1108,13 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n)
 {
-	pid_t pid = (pid_t)n->pid;
 	union cr_sockaddr real;
 	const union cr_sockaddr *a;
 	socklen_t al = sizeof(real);
 	struct cr_sock s;
 	int ulen, rc;
 
-	if (!run->net)
-		return v_err(EACCES);
-	rc = cr_mem_read(pid, n->data.args[2], &ulen, sizeof(ulen));
-	if (rc)
-		return v_err(-rc);
-	if (ulen < 0)
-		return v_err(EINVAL);
-	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	rc = cr_sock_name_open(run, n, &s, &ulen);
 	if (rc)
 		return v_err(-rc);
 	/* The proxy's address is the kernel's truth; the program is told
@@ -1108,14 +1131,7 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 		a = &real;
 	}
 	cr_sock_close(&s);
-	rc = cr_mem_write(pid, n->data.args[1], a,
-			  (size_t)ulen < al ? (size_t)ulen : al);
-	if (!rc) {
-		int out = (int)al;
-
-		rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
-	}
-	return rc ? v_err(-rc) : v_val(0);
+	return cr_sock_name_reply(n, a, al, ulen);
 }
 
 static bool same_inet(const union cr_sockaddr *a, const union cr_sockaddr *b)
