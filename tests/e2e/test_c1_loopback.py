@@ -112,6 +112,46 @@ def loopback_http_server(t):
     eq(r["usage"]["net_connections"], 0, "with a rule: proxied connections")
 
 
+SHORT_CLIENTS = r"""
+import multiprocessing, socket, sys
+def child(addr, linger):
+    s = socket.socket()
+    if linger:  # close with a reset: the client's socket is gone at once
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+    s.connect(addr)
+    s.sendall(b"0123456789")
+    s.close()
+if __name__ == "__main__":
+    multiprocessing.set_start_method("fork")
+    l = socket.create_server(("127.0.0.1", 0))
+    ps = [multiprocessing.Process(target=child, args=(l.getsockname(), i % 2))
+          for i in range(6)]
+    [p.start() for p in ps]
+    [p.join() for p in ps]   # every client has closed before any accept
+    got = []
+    for i in range(6):
+        r, _ = l.accept()
+        try:
+            got.append(len(r.recv(100)))
+        except ConnectionResetError:
+            got.append("reset")
+    print(sorted(map(str, got)))
+"""
+
+
+@test
+def loopback_short_clients_closed_before_accept(t):
+    # CPython's test_wait_socket: clients that send and close before the
+    # server accepts are the run's own, though no file holds their
+    # sockets any more (FIN_WAIT/TIME_WAIT, or gone after a reset).
+    run, r = loop_run(t, SHORT_CLIENTS)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    got = eval(r.get("stdout", "[]"))
+    eq(len(got), 6, "connections accepted: %r" % got)
+    true(got.count("10") >= 3, "the closed clients' data: %r" % got)
+    eq(denials(r, "accept"), [], "accept denials")
+
+
 @test
 def loopback_asyncio_server(t):
     prog = r'''

@@ -289,16 +289,22 @@ struct accept_args {
 	bool inet;
 };
 
-/* Is this accepted connection one the run may see? */
-static bool peer_ok(struct cr_run *run, pid_t tid, int fd)
+/* Is this accepted connection one the run may see? The peer is the
+ * address accept itself gave (pa): getpeername fails on a connection its
+ * client reset before the accept, which the kernel still hands over. */
+static bool peer_ok(struct cr_run *run, pid_t tid, int fd,
+		    const union cr_sockaddr *pa, socklen_t pl)
 {
 	struct cr_net_ep peer, local;
 	char target[96];
 	union cr_sockaddr la;
 	socklen_t ll = sizeof(la);
 
-	if (!local_ep(fd, &peer, true) || !local_ep(fd, &local, false))
+	if (!cr_net_ep_of(pa, pl, &peer) || !local_ep(fd, &local, false)) {
+		cr_deny(run, tid, "accept", NULL, "net",
+			"a connection whose ends cannot be read was dropped");
 		return false;
+	}
 	if (cr_net_published(run->net, local.port) ||
 	    cr_net_local_client_take(run->net, &peer, &local))
 		return true;
@@ -342,7 +348,7 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 			}
 			return v_err(err);
 		}
-		if (aa->inet && !peer_ok(run, tid, fd)) {
+		if (aa->inet && !peer_ok(run, tid, fd, &pa, pl)) {
 			close(fd);
 			continue;
 		}

@@ -337,9 +337,11 @@ void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 }
 
 /* The inode of the socket whose own end is `self` and whose peer is
- * `other` (sock_diag's exact lookup); 0 when there is none. */
-static uint64_t diag_inode(const struct cr_net_ep *self,
-			   const struct cr_net_ep *other)
+ * `other` (sock_diag's exact lookup) in *ino: 1 found (inode 0 for one no
+ * file holds any more: closed, orphaned, TIME_WAIT), 0 none, -1 when the
+ * kernel could not be asked (fail closed). */
+static int diag_inode(const struct cr_net_ep *self,
+		      const struct cr_net_ep *other, uint64_t *ino)
 {
 	struct {
 		struct nlmsghdr h;
@@ -349,13 +351,13 @@ static uint64_t diag_inode(const struct cr_net_ep *self,
 	char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
 	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
 	const struct inet_diag_msg *m;
-	uint64_t ino = 0;
 	ssize_t got;
-	int fd;
+	int fd, rc = -1;
 
+	*ino = 0;
 	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0)
-		return 0;
+		return -1;
 	memset(&req, 0, sizeof(req));
 	req.h.nlmsg_len = sizeof(req);
 	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
@@ -378,11 +380,18 @@ static uint64_t diag_inode(const struct cr_net_ep *self,
 		    h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
 		    h->nlmsg_len >= NLMSG_LENGTH(sizeof(*m)) &&
 		    ntohs(m->id.idiag_sport) == self->port &&
-		    ntohs(m->id.idiag_dport) == other->port)
-			ino = m->idiag_inode;
+		    ntohs(m->id.idiag_dport) == other->port) {
+			*ino = m->idiag_inode;
+			rc = 1;
+		} else if (got > 0 && NLMSG_OK(h, (size_t)got) &&
+			   h->nlmsg_type == NLMSG_ERROR &&
+			   h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)) &&
+			   ((const struct nlmsgerr *)NLMSG_DATA(h))->error == -ENOENT) {
+			rc = 0;
+		}
 	}
 	close(fd);
-	return ino;
+	return rc;
 }
 
 bool cr_net_local_client_take(struct cr_netstate *ns,
@@ -396,13 +405,22 @@ bool cr_net_local_client_take(struct cr_netstate *ns,
 
 		/* One accepted connection per connect the run made: the
 		 * 4-tuple is unique while the connection lives, and once
-		 * taken it cannot vouch for a later one. The socket at the
-		 * other end must still be the run's (a client that gave up
-		 * leaves its 4-tuple free for a stranger to take). */
+		 * taken it cannot vouch for a later one. A live socket at
+		 * the other end must still be the run's (a client that gave
+		 * up leaves its address free for a stranger to connect
+		 * from). None there (inode 0: closed, orphaned or in
+		 * TIME_WAIT) is the run's client that sent and closed before
+		 * the accept, as short clients do: a stranger's connection
+		 * with this 4-tuple cannot be queued while the one we are
+		 * accepting holds it, and the stranger's socket would be
+		 * live. */
 		if (c->live && ep_same(&c->local, peer) &&
 		    ep_same(&c->remote, local)) {
+			uint64_t now;
+			int found = diag_inode(peer, local, &now);
+
 			c->live = false;
-			return c->ino && diag_inode(peer, local) == c->ino;
+			return c->ino && found >= 0 && (now == 0 || now == c->ino);
 		}
 	}
 	return false;
