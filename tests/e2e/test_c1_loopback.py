@@ -10,6 +10,7 @@ import subprocess
 import threading
 
 from harness import eq, contains, true, test, wait_for, check_result_shape
+from test_c0_net import denials
 
 PY = "/usr/bin/python3"
 
@@ -34,12 +35,6 @@ def finish(t, p, timeout=60):
     r = t.result(run)
     check_result_shape(r)
     return run, r
-
-
-def denials(r, syscall=None, layer=None):
-    return [d for d in r["denials"]
-            if (syscall is None or d["syscall"] == syscall) and
-            (layer is None or d["layer"] == layer)]
 
 
 class HostService:
