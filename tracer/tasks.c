@@ -236,7 +236,11 @@ static const struct trans machine[CR_TS__COUNT][EV__COUNT] = {
 	[CR_TS_STARTING] = { T(CONT, RUNNING), T(CONT, RUNNING), T(CONT, RUNNING), T(NEW, RUNNING), T(EXEC, RUNNING), T(CONT, EXITING), T(INJECT, RUNNING) },
 	[CR_TS_RUNNING]  = { T(CONT, RUNNING), T(LISTEN, STOPPED), T(CONT, RUNNING), T(NEW, RUNNING), T(EXEC, RUNNING), T(CONT, EXITING), T(INJECT, RUNNING) },
 	[CR_TS_STOPPED]  = { T(CONT, RUNNING), T(LISTEN, STOPPED), T(CONT, RUNNING), T(NEW, RUNNING), T(EXEC, RUNNING), T(CONT, EXITING), T(INJECT, RUNNING) },
-	[CR_TS_EXITING]  = { T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING) },
+	/* EXEC from EXITING: a non-leader thread exec'd; the old leader's
+	 * exit stop came first and the exec is reported on its tid (ptrace(2):
+	 * the leader "reappears"). The new image must be judged and the
+	 * exec'ing thread's old tid forgotten, as for any exec. */
+	[CR_TS_EXITING]  = { T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(CONT, EXITING), T(EXEC, RUNNING), T(CONT, EXITING), T(CONT, EXITING) },
 };
 #undef T
 

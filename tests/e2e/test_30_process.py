@@ -235,3 +235,21 @@ def root_plain_run(t):
     eq(run.code, 0, "exit status")
     eq(r.get("status"), "ok", "status")
     eq(r.get("stdout"), "hi\n", "stdout")
+
+
+@test
+def thread_exec_leaves_no_stale_task(t):
+    # A non-leader thread that execs takes the leader's tid; the leader's
+    # exit stop comes first, and the exec must still be judged and the
+    # thread's old tid forgotten (it was kept, one per exec: 31 tasks
+    # after 30 execs, and a run killed at 100 under processes=64).
+    run = t.corral(["run", "--json", "--limit", "processes=4"] +
+                   t.prog_roots() + ["--", t.prog("thread_exec"), "100"],
+                   timeout=120)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), "done\n", "stdout")
+    eq(r["usage"]["processes"], 1, "usage.processes")
+    true(r["usage"]["tasks"] <= 3, "usage.tasks %d after 100 thread execs" %
+         r["usage"]["tasks"])
+    t.assert_next_run_ok()
