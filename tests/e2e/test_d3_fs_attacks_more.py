@@ -397,4 +397,9 @@ def fs_policy_deny_subtree(t):
        "stdout")
     want_denial(r, targets=(os.path.join(priv, "key"), priv),
                 what="the denied subtree")
+    # Its name is absent from the listing of the readable root, too.
+    run = fx.sh("ls -a %s" % q(fx.ro), opts=["--policy", pfile])
+    r = fx.result(run)
+    eq(sorted(r.get("stdout", "").split()), [".", "..", "alias", "f.txt"],
+       "listing of the read root")
     fx.check()

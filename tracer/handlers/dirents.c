@@ -63,9 +63,19 @@ static int kind_of_plain(struct cr_run *run, int fd, pid_t tid)
 	dpath[n] = 0;
 	dlen = (size_t)n;
 	dtid = tid;
-	if (cr_fs_access(run, tid, dpath, dlen) & CR_FS_R)
-		return CR_DK_PLAIN;
-	return CR_DK_ANCESTOR;
+	if (!(cr_fs_access(run, tid, dpath, dlen) & CR_FS_R))
+		return CR_DK_ANCESTOR;
+	/* A readable directory with a denied subtree right below it: the
+	 * subtree's name is absent there too, as it is to every lookup. */
+	for (size_t i = 0; i < run->fs->rules.ndeny; i++) {
+		const char *d = run->fs->rules.deny[i];
+		const char *slash = strrchr(d, '/');
+		size_t pl = slash ? (size_t)(slash - d) : 0;
+
+		if (slash && (pl ? pl : 1) == dlen && !memcmp(d, dpath, dlen))
+			return CR_DK_ANCESTOR;
+	}
+	return CR_DK_PLAIN;
 }
 
 /* Which directory this is: the root of a proc or devpts instance (inode 1
