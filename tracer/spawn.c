@@ -9,6 +9,7 @@
 #include <sys/capability.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -75,6 +76,7 @@ struct child_args {
 	int ws_fd;			/* the workspace, O_PATH */
 	bool drop_caps;
 	unsigned seccomp_flags;
+	mode_t umask;			/* the caller's, for the program */
 };
 
 static __attribute__((noreturn)) void child_fail(const struct child_args *a,
@@ -259,6 +261,9 @@ static __attribute__((noreturn)) void child_main(const struct child_args *a)
 		child_fail(a, ST_CWD, -rc);
 	close(a->ws_fd);
 
+	/* The caller's umask (the supervisor runs with 0 and applies the
+	 * program's by hand to what it creates). */
+	umask(a->umask);
 	/* Core dumps would write the program's memory into its cwd. */
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
 		child_fail(a, ST_RLIMIT, errno);
@@ -388,6 +393,7 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 	pid_t pid;
 
 	a.in_fd = a.out_fd = a.err_fd = a.ws_fd = -1;
+	a.umask = run->caller_umask;
 	a.ws_fd = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (a.ws_fd < 0)
 		return -errno;

@@ -210,6 +210,8 @@ struct cr_run {
 	struct seccomp_notif *notif;	/* owned, notif_len bytes */
 	size_t notif_len;
 	const struct cr_syscall_entry *by_nr[512];	/* borrowed */
+	mode_t caller_umask;		/* corral's umask at start: the
+					 * program's (fs.c sets ours to 0) */
 	const struct cr_filter *filter;	/* borrowed: the program's seccomp
 					 * filter, once the child has it */
 

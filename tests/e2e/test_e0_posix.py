@@ -330,3 +330,51 @@ def posix_signals_never_interrupt_quick_calls(t):
     r = fx.result(run, statuses=("ok",))
     eq(r.get("stdout"), "0 0\n", "calls that failed with EINTR (kill, stat)")
     fx.check()
+
+
+SETID = r"""
+import os, stat
+open("f", "w").close()
+os.chmod("f", 0o4755)
+fd = os.open("g", os.O_CREAT | os.O_WRONLY, 0o6755)
+os.fchmod(fd, 0o2755)
+os.close(fd)
+os.mkdir("d", 0o755)
+os.chmod("d", 0o2755)
+os.mkdir("e", 0o4755)
+for n in "fgde":
+    print(n, oct(stat.S_IMODE(os.stat(n).st_mode)))
+"""
+
+
+@test
+def posix_setid_bits_never_set(t):
+    """A set-user-ID file left in a kept workspace would run as the
+    agent's user for anyone who can reach it (as root: a set-uid-root
+    shell). Every mode corral sets loses set-user-ID, and set-group-ID but
+    on directories (group inheritance only); each is recorded."""
+    fx = FsFix(t)
+    run = fx.run(["python3", "-c", SETID])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), "f 0o755\ng 0o755\nd 0o2755\ne 0o755\n", "modes")
+    for name in "fge":
+        st = os.stat(fx.wsp(name))
+        eq(st.st_mode & 0o6000 & ~(0o2000 if name == "d" else 0), 0,
+           "set-id bits of %s on disk" % name)
+    d = [x for x in denials(r) if "set-user-ID" in x.get("reason", "")]
+    true(len(d) >= 3, "the stripped bits are recorded: %r" % d)
+    fx.check()
+
+
+@test
+def posix_umask_is_the_callers(t):
+    """The program inherits the caller's umask (it ran with 0: every file
+    of a kept workspace was world-writable)."""
+    fx = FsFix(t)
+    run = fx.run(["sh", "-c", "umask; touch f; mkdir d"],
+                 preexec=lambda: os.umask(0o027))
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), "0027\n", "umask inside")
+    eq(os.stat(fx.wsp("f")).st_mode & 0o777, 0o640, "mode of a new file")
+    eq(os.stat(fx.wsp("d")).st_mode & 0o777, 0o750, "mode of a new directory")
+    fx.check()

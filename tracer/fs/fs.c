@@ -162,8 +162,26 @@ int cr_fs_setup(struct cr_run *run)
 	fs->shm_fd = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	/* The supervisor creates files for the program: the program's umask
 	 * is applied by hand, so ours must not apply twice. */
-	umask(0);
+	run->caller_umask = umask(0);
 	return 0;
+}
+
+mode_t cr_fs_safe_mode(struct cr_run *run, const struct seccomp_notif *n,
+		       const char *sys, const char *target, mode_t mode,
+		       bool dir)
+{
+	/* A set-user-ID file left in a kept workspace runs as the agent's
+	 * user for anyone on the host who can reach it (as root, a
+	 * set-uid-root shell). The kernel clears set-group-ID silently in
+	 * some cases too; a program sees the bit gone, not an error. */
+	mode_t strip = S_ISUID | (dir ? 0 : S_ISGID);
+
+	if (mode & strip) {
+		cr_deny(run, (pid_t)n->pid, sys, target, "fs",
+			"set-user-ID and set-group-ID bits are not set");
+		mode &= ~strip;
+	}
+	return mode;
 }
 
 void cr_fs_finish(struct cr_run *run)

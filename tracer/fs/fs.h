@@ -73,6 +73,12 @@ unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 void cr_fs_deny(struct cr_run *run, const struct seccomp_notif *n,
 		const char *syscall, const struct cr_fsres *res,
 		const char *why);
+/* A mode the supervisor is about to set, without the set-user-ID bit and,
+ * but on a directory (where it only passes the group on), without the
+ * set-group-ID bit; a stripped bit is recorded as a denial. */
+mode_t cr_fs_safe_mode(struct cr_run *run, const struct seccomp_notif *n,
+		       const char *sys, const char *target, mode_t mode,
+		       bool dir);
 /* The task's umask, from /proc/<tid>/status (022 if unreadable). */
 mode_t cr_fs_task_umask(pid_t tid);
 /* Remember a /dev/shm name this run created. */

@@ -44,6 +44,8 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 		cr_fsres_free(&res);
 		return CR_V_ERR(EOPNOTSUPP);
 	}
+	mode = cr_fs_safe_mode(run, n, sys, res.path, mode & 07777,
+			       S_ISDIR(res.st.st_mode));
 	fd = cr_fs_opath(&res, false);
 	cr_fsres_free(&res);
 	if (fd < 0)
@@ -300,8 +302,18 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 	if (fd < 0)
 		return CR_V_ERR(-fd);
 	rc = cr_fs_fd_writable(run, n, e->name, fd);
-	if (!rc)
-		rc = fchmod(fd, (mode_t)n->data.args[1] & 07777) < 0 ? -errno : 0;
+	if (!rc) {
+		struct stat st;
+		mode_t mode = (mode_t)n->data.args[1] & 07777;
+
+		if (fstat(fd, &st) < 0)
+			rc = -errno;
+		else
+			mode = cr_fs_safe_mode(run, n, e->name, NULL, mode,
+					       S_ISDIR(st.st_mode));
+		if (!rc)
+			rc = fchmod(fd, mode) < 0 ? -errno : 0;
+	}
 	close(fd);
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
 }

@@ -64,7 +64,9 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	of |= O_CLOEXEC | O_NOCTTY;
 	if ((of & O_CREAT) || (of & __O_TMPFILE) == __O_TMPFILE) {
-		how.mode = mode & ~cr_fs_task_umask((pid_t)n->pid) & 07777;
+		how.mode = cr_fs_safe_mode(run, n, "open", res->path,
+					   mode & ~cr_fs_task_umask((pid_t)n->pid) & 07777,
+					   false);
 		if (of & O_CREAT)
 			of |= O_NOFOLLOW;
 	}
