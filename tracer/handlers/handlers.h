@@ -184,7 +184,7 @@ struct cr_verdict cr_net_deny(struct cr_run *run, const struct seccomp_notif *n,
 			      const union cr_sockaddr *a, socklen_t alen,
 			      const char *layer, const char *why, int err);
 
-/* loopback.c: the run's own TCP servers on loopback */
+/* loopback.c: the run's own servers on loopback */
 struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const struct cr_syscall_entry *e,
@@ -202,6 +202,15 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 			  const struct cr_syscall_entry *e, struct cr_sock *s,
 			  const union cr_sockaddr *a, socklen_t alen,
 			  bool by_rule, struct cr_verdict *v);
+/* An internet UDP (or UDP-Lite) socket? */
+bool cr_net_udp_proto(const struct cr_sock *s);
+/* A UDP connect or send naming address a: 0 when it is not for loopback
+ * (not decided here); 1 when it goes to a UDP socket of the run, with s
+ * made a member and the address to use in *t; -1 with *v the refusal. */
+int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
+		     const struct cr_syscall_entry *e, struct cr_sock *s,
+		     const union cr_sockaddr *a, socklen_t alen,
+		     union cr_sockaddr *t, socklen_t *tl, struct cr_verdict *v);
 struct cr_verdict cr_h_accept(struct cr_run *run,
 			      const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n);
@@ -231,6 +240,9 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 struct cr_verdict cr_h_recvfrom(struct cr_run *run,
 				const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n);
+struct cr_verdict cr_h_getsockopt(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n);
 struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 				  const struct cr_syscall_entry *e,
 				  const struct seccomp_notif *n);

@@ -1,5 +1,5 @@
-/* tracer/handlers/loopback.c: the run's own TCP servers on loopback: bind and
- * listen of internet sockets, accept, connects to them, getsockname. */
+/* tracer/handlers/loopback.c: the run's own servers on loopback: bind and
+ * listen of internet sockets, accept, connects and UDP sends to them. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 /*
  * What is allowed and why it stays closed to others (docs/network.md,
  * "Servers on loopback"):
- * - bind: TCP only, to a loopback address; 0.0.0.0 and [::] are bound as
+ * - bind: TCP and UDP, to a loopback address; 0.0.0.0 and [::] are bound as
  *   127.0.0.1 and [::1] and getsockname still reports the wildcard. The
  *   socket's inode is recorded: it is the only proof a listener is the
  *   run's. SO_REUSEPORT is refused (it would let the run share a port with
@@ -26,6 +26,9 @@
  *   connection is checked: its 4-tuple must be one a task of the run
  *   connected, or its port published (--publish); others are closed and
  *   recorded, and the accept goes on waiting as the kernel's would.
+ * - UDP: every socket with a port is a member of the run's set, filtered
+ *   on the source of each datagram (tracer/net/udp.c); connects and sends
+ *   to loopback reach members only.
  * Every address is read once into our copy; all calls are made on a
  * duplicate of the program's socket (EMULATED entries).
  */
@@ -111,10 +114,10 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 		return v_err(EAFNOSUPPORT);
 	if (!cr_net_ep_of(a, alen, &ep))
 		return v_err(EINVAL);
-	if (s->type != SOCK_STREAM || s->protocol != IPPROTO_TCP)
+	if (!cr_net_udp_proto(s) &&
+	    (s->type != SOCK_STREAM || s->protocol != IPPROTO_TCP))
 		return cr_net_deny(run, n, e, a, alen, "net",
-				   "only TCP sockets may be bound: a UDP socket would take datagrams from any local user",
-				   EACCES);
+				   "only TCP and UDP sockets may be bound", EACCES);
 	wildcard = cr_net_ep_any(&ep);
 	if (!wildcard && !cr_net_ep_loopback(&ep))
 		return cr_net_deny(run, n, e, a, alen, "net",
@@ -131,6 +134,17 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 	tl = ep_to_sa(&ep, s->domain, &t);
 	if (s->domain == AF_INET6)
 		t.in6.sin6_flowinfo = a->in6.sin6_flowinfo;
+	if (s->type == SOCK_DGRAM) {
+		/* A member of the run's UDP set, heard only by the run. */
+		int rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain, &t,
+					  tl, wildcard);
+
+		if (rc == -ENOBUFS)
+			return cr_net_deny(run, n, e, a, alen, "net",
+					   "the run holds too many UDP sockets",
+					   ENOBUFS);
+		return rc ? v_err(-rc) : v_val(0);
+	}
 	if (bind(s->dup, &t.sa, tl) < 0)
 		return v_err(errno);
 	if (!local_ep(s->dup, &real, false) ||
@@ -279,6 +293,50 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 		s->dup = -1;	/* taken over */
 	}
 	return true;
+}
+
+/* ---- UDP to the run's own sockets ---- */
+
+bool cr_net_udp_proto(const struct cr_sock *s)
+{
+	return s->type == SOCK_DGRAM && (s->domain == AF_INET ||
+					 s->domain == AF_INET6) &&
+	       (s->protocol == IPPROTO_UDP || s->protocol == IPPROTO_UDPLITE);
+}
+
+int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
+		     const struct cr_syscall_entry *e, struct cr_sock *s,
+		     const union cr_sockaddr *a, socklen_t alen,
+		     union cr_sockaddr *t, socklen_t *tl, struct cr_verdict *v)
+{
+	struct cr_net_ep dst;
+	int rc;
+
+	if (!cr_net_udp_proto(s) || !cr_net_ep_of(a, alen, &dst))
+		return 0;
+	/* 0.0.0.0 and [::] reach loopback, as in the kernel */
+	if (cr_net_ep_any(&dst))
+		ep_loopback(&dst);
+	if (!cr_net_ep_loopback(&dst))
+		return 0;
+	if (!cr_net_udp_member(run->net, &dst)) {
+		*v = cr_net_deny(run, n, e, a, alen, "net",
+				 "loopback is open only to the run's own UDP sockets (a host service's port is refused)",
+				 ECONNREFUSED);
+		return -1;
+	}
+	rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain, NULL, 0, false);
+	if (!rc)
+		rc = cr_net_udp_hear(run->net, &dst, s->ino);
+	if (rc) {
+		*v = rc == -ENOBUFS ?
+		     cr_net_deny(run, n, e, a, alen, "net",
+				 "the run holds too many UDP sockets", ENOBUFS) :
+		     v_err(-rc);
+		return -1;
+	}
+	*tl = ep_to_sa(&dst, s->domain, t);
+	return 1;
 }
 
 /* ---- accept ---- */
@@ -466,7 +524,8 @@ struct cr_verdict cr_h_getsockname(struct cr_run *run,
 	if (a.sa.sa_family == AF_UNIX) {
 		cr_net_unix_fix(run->net, &a, &al);
 	} else if ((a.sa.sa_family == AF_INET || a.sa.sa_family == AF_INET6) &&
-		   cr_net_local_find(run->net, s.ino, &ep, &wildcard) &&
+		   (cr_net_local_find(run->net, s.ino, &ep, &wildcard) ||
+		    cr_net_udp_find(run->net, s.ino, &ep, &wildcard)) &&
 		   wildcard && !local_ep(s.dup, &ep, true) &&
 		   cr_net_ep_of(&a, al, &ep)) {
 		/* Bound as loopback for a wildcard (and not connected,

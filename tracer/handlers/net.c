@@ -402,7 +402,8 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 /* Bind an unbound datagram socket to loopback before it talks to the DNS
  * responder, so the kernel never autobinds it to every interface (where
  * anyone could send it datagrams). */
-static void bind_loopback(int dup, int family)
+static void bind_loopback(struct cr_netstate *ns, int dup, uint64_t ino,
+			  int family)
 {
 	union cr_sockaddr l = { 0 };
 	socklen_t ll = sizeof(l);
@@ -411,7 +412,10 @@ static void bind_loopback(int dup, int family)
 	    ((family == AF_INET && l.in4.sin_port) ||
 	     (family == AF_INET6 && l.in6.sin6_port)))
 		return;
-	bind(dup, &l.sa, cr_net_loopback(family, &l));
+	/* Heard only from the responder (udp.c), filtered before it has a
+	 * port; without a filter, no port. */
+	if (cr_net_udp_dns_only(ns, dup, ino) == 0)
+		bind(dup, &l.sa, cr_net_loopback(family, &l));
 }
 
 static void dns_register(struct cr_run *run, int dup)
@@ -473,6 +477,8 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	switch (a.sa.sa_family) {
 	case AF_UNSPEC:	/* dissolve an association: names nothing */
 		v = v_rc(connect(s.dup, &a.sa, alen));
+		if (v.kind == CR_V_VALUE)
+			cr_net_udp_connected(ns, s.ino, NULL);
 		break;
 	case AF_INET:
 	case AF_INET6:
@@ -485,8 +491,21 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 			v = v_err(EINVAL);
 			break;
 		}
-		/* Only plain TCP is proxied and only UDP is DNS: an ICMP
-		 * "ping" socket or SCTP names a port too. */
+		/* Only plain TCP is proxied, only UDP is DNS, and UDP(-Lite)
+		 * goes to the run's own sockets: an ICMP "ping" socket or
+		 * SCTP names a port too. */
+		if (s.type == SOCK_DGRAM && !(s.protocol == IPPROTO_UDP && port == 53)) {
+			struct cr_net_ep dst;
+
+			rc = cr_net_udp_local(run, n, e, &s, &a, alen, &t, &tl, &v);
+			if (rc > 0) {
+				v = v_rc(connect(s.dup, &t.sa, tl));
+				if (v.kind == CR_V_VALUE && cr_net_ep_of(&t, tl, &dst))
+					cr_net_udp_connected(ns, s.ino, &dst);
+			}
+			if (rc)
+				break;
+		}
 		if ((s.type == SOCK_STREAM && s.protocol != IPPROTO_TCP) ||
 		    (s.type == SOCK_DGRAM && s.protocol != IPPROTO_UDP)) {
 			v = cr_net_deny(run, n, e, &a, alen, "net",
@@ -517,7 +536,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 				v = v_err(ECONNREFUSED);
 				break;
 			}
-			bind_loopback(s.dup, a.sa.sa_family);
+			bind_loopback(ns, s.dup, s.ino, a.sa.sa_family);
 			v = v_rc(connect(s.dup, &ns->daddr[idx].sa,
 					 inet_len(a.sa.sa_family)));
 			if (v.kind == CR_V_VALUE) {
@@ -806,8 +825,19 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			return false;
 		}
 		if (port != 53 || s->protocol != IPPROTO_UDP) {
+			socklen_t tl = 0;
+			int rc = cr_net_udp_local(run, n, e, s, a, alen,
+						  &m->name, &tl, v);
+
+			if (rc < 0)
+				return false;
+			if (rc > 0) {
+				m->msg.msg_name = &m->name;
+				m->msg.msg_namelen = tl;
+				return true;
+			}
 			*v = cr_net_deny(run, n, e, a, alen, "net",
-				  "datagrams go only to the DNS responder (port 53); UDP is not relayed",
+				  "datagrams go only to the DNS responder (port 53) and the run's own UDP sockets; UDP is not relayed",
 				  EACCES);
 			return false;
 		}
@@ -815,7 +845,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			*v = v_err(ENETUNREACH);
 			return false;
 		}
-		bind_loopback(s->dup, a->sa.sa_family);
+		bind_loopback(ns, s->dup, s->ino, a->sa.sa_family);
 		dns_register(run, s->dup);
 		/* Answers will say they came from here (recvfrom). A
 		 * connected socket keeps its getpeername answer. */
@@ -1051,6 +1081,104 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 #endif
 #define SOCKOPT_CAP 65536
 
+#ifndef SO_DETACH_REUSEPORT_BPF
+#define SO_DETACH_REUSEPORT_BPF 68
+#endif
+
+/*
+ * SOL_SOCKET options that would let another socket share a port of the
+ * run (SO_REUSEADDR on UDP, SO_REUSEPORT on TCP and UDP) or undo the
+ * filter of its UDP sockets (tracer/net/udp.c). The sharing options are
+ * remembered, never applied: getsockopt reports them as set, while no
+ * other socket, of the run or a stranger's, can bind the same port. The
+ * filter options are refused as a locked filter refuses them. True when
+ * decided here.
+ */
+static bool share_sockopt(struct cr_run *run, const struct seccomp_notif *n,
+			  const struct cr_syscall_entry *e, struct cr_sock *s,
+			  int opt, const void *val, uint64_t len,
+			  struct cr_verdict *v)
+{
+	bool udp = cr_net_udp_proto(s);
+	int on = 0;
+
+	if (s->domain != AF_INET && s->domain != AF_INET6)
+		return false;
+	if (val && len >= sizeof(int))
+		memcpy(&on, val, sizeof(on));
+	switch (opt) {
+	case SO_REUSEADDR:
+	case SO_REUSEPORT:
+		if (len < sizeof(int) || (opt == SO_REUSEADDR && !udp))
+			return false;	/* the kernel's answer */
+		*v = cr_net_flag_set(run->net, s->dup, opt, on != 0) ?
+		     v_err(ENOMEM) : v_val(0);
+		return true;
+	case SO_ATTACH_FILTER:
+	case SO_DETACH_FILTER:
+	case SO_LOCK_FILTER:
+	case SO_ATTACH_BPF:
+	case SO_ATTACH_REUSEPORT_CBPF:
+	case SO_ATTACH_REUSEPORT_EBPF:
+	case SO_DETACH_REUSEPORT_BPF:
+		if (!udp)
+			return false;
+		*v = cr_net_deny(run, n, e, NULL, 0, "net",
+				 "the filter of a UDP socket is corral's (it keeps strangers out)",
+				 EPERM);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* getsockopt with optname 2 or 15 (SO_REUSEADDR, SO_REUSEPORT at
+ * SOL_SOCKET; other levels' options of those numbers are the kernel's):
+ * what the program set, as share_sockopt remembered it. */
+struct cr_verdict cr_h_getsockopt(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n)
+{
+	int level = (int)n->data.args[1], opt = (int)n->data.args[2];
+	uint64_t valp = n->data.args[3], lenp = n->data.args[4];
+	unsigned char buf[256];
+	socklen_t bl;
+	struct cr_sock s;
+	int ulen, rc, flag;
+
+	if (!lenp)
+		return v_err(EFAULT);
+	rc = cr_mem_read((pid_t)n->pid, lenp, &ulen, sizeof(ulen));
+	if (rc)
+		return v_err(-rc);
+	if (ulen < 0)
+		return v_err(EINVAL);
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc)
+		return v_err(-rc);
+	memset(buf, 0, sizeof(buf));
+	bl = (socklen_t)ulen < sizeof(buf) ? (socklen_t)ulen : sizeof(buf);
+	if (level == SOL_SOCKET && run->net &&
+	    (flag = cr_net_flag_get(run->net, s.dup, opt)) >= 0) {
+		/* As the kernel: an int, cut to the length given. */
+		bl = bl < sizeof(int) ? bl : sizeof(int);
+		memcpy(buf, &flag, bl);
+		rc = 0;
+	} else {
+		rc = getsockopt(s.dup, level, opt, buf, &bl) < 0 ? -errno : 0;
+	}
+	cr_sock_close(&s);
+	if (rc)
+		return v_err(-rc);
+	if (bl && valp)
+		rc = cr_mem_write((pid_t)n->pid, valp, buf, bl);
+	if (!rc) {
+		ulen = (int)bl;
+		rc = cr_mem_write((pid_t)n->pid, lenp, &ulen, sizeof(ulen));
+	}
+	return rc ? v_err(-rc) : v_val(0);
+}
+
 /*
  * setsockopt with optname SO_PASSCRED (16) or SO_PASSPIDFD, any level (the
  * filter can test one argument): on an unnamed unix datagram socket the
@@ -1090,6 +1218,12 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		return v_err(-rc);
 	}
 	memset(&a, 0, sizeof(a));
+	if (level == SOL_SOCKET && run->net &&
+	    share_sockopt(run, n, e, &s, opt, val, len, &v)) {
+		cr_sock_close(&s);
+		free(val);
+		return v;
+	}
 	if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
 	    s.domain == AF_UNIX && s.type == SOCK_DGRAM &&
 	    getsockname(s.dup, &a.sa, &al) == 0 &&

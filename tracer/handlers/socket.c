@@ -12,7 +12,8 @@
 /*
  * Safe against a racing thread: the verdict reads three registers only.
  * Allowed: AF_UNIX (any type; its addresses are checked at connect and
- * bind), and AF_INET/AF_INET6 stream (TCP) and datagram (UDP) sockets.
+ * bind), and AF_INET/AF_INET6 stream (TCP) and datagram (UDP, UDP-Lite)
+ * sockets.
  * Refused: netlink (the kernel's routing, audit and uevent interfaces),
  * packet and raw sockets (forged traffic around the network layer), ICMP
  * "ping" datagram sockets, SCTP, MPTCP, vsock, Bluetooth, alg and the rest:
@@ -53,7 +54,8 @@ CR_HANDLER(cr_h_socket)
 				   "socket family refused (AF_UNIX, AF_INET and AF_INET6 only)",
 			    domain, type, proto);
 	if ((base == SOCK_STREAM && (proto == 0 || proto == IPPROTO_TCP)) ||
-	    (base == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP)))
+	    (base == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP ||
+				    proto == IPPROTO_UDPLITE)))
 		return cr_surface_chain(run, e, n);
 	return deny(run, n, e->name, EPERM,
 		    "only TCP stream and UDP datagram Internet sockets",

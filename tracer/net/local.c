@@ -1,10 +1,12 @@
 /* tracer/net/local.c: the run's own loopback servers: the sockets it bound,
- * the connections its tasks made to them, and who listens on a port now. */
+ * the connections its tasks made to them, who listens on a port now, and
+ * the port-sharing options the program set but corral never applies. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "net.h"
@@ -430,6 +432,91 @@ void cr_net_local_finish(struct cr_netstate *ns)
 {
 	free(ns->lsn);
 	free(ns->clients_local);
+	free(ns->flags);
 	ns->lsn = NULL;
 	ns->clients_local = NULL;
+	ns->flags = NULL;
+}
+
+/* ---- SO_REUSEADDR (UDP) and SO_REUSEPORT: remembered, not applied ---- */
+
+struct cr_net_flag {
+	uint64_t cookie;	/* SO_COOKIE: one socket, never reused */
+	bool reuseaddr, reuseport;
+};
+
+static bool cookie_of(int fd, uint64_t *c)
+{
+	socklen_t l = sizeof(*c);
+
+	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, c, &l) == 0 && *c;
+}
+
+static struct cr_net_flag *flag_find(const struct cr_netstate *ns, uint64_t c)
+{
+	for (size_t i = 0; i < ns->nflags; i++)
+		if (ns->flags[i].cookie == c)
+			return &ns->flags[i];
+	return NULL;
+}
+
+int cr_net_flag_set(struct cr_netstate *ns, int fd, int opt, bool on)
+{
+	struct cr_net_flag *f;
+	uint64_t c;
+
+	if (!cookie_of(fd, &c))
+		return -1;
+	f = flag_find(ns, c);
+	if (!f) {
+		if (!on)
+			return 0;	/* off is what an unknown socket has */
+		if (!ns->flags) {
+			ns->flags = calloc(CR_NET_MAX_FLAGS, sizeof(*ns->flags));
+			if (!ns->flags)
+				return -1;
+		}
+		/* Full: the oldest entry goes (its socket then reads 0). */
+		if (ns->nflags < CR_NET_MAX_FLAGS)
+			f = &ns->flags[ns->nflags++];
+		else
+			f = &ns->flags[ns->flag_next++ % CR_NET_MAX_FLAGS];
+		memset(f, 0, sizeof(*f));
+		f->cookie = c;
+	}
+	if (opt == SO_REUSEADDR)
+		f->reuseaddr = on;
+	else
+		f->reuseport = on;
+	return 0;
+}
+
+int cr_net_flag_get(const struct cr_netstate *ns, int fd, int opt)
+{
+	const struct cr_net_flag *f;
+	int type = 0;
+	socklen_t l = sizeof(type);
+	uint64_t c;
+
+	if (opt != SO_REUSEADDR && opt != SO_REUSEPORT)
+		return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0)
+		return -1;
+	/* A TCP socket's SO_REUSEADDR is applied: the kernel's answer. */
+	if (opt == SO_REUSEADDR && type != SOCK_DGRAM)
+		return -1;
+	{
+		union cr_sockaddr a;
+		socklen_t al = sizeof(a);
+
+		if (getsockname(fd, &a.sa, &al) < 0 ||
+		    (a.sa.sa_family != AF_INET && a.sa.sa_family != AF_INET6))
+			return -1;
+	}
+	if (!cookie_of(fd, &c))
+		return -1;
+	f = flag_find(ns, c);
+	if (!f)
+		return 0;
+	return opt == SO_REUSEADDR ? f->reuseaddr : f->reuseport;
 }

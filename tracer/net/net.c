@@ -98,6 +98,7 @@ void cr_net_finish(struct cr_run *run)
 	free(ns->peers);
 	free(ns->learned);
 	cr_net_local_finish(ns);
+	cr_net_udp_finish(ns);
 	cr_net_unix_finish(ns);
 	free(ns);
 	run->net = NULL;

@@ -22,6 +22,8 @@
 #define CR_NET_MAX_LOCAL 4096	/* run sockets bound; run connects to them */
 #define CR_NET_MAX_UNAMES 4096	/* unix names bound */
 #define CR_NET_MAX_WAITS 1024	/* accepts and connects waiting */
+#define CR_NET_MAX_UDP 512	/* UDP sockets of the run held (udp.c) */
+#define CR_NET_MAX_FLAGS 4096	/* sockets with a sharing option set */
 
 union cr_sockaddr {
 	struct sockaddr sa;
@@ -41,6 +43,8 @@ struct cr_net_lsn;
 struct cr_net_client;
 struct cr_net_uname;
 struct cr_net_wait;
+struct cr_net_udp;
+struct cr_net_flag;
 struct tcpdns;
 
 /* A TCP endpoint, IPv4-mapped IPv6 addresses already made IPv4. */
@@ -100,6 +104,12 @@ struct cr_netstate {
 	/* accepts and connects waiting for their socket (defer.c) */
 	struct cr_net_wait *waits;	/* owned list */
 	size_t nwaits;
+	/* the run's UDP sockets and their source filter (udp.c) */
+	struct cr_net_udp *udp;		/* owned array */
+	size_t nudp, capudp;
+	/* sharing options remembered, not applied (local.c) */
+	struct cr_net_flag *flags;	/* owned array, CR_NET_MAX_FLAGS */
+	size_t nflags, flag_next;
 };
 
 /* tracer/net/net.c */
@@ -201,6 +211,35 @@ bool cr_net_local_client_take(struct cr_netstate *ns,
 			      const struct cr_net_ep *peer,
 			      const struct cr_net_ep *local);
 void cr_net_local_finish(struct cr_netstate *ns);
+/* SO_REUSEADDR of a UDP socket and SO_REUSEPORT of any internet socket fd:
+ * set (0, or -1 when it cannot be remembered), and read back (the value,
+ * or -1 when it is the kernel's to answer). */
+int cr_net_flag_set(struct cr_netstate *ns, int fd, int opt, bool on);
+int cr_net_flag_get(const struct cr_netstate *ns, int fd, int opt);
+
+/* tracer/net/udp.c */
+/* Make the run's UDP socket (our duplicate dup, inode ino) a member: its
+ * source filter attached, then bound to want (or, unbound, to loopback
+ * port 0 of domain; or kept where an earlier DNS bind put it). 0, or the
+ * bind's -errno; -ENOBUFS when the set is full. */
+int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
+		     const union cr_sockaddr *want, socklen_t wantlen,
+		     bool wildcard);
+/* A UDP socket that only talks to the DNS responder hears only it. */
+int cr_net_udp_dns_only(struct cr_netstate *ns, int dup, uint64_t ino);
+/* Member dst will hear member src_ino (its filter rebuilt if needed);
+ * called before a send or connect from src to dst is performed. */
+int cr_net_udp_hear(struct cr_netstate *ns, const struct cr_net_ep *dst,
+		    uint64_t src_ino);
+/* Is dst (loopback) a member's bound address? */
+bool cr_net_udp_member(const struct cr_netstate *ns,
+		       const struct cr_net_ep *dst);
+/* Member ino is now connected to peer (NULL: to nothing). */
+void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
+			  const struct cr_net_ep *peer);
+bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
+		     struct cr_net_ep *ep, bool *wildcard);
+void cr_net_udp_finish(struct cr_netstate *ns);
 
 /* tracer/net/unixname.c */
 int cr_net_unix_bind_fd(struct cr_netstate *ns, int pfd);

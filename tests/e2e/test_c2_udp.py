@@ -1,0 +1,314 @@
+"""The run's own UDP sockets on loopback: servers and clients inside the
+run talk to each other (sendto, connect, IPv6, asyncio, a fixed port bound
+again after close, more sockets than the set holds), while a sender outside
+the run is never heard, cannot share a port the run holds, a host service on
+loopback is never reached, and the program cannot remove the filter.
+Loopback only."""
+
+import os
+import socket
+import subprocess
+
+from harness import eq, contains, true, test, wait_for
+from test_c0_net import denials
+from test_c1_loopback import loop_run, finish, _as_nobody, PY
+
+
+GOOD = r'''
+import asyncio, os, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("", 0))
+host, port = s.getsockname()
+print("bound", host, port != 0)
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+c.sendto(b"hello", ("127.0.0.1", port))
+d, a = s.recvfrom(100)
+print("got", d, a == c.getsockname())
+s.sendto(b"back", a)
+print("reply", c.recv(100))
+c2 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+c2.connect(("127.0.0.1", port))
+c2.send(b"conn")
+print("connected", s.recvfrom(100)[0])
+c3 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+c3.sendto(b"any", ("0.0.0.0", port))
+print("any", s.recvfrom(100)[0])
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s6.bind(("::1", 0))
+c6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+c6.sendto(b"six", s6.getsockname()[:2])
+print("v6", s6.recvfrom(100)[0])
+lite = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDPLITE)
+lite.bind(("127.0.0.1", 0))
+cl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDPLITE)
+cl.sendto(b"lite", lite.getsockname())
+print("lite", lite.recvfrom(100)[0])
+# a fixed port, closed and bound again (the supervisor lets go of it)
+fixed = s.getsockname()[1]
+for sock in (s, c, c2, c3):
+    sock.close()
+again = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+again.bind(("127.0.0.1", fixed))
+print("rebound", again.getsockname()[1] == fixed)
+again.close()
+# more sockets over time than the run may hold at once
+for i in range(700):
+    x = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    x.bind(("127.0.0.1", 0))
+    x.close()
+print("many ok")
+
+class Echo(asyncio.DatagramProtocol):
+    def connection_made(self, t):
+        self.t = t
+    def datagram_received(self, data, addr):
+        self.t.sendto(data.upper(), addr)
+
+async def main():
+    loop = asyncio.get_running_loop()
+    t, _ = await loop.create_datagram_endpoint(Echo, local_addr=("127.0.0.1", 0))
+    p = t.get_extra_info("sockname")[1]
+    fut = loop.create_future()
+    class C(asyncio.DatagramProtocol):
+        def datagram_received(self, data, addr):
+            fut.set_result(data)
+    ct, _ = await loop.create_datagram_endpoint(C, remote_addr=("127.0.0.1", p))
+    ct.sendto(b"async")
+    print("asyncio", await asyncio.wait_for(fut, 10))
+    ct.close()
+    t.close()
+asyncio.run(main())
+'''
+
+
+@test
+def udp_servers_in_the_run(t):
+    run, r = loop_run(t, GOOD, timeout=120)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"],
+       "bound 0.0.0.0 True\ngot b'hello' True\nreply b'back'\n"
+       "connected b'conn'\nany b'any'\nv6 b'six'\nlite b'lite'\n"
+       "rebound True\nmany ok\nasyncio b'ASYNC'\n", "what the run said")
+    eq(denials(r, None, "net"), [], "net denials")
+    eq(r["status"], "ok", "status")
+
+
+SERVE = r'''
+import os, socket, time
+ws = os.environ["HOME"]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+gone = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+gone.bind(("127.0.0.1", 0))
+closed_port = gone.getsockname()[1]
+gone.close()
+with open(ws + "/port.tmp", "w") as f:
+    f.write("%d %d" % (s.getsockname()[1], closed_port))
+os.rename(ws + "/port.tmp", ws + "/port")
+while not os.path.exists(ws + "/go"):
+    time.sleep(0.02)
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+c.sendto(b"own", s.getsockname())
+s.settimeout(2)
+got = []
+try:
+    while True:
+        got.append(s.recvfrom(100)[0].decode())
+except socket.timeout:
+    pass
+print("received", got)
+'''
+
+STRANGER = r'''
+import socket, sys
+port, closed = int(sys.argv[1]), int(sys.argv[2])
+x = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+x.sendto(b"stranger", ("127.0.0.1", port))
+for what, p in (("held", port), ("closed", closed)):
+    for opt in ("SO_REUSEADDR", "SO_REUSEPORT"):
+        y = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        y.setsockopt(socket.SOL_SOCKET, getattr(socket, opt), 1)
+        try:
+            y.bind(("127.0.0.1", p))
+            print(what, opt, "bound")
+            y.sendto(b"shared " + what.encode(), ("127.0.0.1", port))
+        except OSError as e:
+            print(what, opt, "errno", e.errno)
+'''
+
+
+def _udp_stranger(t, preexec=None):
+    ws = t.path("ws")
+    proc = loop_run(t, SERVE, spawn=True)
+    try:
+        portf = os.path.join(ws, "port")
+        true(wait_for(lambda: os.path.exists(portf), 30),
+             "the run wrote its ports")
+        port, closed = open(portf).read().split()
+        st = subprocess.run([PY, "-c", STRANGER, port, closed],
+                            capture_output=True, timeout=60,
+                            preexec_fn=preexec)
+        open(os.path.join(ws, "go"), "w").close()
+        run, r = finish(t, proc)
+        proc = None
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.communicate()
+    eq(st.returncode, 0, "the stranger ran (stderr %r)" % st.stderr)
+    out = st.stdout.decode()
+    for what in ("held", "closed"):
+        for opt in ("SO_REUSEADDR", "SO_REUSEPORT"):
+            contains(out, "%s %s errno 98\n" % (what, opt),
+                     "a stranger binds the run's %s port with %s" %
+                     (what, opt))
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "received ['own']\n",
+       "the run heard only its own datagram")
+    eq(r["status"], "ok", "status")
+    # the next run works
+    run, r = loop_run(t, "import socket\ns = socket.socket(socket.AF_INET, "
+                      "socket.SOCK_DGRAM)\ns.bind(('127.0.0.1', 0))\n"
+                      "s.sendto(b'x', s.getsockname())\nprint(s.recv(9))\n")
+    eq(r["stdout"], "b'x'\n", "the next run")
+
+
+@test
+def udp_stranger_not_heard(t):
+    _udp_stranger(t)
+
+
+@test(root=True)
+def udp_stranger_other_uid_not_heard(t):
+    _udp_stranger(t, preexec=_as_nobody)
+
+
+class HostUDP:
+    """A UDP service on loopback outside the run (a resolver, syslog)."""
+
+    def __init__(self, family=socket.AF_INET):
+        self.sock = socket.socket(family, socket.SOCK_DGRAM)
+        self.sock.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1",
+                        0))
+        self.sock.setblocking(False)
+        self.port = self.sock.getsockname()[1]
+
+    def received(self):
+        n = 0
+        while True:
+            try:
+                self.sock.recv(100)
+                n += 1
+            except BlockingIOError:
+                return n
+
+    def close(self):
+        self.sock.close()
+
+
+@test
+def udp_host_service_refused(t):
+    h4, h6 = HostUDP(), HostUDP(socket.AF_INET6)
+    try:
+        prog = r'''
+import socket, sys
+p4, p6 = int(sys.argv[1]), int(sys.argv[2])
+def tryit(what, fam, addr, connect):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        if connect:
+            s.connect(addr)
+            s.send(b"leak")
+        else:
+            s.sendto(b"leak", addr)
+        print(what, "sent")
+    except OSError as e:
+        print(what, "errno", e.errno)
+tryit("v4", socket.AF_INET, ("127.0.0.1", p4), False)
+tryit("v4c", socket.AF_INET, ("127.0.0.1", p4), True)
+tryit("any", socket.AF_INET, ("0.0.0.0", p4), False)
+tryit("mapped", socket.AF_INET6, ("::ffff:127.0.0.1", p4), False)
+tryit("v6", socket.AF_INET6, ("::1", p6), True)
+tryit("other", socket.AF_INET, ("127.0.0.2", p4), False)
+'''
+        run, r = loop_run(t, prog, [str(h4.port), str(h6.port)])
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        for what in ("v4", "v4c", "any", "mapped", "v6", "other"):
+            contains(r["stdout"], "%s errno 111\n" % what, what)
+        eq(sum(d["count"] for d in denials(r, None, "net")), 6,
+           "net denials (%r)" %
+           r["denials"])
+        eq(h4.received() + h6.received(), 0, "datagrams the host got")
+        eq(r["status"], "ok", "status")
+    finally:
+        h4.close()
+        h6.close()
+
+
+@test
+def udp_filter_and_sharing_refused(t):
+    prog = r'''
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+accept_all = struct.pack("HBBI", 6, 0, 0, 0xffffffff)
+for name, num, val in (("attach", 26, None), ("detach", 27, b"\0" * 4),
+                       ("lock", 44, struct.pack("i", 1)),
+                       ("bpf", 50, struct.pack("i", 3))):
+    try:
+        if val is None:
+            import ctypes
+            buf = ctypes.create_string_buffer(accept_all)
+            val = struct.pack("HxxxxxxQ", 1, ctypes.addressof(buf))
+        s.setsockopt(socket.SOL_SOCKET, num, val)
+        print(name, "done")
+    except OSError as e:
+        print(name, "errno", e.errno)
+# the sharing options read back as set, and share nothing
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+u.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+print("flags", u.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT),
+      u.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR))
+u.bind(("127.0.0.1", 0))
+u2 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u2.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+u2.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    u2.bind(u.getsockname())
+    print("shared")
+except OSError as e:
+    print("share errno", e.errno)
+t1 = socket.socket()
+t1.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+print("tcp reuseport", t1.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT))
+t1.bind(("127.0.0.1", 0))
+t1.listen()
+t2 = socket.socket()
+t2.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+try:
+    t2.bind(t1.getsockname())
+    print("tcp shared")
+except OSError as e:
+    print("tcp share errno", e.errno)
+# other levels' options of the same numbers are performed
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+print("v6only", s6.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, 7)
+print("ttl", s.getsockopt(socket.IPPROTO_IP, socket.IP_TTL))
+# a TCP server's SO_REUSEADDR is the kernel's
+tcp = socket.socket()
+tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+print("tcp reuseaddr", tcp.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR))
+'''
+    run, r = loop_run(t, prog)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"],
+       "attach errno 1\ndetach errno 1\nlock errno 1\nbpf errno 1\n"
+       "flags 1 1\nshare errno 98\ntcp reuseport 1\n"
+       "tcp share errno 98\nv6only 1\nttl 7\n"
+       "tcp reuseaddr 1\n", "what the run said")
+    eq(sum(d["count"] for d in denials(r, "setsockopt", "net")), 4,
+       "setsockopt denials (%r)" % r["denials"])
+    eq(r["status"], "ok", "status")

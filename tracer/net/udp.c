@@ -1,0 +1,566 @@
+/* tracer/net/udp.c: the run's own UDP sockets on loopback: the members the
+ * supervisor holds, and the source filter that keeps every other sender out. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net.h"
+
+/*
+ * A bound UDP socket takes datagrams from anyone on the host, and the
+ * supervisor does not see the program's reads. So every UDP socket of the
+ * run that has a port is given one by the supervisor (bind, or a bind to
+ * loopback before its first connect or send), and before it has the port
+ * it gets a classic-BPF socket filter: a datagram is queued only when its
+ * source address and port are corral's DNS responder's or those of a
+ * member (a UDP socket of the run the supervisor holds) that this socket
+ * has been sent to by. Every send naming an address and every connect is
+ * performed by the supervisor, which first adds the sender to the
+ * receiver's filter (one filter rebuilt per new pair of sockets, never
+ * the whole set); a send on a connected socket goes where its connect,
+ * already judged, pointed it.
+ *
+ * Why a source can be trusted: the supervisor holds a duplicate of every
+ * member, so a member's address stays bound for as long as it is in the
+ * set, even after the program closed its own descriptors; no member has
+ * SO_REUSEADDR or SO_REUSEPORT (the setsockopt handler never applies
+ * them), so no other socket can bind the same address; and unprivileged
+ * senders cannot forge a source address. A member leaves the set only when
+ * no task of the run holds it (a scan of the tasks' descriptor tables, done
+ * when the set is full or a bind finds its port taken): its filter then
+ * drops everything, sockets connected to it are disconnected first, the
+ * filters that named it are rebuilt without it, and only then is it
+ * closed.
+ *
+ * The program cannot change a filter: setsockopt of SO_ATTACH_FILTER and
+ * its relatives on an internet datagram socket is refused (the handler),
+ * and io_uring is refused outright. Sends to loopback go only to members.
+ */
+
+struct cr_net_udp {
+	int dup;		/* owned */
+	uint64_t ino;
+	struct cr_net_ep ep;	/* bound (always loopback) */
+	bool wildcard;		/* the program asked for 0.0.0.0 or [::] */
+	bool connected;		/* to peer, a member's address */
+	struct cr_net_ep peer;
+	struct cr_net_ep *srcs;	/* owned: members it hears */
+	size_t nsrcs, capsrcs;
+	bool keep;		/* scratch: seen in a task's table */
+};
+
+#define NET_OFF(k) ((uint32_t)(SKF_NET_OFF + (k)))
+#define ACCEPT 0xffffffffu
+#define CHUNK 250		/* port tests per accept: jt is 8 bits */
+
+struct prog {
+	struct sock_filter *f;
+	size_t n, cap;
+	bool failed;
+};
+
+static size_t emit(struct prog *p, uint16_t code, uint8_t jt, uint8_t jf,
+		   uint32_t k)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		struct sock_filter *f = realloc(p->f, cap * sizeof(*f));
+
+		if (!f) {
+			p->failed = true;
+			return p->n;
+		}
+		p->f = f;
+		p->cap = cap;
+	}
+	p->f[p->n] = (struct sock_filter){ code, jt, jf, k };
+	return p->n++;
+}
+
+static uint32_t word(const uint8_t *a, int i)
+{
+	return (uint32_t)a[4 * i] << 24 | (uint32_t)a[4 * i + 1] << 16 |
+	       (uint32_t)a[4 * i + 2] << 8 | a[4 * i + 3];
+}
+
+/* The sources m hears (NULL: a DNS client, only the responders): the DNS
+ * responders and the members that sent to it through the supervisor. */
+static size_t sources(const struct cr_netstate *ns, const struct cr_net_udp *m,
+		      struct cr_net_ep *out, size_t cap)
+{
+	size_t k = 0;
+
+	for (int i = 0; i < 2; i++) {
+		socklen_t l = i ? sizeof(struct sockaddr_in6) :
+				  sizeof(struct sockaddr_in);
+
+		if (ns->dfd[i] >= 0 && k < cap &&
+		    cr_net_ep_of(&ns->daddr[i], l, &out[k]))
+			k++;
+	}
+	for (size_t i = 0; m && i < m->nsrcs && k < cap; i++)
+		out[k++] = m->srcs[i];
+	return k;
+}
+
+static bool same_addr(const struct cr_net_ep *a, const struct cr_net_ep *b)
+{
+	return a->family == b->family &&
+	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
+}
+
+static bool same_ep(const struct cr_net_ep *a, const struct cr_net_ep *b)
+{
+	return same_addr(a, b) && a->port == b->port;
+}
+
+/* The tests of one address's ports, each chunk ending in its accept. */
+static void emit_ports(struct prog *p, const struct cr_net_ep *src, size_t n,
+		       const struct cr_net_ep *a)
+{
+	size_t idx[CHUNK], k = 0;
+
+	emit(p, BPF_LD | BPF_H | BPF_ABS, 0, 0, 0);	/* UDP source port */
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && same_addr(&src[i], a))
+			idx[k++] = emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 0,
+					src[i].port);
+		if (k && (k == CHUNK || i == n)) {
+			size_t ja = emit(p, BPF_JMP | BPF_JA, 0, 0, 1);
+
+			for (size_t j = 0; j < k && !p->failed; j++)
+				p->f[idx[j]].jt = (uint8_t)(ja - idx[j]);
+			emit(p, BPF_RET | BPF_K, 0, 0, ACCEPT);
+			k = 0;
+		}
+	}
+	emit(p, BPF_RET | BPF_K, 0, 0, 0);
+}
+
+/*
+ * Pass a datagram whose source is in src: dispatch on the IP version, then
+ * on the source address (each distinct one jumps to its ports), then the
+ * UDP source port. Everything else is dropped. The program is built anew
+ * for each change of the set; it is small (one test per member).
+ */
+static int build(const struct cr_net_ep *src, size_t n, struct prog *p)
+{
+	size_t to6, fix[2 * CR_NET_MAX_UDP + 4], nfix = 0, target[2 * CR_NET_MAX_UDP + 4];
+
+	memset(p, 0, sizeof(*p));
+	emit(p, BPF_LD | BPF_B | BPF_ABS, 0, 0, NET_OFF(0));
+	emit(p, BPF_ALU | BPF_RSH | BPF_K, 0, 0, 4);
+	emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 6);
+	to6 = emit(p, BPF_JMP | BPF_JA, 0, 0, 0);
+	emit(p, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 4);
+	emit(p, BPF_RET | BPF_K, 0, 0, 0);
+	/* IPv4: the source address at offset 12 of the network header */
+	for (int fam = 0; fam < 2; fam++) {
+		int want = fam ? AF_INET6 : AF_INET;
+
+		if (fam && !p->failed)
+			p->f[to6].k = (uint32_t)(p->n - to6 - 1);
+		for (size_t i = 0; i < n; i++) {
+			bool first = true;
+
+			if (src[i].family != want)
+				continue;
+			for (size_t j = 0; j < i; j++)
+				if (same_addr(&src[j], &src[i]))
+					first = false;
+			if (!first)
+				continue;
+			if (want == AF_INET) {
+				emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, NET_OFF(12));
+				emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1,
+				     word(src[i].addr, 0));
+			} else {
+				for (int w = 0; w < 4; w++) {
+					emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0,
+					     NET_OFF(8 + 4 * w));
+					emit(p, BPF_JMP | BPF_JEQ | BPF_K, 0,
+					     (uint8_t)(7 - 2 * w),
+					     word(src[i].addr, w));
+				}
+			}
+			fix[nfix] = emit(p, BPF_JMP | BPF_JA, 0, 0, 0);
+			target[nfix++] = i;
+		}
+		emit(p, BPF_RET | BPF_K, 0, 0, 0);
+	}
+	/* the ports of each address */
+	for (size_t f = 0; f < nfix && !p->failed; f++) {
+		p->f[fix[f]].k = (uint32_t)(p->n - fix[f] - 1);
+		emit_ports(p, src, n, &src[target[f]]);
+	}
+	if (p->failed || p->n > BPF_MAXINSNS) {
+		free(p->f);
+		p->f = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int attach(int fd, const struct prog *p)
+{
+	struct sock_fprog fp = { .len = (unsigned short)p->n, .filter = p->f };
+
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0 ?
+	       -errno : 0;
+}
+
+static int attach_sources(int fd, const struct cr_netstate *ns,
+			  const struct cr_net_udp *m)
+{
+	struct cr_net_ep src[CR_NET_MAX_UDP + 2];
+	struct prog p;
+	int rc = build(src, sources(ns, m, src, CR_NET_MAX_UDP + 2), &p);
+
+	if (rc)
+		return rc;
+	rc = attach(fd, &p);
+	free(p.f);
+	return rc;
+}
+
+static void deafen(int fd)
+{
+	struct sock_filter none = BPF_STMT(BPF_RET | BPF_K, 0);
+	struct sock_fprog fp = { .len = 1, .filter = &none };
+
+	setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The socket inodes in the descriptor tables of the run's processes,
+ * sorted; -1 when a table could not be read (then nothing is dropped). */
+static int held_inodes(struct cr_run *run, uint64_t **out, size_t *nout)
+{
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t s = 0; s < run->tasks.cap; s++) {
+		const struct cr_task *t = &run->tasks.slots[s];
+		char dir[48];
+		struct dirent *d;
+		DIR *dp;
+
+		if (!t->tid || !t->leader)
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%d/fd", t->tid);
+		dp = opendir(dir);
+		if (!dp) {
+			if (errno == ENOENT || errno == ESRCH)
+				continue;	/* gone: it holds nothing */
+			free(v);
+			return -1;
+		}
+		while ((d = readdir(dp))) {
+			char lnk[64];
+			ssize_t l;
+			unsigned long long ino;
+
+			if (d->d_name[0] == '.')
+				continue;
+			l = readlinkat(dirfd(dp), d->d_name, lnk, sizeof(lnk) - 1);
+			if (l <= 0)
+				continue;
+			lnk[l] = 0;
+			if (sscanf(lnk, "socket:[%llu]", &ino) != 1)
+				continue;
+			if (n == cap) {
+				size_t c = cap ? cap * 2 : 256;
+				uint64_t *g = realloc(v, c * sizeof(*g));
+
+				if (!g) {
+					closedir(dp);
+					free(v);
+					return -1;
+				}
+				v = g;
+				cap = c;
+			}
+			v[n++] = ino;
+		}
+		closedir(dp);
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u64);
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+static bool is_member(const struct cr_netstate *ns, const struct cr_net_ep *ep);
+
+/* Kept member m forgets the sources that are no longer members: its new
+ * filter is on before their addresses are freed. One that cannot be
+ * rebuilt hears nothing more (fail closed). */
+static void forget_gone(struct cr_netstate *ns, struct cr_net_udp *m)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; j < m->nsrcs; j++)
+		if (is_member(ns, &m->srcs[j]))
+			m->srcs[k++] = m->srcs[j];
+	if (k == m->nsrcs)
+		return;
+	m->nsrcs = k;
+	if (attach_sources(m->dup, ns, m))
+		deafen(m->dup);
+}
+
+/* Let go of the members no task of the run holds any more. */
+static void collect(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+	uint64_t *held = NULL;
+	size_t nheld = 0, k = 0;
+	bool changed = true;
+
+	if (held_inodes(run, &held, &nheld) < 0)
+		return;
+	for (size_t i = 0; i < ns->nudp; i++)
+		ns->udp[i].keep = nheld && bsearch(&ns->udp[i].ino, held, nheld,
+						  sizeof(*held), cmp_u64);
+	free(held);
+	/* A kept socket connected to a member keeps that member bound:
+	 * else a stranger could take its address and receive the sends. */
+	while (changed) {
+		changed = false;
+		for (size_t i = 0; i < ns->nudp; i++) {
+			if (!ns->udp[i].keep || !ns->udp[i].connected)
+				continue;
+			for (size_t j = 0; j < ns->nudp; j++)
+				if (!ns->udp[j].keep &&
+				    same_ep(&ns->udp[j].ep, &ns->udp[i].peer)) {
+					ns->udp[j].keep = true;
+					changed = true;
+				}
+		}
+	}
+	for (size_t i = 0; i < ns->nudp; i++) {
+		if (ns->udp[i].keep)
+			continue;
+		free(ns->udp[i].srcs);
+		/* Perhaps still in flight in a unix socket's queue: if it is
+		 * ever received, it hears nothing and sends nowhere. */
+		if (ns->udp[i].connected) {
+			union cr_sockaddr un = { .sa.sa_family = AF_UNSPEC };
+
+			connect(ns->udp[i].dup, &un.sa, sizeof(un.sa));
+		}
+		deafen(ns->udp[i].dup);
+	}
+	/* The others forget them before their addresses are freed. */
+	{
+		int gone[CR_NET_MAX_UDP];
+		size_t g = 0;
+
+		for (size_t i = 0; i < ns->nudp; i++) {
+			if (ns->udp[i].keep)
+				ns->udp[k++] = ns->udp[i];
+			else
+				gone[g++] = ns->udp[i].dup;
+		}
+		if (!g)
+			return;
+		ns->nudp = k;
+		for (size_t i = 0; i < k; i++)
+			forget_gone(ns, &ns->udp[i]);
+		for (size_t i = 0; i < g; i++)
+			close(gone[i]);
+	}
+}
+
+static struct cr_net_udp *find(const struct cr_netstate *ns, uint64_t ino)
+{
+	for (size_t i = 0; i < ns->nudp; i++)
+		if (ns->udp[i].ino == ino)
+			return &ns->udp[i];
+	return NULL;
+}
+
+static bool bound_ep(int fd, struct cr_net_ep *ep)
+{
+	union cr_sockaddr a;
+	socklen_t l = sizeof(a);
+
+	memset(&a, 0, sizeof(a));
+	return getsockname(fd, &a.sa, &l) == 0 && cr_net_ep_of(&a, l, ep);
+}
+
+int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
+		     const union cr_sockaddr *want, socklen_t wantlen,
+		     bool wildcard)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_net_udp *m = find(ns, ino);
+	struct cr_net_ep ep;
+	union cr_sockaddr lo;
+	int off = 0, rc, keep;
+
+	if (m) {
+		/* Already a member: a second bind fails as the kernel's. */
+		if (want && bind(dup, &want->sa, wantlen) < 0)
+			return -errno;
+		return want ? -EINVAL : 0;
+	}
+	if (ns->nudp == CR_NET_MAX_UDP)
+		collect(run);
+	if (ns->nudp == CR_NET_MAX_UDP)
+		return -ENOBUFS;
+	if (ns->nudp == ns->capudp) {
+		size_t cap = ns->capudp ? ns->capudp * 2 : 16;
+		struct cr_net_udp *g = realloc(ns->udp, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		ns->udp = g;
+		ns->capudp = cap;
+	}
+	/* The filter before the port: no datagram is queued unfiltered. */
+	rc = attach_sources(dup, ns, NULL);
+	if (rc)
+		return rc;
+	if (setsockopt(dup, SOL_SOCKET, SO_REUSEADDR, &off, sizeof(off)) < 0 ||
+	    setsockopt(dup, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off)) < 0)
+		return -errno;
+	if (bound_ep(dup, &ep) && ep.port) {
+		/* Bound before (a DNS client's loopback port): adopted. */
+		if (want)
+			return -EINVAL;
+		if (!cr_net_ep_loopback(&ep))
+			return -EACCES;
+	} else {
+		if (!want) {
+			wantlen = cr_net_loopback(domain, &lo);
+			want = &lo;
+		}
+		rc = bind(dup, &want->sa, wantlen);
+		if (rc < 0 && errno == EADDRINUSE && ns->nudp) {
+			/* Perhaps our own hold on a socket the program closed. */
+			collect(run);
+			rc = bind(dup, &want->sa, wantlen);
+		}
+		if (rc < 0)
+			return -errno;
+		if (!bound_ep(dup, &ep))
+			return -errno;
+	}
+	keep = fcntl(dup, F_DUPFD_CLOEXEC, 0);
+	if (keep < 0)
+		return -errno;	/* bound but no member: it hears only DNS */
+	m = &ns->udp[ns->nudp++];
+	memset(m, 0, sizeof(*m));
+	m->dup = keep;
+	m->ino = ino;
+	m->ep = ep;
+	m->wildcard = wildcard;
+	return 0;
+}
+
+int cr_net_udp_dns_only(struct cr_netstate *ns, int dup, uint64_t ino)
+{
+	if (find(ns, ino))
+		return 0;
+	return attach_sources(dup, ns, NULL);
+}
+
+static struct cr_net_udp *at(const struct cr_netstate *ns,
+			     const struct cr_net_ep *ep)
+{
+	for (size_t i = 0; i < ns->nudp; i++)
+		if (same_ep(&ns->udp[i].ep, ep))
+			return &ns->udp[i];
+	return NULL;
+}
+
+static bool is_member(const struct cr_netstate *ns, const struct cr_net_ep *ep)
+{
+	return at(ns, ep) != NULL;
+}
+
+bool cr_net_udp_member(const struct cr_netstate *ns,
+		       const struct cr_net_ep *dst)
+{
+	return is_member(ns, dst);
+}
+
+int cr_net_udp_hear(struct cr_netstate *ns, const struct cr_net_ep *dst,
+		    uint64_t src_ino)
+{
+	struct cr_net_udp *d = at(ns, dst), *src = find(ns, src_ino);
+	int rc;
+
+	if (!d || !src)
+		return -ECONNREFUSED;
+	for (size_t i = 0; i < d->nsrcs; i++)
+		if (same_ep(&d->srcs[i], &src->ep))
+			return 0;
+	if (d->nsrcs == d->capsrcs) {
+		size_t cap = d->capsrcs ? d->capsrcs * 2 : 4;
+		struct cr_net_ep *g;
+
+		if (cap > CR_NET_MAX_UDP)
+			return -ENOBUFS;
+		g = realloc(d->srcs, cap * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		d->srcs = g;
+		d->capsrcs = cap;
+	}
+	d->srcs[d->nsrcs++] = src->ep;
+	rc = attach_sources(d->dup, ns, d);
+	if (rc)
+		d->nsrcs--;	/* its filter is the old one, without it */
+	return rc;
+}
+
+void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
+			  const struct cr_net_ep *peer)
+{
+	struct cr_net_udp *m = find(ns, ino);
+
+	if (!m)
+		return;
+	m->connected = peer != NULL;
+	if (peer)
+		m->peer = *peer;
+}
+
+bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
+		     struct cr_net_ep *ep, bool *wildcard)
+{
+	const struct cr_net_udp *m = find(ns, ino);
+
+	if (!m)
+		return false;
+	if (ep)
+		*ep = m->ep;
+	if (wildcard)
+		*wildcard = m->wildcard;
+	return true;
+}
+
+void cr_net_udp_finish(struct cr_netstate *ns)
+{
+	for (size_t i = 0; i < ns->nudp; i++) {
+		close(ns->udp[i].dup);
+		free(ns->udp[i].srcs);
+	}
+	free(ns->udp);
+	ns->udp = NULL;
+	ns->nudp = ns->capudp = 0;
+}
