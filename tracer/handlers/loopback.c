@@ -345,6 +345,7 @@ struct accept_args {
 	uint64_t addr, lenp;	/* the program's pointers */
 	int flags;		/* SOCK_NONBLOCK | SOCK_CLOEXEC */
 	bool inet;
+	bool abstract;		/* a unix listener on an abstract name */
 };
 
 /* Is this accepted connection one the run may see? The peer is the
@@ -372,6 +373,30 @@ static bool peer_ok(struct cr_run *run, pid_t tid, int fd,
 		snprintf(target, sizeof(target), "port %u", local.port);
 	cr_deny(run, tid, "accept", target, "net",
 		"a connection from outside the run was dropped (--publish PORT lets others in)");
+	return false;
+}
+
+/* A connection to an abstract name of the run: anyone on the host may
+ * connect there, while every connect of the run is performed by the
+ * supervisor, whose credentials the connection then carries. */
+static bool unix_peer_ok(struct cr_run *run, pid_t tid, int lfd, int fd)
+{
+	union cr_sockaddr la;
+	socklen_t ll = sizeof(la);
+	struct ucred c;
+	socklen_t cl = sizeof(c);
+	char target[96] = "an abstract name";
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &cl) == 0 &&
+	    c.pid == getpid())
+		return true;
+	memset(&la, 0, sizeof(la));
+	if (getsockname(lfd, &la.sa, &ll) == 0) {
+		cr_net_unix_fix(run->net, &la, &ll);
+		cr_net_addr_text(&la, ll, target, sizeof(target));
+	}
+	cr_deny(run, tid, "accept", target, "net",
+		"a connection from outside the run was dropped");
 	return false;
 }
 
@@ -407,6 +432,10 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 			return v_err(err);
 		}
 		if (aa->inet && !peer_ok(run, tid, fd, &pa, pl)) {
+			close(fd);
+			continue;
+		}
+		if (aa->abstract && !unix_peer_ok(run, tid, dup, fd)) {
 			close(fd);
 			continue;
 		}
@@ -480,6 +509,14 @@ struct cr_verdict cr_h_accept(struct cr_run *run,
 		return v_err(-rc);
 	}
 	aa->inet = s.domain == AF_INET || s.domain == AF_INET6;
+	if (s.domain == AF_UNIX) {
+		union cr_sockaddr l;
+		socklen_t ll = sizeof(l);
+
+		aa->abstract = getsockname(s.dup, &l.sa, &ll) == 0 &&
+			       ll > offsetof(struct sockaddr_un, sun_path) &&
+			       !l.un.sun_path[0];
+	}
 	v = accept_try(run, n->id, (pid_t)n->pid, s.dup, aa, &again);
 	if (!again) {
 		cr_sock_close(&s);

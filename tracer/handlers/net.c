@@ -270,18 +270,51 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 static struct cr_verdict unix_target(struct cr_run *run,
 				     const struct seccomp_notif *n,
 				     const struct cr_syscall_entry *e,
+				     const struct cr_sock *s,
 				     const union cr_sockaddr *a, socklen_t alen,
 				     bool for_bind, union cr_sockaddr *out,
 				     socklen_t *outlen, int *hold, bool *ok)
 {
+	size_t off = offsetof(struct sockaddr_un, sun_path);
 	int rc;
 
 	*ok = false;
 	if (is_abstract_or_unnamed(a, alen)) {
-		if (alen <= offsetof(struct sockaddr_un, sun_path) && !for_bind)
+		uint8_t inner[SUN_LEN_MAX];
+		size_t glen = alen - off < SUN_LEN_MAX ? alen - off : SUN_LEN_MAX,
+		       ilen = 0;
+
+		if (alen <= off && !for_bind)
 			return v_err(EINVAL);
-		return cr_net_deny(run, n, e, a, alen, "net",
-			    "abstract unix sockets reach outside the sandbox", EACCES);
+		/* A named datagram socket takes datagrams from anyone. */
+		if (s->type == SOCK_DGRAM)
+			return cr_net_deny(run, n, e, a, alen, "net",
+				"abstract unix datagram sockets take datagrams from anyone on the host",
+				EACCES);
+		memset(out, 0, sizeof(*out));
+		out->un.sun_family = AF_UNIX;
+		if (alen <= off) {
+			/* autobind: the kernel's fresh name, recorded after */
+			*outlen = (socklen_t)alen;
+		} else if (for_bind) {
+			rc = cr_net_abstract_name(run->net,
+						  (const uint8_t *)a->un.sun_path,
+						  glen, inner, &ilen);
+			if (rc)
+				return v_err(-rc);
+		} else if (!cr_net_abstract_inner(run->net,
+						  (const uint8_t *)a->un.sun_path,
+						  glen, inner, &ilen)) {
+			return cr_net_deny(run, n, e, a, alen, "net",
+				"abstract unix names reach only the run's own sockets",
+				ECONNREFUSED);
+		}
+		if (ilen) {
+			memcpy(out->un.sun_path, inner, ilen);
+			*outlen = (socklen_t)(off + ilen);
+		}
+		*ok = true;
+		return v_val(0);
 	}
 	memset(out, 0, sizeof(*out));
 	out->un.sun_family = AF_UNIX;
@@ -304,6 +337,41 @@ static struct cr_verdict unix_target(struct cr_run *run,
 			      strlen(out->un.sun_path) + 1);
 	*ok = true;
 	return v_val(0);
+}
+
+/* After a bind to an abstract name (or an autobind): the kernel's name
+ * and the program's, remembered. Unrecorded, the socket is unbound in
+ * effect: its listen is refused, and nothing connects to it. */
+static struct cr_verdict abstract_bound(struct cr_run *run,
+					const struct cr_sock *s,
+					const union cr_sockaddr *a,
+					socklen_t alen)
+{
+	size_t off = offsetof(struct sockaddr_un, sun_path);
+	union cr_sockaddr k;
+	socklen_t kl = sizeof(k);
+
+	memset(&k, 0, sizeof(k));
+	if (getsockname(s->dup, &k.sa, &kl) < 0 || kl <= off + 1 ||
+	    k.un.sun_path[0])
+		return v_err(ENOBUFS);
+	if (alen <= off)	/* autobind: the kernel's name is the program's */
+		a = &k, alen = kl;
+	return cr_net_abstract_bound(run->net, (const uint8_t *)a->un.sun_path,
+				     alen - off, (const uint8_t *)k.un.sun_path,
+				     kl - off, s->ino) ? v_err(ENOBUFS) :
+							  v_val(0);
+}
+
+/* The listener a unix stream socket just connected to: listened through
+ * corral (its credentials, taken at listen, are the supervisor's)? */
+static bool listener_is_ours(int fd)
+{
+	struct ucred c;
+	socklen_t l = sizeof(c);
+
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &l) == 0 &&
+	       c.pid == getpid();
 }
 
 static int family_idx(int family)
@@ -551,9 +619,18 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		}
 		break;
 	case AF_UNIX:
-		v = unix_target(run, n, e, &a, alen, false, &t, &tl, &hold, &ok);
+		v = unix_target(run, n, e, &s, &a, alen, false, &t, &tl, &hold, &ok);
 		if (ok)
 			v = unix_connect(s.dup, &t, tl);
+		if (ok && v.kind == CR_V_VALUE && is_abstract_or_unnamed(&a, alen) &&
+		    !listener_is_ours(s.dup)) {
+			/* The run's name, re-bound by a stranger after the
+			 * run's socket went: nothing may pass. */
+			shutdown(s.dup, SHUT_RDWR);
+			v = cr_net_deny(run, n, e, &a, alen, "net",
+				"the abstract name is bound outside the run now",
+				ECONNREFUSED);
+		}
 		break;
 	case AF_NETLINK:
 		/* Netlink reaches the kernel (the kernel-surface layer decides
@@ -607,12 +684,14 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 		v = cr_net_bind_inet(run, n, e, &s, &a, alen);
 		break;
 	case AF_UNIX:
-		v = unix_target(run, n, e, &a, alen, true, &t, &tl, &hold, &ok);
+		v = unix_target(run, n, e, &s, &a, alen, true, &t, &tl, &hold, &ok);
 		if (ok)
 			v = v_rc(bind(s.dup, &t.sa, tl));
 		/* The kernel keeps our inner name: remember the program's,
 		 * which every address handed back reports. */
-		if (ok && v.kind == CR_V_VALUE)
+		if (ok && v.kind == CR_V_VALUE && is_abstract_or_unnamed(&a, alen))
+			v = abstract_bound(run, &s, &a, alen);
+		else if (ok && v.kind == CR_V_VALUE)
 			cr_net_unix_named(run->net, t.un.sun_path, &a, alen,
 					  s.ino);
 		break;
@@ -653,11 +732,15 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 			v = v_err(errno);
 			break;
 		}
-		/* listen autobinds an unnamed socket to an abstract name,
-		 * reachable from outside the sandbox. */
-		if (is_abstract_or_unnamed(&l, ll)) {
+		/* An abstract name: only one the run bound through corral
+		 * (an unbound socket is the kernel's EINVAL). */
+		if (ll > offsetof(struct sockaddr_un, sun_path) &&
+		    !l.un.sun_path[0] &&
+		    !cr_net_abstract_ours(run->net, (const uint8_t *)l.un.sun_path,
+					  ll - offsetof(struct sockaddr_un, sun_path),
+					  s.ino)) {
 			v = cr_net_deny(run, n, e, NULL, 0, "net",
-				 "listening on an abstract or unnamed unix socket is refused",
+				 "listening on an abstract name corral did not bind is refused",
 				 EACCES);
 			break;
 		}
@@ -859,7 +942,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 	case AF_UNIX: {
 		socklen_t tl = 0;
 
-		*v = unix_target(run, n, e, a, alen, false, &m->name, &tl, hold, &ok);
+		*v = unix_target(run, n, e, s, a, alen, false, &m->name, &tl, hold, &ok);
 		if (!ok)
 			return false;
 		m->msg.msg_name = &m->name;

@@ -21,6 +21,8 @@
 #define CR_NET_MAX_PEERS 4096	/* remembered destinations (getpeername) */
 #define CR_NET_MAX_LOCAL 4096	/* run sockets bound; run connects to them */
 #define CR_NET_MAX_UNAMES 4096	/* unix names bound */
+#define CR_NET_MAX_ANAMES 1024	/* abstract unix names bound (abstract.c) */
+#define SUN_LEN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 #define CR_NET_MAX_WAITS 1024	/* accepts and connects waiting */
 #define CR_NET_MAX_UDP 512	/* UDP sockets of the run held (udp.c) */
 #define CR_NET_MAX_FLAGS 4096	/* sockets with a sharing option set */
@@ -42,6 +44,7 @@ struct cr_net_deferred;
 struct cr_net_lsn;
 struct cr_net_client;
 struct cr_net_uname;
+struct cr_net_aname;
 struct cr_net_wait;
 struct cr_net_udp;
 struct cr_net_flag;
@@ -110,6 +113,10 @@ struct cr_netstate {
 	/* sharing options remembered, not applied (local.c) */
 	struct cr_net_flag *flags;	/* owned array, CR_NET_MAX_FLAGS */
 	size_t nflags, flag_next;
+	/* abstract unix names (abstract.c) */
+	struct cr_net_aname *anames;	/* owned array, CR_NET_MAX_ANAMES */
+	size_t nanames, aname_next;
+	uint64_t anonce, aseq;
 };
 
 /* tracer/net/net.c */
@@ -240,6 +247,25 @@ void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
 bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 		     struct cr_net_ep *ep, bool *wildcard);
 void cr_net_udp_finish(struct cr_netstate *ns);
+
+/* tracer/net/abstract.c: names from their leading NUL, with lengths */
+/* A fresh inner name for given (bound then by the caller). */
+int cr_net_abstract_name(struct cr_netstate *ns, const uint8_t *given,
+			 size_t glen, uint8_t *inner, size_t *ilen);
+/* Socket ino of the run is bound at inner for the program's given. */
+int cr_net_abstract_bound(struct cr_netstate *ns, const uint8_t *given,
+			  size_t glen, const uint8_t *inner, size_t ilen,
+			  uint64_t ino);
+/* The inner name of a name the run bound; false for any other name. */
+bool cr_net_abstract_inner(const struct cr_netstate *ns, const uint8_t *given,
+			   size_t glen, uint8_t *inner, size_t *ilen);
+/* Is socket ino bound at inner by the run? */
+bool cr_net_abstract_ours(const struct cr_netstate *ns, const uint8_t *inner,
+			  size_t ilen, uint64_t ino);
+/* An address the kernel hands back, rewritten to the program's name. */
+bool cr_net_abstract_fix(const struct cr_netstate *ns, union cr_sockaddr *a,
+			 socklen_t *len);
+void cr_net_abstract_finish(struct cr_netstate *ns);
 
 /* tracer/net/unixname.c */
 int cr_net_unix_bind_fd(struct cr_netstate *ns, int pfd);

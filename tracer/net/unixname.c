@@ -86,8 +86,12 @@ void cr_net_unix_fix(const struct cr_netstate *ns, union cr_sockaddr *a,
 {
 	size_t off = offsetof(struct sockaddr_un, sun_path), n;
 
-	if (*len <= off || a->sa.sa_family != AF_UNIX || !a->un.sun_path[0])
+	if (*len <= off || a->sa.sa_family != AF_UNIX)
 		return;
+	if (!a->un.sun_path[0]) {
+		cr_net_abstract_fix(ns, a, len);
+		return;
+	}
 	n = strnlen(a->un.sun_path, *len - off < SUN_MAX ? *len - off : SUN_MAX);
 	for (size_t i = 0; i < ns->nunames; i++) {
 		const struct cr_net_uname *u = &ns->unames[i];
