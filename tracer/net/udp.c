@@ -30,7 +30,10 @@
  * set, even after the program closed its own descriptors; no member has
  * SO_REUSEADDR or SO_REUSEPORT (the setsockopt handler never applies
  * them), so no other socket can bind the same address; and unprivileged
- * senders cannot forge a source address. A member leaves the set only when
+ * senders cannot choose their source port. They can choose the source
+ * address among the host's own (IP_PKTINFO): one who binds a member's port
+ * on another local address can inject datagrams that look like the
+ * member's (injection only; docs/network.md, "known limit"). A member leaves the set only when
  * no task of the run holds it (a scan of the tasks' descriptor tables, done
  * when the set is full or a bind finds its port taken): its filter then
  * drops everything, sockets connected to it are disconnected first, the
