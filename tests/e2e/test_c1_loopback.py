@@ -571,3 +571,33 @@ print("hops value", x.getsockopt(socket.IPPROTO_IPV6, 16))
     eq(r["stdout"], "unnamed errno 13\nstill unnamed ''\nnamed ok\n"
        "named value 1\nstream ok\nhops ok\nhops value 7\n", "stdout")
     eq(len(denials(r, "setsockopt", "net")), 1, "setsockopt denial")
+
+
+@test
+def unix_reply_to_a_recvmsg_address(t):
+    """recvmsg is not intercepted, so a unix datagram's sender address is
+    the kernel's (corral's inner path); a reply sent there reaches the
+    sender's own socket, and only a socket the run bound."""
+    prog = r'''
+import os, socket
+os.chdir(os.environ["HOME"])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("srv.sock")
+c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+c.bind("cli.sock")
+c.sendto(b"req", "srv.sock")
+data, anc, flags, addr = s.recvmsg(100)
+s.sendto(b"rep", addr)
+print("reply", c.recvfrom(100))
+x = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+try:
+    x.sendto(b"out", "/proc/self/fd/3/nothing.sock")
+    print("sent")
+except OSError as e:
+    print("other inner path", e.errno)
+'''
+    run, r = loop_run(t, prog)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "reply (b'rep', 'srv.sock')\nother inner path 13\n",
+       "the reply, and a /proc path that is no socket of the run")
+    eq(r["status"], "ok", "status")

@@ -276,9 +276,11 @@ static struct cr_verdict unix_target(struct cr_run *run,
 				     socklen_t *outlen, int *hold, bool *ok)
 {
 	size_t off = offsetof(struct sockaddr_un, sun_path);
+	union cr_sockaddr alias;
 	int rc;
 
 	*ok = false;
+	memset(&alias, 0, sizeof(alias));
 	if (is_abstract_or_unnamed(a, alen)) {
 		uint8_t inner[SUN_LEN_MAX];
 		size_t glen = alen - off < SUN_LEN_MAX ? alen - off : SUN_LEN_MAX,
@@ -315,6 +317,18 @@ static struct cr_verdict unix_target(struct cr_run *run,
 		}
 		*ok = true;
 		return v_val(0);
+	}
+	if (!for_bind && alen > off) {
+		size_t pl = strnlen(a->un.sun_path, alen - off < SUN_LEN_MAX ?
+					       alen - off : SUN_LEN_MAX);
+
+		if (cr_net_unix_alias(run->net, a->un.sun_path, pl,
+				      alias.un.sun_path,
+				      sizeof(alias.un.sun_path))) {
+			alias.un.sun_family = AF_UNIX;
+			a = &alias;
+			alen = (socklen_t)(off + strlen(a->un.sun_path) + 1);
+		}
 	}
 	memset(out, 0, sizeof(*out));
 	out->un.sun_family = AF_UNIX;
@@ -691,9 +705,20 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 		 * which every address handed back reports. */
 		if (ok && v.kind == CR_V_VALUE && is_abstract_or_unnamed(&a, alen))
 			v = abstract_bound(run, &s, &a, alen);
-		else if (ok && v.kind == CR_V_VALUE)
+		else if (ok && v.kind == CR_V_VALUE) {
+			char dir[PATH_MAX], lnk[64], abs[PATH_MAX + 110];
+			const char *name = strrchr(t.un.sun_path, '/');
+			ssize_t dl;
+
+			snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", hold);
+			dl = hold >= 0 ? readlink(lnk, dir, sizeof(dir) - 1) : -1;
+			if (dl > 0 && name) {
+				dir[dl] = '\0';
+				snprintf(abs, sizeof(abs), "%s%s", dir, name);
+			}
 			cr_net_unix_named(run->net, t.un.sun_path, &a, alen,
-					  s.ino);
+					  dl > 0 && name ? abs : NULL, s.ino);
+		}
 		break;
 	case AF_NETLINK:
 		v = v_rc(bind(s.dup, &a.sa, alen));

@@ -271,7 +271,10 @@ void cr_net_abstract_finish(struct cr_netstate *ns);
 int cr_net_unix_bind_fd(struct cr_netstate *ns, int pfd);
 void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
 		       const union cr_sockaddr *given, socklen_t glen,
-		       uint64_t ino);
+		       const char *abs, uint64_t ino);
+/* path (len bytes) is an inner name corral bound: its absolute path. */
+bool cr_net_unix_alias(const struct cr_netstate *ns, const char *path,
+		       size_t len, char *abs, size_t abslen);
 void cr_net_unix_fix(const struct cr_netstate *ns, union cr_sockaddr *a,
 		     socklen_t *len);
 void cr_net_unix_finish(struct cr_netstate *ns);

@@ -13,6 +13,7 @@
 struct cr_net_uname {
 	char inner[SUN_MAX + 1];	/* what the kernel stored */
 	char given[SUN_MAX + 1];	/* what the program asked for */
+	char abs[SUN_MAX + 1];		/* its absolute path, "" if too long */
 	uint64_t ino;			/* the bound socket */
 };
 
@@ -45,7 +46,7 @@ int cr_net_unix_bind_fd(struct cr_netstate *ns, int pfd)
 
 void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
 		       const union cr_sockaddr *given, socklen_t glen,
-		       uint64_t ino)
+		       const char *abs, uint64_t ino)
 {
 	size_t n = glen > offsetof(struct sockaddr_un, sun_path) ?
 		   glen - offsetof(struct sockaddr_un, sun_path) : 0;
@@ -77,6 +78,8 @@ void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
 	snprintf(u->inner, sizeof(u->inner), "%s", inner);
 	memcpy(u->given, given->un.sun_path, n);
 	u->given[n] = '\0';
+	if (abs && strlen(abs) <= SUN_MAX)
+		snprintf(u->abs, sizeof(u->abs), "%s", abs);
 	u->ino = ino;
 }
 
@@ -107,6 +110,26 @@ void cr_net_unix_fix(const struct cr_netstate *ns, union cr_sockaddr *a,
 		*len = (socklen_t)(off + gl + (gl < SUN_MAX ? 1 : 0));
 		return;
 	}
+}
+
+/*
+ * A sender's address the kernel gave the program where corral could not
+ * rewrite it (recvmsg is not intercepted) names the inner path: a reply
+ * sent there means the socket's own path, which is then resolved as any
+ * other (inside the workspace or refused).
+ */
+bool cr_net_unix_alias(const struct cr_netstate *ns, const char *path,
+		       size_t len, char *abs, size_t abslen)
+{
+	for (size_t i = ns->nunames; i-- > 0;) {
+		const struct cr_net_uname *u = &ns->unames[i];
+
+		if (!u->abs[0] || strlen(u->inner) != len ||
+		    memcmp(u->inner, path, len))
+			continue;
+		return (size_t)snprintf(abs, abslen, "%s", u->abs) < abslen;
+	}
+	return false;
 }
 
 void cr_net_unix_finish(struct cr_netstate *ns)
