@@ -221,7 +221,7 @@ def streaming_reader_that_stops_does_not_stall_limits(t):
     # 4 MiB of output, far past any pipe's buffer, then a pid file and a
     # long sleep the wall limit must cut.
     p = t.spawn(["run", "-w", ws, "--result", result,
-                 "--limit", "wall=2s", "--limit", "output=8MiB", "--",
+                 "--limit", "wall=6s", "--limit", "output=8MiB", "--",
                  "sh", "-c", "head -c 4194304 /dev/zero; echo $$ > pid; "
                  "exec sleep 100"])
     pidfile = os.path.join(ws, "pid")
@@ -229,8 +229,9 @@ def streaming_reader_that_stops_does_not_stall_limits(t):
          "the program got past its output while corral's stdout was unread")
     pid = int(open(pidfile).read().strip() or 0)
     true(pid > 0, "pid written")
-    # The wall limit is 2 s; the stdout reader still reads nothing.
-    true(wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10),
+    # The wall limit is 6 s (room for a slow sanitizer build on a loaded
+    # machine to write 4 MiB first); the stdout reader still reads nothing.
+    true(wait_for(lambda: not os.path.exists("/proc/%d" % pid), 20),
          "the tree was killed at the wall limit although corral's stdout "
          "was not being read")
     # The result is written before the echo is waited for.
