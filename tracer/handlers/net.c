@@ -530,6 +530,34 @@ static struct cr_verdict unix_connect(int dup, const union cr_sockaddr *t,
 	return rc < 0 ? v_err(err) : v_val(rc);
 }
 
+/* connect and bind: the address (read once) and our duplicate of the
+ * socket, taken only while the call is still waiting (0 or -errno). */
+static int addr_call_open(struct cr_run *run, const struct seccomp_notif *n,
+			  union cr_sockaddr *a, struct cr_sock *s)
+{
+	int rc = read_addr((pid_t)n->pid, n->data.args[1], n->data.args[2], a);
+
+	if (rc)
+		return rc;
+	rc = cr_sock_open(run, n, (int)n->data.args[0], s);
+	if (rc)
+		return rc;
+	if (!cr_notif_valid(run, n->id)) {
+		cr_sock_close(s);
+		return -EINTR;
+	}
+	return 0;
+}
+
+static struct cr_verdict addr_call_done(struct cr_sock *s, int hold,
+					struct cr_verdict v)
+{
+	if (hold >= 0)
+		close(hold);
+	cr_sock_close(s);
+	return v;
+}
+
 struct cr_verdict cr_h_connect(struct cr_run *run,
 			       const struct cr_syscall_entry *e,
 			       const struct seccomp_notif *n)
@@ -546,16 +574,9 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 
 	if (!ns)
 		return v_err(EACCES);
-	rc = read_addr((pid_t)n->pid, n->data.args[1], n->data.args[2], &a);
+	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
-	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
-	if (rc)
-		return v_err(-rc);
-	if (!cr_notif_valid(run, n->id)) {
-		cr_sock_close(&s);
-		return v_err(EINTR);
-	}
 	switch (a.sa.sa_family) {
 	case AF_UNSPEC:	/* dissolve an association: names nothing */
 		v = v_rc(connect(s.dup, &a.sa, alen));
@@ -663,10 +684,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 			 "this address family is not allowed", EACCES);
 		break;
 	}
-	if (hold >= 0)
-		close(hold);
-	cr_sock_close(&s);
-	return v;
+	return addr_call_done(&s, hold, v);
 }
 
 struct cr_verdict cr_h_bind(struct cr_run *run,
@@ -682,16 +700,9 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 
 	if (!run->net)
 		return v_err(EACCES);
-	rc = read_addr((pid_t)n->pid, n->data.args[1], n->data.args[2], &a);
+	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
-	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
-	if (rc)
-		return v_err(-rc);
-	if (!cr_notif_valid(run, n->id)) {
-		cr_sock_close(&s);
-		return v_err(EINTR);
-	}
 	switch (a.sa.sa_family) {
 	case AF_INET:
 	case AF_INET6:
@@ -728,10 +739,7 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 			 "this address family is not allowed", EACCES);
 		break;
 	}
-	if (hold >= 0)
-		close(hold);
-	cr_sock_close(&s);
-	return v;
+	return addr_call_done(&s, hold, v);
 }
 
 struct cr_verdict cr_h_listen(struct cr_run *run,
