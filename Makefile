@@ -5,7 +5,10 @@ PREFIX ?= /usr/local
 BUILD  ?= build
 CC     ?= cc
 
-PKGS := libseccomp libunwind-ptrace libcjson libcap
+# libarchive: reads the tar and zip archives given as inputs (corral writes
+# every entry itself, beneath the workspace); libcrypto: SHA-256 of inputs,
+# artifacts and documents (tracer/io/).
+PKGS := libseccomp libunwind-ptrace libcjson libcap libarchive libcrypto
 
 # -std=c11 with _GNU_SOURCE: the code is C11; the kernel interfaces (openat2,
 # pidfd, process_vm_readv, signalfd) are GNU/Linux extensions.
