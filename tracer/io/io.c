@@ -37,23 +37,13 @@ static int add_input(struct cr_io *io, const char *from, const char *to,
 
 /* The output directory must not lie where the program could write: it
  * could plant files there that would pass for artifacts, or links. */
-static int open_out_dir(struct cr_run *run, char *err, size_t errlen)
+static int check_out_dir(struct cr_run *run, const char *real, char *err,
+			 size_t errlen)
 {
 	const struct cr_run_config *cfg = run->cfg;
 	const struct cr_strlist *rw[] = { &cfg->cls->fs_write, &cfg->extra_rw };
-	char real[PATH_MAX];
 	size_t len;
 
-	if (mkdir(cfg->output_dir, 0700) < 0 && errno != EEXIST) {
-		cr_errf(err, errlen, "--output-dir %s: cannot make it: %s",
-			cfg->output_dir, strerror(errno));
-		return -errno;
-	}
-	if (!realpath(cfg->output_dir, real)) {
-		cr_errf(err, errlen, "--output-dir %s: %s", cfg->output_dir,
-			strerror(errno));
-		return -errno;
-	}
 	len = strlen(real);
 	if (cr_path_within(cfg->workspace, strlen(cfg->workspace), real, len) ||
 	    cr_path_within(real, len, cfg->workspace, strlen(cfg->workspace))) {
@@ -68,6 +58,32 @@ static int open_out_dir(struct cr_run *run, char *err, size_t errlen)
 					cfg->output_dir, rw[l]->v[i]);
 				return -EINVAL;
 			}
+	return 0;
+}
+
+static int open_out_dir(struct cr_run *run, char *err, size_t errlen)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	char real[PATH_MAX];
+	bool made = mkdir(cfg->output_dir, 0700) == 0;
+	int rc;
+
+	if (!made && errno != EEXIST) {
+		cr_errf(err, errlen, "--output-dir %s: cannot make it: %s",
+			cfg->output_dir, strerror(errno));
+		return -errno;
+	}
+	if (!realpath(cfg->output_dir, real)) {
+		cr_errf(err, errlen, "--output-dir %s: %s", cfg->output_dir,
+			strerror(errno));
+		return -errno;
+	}
+	rc = check_out_dir(run, real, err, errlen);
+	if (rc) {
+		if (made)
+			rmdir(real);
+		return rc;
+	}
 	run->io->out_fd = open(real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (run->io->out_fd < 0) {
 		cr_errf(err, errlen, "--output-dir %s: %s", cfg->output_dir,

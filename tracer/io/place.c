@@ -406,7 +406,9 @@ int cr_io_place_error(struct cr_io_place *p, const char *label,
 		break;
 	case -EFBIG:
 		cr_limit_format(CR_LIM_DISK, p->max_bytes, b, sizeof(b));
-		snprintf(reason, sizeof(reason), "more bytes than the disk budget (%s): stopped there", b);
+		snprintf(reason, sizeof(reason),
+			 "more bytes than the disk budget (%s): stopped with %llu bytes written",
+			 b, (unsigned long long)p->bytes);
 		break;
 	case -EXDEV:
 		snprintf(reason, sizeof(reason), "would leave the workspace");
