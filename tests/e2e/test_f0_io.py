@@ -534,6 +534,15 @@ def io_request_inputs(t):
     run = t.corral(["run", "--json", "--request", req2, "--ro", src])
     eq(run.code, 126, "a link out of the read root: exit status")
     not_contains(t.result(run)["stdout"], "secret", "stdout")
+    # corral's own /proc/self, even under --ro /.
+    req3 = t.write("req3.json", json.dumps({
+        "command": ["cat", "env"],
+        "inputs": [{"from": "/proc/self/environ", "to": "env"}]}))
+    run = t.corral(["run", "--json", "--request", req3, "--ro", "/"],
+                   env={"IO_SECRET_MARK": "s3cr3t"})
+    eq(run.code, 126, "/proc/self/environ: exit status")
+    contains(t.result(run)["message"], "pseudo-filesystem", "message")
+    not_contains(t.result(run)["stdout"], "s3cr3t", "stdout")
 
 
 @test

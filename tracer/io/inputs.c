@@ -103,6 +103,7 @@ static int refuse(struct walk *w, const char *entry, const char *reason)
  * the real path of the object opened, not on the name it was given by. */
 static int may_read(struct walk *w, const char *srel)
 {
+	static const char *const pseudo[] = { "/proc", "/sys", "/dev" };
 	char path[PATH_MAX];
 	int len;
 
@@ -110,6 +111,14 @@ static int may_read(struct walk *w, const char *srel)
 		return 0;
 	len = snprintf(path, sizeof(path), "%s%s%s", w->host,
 		       srel[0] && strcmp(w->host, "/") ? "/" : "", srel);
+	/* The kernel's pseudo-filesystems are never read through a root:
+	 * the program sees its own /proc and a few devices only (fs/), and
+	 * a request must not copy in corral's /proc/self/environ that way. */
+	for (size_t i = 0; i < CR_ARRAY_SIZE(pseudo); i++)
+		if (len < (int)sizeof(path) &&
+		    cr_path_within(pseudo[i], strlen(pseudo[i]), path, (size_t)len))
+			return refuse(w, srel[0] ? srel : NULL,
+				      "in a kernel pseudo-filesystem (/proc, /sys, /dev): never an input of a request");
 	if (len >= (int)sizeof(path) ||
 	    !(cr_fsrules_access(&w->run->fs->rules, path, (size_t)len) & CR_FS_R))
 		return refuse(w, srel[0] ? srel : NULL,
