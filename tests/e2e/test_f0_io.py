@@ -653,3 +653,16 @@ def io_usage_errors(t):
         eq(run.code, 125, "%s: exit status (stderr %r)" % (args, run.err))
         contains(run.err.decode(), needle, "%s: stderr" % args)
     t.assert_next_run_ok()
+
+
+@test
+def io_artifacts_skipped_bounded(t):
+    """A program leaving a flood of links matching the glob: the result
+    lists the first 256 and counts the rest."""
+    out = t.path("out")
+    r = ok_run(t, ["--output", "*", "--output-dir", out, "--", "sh", "-c",
+                   "i=0; while [ $i -lt 300 ]; do ln -s /etc/passwd l$i; "
+                   "i=$((i+1)); done"])
+    eq(len(r["artifacts_skipped"]), 256, "listed")
+    eq(r["artifacts_skipped_dropped"], 44, "counted")
+    eq(os.listdir(out), [], "the output directory")

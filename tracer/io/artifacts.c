@@ -16,6 +16,7 @@
 
 #define CR_ART_MAX_DEPTH 256
 #define CR_ART_MAX_COMPS 128
+#define CR_ART_MAX_SKIPPED 256
 
 /*
  * Why the program cannot turn the export against the host: it is dead when
@@ -127,6 +128,15 @@ static struct cr_io_artifact *add(struct collect *x, const char *skipped)
 	struct cr_io *io = x->io;
 	struct cr_io_artifact *a, *na;
 
+	/* A program can leave a million links matching "**": the result
+	 * lists the first ones skipped and counts the rest. */
+	if (skipped && io->nskipped >= CR_ART_MAX_SKIPPED) {
+		io->skipped_dropped++;
+		return NULL;
+	}
+	if (skipped)
+		io->nskipped++;
+
 	na = realloc(io->art, (io->nart + 1) * sizeof(*na));
 	if (!na)
 		return NULL;
@@ -196,6 +206,10 @@ static const char *export(struct collect *x, int src, const struct stat *st,
 		return dir == -ELOOP || dir == -ENOTDIR ?
 		       "the output directory has a link or a file on its path" :
 		       "cannot make its directory in the output directory";
+	/* Not worth a copy; the rename below still decides, atomically. */
+	if (!x->run->cfg->output_overwrite &&
+	    fstatat(dir, leaf, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) == 0)
+		return "already in the output directory (not overwritten)";
 	for (int tries = 0; fd < 0 && tries < 8; tries++) {
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			rnd ^= (uint64_t)cr_now_ns();
@@ -283,8 +297,15 @@ static void one(struct collect *x, int dirfd, const char *name)
 		return;
 	}
 	a->skipped = export(x, fd, &st, a);
-	if (!a->skipped)
+	if (!a->skipped) {
 		x->files++;
+	} else if (x->io->nskipped >= CR_ART_MAX_SKIPPED) {
+		free(a->path);
+		x->io->nart--;
+		x->io->skipped_dropped++;
+	} else {
+		x->io->nskipped++;
+	}
 }
 
 static int by_name(const void *a, const void *b)

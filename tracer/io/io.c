@@ -237,6 +237,8 @@ void cr_io_result(const struct cr_run *run, void *result)
 			cJSON_AddItemToArray(a, o);
 		}
 	}
+	cJSON_AddNumberToObject(r, "artifacts_skipped_dropped",
+				io ? (double)io->skipped_dropped : 0);
 }
 
 void cr_io_audit_start(const struct cr_run *run, void *fields)

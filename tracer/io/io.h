@@ -146,8 +146,10 @@ void cr_io_artifacts_collect(struct cr_run *run);
 struct cr_io {
 	struct cr_io_input *in;	/* owned */
 	size_t nin;
-	struct cr_io_artifact *art;	/* owned */
+	struct cr_io_artifact *art;	/* owned: exported and skipped */
 	size_t nart;
+	size_t nskipped;		/* of them skipped */
+	uint64_t skipped_dropped;	/* skipped past the listed ones */
 	unsigned char command_sha[CR_SHA256_LEN];
 	int out_fd;		/* --output-dir, O_PATH directory; owned, or -1 */
 	int ws_fd;		/* the workspace, O_PATH, opened before the
