@@ -144,6 +144,8 @@ def refused(t, s, archive, needle, dest="./", extra=(), what=None):
     eq(r.get("status"), "policy_denied", "%s: status" % what)
     contains(r.get("message", ""), needle, "%s: message" % what)
     true("\n" not in r.get("message", ""), "%s: a one-line message" % what)
+    eq([(d["syscall"], d["layer"], d["target"]) for d in r["denials"]],
+       [("input", "fs", archive)], "%s: the denial recorded" % what)
     true(not os.path.exists(marker), "%s: the program ran" % what)
     s.check(what)
     t.assert_next_run_ok()

@@ -420,11 +420,16 @@ int cr_io_inputs_place(struct cr_run *run)
 		return -EIO;
 	}
 	p.ws_fd = ws;
-	for (size_t i = 0; !rc && i < io->nin; i++)
+	size_t i;
+
+	for (i = 0; !rc && i < io->nin; i++)
 		rc = place_one(run, &p, &io->in[i], &st);
 	if (rc) {
 		/* A refused input leaves nothing behind, in a kept
-		 * workspace too; the program never starts. */
+		 * workspace too; the program never starts. The refusal is
+		 * a denial like any other (result and audit). */
+		if (rc == -EPERM)
+			cr_deny(run, 0, "input", io->in[i - 1].from, "fs", p.why);
 		cr_io_place_undo(&p);
 		cr_run_end(run, rc == -EPERM ? CR_ST_POLICY_DENIED :
 			   CR_ST_PLATFORM_FAILURE, NULL, "%s", p.why);
