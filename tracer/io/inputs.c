@@ -40,13 +40,10 @@ int cr_io_input_split(const char *arg, char **from, char **to, char *err,
 		cr_errf(err, errlen, "--input %s: the source is empty", arg);
 		return -EINVAL;
 	}
-	if (!(*to)[0] || !strcmp(*to, "..") || !strcmp(*to, ".")) {
-		if (!colon)
-			cr_errf(err, errlen, "--input %s: give a destination: SRC:DEST", arg);
-		else if (!(*to)[0])
-			cr_errf(err, errlen, "--input %s: the destination is empty", arg);
-		if (!colon || !(*to)[0])
-			return -EINVAL;
+	if (!(*to)[0]) {
+		cr_errf(err, errlen, colon ? "--input %s: the destination is empty" :
+			"--input %s: give a destination: SRC:DEST", arg);
+		return -EINVAL;
 	}
 	if (cr_rel_path_check(*to, msg, sizeof(msg))) {
 		cr_errf(err, errlen, "--input %s: destination %s", arg, msg);
@@ -363,7 +360,9 @@ static int place_one(struct cr_run *run, struct cr_io_place *p,
 			memcpy(in->sha, p->e[p->n - 1].sha, CR_SHA256_LEN);
 	} else if (S_ISDIR(st.st_mode)) {
 		in->kind = "directory";
-		if (in->extract)
+		/* "DIR:DEST/" on the command line is a copy into DEST;
+		 * "extract": true of a directory is a mistake worth saying. */
+		if (in->extract && in->from_request)
 			return refuse(&w, NULL, "a directory cannot be extracted");
 		if (st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
 			return refuse(&w, NULL, "is the workspace itself");
