@@ -169,6 +169,9 @@ def io_tar_dotdot_refused(t):
     a = make_tar(s.p("a.tgz"), [(info("ok.txt", size=2), b"ok"),
                                    (info("../x", size=3), b"bad")])
     refused(t, s, a, '"../x"')
+    # A name with a newline still gives a one-line message.
+    a = make_tar(s.p("b.tgz"), [(info("a\nb/../../x", size=3), b"bad")])
+    refused(t, s, a, '"..', what="newline in a name")
 
 
 @test

@@ -133,7 +133,7 @@ static int one(struct ex *x, struct archive_entry *e)
 		return refuse(x, raw, -EPERM, "a name too long");
 
 	if (hl) {
-		char target[PATH_MAX], tpath[PATH_MAX];
+		char target[PATH_MAX], tpath[PATH_MAX], q[96];
 
 		/* A hard link may only name a regular file this archive
 		 * placed before it; anything else (/etc/passwd, a name
@@ -144,12 +144,12 @@ static int one(struct ex *x, struct archive_entry *e)
 			     x->dest[0] ? "/" : "", target) >= (int)sizeof(tpath))
 			return refuse(x, raw, -EPERM,
 				      "a hard link to %s, which is not an earlier file of the archive",
-				      hl);
+				      cr_str_quote(hl, q, sizeof(q)));
 		rc = cr_io_place_link(x->p, x->path, x->skip, tpath);
 		if (rc == -ENOENT)
 			return refuse(x, raw, -EPERM,
 				      "a hard link to %s, which is not an earlier file of the archive",
-				      hl);
+				      cr_str_quote(hl, q, sizeof(q)));
 		return rc ? place_error(x, raw, rc) : 0;
 	}
 	switch (type) {
@@ -165,13 +165,14 @@ static int one(struct ex *x, struct archive_entry *e)
 		return data(x, raw, e);
 	case AE_IFLNK: {
 		const char *t = archive_entry_symlink(e);
+		char q[96];
 
 		if (!x->name[0])
 			return refuse(x, raw, -EPERM, "a link named as the destination itself");
 		if (!t || !cr_io_link_inside(x->name, t))
 			return refuse(x, raw, -EPERM,
 				      "a symbolic link to %s, which leaves the destination",
-				      t ? t : "nothing");
+				      cr_str_quote(t ? t : "", q, sizeof(q)));
 		rc = cr_io_place_symlink(x->p, x->path, x->skip, t);
 		return rc ? place_error(x, raw, rc) : 0;
 	}

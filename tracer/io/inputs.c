@@ -427,6 +427,10 @@ int cr_io_inputs_place(struct cr_run *run)
 		/* A refused input leaves nothing behind, in a kept
 		 * workspace too; the program never starts. The refusal is
 		 * a denial like any other (result and audit). */
+		/* One line, whatever the names held. */
+		for (char *c = p.why; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 		if (rc == -EPERM)
 			cr_deny(run, 0, "input", io->in[i - 1].from, "fs", p.why);
 		cr_io_place_undo(&p);
