@@ -190,6 +190,8 @@ int cr_io_archive_extract(struct cr_io_place *p, int fd, const char *label,
 	struct archive_entry *e;
 	int rc = 0, r;
 
+	/* A hard link may name only what this archive placed. */
+	p->scope = p->n;
 	x.a = archive_read_new();
 	if (!x.a)
 		return -ENOMEM;

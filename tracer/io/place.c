@@ -337,7 +337,7 @@ int cr_io_place_link(struct cr_io_place *p, const char *rel, size_t skip,
 	cr_autoclose int tdir = -1;
 	int rc;
 
-	for (size_t i = p->n; i-- > 0;)
+	for (size_t i = p->n; i-- > p->scope;)
 		if (p->e[i].kind == CR_IO_FILE && !strcmp(p->e[i].path, earlier)) {
 			src = &p->e[i];
 			break;
