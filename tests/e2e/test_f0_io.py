@@ -146,6 +146,7 @@ def refused(t, s, archive, needle, dest="./", extra=(), what=None):
     true("\n" not in r.get("message", ""), "%s: a one-line message" % what)
     eq([(d["syscall"], d["layer"], d["target"]) for d in r["denials"]],
        [("input", "fs", archive)], "%s: the denial recorded" % what)
+    eq(r.get("inputs"), [], "%s: no input reported placed" % what)
     true(not os.path.exists(marker), "%s: the program ran" % what)
     s.check(what)
     t.assert_next_run_ok()

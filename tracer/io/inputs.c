@@ -434,6 +434,8 @@ int cr_io_inputs_place(struct cr_run *run)
 		if (rc == -EPERM)
 			cr_deny(run, 0, "input", io->in[i - 1].from, "fs", p.why);
 		cr_io_place_undo(&p);
+		for (size_t k = 0; k < io->nin; k++)
+			io->in[k].kind = NULL;	/* none of them is there */
 		cr_run_end(run, rc == -EPERM ? CR_ST_POLICY_DENIED :
 			   CR_ST_PLATFORM_FAILURE, NULL, "%s", p.why);
 	}
