@@ -596,6 +596,21 @@ def io_artifacts_hostile(t):
 
 
 @test
+def io_artifacts_audit(t):
+    out = t.path("out")
+    audit = t.path("audit.jsonl")
+    r = ok_run(t, ["--audit", audit, "--output", "*.txt", "--output-dir",
+                   out, "--", "sh", "-c", "echo a > a.txt; ln -s a.txt b.txt"])
+    ev = [json.loads(x) for x in open(audit)]
+    arts = [e for e in ev if e["event"] == "artifacts"]
+    eq(len(arts), 1, "one artifacts event")
+    eq(arts[0]["artifacts"], r["artifacts"], "the exported ones")
+    eq(arts[0]["skipped"], 1, "skipped")
+    eq([e["event"] for e in ev][-3:], ["artifacts", "exit", "cleanup"],
+       "the event order")
+
+
+@test
 def io_artifacts_no_overwrite(t):
     out = t.path("out")
     os.mkdir(out)

@@ -143,11 +143,40 @@ int cr_io_setup(struct cr_run *run)
 	return cr_io_inputs_place(run);
 }
 
+static void add_hex(cJSON *o, const char *k, const unsigned char d[CR_SHA256_LEN]);
+
+/* What left the workspace, for the audit trail: names and digests, never
+ * contents. */
+static void audit_artifacts(struct cr_run *run)
+{
+	const struct cr_io *io = run->io;
+	cJSON *f = cJSON_CreateObject(), *a;
+
+	if (!f)
+		return;
+	a = cJSON_AddArrayToObject(f, "artifacts");
+	for (size_t i = 0; a && i < io->nart; i++) {
+		cJSON *o;
+
+		if (io->art[i].skipped || !(o = cJSON_CreateObject()))
+			continue;
+		cr_json_add_bytes(o, "path", io->art[i].path, strlen(io->art[i].path));
+		cJSON_AddNumberToObject(o, "bytes", (double)io->art[i].bytes);
+		add_hex(o, "sha256", io->art[i].sha);
+		cJSON_AddItemToArray(a, o);
+	}
+	cJSON_AddNumberToObject(f, "skipped",
+				(double)(io->nskipped + io->skipped_dropped));
+	cr_audit_event(run, "artifacts", f);
+}
+
 void cr_io_finish(struct cr_run *run)
 {
 	/* Only a program that ran leaves artifacts; the tree is dead. */
-	if (run->io && run->start_ns)
-		cr_io_artifacts_collect(run);
+	if (!run->io || !run->start_ns || run->io->out_fd < 0)
+		return;
+	cr_io_artifacts_collect(run);
+	audit_artifacts(run);
 }
 
 static void add_hex(cJSON *o, const char *k, const unsigned char d[CR_SHA256_LEN])
