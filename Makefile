@@ -5,7 +5,10 @@ PREFIX ?= /usr/local
 BUILD  ?= build
 CC     ?= cc
 
-PKGS := libseccomp libunwind-ptrace libcjson libcap
+# libarchive: reads the tar and zip archives given as inputs (corral writes
+# every entry itself, beneath the workspace); libcrypto: SHA-256 of inputs,
+# artifacts and documents (tracer/io/).
+PKGS := libseccomp libunwind-ptrace libcjson libcap libarchive libcrypto
 
 # -std=c11 with _GNU_SOURCE: the code is C11; the kernel interfaces (openat2,
 # pidfd, process_vm_readv, signalfd) are GNU/Linux extensions.
@@ -65,7 +68,9 @@ $(BUILD)/tracer/filter_prebuilt.o: $(BUILD)/tracer/filter_prebuilt.c tracer/trac
 	$(CC) $(CFLAGS_ALL) -Itracer -c $< -o $@
 
 # The profile tests read tracer/syscalls.def as data: rebuild when it moves.
-$(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) tracer/syscalls.def
+# The pure parts of tracer/io/ (names, links, digests) are unit-tested too.
+IO_UNIT_OBJ := $(BUILD)/tracer/io/digest.o $(BUILD)/tracer/io/place.o
+$(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) $(IO_UNIT_OBJ) tracer/syscalls.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter %.c %.o,$^) $(LIBS)
 

@@ -224,13 +224,14 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 		       struct cr_class *c)
 {
 	static const char *const class_keys[] = {
-		"fs", "net", "limits", "env", "syscalls", NULL
+		"fs", "net", "limits", "env", "syscalls", "artifacts", NULL
 	};
+	static const char *const art_keys[] = { "files", "bytes", NULL };
 	static const char *const fs_keys[] = {
 		"read", "write", "exec", "deny", "hide", NULL
 	};
 	static const char *const net_keys[] = { "allow", NULL };
-	const cJSON *fs, *net, *limits, *hide, *sys;
+	const cJSON *fs, *net, *limits, *hide, *sys, *art, *v;
 	char q[96];
 	int rc;
 
@@ -312,6 +313,20 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 					    cr_str_quote(name, q, sizeof(q)),
 					    known_profiles());
 	}
+
+	/* Bounds of the export after the run (tracer/io/artifacts.c):
+	 * optional, unlike the limits, so older policies keep working. */
+	c->artifact_files = CR_ARTIFACT_FILES_DEFAULT;
+	c->artifact_bytes = CR_ARTIFACT_BYTES_DEFAULT;
+	art = cr_jdoc_get(item, "artifacts");
+	if (art && (rc = cr_jdoc_check_keys(d, art, art_keys)))
+		return rc;
+	if ((v = cr_jdoc_get(art, "files")) &&
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_FILES, &c->artifact_files)))
+		return rc;
+	if ((v = cr_jdoc_get(art, "bytes")) &&
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_DISK, &c->artifact_bytes)))
+		return rc;
 	return 0;
 }
 
@@ -584,7 +599,26 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 	print_list(o, depth + 1, "env", &c->env, false);
 	print_key(o, depth + 1, "syscalls");
 	print_str(o, c->profile ? c->profile->name : cr_profile_default()->name);
-	put_text(o, "\n");
+	put_text(o, ",\n");
+	print_key(o, depth + 1, "artifacts");
+	put_text(o, "{\n");
+	{
+		char b[32];
+
+		cr_limit_format(CR_LIM_FILES, c->artifact_files, b, sizeof(b));
+		print_key(o, depth + 2, "files");
+		if (c->artifact_files <= JSON_INT_MAX)
+			put_text(o, b);
+		else
+			print_str(o, b);
+		put_text(o, ",\n");
+		cr_limit_format(CR_LIM_DISK, c->artifact_bytes, b, sizeof(b));
+		print_key(o, depth + 2, "bytes");
+		print_str(o, b);
+		put_text(o, "\n");
+	}
+	indent(o, depth + 1);
+	put_text(o, "}\n");
 	indent(o, depth);
 	put_text(o, last ? "}\n" : "},\n");
 }

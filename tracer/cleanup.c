@@ -15,6 +15,7 @@
 #include "budget.h"
 #include "surface.h"
 #include "net/net.h"
+#include "io/io.h"
 
 #define CR_KILL_DEADLINE_MS 10000
 
@@ -147,8 +148,9 @@ void cr_cleanup(struct cr_run *run)
 		close(run->stdin_fd);
 		run->stdin_fd = -1;
 	}
-	/* 4. Collect: artifacts come with a later change; nothing else may
-	 *    leave the workspace. */
+	/* 4. Collect the allow-listed artifacts (tracer/io/artifacts.c);
+	 *    nothing else leaves the workspace. */
+	cr_io_finish(run);
 	/* 5. Remove the private workspace. */
 	if (run->cfg->ws_private) {
 		int rc = cr_workspace_remove(run->cfg->workspace);

@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "tracer.h"
+#include "io/io.h"
 
 enum {
 	OPT_POLICY = 256, OPT_CLASS, OPT_RO, OPT_RW, OPT_EXEC, OPT_ALLOW_NET,
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
-	OPT_PUBLISH,
+	OPT_PUBLISH, OPT_OUTPUT_OVERWRITE,
 };
 
 static const struct option longopts[] = {
@@ -28,6 +29,7 @@ static const struct option longopts[] = {
 	{ "input", required_argument, NULL, OPT_INPUT },
 	{ "output", required_argument, NULL, OPT_OUTPUT },
 	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "output-overwrite", no_argument, NULL, OPT_OUTPUT_OVERWRITE },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "result", required_argument, NULL, OPT_RESULT },
 	{ "audit", required_argument, NULL, OPT_AUDIT },
@@ -44,7 +46,7 @@ static const char usage[] =
 	"options: -w/--workspace DIR, --policy FILE, --class NAME,\n"
 	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST, --publish PORT,\n"
 	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
-	"  --output GLOB, --output-dir DIR, --json, --result FILE,\n"
+	"  --output GLOB, --output-dir DIR, --output-overwrite, --json, --result FILE,\n"
 	"  --audit FILE, --id ID, --request FILE, --stacks\n";
 
 static int push(struct cr_strlist *l, const char *s)
@@ -101,7 +103,6 @@ struct cr_cli {
 	const char *id;
 	struct cr_strlist limits;	/* NAME=VALUE */
 	struct cr_strlist envs;		/* NAME[=VALUE] */
-	bool unsupported;
 };
 
 static int load_request(struct cr_run_config *cfg, const char *file,
@@ -115,6 +116,7 @@ static int load_request(struct cr_run_config *cfg, const char *file,
 		cr_errf(err, errlen, "%s: cannot read: %s", file, strerror(-rc));
 		return -EINVAL;
 	}
+	cr_sha256_buf(text, len, cfg->request_sha256);	/* as read */
 	return cr_request_parse(text, len, file, &cfg->req, err, errlen);
 }
 
@@ -124,17 +126,21 @@ static int load_policy(struct cr_run_config *cfg, char *err, size_t errlen)
 	size_t len;
 	int rc;
 
-	if (!cfg->policy_file)
+	if (!cfg->policy_file) {
+		cr_sha256_buf(cr_default_policy_json,
+			      strlen(cr_default_policy_json), cfg->policy_sha256);
 		return cr_policy_parse(cr_default_policy_json,
 				       strlen(cr_default_policy_json),
 				       "policy/default.json", &cfg->policy,
 				       err, errlen);
+	}
 	rc = cr_read_file(cfg->policy_file, 1u << 20, &text, &len);
 	if (rc) {
 		cr_errf(err, errlen, "%s: cannot read: %s", cfg->policy_file,
 			strerror(-rc));
 		return -EINVAL;
 	}
+	cr_sha256_buf(text, len, cfg->policy_sha256);
 	return cr_policy_parse(text, len, cfg->policy_file, &cfg->policy, err,
 			       errlen);
 }
@@ -175,6 +181,23 @@ static int check_root(const char *opt, const char *path, char *err,
 		cr_errf(err, errlen, "%s %s: must be an absolute path", opt, path);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+static int check_input(const char *arg, char *err, size_t errlen)
+{
+	cr_autofree char *from = NULL;
+	cr_autofree char *to = NULL;
+
+	return cr_io_input_split(arg, &from, &to, err, errlen);
+}
+
+static int check_output(const char *glob, char *err, size_t errlen)
+{
+	char msg[256];
+
+	if (cr_rel_path_check(glob, msg, sizeof(msg)))
+		return bad(err, errlen, "--output %s: %s", glob, msg);
 	return 0;
 }
 
@@ -224,10 +247,17 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		case OPT_LIMIT: rc = push(&cli.limits, optarg); break;
 		case OPT_ENV: rc = push(&cli.envs, optarg); break;
 		case OPT_INPUT:
-		case OPT_OUTPUT:
-		case OPT_OUTPUT_DIR:
-			cli.unsupported = true;
+			rc = check_input(optarg, err, errlen);
+			if (!rc)
+				rc = push(&cfg->inputs, optarg);
 			break;
+		case OPT_OUTPUT:
+			rc = check_output(optarg, err, errlen);
+			if (!rc)
+				rc = push(&cfg->outputs, optarg);
+			break;
+		case OPT_OUTPUT_DIR: cfg->output_dir = optarg; break;
+		case OPT_OUTPUT_OVERWRITE: cfg->output_overwrite = true; break;
 		case OPT_JSON: cfg->json = true; break;
 		case OPT_STACKS: cfg->stacks = true; break;
 		case OPT_RESULT: cfg->result_file = optarg; break;
@@ -247,12 +277,6 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		if (rc)
 			goto out;
 	}
-	if (cli.unsupported) {
-		cr_errf(err, errlen,
-			"--input, --output and --output-dir are not yet supported by this version of corral");
-		rc = -EINVAL;
-		goto out;
-	}
 
 	rc = load_policy(cfg, err, errlen);
 	if (rc)
@@ -264,13 +288,6 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		if (optind < argc) {
 			cr_errf(err, errlen,
 				"give the command either after -- or in the request, not both");
-			rc = -EINVAL;
-			goto out;
-		}
-		if (cfg->req->ninputs || cfg->req->outputs.n) {
-			cr_errf(err, errlen,
-				"%s: inputs and outputs are not yet supported by this version of corral",
-				cli.request_file);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -301,6 +318,14 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		goto out;
 	}
 	cfg->limits = cfg->cls->limits;
+	/* Artifacts go nowhere but where the operator says. */
+	if ((cfg->outputs.n || (cfg->req && cfg->req->outputs.n)) &&
+	    !cfg->output_dir) {
+		cr_errf(err, errlen, "%s need --output-dir DIR",
+			cfg->outputs.n ? "--output" : "the request's outputs");
+		rc = -EINVAL;
+		goto out;
+	}
 
 	if (cli.id && !cr_task_id_valid(cli.id)) {
 		cr_errf(err, errlen,
@@ -369,6 +394,8 @@ void cr_config_free(struct cr_run_config *cfg)
 	strlist_free(&cfg->extra_rw);
 	strlist_free(&cfg->extra_exec);
 	strlist_free(&cfg->allow_net);
+	strlist_free(&cfg->inputs);
+	strlist_free(&cfg->outputs);
 	free(cfg->publish);
 	cfg->publish = NULL;
 	cfg->npublish = 0;

@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "tracer.h"
+#include "io/io.h"
 
 static const char *const status_names[CR_ST__COUNT] = {
 	[CR_ST_OK] = "ok",
@@ -258,7 +259,7 @@ static cJSON *build(struct cr_run *run, int code)
 		cJSON_AddItemToArray(d, o);
 	}
 	add_u64(r, "denials_dropped", run->denials_dropped);
-	cJSON_AddArrayToObject(r, "artifacts");
+	cr_io_result(run, r);	/* inputs, digests, artifacts: tracer/io/ */
 	c = cJSON_AddObjectToObject(r, "cleanup");
 	if (c) {
 		add_u64(c, "killed", run->killed);

@@ -18,6 +18,7 @@
 #include "budget.h"
 #include "surface.h"
 #include "net/net.h"
+#include "io/io.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -74,7 +75,7 @@ static void audit_start(struct cr_run *run)
 		cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
 	cJSON_AddStringToObject(f, "workspace", cfg->workspace);
 	cJSON_AddBoolToObject(f, "workspace_private", cfg->ws_private);
-	cJSON_AddItemToObject(f, "inputs", cJSON_CreateArray());
+	cr_io_audit_start(run, f);	/* inputs, digests: tracer/io/ */
 	cr_audit_event(run, "start", f);
 }
 
@@ -169,6 +170,10 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	/* Area set-up (one line each), before the child exists. */
 	if ((rc = cr_fs_setup(run)))		/* tracer/fs/fs.c */
 		return rc;
+	/* Inputs before the budgets' baseline: what the caller brings in
+	 * is not the program's use (each was bounded while placed). */
+	if ((rc = cr_io_setup(run)))		/* tracer/io/ */
+		return rc;
 	if ((rc = cr_budget_setup(run)))	/* tracer/budget.c */
 		return rc;
 	if ((rc = cr_surface_setup(run)))	/* tracer/surface.c */
@@ -204,6 +209,7 @@ static void run_free(struct cr_run *run)
 	cr_loop_free(run);
 	free(run->notif);
 	cr_audit_close(run);
+	cr_io_free(run);
 }
 
 int cr_run_main(int argc, char **argv)

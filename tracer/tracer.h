@@ -41,6 +41,13 @@ struct cr_run_config {
 	struct cr_strlist extra_ro, extra_rw, extra_exec, allow_net; /* owned */
 	uint16_t *publish;		/* owned: --publish ports */
 	size_t npublish;
+	/* data in and out (tracer/io/) */
+	struct cr_strlist inputs;	/* owned: --input SRC[:DEST] as given */
+	struct cr_strlist outputs;	/* owned: --output GLOB */
+	const char *output_dir;		/* borrowed: --output-dir */
+	bool output_overwrite;		/* --output-overwrite */
+	unsigned char policy_sha256[32];	/* the policy document as read */
+	unsigned char request_sha256[32];	/* the request document, if any */
 };
 
 /* ---- verdicts: what a syscall handler decides; only the loop answers ---- */
@@ -188,6 +195,7 @@ struct cr_budgets;	/* tracer/budget.c */
 struct cr_fsstate;	/* tracer/fs/ */
 struct cr_netstate;	/* tracer/net/ */
 struct cr_surface;	/* tracer/handlers/ of the kernel-surface calls */
+struct cr_io;		/* tracer/io/ */
 
 struct cr_run {
 	struct cr_run_config *cfg;	/* borrowed */
@@ -232,6 +240,7 @@ struct cr_run {
 	struct cr_fsstate *fs;
 	struct cr_netstate *net;
 	struct cr_surface *surface;
+	struct cr_io *io;
 	struct cr_usage usage;
 
 	/* counters */

@@ -51,7 +51,13 @@ struct cr_class {
 	struct cr_limits limits;
 	struct cr_strlist env;		/* variable names passed from corral's env */
 	const struct cr_profile *profile; /* static, never NULL once parsed */
+	uint64_t artifact_files;	/* "artifacts": at most this many exported */
+	uint64_t artifact_bytes;	/* and this many bytes together */
 };
+
+/* Defaults of the optional "artifacts" class key. */
+#define CR_ARTIFACT_FILES_DEFAULT 1000
+#define CR_ARTIFACT_BYTES_DEFAULT (256ull << 20)
 
 struct cr_policy {
 	char *version;			/* owned */

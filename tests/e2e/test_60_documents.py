@@ -216,14 +216,17 @@ def request_control(t):
 
 
 @test
-def request_inputs_not_supported(t):
+def request_inputs_outside_class_refused(t):
+    """A request's inputs are the agent's data: one naming a file the class
+    cannot read is refused before anything runs (test_f0_io.py has the
+    rest)."""
     ws, ran, cmd = _workspace_probe(t)
     src = t.write("input.txt", "data")
     path = t.write("req.json", json.dumps({
         "command": cmd, "inputs": [{"from": src, "to": "input.txt"}]}))
     run = t.corral(["run", "--request", path, "--workspace", ws])
-    eq(run.code, 125, "exit status")
-    contains(run.err.decode("utf-8", "replace"), "not yet supported",
+    eq(run.code, 126, "exit status")
+    contains(run.err.decode("utf-8", "replace"), "not readable by the class",
              "stderr")
     _nothing_ran(ran)
     t.assert_next_run_ok()

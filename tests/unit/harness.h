@@ -69,7 +69,11 @@ struct cr_test {
 	X(dnsmsg_random_bytes)		\
 	X(tlssni_found)			\
 	X(tlssni_not_tls)		\
-	X(tlssni_malformed)
+	X(tlssni_malformed)		\
+	X(io_name_norm)			\
+	X(io_link_inside)		\
+	X(io_tree_digest)		\
+	X(io_sha256_argv)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);

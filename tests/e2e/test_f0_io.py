@@ -1,0 +1,689 @@
+"""Data in and out: inputs copied and archives extracted beneath the
+workspace (hostile archives refused with the entry named, nothing written
+outside, the next run fine), digests, and artifacts exported by allow-list."""
+
+import hashlib
+import io
+import json
+import os
+import stat
+import subprocess
+import tarfile
+import zipfile
+
+from harness import CFG, eq, ne, true, contains, not_contains, test, lt
+
+
+# ---- helpers ----
+
+def sha256sum(path):
+    """The digest as the sha256sum tool prints it."""
+    out = subprocess.run(["sha256sum", path], check=True,
+                         stdout=subprocess.PIPE).stdout.decode()
+    return out.split()[0]
+
+
+def sha_bytes(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def tree_digest(root):
+    """docs/interface.md, "Digests": written again here from the
+    definition, independently of corral's code."""
+    recs = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root).encode()
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                rec = b"l " + rel + b"\0" + os.readlink(full).encode() + b"\0"
+            elif stat.S_ISDIR(st.st_mode):
+                rec = b"d " + rel + b"\0"
+            else:
+                with open(full, "rb") as f:
+                    data = f.read()
+                rec = b"f %s %d %s " % (
+                    b"x" if st.st_mode & stat.S_IXUSR else b"-", len(data),
+                    sha_bytes(data).encode()) + rel + b"\0"
+            recs.append((rel, rec))
+    h = hashlib.sha256()
+    for _, rec in sorted(recs):
+        h.update(rec)
+    return h.hexdigest()
+
+
+def snapshot(root):
+    """Every path under root with its type, mode, size and content."""
+    snap = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            data = b""
+            if stat.S_ISREG(st.st_mode):
+                with open(full, "rb") as f:
+                    data = f.read()
+            elif stat.S_ISLNK(st.st_mode):
+                data = os.readlink(full).encode()
+            # A directory's size moves with entries made and removed.
+            size = 0 if stat.S_ISDIR(st.st_mode) else st.st_size
+            snap[os.path.relpath(full, root)] = (st.st_mode, size,
+                                                 sha_bytes(data))
+    return snap
+
+
+class Sentinel:
+    """A tree outside the workspace that no input may touch, and the
+    workspace's surroundings."""
+
+    def __init__(self, t):
+        self.t = t
+        self.dir = t.path("sentinel")
+        os.makedirs(os.path.join(self.dir, "sub"))
+        with open(os.path.join(self.dir, "keep.txt"), "w") as f:
+            f.write("untouched\n")
+        self.ws = t.path("ws")
+        os.mkdir(self.ws, 0o700)
+        # The test's own archives go here, left out of the comparison.
+        self.arch = t.path("arch")
+        os.mkdir(self.arch)
+        self.before = self.snap()
+
+    def p(self, name):
+        return os.path.join(self.arch, name)
+
+    def snap(self):
+        return {k: v for k, v in snapshot(self.t.tmp).items()
+                if k != "arch" and not k.startswith("arch/")}
+
+    def check(self, what):
+        after = self.snap()
+        # Only the files the test itself wrote before may differ: none.
+        eq(sorted(set(after) - set(self.before)), [],
+           "%s: new paths outside (or inside) the workspace" % what)
+        for k, v in self.before.items():
+            eq(after.get(k), v, "%s: %s changed" % (what, k))
+        eq(os.listdir(self.ws), [], "%s: the refused input left entries "
+           "in the workspace" % what)
+
+
+def info(name, typ=tarfile.REGTYPE, size=0, mode=0o644, linkname=""):
+    ti = tarfile.TarInfo(name)
+    ti.type = typ
+    ti.size = size
+    ti.mode = mode
+    ti.linkname = linkname
+    return ti
+
+
+def make_tar(path, members, mode="w:gz"):
+    """members: (TarInfo, bytes or None)."""
+    with tarfile.open(path, mode, format=tarfile.GNU_FORMAT) as tf:
+        for ti, data in members:
+            tf.addfile(ti, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def zip_symlink(zf, name, target):
+    zi = zipfile.ZipInfo(name)
+    zi.create_system = 3
+    zi.external_attr = (stat.S_IFLNK | 0o777) << 16
+    zf.writestr(zi, target)
+
+
+def refused(t, s, archive, needle, dest="./", extra=(), what=None):
+    """Run with the hostile input; assert the three things."""
+    what = what or needle
+    marker = t.path("ran")
+    run = t.corral(["run", "--json", "-w", s.ws] + list(extra) +
+                   ["--input", "%s:%s" % (archive, dest), "--",
+                    "sh", "-c", "echo ran > %s" % marker], timeout=120)
+    r = t.result(run)
+    eq(run.code, 126, "%s: exit status (message %r)" % (what, r.get("message")))
+    eq(r.get("status"), "policy_denied", "%s: status" % what)
+    contains(r.get("message", ""), needle, "%s: message" % what)
+    true("\n" not in r.get("message", ""), "%s: a one-line message" % what)
+    eq([(d["syscall"], d["layer"], d["target"]) for d in r["denials"]],
+       [("input", "fs", archive)], "%s: the denial recorded" % what)
+    eq(r.get("inputs"), [], "%s: no input reported placed" % what)
+    true(not os.path.exists(marker), "%s: the program ran" % what)
+    s.check(what)
+    t.assert_next_run_ok()
+    return r
+
+
+def ok_run(t, args, what="run", timeout=60):
+    run = t.corral(["run", "--json"] + args, timeout=timeout)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "%s: status (message %r, stderr %r)" % (
+        what, r.get("message"), r.get("stderr")))
+    eq(run.code, 0, "%s: exit status" % what)
+    return r
+
+
+# ---- hostile archives ----
+
+@test
+def io_tar_dotdot_refused(t):
+    s = Sentinel(t)
+    a = make_tar(s.p("a.tgz"), [(info("ok.txt", size=2), b"ok"),
+                                   (info("../x", size=3), b"bad")])
+    refused(t, s, a, '"../x"')
+    # A name with a newline still gives a one-line message.
+    a = make_tar(s.p("b.tgz"), [(info("a\nb/../../x", size=3), b"bad")])
+    refused(t, s, a, '"..', what="newline in a name")
+
+
+@test
+def io_zip_dotdot_refused(t):
+    s = Sentinel(t)
+    a = s.p("a.zip")
+    with zipfile.ZipFile(a, "w") as zf:
+        zf.writestr("ok.txt", "ok")
+        zf.writestr("../x", "bad")
+    refused(t, s, a, '"../x"')
+
+
+@test
+def io_tar_absolute_refused(t):
+    s = Sentinel(t)
+    target = os.path.join(s.dir, "abs")
+    a = make_tar(s.p("a.tgz"), [(info(target, size=3), b"bad")])
+    r = refused(t, s, a, "an absolute name")
+    contains(r["message"], '"' + target[:40], "the entry named")
+
+
+@test
+def io_zip_absolute_refused(t):
+    s = Sentinel(t)
+    target = os.path.join(s.dir, "abs")
+    a = s.p("a.zip")
+    with zipfile.ZipFile(a, "w") as zf:
+        # zipfile strips a leading '/' from names: write it raw.
+        zi = zipfile.ZipInfo("x" * len(target))
+        zf.writestr(zi, "bad")
+    raw = open(a, "rb").read().replace(b"x" * len(target), target.encode())
+    with open(a, "wb") as f:
+        f.write(raw)
+    refused(t, s, a, "an absolute name")
+
+
+@test
+def io_tar_symlink_out_refused(t):
+    """link -> the sentinel directory, then link/file."""
+    s = Sentinel(t)
+    a = make_tar(s.p("a.tgz"), [
+        (info("link", tarfile.SYMTYPE, linkname=s.dir), None),
+        (info("link/file", size=3), b"bad")])
+    refused(t, s, a, '"link"')
+
+
+@test
+def io_zip_symlink_out_refused(t):
+    s = Sentinel(t)
+    a = s.p("a.zip")
+    with zipfile.ZipFile(a, "w") as zf:
+        zip_symlink(zf, "link", s.dir)
+        zf.writestr("link/file", "bad")
+    refused(t, s, a, '"link"')
+
+
+@test
+def io_tar_through_symlink_refused(t):
+    """A link that stays inside is extracted, but nothing is written
+    through it: link -> sub, then link/file."""
+    s = Sentinel(t)
+    a = make_tar(s.p("a.tgz"), [
+        (info("sub", tarfile.DIRTYPE, mode=0o755), None),
+        (info("link", tarfile.SYMTYPE, linkname="sub"), None),
+        (info("link/file", size=3), b"bad")])
+    refused(t, s, a, '"link/file"', what="write through a link")
+    # A relative link escaping by ".." after a name (b -> ".", then
+    # "b/../x") is refused too.
+    a = make_tar(s.p("b.tgz"), [
+        (info("b", tarfile.SYMTYPE, linkname="."), None),
+        (info("c", tarfile.SYMTYPE, linkname="b/../keep"), None)])
+    refused(t, s, a, '"c"', what="b/.. escape")
+
+
+@test
+def io_tar_hardlink_outside_refused(t):
+    s = Sentinel(t)
+    a = make_tar(s.p("a.tgz"), [
+        (info("passwd", tarfile.LNKTYPE, linkname="/etc/passwd"), None)])
+    refused(t, s, a, '"passwd"', what="hard link to /etc/passwd")
+    a = make_tar(s.p("b.tgz"), [
+        (info("keep", tarfile.LNKTYPE, linkname="../sentinel/keep.txt"), None)])
+    refused(t, s, a, '"keep"', what="hard link to ../sentinel")
+    # A name not yet extracted (a later entry) is refused too.
+    a = make_tar(s.p("c.tgz"), [
+        (info("early", tarfile.LNKTYPE, linkname="late"), None),
+        (info("late", size=1), b"x")])
+    refused(t, s, a, '"early"', what="hard link forward")
+
+
+@test
+def io_tar_hardlink_inside_works(t):
+    a = make_tar(t.path("a.tgz"), [
+        (info("f", size=5), b"hello"),
+        (info("g", tarfile.LNKTYPE, linkname="f"), None)])
+    r = ok_run(t, ["--input", a + ":d/", "--", "sh", "-c",
+                   "cat d/g; stat -c %h d/f"])
+    eq(r["stdout"], "hello2\n", "the linked file and its link count")
+
+
+@test
+def io_tar_fifo_device_refused(t):
+    s = Sentinel(t)
+    a = make_tar(s.p("a.tgz"), [(info("pipe", tarfile.FIFOTYPE), None)])
+    refused(t, s, a, "a fifo")
+    ti = info("dev", tarfile.CHRTYPE)
+    ti.devmajor, ti.devminor = 1, 3
+    a = make_tar(s.p("b.tgz"), [(ti, None)])
+    refused(t, s, a, "a character device")
+
+
+class Zeros(io.RawIOBase):
+    """n zero bytes, produced as read: the test never holds them."""
+
+    def __init__(self, n):
+        self.left = n
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        k = min(len(b), self.left)
+        b[:k] = bytes(k)
+        self.left -= k
+        return k
+
+
+@test
+def io_tar_bomb_stopped(t):
+    """1 GiB of zeros (about 1 MiB compressed) against disk=64MiB: stopped
+    while it inflates, at the block that crosses the budget."""
+    s = Sentinel(t)
+    a = s.p("bomb.tgz")
+    with tarfile.open(a, "w:gz", compresslevel=1) as tf:
+        tf.addfile(info("zeros", size=1 << 30), Zeros(1 << 30))
+    lt(os.path.getsize(a), 8 << 20, "the bomb's compressed size")
+    r = refused(t, s, a, "disk budget", extra=["--limit", "disk=64MiB"])
+    contains(r["message"], '"zeros"', "the entry named")
+    written = int(r["message"].split("stopped with ")[1].split()[0])
+    true(written <= 64 << 20, "bytes written %d past the budget" % written)
+
+
+@test
+def io_zip_bomb_stopped(t):
+    s = Sentinel(t)
+    a = s.p("bomb.zip")
+    with zipfile.ZipFile(a, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        with zf.open("zeros", "w", force_zip64=True) as f:
+            chunk = bytes(1 << 20)
+            for _ in range(1024):
+                f.write(chunk)
+    r = refused(t, s, a, "disk budget", extra=["--limit", "disk=64MiB"])
+    written = int(r["message"].split("stopped with ")[1].split()[0])
+    true(written <= 64 << 20, "bytes written %d past the budget" % written)
+
+
+@test
+def io_tar_many_entries_refused(t):
+    s = Sentinel(t)
+    a = s.p("many.tgz")
+    with tarfile.open(a, "w:gz", compresslevel=1) as tf:
+        for i in range(100000):
+            tf.addfile(info("f%06d" % i))
+    r = refused(t, s, a, "files budget", extra=["--limit", "files=1000"])
+    contains(r["message"], '"f001000"', "the first entry past the budget")
+
+
+@test
+def io_zip_many_entries_refused(t):
+    s = Sentinel(t)
+    a = s.p("many.zip")
+    with zipfile.ZipFile(a, "w") as zf:
+        for i in range(2000):
+            zf.writestr("f%06d" % i, "")
+    refused(t, s, a, "files budget", extra=["--limit", "files=1000"])
+
+
+@test
+def io_setuid_dropped(t):
+    a = make_tar(t.path("a.tgz"), [
+        (info("suid", size=4, mode=0o4755), b"#!x\n"),
+        (info("sgid", size=4, mode=0o2755), b"#!x\n"),
+        (info("sticky", tarfile.DIRTYPE, mode=0o3777), None)])
+    src = t.path("src")
+    os.mkdir(src)
+    t.write("src/suid", "x")
+    os.chmod(os.path.join(src, "suid"), 0o4755)
+    ws = t.path("ws")
+    r = ok_run(t, ["-w", ws, "--input", a + ":a/", "--input", src + ":d",
+                   "--", "stat", "-c", "%n %a", "a/suid", "a/sgid",
+                   "a/sticky", "d/suid"])
+    for line in r["stdout"].splitlines():
+        name, mode = line.split()
+        eq(int(mode, 8) & 0o7000, 0, "%s: set-id or sticky bits" % name)
+    eq(stat.S_IMODE(os.stat(os.path.join(ws, "a/suid")).st_mode) & 0o111,
+       0o111 & ~_umask(), "the execute bits kept")
+
+
+def _umask():
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
+@test
+def io_dir_special_and_escaping_link_refused(t):
+    s = Sentinel(t)
+    src = s.p("srcdir")
+    os.mkdir(src)
+    with open(os.path.join(src, "ok"), "w") as f:
+        f.write("ok")
+    os.mkfifo(os.path.join(src, "pipe"))
+    refused(t, s, src, '"pipe"', dest="d", what="fifo in a directory")
+    os.unlink(os.path.join(src, "pipe"))
+    os.symlink(s.dir, os.path.join(src, "out"))
+    refused(t, s, src, '"out"', dest="d", what="link out of a directory")
+
+
+# ---- good inputs and digests ----
+
+def _tree(t, name):
+    root = t.path(name)
+    os.makedirs(os.path.join(root, "pkg", "empty"))
+    t.write(name + "/README", "read me\n")
+    t.write(name + "/pkg/run.sh", "#!/bin/sh\necho run\n", mode=0o755)
+    t.write(name + "/pkg/data.bin", bytes(range(256)) * 40)
+    os.symlink("pkg/run.sh", os.path.join(root, "run"))
+    return root
+
+
+@test
+def io_archive_round_trip(t):
+    """tar (plain, gz, bz2, xz) and zip in, the same tree out, the digests
+    as sha256sum and the definition give them."""
+    root = _tree(t, "tree")
+    want_tree = tree_digest(root)
+    archives = []
+    for ext, mode in (("tar", "w"), ("tgz", "w:gz"), ("tbz", "w:bz2"),
+                      ("txz", "w:xz")):
+        p = t.path("in." + ext)
+        with tarfile.open(p, mode) as tf:
+            for name in sorted(os.listdir(root)):
+                tf.add(os.path.join(root, name), name)
+        archives.append(p)
+    p = t.path("in.zip")
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as zf:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in sorted(dirnames):
+                full = os.path.join(dirpath, name)
+                zf.write(full, os.path.relpath(full, root) + "/")
+            for name in sorted(filenames):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, root)
+                if os.path.islink(full):
+                    zip_symlink(zf, rel, os.readlink(full))
+                else:
+                    zf.write(full, rel)
+    archives.append(p)
+    for a in archives:
+        out = t.path("out-" + os.path.basename(a))
+        r = ok_run(t, ["--input", a + ":src/", "--output", "src/**",
+                       "--output-dir", out, "--", "sh", "-c",
+                       "./src/run; cat src/README"], what=a)
+        eq(r["stdout"], "run\nread me\n", "%s: the program's view" % a)
+        ins = r["inputs"]
+        eq(len(ins), 1, "%s: inputs" % a)
+        eq(ins[0]["kind"], "archive", "%s: kind" % a)
+        eq(ins[0]["to"], "src", "%s: to" % a)
+        eq(ins[0]["archive_sha256"], sha256sum(a), "%s: archive_sha256" % a)
+        eq(ins[0]["sha256"], want_tree, "%s: the tree digest" % a)
+        # Six entries and DEST itself.
+        eq(ins[0]["files"], 7, "%s: entries" % a)
+        # Artifacts: every regular file, each digest as sha256sum says.
+        got = {x["path"]: x for x in r["artifacts"]}
+        eq(sorted(got), ["src/README", "src/pkg/data.bin", "src/pkg/run.sh"],
+           "%s: artifacts" % a)
+        for path, x in got.items():
+            exported = os.path.join(out, path)
+            eq(x["sha256"], sha256sum(exported), "%s: %s digest" % (a, path))
+            eq(x["sha256"], sha256sum(os.path.join(root, path[4:])),
+               "%s: %s digest against the source" % (a, path))
+            eq(x["bytes"], os.path.getsize(exported), "%s: %s bytes" % (a, path))
+        eq([x["path"] for x in r["artifacts_skipped"]], ["src/run"],
+           "%s: the link is skipped, not followed" % a)
+
+
+@test
+def io_directory_and_file_inputs(t):
+    root = _tree(t, "tree")
+    f = t.write("single.txt", "one file\n")
+    r = ok_run(t, ["--input", root + ":copy", "--input", f + ":in/one.txt",
+                   "--", "sh", "-c", "cat in/one.txt copy/README; "
+                   "readlink copy/run; test -d copy/pkg/empty && echo empty"])
+    eq(r["stdout"], "one file\nread me\npkg/run.sh\nempty\n", "the view")
+    d, s1 = r["inputs"]
+    eq((d["kind"], d["to"], d["sha256"]),
+       ("directory", "copy", tree_digest(root)), "directory input")
+    eq((s1["kind"], s1["to"], s1["sha256"], s1["bytes"]),
+       ("file", "in/one.txt", sha256sum(f), 9), "file input")
+    # Inputs never replace: the same DEST twice is refused.
+    run = t.corral(["run", "--json", "--input", f + ":x", "--input",
+                    f + ":x", "--", "true"])
+    eq(run.code, 126, "the same destination twice: exit status")
+    contains(t.result(run)["message"], "already exists", "message")
+
+
+@test
+def io_digests_of_documents(t):
+    pol = t.path("pol.json")
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        text = f.read()
+    with open(pol, "w") as f:
+        f.write(text)
+    req = t.write("req.json", json.dumps({"command": ["echo", "a b", "c"]}))
+    audit = t.path("audit.jsonl")
+    r = ok_run(t, ["--policy", pol, "--request", req, "--audit", audit])
+    dg = r["digests"]
+    eq(dg["policy"], sha256sum(pol), "digests.policy")
+    eq(dg["request"], sha256sum(req), "digests.request")
+    eq(dg["command"], sha_bytes(b"echo\0a b\0c\0"), "digests.command")
+    start = [json.loads(x) for x in open(audit) if '"start"' in x][0]
+    eq(start["digests"], dg, "audit start: digests")
+    eq(start["inputs"], [], "audit start: inputs")
+    # The built-in policy is digested as carried.
+    r = ok_run(t, ["--", "true"])
+    eq(r["digests"]["request"], None, "no request")
+    eq(r["digests"]["policy"], sha256sum(os.path.join(CFG.policy_dir,
+                                                      "default.json")),
+       "the built-in policy, as policy/default.json")
+
+
+@test
+def io_audit_start_inputs(t):
+    f = t.write("in.txt", "data\n")
+    audit = t.path("audit.jsonl")
+    ok_run(t, ["--audit", audit, "--input", f + ":in.txt", "--", "true"])
+    start = [json.loads(x) for x in open(audit) if '"start"' in x][0]
+    eq([(i["from"], i["to"], i["sha256"]) for i in start["inputs"]],
+       [(f, "in.txt", sha256sum(f))], "audit start: inputs")
+
+
+@test
+def io_request_inputs(t):
+    """A request is the agent's data: it may bring in what the class lets
+    the program read, nothing else."""
+    src = t.path("data")
+    os.mkdir(src)
+    f = t.write("data/in.txt", "from the request\n")
+    req = t.write("req.json", json.dumps({
+        "command": ["cat", "in.txt"],
+        "inputs": [{"from": f, "to": "in.txt"}]}))
+    r = ok_run(t, ["--request", req, "--ro", src])
+    eq(r["stdout"], "from the request\n", "stdout")
+    eq(r["inputs"][0]["sha256"], sha256sum(f), "digest")
+    run = t.corral(["run", "--json", "--request", req])
+    eq(run.code, 126, "outside the class: exit status")
+    contains(t.result(run)["message"], "not readable by the class", "message")
+    # Through a link inside a read root to a file outside it: judged on
+    # where it leads.
+    secret = t.write("secret.txt", "secret\n")
+    os.symlink(secret, os.path.join(src, "link"))
+    req2 = t.write("req2.json", json.dumps({
+        "command": ["cat", "in.txt"],
+        "inputs": [{"from": os.path.join(src, "link"), "to": "in.txt"}]}))
+    run = t.corral(["run", "--json", "--request", req2, "--ro", src])
+    eq(run.code, 126, "a link out of the read root: exit status")
+    not_contains(t.result(run)["stdout"], "secret", "stdout")
+    # corral's own /proc/self, even under --ro /.
+    req3 = t.write("req3.json", json.dumps({
+        "command": ["cat", "env"],
+        "inputs": [{"from": "/proc/self/environ", "to": "env"}]}))
+    run = t.corral(["run", "--json", "--request", req3, "--ro", "/"],
+                   env={"IO_SECRET_MARK": "s3cr3t"})
+    eq(run.code, 126, "/proc/self/environ: exit status")
+    contains(t.result(run)["message"], "pseudo-filesystem", "message")
+    not_contains(t.result(run)["stdout"], "s3cr3t", "stdout")
+
+
+@test
+def io_request_extract(t):
+    src = t.path("data")
+    os.mkdir(src)
+    a = make_tar(os.path.join(src, "a.tgz"), [(info("x/y.txt", size=2), b"hi")])
+    req = t.write("req.json", json.dumps({
+        "command": ["cat", "repo/x/y.txt"],
+        "inputs": [{"from": a, "to": "repo/", "extract": True}]}))
+    r = ok_run(t, ["--request", req, "--ro", src])
+    eq(r["stdout"], "hi", "stdout")
+    eq(r["inputs"][0]["archive_sha256"], sha256sum(a), "archive digest")
+
+
+# ---- artifacts ----
+
+@test
+def io_artifacts_hostile(t):
+    """A symlink named like an allowed output pointing at a secret, a fifo,
+    a device-like name: skipped and reported, never followed or opened (a
+    fifo would block an open without O_NONBLOCK)."""
+    secret = t.write("secret.txt", "the secret\n")
+    out = t.path("out")
+    r = ok_run(t, ["--output", "out/*", "--output-dir", out, "--", "sh",
+                   "-c", "mkdir out; ln -s %s out/report.json; "
+                   "mkfifo out/pipe.json; echo good > out/good.json; "
+                   "ln -s /dev/zero out/zero.json" % secret])
+    eq([a["path"] for a in r["artifacts"]], ["out/good.json"], "artifacts")
+    skipped = {s["path"]: s["reason"] for s in r["artifacts_skipped"]}
+    eq(skipped, {"out/report.json": "a symbolic link",
+                 "out/pipe.json": "a fifo",
+                 "out/zero.json": "a symbolic link"}, "skipped")
+    eq(sorted(os.listdir(os.path.join(out, "out"))), ["good.json"],
+       "what the output directory holds")
+    eq(r["artifacts"][0]["sha256"],
+       sha256sum(os.path.join(out, "out/good.json")), "digest")
+    # A directory named like the output, swapped for a link to outside:
+    # the walk never enters it.
+    out2 = t.path("out2")
+    r = ok_run(t, ["--output", "d/**", "--output-dir", out2, "--", "sh",
+                   "-c", "ln -s %s d" % os.path.dirname(secret)])
+    eq(r["artifacts"], [], "through a directory link")
+    eq(os.listdir(out2), [], "the output directory")
+
+
+@test
+def io_artifacts_audit(t):
+    out = t.path("out")
+    audit = t.path("audit.jsonl")
+    r = ok_run(t, ["--audit", audit, "--output", "*.txt", "--output-dir",
+                   out, "--", "sh", "-c", "echo a > a.txt; ln -s a.txt b.txt"])
+    ev = [json.loads(x) for x in open(audit)]
+    arts = [e for e in ev if e["event"] == "artifacts"]
+    eq(len(arts), 1, "one artifacts event")
+    eq(arts[0]["artifacts"], r["artifacts"], "the exported ones")
+    eq(arts[0]["skipped"], 1, "skipped")
+    eq([e["event"] for e in ev][-3:], ["artifacts", "exit", "cleanup"],
+       "the event order")
+
+
+@test
+def io_artifacts_no_overwrite(t):
+    out = t.path("out")
+    os.mkdir(out)
+    with open(os.path.join(out, "r.txt"), "w") as f:
+        f.write("mine\n")
+    os.symlink(t.path("elsewhere"), os.path.join(out, "l.txt"))
+    args = ["--output", "*.txt", "--output-dir", out, "--", "sh", "-c",
+            "echo new > r.txt; echo new > l.txt; echo new > n.txt"]
+    r = ok_run(t, args)
+    eq(open(os.path.join(out, "r.txt")).read(), "mine\n", "kept")
+    true(os.path.islink(os.path.join(out, "l.txt")), "link kept")
+    true(not os.path.exists(t.path("elsewhere")), "written through a link")
+    eq([a["path"] for a in r["artifacts"]], ["n.txt"], "exported")
+    eq(sorted(s["path"] for s in r["artifacts_skipped"]), ["l.txt", "r.txt"],
+       "skipped")
+    contains(r["artifacts_skipped"][0]["reason"], "not overwritten", "reason")
+    r = ok_run(t, ["--output-overwrite"] + args)
+    eq(open(os.path.join(out, "r.txt")).read(), "new\n", "overwritten")
+    true(not os.path.islink(os.path.join(out, "l.txt")), "link replaced")
+    true(not os.path.exists(t.path("elsewhere")), "written through a link")
+    eq(len(r["artifacts"]), 3, "exported with --output-overwrite")
+
+
+@test
+def io_artifacts_bounds(t):
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    pol["classes"]["default"]["artifacts"] = {"files": 2, "bytes": "1KiB"}
+    p = t.write("pol.json", json.dumps(pol))
+    out = t.path("out")
+    r = ok_run(t, ["--policy", p, "--output", "*", "--output-dir", out,
+                   "--", "sh", "-c", "head -c 2000 /dev/zero > 1big; "
+                   "echo a > a; echo b > b; echo c > c"])
+    eq([a["path"] for a in r["artifacts"]], ["a", "b"], "exported")
+    eq({s["path"]: s["reason"] for s in r["artifacts_skipped"]},
+       {"1big": "over the artifacts' bytes bound",
+        "c": "over the artifacts' files bound"}, "skipped")
+    chk = t.corral(["policy", "check", p])
+    eq(chk.code, 0, "policy check")
+    contains(chk.out.decode(), '"artifacts": {', "printed")
+    bad = dict(pol)
+    bad["classes"]["default"]["artifacts"] = {"files": 2, "size": 1}
+    p2 = t.write("bad.json", json.dumps(bad))
+    chk = t.corral(["policy", "check", p2])
+    eq(chk.code, 1, "unknown artifacts key")
+    contains(chk.err.decode(), "artifacts", "error names the key")
+
+
+@test
+def io_usage_errors(t):
+    ws = t.path("ws")
+    os.mkdir(ws)
+    for args, needle in (
+            (["--output", "x"], "--output-dir"),
+            (["--output", "/etc/*", "--output-dir", t.path("o")], "absolute"),
+            (["--input", t.path("nope") + ":../x"], ".."),
+            (["-w", ws, "--output", "x", "--output-dir",
+              os.path.join(ws, "o")], "workspace"),
+            (["--input", t.path("missing") + ":m"], "cannot open")):
+        run = t.corral(["run"] + args + ["--", "true"])
+        eq(run.code, 125, "%s: exit status (stderr %r)" % (args, run.err))
+        contains(run.err.decode(), needle, "%s: stderr" % args)
+    t.assert_next_run_ok()
+
+
+@test
+def io_artifacts_skipped_bounded(t):
+    """A program leaving a flood of links matching the glob: the result
+    lists the first 256 and counts the rest."""
+    out = t.path("out")
+    r = ok_run(t, ["--output", "*", "--output-dir", out, "--", "sh", "-c",
+                   "i=0; while [ $i -lt 300 ]; do ln -s /etc/passwd l$i; "
+                   "i=$((i+1)); done"])
+    eq(len(r["artifacts_skipped"]), 256, "listed")
+    eq(r["artifacts_skipped_dropped"], 44, "counted")
+    eq(os.listdir(out), [], "the output directory")

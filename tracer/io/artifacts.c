@@ -1,0 +1,426 @@
+/* tracer/io/artifacts.c: after the tree is dead, copies the workspace's
+ * regular files matching --output / the request's outputs to --output-dir. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+
+#include "io.h"
+
+#define CR_ART_MAX_DEPTH 256
+#define CR_ART_MAX_COMPS 128
+#define CR_ART_MAX_SKIPPED 256
+
+/*
+ * Why the program cannot turn the export against the host: it is dead when
+ * this runs, but what it left is hostile. Every workspace name is opened
+ * from the workspace's fd (taken before the program ran) with
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS and O_NOFOLLOW, first as O_PATH
+ * (opening a fifo or a device that way has no effect and cannot block);
+ * only an fstat that says S_ISREG lets it be reopened for reading, through
+ * that very fd, with O_NONBLOCK. In the output directory, names are
+ * likewise made beneath its fd without following links, data goes to a
+ * fresh temporary name, and the rename to the final name refuses to replace
+ * anything (RENAME_NOREPLACE) unless --output-overwrite was given, in which
+ * case a link there is replaced, never written through.
+ */
+static int beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+struct glob {
+	char *buf;			/* owned: components, NUL-separated */
+	char *c[CR_ART_MAX_COMPS];	/* borrowed from buf */
+	size_t n;
+};
+
+struct collect {
+	struct cr_run *run;
+	struct cr_io *io;
+	struct glob *g;
+	size_t ng;
+	uint64_t max_files, max_bytes;
+	uint64_t files, bytes;
+	char rel[PATH_MAX];
+};
+
+static size_t split(char *s, char **c, size_t max)
+{
+	size_t n = 0;
+
+	for (char *p = s; *p && n < max;) {
+		char *end = strchrnul(p, '/');
+		bool last = !*end;
+
+		*end = 0;
+		if (*p && strcmp(p, "."))
+			c[n++] = p;
+		if (last)
+			break;
+		p = end + 1;
+	}
+	return n;
+}
+
+/* "**" is any number of directories; other components are fnmatch(3)
+ * patterns of one name, a leading dot matched only explicitly. */
+static bool match(char **pc, size_t np, char **sc, size_t ns)
+{
+	if (!np)
+		return !ns;
+	if (!strcmp(pc[0], "**")) {
+		for (size_t k = 0; k <= ns; k++)
+			if (match(pc + 1, np - 1, sc + k, ns - k))
+				return true;
+		return false;
+	}
+	return ns && !fnmatch(pc[0], sc[0], FNM_PERIOD) &&
+	       match(pc + 1, np - 1, sc + 1, ns - 1);
+}
+
+/* Could something below directory sc match? Prunes the walk. */
+static bool below(char **pc, size_t np, char **sc, size_t ns)
+{
+	if (!ns)
+		return np > 0;
+	if (!np)
+		return false;
+	if (!strcmp(pc[0], "**"))
+		return true;
+	return !fnmatch(pc[0], sc[0], FNM_PERIOD) &&
+	       below(pc + 1, np - 1, sc + 1, ns - 1);
+}
+
+static void judge(const struct collect *x, bool *matched, bool *descend)
+{
+	char copy[PATH_MAX], *sc[CR_ART_MAX_COMPS];
+	size_t ns;
+
+	snprintf(copy, sizeof(copy), "%s", x->rel);
+	ns = split(copy, sc, CR_ART_MAX_COMPS);
+	*matched = *descend = false;
+	for (size_t i = 0; i < x->ng; i++) {
+		if (match(x->g[i].c, x->g[i].n, sc, ns))
+			*matched = true;
+		if (below(x->g[i].c, x->g[i].n, sc, ns))
+			*descend = true;
+	}
+}
+
+static struct cr_io_artifact *add(struct collect *x, const char *skipped)
+{
+	struct cr_io *io = x->io;
+	struct cr_io_artifact *a, *na;
+
+	/* A program can leave a million links matching "**": the result
+	 * lists the first ones skipped and counts the rest. */
+	if (skipped && io->nskipped >= CR_ART_MAX_SKIPPED) {
+		io->skipped_dropped++;
+		return NULL;
+	}
+	if (skipped)
+		io->nskipped++;
+
+	na = realloc(io->art, (io->nart + 1) * sizeof(*na));
+	if (!na)
+		return NULL;
+	io->art = na;
+	a = &io->art[io->nart];
+	memset(a, 0, sizeof(*a));
+	a->path = strdup(x->rel);
+	if (!a->path)
+		return NULL;
+	a->skipped = skipped;
+	io->nart++;
+	return a;
+}
+
+static const char *kind_of(mode_t m)
+{
+	return S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a fifo" :
+	       S_ISSOCK(m) ? "a socket" : S_ISCHR(m) || S_ISBLK(m) ? "a device" :
+	       S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
+/* The directory of rel in the output directory, made as needed. */
+static int out_parent(struct collect *x, const char **leaf)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(x->rel, '/');
+	int fd = beneath(x->io->out_fd, ".", O_PATH | O_DIRECTORY, 0);
+
+	*leaf = slash ? slash + 1 : x->rel;
+	if (!slash)
+		return fd;
+	memcpy(dir, x->rel, (size_t)(slash - x->rel));
+	dir[slash - x->rel] = 0;
+	for (char *p = dir; fd >= 0 && *p;) {
+		char *end = strchrnul(p, '/');
+		bool last = !*end;
+		int sub;
+
+		*end = 0;
+		sub = beneath(fd, p, O_PATH | O_DIRECTORY, 0);
+		if (sub == -ENOENT &&
+		    (mkdirat(fd, p, 0777 & ~x->run->caller_umask) == 0 ||
+		     errno == EEXIST))
+			sub = beneath(fd, p, O_PATH | O_DIRECTORY, 0);
+		close(fd);
+		fd = sub;
+		if (last)
+			break;
+		p = end + 1;
+	}
+	return fd;
+}
+
+/* Copy src to a fresh name beside the final one, then rename it there. */
+static const char *export(struct collect *x, int src, const struct stat *st,
+			  struct cr_io_artifact *a)
+{
+	const char *leaf;
+	cr_autoclose int dir = out_parent(x, &leaf);
+	char tmp[64], buf[65536];
+	struct cr_sha256 *h;
+	uint64_t total = 0, rnd = 0;
+	const char *why = NULL;
+	int fd = -1;
+
+	if (dir < 0)
+		return dir == -ELOOP || dir == -ENOTDIR ?
+		       "the output directory has a link or a file on its path" :
+		       "cannot make its directory in the output directory";
+	/* Not worth a copy; the rename below still decides, atomically. */
+	if (!x->run->cfg->output_overwrite &&
+	    fstatat(dir, leaf, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) == 0)
+		return "already in the output directory (not overwritten)";
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd ^= (uint64_t)cr_now_ns();
+		snprintf(tmp, sizeof(tmp), ".corral-%016llx", (unsigned long long)rnd);
+		fd = beneath(dir, tmp, O_WRONLY | O_CREAT | O_EXCL,
+			     st->st_mode & 0777 & ~x->run->caller_umask);
+	}
+	if (fd < 0)
+		return "cannot create it in the output directory";
+	h = cr_sha256_new();
+	for (;;) {
+		ssize_t n = read(src, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0)
+				why = "cannot be read";
+			break;
+		}
+		/* Bounded as copied, not only by the size seen before. */
+		if ((uint64_t)n > x->max_bytes - x->bytes - total) {
+			why = "over the artifacts' bytes bound";
+			break;
+		}
+		if (write(fd, buf, (size_t)n) != n) {
+			why = "cannot be written to the output directory";
+			break;
+		}
+		cr_sha256_update(h, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	cr_sha256_final(h, a->sha);
+	close(fd);
+	if (!why && renameat2(dir, tmp, dir, leaf,
+			      x->run->cfg->output_overwrite ? 0 : RENAME_NOREPLACE) < 0)
+		why = errno == EEXIST ?
+		      "already in the output directory (not overwritten)" :
+		      "cannot be put in the output directory";
+	if (why) {
+		unlinkat(dir, tmp, 0);
+		return why;
+	}
+	a->bytes = total;
+	x->bytes += total;
+	return NULL;
+}
+
+static void one(struct collect *x, int dirfd, const char *name)
+{
+	struct cr_io_artifact *a;
+	cr_autoclose int pfd = -1;
+	cr_autoclose int fd = -1;
+	struct stat st;
+	char p[64];
+
+	pfd = beneath(dirfd, name, O_PATH, 0);
+	if (pfd == -ELOOP) {
+		add(x, "a symbolic link");
+		return;
+	}
+	if (pfd < 0 || fstat(pfd, &st) < 0) {
+		add(x, "cannot be opened");
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		add(x, kind_of(st.st_mode));
+		return;
+	}
+	if (x->files >= x->max_files) {
+		add(x, "over the artifacts' files bound");
+		return;
+	}
+	if ((uint64_t)st.st_size > x->max_bytes - x->bytes) {
+		add(x, "over the artifacts' bytes bound");
+		return;
+	}
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
+	fd = open(p, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	a = add(x, NULL);
+	if (!a)
+		return;
+	if (fd < 0) {
+		a->skipped = "cannot be read";
+		return;
+	}
+	a->skipped = export(x, fd, &st, a);
+	if (!a->skipped) {
+		x->files++;
+	} else if (x->io->nskipped >= CR_ART_MAX_SKIPPED) {
+		free(a->path);
+		x->io->nart--;
+		x->io->skipped_dropped++;
+	} else {
+		x->io->nskipped++;
+	}
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names in byte order, so the result (and which files a bound cuts off)
+ * does not depend on the filesystem's order. */
+static void walk(struct collect *x, int dirfd, bool inherited, int depth)
+{
+	size_t base = strlen(x->rel), n = 0, cap = 0;
+	char **names = NULL;
+	int dup_fd;
+	DIR *d;
+	struct dirent *de;
+
+	if (depth > CR_ART_MAX_DEPTH)
+		return;
+	dup_fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (dup_fd < 0)
+		return;
+	d = fdopendir(dup_fd);
+	if (!d) {
+		close(dup_fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			char **nn = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(*nn));
+
+			if (!nn)
+				break;
+			names = nn;
+		}
+		if (!(names[n] = strdup(de->d_name)))
+			break;
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), by_name);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		bool matched, descend;
+
+		if (snprintf(x->rel + base, sizeof(x->rel) - base, "%s%s",
+			     base ? "/" : "", names[i]) >= (int)(sizeof(x->rel) - base))
+			continue;
+		judge(x, &matched, &descend);
+		matched = matched || inherited;
+		if (!matched && !descend)
+			continue;
+		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			/* A matched directory brings everything below it. */
+			int sub = beneath(dirfd, names[i], O_RDONLY | O_DIRECTORY, 0);
+
+			if (sub >= 0) {
+				walk(x, sub, matched, depth + 1);
+				close(sub);
+			}
+		} else if (matched) {
+			one(x, dirfd, names[i]);
+		}
+	}
+	x->rel[base] = 0;
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+void cr_io_artifacts_collect(struct cr_run *run)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	struct cr_io *io = run->io;
+	const struct cr_strlist *lists[2] = { &cfg->outputs, NULL };
+	struct collect x = {
+		.run = run, .io = io,
+		.max_files = cfg->cls->artifact_files,
+		.max_bytes = cfg->cls->artifact_bytes,
+	};
+	size_t total = 0;
+
+	if (!io || io->out_fd < 0 || io->ws_fd < 0)
+		return;
+	if (cfg->req)
+		lists[1] = &cfg->req->outputs;
+	for (size_t l = 0; l < 2; l++)
+		total += lists[l] ? lists[l]->n : 0;
+	x.g = calloc(total ? total : 1, sizeof(*x.g));
+	if (!x.g)
+		return;
+	for (size_t l = 0; l < 2; l++)
+		for (size_t i = 0; lists[l] && i < lists[l]->n; i++) {
+			struct glob *g = &x.g[x.ng];
+
+			g->buf = strdup(lists[l]->v[i]);
+			if (!g->buf)
+				continue;
+			g->n = split(g->buf, g->c, CR_ART_MAX_COMPS);
+			x.ng++;
+		}
+	{
+		int ws = beneath(io->ws_fd, ".", O_RDONLY | O_DIRECTORY, 0);
+
+		if (ws >= 0) {
+			walk(&x, ws, false, 0);
+			close(ws);
+		}
+	}
+	for (size_t i = 0; i < x.ng; i++)
+		free(x.g[i].buf);
+	free(x.g);
+}

@@ -1,0 +1,444 @@
+/* tracer/io/inputs.c: places --input and the request's inputs in the
+ * workspace before the program starts: files, directory trees, archives. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io.h"
+#include "../fs/fs.h"
+
+#define CR_IO_MAX_DEPTH 256
+
+int cr_io_input_split(const char *arg, char **from, char **to, char *err,
+		      size_t errlen)
+{
+	const char *colon = strrchr(arg, ':');
+	char msg[256];
+
+	*from = *to = NULL;
+	if (colon) {
+		*from = strndup(arg, (size_t)(colon - arg));
+		*to = strdup(colon + 1);
+	} else {
+		/* No DEST: the source's last name, in the workspace. */
+		size_t len = strlen(arg);
+		const char *base;
+
+		while (len > 1 && arg[len - 1] == '/')
+			len--;
+		*from = strndup(arg, len);
+		base = *from ? strrchr(*from, '/') : NULL;
+		*to = strdup(base ? base + 1 : *from ? *from : "");
+	}
+	if (!*from || !*to)
+		return -ENOMEM;
+	if (!(*from)[0]) {
+		cr_errf(err, errlen, "--input %s: the source is empty", arg);
+		return -EINVAL;
+	}
+	if (!(*to)[0]) {
+		cr_errf(err, errlen, colon ? "--input %s: the destination is empty" :
+			"--input %s: give a destination: SRC:DEST", arg);
+		return -EINVAL;
+	}
+	if (cr_rel_path_check(*to, msg, sizeof(msg))) {
+		cr_errf(err, errlen, "--input %s: destination %s", arg, msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Reopen what an O_PATH fd holds, the very object judged. */
+static int reopen(int pfd, int flags)
+{
+	char p[64];
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
+	fd = open(p, flags | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
+}
+
+struct walk {
+	struct cr_run *run;
+	struct cr_io_place *p;
+	struct cr_io_input *in;
+	dev_t ws_dev;
+	ino_t ws_ino;
+	char host[PATH_MAX];	/* the source's real path: request inputs */
+	char rel[PATH_MAX];	/* workspace-relative, built as we descend */
+	size_t skip;		/* rel + skip: DEST-relative */
+};
+
+/* The DEST-relative name of where the walk is ("" at DEST). */
+static const char *srel_of(const struct walk *w)
+{
+	size_t len = strlen(w->rel);
+
+	return w->rel + (w->skip < len ? w->skip : len);
+}
+
+static int refuse(struct walk *w, const char *entry, const char *reason)
+{
+	char q[300];
+
+	if (entry)
+		cr_errf(w->p->why, sizeof(w->p->why), "input %s: entry %s: %s",
+			w->in->from, cr_str_quote(entry, q, sizeof(q)), reason);
+	else
+		cr_errf(w->p->why, sizeof(w->p->why), "input %s: %s",
+			w->in->from, reason);
+	return -EPERM;
+}
+
+/* A request is the agent's data: it may only bring in what the class (and
+ * the operator's --ro roots) would let the program read anyway, judged on
+ * the real path of the object opened, not on the name it was given by. */
+static int may_read(struct walk *w, const char *srel)
+{
+	static const char *const pseudo[] = { "/proc", "/sys", "/dev" };
+	char path[PATH_MAX];
+	int len;
+
+	if (!w->in->from_request)
+		return 0;
+	len = snprintf(path, sizeof(path), "%s%s%s", w->host,
+		       srel[0] && strcmp(w->host, "/") ? "/" : "", srel);
+	/* The kernel's pseudo-filesystems are never read through a root:
+	 * the program sees its own /proc and a few devices only (fs/), and
+	 * a request must not copy in corral's /proc/self/environ that way. */
+	for (size_t i = 0; i < CR_ARRAY_SIZE(pseudo); i++)
+		if (len < (int)sizeof(path) &&
+		    cr_path_within(pseudo[i], strlen(pseudo[i]), path, (size_t)len))
+			return refuse(w, srel[0] ? srel : NULL,
+				      "in a kernel pseudo-filesystem (/proc, /sys, /dev): never an input of a request");
+	if (len >= (int)sizeof(path) ||
+	    !(cr_fsrules_access(&w->run->fs->rules, path, (size_t)len) & CR_FS_R))
+		return refuse(w, srel[0] ? srel : NULL,
+			      "not readable by the class: a request's inputs bring in only what the program could read");
+	return 0;
+}
+
+static int copy_file(struct walk *w, int src, const char *entry, mode_t mode)
+{
+	struct cr_io_place *p = w->p;
+	char buf[65536];
+	uint64_t off = 0;
+	int fd = cr_io_place_file(p, w->rel, w->skip, mode);
+	int rc = 0;
+
+	if (fd < 0)
+		return cr_io_place_error(p, w->in->from, entry, fd);
+	for (;;) {
+		ssize_t n = read(src, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		rc = cr_io_place_write(p, fd, buf, (size_t)n, off);
+		if (rc)
+			break;
+		off += (uint64_t)n;
+	}
+	if (!rc)
+		rc = cr_io_place_file_end(p, fd, off);
+	close(fd);
+	return rc ? cr_io_place_error(p, w->in->from, entry, rc) : 0;
+}
+
+static const char *special(mode_t m)
+{
+	return S_ISFIFO(m) ? "a fifo" : S_ISSOCK(m) ? "a socket" :
+	       S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" :
+	       "neither a file, a directory nor a symbolic link";
+}
+
+/* Entries are opened relative to their directory's fd with O_NOFOLLOW: a
+ * link in the source is copied as a link (if it stays inside the source),
+ * never followed out of it. */
+static int copy_dir(struct walk *w, int dirfd, int depth)
+{
+	size_t base = strlen(w->rel);
+	DIR *d;
+	struct dirent *de;
+	int rc = 0, dup_fd;
+
+	if (depth > CR_IO_MAX_DEPTH)
+		return refuse(w, srel_of(w), "deeper than 256 directories");
+	dup_fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (dup_fd < 0 || !(d = fdopendir(dup_fd))) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return cr_io_place_error(w->p, w->in->from, srel_of(w), -errno);
+	}
+	while (!rc && (errno = 0, de = readdir(d))) {
+		const char *n = de->d_name;
+		const char *srel;
+		struct stat st;
+
+		if (!strcmp(n, ".") || !strcmp(n, ".."))
+			continue;
+		if (snprintf(w->rel + base, sizeof(w->rel) - base, "%s%s",
+			     base ? "/" : "", n) >= (int)(sizeof(w->rel) - base)) {
+			rc = refuse(w, n, "a name too long");
+			break;
+		}
+		srel = srel_of(w);
+		if ((rc = may_read(w, srel)))
+			break;
+		if (fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			rc = cr_io_place_error(w->p, w->in->from, srel, -errno);
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			int sub, made;
+
+			if (st.st_dev == w->ws_dev && st.st_ino == w->ws_ino) {
+				rc = refuse(w, srel, "is the workspace itself");
+				break;
+			}
+			sub = openat(dirfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				     O_CLOEXEC);
+			if (sub < 0) {
+				rc = cr_io_place_error(w->p, w->in->from, srel, -errno);
+				break;
+			}
+			made = cr_io_place_dir(w->p, w->rel, w->skip, st.st_mode);
+			if (made < 0)
+				rc = cr_io_place_error(w->p, w->in->from, srel, made);
+			else {
+				close(made);
+				rc = copy_dir(w, sub, depth + 1);
+			}
+			close(sub);
+		} else if (S_ISREG(st.st_mode)) {
+			struct stat st2;
+			int f = openat(dirfd, n, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				       O_NOCTTY | O_CLOEXEC);
+
+			if (f < 0) {
+				rc = cr_io_place_error(w->p, w->in->from, srel, -errno);
+				break;
+			}
+			/* Swapped since the fstatat: judge what is open. */
+			if (fstat(f, &st2) < 0 || !S_ISREG(st2.st_mode) ||
+			    st2.st_ino != st.st_ino)
+				rc = refuse(w, srel, "changed while it was copied");
+			else
+				rc = copy_file(w, f, srel, st2.st_mode);
+			close(f);
+		} else if (S_ISLNK(st.st_mode)) {
+			char t[PATH_MAX];
+			ssize_t len = readlinkat(dirfd, n, t, sizeof(t) - 1);
+
+			if (len < 0) {
+				rc = cr_io_place_error(w->p, w->in->from, srel, -errno);
+				break;
+			}
+			t[len] = 0;
+			if (!cr_io_link_inside(srel, t)) {
+				char why[PATH_MAX + 64], q[300];
+
+				snprintf(why, sizeof(why), "a symbolic link to %s, which leaves the source",
+					 cr_str_quote(t, q, sizeof(q)));
+				rc = refuse(w, srel, why);
+				break;
+			}
+			rc = cr_io_place_symlink(w->p, w->rel, w->skip, t);
+			if (rc)
+				rc = cr_io_place_error(w->p, w->in->from, srel, rc);
+		} else {
+			char why[128];
+
+			snprintf(why, sizeof(why), "%s (only files, directories and links are copied)",
+				 special(st.st_mode));
+			rc = refuse(w, srel, why);
+		}
+	}
+	if (!rc && errno) {
+		w->rel[base] = 0;
+		rc = cr_io_place_error(w->p, w->in->from, srel_of(w), -errno);
+	}
+	w->rel[base] = 0;
+	closedir(d);
+	return rc;
+}
+
+static int hash_fd(int fd, unsigned char out[CR_SHA256_LEN])
+{
+	struct cr_sha256 *h = cr_sha256_new();
+	char buf[65536];
+	off_t off = 0;
+
+	if (!h)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = -errno;
+
+			cr_sha256_final(h, out);
+			return e;
+		}
+		if (!n)
+			break;
+		cr_sha256_update(h, buf, (size_t)n);
+		off += n;
+	}
+	cr_sha256_final(h, out);
+	return 0;
+}
+
+static int place_one(struct cr_run *run, struct cr_io_place *p,
+		     struct cr_io_input *in, const struct stat *ws)
+{
+	struct walk w = { .run = run, .p = p, .in = in,
+			  .ws_dev = ws->st_dev, .ws_ino = ws->st_ino };
+	cr_autoclose int pfd = open(in->from, O_PATH | O_CLOEXEC);
+	cr_autoclose int fd = -1;
+	size_t start = p->n;
+	uint64_t files0 = p->files, bytes0 = p->bytes;
+	struct stat st;
+	int rc;
+
+	if (pfd < 0 || fstat(pfd, &st) < 0) {
+		cr_errf(p->why, sizeof(p->why), "input %s: cannot open: %s",
+			in->from, strerror(errno));
+		return -ENOENT;
+	}
+	if (in->from_request) {
+		char link[64];
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+		len = readlink(link, w.host, sizeof(w.host) - 1);
+		if (len <= 0 || w.host[0] != '/')
+			return refuse(&w, NULL, "its real path cannot be read");
+		w.host[len] = 0;
+		if ((rc = may_read(&w, "")))
+			return rc;
+	}
+	snprintf(w.rel, sizeof(w.rel), "%s", in->to);
+	w.skip = strlen(in->to);
+	if (S_ISREG(st.st_mode) && in->extract) {
+		in->kind = "archive";
+		fd = reopen(pfd, O_RDONLY);
+		if (fd < 0 || (rc = hash_fd(fd, in->archive_sha))) {
+			cr_errf(p->why, sizeof(p->why), "input %s: cannot read: %s",
+				in->from, strerror(fd < 0 ? -fd : -rc));
+			return fd < 0 ? fd : rc;
+		}
+		rc = cr_io_place_dir(p, in->to, w.skip, 0755);
+		if (rc < 0)
+			return cr_io_place_error(p, in->from, NULL, rc);
+		close(rc);
+		rc = cr_io_archive_extract(p, fd, in->from, in->to);
+	} else if (S_ISREG(st.st_mode)) {
+		in->kind = "file";
+		if (!in->to[0])
+			return refuse(&w, NULL, "a file needs a destination name");
+		fd = reopen(pfd, O_RDONLY | O_NONBLOCK);
+		if (fd < 0) {
+			cr_errf(p->why, sizeof(p->why), "input %s: cannot read: %s",
+				in->from, strerror(-fd));
+			return fd;
+		}
+		rc = copy_file(&w, fd, NULL, st.st_mode);
+		if (!rc)
+			memcpy(in->sha, p->e[p->n - 1].sha, CR_SHA256_LEN);
+	} else if (S_ISDIR(st.st_mode)) {
+		in->kind = "directory";
+		/* "DIR:DEST/" on the command line is a copy into DEST;
+		 * "extract": true of a directory is a mistake worth saying. */
+		if (in->extract && in->from_request)
+			return refuse(&w, NULL, "a directory cannot be extracted");
+		if (st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
+			return refuse(&w, NULL, "is the workspace itself");
+		fd = reopen(pfd, O_RDONLY | O_DIRECTORY);
+		if (fd < 0) {
+			cr_errf(p->why, sizeof(p->why), "input %s: cannot read: %s",
+				in->from, strerror(-fd));
+			return fd;
+		}
+		rc = cr_io_place_dir(p, in->to, w.skip, st.st_mode);
+		if (rc < 0)
+			return cr_io_place_error(p, in->from, NULL, rc);
+		close(rc);
+		/* Entries below DEST are named "DEST/x": skip the slash too. */
+		if (w.skip)
+			w.skip++;
+		rc = copy_dir(&w, fd, 0);
+	} else {
+		char why[128];
+
+		snprintf(why, sizeof(why), "is %s, not a file, directory or archive",
+			 special(st.st_mode));
+		return refuse(&w, NULL, why);
+	}
+	if (rc)
+		return rc;
+	in->files = p->files - files0;
+	in->bytes = p->bytes - bytes0;
+	if (strcmp(in->kind, "file"))
+		cr_io_tree_digest(p->e + start, p->n - start, in->sha);
+	return 0;
+}
+
+int cr_io_inputs_place(struct cr_run *run)
+{
+	struct cr_io *io = run->io;
+	const struct cr_run_config *cfg = run->cfg;
+	struct cr_io_place p = {
+		.umask = run->caller_umask,
+		.max_bytes = cfg->limits.v[CR_LIM_DISK],
+		.max_files = cfg->limits.v[CR_LIM_FILES],
+	};
+	cr_autoclose int ws = open(cfg->workspace, O_PATH | O_DIRECTORY |
+				   O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int rc = 0;
+
+	if (!io->nin)
+		return 0;
+	if (ws < 0 || fstat(ws, &st) < 0) {
+		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot open the workspace for the inputs: %s",
+			   strerror(errno));
+		return -EIO;
+	}
+	p.ws_fd = ws;
+	size_t i;
+
+	for (i = 0; !rc && i < io->nin; i++)
+		rc = place_one(run, &p, &io->in[i], &st);
+	if (rc) {
+		/* A refused input leaves nothing behind, in a kept
+		 * workspace too; the program never starts. The refusal is
+		 * a denial like any other (result and audit). */
+		/* One line, whatever the names held. */
+		for (char *c = p.why; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+		if (rc == -EPERM)
+			cr_deny(run, 0, "input", io->in[i - 1].from, "fs", p.why);
+		cr_io_place_undo(&p);
+		for (size_t k = 0; k < io->nin; k++)
+			io->in[k].kind = NULL;	/* none of them is there */
+		cr_run_end(run, rc == -EPERM ? CR_ST_POLICY_DENIED :
+			   CR_ST_PLATFORM_FAILURE, NULL, "%s", p.why);
+	}
+	cr_io_place_free(&p);
+	return rc;
+}
