@@ -220,11 +220,68 @@ static const char *known_profiles(void)
 	return buf;
 }
 
+/* "alerts": {"secret_denials": N, "probe_denials": N, "probe_window":
+ * "1s"}, each optional (defaults in policy.h); counts and times are
+ * written as budgets are. */
+static int parse_alerts(const struct cr_jdoc *d, const cJSON *item,
+			struct cr_alert_limits *a)
+{
+	static const char *const keys[] = {
+		"secret_denials", "probe_denials", "probe_window", NULL
+	};
+	const cJSON *v;
+	int rc;
+
+	a->secret_denials = CR_ALERT_SECRET_DENIALS;
+	a->probe_denials = CR_ALERT_PROBE_DENIALS;
+	a->probe_window_ms = CR_ALERT_PROBE_WINDOW_MS;
+	if (!item)
+		return 0;
+	rc = cr_jdoc_check_keys(d, item, keys);
+	if (rc)
+		return rc;
+	if ((v = cr_jdoc_get(item, "secret_denials")) &&
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_PROCESSES, &a->secret_denials)))
+		return rc;
+	if ((v = cr_jdoc_get(item, "probe_denials")) &&
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_PROCESSES, &a->probe_denials)))
+		return rc;
+	if ((v = cr_jdoc_get(item, "probe_window")) &&
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_WALL, &a->probe_window_ms)))
+		return rc;
+	if (a->probe_denials && !a->probe_window_ms)
+		return cr_jdoc_fail(d, v, "is 0 but probe_denials is not: "
+				    "no burst fits in no time");
+	return 0;
+}
+
+/* "env_secrets": "warn" (the default) or "refuse": what a credential-
+ * looking --env or request env value meets. */
+static int parse_env_secrets(const struct cr_jdoc *d, const cJSON *item,
+			     bool *refuse)
+{
+	cr_autofree char *s = NULL;
+	int rc;
+
+	*refuse = false;
+	if (!item)
+		return 0;
+	rc = cr_jdoc_want_string(d, item, &s);
+	if (rc)
+		return rc;
+	if (!strcmp(s, "refuse"))
+		*refuse = true;
+	else if (strcmp(s, "warn"))
+		return cr_jdoc_fail(d, item, "must be \"warn\" or \"refuse\"");
+	return 0;
+}
+
 static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 		       struct cr_class *c)
 {
 	static const char *const class_keys[] = {
-		"fs", "net", "limits", "env", "syscalls", NULL
+		"fs", "net", "limits", "env", "syscalls", "alerts",
+		"env_secrets", NULL
 	};
 	static const char *const fs_keys[] = {
 		"read", "write", "exec", "deny", "hide", NULL
@@ -292,6 +349,14 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	}
 
 	rc = opt_list(d, item, "env", env_check, &c->env);
+	if (rc)
+		return rc;
+
+	rc = parse_alerts(d, cr_jdoc_get(item, "alerts"), &c->alerts);
+	if (rc)
+		return rc;
+	rc = parse_env_secrets(d, cr_jdoc_get(item, "env_secrets"),
+			       &c->env_secrets_refuse);
 	if (rc)
 		return rc;
 
@@ -560,6 +625,33 @@ static void print_limits(struct out *o, int depth, const struct cr_limits *l)
 	put_text(o, "},\n");
 }
 
+static void print_alerts(struct out *o, int depth,
+			 const struct cr_alert_limits *a)
+{
+	char buf[32];
+
+	print_key(o, depth, "alerts");
+	put_text(o, "{\n");
+	print_key(o, depth + 1, "secret_denials");
+	snprintf(buf, sizeof(buf), "%llu",
+		 (unsigned long long)(a->secret_denials <= JSON_INT_MAX ?
+				      a->secret_denials : JSON_INT_MAX));
+	put_text(o, buf);
+	put_text(o, ",\n");
+	print_key(o, depth + 1, "probe_denials");
+	snprintf(buf, sizeof(buf), "%llu",
+		 (unsigned long long)(a->probe_denials <= JSON_INT_MAX ?
+				      a->probe_denials : JSON_INT_MAX));
+	put_text(o, buf);
+	put_text(o, ",\n");
+	print_key(o, depth + 1, "probe_window");
+	cr_limit_format(CR_LIM_WALL, a->probe_window_ms, buf, sizeof(buf));
+	print_str(o, buf);
+	put_text(o, "\n");
+	indent(o, depth);
+	put_text(o, "},\n");
+}
+
 static void print_class(struct out *o, int depth, const struct cr_class *c,
 		  bool last)
 {
@@ -582,6 +674,10 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 	put_text(o, "},\n");
 	print_limits(o, depth + 1, &c->limits);
 	print_list(o, depth + 1, "env", &c->env, false);
+	print_key(o, depth + 1, "env_secrets");
+	print_str(o, c->env_secrets_refuse ? "refuse" : "warn");
+	put_text(o, ",\n");
+	print_alerts(o, depth + 1, &c->alerts);
 	print_key(o, depth + 1, "syscalls");
 	print_str(o, c->profile ? c->profile->name : cr_profile_default()->name);
 	put_text(o, "\n");

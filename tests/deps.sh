@@ -3,7 +3,7 @@
 # arguments, other ones: tests/compat/deps.sh), when run as root or with
 # sudo; otherwise prints the exact command to run.
 set -eu
-pkgs="gcc make pkg-config libseccomp-dev libunwind-dev libcjson-dev libcap-dev \
+pkgs="gcc make pkg-config libseccomp-dev libunwind-dev libcjson-dev libcap-dev libssl-dev \
 python3 util-linux procps coreutils tar gzip curl git"
 [ $# -gt 0 ] && pkgs="$*"
 missing=""

@@ -78,34 +78,6 @@ static void audit_start(struct cr_run *run)
 	cr_audit_event(run, "start", f);
 }
 
-static void audit_end(struct cr_run *run)
-{
-	cJSON *f = cJSON_CreateObject();
-
-	if (f) {
-		cJSON_AddStringToObject(f, "status", cr_status_name(run->status));
-		if (run->limit)
-			cJSON_AddStringToObject(f, "limit", run->limit);
-		cJSON_AddNumberToObject(f, "exit_code", run->exit_code);
-		cJSON_AddNumberToObject(f, "wall_ms", (double)run->end_ms);
-		cJSON_AddNumberToObject(f, "denials",
-					(double)(run->ndenials + run->denials_dropped));
-	}
-	cr_audit_event(run, "exit", f);
-	f = cJSON_CreateObject();
-	if (f) {
-		cJSON_AddNumberToObject(f, "killed", (double)run->killed);
-		cJSON_AddNumberToObject(f, "leftover_processes",
-					(double)run->leftover);
-		cJSON_AddBoolToObject(f, "workspace_removed",
-				      run->workspace_removed);
-		cJSON_AddNumberToObject(f, "audit_denies_dropped",
-					run->audit_denies > 1000 ?
-					(double)(run->audit_denies - 1000) : 0);
-	}
-	cr_audit_event(run, "cleanup", f);
-}
-
 /* Signals the supervisor handles through its loop; blocked from the start so
  * none is lost between spawn and the first epoll_wait. */
 static int setup_signals(struct cr_run *run)
@@ -204,6 +176,8 @@ static void run_free(struct cr_run *run)
 	cr_loop_free(run);
 	free(run->notif);
 	cr_audit_close(run);
+	cr_alert_free(run);
+	cr_assurance_free(run);
 }
 
 int cr_run_main(int argc, char **argv)
@@ -260,9 +234,8 @@ int cr_run_main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (cr_audit_open(&run) < 0) {
-		fprintf(stderr, "corral: cannot open the audit file %s: %s\n",
-			cfg.audit_file, strerror(errno));
+	if (cr_audit_open(&run, ws, err, sizeof(err)) < 0) {
+		fprintf(stderr, "corral: %s\n", err);
 		code = CR_EXIT_USAGE;
 		goto out;
 	}
@@ -321,8 +294,7 @@ finish:
 	/* Every ending comes here: completion, limits, cancellation, denial
 	 * and platform failure take the same path in the same order. */
 	cr_cleanup(&run);
-	code = cr_result_emit(&run);
-	audit_end(&run);
+	code = cr_result_emit(&run);	/* audit's exit and cleanup first */
 out:
 	cr_filter_free(&filter);
 	for (size_t i = 0; i < nenv; i++)

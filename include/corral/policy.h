@@ -40,6 +40,17 @@ struct cr_strlist {
 	size_t n;
 };
 
+/* Thresholds of the audit's alert events (0: that alert is off). */
+struct cr_alert_limits {
+	uint64_t secret_denials;	/* denials of one secret-looking path */
+	uint64_t probe_denials;		/* metadata denials within probe_window */
+	uint64_t probe_window_ms;
+};
+
+#define CR_ALERT_SECRET_DENIALS 3
+#define CR_ALERT_PROBE_DENIALS 64
+#define CR_ALERT_PROBE_WINDOW_MS 1000
+
 struct cr_class {
 	char *name;			/* owned */
 	struct cr_strlist fs_read;	/* absolute, normalised paths */
@@ -51,6 +62,8 @@ struct cr_class {
 	struct cr_limits limits;
 	struct cr_strlist env;		/* variable names passed from corral's env */
 	const struct cr_profile *profile; /* static, never NULL once parsed */
+	struct cr_alert_limits alerts;	/* "alerts": when the audit raises one */
+	bool env_secrets_refuse;	/* "env_secrets": "refuse" (else "warn") */
 };
 
 struct cr_policy {
