@@ -222,7 +222,8 @@ static const char *known_profiles(void)
 
 /* "alerts": {"secret_denials": N, "probe_denials": N, "probe_window":
  * "1s"}, each optional (defaults in policy.h); counts and times are
- * written as budgets are. */
+ * written as budgets are (parsed as net-connections, a count that may be
+ * 0, and wall, a time). */
 static int parse_alerts(const struct cr_jdoc *d, const cJSON *item,
 			struct cr_alert_limits *a)
 {
@@ -241,10 +242,10 @@ static int parse_alerts(const struct cr_jdoc *d, const cJSON *item,
 	if (rc)
 		return rc;
 	if ((v = cr_jdoc_get(item, "secret_denials")) &&
-	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_PROCESSES, &a->secret_denials)))
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_NET_CONNECTIONS, &a->secret_denials)))
 		return rc;
 	if ((v = cr_jdoc_get(item, "probe_denials")) &&
-	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_PROCESSES, &a->probe_denials)))
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_NET_CONNECTIONS, &a->probe_denials)))
 		return rc;
 	if ((v = cr_jdoc_get(item, "probe_window")) &&
 	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_WALL, &a->probe_window_ms)))

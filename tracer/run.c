@@ -35,6 +35,7 @@ uint64_t cr_run_ms(const struct cr_run *run)
 void cr_run_end(struct cr_run *run, enum cr_status st, const char *limit,
 		const char *fmt, ...)
 {
+	char msg[sizeof(run->message)];
 	va_list ap;
 
 	if (run->ending)
@@ -43,9 +44,12 @@ void cr_run_end(struct cr_run *run, enum cr_status st, const char *limit,
 	run->status = st;
 	run->limit = limit;
 	run->end_ms = cr_run_ms(run);
+	/* Through a copy: callers pass run->message itself as the argument
+	 * (a message set where the failure happened). */
 	va_start(ap, fmt);
-	vsnprintf(run->message, sizeof(run->message), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(run->message, msg, sizeof(run->message));
 	if (limit) {
 		cJSON *f = cJSON_CreateObject();
 
