@@ -4,7 +4,7 @@
 # sudo; otherwise prints the exact command to run.
 set -eu
 pkgs="gcc make pkg-config libseccomp-dev libunwind-dev libcjson-dev libcap-dev libssl-dev \
-python3 util-linux procps coreutils tar gzip curl git"
+libcurl4-openssl-dev openssl python3 util-linux procps coreutils tar gzip curl git"
 [ $# -gt 0 ] && pkgs="$*"
 missing=""
 for p in $pkgs; do

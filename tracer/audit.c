@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -127,7 +128,22 @@ static void timestamp(char *buf, size_t len)
 }
 
 /* Takes ownership of fields (a cJSON object, may be NULL). */
+static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Events come from the loop and from the broker's thread: one at a time,
+ * so seq and prev stay a chain. */
+static void emit_locked(struct cr_run *run, const char *event, cJSON *f,
+			bool final);
+
 static void emit(struct cr_run *run, const char *event, cJSON *f, bool final)
+{
+	pthread_mutex_lock(&audit_lock);
+	emit_locked(run, event, f, final);
+	pthread_mutex_unlock(&audit_lock);
+}
+
+static void emit_locked(struct cr_run *run, const char *event, cJSON *f,
+			bool final)
 {
 	cJSON *o;
 	char ts[64], *text;

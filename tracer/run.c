@@ -18,6 +18,7 @@
 #include "budget.h"
 #include "surface.h"
 #include "net/net.h"
+#include "broker/broker.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -258,7 +259,18 @@ int cr_run_main(int argc, char **argv)
 			   strerror(-rc));
 		goto finish;
 	}
+	/* The broker's addresses join the allowed destinations and the
+	 * environment (tracer/broker/). */
+	rc = cr_broker_setup(&run, err, sizeof(err));
+	if (rc) {
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot set up the broker: %s", err[0] ? err :
+			   strerror(-rc));
+		goto finish;
+	}
 	rc = cr_env_build(&cfg, env_args, nenv);
+	if (!rc)
+		rc = cr_broker_env(&run);
 	if (rc) {
 		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
 			   "cannot build the environment: %s", strerror(-rc));
@@ -288,6 +300,12 @@ int cr_run_main(int argc, char **argv)
 	if (rc < 0)
 		fprintf(stderr, "corral: warning: no watchdog thread: %s\n",
 			strerror(-rc));
+	rc = cr_broker_start(&run);
+	if (rc < 0) {
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot start the broker: %s", strerror(-rc));
+		goto finish;
+	}
 	rc = cr_echo_start(&run);
 	if (rc < 0)
 		fprintf(stderr, "corral: warning: no echo thread (%s): output is echoed by the loop\n",

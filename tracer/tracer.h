@@ -252,6 +252,7 @@ struct cr_run {
 					 * written: the chain's head */
 	struct cr_alerts *alerts;	/* owned, tracer/audit/alert.c */
 	struct cr_assurance *assurance;	/* owned, tracer/assurance/ */
+	struct cr_broker *broker;	/* owned, tracer/broker/ */
 };
 
 /* tracer/run.c */
