@@ -390,6 +390,8 @@ static const char *path_problem(const char *t)
 
 	if (t[0] != '/')
 		return "the target is not an absolute path (origin-form)";
+	if (strlen(t) > 1000)
+		return "the target is longer than 1000 bytes";
 	for (const char *p = t; *p; p++)
 		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f ||
 		    *p == '\\' || *p == '#')
@@ -432,6 +434,10 @@ static const char *rule_problem(const struct cred_rt *r, const char *method,
 
 	if (why)
 		return why;
+	/* CONNECT and TRACE would turn the broker into a tunnel or a
+	 * mirror of the request it signs: never relayed. */
+	if (!strcmp(method, "CONNECT") || !strcmp(method, "TRACE"))
+		return "CONNECT and TRACE are never relayed";
 	ok = !c->methods.n;
 	for (size_t i = 0; !ok && i < c->methods.n; i++)
 		ok = !strcmp(c->methods.v[i], method);
