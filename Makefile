@@ -5,11 +5,7 @@ PREFIX ?= /usr/local
 BUILD  ?= build
 CC     ?= cc
 
-# libcrypto (OpenSSL): SHA-256 of the audit chain; a reviewed, constant
-# implementation rather than one of our own.
-# libcurl: the broker's upstream requests (TLS, verified) are made by a
-# maintained HTTP client, not one of our own.
-PKGS := libseccomp libunwind-ptrace libcjson libcap libcrypto libcurl
+PKGS := libseccomp libunwind-ptrace libcjson libcap
 
 # -std=c11 with _GNU_SOURCE: the code is C11; the kernel interfaces (openat2,
 # pidfd, process_vm_readv, signalfd) are GNU/Linux extensions.
@@ -27,7 +23,7 @@ OPT    ?= -O2 -g
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Iinclude \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now $(LDFLAGS) $(EXTRA_LDFLAGS)
-LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -ldl
 
 POLICY_SRC := $(sort $(wildcard policy/*.c))
 TRACER_SRC := $(sort $(filter-out tracer/filtergen.c,$(wildcard tracer/*.c tracer/*/*.c)))

@@ -15,11 +15,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <cJSON.h>
-#include <curl/curl.h>
-#include <openssl/evp.h>
 
+#include "corral/digest.h"
 #include "../tracer.h"
 #include "broker.h"
+#include "curlapi.h"
 
 #define HEAD_MAX (16 * 1024)		/* request line and headers */
 #define BODY_MAX (1024 * 1024)		/* request body */
@@ -156,7 +156,10 @@ int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 
 	if (!cls->ncredentials)
 		return 0;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+	rc = cr_curlapi_load(err, errlen);
+	if (rc)
+		return rc;
+	if (cr_curl.global_init(CURL_GLOBAL_DEFAULT)) {
 		cr_errf(err, errlen, "cannot initialise libcurl");
 		return -EIO;
 	}
@@ -184,13 +187,15 @@ int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 		rc = read_secret(r->c, &r->secret, err, errlen);
 		if (rc)
 			return rc;
-		r->b64 = malloc(4 * ((strlen(r->secret) + 2) / 3) + 1);
+		blen = (int)(4 * ((strlen(r->secret) + 2) / 3) + 1);
+		r->b64 = malloc((size_t)blen);
 		if (!r->b64)
 			return -ENOMEM;
-		blen = EVP_EncodeBlock((unsigned char *)r->b64,
-				       (unsigned char *)r->secret,
-				       (int)strlen(r->secret));
-		r->b64[blen > 0 ? blen : 0] = 0;
+		if (cr_base64(r->secret, strlen(r->secret), r->b64, (size_t)blen)) {
+			cr_errf(err, errlen, "credential %s: cannot encode the secret (libcrypto)",
+				r->c->name);
+			return -EIO;
+		}
 		if ((rc = fill_template(r)))
 			return rc;
 		r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -612,7 +617,7 @@ static int read_request(int fd, struct req *q, const struct cred_rt *r,
 		}
 		if (header_dropped(line, nl, r))
 			continue;
-		q->hdrs = curl_slist_append(q->hdrs, line);
+		q->hdrs = cr_curl.slist_append(q->hdrs, line);
 	}
 	q->body.max = BODY_MAX;
 	if (has_clen) {
@@ -664,57 +669,57 @@ static void serve(struct cr_broker *b, struct cred_rt *r, int fd)
 	snprintf(url, sizeof(url), "https://%s%s%s:%u%s",
 		 strchr(r->c->host, ':') ? "[" : "", r->c->host,
 		 strchr(r->c->host, ':') ? "]" : "", r->c->port, q.target);
-	q.hdrs = curl_slist_append(q.hdrs, r->header);
-	q.hdrs = curl_slist_append(q.hdrs, "Accept-Encoding: identity");
-	q.hdrs = curl_slist_append(q.hdrs, "Expect:");
+	q.hdrs = cr_curl.slist_append(q.hdrs, r->header);
+	q.hdrs = cr_curl.slist_append(q.hdrs, "Accept-Encoding: identity");
+	q.hdrs = cr_curl.slist_append(q.hdrs, "Expect:");
 	rs.head.max = HEAD_MAX * 4;
 	rs.body.max = RESP_MAX;
-	c = curl_easy_init();
+	c = cr_curl.easy_init();
 	if (!c) {
 		reply_text(fd, 502, "Bad Gateway", "corral broker: no curl handle");
 		goto out;
 	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	cr_curl.easy_setopt(c, CURLOPT_URL, url);
+	cr_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+	cr_curl.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	cr_curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
 	/* Not the caller's proxy settings: the request goes to the origin. */
-	curl_easy_setopt(c, CURLOPT_PROXY, "");
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	cr_curl.easy_setopt(c, CURLOPT_PROXY, "");
+	cr_curl.easy_setopt(c, CURLOPT_NOPROXY, "*");
+	cr_curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	cr_curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
 	if (r->c->ca_file)
-		curl_easy_setopt(c, CURLOPT_CAINFO, r->c->ca_file);
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, q.hdrs);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &rs);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &rs);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &rs);
+		cr_curl.easy_setopt(c, CURLOPT_CAINFO, r->c->ca_file);
+	cr_curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	cr_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	cr_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+	cr_curl.easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	cr_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	cr_curl.easy_setopt(c, CURLOPT_HTTPHEADER, q.hdrs);
+	cr_curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	cr_curl.easy_setopt(c, CURLOPT_HEADERDATA, &rs);
+	cr_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	cr_curl.easy_setopt(c, CURLOPT_WRITEDATA, &rs);
+	cr_curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	cr_curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cr_curl.easy_setopt(c, CURLOPT_XFERINFODATA, &rs);
 	if (!strcmp(q.method, "HEAD"))
-		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+		cr_curl.easy_setopt(c, CURLOPT_NOBODY, 1L);
 	else if (strcmp(q.method, "GET"))
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q.method);
+		cr_curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, q.method);
 	if (q.body.len || !strcmp(q.method, "POST") || !strcmp(q.method, "PUT") ||
 	    !strcmp(q.method, "PATCH")) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q.body.len);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, q.body.p ? q.body.p : "");
+		cr_curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q.body.len);
+		cr_curl.easy_setopt(c, CURLOPT_POSTFIELDS, q.body.p ? q.body.p : "");
 	}
-	cc = curl_easy_perform(c);
+	cc = cr_curl.easy_perform(c);
 	if (cc != CURLE_OK || rs.encoded) {
 		char text[400];
 		struct buf eb = { .max = 4096 };
 
 		/* curl's message may quote the upstream; never the secret. */
-		buf_add(&eb, errbuf[0] ? errbuf : curl_easy_strerror(cc),
-			strlen(errbuf[0] ? errbuf : curl_easy_strerror(cc)));
+		buf_add(&eb, errbuf[0] ? errbuf : cr_curl.easy_strerror(cc),
+			strlen(errbuf[0] ? errbuf : cr_curl.easy_strerror(cc)));
 		redact(&eb, r);
 		snprintf(text, sizeof(text), "corral broker: upstream failed: %s",
 			 rs.encoded ? "a compressed answer cannot be redacted" :
@@ -724,7 +729,7 @@ static void serve(struct cr_broker *b, struct cred_rt *r, int fd)
 		record(b, r, q.method, q.target, 502, q.body.len, 0, NULL);
 		goto out;
 	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rs.status);
+	cr_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rs.status);
 	redact(&rs.head, r);
 	redact(&rs.body, r);
 	{
@@ -744,8 +749,8 @@ static void serve(struct cr_broker *b, struct cred_rt *r, int fd)
 	record(b, r, q.method, q.target, rs.status, q.body.len, rs.body.len, NULL);
 out:
 	if (c)
-		curl_easy_cleanup(c);
-	curl_slist_free_all(q.hdrs);
+		cr_curl.easy_cleanup(c);
+	cr_curl.slist_free_all(q.hdrs);
 	free(q.target);
 	free(q.body.p);
 	if (rs.head.p)

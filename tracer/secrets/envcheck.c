@@ -2,7 +2,6 @@
  * by name or by value; warned about (or refused by policy), never printed. */
 #include <errno.h>
 #include <fnmatch.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +44,32 @@ static const char *const secret_names[] = {
 	"*CREDENTIAL*", "AWS_*", "*_PAT",
 };
 
+/* log2(x) for x > 0 without libm (one library less at every start-up):
+ * x = m * 2^e with m in [1, 2), ln m = 2 atanh((m-1)/(m+1)), a series
+ * that converges fast for y <= 1/3. */
+static double log2_(double x)
+{
+	double y, y2, term, sum = 0;
+	int e = 0;
+
+	while (x >= 2) {
+		x /= 2;
+		e++;
+	}
+	while (x < 1) {
+		x *= 2;
+		e--;
+	}
+	y = (x - 1) / (x + 1);
+	y2 = y * y;
+	term = y;
+	for (int k = 1; k < 40; k += 2) {
+		sum += term / k;
+		term *= y2;
+	}
+	return e + 2 * sum / 0.69314718055994530942;
+}
+
 /* Shannon entropy in bits per character. */
 static double entropy(const char *v, size_t n)
 {
@@ -57,7 +82,7 @@ static double entropy(const char *v, size_t n)
 		if (count[c]) {
 			double p = (double)count[c] / (double)n;
 
-			h -= p * log2(p);
+			h -= p * log2_(p);
 		}
 	return h;
 }
