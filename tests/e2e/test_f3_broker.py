@@ -87,6 +87,8 @@ out["echo"] = get("/api/echo")
 out["post"] = get("/api/post", "POST", b"payload")
 out["other_path"] = get("/other")
 out["dotdot"] = get("/api/../admin")
+out["dotdot_param"] = get("/api/..;x/admin")
+out["dotdot_enc"] = get("/api/%2E%2e/admin")
 out["method"] = get("/api/echo", "DELETE")
 s = socket.socket()
 try:
@@ -182,6 +184,8 @@ def broker_secret_never_inside(t):
     eq(out["post"][0], 200, "a POST relayed")
     eq(out["other_path"][0], 403, "another path")
     eq(out["dotdot"][0], 403, "a dot segment")
+    eq(out["dotdot_param"][0], 403, "a dot segment with a path parameter")
+    eq(out["dotdot_enc"][0], 403, "an encoded dot segment")
     eq(out["method"][0], 403, "another method")
     eq(out["direct"], 111, "a direct connection to the upstream")
     # The upstream saw the credential, once per allowed request only.
@@ -203,6 +207,7 @@ def broker_secret_never_inside(t):
         if e.get("credential") == "UP" and e["method"] != "?"],
        [("GET", "/api/echo", 200), ("POST", "/api/post", 200),
         ("GET", "/other", 403), ("GET", "/api/../admin", 403),
+        ("GET", "/api/..;x/admin", 403), ("GET", "/api/%2E%2e/admin", 403),
         ("DELETE", "/api/echo", 403)], "broker audit events")
     true(any(e.get("refused") == "a connection from outside the run"
              for e in br), "the stranger recorded")

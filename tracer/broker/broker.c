@@ -408,8 +408,14 @@ static const char *path_problem(const char *t)
 
 		if (seg + len > q)
 			len = (size_t)(q - seg);
-		for (size_t i = 0; i < len && dl < sizeof(dec) - 1; i++) {
-			if (seg[i] == '%' && i + 2 < len + 1 &&
+		/* Up to a ';': servers that take path parameters read
+		 * "..;x" as "..". */
+		for (size_t i = 0; i < len && seg[i] != ';'; i++) {
+			if (dl == sizeof(dec) - 1) {
+				dl = 0;	/* longer than any dot segment */
+				break;
+			}
+			if (seg[i] == '%' && i + 2 < len &&
 			    !strncasecmp(seg + i, "%2e", 3)) {
 				dec[dl++] = '.';
 				i += 2;
@@ -418,7 +424,7 @@ static const char *path_problem(const char *t)
 			}
 		}
 		dec[dl] = 0;
-		if (len <= 9 && (!strcmp(dec, ".") || !strcmp(dec, "..")))
+		if (!strcmp(dec, ".") || !strcmp(dec, ".."))
 			return "a dot segment in the path";
 		seg += len + 1;
 	}
