@@ -6,9 +6,10 @@ BUILD  ?= build
 CC     ?= cc
 
 # libarchive: reads the tar and zip archives given as inputs (corral writes
-# every entry itself, beneath the workspace); libcrypto: SHA-256 of inputs,
-# artifacts and documents (tracer/io/).
-PKGS := libseccomp libunwind-ptrace libcjson libcap libarchive libcrypto
+# every entry itself, beneath the workspace). libcrypto (SHA-256 of inputs,
+# artifacts, documents and the audit chain) is loaded with dlopen on first
+# use (tracer/audit/sha256.c), so runs that digest nothing never map it.
+PKGS := libseccomp libunwind-ptrace libcjson libcap libarchive
 
 # -std=c11 with _GNU_SOURCE: the code is C11; the kernel interfaces (openat2,
 # pidfd, process_vm_readv, signalfd) are GNU/Linux extensions.
@@ -26,7 +27,7 @@ OPT    ?= -O2 -g
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Iinclude \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now $(LDFLAGS) $(EXTRA_LDFLAGS)
-LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -ldl
 
 POLICY_SRC := $(sort $(wildcard policy/*.c))
 TRACER_SRC := $(sort $(filter-out tracer/filtergen.c,$(wildcard tracer/*.c tracer/*/*.c)))
@@ -69,7 +70,8 @@ $(BUILD)/tracer/filter_prebuilt.o: $(BUILD)/tracer/filter_prebuilt.c tracer/trac
 
 # The profile tests read tracer/syscalls.def as data: rebuild when it moves.
 # The pure parts of tracer/io/ (names, links, digests) are unit-tested too.
-IO_UNIT_OBJ := $(BUILD)/tracer/io/digest.o $(BUILD)/tracer/io/place.o
+IO_UNIT_OBJ := $(BUILD)/tracer/io/digest.o $(BUILD)/tracer/io/place.o \
+	$(BUILD)/tracer/audit/sha256.o
 $(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) $(IO_UNIT_OBJ) tracer/syscalls.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter %.c %.o,$^) $(LIBS)

@@ -220,11 +220,257 @@ static const char *known_profiles(void)
 	return buf;
 }
 
+/* "alerts": {"secret_denials": N, "probe_denials": N, "probe_window":
+ * "1s"}, each optional (defaults in policy.h); counts and times are
+ * written as budgets are (parsed as net-connections, a count that may be
+ * 0, and wall, a time). */
+static int parse_alerts(const struct cr_jdoc *d, const cJSON *item,
+			struct cr_alert_limits *a)
+{
+	static const char *const keys[] = {
+		"secret_denials", "probe_denials", "probe_window", NULL
+	};
+	const cJSON *v;
+	int rc;
+
+	a->secret_denials = CR_ALERT_SECRET_DENIALS;
+	a->probe_denials = CR_ALERT_PROBE_DENIALS;
+	a->probe_window_ms = CR_ALERT_PROBE_WINDOW_MS;
+	if (!item)
+		return 0;
+	rc = cr_jdoc_check_keys(d, item, keys);
+	if (rc)
+		return rc;
+	if ((v = cr_jdoc_get(item, "secret_denials")) &&
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_NET_CONNECTIONS, &a->secret_denials)))
+		return rc;
+	if ((v = cr_jdoc_get(item, "probe_denials")) &&
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_NET_CONNECTIONS, &a->probe_denials)))
+		return rc;
+	if ((v = cr_jdoc_get(item, "probe_window")) &&
+	    (rc = cr_jdoc_want_limit(d, v, CR_LIM_WALL, &a->probe_window_ms)))
+		return rc;
+	if (a->probe_denials && !a->probe_window_ms)
+		return cr_jdoc_fail(d, v, "is 0 but probe_denials is not: "
+				    "no burst fits in no time");
+	return 0;
+}
+
+/* "env_secrets": "warn" (the default) or "refuse": what a credential-
+ * looking --env or request env value meets. */
+static int parse_env_secrets(const struct cr_jdoc *d, const cJSON *item,
+			     bool *refuse)
+{
+	cr_autofree char *s = NULL;
+	int rc;
+
+	*refuse = false;
+	if (!item)
+		return 0;
+	rc = cr_jdoc_want_string(d, item, &s);
+	if (rc)
+		return rc;
+	if (!strcmp(s, "refuse"))
+		*refuse = true;
+	else if (strcmp(s, "warn"))
+		return cr_jdoc_fail(d, item, "must be \"warn\" or \"refuse\"");
+	return 0;
+}
+
+static bool cred_name_valid(const char *n)
+{
+	size_t i;
+
+	for (i = 0; n[i]; i++)
+		if (!((n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= '0' && n[i] <= '9') ||
+		      n[i] == '_'))
+			return false;
+	return i >= 1 && i <= 32;
+}
+
+static int method_check(const char *s, char **norm, char *msg, size_t msglen)
+{
+	size_t i;
+
+	(void)norm;
+	for (i = 0; s[i]; i++)
+		if (s[i] < 'A' || s[i] > 'Z')
+			break;
+	if (!s[i] && i >= 1 && i <= 16)
+		return 0;
+	cr_errf(msg, msglen, "%s is not an HTTP method (A-Z, 1-16 letters)", s);
+	return -EINVAL;
+}
+
+/* Prefixes are matched on the request path as sent: printable, starting
+ * with '/', no dot segment (the broker refuses those in requests too). */
+static int prefix_check(const char *s, char **norm, char *msg, size_t msglen)
+{
+	(void)norm;
+	if (s[0] == '/' && !strstr(s, "/./") && !strstr(s, "/../") &&
+	    strlen(s) < 1024 && !strpbrk(s, " \t\r\n\\?#")) {
+		for (const char *p = s; *p; p++)
+			if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+				goto bad;
+		return 0;
+	}
+bad:
+	cr_errf(msg, msglen, "%s is not a path prefix (starts with /, printable, "
+		"no dot segment, no query)", s);
+	return -EINVAL;
+}
+
+/* "https://host[:port]" and nothing more: one origin. */
+static int parse_origin(const struct cr_jdoc *d, const cJSON *item,
+			struct cr_credential *cr)
+{
+	cr_autofree char *o = NULL;
+	const char *h, *colon, *end;
+	unsigned long port = 443;
+	char *e;
+	int rc;
+
+	rc = cr_jdoc_want_string(d, item, &o);
+	if (rc)
+		return rc;
+	if (strncmp(o, "https://", 8))
+		return cr_jdoc_fail(d, item, "must be https://HOST[:PORT]: the "
+				    "broker speaks TLS upstream, verified");
+	h = o + 8;
+	if (!*h || strpbrk(h, "/?#@ \\"))
+		return cr_jdoc_fail(d, item, "must be https://HOST[:PORT] "
+				    "with no path, user or query");
+	end = h + strlen(h);
+	if (h[0] == '[') {
+		const char *rb = strchr(h, ']');
+
+		if (!rb || (rb[1] && rb[1] != ':'))
+			return cr_jdoc_fail(d, item, "must be https://[IPv6][:PORT]");
+		colon = rb[1] ? rb + 1 : NULL;
+		h++;
+		end = rb;
+	} else {
+		colon = strchr(h, ':');
+		if (colon)
+			end = colon;
+	}
+	if (colon) {
+		port = strtoul(colon + 1, &e, 10);
+		if (*e || e == colon + 1 || !port || port > 65535)
+			return cr_jdoc_fail(d, item, "bad port");
+	}
+	if (end == h)
+		return cr_jdoc_fail(d, item, "no host");
+	cr->scheme = strdup("https");
+	cr->host = strndup(h, (size_t)(end - h));
+	cr->port = (uint16_t)port;
+	if (!cr->scheme || !cr->host)
+		return cr_jdoc_fail(d, item, "out of memory");
+	return 0;
+}
+
+static int parse_credential(const struct cr_jdoc *d, const cJSON *item,
+			    struct cr_credential *cr)
+{
+	static const char *const keys[] = {
+		"origin", "methods", "path_prefixes", "header", "secret_env",
+		"secret_file", "ca_file", NULL
+	};
+	const cJSON *v;
+	char msg[256];
+	int rc;
+
+	cr->name = strdup(item->string);
+	if (!cr->name)
+		return cr_jdoc_fail(d, item, "out of memory");
+	if (!cred_name_valid(cr->name))
+		return cr_jdoc_fail(d, item, "credential names are 1-32 of "
+				    "[A-Z0-9_] (they name CORRAL_BROKER_<NAME>)");
+	if ((rc = cr_jdoc_check_keys(d, item, keys)))
+		return rc;
+	if (!(v = cr_jdoc_get(item, "origin")))
+		return cr_jdoc_fail(d, item, "missing \"origin\"");
+	if ((rc = parse_origin(d, v, cr)))
+		return rc;
+	if ((rc = opt_list(d, item, "methods", method_check, &cr->methods)) ||
+	    (rc = opt_list(d, item, "path_prefixes", prefix_check,
+			   &cr->path_prefixes)))
+		return rc;
+	if (!(v = cr_jdoc_get(item, "header")))
+		return cr_jdoc_fail(d, item, "missing \"header\" (such as "
+				    "\"Authorization: Bearer {secret}\")");
+	if ((rc = cr_jdoc_want_string(d, v, &cr->header)))
+		return rc;
+	{
+		const char *c = strchr(cr->header, ':');
+		const char *s = strstr(cr->header, "{secret}");
+
+		if (!c || c == cr->header || !s || s < c ||
+		    strstr(s + 8, "{secret}") || strpbrk(cr->header, "\r\n"))
+			return cr_jdoc_fail(d, v, "must be \"Name: value\" with "
+					    "{secret} once in the value");
+	}
+	if ((v = cr_jdoc_get(item, "secret_env"))) {
+		if ((rc = cr_jdoc_want_string(d, v, &cr->secret_env)))
+			return rc;
+		if ((rc = env_check(cr->secret_env, NULL, msg, sizeof(msg))))
+			return cr_jdoc_fail(d, v, "%s", msg);
+	}
+	if ((v = cr_jdoc_get(item, "secret_file"))) {
+		cr_autofree char *raw = NULL;
+
+		if ((rc = cr_jdoc_want_string(d, v, &raw)))
+			return rc;
+		if ((rc = cr_path_normalise(raw, &cr->secret_file, msg,
+					    sizeof(msg))))
+			return cr_jdoc_fail(d, v, "%s", msg);
+	}
+	if (!cr->secret_env == !cr->secret_file)
+		return cr_jdoc_fail(d, item, "needs exactly one of \"secret_env\" "
+				    "and \"secret_file\" (the secret never "
+				    "comes from a request)");
+	if ((v = cr_jdoc_get(item, "ca_file"))) {
+		cr_autofree char *raw = NULL;
+
+		if ((rc = cr_jdoc_want_string(d, v, &raw)))
+			return rc;
+		if ((rc = cr_path_normalise(raw, &cr->ca_file, msg, sizeof(msg))))
+			return cr_jdoc_fail(d, v, "%s", msg);
+	}
+	return 0;
+}
+
+static int parse_credentials(const struct cr_jdoc *d, const cJSON *item,
+			     struct cr_class *c)
+{
+	size_t n = 0;
+	int rc;
+
+	if (!item)
+		return 0;
+	if ((rc = cr_jdoc_want_object(d, item)))
+		return rc;
+	for (const cJSON *e = item->child; e; e = e->next)
+		n++;
+	if (!n)
+		return 0;
+	c->credentials = calloc(n, sizeof(*c->credentials));
+	if (!c->credentials)
+		return cr_jdoc_fail(d, item, "out of memory");
+	for (const cJSON *e = item->child; e; e = e->next) {
+		rc = parse_credential(d, e, &c->credentials[c->ncredentials++]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 		       struct cr_class *c)
 {
 	static const char *const class_keys[] = {
-		"fs", "net", "limits", "env", "syscalls", "artifacts", NULL
+		"fs", "net", "limits", "env", "syscalls", "artifacts", "alerts",
+		"env_secrets", "credentials", NULL
 	};
 	static const char *const art_keys[] = { "files", "bytes", NULL };
 	static const char *const fs_keys[] = {
@@ -293,6 +539,17 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	}
 
 	rc = opt_list(d, item, "env", env_check, &c->env);
+	if (rc)
+		return rc;
+
+	rc = parse_alerts(d, cr_jdoc_get(item, "alerts"), &c->alerts);
+	if (rc)
+		return rc;
+	rc = parse_env_secrets(d, cr_jdoc_get(item, "env_secrets"),
+			       &c->env_secrets_refuse);
+	if (rc)
+		return rc;
+	rc = parse_credentials(d, cr_jdoc_get(item, "credentials"), c);
 	if (rc)
 		return rc;
 
@@ -427,6 +684,20 @@ static void class_free(struct cr_class *c)
 	cr_strlist_free(&c->fs_deny);
 	cr_strlist_free(&c->net_allow);
 	cr_strlist_free(&c->env);
+	for (size_t i = 0; i < c->ncredentials; i++) {
+		struct cr_credential *cr = &c->credentials[i];
+
+		free(cr->name);
+		free(cr->scheme);
+		free(cr->host);
+		cr_strlist_free(&cr->methods);
+		cr_strlist_free(&cr->path_prefixes);
+		free(cr->header);
+		free(cr->secret_env);
+		free(cr->secret_file);
+		free(cr->ca_file);
+	}
+	free(c->credentials);
 }
 
 void cr_policy_free(struct cr_policy *p)
@@ -575,6 +846,77 @@ static void print_limits(struct out *o, int depth, const struct cr_limits *l)
 	put_text(o, "},\n");
 }
 
+static void print_alerts(struct out *o, int depth,
+			 const struct cr_alert_limits *a)
+{
+	char buf[32];
+
+	print_key(o, depth, "alerts");
+	put_text(o, "{\n");
+	print_key(o, depth + 1, "secret_denials");
+	snprintf(buf, sizeof(buf), "%llu",
+		 (unsigned long long)(a->secret_denials <= JSON_INT_MAX ?
+				      a->secret_denials : JSON_INT_MAX));
+	put_text(o, buf);
+	put_text(o, ",\n");
+	print_key(o, depth + 1, "probe_denials");
+	snprintf(buf, sizeof(buf), "%llu",
+		 (unsigned long long)(a->probe_denials <= JSON_INT_MAX ?
+				      a->probe_denials : JSON_INT_MAX));
+	put_text(o, buf);
+	put_text(o, ",\n");
+	print_key(o, depth + 1, "probe_window");
+	cr_limit_format(CR_LIM_WALL, a->probe_window_ms, buf, sizeof(buf));
+	print_str(o, buf);
+	put_text(o, "\n");
+	indent(o, depth);
+	put_text(o, "},\n");
+}
+
+static void print_opt_str(struct out *o, int depth, const char *k,
+			  const char *v)
+{
+	if (!v)
+		return;
+	print_key(o, depth, k);
+	print_str(o, v);
+	put_text(o, ",\n");
+}
+
+static void print_credentials(struct out *o, int depth,
+			      const struct cr_class *c)
+{
+	print_key(o, depth, "credentials");
+	put_text(o, "{\n");
+	for (size_t i = 0; i < c->ncredentials; i++) {
+		const struct cr_credential *cr = &c->credentials[i];
+		char origin[600];
+
+		if (strchr(cr->host, ':') && cr->host[0] != '[')
+			snprintf(origin, sizeof(origin), "https://[%s]:%u",
+				 cr->host, cr->port);
+		else
+			snprintf(origin, sizeof(origin), "https://%s:%u",
+				 cr->host, cr->port);
+		print_key(o, depth + 1, cr->name);
+		put_text(o, "{\n");
+		print_opt_str(o, depth + 2, "origin", origin);
+		print_list(o, depth + 2, "methods", &cr->methods, false);
+		print_list(o, depth + 2, "path_prefixes", &cr->path_prefixes,
+			   false);
+		print_opt_str(o, depth + 2, "secret_env", cr->secret_env);
+		print_opt_str(o, depth + 2, "secret_file", cr->secret_file);
+		print_opt_str(o, depth + 2, "ca_file", cr->ca_file);
+		print_key(o, depth + 2, "header");
+		print_str(o, cr->header);
+		put_text(o, "\n");
+		indent(o, depth + 1);
+		put_text(o, i + 1 < c->ncredentials ? "},\n" : "}\n");
+	}
+	indent(o, depth);
+	put_text(o, "},\n");
+}
+
 static void print_class(struct out *o, int depth, const struct cr_class *c,
 		  bool last)
 {
@@ -597,6 +939,11 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 	put_text(o, "},\n");
 	print_limits(o, depth + 1, &c->limits);
 	print_list(o, depth + 1, "env", &c->env, false);
+	print_key(o, depth + 1, "env_secrets");
+	print_str(o, c->env_secrets_refuse ? "refuse" : "warn");
+	put_text(o, ",\n");
+	print_alerts(o, depth + 1, &c->alerts);
+	print_credentials(o, depth + 1, c);
 	print_key(o, depth + 1, "syscalls");
 	print_str(o, c->profile ? c->profile->name : cr_profile_default()->name);
 	put_text(o, ",\n");

@@ -4,7 +4,8 @@
 # sudo; otherwise prints the exact command to run.
 set -eu
 pkgs="gcc make pkg-config libseccomp-dev libunwind-dev libcjson-dev libcap-dev \
-libarchive-dev libssl-dev python3 util-linux procps coreutils tar gzip curl git"
+libarchive-dev libssl-dev libcurl4-openssl-dev openssl python3 util-linux procps \
+coreutils tar gzip curl git"
 [ $# -gt 0 ] && pkgs="$*"
 missing=""
 for p in $pkgs; do

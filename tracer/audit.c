@@ -1,29 +1,118 @@
-/* tracer/audit.c: the audit trail: one JSON line per event, appended to a
- * file outside the sandbox; decisions are logged, contents never. */
+/* tracer/audit.c: the audit trail: one JSON line per event, chained by
+ * sequence number and the SHA-256 of the line before; decisions, never contents. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <cJSON.h>
 
+#include "corral/digest.h"
 #include "tracer.h"
 
 /* Bounded: past this many deny events a run's further denials are only
  * counted, and the cleanup event carries the count. */
 #define CR_AUDIT_MAX_DENIES 1000
 
-int cr_audit_open(struct cr_run *run)
+/* The prev of a chain's first event. */
+static const char genesis[] =
+	"0000000000000000000000000000000000000000000000000000000000000000";
+
+/* The directory the trail goes in, opened first and named by the kernel
+ * (/proc/self/fd), so the check below judges what is opened, not a path
+ * that could change between the two. */
+static int open_dir(const char *path, int *dirfd, char **real,
+		    const char **base)
 {
+	cr_autofree char *dir = strdup(path);
+	char *slash = dir ? strrchr(dir, '/') : NULL, link[64];
+	char buf[PATH_MAX];
+	ssize_t n;
+
+	if (!dir)
+		return -ENOMEM;
+	*base = slash ? path + (slash - dir) + 1 : path;
+	if (!**base || !strcmp(*base, ".") || !strcmp(*base, ".."))
+		return -EISDIR;
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	*dirfd = open(slash ? dir : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dirfd < 0)
+		return -errno;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", *dirfd);
+	n = readlink(link, buf, sizeof(buf) - 1);
+	if (n <= 0 || buf[0] != '/')
+		return n < 0 ? -errno : -ENOENT;
+	buf[n] = 0;
+	if (asprintf(real, "%s/%s", strcmp(buf, "/") ? buf : "", *base) < 0) {
+		*real = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int cr_audit_open(struct cr_run *run, const char *ws, char *err,
+		  size_t errlen)
+{
+	const char *path = run->cfg->audit_file, *base = NULL;
+	cr_autofree char *real = NULL;
+	char which[PATH_MAX + 128];
+	struct stat st = { 0 };
+	int rc, dirfd = -1;
+
 	run->audit_fd = -1;
-	if (!run->cfg->audit_file)
+	memcpy(run->audit_head, genesis, sizeof(genesis));
+	if (!path)
 		return 0;
+	rc = open_dir(path, &dirfd, &real, &base);
+	if (rc) {
+		cr_errf(err, errlen, "cannot open the audit file %s: %s", path,
+			strerror(-rc));
+		if (dirfd >= 0)
+			close(dirfd);
+		return rc;
+	}
+	/* A trail the program could write is no trail: it would rewrite the
+	 * start and deny records as it pleased. Refused before it exists. */
+	if (cr_audit_path_writable(run->cfg, ws, real, which, sizeof(which))) {
+		cr_errf(err, errlen, "--audit %s: %s", path, which);
+		close(dirfd);
+		return -EPERM;
+	}
 	/* O_APPEND: concurrent runs sharing one trail never interleave
-	 * inside a line, because each event is a single write. */
-	run->audit_fd = open(run->cfg->audit_file,
-			     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-			     0600);
-	return run->audit_fd < 0 ? -errno : 0;
+	 * inside a line, because each event is a single write. No O_EXCL:
+	 * a trail is shared by runs on purpose (each run is its own chain).
+	 * O_NOFOLLOW: a link at the name is refused, never followed;
+	 * O_NONBLOCK: a FIFO planted there cannot hold the open. */
+	run->audit_fd = openat(dirfd, base, O_WRONLY | O_APPEND | O_CREAT |
+			       O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+			       0600);
+	rc = -errno;
+	close(dirfd);
+	if (run->audit_fd < 0) {
+		cr_errf(err, errlen, "cannot open the audit file %s: %s", path,
+			strerror(-rc));
+		return rc;
+	}
+	/* A FIFO or device is not a trail; a file with a second name may
+	 * have that name inside a writable root, where the program would
+	 * reach the same inode. */
+	if (fstat(run->audit_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_nlink != 1) {
+		cr_errf(err, errlen, "--audit %s: %s", path,
+			!S_ISREG(st.st_mode) ? "not a regular file" :
+			"the file has other names (hard links), which a writable root could hold");
+		close(run->audit_fd);
+		run->audit_fd = -1;
+		return -EPERM;
+	}
+	fcntl(run->audit_fd, F_SETFL, O_APPEND);
+	return 0;
 }
 
 static void timestamp(char *buf, size_t len)
@@ -39,19 +128,31 @@ static void timestamp(char *buf, size_t len)
 }
 
 /* Takes ownership of fields (a cJSON object, may be NULL). */
-void cr_audit_event(struct cr_run *run, const char *event, void *fields)
+static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Events come from the loop and from the broker's thread: one at a time,
+ * so seq and prev stay a chain. */
+static void emit_locked(struct cr_run *run, const char *event, cJSON *f,
+			bool final);
+
+static void emit(struct cr_run *run, const char *event, cJSON *f, bool final)
 {
-	cJSON *f = fields, *o;
+	pthread_mutex_lock(&audit_lock);
+	emit_locked(run, event, f, final);
+	pthread_mutex_unlock(&audit_lock);
+}
+
+static void emit_locked(struct cr_run *run, const char *event, cJSON *f,
+			bool final)
+{
+	cJSON *o;
 	char ts[64], *text;
 	size_t len;
+	ssize_t w;
 
-	if (run->audit_fd < 0 ||
-	    (!strcmp(event, "deny") && ++run->audit_denies > CR_AUDIT_MAX_DENIES)) {
-		cJSON_Delete(f);
-		return;
-	}
 	timestamp(ts, sizeof(ts));
-	/* The common keys go first, for readers that grep. */
+	/* The common keys go first, for readers that grep; the chain's
+	 * keys next, so a verifier needs no more than the line's bytes. */
 	o = cJSON_CreateObject();
 	if (!o) {
 		cJSON_Delete(f);
@@ -60,6 +161,8 @@ void cr_audit_event(struct cr_run *run, const char *event, void *fields)
 	cJSON_AddStringToObject(o, "ts", ts);
 	cJSON_AddStringToObject(o, "task_id", run->cfg->task_id);
 	cJSON_AddStringToObject(o, "event", event);
+	cJSON_AddNumberToObject(o, "seq", (double)run->audit_seq);
+	cJSON_AddStringToObject(o, "prev", run->audit_head);
 	while (f && f->child) {
 		cJSON *item = cJSON_DetachItemViaPointer(f, f->child);
 		const char *k = item->string;
@@ -69,15 +172,85 @@ void cr_audit_event(struct cr_run *run, const char *event, void *fields)
 		free((void *)k);
 	}
 	cJSON_Delete(f);
+	if (final)
+		cJSON_AddBoolToObject(o, "final", true);
 	text = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (!text)
 		return;
 	len = strlen(text);
+	/* The line's hash is taken before its newline: the verifier splits
+	 * on newlines and hashes what is between. */
+	if (cr_sha256_hex(text, len, run->audit_head))
+		fprintf(stderr, "corral: audit: cannot hash an event\n");
 	text[len] = '\n';	/* replaces the NUL: one write per line */
-	if (write(run->audit_fd, text, len + 1) < 0)
+	w = write(run->audit_fd, text, len + 1);
+	if (w < 0)
 		fprintf(stderr, "corral: audit write failed: %s\n", strerror(errno));
+	else if ((size_t)w != len + 1)
+		fprintf(stderr, "corral: audit write was short (%zd of %zu bytes)\n",
+			w, len + 1);
+	run->audit_seq++;
 	free(text);
+}
+
+void cr_audit_event(struct cr_run *run, const char *event, void *fields)
+{
+	if (run->audit_fd < 0 ||
+	    (!strcmp(event, "deny") && ++run->audit_denies > CR_AUDIT_MAX_DENIES)) {
+		cJSON_Delete(fields);
+		return;
+	}
+	emit(run, event, fields, false);
+}
+
+void cr_audit_finish(struct cr_run *run)
+{
+	cJSON *f;
+
+	if (run->audit_fd < 0)
+		return;
+	f = cJSON_CreateObject();
+	if (f) {
+		cJSON_AddStringToObject(f, "status", cr_status_name(run->status));
+		if (run->limit)
+			cJSON_AddStringToObject(f, "limit", run->limit);
+		cJSON_AddNumberToObject(f, "exit_code", run->exit_code);
+		cJSON_AddNumberToObject(f, "wall_ms", (double)run->end_ms);
+		cJSON_AddNumberToObject(f, "denials",
+					(double)(run->ndenials + run->denials_dropped));
+	}
+	cr_audit_event(run, "exit", f);
+	f = cJSON_CreateObject();
+	if (f) {
+		cJSON_AddNumberToObject(f, "killed", (double)run->killed);
+		cJSON_AddNumberToObject(f, "leftover_processes",
+					(double)run->leftover);
+		cJSON_AddBoolToObject(f, "workspace_removed",
+				      run->workspace_removed);
+		cJSON_AddNumberToObject(f, "audit_denies_dropped",
+					run->audit_denies > CR_AUDIT_MAX_DENIES ?
+					(double)(run->audit_denies -
+						 CR_AUDIT_MAX_DENIES) : 0);
+	}
+	/* The last line of the run's chain: its hash is the head the result
+	 * carries, so a trail cut after any earlier line is told apart. */
+	emit(run, "cleanup", f, true);
+}
+
+void cr_audit_result(const struct cr_run *run, void *result)
+{
+	cJSON *a;
+
+	if (run->audit_fd < 0 || !run->audit_seq) {
+		cJSON_AddNullToObject(result, "audit");
+		return;
+	}
+	a = cJSON_AddObjectToObject(result, "audit");
+	if (!a)
+		return;
+	cJSON_AddNumberToObject(a, "events", (double)run->audit_seq);
+	cJSON_AddStringToObject(a, "head", run->audit_head);
 }
 
 void cr_audit_close(struct cr_run *run)

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "tracer.h"
+#include "broker/broker.h"
 #include "fs/fs.h"
 #include "budget.h"
 #include "surface.h"
@@ -139,6 +140,7 @@ void cr_cleanup(struct cr_run *run)
 	cr_fs_finish(run);
 	cr_budget_finish(run);		/* tracer/budget.c */
 	cr_surface_finish(run);
+	cr_broker_finish(run);		/* tracer/broker/ */
 	cr_net_finish(run);
 
 	/* 3. Stop capture (the echo of it ends in cr_result_emit). */

@@ -1,7 +1,6 @@
 /* tracer/env.c: builds the program's environment from nothing: the class's
  * variable names, the request's and --env's settings, HOME and TMPDIR. */
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,25 +40,6 @@ static int env_set(struct envb *b, const char *name, size_t nlen,
 	b->v[b->n++] = kv;
 	b->v[b->n] = NULL;
 	return 0;
-}
-
-/* Secrets belong in a broker, not in the sandbox's environment: say so when
- * the operator passes one anyway. */
-static void warn_secret(const char *name, size_t nlen)
-{
-	static const char *const pats[] = { "*TOKEN*", "*KEY*", "*SECRET*",
-					    "*PASSWORD*", "*PASSWD*",
-					    "*CREDENTIAL*", "AWS_*" };
-	char n[256];
-
-	snprintf(n, sizeof(n), "%.*s", (int)nlen, name);
-	for (size_t i = 0; i < CR_ARRAY_SIZE(pats); i++)
-		if (!fnmatch(pats[i], n, FNM_CASEFOLD)) {
-			fprintf(stderr,
-				"corral: warning: --env %s looks like a secret; the sandboxed program can read and send it. Prefer a broker outside the sandbox.\n",
-				n);
-			return;
-		}
 }
 
 static bool in_list(const struct cr_strlist *l, const char *p, size_t len)
@@ -132,7 +112,6 @@ int cr_env_build(struct cr_run_config *cfg, char **env_args, size_t nenv)
 			rc = -EINVAL;
 			break;
 		}
-		warn_secret(arg, nlen);
 		if (eq) {
 			rc = env_set(&b, arg, nlen, eq + 1);
 		} else {

@@ -1,5 +1,5 @@
-/* tracer/main.c: the corral command: dispatches run, probe, policy check and
- * version. */
+/* tracer/main.c: the corral command: dispatches run, probe, policy check,
+ * audit verify and version. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +51,8 @@ int main(int argc, char **argv)
 		return cr_probe_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "policy"))
 		return policy_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "audit"))
+		return cr_audit_verify_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("corral %s\n", CR_VERSION);
 		return 0;
@@ -60,6 +62,7 @@ int main(int argc, char **argv)
 		"       corral run --request FILE [OPTIONS]\n"
 		"       corral probe [--json]\n"
 		"       corral policy check FILE\n"
+		"       corral audit verify FILE [--head HEAD]\n"
 		"       corral version\n");
 	return CR_EXIT_USAGE;
 }

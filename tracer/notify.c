@@ -240,6 +240,8 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	struct cr_denial *d = find_denial(run, syscall, target, layer, reason);
 	uint64_t count = 1;
 
+	cr_alert_observe(run, syscall, target, layer);	/* every one counts */
+
 	if (d) {
 		count = ++d->count;
 		if (count & (count - 1))

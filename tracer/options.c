@@ -12,7 +12,7 @@ enum {
 	OPT_POLICY = 256, OPT_CLASS, OPT_RO, OPT_RW, OPT_EXEC, OPT_ALLOW_NET,
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
-	OPT_PUBLISH, OPT_OUTPUT_OVERWRITE,
+	OPT_PUBLISH, OPT_OUTPUT_OVERWRITE, OPT_REQUIRE,
 };
 
 static const struct option longopts[] = {
@@ -37,6 +37,7 @@ static const struct option longopts[] = {
 	{ "request", required_argument, NULL, OPT_REQUEST },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "stacks", no_argument, NULL, OPT_STACKS },
+	{ "require", required_argument, NULL, OPT_REQUIRE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -47,7 +48,8 @@ static const char usage[] =
 	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST, --publish PORT,\n"
 	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
 	"  --output GLOB, --output-dir DIR, --output-overwrite, --json, --result FILE,\n"
-	"  --audit FILE, --id ID, --request FILE, --stacks\n";
+	"  --audit FILE, --id ID, --request FILE, --stacks,\n"
+	"  --require LEVEL (full: refuse to start without every protection)\n";
 
 static int push(struct cr_strlist *l, const char *s)
 {
@@ -263,6 +265,15 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		case OPT_RESULT: cfg->result_file = optarg; break;
 		case OPT_AUDIT: cfg->audit_file = optarg; break;
 		case OPT_ID: cli.id = optarg; break;
+		case OPT_REQUIRE:
+			if (!cr_assurance_level_valid(optarg)) {
+				cr_errf(err, errlen,
+					"--require %s: expected full or degraded",
+					optarg);
+				rc = -EINVAL;
+			}
+			cfg->require = optarg;
+			break;
 		case OPT_REQUEST: cli.request_file = optarg; break;
 		case OPT_HELP:
 			fputs(usage, stdout);
@@ -277,6 +288,9 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		if (rc)
 			goto out;
 	}
+	/* Known even when the run is refused: the audit path is judged
+	 * against it. */
+	*workspace = cli.workspace;
 
 	rc = load_policy(cfg, err, errlen);
 	if (rc)
@@ -366,11 +380,15 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 			    cfg->req->limits.v[i] < cfg->limits.v[i])
 				cfg->limits.v[i] = cfg->req->limits.v[i];
 	}
+	/* Credentials by name or value: warned about, or refused (policy
+	 * denied, nothing runs) when the class says so. */
+	rc = cr_secrets_check_env(cfg, cli.envs.v, cli.envs.n, err, errlen);
+	if (rc)
+		goto out;
 	*env_args = cli.envs.v;
 	*nenv = cli.envs.n;
 	cli.envs.v = NULL;
 	cli.envs.n = 0;
-	*workspace = cli.workspace;
 out:
 	strlist_free(&cli.limits);
 	strlist_free(&cli.envs);

@@ -267,6 +267,10 @@ static cJSON *build(struct cr_run *run, int code)
 		cJSON_AddBoolToObject(c, "workspace_removed", run->workspace_removed);
 	}
 	cJSON_AddStringToObject(r, "message", run->message);
+	/* Added objects (docs/interface.md), each from its own area. */
+	cr_assurance_result(run, r);
+	cr_alert_result(run, r);
+	cr_audit_result(run, r);
 	return r;
 }
 
@@ -294,6 +298,10 @@ int cr_result_emit(struct cr_run *run)
 	char *text;
 
 	settle(run, &code);
+	/* The trail's last events are written before the result is built:
+	 * the result carries the chain's head. */
+	run->exit_code = code;
+	cr_audit_finish(run);
 	r = build(run, code);
 	text = r ? cJSON_PrintUnformatted(r) : NULL;
 	cJSON_Delete(r);

@@ -19,6 +19,7 @@
 #include "surface.h"
 #include "net/net.h"
 #include "io/io.h"
+#include "broker/broker.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -36,6 +37,7 @@ uint64_t cr_run_ms(const struct cr_run *run)
 void cr_run_end(struct cr_run *run, enum cr_status st, const char *limit,
 		const char *fmt, ...)
 {
+	char msg[sizeof(run->message)];
 	va_list ap;
 
 	if (run->ending)
@@ -44,9 +46,12 @@ void cr_run_end(struct cr_run *run, enum cr_status st, const char *limit,
 	run->status = st;
 	run->limit = limit;
 	run->end_ms = cr_run_ms(run);
+	/* Through a copy: callers pass run->message itself as the argument
+	 * (a message set where the failure happened). */
 	va_start(ap, fmt);
-	vsnprintf(run->message, sizeof(run->message), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(run->message, msg, sizeof(run->message));
 	if (limit) {
 		cJSON *f = cJSON_CreateObject();
 
@@ -77,34 +82,6 @@ static void audit_start(struct cr_run *run)
 	cJSON_AddBoolToObject(f, "workspace_private", cfg->ws_private);
 	cr_io_audit_start(run, f);	/* inputs, digests: tracer/io/ */
 	cr_audit_event(run, "start", f);
-}
-
-static void audit_end(struct cr_run *run)
-{
-	cJSON *f = cJSON_CreateObject();
-
-	if (f) {
-		cJSON_AddStringToObject(f, "status", cr_status_name(run->status));
-		if (run->limit)
-			cJSON_AddStringToObject(f, "limit", run->limit);
-		cJSON_AddNumberToObject(f, "exit_code", run->exit_code);
-		cJSON_AddNumberToObject(f, "wall_ms", (double)run->end_ms);
-		cJSON_AddNumberToObject(f, "denials",
-					(double)(run->ndenials + run->denials_dropped));
-	}
-	cr_audit_event(run, "exit", f);
-	f = cJSON_CreateObject();
-	if (f) {
-		cJSON_AddNumberToObject(f, "killed", (double)run->killed);
-		cJSON_AddNumberToObject(f, "leftover_processes",
-					(double)run->leftover);
-		cJSON_AddBoolToObject(f, "workspace_removed",
-				      run->workspace_removed);
-		cJSON_AddNumberToObject(f, "audit_denies_dropped",
-					run->audit_denies > 1000 ?
-					(double)(run->audit_denies - 1000) : 0);
-	}
-	cr_audit_event(run, "cleanup", f);
 }
 
 /* Signals the supervisor handles through its loop; blocked from the start so
@@ -210,6 +187,8 @@ static void run_free(struct cr_run *run)
 	free(run->notif);
 	cr_audit_close(run);
 	cr_io_free(run);
+	cr_alert_free(run);
+	cr_assurance_free(run);
 }
 
 int cr_run_main(int argc, char **argv)
@@ -266,9 +245,8 @@ int cr_run_main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (cr_audit_open(&run) < 0) {
-		fprintf(stderr, "corral: cannot open the audit file %s: %s\n",
-			cfg.audit_file, strerror(errno));
+	if (cr_audit_open(&run, ws, err, sizeof(err)) < 0) {
+		fprintf(stderr, "corral: %s\n", err);
 		code = CR_EXIT_USAGE;
 		goto out;
 	}
@@ -287,7 +265,18 @@ int cr_run_main(int argc, char **argv)
 			   strerror(-rc));
 		goto finish;
 	}
+	/* The broker's addresses join the allowed destinations and the
+	 * environment (tracer/broker/). */
+	rc = cr_broker_setup(&run, err, sizeof(err));
+	if (rc) {
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot set up the broker: %s", err[0] ? err :
+			   strerror(-rc));
+		goto finish;
+	}
 	rc = cr_env_build(&cfg, env_args, nenv);
+	if (!rc)
+		rc = cr_broker_env(&run);
 	if (rc) {
 		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
 			   "cannot build the environment: %s", strerror(-rc));
@@ -317,6 +306,12 @@ int cr_run_main(int argc, char **argv)
 	if (rc < 0)
 		fprintf(stderr, "corral: warning: no watchdog thread: %s\n",
 			strerror(-rc));
+	rc = cr_broker_start(&run);
+	if (rc < 0) {
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot start the broker: %s", strerror(-rc));
+		goto finish;
+	}
 	rc = cr_echo_start(&run);
 	if (rc < 0)
 		fprintf(stderr, "corral: warning: no echo thread (%s): output is echoed by the loop\n",
@@ -327,8 +322,7 @@ finish:
 	/* Every ending comes here: completion, limits, cancellation, denial
 	 * and platform failure take the same path in the same order. */
 	cr_cleanup(&run);
-	code = cr_result_emit(&run);
-	audit_end(&run);
+	code = cr_result_emit(&run);	/* audit's exit and cleanup first */
 out:
 	cr_filter_free(&filter);
 	for (size_t i = 0; i < nenv; i++)

@@ -49,6 +49,7 @@ struct child_msg {
 	int stage;
 	int err;	/* positive errno, 0 for READY */
 	int fd;		/* the listener's number in the child, for READY */
+	unsigned flags;	/* the seccomp filter flags the kernel took */
 };
 
 static const char *stage_name(int st)
@@ -284,11 +285,13 @@ static __attribute__((noreturn)) void child_main(const struct child_args *a)
 			   a->seccomp_flags, &prog);
 	/* Kernels before 5.19 lack WAIT_KILLABLE_RECV: try without it
 	 * rather than paying for a probe fork on every run. */
+	m.flags = a->seccomp_flags;
 	if (lfd < 0 && errno == EINVAL &&
-	    (a->seccomp_flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV))
+	    (a->seccomp_flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)) {
+		m.flags &= ~SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
 		lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-				   a->seccomp_flags &
-				   ~SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+				   m.flags, &prog);
+	}
 	if (lfd < 0)
 		child_fail(a, ST_SECCOMP, errno);
 
@@ -467,6 +470,13 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 	/* The flags are the ioctl's argument itself, not a pointer. */
 	ioctl(run->listener, CR_IOCTL_NOTIF_SET_FLAGS,
 	      (unsigned long)CR_USER_NOTIF_FD_SYNC_WAKE_UP);
+	/* What is really on, read from the kernel while the child waits
+	 * with its filter, before any of the program runs; --require
+	 * refuses here (tracer/assurance/). */
+	run->filter = f;
+	rc = cr_assurance_observe(run, pid, m.flags);
+	if (rc)
+		goto kill;
 	if (write(go[1], "g", 1) != 1) {
 		rc = -errno;
 		goto kill;

@@ -39,6 +39,7 @@ struct cr_run_config {
 	const char *stdin_text;		/* borrowed from req, NULL: inherit */
 	size_t stdin_len;
 	struct cr_strlist extra_ro, extra_rw, extra_exec, allow_net; /* owned */
+	const char *require;		/* borrowed: --require LEVEL, or NULL */
 	uint16_t *publish;		/* owned: --publish ports */
 	size_t npublish;
 	/* data in and out (tracer/io/) */
@@ -255,6 +256,12 @@ struct cr_run {
 	uint64_t denials_dropped;
 	int audit_fd;			/* owned, -1 without --audit */
 	uint64_t audit_denies;
+	uint64_t audit_seq;		/* the next event's sequence number */
+	char audit_head[65];		/* SHA-256 (hex) of the last line
+					 * written: the chain's head */
+	struct cr_alerts *alerts;	/* owned, tracer/audit/alert.c */
+	struct cr_assurance *assurance;	/* owned, tracer/assurance/ */
+	struct cr_broker *broker;	/* owned, tracer/broker/ */
 };
 
 /* tracer/run.c */
@@ -392,10 +399,53 @@ int cr_result_emit(struct cr_run *run);
 void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 		       size_t len);
 
-/* tracer/audit.c */
-int cr_audit_open(struct cr_run *run);
+/* tracer/audit.c: a chain of events (seq, prev = SHA-256 of the line
+ * before); the last one, cleanup, is marked final. */
+/* Refuses (-EPERM, why in err) an audit file a writable root of the run
+ * could reach; ws is the -w argument or NULL. */
+int cr_audit_open(struct cr_run *run, const char *ws, char *err,
+		  size_t errlen);
 void cr_audit_event(struct cr_run *run, const char *event, void *fields);
+/* The exit and the final cleanup events: once the exit code is settled,
+ * before the result (which carries the chain's head) is built. */
+void cr_audit_finish(struct cr_run *run);
+/* Adds the result's "audit" object ({"events", "head"} or null). */
+void cr_audit_result(const struct cr_run *run, void *result);
 void cr_audit_close(struct cr_run *run);
+
+/* tracer/audit/path.c: does a root the program may write (the workspace
+ * ws, the -w argument or NULL; write roots) contain real, a path resolved
+ * by the kernel? 1 yes (the root named in which), 0 no. */
+int cr_audit_path_writable(const struct cr_run_config *cfg, const char *ws,
+			   const char *real, char *which, size_t len);
+
+/* tracer/audit/verify.c: `corral audit verify FILE [--head H]`. */
+int cr_audit_verify_main(int argc, char **argv);
+
+/* tracer/audit/alert.c: one alert event when denials look like a search
+ * for secrets or a burst of metadata probing (thresholds: class alerts). */
+void cr_alert_observe(struct cr_run *run, const char *syscall,
+		      const char *target, const char *layer);
+void cr_alert_result(const struct cr_run *run, void *result);
+void cr_alert_free(struct cr_run *run);
+
+/* tracer/assurance/assurance.c: which protections were really on. */
+/* Called by spawn once the child holds its filter and before it execs:
+ * reads its /proc status from outside. -EPERM when --require is not met
+ * (why in run->message): the program never starts. */
+int cr_assurance_observe(struct cr_run *run, pid_t child,
+			 unsigned seccomp_flags);
+void cr_assurance_result(const struct cr_run *run, void *result);
+void cr_assurance_free(struct cr_run *run);
+/* --require LEVEL is one of the known levels. */
+bool cr_assurance_level_valid(const char *level);
+
+/* tracer/secrets/envcheck.c: credential-looking environment values. */
+/* Warns on stderr (never printing a value) about every --env and request
+ * env setting that looks like a credential by name or value; with the
+ * class's env_secrets "refuse", -EPERM with the reason in err. */
+int cr_secrets_check_env(const struct cr_run_config *cfg, char **env_args,
+			 size_t nenv, char *err, size_t errlen);
 
 /* tracer/workspace.c */
 int cr_workspace_make(struct cr_run_config *cfg, const char *given);

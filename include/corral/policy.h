@@ -40,6 +40,33 @@ struct cr_strlist {
 	size_t n;
 };
 
+/* Thresholds of the audit's alert events (0: that alert is off). */
+struct cr_alert_limits {
+	uint64_t secret_denials;	/* denials of one secret-looking path */
+	uint64_t probe_denials;		/* metadata denials within probe_window */
+	uint64_t probe_window_ms;
+};
+
+#define CR_ALERT_SECRET_DENIALS 3
+#define CR_ALERT_PROBE_DENIALS 64
+#define CR_ALERT_PROBE_WINDOW_MS 1000
+
+/* A credential the broker holds for the program (tracer/broker/): bound to
+ * one upstream origin, its secret read from corral's environment or a
+ * file, never from a request. */
+struct cr_credential {
+	char *name;			/* owned: [A-Z0-9_]{1,32} */
+	char *scheme;			/* owned: "https" */
+	char *host;			/* owned */
+	uint16_t port;
+	struct cr_strlist methods;	/* empty: any method */
+	struct cr_strlist path_prefixes; /* empty: any path */
+	char *header;			/* owned: "Name: ...{secret}..." */
+	char *secret_env;		/* owned, or NULL */
+	char *secret_file;		/* owned, absolute, or NULL */
+	char *ca_file;			/* owned, absolute, or NULL: system CAs */
+};
+
 struct cr_class {
 	char *name;			/* owned */
 	struct cr_strlist fs_read;	/* absolute, normalised paths */
@@ -53,6 +80,10 @@ struct cr_class {
 	const struct cr_profile *profile; /* static, never NULL once parsed */
 	uint64_t artifact_files;	/* "artifacts": at most this many exported */
 	uint64_t artifact_bytes;	/* and this many bytes together */
+	struct cr_alert_limits alerts;	/* "alerts": when the audit raises one */
+	bool env_secrets_refuse;	/* "env_secrets": "refuse" (else "warn") */
+	struct cr_credential *credentials; /* owned array, "credentials" */
+	size_t ncredentials;
 };
 
 /* Defaults of the optional "artifacts" class key. */

@@ -32,7 +32,8 @@ def audit_plain_run(t):
                     "--", "echo", "audited-cmd"])
     eq(run.code, 0, "exit status")
     _, evs = read_audit(path)
-    eq([e["event"] for e in evs], ["start", "exit", "cleanup"], "events")
+    eq([e["event"] for e in evs], ["start", "assurance", "exit", "cleanup"],
+       "events")
     for e in evs:
         eq(e["task_id"], "aud-1", "task_id of %s" % e["event"])
     start = json.dumps(evs[0])

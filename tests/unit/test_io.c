@@ -79,12 +79,12 @@ TEST_IMPL(io_tree_digest)
 				     .kind = CR_IO_FILE };
 	cr_sha256_buf("", 0, e[4].sha);
 	cr_io_tree_digest(e, 5, d);
-	cr_sha256_hex(d, hex);
+	cr_sha256_tohex(d, hex);
 	/* Python: records "f - 0 <sha('')> a b\0", "d d\0",
 	 * "f x 5 <sha('hello')> d/f\0", "l l\0d/f\0", sorted, hashed. */
 	ASSERT_STREQ(hex, "f493977f1cff8984d9af51d0d70f23a78e0af7b3df677b2acd5541a5be19b168");
 	cr_io_tree_digest(e, 0, d);
-	cr_sha256_hex(d, hex);
+	cr_sha256_tohex(d, hex);
 	ASSERT_STREQ(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
@@ -95,6 +95,6 @@ TEST_IMPL(io_sha256_argv)
 	char hex[CR_SHA256_HEX];
 
 	cr_sha256_argv(argv, d);
-	cr_sha256_hex(d, hex);
+	cr_sha256_tohex(d, hex);
 	ASSERT_STREQ(hex, "c524c509166da4c1b941bf02154706398d1f0f8f2d7a3fedecc9e88e0ebd56c3");
 }

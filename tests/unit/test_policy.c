@@ -236,7 +236,7 @@ TEST_IMPL(policy_unknown_keys)
 					 "[], \"syscall\": \"x\""),
 			  "t.json:10: classes.x.syscall: unknown key "
 			  "(expected one of: fs, net, limits, env, syscalls, "
-			  "artifacts)");
+			  "artifacts, alerts, env_secrets, credentials)");
 	ASSERT_POLICY_ERR(cr_test_policy("{\"raed\": []}", NULL, NULL, NULL),
 			  "t.json:5: classes.x.fs.raed: unknown key (expected "
 			  "one of: read, write, exec, deny, hide)");

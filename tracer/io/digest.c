@@ -1,53 +1,11 @@
-/* tracer/io/digest.c: SHA-256 through libcrypto, and the tree digest of a
- * directory or archive input as docs/interface.md defines it. */
+/* tracer/io/digest.c: the tree digest of a directory or archive input as
+ * docs/interface.md defines it (SHA-256 from tracer/audit/sha256.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <openssl/evp.h>
 
 #include "io.h"
-
-/* libcrypto's EVP interface: a reviewed, constant-shape implementation the
- * host already carries (libssl3), rather than one written here. */
-struct cr_sha256 {
-	EVP_MD_CTX *ctx;
-	bool failed;
-};
-
-struct cr_sha256 *cr_sha256_new(void)
-{
-	struct cr_sha256 *h = calloc(1, sizeof(*h));
-
-	if (!h)
-		return NULL;
-	h->ctx = EVP_MD_CTX_new();
-	if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1)
-		h->failed = true;
-	return h;
-}
-
-void cr_sha256_update(struct cr_sha256 *h, const void *p, size_t n)
-{
-	if (h && !h->failed && n &&
-	    EVP_DigestUpdate(h->ctx, p, n) != 1)
-		h->failed = true;
-}
-
-/* A digest that could not be computed is all zeros: it can never match a
- * real one, so a check against it fails rather than passes. */
-void cr_sha256_final(struct cr_sha256 *h, unsigned char out[CR_SHA256_LEN])
-{
-	unsigned len = 0;
-
-	memset(out, 0, CR_SHA256_LEN);
-	if (!h)
-		return;
-	if (!h->failed && EVP_DigestFinal_ex(h->ctx, out, &len) != 1)
-		memset(out, 0, CR_SHA256_LEN);
-	EVP_MD_CTX_free(h->ctx);
-	free(h);
-}
 
 void cr_sha256_buf(const void *p, size_t n, unsigned char out[CR_SHA256_LEN])
 {
@@ -55,17 +13,6 @@ void cr_sha256_buf(const void *p, size_t n, unsigned char out[CR_SHA256_LEN])
 
 	cr_sha256_update(h, p, n);
 	cr_sha256_final(h, out);
-}
-
-void cr_sha256_hex(const unsigned char d[CR_SHA256_LEN], char out[CR_SHA256_HEX])
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (int i = 0; i < CR_SHA256_LEN; i++) {
-		out[2 * i] = hex[d[i] >> 4];
-		out[2 * i + 1] = hex[d[i] & 15];
-	}
-	out[2 * CR_SHA256_LEN] = 0;
 }
 
 void cr_sha256_argv(char *const *argv, unsigned char out[CR_SHA256_LEN])
@@ -110,7 +57,7 @@ void cr_io_tree_digest(struct cr_io_entry *e, size_t n,
 			cr_sha256_update(h, "d ", 2);
 			break;
 		case CR_IO_FILE:
-			cr_sha256_hex(e[i].sha, hex);
+			cr_sha256_tohex(e[i].sha, hex);
 			len = snprintf(head, sizeof(head), "f %c %" PRIu64 " %s ",
 				       e[i].exec ? 'x' : '-', e[i].size, hex);
 			cr_sha256_update(h, head, (size_t)len);

@@ -183,7 +183,7 @@ static void add_hex(cJSON *o, const char *k, const unsigned char d[CR_SHA256_LEN
 {
 	char hex[CR_SHA256_HEX];
 
-	cr_sha256_hex(d, hex);
+	cr_sha256_tohex(d, hex);
 	cJSON_AddStringToObject(o, k, hex);
 }
 

@@ -8,20 +8,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "corral/digest.h"
 #include "../tracer.h"
 
-#define CR_SHA256_LEN 32
-#define CR_SHA256_HEX (2 * CR_SHA256_LEN + 1)
+#define CR_SHA256_HEX (CR_SHA256_HEX_LEN + 1)
 
-/* ---- digest.c: SHA-256 (libcrypto) and the tree digest ---- */
+/* ---- digest.c: the tree digest (SHA-256: include/corral/digest.h) ---- */
 
-struct cr_sha256;	/* an incremental digest, opaque */
-struct cr_sha256 *cr_sha256_new(void);
-void cr_sha256_update(struct cr_sha256 *h, const void *p, size_t n);
-/* Writes the digest and frees h. */
-void cr_sha256_final(struct cr_sha256 *h, unsigned char out[CR_SHA256_LEN]);
 void cr_sha256_buf(const void *p, size_t n, unsigned char out[CR_SHA256_LEN]);
-void cr_sha256_hex(const unsigned char d[CR_SHA256_LEN], char out[CR_SHA256_HEX]);
 /* SHA-256 of an argument vector: each argument followed by one NUL byte. */
 void cr_sha256_argv(char *const *argv, unsigned char out[CR_SHA256_LEN]);
 

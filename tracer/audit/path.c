@@ -1,0 +1,74 @@
+/* tracer/audit/path.c: is a file corral writes while the program runs (the
+ * audit trail) inside a root the program may write? Judged on real paths. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral/fsrules.h"
+#include "../tracer.h"
+
+/* A root as the kernel reaches it: realpath when it exists, else its
+ * parent's realpath and its last name (-w DIR is made one level deep
+ * later). NULL when neither resolves. */
+static char *root_real(const char *root)
+{
+	char *copy, *slash, *parent, *out = NULL;
+
+	out = realpath(root, NULL);
+	if (out)
+		return out;
+	copy = strdup(root);
+	if (!copy)
+		return NULL;
+	slash = strrchr(copy, '/');
+	if (slash) {
+		*slash = 0;
+		parent = realpath(slash == copy ? "/" : copy, NULL);
+	} else {
+		parent = realpath(".", NULL);
+	}
+	if (parent && asprintf(&out, "%s/%s", strcmp(parent, "/") ? parent : "",
+			       slash ? slash + 1 : copy) < 0)
+		out = NULL;
+	free(parent);
+	free(copy);
+	return out;
+}
+
+/* Judged against the root as written and as resolved: a root reached
+ * through a link is the same directory. */
+static int within_root(const char *root, const char *real, const char *kind,
+		       char *which, size_t len)
+{
+	char *rr = root_real(root);
+	int hit = 0;
+
+	if ((root[0] == '/' &&
+	     cr_path_within(root, strlen(root), real, strlen(real))) ||
+	    (rr && cr_path_within(rr, strlen(rr), real, strlen(real)))) {
+		snprintf(which, len,
+			 "inside %s %s, which the program may write: it could rewrite the trail",
+			 kind, root);
+		hit = 1;
+	}
+	free(rr);
+	return hit;
+}
+
+int cr_audit_path_writable(const struct cr_run_config *cfg, const char *ws,
+			   const char *real, char *which, size_t len)
+{
+	const struct cr_strlist *lists[] = { &cfg->cls->fs_write,
+					     &cfg->extra_rw };
+	int hit = 0;
+
+	if (ws)
+		hit = within_root(ws, real, "the workspace", which, len);
+	for (size_t l = 0; !hit && l < CR_ARRAY_SIZE(lists); l++)
+		for (size_t i = 0; !hit && i < lists[l]->n; i++)
+			hit = within_root(lists[l]->v[i], real,
+					  "the writable root", which, len);
+	return hit;
+}

@@ -1,0 +1,22 @@
+/* tracer/broker/broker.h: the capability broker: a loopback HTTP endpoint per
+ * credential; corral makes the upstream request with the secret, outside. */
+#ifndef CORRAL_BROKER_H
+#define CORRAL_BROKER_H
+
+struct cr_run;
+struct cr_run_config;
+
+/* Before the environment is built and the network set up: reads each
+ * credential's secret, listens on 127.0.0.1, adds the address to the run's
+ * allowed destinations. -errno with the reason in err. */
+int cr_broker_setup(struct cr_run *run, char *err, size_t errlen);
+/* After the environment is built: CORRAL_BROKER_<NAME>=http://127.0.0.1:P,
+ * and no variable whose value holds a secret. */
+int cr_broker_env(struct cr_run *run);
+/* After the child exists: the serving thread. */
+int cr_broker_start(struct cr_run *run);
+/* In cleanup: stop serving, end any upstream request, join, close, wipe
+ * the secrets, record the refusals. Idempotent. */
+void cr_broker_finish(struct cr_run *run);
+
+#endif
