@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "budget.h"
+#include "fs/fs.h"
 
 /*
  * Where the numbers come from, and why they can be trusted:
@@ -772,6 +773,24 @@ static uint64_t open_deleted_bytes(struct cr_run *run)
 		}
 		closedir(d);
 	}
+	/* Files the run holds without a name where no fd table shows them
+	 * (a socket's queue, a mapping): the filesystem layer's ledger. */
+	cr_fs_held_prune(run);
+	for (size_t i = 0; run->fs && i < run->fs->nheld; i++) {
+		struct stat st;
+		bool dup = false;
+
+		if (fstat(run->fs->held[i].fd, &st) < 0 || st.st_nlink)
+			continue;	/* named again: the walk sees it */
+		for (size_t k = 0; seen && k < n && !dup; k++)
+			dup = seen[k].dev == st.st_dev &&
+			      seen[k].ino == st.st_ino;
+		if (!dup)
+			total += (uint64_t)st.st_blocks * 512;
+	}
+	/* POSIX shared memory and semaphores the run made in /dev/shm: a
+	 * tmpfs outside every writable root, emptied at cleanup. */
+	total += cr_fs_shm_bytes(run);
 	free(seen);
 	return total;
 }
