@@ -73,6 +73,7 @@ struct cr_budgets {
 	uint64_t base_bytes, base_files;
 	uint64_t disk, files;		/* added, by the last complete pass */
 	uint64_t hook_files, hook_bytes;
+	uint64_t disk_peak;		/* the most judged during the run */
 };
 
 static uint64_t lim(const struct cr_run *run, enum cr_limit_id id)
@@ -929,6 +930,8 @@ static void judge_disk(struct cr_run *run, bool complete)
 		files = b->hook_files;
 	if (b->hook_bytes > disk)
 		disk = b->hook_bytes;
+	if (disk > b->disk_peak)
+		b->disk_peak = disk;
 	if (files > lim(run, CR_LIM_FILES))
 		breach(run, CR_LIM_FILES, files);
 	else if (disk > lim(run, CR_LIM_DISK))
@@ -1141,7 +1144,9 @@ void cr_budget_finish(struct cr_run *run)
 		b->peak_procs = run->tasks.peak_leaders;
 	u->processes = b->peak_procs;
 	u->tasks = b->peak_tasks;
-	u->disk_bytes = b->disk;
+	/* What the tree held when it was stopped may be gone with it (a
+	 * file held only in a socket's queue): report the most seen. */
+	u->disk_bytes = b->disk > b->disk_peak ? b->disk : b->disk_peak;
 	u->files = b->files;
 	if (cpu_ms > lim(run, CR_LIM_CPU))
 		late_breach(run, CR_LIM_CPU, cpu_ms);

@@ -270,10 +270,12 @@ void cr_fs_shm_created(struct cr_run *run, const char *name)
 
 #define CR_SHM_TAG "user.corral.run"
 
-/* "PID STARTTIME" of a process, from /proc/PID/stat (field 22), or -1. */
+/* "PID STARTTIME" of a live process, from /proc/PID/stat (field 22), or
+ * -1 (gone, or a zombie: a supervisor killed with -9 whose parent has not
+ * waited for it yet is gone too). */
 static int proc_ident(pid_t pid, char *out, size_t len)
 {
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], *p, state;
 	unsigned long long start;
 	ssize_t n;
 	int fd;
@@ -288,8 +290,8 @@ static int proc_ident(pid_t pid, char *out, size_t len)
 		return -1;
 	buf[n] = 0;
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			 &start) != 1)
+	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &state, &start) != 2 || state == 'Z' || state == 'X')
 		return -1;
 	snprintf(out, len, "%d %llu", (int)pid, start);
 	return 0;
