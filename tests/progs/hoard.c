@@ -10,6 +10,13 @@
  *   hoard mapped MIB          a file of MIB MiB, one page of it mapped, the
  *                             fd closed, the file unlinked
  *   hoard shm NAME MIB        /dev/shm/NAME filled with MIB MiB
+ *   hoard sockbuf N           N unix socket pairs, each filled one way as far
+ *                             as the kernel lets (SO_SNDBUF raised)
+ *   hoard sockflight N        the same, then both ends of every pair sent
+ *                             into a carrier pair and closed
+ *   hoard ptables GIB         page tables without resident pages: one byte
+ *                             read per 2 MiB of a GIB GiB PROT_READ mapping,
+ *                             each page dropped again (MADV_DONTNEED)
  *   hoard pass N MIB          known good: N times, a worker receives a
  *                             socket and an unlinked file of MIB MiB over
  *                             SCM_RIGHTS, answers through the socket with
@@ -157,6 +164,74 @@ static void shm(const char *name, long mib)
 	hold();
 }
 
+static long fill_pair(int s[2])
+{
+	static char buf[1 << 16];
+	int big = 8 << 20;
+	long bytes = 0;
+	ssize_t w;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s) < 0)
+		return -1;
+	setsockopt(s[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	while ((w = write(s[0], buf, sizeof(buf))) > 0)
+		bytes += w;
+	return bytes;
+}
+
+static void sockbuf(long n, bool flight)
+{
+	int carrier[2];
+	long bytes = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, carrier) < 0)
+		exit(1);
+	for (long i = 0; i < n; i++) {
+		int s[2];
+		long b = fill_pair(s);
+
+		if (b < 0) {
+			printf("socketpair: %s\n", strerror(errno));
+			hold();
+		}
+		bytes += b;
+		if (flight) {
+			if (send_fd(carrier[0], s[0]) || send_fd(carrier[0], s[1])) {
+				printf("send: %s\n", strerror(errno));
+				hold();
+			}
+			close(s[0]);
+			close(s[1]);
+		}
+		if (i % 16 == 15)
+			printf("held %ld\n", bytes >> 20);
+	}
+	printf("held %ld\n", bytes >> 20);
+	hold();
+}
+
+static void ptables(long gib)
+{
+	size_t len = (size_t)gib << 30;
+	char *p = mmap(NULL, len, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	volatile char sink;
+
+	if (p == MAP_FAILED) {
+		printf("mmap: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (size_t o = 0; o < len; o += 2 << 20) {
+		sink = p[o];
+		madvise(p + o, 4096, MADV_DONTNEED);
+		if (o % (64ul << 30) == 0)
+			printf("held %zu\n", o >> 20 >> 9 << 2);
+	}
+	(void)sink;
+	printf("held %zu\n", len >> 21 << 12 >> 20);
+	hold();
+}
+
 /* A test runner handing work to a worker: a socket to answer on and an
  * unlinked scratch file, both over SCM_RIGHTS. */
 static void pass(long n, long mib)
@@ -218,6 +293,12 @@ int main(int argc, char **argv)
 		mapped(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "shm"))
 		shm(argv[2], atol(argv[3]));
+	else if (argc >= 3 && !strcmp(argv[1], "sockbuf"))
+		sockbuf(atol(argv[2]), false);
+	else if (argc >= 3 && !strcmp(argv[1], "sockflight"))
+		sockbuf(atol(argv[2]), true);
+	else if (argc >= 3 && !strcmp(argv[1], "ptables"))
+		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "pass"))
 		pass(atol(argv[2]), atol(argv[3]));
 	else {

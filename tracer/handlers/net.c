@@ -16,6 +16,7 @@
 
 #include "handlers.h"
 #include "../net/net.h"
+#include "../budget.h"
 
 /*
  * Why this is safe against the program it supervises: every address is read
@@ -758,6 +759,11 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 				if (fd < 0)
 					return -EBADF;
 				m->fds[m->nfds++] = fd;
+				/* A socket passed is followed for the memory
+				 * budget while it exists (tracer/sockmem.c). */
+				rc = cr_budget_on_send_fd(run, fd);
+				if (rc)
+					return rc;
 				if (opath_file(fd)) {
 					cr_deny(run, pid, "sendmsg", NULL, "fs",
 						"an O_PATH descriptor of a file cannot be passed: in flight it would hold the file's storage where nothing can measure it");
