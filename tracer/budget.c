@@ -66,6 +66,7 @@ struct cr_budgets {
 	bool in_pass;
 	uint64_t pass_cpu_ns, next_pass_ns;
 	uint64_t deleted, fdscan_next_ns;	/* unlinked-but-open bytes */
+	uint64_t fdscan_soon_ns;	/* the earliest its cost allows */
 	uid_t uid;
 	DIR *stack[CR_BUDGET_WALK_DEPTH];
 	int depth;
@@ -792,6 +793,18 @@ static void measure_sockets(struct cr_run *run)
 		b->sock_unmeasurable = true;	/* no unix_diag: docs/limits.md */
 }
 
+void cr_budget_rescan_soon(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+
+	/* A file just went where only the fd scan's ledger part sees it:
+	 * scan again as soon as its cost allows, not after the usual
+	 * CR_BUDGET_FDSCAN_MIN_MS (a program can fallocate gigabytes in
+	 * that time). */
+	if (b && b->fdscan_next_ns > b->fdscan_soon_ns)
+		b->fdscan_next_ns = b->fdscan_soon_ns;
+}
+
 int cr_budget_on_send_fd(struct cr_run *run, int fd)
 {
 	struct cr_budgets *b = run->budgets;
@@ -899,6 +912,7 @@ static uint64_t deleted_bytes(struct cr_run *run)
 	if (wait < CR_BUDGET_FDSCAN_MIN_MS * 1000000ull)
 		wait = CR_BUDGET_FDSCAN_MIN_MS * 1000000ull;
 	b->fdscan_next_ns = now + wait;
+	b->fdscan_soon_ns = now + cost * CR_BUDGET_FDSCAN_IDLE;
 	return b->deleted;
 }
 

@@ -146,11 +146,14 @@ int cr_fs_held_add(struct cr_run *run, int fd)
 		h.provable = false;
 		if (h.fd < 0)
 			return -errno;
-	} else if (sole(h.fd) == 1) {
-		close(h.fd);	/* nobody else holds it: already gone */
-		return 0;
-	} else if (sole(h.fd) < 0) {
-		h.provable = false;
+	} else {
+		int alone = sole(h.fd);
+
+		if (alone == 1) {
+			close(h.fd);	/* nobody else holds it: gone now */
+			return 0;
+		}
+		h.provable = alone == 0;
 	}
 	if (fs->nheld == fs->heldcap) {
 		size_t cap = fs->heldcap ? fs->heldcap * 2 : 16;
@@ -164,6 +167,7 @@ int cr_fs_held_add(struct cr_run *run, int fd)
 		fs->heldcap = cap;
 	}
 	fs->held[fs->nheld++] = h;
+	cr_budget_rescan_soon(run);
 	return 0;
 }
 
