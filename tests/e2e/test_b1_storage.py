@@ -127,6 +127,17 @@ def storage_fds_passed_between_workers(t):
 
 
 @test
+def storage_ledger_is_bounded(t):
+    # Every file without a name held elsewhere is followed by a descriptor
+    # of the supervisor's: at most 4096 at once, then the run ends.
+    run, r = hoard(t, ["files=100000"], "unlinked", 6000,
+                   extra=["--limit", "processes=4"])
+    assert_counted(t, run, r, "files")
+    contains(r.get("message", ""), "without a name", "message")
+    t.assert_next_run_ok()
+
+
+@test
 def storage_memfd_behaves_as_native(t):
     # memfds are made by the supervisor: name, flags, seals, size, mapping
     # and close-on-exec as the kernel gives them.

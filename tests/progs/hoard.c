@@ -17,6 +17,7 @@
  *   hoard ptables GIB         page tables without resident pages: one byte
  *                             read per 2 MiB of a GIB GiB PROT_READ mapping,
  *                             each page dropped again (MADV_DONTNEED)
+ *   hoard unlinked N          N empty files created, kept open, unlinked
  *   hoard pass N MIB          known good: N times, a worker receives a
  *                             socket and an unlinked file of MIB MiB over
  *                             SCM_RIGHTS, answers through the socket with
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -232,6 +234,31 @@ static void ptables(long gib)
 	hold();
 }
 
+static void unlinked(long n)
+{
+	struct rlimit rl;
+	long i;
+
+	/* Room for n descriptors, as far as the hard limit allows. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+
+	for (i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "u.%ld", i);
+		if (open(name, O_RDWR | O_CREAT | O_EXCL, 0600) < 0 ||
+		    unlink(name) < 0) {
+			printf("at %ld: %s\n", i, strerror(errno));
+			break;
+		}
+	}
+	printf("held %ld\n", i);
+	hold();
+}
+
 /* A test runner handing work to a worker: a socket to answer on and an
  * unlinked scratch file, both over SCM_RIGHTS. */
 static void pass(long n, long mib)
@@ -299,6 +326,8 @@ int main(int argc, char **argv)
 		sockbuf(atol(argv[2]), true);
 	else if (argc >= 3 && !strcmp(argv[1], "ptables"))
 		ptables(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "unlinked"))
+		unlinked(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "pass"))
 		pass(atol(argv[2]), atol(argv[3]));
 	else {

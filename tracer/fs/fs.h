@@ -18,13 +18,14 @@ struct cr_held {
 	bool provable;		/* a lease can tell when we are its last holder */
 };
 
-/* Files without a name tracked at once; past that the run ends ("files"). */
+/* Files without a name tracked at once (and at most a quarter of the
+ * supervisor's RLIMIT_NOFILE); past that the run ends ("files"). */
 #define CR_FS_HELD_MAX 4096
 
 struct cr_fsstate {
 	struct cr_fsrules rules;
 	struct cr_held *held;	/* owned: held.c */
-	size_t nheld, heldcap;
+	size_t nheld, heldcap, heldmax;
 	int root_fd;		/* "/", O_PATH; owned */
 	int proc_fd;		/* "/proc", O_PATH; owned */
 	int shm_fd;		/* "/dev/shm", O_PATH, or -1; owned */

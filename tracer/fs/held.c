@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,7 +49,15 @@
 
 void cr_fs_held_setup(struct cr_run *run)
 {
-	(void)run;
+	struct rlimit rl;
+	size_t max = CR_FS_HELD_MAX;
+
+	/* Each entry is one of our descriptors: at most a quarter of our
+	 * limit, so the ledger can never starve the supervisor of fds (an
+	 * entry that could not be opened would go uncounted). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 4 < max)
+		max = rl.rlim_cur / 4;
+	run->fs->heldmax = max < 16 ? 16 : max;
 	/* A lease break signals the lease holder; ours last microseconds,
 	 * but SIGIO's default action is to terminate. */
 	signal(SIGIO, SIG_IGN);
@@ -106,15 +115,15 @@ int cr_fs_held_room(struct cr_run *run)
 {
 	struct cr_fsstate *fs = run->fs;
 
-	if (fs->nheld < CR_FS_HELD_MAX)
+	if (fs->nheld < fs->heldmax)
 		return 0;
 	cr_fs_held_prune(run);
-	if (fs->nheld < CR_FS_HELD_MAX)
+	if (fs->nheld < fs->heldmax)
 		return 0;
 	if (!run->ending)
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(CR_LIM_FILES),
-			   "the files budget is spent: more than %d files without a name held at once",
-			   CR_FS_HELD_MAX);
+			   "the files budget is spent: more than %zu files without a name held at once",
+			   fs->heldmax);
 	return -EDQUOT;
 }
 
