@@ -9,7 +9,6 @@ share memory across processes as test runners do."""
 
 import os
 import signal
-import time
 
 from harness import (CFG, eq, contains, true, ge, test, wait_for,
                      check_result_shape)
