@@ -73,8 +73,10 @@ def storage_files_in_a_socket_queue_count(t):
     ge(r["usage"]["disk_bytes"], 64 * MIB, "usage.disk_bytes")
     held = [int(x.split()[1]) for x in r["stdout"].splitlines()
             if x.startswith("held ")]
-    true(held and max(held) < 6 * 128, "the run ended before the program "
-         "held all it asked for: %r" % held)
+    # Stopped before holding all it asked for (possibly before it could
+    # even say it held the first file).
+    true(not held or max(held) < 6 * 128, "the run let the program hold "
+         "all it asked for: %r" % held)
     assert_freed(lambda: free_bytes(CFG.tmpdir), before, 200 * MIB,
                  "disk space")
     t.assert_next_run_ok()
