@@ -103,7 +103,9 @@ static void one(struct dump *d, const struct unix_diag_msg *m, size_t len)
 
 	if (!has(d->ours, d->nours, m->udiag_ino))
 		return;
-	d->seen[d->nseen++] = m->udiag_ino;
+	/* A dump the kernel restarted may list a socket twice. */
+	if (d->nseen < d->nours)
+		d->seen[d->nseen++] = m->udiag_ino;
 	for (; RTA_OK(a, left); a = RTA_NEXT(a, left)) {
 		if (a->rta_type == UNIX_DIAG_PEER &&
 		    RTA_PAYLOAD(a) >= (int)sizeof(peer))
