@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "budget.h"
+#include "fs/fs.h"
 
 /*
  * Where the numbers come from, and why they can be trusted:
@@ -65,6 +66,7 @@ struct cr_budgets {
 	bool in_pass;
 	uint64_t pass_cpu_ns, next_pass_ns;
 	uint64_t deleted, fdscan_next_ns;	/* unlinked-but-open bytes */
+	uint64_t fdscan_soon_ns;	/* the earliest its cost allows */
 	uid_t uid;
 	DIR *stack[CR_BUDGET_WALK_DEPTH];
 	int depth;
@@ -72,6 +74,14 @@ struct cr_budgets {
 	uint64_t base_bytes, base_files;
 	uint64_t disk, files;		/* added, by the last complete pass */
 	uint64_t hook_files, hook_bytes;
+	uint64_t disk_peak;		/* the most judged during the run */
+
+	/* memory out of any RSS: unix socket queues (sockmem.c) */
+	struct cr_sockmem *sockmem;	/* owned */
+	uint64_t sockbytes;		/* by the last fd scan */
+	bool sock_unmeasurable;		/* the kernel lists no unix sockets */
+	uint64_t *sockinos;		/* the fd scan's socket inodes */
+	size_t nsock, sockcap;
 };
 
 static uint64_t lim(const struct cr_run *run, enum cr_limit_id id)
@@ -208,8 +218,32 @@ static int read_thread_cpu(struct cr_budgets *b, struct cr_task *t,
 	return 0;
 }
 
-/* Resident bytes of the process t belongs to (t may be any thread). */
-static int read_rss(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes)
+/* Bytes of page tables of the process t belongs to: kernel memory no RSS
+ * shows. A program can make gigabytes of them with almost no resident
+ * page (read one byte every 2 MiB of a huge PROT_READ mapping, which
+ * RLIMIT_DATA does not cover, then MADV_DONTNEED it: measured 513 MiB of
+ * page tables for 1.5 MiB resident). /proc/.../status costs four times
+ * statm, so it is read only when the address space is large enough for
+ * its page tables to matter: they are at most one 4 KiB page per 2 MiB of
+ * it (plus upper levels, a fraction of that). */
+static uint64_t read_pte(struct cr_budgets *b, struct cr_task *t,
+			 uint64_t size_pages)
+{
+	char path[64], buf[4096], *p;
+
+	if (size_pages / 512 * (uint64_t)b->page < CR_BUDGET_PTE_READ_MIN)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", t->tid, t->tid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return 0;	/* gone: the caller's statm reading decides */
+	p = strstr(buf, "\nVmPTE:");
+	return p ? strtoull(p + 7, NULL, 10) * 1024 : 0;
+}
+
+/* Resident bytes of the process t belongs to (t may be any thread), and
+ * its page tables when they may matter. */
+static int read_rss(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes,
+		    uint64_t *pte)
 {
 	char path[64], buf[256];
 	unsigned long long size, res;
@@ -222,6 +256,7 @@ static int read_rss(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes)
 	if (sscanf(buf, "%llu %llu", &size, &res) != 2)
 		return -EIO;
 	*bytes = res * (uint64_t)b->page;
+	*pte = read_pte(b, t, size);
 	return 0;
 }
 
@@ -485,7 +520,7 @@ static void poll_tasks(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
-	uint64_t live = 0, rss = 0;
+	uint64_t live = 0, rss = 0, pte = 0, pt;
 	bool via_thread = false;
 
 	b->tick++;
@@ -503,10 +538,11 @@ static void poll_tasks(struct cr_run *run)
 			t->b.cpu_ns = v;
 		live += t->b.cpu_ns;
 		t->b.rss = 0;
-		if (t->leader && measured(run, t, read_rss(b, t, &v)) && v) {
+		if (t->leader && measured(run, t, read_rss(b, t, &v, &pt)) && v) {
 			t->b.rss = v;
 			t->b.mem_tick = b->tick;
 			rss += v;
+			pte += pt;
 		}
 	}
 	/* Pass 2: a process whose leader has exited while other threads run
@@ -523,8 +559,9 @@ static void poll_tasks(struct cr_run *run)
 		l = t->b.tgid ? cr_tasks_find(ts, t->b.tgid) : NULL;
 		if (l && l->b.mem_tick == b->tick)
 			continue;
-		if (measured(run, t, read_rss(b, t, &v)) && v) {
+		if (measured(run, t, read_rss(b, t, &v, &pt)) && v) {
 			rss += v;
+			pte += pt;
 			via_thread = true;
 			if (l)
 				l->b.mem_tick = b->tick;
@@ -535,12 +572,16 @@ static void poll_tasks(struct cr_run *run)
 	 * multiprocessing pool of Pythons is 30 MiB each by RSS, a few by
 	 * PSS); an RSS sum would stop real work the host can well afford.
 	 * Only past the budget, so the page-table walk is paid rarely. */
-	if (rss > lim(run, CR_LIM_MEMORY) && !via_thread) {
+	if (rss + pte + b->sockbytes > lim(run, CR_LIM_MEMORY) && !via_thread) {
 		uint64_t pss;
 
 		if (!tree_pss(run, &pss) && pss < rss)
 			rss = pss;
 	}
+	/* Page tables are the process's own, never shared: added as they
+	 * are, after any PSS judgement; so are the bytes waiting in the
+	 * run's unix sockets (last fd scan). */
+	rss += pte + b->sockbytes;
 	b->cpu_ns = b->cpu_dead_ns + live;
 	b->rss = rss;
 	if (rss > b->peak_rss)
@@ -720,6 +761,60 @@ static int walk_sync(struct cr_budgets *b, int fd, int depth)
 	return rc;
 }
 
+/* A socket in a task's table, for the memory budget. One that cannot be
+ * remembered (no memory) is simply not counted this scan: the next scan
+ * retries. */
+static void note_socket(struct cr_budgets *b, uint64_t ino)
+{
+	if (b->nsock == b->sockcap) {
+		size_t cap = b->sockcap ? b->sockcap * 2 : 64;
+		uint64_t *g = realloc(b->sockinos, cap * sizeof(*g));
+
+		if (!g)
+			return;
+		b->sockinos = g;
+		b->sockcap = cap;
+	}
+	b->sockinos[b->nsock++] = ino;
+}
+
+static void measure_sockets(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t bytes;
+	int rc;
+
+	if (b->sock_unmeasurable)
+		return;
+	rc = cr_sockmem_measure(b->sockmem, b->sockinos, b->nsock, &bytes);
+	if (!rc)
+		b->sockbytes = bytes;
+	else if (rc == -ENOENT || rc == -EPROTONOSUPPORT || rc == -EIO)
+		b->sock_unmeasurable = true;	/* no unix_diag: docs/limits.md */
+}
+
+void cr_budget_rescan_soon(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+
+	/* A file just went where only the fd scan's ledger part sees it:
+	 * scan again as soon as its cost allows, not after the usual
+	 * CR_BUDGET_FDSCAN_MIN_MS (a program can fallocate gigabytes in
+	 * that time). */
+	if (b && b->fdscan_next_ns > b->fdscan_soon_ns)
+		b->fdscan_next_ns = b->fdscan_soon_ns;
+}
+
+int cr_budget_on_send_fd(struct cr_run *run, int fd)
+{
+	struct cr_budgets *b = run->budgets;
+	struct stat st;
+
+	if (!b || fstat(fd, &st) < 0)
+		return -EBADF;
+	return S_ISSOCK(st.st_mode) ? cr_sockmem_sent(b->sockmem, st.st_ino) : 0;
+}
+
 /* Regular files the tree holds open after unlinking them, and memfds:
  * they take space that no walk of the roots can see. Read from each task's
  * fd table (threads may have their own); a file open in several places is
@@ -733,6 +828,7 @@ static uint64_t open_deleted_bytes(struct cr_run *run)
 	uint64_t total = 0;
 
 	seen = malloc(CR_BUDGET_DELETED_SEEN * sizeof(*seen));
+	run->budgets->nsock = 0;
 	for (size_t i = 0; i < ts->cap; i++) {
 		const struct cr_task *t = &ts->slots[i];
 		char path[64];
@@ -758,8 +854,11 @@ static uint64_t open_deleted_bytes(struct cr_run *run)
 			/* The magic link leads to the open file itself, deleted
 			 * or not; stat never opens it. */
 			if (de->d_name[0] == '.' ||
-			    fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
-			    !S_ISREG(st.st_mode) || st.st_nlink)
+			    fstatat(dirfd(d), de->d_name, &st, 0) < 0)
+				continue;
+			if (S_ISSOCK(st.st_mode))
+				note_socket(run->budgets, st.st_ino);
+			if (!S_ISREG(st.st_mode) || st.st_nlink)
 				continue;
 			for (size_t k = 0; seen && k < n && !dup; k++)
 				dup = seen[k].dev == st.st_dev &&
@@ -772,7 +871,26 @@ static uint64_t open_deleted_bytes(struct cr_run *run)
 		}
 		closedir(d);
 	}
+	/* Files the run holds without a name where no fd table shows them
+	 * (a socket's queue, a mapping): the filesystem layer's ledger. */
+	cr_fs_held_prune(run);
+	for (size_t i = 0; run->fs && i < run->fs->nheld; i++) {
+		struct stat st;
+		bool dup = false;
+
+		if (fstat(run->fs->held[i].fd, &st) < 0 || st.st_nlink)
+			continue;	/* named again: the walk sees it */
+		for (size_t k = 0; seen && k < n && !dup; k++)
+			dup = seen[k].dev == st.st_dev &&
+			      seen[k].ino == st.st_ino;
+		if (!dup)
+			total += (uint64_t)st.st_blocks * 512;
+	}
+	/* POSIX shared memory and semaphores the run made in /dev/shm: a
+	 * tmpfs outside every writable root, emptied at cleanup. */
+	total += cr_fs_shm_bytes(run);
 	free(seen);
+	measure_sockets(run);
 	return total;
 }
 
@@ -794,6 +912,7 @@ static uint64_t deleted_bytes(struct cr_run *run)
 	if (wait < CR_BUDGET_FDSCAN_MIN_MS * 1000000ull)
 		wait = CR_BUDGET_FDSCAN_MIN_MS * 1000000ull;
 	b->fdscan_next_ns = now + wait;
+	b->fdscan_soon_ns = now + cost * CR_BUDGET_FDSCAN_IDLE;
 	return b->deleted;
 }
 
@@ -910,6 +1029,8 @@ static void judge_disk(struct cr_run *run, bool complete)
 		files = b->hook_files;
 	if (b->hook_bytes > disk)
 		disk = b->hook_bytes;
+	if (disk > b->disk_peak)
+		b->disk_peak = disk;
 	if (files > lim(run, CR_LIM_FILES))
 		breach(run, CR_LIM_FILES, files);
 	else if (disk > lim(run, CR_LIM_DISK))
@@ -1005,6 +1126,9 @@ int cr_budget_setup(struct cr_run *run)
 		return -ENOMEM;
 	run->budgets = b;
 	b->timerfd = -1;
+	b->sockmem = cr_sockmem_new();
+	if (!b->sockmem)
+		return -ENOMEM;
 	b->page = sysconf(_SC_PAGESIZE);
 	b->schedstat = access("/proc/self/schedstat", R_OK) == 0;
 	b->uid = geteuid();
@@ -1054,6 +1178,8 @@ static void cr_budget_free(struct cr_run *run)
 	for (size_t i = 0; i < b->nzombies; i++)
 		close(b->zombies[i]);
 	free(b->zombies);
+	cr_sockmem_free(b->sockmem);
+	free(b->sockinos);
 	if (b->timerfd >= 0)
 		close(b->timerfd);
 	free(b);
@@ -1122,7 +1248,9 @@ void cr_budget_finish(struct cr_run *run)
 		b->peak_procs = run->tasks.peak_leaders;
 	u->processes = b->peak_procs;
 	u->tasks = b->peak_tasks;
-	u->disk_bytes = b->disk;
+	/* What the tree held when it was stopped may be gone with it (a
+	 * file held only in a socket's queue): report the most seen. */
+	u->disk_bytes = b->disk > b->disk_peak ? b->disk : b->disk_peak;
 	u->files = b->files;
 	if (cpu_ms > lim(run, CR_LIM_CPU))
 		late_breach(run, CR_LIM_CPU, cpu_ms);

@@ -32,6 +32,10 @@
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024
+/* A process's page tables (VmPTE) are read when its address space could
+ * need this much of them (one 4 KiB page per 2 MiB mapped): 4 MiB, i.e.
+ * 2 GiB of address space. */
+#define CR_BUDGET_PTE_READ_MIN (4ull << 20)
 /* RLIMIT_DATA is twice the memory budget, and at least this much past it. */
 #define CR_BUDGET_DATA_SLACK_MIN (64ull << 20)
 /* ...plus room for thread stacks, which RLIMIT_DATA counts though they are
@@ -42,6 +46,21 @@
 #define CR_BUDGET_FSIZE_SLACK (16ull << 30)
 
 struct cr_budgets;
+
+/* sockmem.c: bytes queued in the run's unix sockets (memory budget). At
+ * most this many sockets passed over SCM_RIGHTS are followed at once; past
+ * that a send carrying one more fails with ETOOMANYREFS, the kernel's
+ * answer for too many descriptors in flight. */
+#define CR_SOCKMEM_SENT_MAX 65536
+struct cr_sockmem;
+struct cr_sockmem *cr_sockmem_new(void);
+void cr_sockmem_free(struct cr_sockmem *s);
+/* The run passed the socket with this inode: followed until gone. */
+int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino);
+/* Bytes waiting in the run's sockets: those of the tables (inodes) and
+ * the passed ones; forgets passed sockets that no longer exist. */
+int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
+		       size_t ntables, uint64_t *bytes);
 
 /* Area set-up, before the child exists: measures the workspace's baseline
  * and starts the poll timer. 0 or -errno. */
@@ -88,6 +107,13 @@ int cr_budget_on_create(struct cr_run *run, pid_t pid);
  * grew a file by `bytes` (e.g. a write it performed). 0, or -EDQUOT when the
  * disk budget is spent (the run is then ended). */
 int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes);
+/* The ledger of files without a name (fs/held.c) keeps a new entry: the
+ * next fd scan comes as soon as its pacing by cost allows. */
+void cr_budget_rescan_soon(struct cr_run *run);
+/* The supervisor is about to pass fd (ours) over SCM_RIGHTS for the
+ * program: a socket is followed for the memory budget wherever it goes.
+ * 0, or -errno to refuse the send. */
+int cr_budget_on_send_fd(struct cr_run *run, int fd);
 /* An entry of a writable root was removed (unlink, rmdir, a rename onto an
  * existing name): the files count is of entries the run added, net. */
 void cr_budget_on_remove(struct cr_run *run);

@@ -137,8 +137,10 @@ void cr_cleanup(struct cr_run *run)
 	}
 	/* Area finishers (one line each): revoke what the run was given,
 	 * close its routes, settle its usage. */
-	cr_fs_finish(run);
+	/* The budgets' last word first: it still sees the run's /dev/shm
+	 * objects and the files it held without a name. */
 	cr_budget_finish(run);		/* tracer/budget.c */
+	cr_fs_finish(run);
 	cr_surface_finish(run);
 	cr_broker_finish(run);		/* tracer/broker/ */
 	cr_net_finish(run);

@@ -9,8 +9,23 @@
 #include "corral/fsrules.h"
 #include "../tracer.h"
 
+/* One file the run holds without a name: an open file of ours on it
+ * (held.c). */
+struct cr_held {
+	dev_t dev;
+	ino_t ino;
+	int fd;			/* owned */
+	bool provable;		/* a lease can tell when we are its last holder */
+};
+
+/* Files without a name tracked at once (and at most a quarter of the
+ * supervisor's RLIMIT_NOFILE); past that the run ends ("files"). */
+#define CR_FS_HELD_MAX 4096
+
 struct cr_fsstate {
 	struct cr_fsrules rules;
+	struct cr_held *held;	/* owned: held.c */
+	size_t nheld, heldcap, heldmax;
 	int root_fd;		/* "/", O_PATH; owned */
 	int proc_fd;		/* "/proc", O_PATH; owned */
 	int shm_fd;		/* "/dev/shm", O_PATH, or -1; owned */
@@ -84,6 +99,12 @@ mode_t cr_fs_task_umask(pid_t tid);
 /* Remember a /dev/shm name this run created. */
 void cr_fs_shm_created(struct cr_run *run, const char *name);
 bool cr_fs_shm_ours(const struct cr_run *run, const char *name);
+/* Blocks of the run's /dev/shm objects, in bytes (the disk budget). */
+uint64_t cr_fs_shm_bytes(struct cr_run *run);
+/* Remove the /dev/shm objects of this user whose tag names a supervisor
+ * that is gone (killed before its cleanup). Called at every run's start;
+ * `corral gc` calls it too. Returns how many were removed. */
+int cr_fs_shm_sweep(void);
 /* After a successful creation/removal: keep the /dev/shm list exact. */
 void cr_fs_note_created(struct cr_run *run, const struct cr_fsres *res);
 void cr_fs_note_removed(struct cr_run *run, const struct cr_fsres *res);
@@ -92,6 +113,25 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 				  const struct seccomp_notif *n,
 				  const struct cr_fsres *res, int flags);
 void cr_fs_fifo_finish(struct cr_run *run);
+
+/* held.c: files the run holds without a name (unlinked, O_TMPFILE, memfds),
+ * wherever it holds them (tables, socket queues, mappings); the disk
+ * budget counts them until only the ledger holds them. */
+void cr_fs_held_setup(struct cr_run *run);
+void cr_fs_held_finish(struct cr_fsstate *fs);
+/* Track the regular file behind fd (ours; not consumed). 0 or -errno
+ * (-EDQUOT: the ledger is full and the run is ending). */
+int cr_fs_held_add(struct cr_run *run, int fd);
+/* Room for one more entry (pruned first), or -EDQUOT (the run is ending):
+ * asked before an unlink, so a file is never unlinked untracked. */
+int cr_fs_held_room(struct cr_run *run);
+/* Drop the entries nothing but the ledger holds (their storage is freed). */
+void cr_fs_held_prune(struct cr_run *run);
+/* Around an unlink or a rename over res: an O_PATH fd on the file when
+ * this removes its last name (-1 otherwise), then, when the call
+ * succeeded, the file goes to the ledger; keep is closed. */
+int cr_fs_held_before_unlink(const struct cr_fsres *res);
+void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done);
 
 /* pty.c: the run's own pseudo-terminals. At most CR_PTY_MAX held at once:
  * ptys are a host-wide resource (kernel.pty.max), and a run holding them all

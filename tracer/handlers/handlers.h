@@ -142,6 +142,9 @@ int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *r
 			       const struct cr_syscall_entry *e,	\
 			       const struct seccomp_notif *n)
 
+/* memfd.c */
+CR_HANDLER(cr_h_memfd_create);
+
 /* signal.c */
 CR_HANDLER(cr_h_kill);
 CR_HANDLER(cr_h_tkill);

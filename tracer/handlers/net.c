@@ -16,6 +16,7 @@
 
 #include "handlers.h"
 #include "../net/net.h"
+#include "../budget.h"
 
 /*
  * Why this is safe against the program it supervises: every address is read
@@ -832,6 +833,19 @@ static int gather(pid_t pid, uint64_t iovp, uint64_t iovcnt, bool dgram,
 	return rc;
 }
 
+/* An O_PATH open of a regular file holds its storage (once unlinked) but
+ * is invisible to the lease that tells the ledger of files without a name
+ * when they are gone (fs/held.c). In a task's table the fd scan sees it;
+ * in a socket's queue nothing would. */
+static bool opath_file(int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_PATH) && fstat(fd, &st) == 0 &&
+	       S_ISREG(st.st_mode);
+}
+
 /*
  * Control data, with every SCM_RIGHTS fd number translated from the
  * program's table to a duplicate in ours. The walk is stricter than the
@@ -880,6 +894,16 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 				if (fd < 0)
 					return -EBADF;
 				m->fds[m->nfds++] = fd;
+				/* A socket passed is followed for the memory
+				 * budget while it exists (tracer/sockmem.c). */
+				rc = cr_budget_on_send_fd(run, fd);
+				if (rc)
+					return rc;
+				if (opath_file(fd)) {
+					cr_deny(run, pid, "sendmsg", NULL, "fs",
+						"an O_PATH descriptor of a file cannot be passed: in flight it would hold the file's storage where nothing can measure it");
+					return -EPERM;
+				}
 				memcpy(&fds[i], &fd, sizeof(fd));
 			}
 		}

@@ -229,11 +229,16 @@ static struct cr_verdict do_open(struct cr_run *run,
 	 * made (tracer/budget.c). */
 	if (!res.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid)))
 		goto out;
+	if ((flags & __O_TMPFILE) == __O_TMPFILE && (rc = cr_fs_held_room(run)))
+		goto out;
 	fd = perform(run, n, &res, flags, mode);
 	if (fd < 0) {
 		rc = fd;
 		goto out;
 	}
+	/* A file born without a name: the ledger follows it (fs/held.c). */
+	if ((flags & __O_TMPFILE) == __O_TMPFILE)
+		cr_fs_held_add(run, fd);
 	if (shm_new)
 		cr_fs_note_created(run, &res);
 	cr_fsres_free(&res);

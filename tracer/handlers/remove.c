@@ -43,9 +43,19 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		v = CR_V_ERR(ENOENT);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res)) {
 		v = refuse(run, n, sys, &res);
+	} else if (!(flags & AT_REMOVEDIR) && S_ISREG(res.st.st_mode) &&
+		   (rc = cr_fs_held_room(run))) {
+		v = CR_V_ERR(-rc);
 	} else {
+		/* A file losing its last name may live on where no walk
+		 * looks (a socket's queue, a mapping): the ledger follows
+		 * it (fs/held.c). */
+		int keep = flags & AT_REMOVEDIR ? -1 :
+			   cr_fs_held_before_unlink(&res);
+
 		rc = unlinkat(res.dirfd, res.name, flags);
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
+		cr_fs_held_after_unlink(run, keep, rc == 0);
 		if (!rc) {
 			cr_fs_note_removed(run, &res);
 			cr_budget_on_remove(run);
@@ -120,10 +130,19 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			    CR_V_ERR(errno) : CR_V_VAL(0);
 		if (v.kind == CR_V_VALUE)
 			cr_fs_note_created(run, &b);
+	} else if (b.exists && S_ISREG(b.st.st_mode) &&
+		   !(flags & RENAME_EXCHANGE) &&
+		   (rc = cr_fs_held_room(run))) {
+		v = CR_V_ERR(-rc);
 	} else {
+		/* Renaming over a file removes its name: see do_unlink. */
+		int keep = flags & RENAME_EXCHANGE ? -1 :
+			   cr_fs_held_before_unlink(&b);
+
 		rc = (int)syscall(SYS_renameat2, a.dirfd, a.name, b.dirfd,
 				  b.name, flags);
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
+		cr_fs_held_after_unlink(run, keep, rc == 0);
 		if (!rc) {
 			if (b.exists && !(flags & RENAME_EXCHANGE))
 				cr_budget_on_remove(run);

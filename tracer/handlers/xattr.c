@@ -12,6 +12,15 @@
 
 enum xop { X_GET, X_SET, X_LIST, X_REMOVE };
 
+/* corral's own attributes (the tag that lets a later sweep find what a
+ * killed supervisor left in /dev/shm, fs/fs.c): the program may read them,
+ * never write or remove them. Prefix matched case-sensitively, as the
+ * kernel stores names. */
+static bool corral_name(const char *name)
+{
+	return !strncmp(name, "user.corral.", 12);
+}
+
 /* Acted on through "/proc/self/fd/N" of an O_PATH fd on the object itself;
  * the l* forms on a symlink act on nothing (user xattrs are not allowed on
  * links): they answer as the kernel does for such a link. */
@@ -34,6 +43,11 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 	}
 	if (size > CR_XATTR_MAX)
 		size = CR_XATTR_MAX;
+	if ((op == X_SET || op == X_REMOVE) && corral_name(name)) {
+		cr_deny(run, (pid_t)n->pid, sys, name, "fs",
+			"corral's own attributes may not be changed");
+		return CR_V_ERR(EPERM);
+	}
 	/* Reading needs only sight of the object: an ancestor of a root
 	 * (the workspace's parent that `ls -la` shows as "..") answers as
 	 * an object without attributes, rather than a refusal no native
@@ -171,6 +185,11 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 		return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
 	if (size > CR_XATTR_MAX)
 		return CR_V_ERR(E2BIG);
+	if (corral_name(name)) {
+		cr_deny(run, (pid_t)n->pid, sys, name, "fs",
+			"corral's own attributes may not be changed");
+		return CR_V_ERR(EPERM);
+	}
 	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	if (fd < 0)
 		return CR_V_ERR(-fd);

@@ -1,0 +1,313 @@
+"""Storage a run holds where neither the walk of its writable roots nor any
+process's resident memory shows it: files without a name held in a unix
+socket's queue (directly or inside another socket in flight), in a mapping
+whose fd was closed, memfds, /dev/shm objects. Each hostile case asserts the
+three things: counted (the run ends on the disk budget, the result names
+it), nothing left on the host (the storage freed, no process, no /dev/shm
+entry), the next run works. Known-good cases pass fds between workers and
+share memory across processes as test runners do."""
+
+import os
+import signal
+
+from harness import (CFG, eq, contains, true, ge, test, wait_for,
+                     check_result_shape)
+
+MIB = 1 << 20
+
+
+def hoard(t, limits, *args, timeout=60, extra=(), env=None):
+    opts = ["run", "--json", "--env", "CRMARK=" + t.marker,
+            "--limit", "wall=40s"]
+    for lim in limits:
+        opts += ["--limit", lim]
+    run = t.corral(opts + t.prog_roots() + list(extra) +
+                   ["--", t.prog("hoard")] + [str(a) for a in args],
+                   timeout=timeout, env=env)
+    return run, t.result(run)
+
+
+def assert_counted(t, run, r, limit="disk"):
+    eq(r.get("status"), "limit_exceeded",
+       "status (message %r, stdout %r)" % (r.get("message"),
+                                            r.get("stdout", "")[-200:]))
+    eq(r.get("limit"), limit, "limit")
+    eq(run.code, 124, "exit status")
+    contains(r.get("message", ""), limit, "message")
+    check_result_shape(r)
+    eq(r["cleanup"]["leftover_processes"], 0, "cleanup.leftover_processes")
+    t.no_marker_processes("after the %s limit" % limit)
+
+
+def free_bytes(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def shmem_bytes():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("Shmem:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def assert_freed(measure, before, slack, what):
+    """The storage came back (others share the host: a generous slack, far
+    below what the hostile program held)."""
+    ok = wait_for(lambda: measure() >= before - slack, 10, 0.2)
+    true(ok, "%s not freed: %d MiB less than before the run" %
+         (what, (before - measure()) // MIB))
+
+
+# ---- files in flight ----
+
+@test
+def storage_files_in_a_socket_queue_count(t):
+    # Large files (fallocate) sent over SCM_RIGHTS to a socket of the
+    # program's own that never reads, then closed and unlinked: only the
+    # queue holds them. They count against disk.
+    before = free_bytes(CFG.tmpdir)
+    run, r = hoard(t, ["disk=64MiB"], "files", 128, 6)
+    assert_counted(t, run, r)
+    ge(r["usage"]["disk_bytes"], 64 * MIB, "usage.disk_bytes")
+    held = [int(x.split()[1]) for x in r["stdout"].splitlines()
+            if x.startswith("held ")]
+    # Stopped before holding all it asked for (possibly before it could
+    # even say it held the first file).
+    true(not held or max(held) < 6 * 128, "the run let the program hold "
+         "all it asked for: %r" % held)
+    assert_freed(lambda: free_bytes(CFG.tmpdir), before, 200 * MIB,
+                 "disk space")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_memfds_in_a_socket_queue_count(t):
+    before = shmem_bytes()
+    run, r = hoard(t, ["disk=64MiB"], "memfd", 128, 6)
+    assert_counted(t, run, r)
+    ge(r["usage"]["disk_bytes"], 64 * MIB, "usage.disk_bytes")
+    assert_freed(shmem_bytes, before, 200 * MIB, "shared memory (Shmem)")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_file_in_a_socket_in_flight_counts(t):
+    # The file is queued in socket pair B; B's end is queued in pair C;
+    # every descriptor of B and of the file is closed.
+    before = free_bytes(CFG.tmpdir)
+    run, r = hoard(t, ["disk=64MiB"], "nested", 300)
+    assert_counted(t, run, r)
+    ge(r["usage"]["disk_bytes"], 300 * MIB, "usage.disk_bytes")
+    assert_freed(lambda: free_bytes(CFG.tmpdir), before, 200 * MIB,
+                 "disk space")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_deleted_file_held_by_a_mapping_counts(t):
+    # One page of a 300 MiB file mapped, the fd closed, the file unlinked:
+    # no fd table shows it and its pages are in nobody's RSS.
+    run, r = hoard(t, ["disk=64MiB"], "mapped", 300)
+    assert_counted(t, run, r)
+    ge(r["usage"]["disk_bytes"], 300 * MIB, "usage.disk_bytes")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_fds_passed_between_workers(t):
+    # Known good: a runner hands a worker 300 times a socket to answer on
+    # and an unlinked 1 MiB scratch file; the worker closes both each time.
+    # 300 MiB pass through under disk=64MiB: what is gone is not counted.
+    run, r = hoard(t, ["disk=64MiB"], "pass", 300, 1, timeout=120)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), "pass ok 300\n", "stdout")
+    true(r["usage"]["disk_bytes"] < 32 * MIB,
+         "usage.disk_bytes %d" % r["usage"]["disk_bytes"])
+
+
+@test
+def storage_ledger_is_bounded(t):
+    # Every file without a name held elsewhere is followed by a descriptor
+    # of the supervisor's: at most 4096 at once, then the run ends.
+    run, r = hoard(t, ["files=100000"], "unlinked", 6000,
+                   extra=["--limit", "processes=4"])
+    assert_counted(t, run, r, "files")
+    contains(r.get("message", ""), "without a name", "message")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_memfd_behaves_as_native(t):
+    # memfds are made by the supervisor: name, flags, seals, size, mapping
+    # and close-on-exec as the kernel gives them.
+    script = (
+        "import os, mmap, fcntl\n"
+        "fd = os.memfd_create('probe', os.MFD_ALLOW_SEALING)\n"
+        "print(os.readlink('/proc/self/fd/%d' % fd))\n"
+        "print(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR)\n"
+        "print(os.get_inheritable(fd))\n"
+        "os.ftruncate(fd, 8192)\n"
+        "m = mmap.mmap(fd, 8192)\n"
+        "m[0:5] = b'hello'\n"
+        "print(os.pread(fd, 5, 0))\n"
+        "fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)\n"
+        "print(fcntl.fcntl(fd, fcntl.F_GET_SEALS) == fcntl.F_SEAL_SHRINK)\n"
+        "try:\n"
+        "    os.ftruncate(fd, 4096)\n"
+        "except OSError as e:\n"
+        "    print('shrink', e.errno)\n"
+        "c = os.memfd_create('c', os.MFD_CLOEXEC)\n"
+        "print(os.get_inheritable(c))\n"
+        "try:\n"
+        "    os.memfd_create('x' * 250)\n"
+        "except OSError as e:\n"
+        "    print('long', e.errno)\n")
+    nat = t.native(["python3", "-c", script])
+    run = t.corral(["run", "--json", "--", "python3", "-c", script])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), nat.out.decode(), "output against native")
+    contains(r["stdout"], "/memfd:probe (deleted)", "memfd name")
+
+
+@test
+def storage_python_multiprocessing_shared_memory(t):
+    # Known good: spawn-context workers receive a shared Array (an
+    # unlinked file passed over SCM_RIGHTS by the resource sharer) and a
+    # SharedMemory block in /dev/shm.
+    script = (
+        "import multiprocessing as mp\n"
+        "from multiprocessing import shared_memory\n"
+        "def work(a, name, i):\n"
+        "    s = shared_memory.SharedMemory(name=name)\n"
+        "    a[i] = i * i + s.buf[i]\n"
+        "    s.close()\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = mp.get_context('spawn')\n"
+        "    a = ctx.Array('i', 8)\n"
+        "    s = shared_memory.SharedMemory(create=True, size=4096)\n"
+        "    for i in range(8):\n"
+        "        s.buf[i] = 1\n"
+        "    ps = [ctx.Process(target=work, args=(a, s.name, i))\n"
+        "          for i in range(8)]\n"
+        "    [p.start() for p in ps]\n"
+        "    [p.join() for p in ps]\n"
+        "    print(list(a), [p.exitcode for p in ps])\n"
+        "    s.close(); s.unlink()\n")
+    ws = t.path("ws")
+    os.mkdir(ws, 0o700)
+    with open(os.path.join(ws, "mp.py"), "w") as f:
+        f.write(script)
+    run = t.corral(["run", "--json", "-w", ws, "--limit", "disk=64MiB",
+                    "--", "python3", "mp.py"], timeout=120)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr")[-600:])
+    eq(r.get("stdout"), "[1, 2, 5, 10, 17, 26, 37, 50] [0, 0, 0, 0, 0, 0, 0, 0]\n", "stdout")
+
+
+# ---- /dev/shm ----
+
+def shm_name(t):
+    return "b1-" + t.marker[-12:]
+
+
+@test
+def storage_dev_shm_fill_counts(t):
+    # 180 MiB in /dev/shm under disk=10MiB memory=64MiB: counted against
+    # disk, removed at cleanup.
+    name = shm_name(t)
+    run, r = hoard(t, ["disk=10MiB", "memory=64MiB"], "shm", name, 180)
+    assert_counted(t, run, r)
+    ge(r["usage"]["disk_bytes"], 10 * MIB, "usage.disk_bytes")
+    true(not os.path.exists("/dev/shm/" + name),
+         "/dev/shm/%s left behind" % name)
+    t.assert_next_run_ok()
+
+
+@test
+def storage_dev_shm_swept_after_sigkill(t):
+    # corral is killed (-9) while its run holds a /dev/shm object: the next
+    # run's start removes it (its tag names a supervisor that is gone).
+    name = shm_name(t)
+    path = "/dev/shm/" + name
+    tmp = t.path("tmp")
+    os.mkdir(tmp, 0o700)
+    p = t.spawn(["run", "--json", "--env", "CRMARK=" + t.marker,
+                 "--limit", "wall=40s"] + t.prog_roots() +
+                ["--", t.prog("hoard"), "shm", name, "4"],
+                env={"TMPDIR": tmp})
+    try:
+        true(wait_for(lambda: os.path.exists(path), 20),
+             "the program never made %s" % path)
+        contains(os.getxattr(path, "user.corral.run").decode(),
+                 "%d " % p.pid, "the object's tag")
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        t.finish(p, timeout=10)
+    eq(p.returncode, -signal.SIGKILL, "corral's end")
+    t.no_marker_processes("after SIGKILL to corral", grace=5.0)
+    true(os.path.exists(path), "nothing to sweep: %s already gone" % path)
+    t.assert_next_run_ok()
+    true(not os.path.exists(path), "%s not swept by the next run" % path)
+
+
+@test
+def storage_dev_shm_tag_cannot_be_changed(t):
+    # The program cannot strip the tag of its object (to outlive a killed
+    # supervisor) nor write one.
+    name = shm_name(t)
+    script = (
+        "import os\n"
+        "p = '/dev/shm/%s'\n"
+        "fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)\n"
+        "print(len(os.getxattr(p, 'user.corral.run')) > 0)\n"
+        "for f in (lambda: os.removexattr(p, 'user.corral.run'),\n"
+        "          lambda: os.setxattr(fd, 'user.corral.run', b'1 1'),\n"
+        "          lambda: os.setxattr(p, 'user.corral.x', b'1')):\n"
+        "    try:\n"
+        "        f(); print('changed')\n"
+        "    except OSError as e:\n"
+        "        print(e.errno)\n"
+        "os.setxattr(p, 'user.mine', b'ok')\n"
+        "print(os.getxattr(p, 'user.mine'))\n" % name)
+    run = t.corral(["run", "--json", "--", "python3", "-c", script])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), "True\n1\n1\n1\nb'ok'\n", "stdout")
+    reasons = {d["reason"] for d in r["denials"]}
+    contains(" ".join(reasons), "corral's own attributes", "denials")
+    true(not os.path.exists("/dev/shm/" + name), "object left behind")
+    t.assert_next_run_ok()
+
+
+# ---- memory out of any RSS ----
+
+@test
+def storage_unix_socket_buffers_count(t):
+    # 400 socket pairs filled one way with SO_SNDBUF raised: ~500 MiB in
+    # the kernel, 2 MiB resident. The bytes waiting count against memory.
+    run, r = hoard(t, ["memory=256MiB"], "sockbuf", 400)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], 256 * MIB, "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_unix_sockets_in_flight_count(t):
+    # The same pairs, both ends then sent into a carrier and closed: in no
+    # fd table, still followed (the supervisor passed them).
+    run, r = hoard(t, ["memory=256MiB"], "sockflight", 400)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], 256 * MIB, "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_page_tables_count(t):
+    # Page tables with almost no resident page (a huge PROT_READ mapping,
+    # which RLIMIT_DATA does not cover, read every 2 MiB and dropped).
+    run, r = hoard(t, ["memory=48MiB"], "ptables", 4096)
+    assert_counted(t, run, r, "memory")
+    t.assert_next_run_ok()

@@ -1,0 +1,338 @@
+/* tests/progs/hoard.c: holds storage where no walk of the roots and no RSS
+ * sees it (sockets' queues, mappings, /dev/shm), or passes fds as workers do.
+ *
+ *   hoard files MIB COUNT     COUNT files of MIB MiB (fallocate) in the cwd,
+ *                             each sent over SCM_RIGHTS to a socket of its
+ *                             own that never reads, then closed and unlinked
+ *   hoard memfd MIB COUNT     the same with memfds
+ *   hoard nested MIB          a file sent into socket pair B, one end of B
+ *                             sent into pair C, B's ends and the file closed
+ *   hoard mapped MIB          a file of MIB MiB, one page of it mapped, the
+ *                             fd closed, the file unlinked
+ *   hoard shm NAME MIB        /dev/shm/NAME filled with MIB MiB
+ *   hoard sockbuf N           N unix socket pairs, each filled one way as far
+ *                             as the kernel lets (SO_SNDBUF raised)
+ *   hoard sockflight N        the same, then both ends of every pair sent
+ *                             into a carrier pair and closed
+ *   hoard ptables GIB         page tables without resident pages: one byte
+ *                             read per 2 MiB of a GIB GiB PROT_READ mapping,
+ *                             each page dropped again (MADV_DONTNEED)
+ *   hoard unlinked N          N empty files created, kept open, unlinked
+ *   hoard pass N MIB          known good: N times, a worker receives a
+ *                             socket and an unlinked file of MIB MiB over
+ *                             SCM_RIGHTS, answers through the socket with
+ *                             the file's first byte, and closes both;
+ *                             prints "pass ok N"
+ *
+ * Hostile modes print "held N" (MiB) and wait, so corral, not the program,
+ * ends the run. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MIB (1L << 20)
+
+static int send_fd(int sock, int fd)
+{
+	char c[CMSG_SPACE(sizeof(int))];
+	struct iovec v = { .iov_base = "x", .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1,
+			    .msg_control = c, .msg_controllen = sizeof(c) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+
+	memset(c, 0, sizeof(c));
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	return sendmsg(sock, &m, 0) == 1 ? 0 : -errno;
+}
+
+static int recv_fd(int sock)
+{
+	char c[CMSG_SPACE(sizeof(int))], b;
+	struct iovec v = { .iov_base = &b, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1,
+			    .msg_control = c, .msg_controllen = sizeof(c) };
+	struct cmsghdr *h;
+	int fd;
+
+	if (recvmsg(sock, &m, 0) != 1)
+		return -1;
+	h = CMSG_FIRSTHDR(&m);
+	if (!h || h->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	return fd;
+}
+
+static void hold(void)
+{
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static int filled(const char *name, long mib, bool memfd)
+{
+	int fd = memfd ? memfd_create(name, 0) :
+		 open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+
+	if (fd < 0 || fallocate(fd, 0, 0, mib * MIB) < 0) {
+		printf("fill %s: %s\n", name, strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+static void hoard(long mib, long count, bool memfd)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		exit(1);
+	for (long i = 0; i < count; i++) {
+		char name[32];
+		int fd, rc;
+
+		snprintf(name, sizeof(name), "hoard.%ld", i);
+		fd = filled(name, mib, memfd);
+		rc = send_fd(sv[0], fd);
+		close(fd);
+		if (!memfd)
+			unlink(name);
+		if (rc) {
+			printf("send: %s\n", strerror(-rc));
+			hold();
+		}
+		printf("held %ld\n", (i + 1) * mib);
+		fflush(stdout);
+		usleep(100000);
+	}
+	hold();
+}
+
+static void nested(long mib)
+{
+	int b[2], c[2], fd = filled("nested", mib, false);
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, b) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM, 0, c) < 0 ||
+	    send_fd(b[0], fd) || send_fd(c[0], b[1]))
+		exit(1);
+	close(fd);
+	unlink("nested");
+	close(b[0]);
+	close(b[1]);
+	printf("held %ld\n", mib);
+	hold();
+}
+
+static void mapped(long mib)
+{
+	int fd = filled("mapped", mib, false);
+	void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		exit(1);
+	close(fd);
+	unlink("mapped");
+	printf("held %ld\n", mib);
+	hold();
+}
+
+static void shm(const char *name, long mib)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || fallocate(fd, 0, 0, mib * MIB) < 0) {
+		printf("shm: %s\n", strerror(errno));
+		exit(1);
+	}
+	printf("held %ld\n", mib);
+	hold();
+}
+
+static long fill_pair(int s[2])
+{
+	static char buf[1 << 16];
+	int big = 8 << 20;
+	long bytes = 0;
+	ssize_t w;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s) < 0)
+		return -1;
+	setsockopt(s[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	while ((w = write(s[0], buf, sizeof(buf))) > 0)
+		bytes += w;
+	return bytes;
+}
+
+static void sockbuf(long n, bool flight)
+{
+	int carrier[2];
+	long bytes = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, carrier) < 0)
+		exit(1);
+	for (long i = 0; i < n; i++) {
+		int s[2];
+		long b = fill_pair(s);
+
+		if (b < 0) {
+			printf("socketpair: %s\n", strerror(errno));
+			hold();
+		}
+		bytes += b;
+		if (flight) {
+			if (send_fd(carrier[0], s[0]) || send_fd(carrier[0], s[1])) {
+				printf("send: %s\n", strerror(errno));
+				hold();
+			}
+			close(s[0]);
+			close(s[1]);
+		}
+		if (i % 16 == 15)
+			printf("held %ld\n", bytes >> 20);
+	}
+	printf("held %ld\n", bytes >> 20);
+	hold();
+}
+
+static void ptables(long gib)
+{
+	size_t len = (size_t)gib << 30;
+	char *p = mmap(NULL, len, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	volatile char sink;
+
+	if (p == MAP_FAILED) {
+		printf("mmap: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (size_t o = 0; o < len; o += 2 << 20) {
+		sink = p[o];
+		madvise(p + o, 4096, MADV_DONTNEED);
+		if (o % (64ul << 30) == 0)
+			printf("held %zu\n", o >> 20 >> 9 << 2);
+	}
+	(void)sink;
+	printf("held %zu\n", len >> 21 << 12 >> 20);
+	hold();
+}
+
+static void unlinked(long n)
+{
+	struct rlimit rl;
+	long i;
+
+	/* Room for n descriptors, as far as the hard limit allows. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+
+	for (i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "u.%ld", i);
+		if (open(name, O_RDWR | O_CREAT | O_EXCL, 0600) < 0 ||
+		    unlink(name) < 0) {
+			printf("at %ld: %s\n", i, strerror(errno));
+			break;
+		}
+	}
+	printf("held %ld\n", i);
+	hold();
+}
+
+/* A test runner handing work to a worker: a socket to answer on and an
+ * unlinked scratch file, both over SCM_RIGHTS. */
+static void pass(long n, long mib)
+{
+	int ctl[2];
+	pid_t w;
+	long ok = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, ctl) < 0)
+		exit(1);
+	w = fork();
+	if (w == 0) {
+		close(ctl[0]);
+		for (;;) {
+			int s = recv_fd(ctl[1]), f;
+			char c = 0;
+
+			if (s < 0)
+				_exit(0);
+			f = recv_fd(ctl[1]);
+			if (f < 0 || pread(f, &c, 1, 0) != 1 || write(s, &c, 1) != 1)
+				_exit(1);
+			close(s);
+			close(f);
+		}
+	}
+	close(ctl[1]);
+	for (long i = 0; i < n; i++) {
+		int ans[2], f = filled("scratch", mib, false);
+		char c = 0;
+
+		if (pwrite(f, "w", 1, 0) != 1 ||
+		    socketpair(AF_UNIX, SOCK_STREAM, 0, ans) < 0)
+			exit(1);
+		unlink("scratch");
+		if (send_fd(ctl[0], ans[1]) || send_fd(ctl[0], f))
+			exit(1);
+		close(ans[1]);
+		close(f);
+		if (read(ans[0], &c, 1) == 1 && c == 'w')
+			ok++;
+		close(ans[0]);
+	}
+	close(ctl[0]);
+	waitpid(w, NULL, 0);
+	printf("pass ok %ld\n", ok);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc >= 4 && !strcmp(argv[1], "files"))
+		hoard(atol(argv[2]), atol(argv[3]), false);
+	else if (argc >= 4 && !strcmp(argv[1], "memfd"))
+		hoard(atol(argv[2]), atol(argv[3]), true);
+	else if (argc >= 3 && !strcmp(argv[1], "nested"))
+		nested(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "mapped"))
+		mapped(atol(argv[2]));
+	else if (argc >= 4 && !strcmp(argv[1], "shm"))
+		shm(argv[2], atol(argv[3]));
+	else if (argc >= 3 && !strcmp(argv[1], "sockbuf"))
+		sockbuf(atol(argv[2]), false);
+	else if (argc >= 3 && !strcmp(argv[1], "sockflight"))
+		sockbuf(atol(argv[2]), true);
+	else if (argc >= 3 && !strcmp(argv[1], "ptables"))
+		ptables(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "unlinked"))
+		unlinked(atol(argv[2]));
+	else if (argc >= 4 && !strcmp(argv[1], "pass"))
+		pass(atol(argv[2]), atol(argv[3]));
+	else {
+		fprintf(stderr, "usage: see tests/progs/hoard.c\n");
+		return 2;
+	}
+	return 0;
+}

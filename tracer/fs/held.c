@@ -1,0 +1,206 @@
+/* tracer/fs/held.c: the ledger of files the run holds without a name (unlinked,
+ * O_TMPFILE, memfds) until nothing but the ledger holds them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "../budget.h"
+
+/*
+ * Why a ledger: a file without a name takes storage for as long as anything
+ * holds it, and the run can hold it where no measure looks: in a unix
+ * socket's queue (an SCM_RIGHTS message never received), in a mapping
+ * whose fd was closed, in a socket in flight inside another. The fd-table
+ * scan (budget.c) sees only tasks' tables, the walk only names.
+ *
+ * So every file that loses its last name through the supervisor (unlink,
+ * rename over it), every O_TMPFILE and every memfd gets an entry here: an
+ * open file of our own on the same inode. It keeps the inode measurable
+ * (fstat) wherever the run's references went, and the disk budget counts
+ * its blocks (unless a task's fd table already counted them).
+ *
+ * And when is it gone? Our own open file is a separate open file
+ * description, so a write lease tells whether any *other* open file of
+ * the inode exists anywhere: fcntl(F_SETLEASE, F_WRLCK) succeeds only when
+ * the inode's reader and writer counts are ours alone. A descriptor in a
+ * task's table, in a socket's queue (at any depth) and a mapping all hold
+ * an open file, so they all keep the lease from being granted. Granted:
+ * we are the last holder; the entry is dropped and our close frees the
+ * storage. The lease is released at once (and SIGIO, which a lease break
+ * would send us, is ignored).
+ *
+ * Two kinds of holder the lease cannot see: an O_PATH open (no reader or
+ * writer count) and the pseudo file memfd_create returns (made without
+ * the counts). The first is refused in flight (an O_PATH descriptor of a
+ * regular file cannot be sent, handlers/net.c) and seen by the fd scan in
+ * a table; the second never reaches the run: memfd_create is performed
+ * here and the program gets an ordinary open of the memfd
+ * (handlers/memfd.c). An entry whose lease cannot be tried (a file of
+ * another owner, a filesystem without leases) is counted until the run
+ * ends: an error towards stopping.
+ */
+
+void cr_fs_held_setup(struct cr_run *run)
+{
+	struct rlimit rl;
+	size_t max = CR_FS_HELD_MAX;
+
+	/* Each entry is one of our descriptors: at most a quarter of our
+	 * limit, so the ledger can never starve the supervisor of fds (an
+	 * entry that could not be opened would go uncounted). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 4 < max)
+		max = rl.rlim_cur / 4;
+	run->fs->heldmax = max < 16 ? 16 : max;
+	/* A lease break signals the lease holder; ours last microseconds,
+	 * but SIGIO's default action is to terminate. */
+	signal(SIGIO, SIG_IGN);
+}
+
+static void drop(struct cr_fsstate *fs, size_t i)
+{
+	close(fs->held[i].fd);
+	fs->held[i] = fs->held[--fs->nheld];
+}
+
+/* Are we the only holder of the inode? 1 yes, 0 no, -1 cannot tell. */
+static int sole(int fd)
+{
+	if (fcntl(fd, F_SETLEASE, F_WRLCK) == 0) {
+		fcntl(fd, F_SETLEASE, F_UNLCK);
+		return 1;
+	}
+	return errno == EAGAIN || errno == EBUSY ? 0 : -1;
+}
+
+void cr_fs_held_prune(struct cr_run *run)
+{
+	struct cr_fsstate *fs = run->fs;
+
+	for (size_t i = 0; fs && i < fs->nheld;) {
+		if (fs->held[i].provable && sole(fs->held[i].fd) == 1)
+			drop(fs, i);
+		else
+			i++;
+	}
+}
+
+/* A fresh open file of the inode behind fd (never the same open file
+ * description: the lease must tell it apart). Read-only when the mode
+ * allows, else write-only; -errno when neither. O_NONBLOCK: an open that
+ * would break someone's lease fails rather than wait. */
+static int reopen(int fd)
+{
+	static const int modes[] = { O_RDONLY, O_WRONLY };
+	char p[64];
+	int r = -EACCES;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	for (size_t i = 0; i < CR_ARRAY_SIZE(modes); i++) {
+		r = open(p, modes[i] | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (r >= 0)
+			return r;
+		r = -errno;
+	}
+	return r;
+}
+
+int cr_fs_held_room(struct cr_run *run)
+{
+	struct cr_fsstate *fs = run->fs;
+
+	if (fs->nheld < fs->heldmax)
+		return 0;
+	cr_fs_held_prune(run);
+	if (fs->nheld < fs->heldmax)
+		return 0;
+	if (!run->ending)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(CR_LIM_FILES),
+			   "the files budget is spent: more than %zu files without a name held at once",
+			   fs->heldmax);
+	return -EDQUOT;
+}
+
+int cr_fs_held_add(struct cr_run *run, int fd)
+{
+	struct cr_fsstate *fs = run->fs;
+	struct cr_held h = { .provable = true };
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return 0;	/* only regular files hold data */
+	for (size_t i = 0; i < fs->nheld; i++)
+		if (fs->held[i].dev == st.st_dev && fs->held[i].ino == st.st_ino)
+			return 0;
+	r = cr_fs_held_room(run);
+	if (r)
+		return r;
+	h.dev = st.st_dev;
+	h.ino = st.st_ino;
+	h.fd = reopen(fd);
+	if (h.fd < 0) {
+		/* Cannot open it afresh (a mode without read or write, a
+		 * lease of the program's): keep what we were given and
+		 * count it until the run ends. */
+		h.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		h.provable = false;
+		if (h.fd < 0)
+			return -errno;
+	} else {
+		int alone = sole(h.fd);
+
+		if (alone == 1) {
+			close(h.fd);	/* nobody else holds it: gone now */
+			return 0;
+		}
+		h.provable = alone == 0;
+	}
+	if (fs->nheld == fs->heldcap) {
+		size_t cap = fs->heldcap ? fs->heldcap * 2 : 16;
+		struct cr_held *g = realloc(fs->held, cap * sizeof(*g));
+
+		if (!g) {
+			close(h.fd);
+			return -ENOMEM;
+		}
+		fs->held = g;
+		fs->heldcap = cap;
+	}
+	fs->held[fs->nheld++] = h;
+	cr_budget_rescan_soon(run);
+	return 0;
+}
+
+int cr_fs_held_before_unlink(const struct cr_fsres *res)
+{
+	if (!res->exists || !S_ISREG(res->st.st_mode) || res->st.st_nlink != 1)
+		return -1;
+	return openat(res->dirfd, res->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+}
+
+void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done)
+{
+	if (keep < 0)
+		return;
+	if (done)
+		cr_fs_held_add(run, keep);
+	close(keep);
+}
+
+void cr_fs_held_finish(struct cr_fsstate *fs)
+{
+	while (fs->nheld)
+		drop(fs, fs->nheld - 1);
+	free(fs->held);
+	fs->held = NULL;
+	fs->heldcap = 0;
+}
