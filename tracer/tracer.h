@@ -128,6 +128,8 @@ struct cr_task {
 	bool leader;
 	bool initial;		/* the first process of the run */
 	bool seen;		/* a stop or event of its own has arrived */
+	uint64_t start;		/* start time (clock ticks after boot, field
+				 * 22 of /proc/TID/stat); 0: unknown */
 	struct cr_task_budget b;
 };
 
@@ -142,7 +144,10 @@ struct cr_tasks {
 	size_t leaders;		/* processes alive */
 	size_t peak_leaders;
 	size_t peak_tasks;
-	pid_t gone[CR_TASKS_GONE];	/* ring of removed tids, 0: empty */
+	struct {
+		pid_t tid;	/* 0: empty */
+		uint64_t start;	/* its start time, to tell a reuse */
+	} gone[CR_TASKS_GONE];	/* ring of removed tasks */
 	size_t gone_next;
 };
 
@@ -309,8 +314,17 @@ void cr_tasks_free(struct cr_tasks *t);
 struct cr_task *cr_tasks_find(struct cr_tasks *t, pid_t tid);
 struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid);
 void cr_tasks_remove(struct cr_tasks *t, pid_t tid);
-/* Was tid one of the run's tasks, removed recently? */
+/* Was tid one of the run's tasks, removed recently, and is the number not
+ * someone else's since? */
 bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid);
+/* The task tid names now, when it is one of the run's: in the table and
+ * the same task (a leader's pidfd still names a live or unreaped process;
+ * a thread's start time is unchanged). Every "is this ours" check asks
+ * this, not cr_tasks_find: an entry the table failed to forget can never
+ * make a recycled number ours. */
+struct cr_task *cr_tasks_ours(struct cr_tasks *t, pid_t tid);
+/* Start time of tid (field 22 of /proc/TID/stat), 0 when unreadable. */
+uint64_t cr_tasks_start_time(pid_t tid);
 /* Handle every pending wait status (ptrace stops and exits). */
 void cr_tasks_reap(struct cr_run *run);
 /* SIGKILL every known process; returns how many signals were sent. */
