@@ -259,6 +259,14 @@ int cr_run_main(int argc, char **argv)
 			code = CR_EXIT_USAGE;
 			goto out;
 		}
+		int bad = cr_result_check(&cfg);
+
+		if (bad) {
+			fprintf(stderr, "corral: --result %s: cannot be written: %s\n",
+				cfg.result_file, strerror(-bad));
+			code = CR_EXIT_USAGE;
+			goto out;
+		}
 	}
 	if (cr_audit_open(&run) < 0) {
 		fprintf(stderr, "corral: cannot open the audit file %s: %s\n",

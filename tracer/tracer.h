@@ -204,6 +204,7 @@ struct cr_run {
 	int timerfd;			/* wall-time timer, owned */
 	int epfd;			/* owned */
 	int execfd;			/* child's exec-error pipe, owned */
+	bool first_exec_denied;		/* the initial exec met a denial */
 	int stdin_fd;			/* feeder pipe write end, owned */
 	size_t stdin_off;
 	struct cr_tasks tasks;
@@ -394,6 +395,9 @@ void cr_cleanup(struct cr_run *run);
 
 /* tracer/result.c */
 int cr_result_emit(struct cr_run *run);
+/* Before the program starts: can the --result file be made in its
+ * directory (opened already)? 0 or -errno. */
+int cr_result_check(const struct cr_run_config *cfg);
 void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 		       size_t len);
 
