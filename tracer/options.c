@@ -11,11 +11,12 @@ enum {
 	OPT_POLICY = 256, OPT_CLASS, OPT_RO, OPT_RW, OPT_EXEC, OPT_ALLOW_NET,
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
-	OPT_PUBLISH,
+	OPT_PUBLISH, OPT_WS_UNSAFE,
 };
 
 static const struct option longopts[] = {
 	{ "workspace", required_argument, NULL, 'w' },
+	{ "workspace-unsafe", no_argument, NULL, OPT_WS_UNSAFE },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "class", required_argument, NULL, OPT_CLASS },
 	{ "ro", required_argument, NULL, OPT_RO },
@@ -41,9 +42,10 @@ static const struct option longopts[] = {
 static const char usage[] =
 	"usage: corral run [OPTIONS] -- COMMAND [ARG...]\n"
 	"       corral run --request FILE [OPTIONS]\n"
-	"options: -w/--workspace DIR, --policy FILE, --class NAME,\n"
-	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST, --publish PORT,\n"
-	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
+	"options: -w/--workspace DIR, --workspace-unsafe, --policy FILE,\n"
+	"  --class NAME, --ro PATH, --rw PATH, --exec PATH, --allow-net DEST,\n"
+	"  --publish PORT,"
+	" --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
 	"  --output GLOB, --output-dir DIR, --json, --result FILE,\n"
 	"  --audit FILE, --id ID, --request FILE, --stacks\n";
 
@@ -196,6 +198,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	while ((c = getopt_long(argc, argv, "+w:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'w': cli.workspace = optarg; break;
+		case OPT_WS_UNSAFE: cfg->ws_unsafe = true; break;
 		case OPT_POLICY: cfg->policy_file = optarg; break;
 		case OPT_CLASS: cli.class_name = optarg; break;
 		case OPT_RO:
@@ -360,6 +363,8 @@ void cr_config_free(struct cr_run_config *cfg)
 	free(cfg->workspace);
 	if (cfg->result_dirfd >= 0)
 		close(cfg->result_dirfd);
+	if (cfg->ws_lockfd >= 0)
+		close(cfg->ws_lockfd);
 	if (cfg->envp) {
 		for (char **e = cfg->envp; *e; e++)
 			free(*e);

@@ -28,6 +28,8 @@ struct cr_run_config {
 	char *cwd;			/* borrowed, relative to workspace, or NULL */
 	char *workspace;		/* owned, absolute */
 	bool ws_private;		/* made by us, removed at the end */
+	bool ws_unsafe;			/* --workspace-unsafe */
+	int ws_lockfd;			/* owned: flock of a private one, or -1 */
 	struct cr_limits limits;	/* effective budgets */
 	char **envp;			/* owned, NULL-terminated */
 	bool json;
@@ -409,6 +411,18 @@ void cr_audit_close(struct cr_run *run);
 /* tracer/workspace.c */
 int cr_workspace_make(struct cr_run_config *cfg, const char *given);
 int cr_workspace_remove(const char *path);
+/* A -w DIR that would expose its owner: /, the caller's home or an
+ * ancestor of it, or one inside or around a root the class denies.
+ * -EPERM and why, unless --workspace-unsafe. */
+int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
+		       char *why, size_t len);
+/* Release the private workspace's lock; its lock file goes when the
+ * workspace was removed. */
+void cr_workspace_unlock(struct cr_run_config *cfg, bool removed);
+/* Remove the private workspaces (and lock files) of this user's runs
+ * whose supervisor is gone. */
+int cr_workspace_gc(size_t *removed, size_t *busy);
+int cr_workspace_gc_main(int argc, char **argv);
 
 /* tracer/watchdog.c: exits the process (killing every tracee) if the run
  * is still going wall budget + 60 s after it started. */

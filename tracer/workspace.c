@@ -1,15 +1,223 @@
 /* tracer/workspace.c: makes the task's workspace (a private 0700 directory
- * under $TMPDIR, or the one given) and removes a private one without ever
- * following a link the program planted. */
+ * under $TMPDIR, locked while its run lives, or the one given, refused when
+ * it would expose its owner), removes a private one without ever following
+ * a link the program planted, and sweeps those of runs that died. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tracer.h"
+
+/* Is a (absolute, normalised) inside or equal to b? */
+static bool path_within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	if (n == 1 && b[0] == '/')
+		return true;
+	return !strncmp(a, b, n) && (a[n] == '/' || !a[n]);
+}
+
+/* The caller's home directories: $HOME and the password entry's, resolved. */
+static size_t homes(char out[2][PATH_MAX])
+{
+	const char *cand[2] = { getenv("HOME"), NULL };
+	struct passwd *pw = getpwuid(getuid());
+	size_t n = 0;
+
+	if (pw)
+		cand[1] = pw->pw_dir;
+	for (size_t i = 0; i < 2; i++)
+		if (cand[i] && cand[i][0] == '/' && realpath(cand[i], out[n]))
+			n++;
+	return n;
+}
+
+int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
+		       char *why, size_t len)
+{
+	char path[PATH_MAX], home[2][PATH_MAX];
+	size_t nh;
+
+	/* A directory that does not exist yet will be made empty: it can
+	 * hold nothing of its owner's. */
+	if (!realpath(given, path))
+		return 0;
+	if (!strcmp(path, "/")) {
+		snprintf(why, len, "it is the root directory");
+		return -EPERM;
+	}
+	nh = homes(home);
+	for (size_t i = 0; i < nh; i++)
+		if (path_within(home[i], path)) {
+			snprintf(why, len, "it is %s home directory %s",
+				 strcmp(path, home[i]) ? "an ancestor of the caller's" :
+				 "the caller's", home[i]);
+			return -EPERM;
+		}
+	/* The workspace is writable by the program: a root the class
+	 * denies must not be inside it (nor it inside one). */
+	for (size_t i = 0; cfg->cls && i < cfg->cls->fs_deny.n; i++) {
+		const char *d = cfg->cls->fs_deny.v[i];
+
+		if (path_within(d, path) || path_within(path, d)) {
+			snprintf(why, len, "the class denies %s", d);
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
+/* A private workspace is locked through a sibling file, NAME.lock, outside
+ * the program's reach (the program can write inside the workspace only):
+ * flock held by the supervisor for the whole run, released by the kernel
+ * when it dies however it dies. */
+static int lock_private(struct cr_run_config *cfg, const char *path)
+{
+	char lock[PATH_MAX];
+	int fd;
+
+	if (snprintf(lock, sizeof(lock), "%s.lock", path) >= (int)sizeof(lock))
+		return -ENAMETOOLONG;
+	fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(fd);
+		unlink(lock);
+		return -e;
+	}
+	cfg->ws_lockfd = fd;
+	return 0;
+}
+
+void cr_workspace_unlock(struct cr_run_config *cfg, bool removed)
+{
+	char lock[PATH_MAX];
+
+	if (cfg->ws_lockfd < 0)
+		return;
+	/* A workspace that could not be removed keeps its lock file: once
+	 * this process is gone, the next sweep tries again. */
+	if (removed && cfg->workspace &&
+	    snprintf(lock, sizeof(lock), "%s.lock", cfg->workspace) <
+	    (int)sizeof(lock))
+		unlink(lock);
+	close(cfg->ws_lockfd);
+	cfg->ws_lockfd = -1;
+}
+
+static const char *tmp_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	return tmp && tmp[0] == '/' ? tmp : "/tmp";
+}
+
+/* Hook: what a dead run held outside its workspace and must be swept with
+ * it, by its workspace's name (corral-XXXXXX). Nothing today; the place
+ * for /dev/shm objects named after a run. */
+static void sweep_run_extra(const char *ws_name)
+{
+	(void)ws_name;
+}
+
+int cr_workspace_gc(size_t *removed, size_t *busy)
+{
+	const char *tmp = tmp_dir();
+	DIR *d = opendir(tmp);
+	struct dirent *de;
+	int dfd, rc = 0;
+
+	*removed = *busy = 0;
+	if (!d)
+		return -errno;
+	dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		char ws[NAME_MAX + 1], full[PATH_MAX];
+		size_t n = strlen(de->d_name);
+		struct stat held, now, wst;
+		int fd;
+
+		/* corral-XXXXXX.lock, as mkdtemp and lock_private make them */
+		if (n != 18 || strncmp(de->d_name, "corral-", 7) ||
+		    strcmp(de->d_name + 13, ".lock"))
+			continue;
+		fd = openat(dfd, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC |
+			    O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		/* The same user's only; a lock taken means its run lives. */
+		if (fstat(fd, &held) < 0 || !S_ISREG(held.st_mode) ||
+		    held.st_uid != getuid() || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EWOULDBLOCK)
+				(*busy)++;
+			close(fd);
+			continue;
+		}
+		/* Still the file at that name (its run may have ended and a
+		 * new run taken the name meanwhile)? */
+		if (fstatat(dfd, de->d_name, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    now.st_ino != held.st_ino || now.st_dev != held.st_dev) {
+			close(fd);
+			continue;
+		}
+		memcpy(ws, de->d_name, 13);
+		ws[13] = 0;
+		if (snprintf(full, sizeof(full), "%s/%s", tmp, ws) >=
+		    (int)sizeof(full)) {
+			close(fd);
+			continue;
+		}
+		if (fstatat(dfd, ws, &wst, AT_SYMLINK_NOFOLLOW) == 0) {
+			int r = S_ISDIR(wst.st_mode) && wst.st_uid == getuid() ?
+				cr_workspace_remove(full) : -ENOTDIR;
+
+			if (r) {
+				if (!rc)
+					rc = r;
+				close(fd);
+				continue;
+			}
+		}
+		sweep_run_extra(ws);
+		unlinkat(dfd, de->d_name, 0);
+		close(fd);
+		(*removed)++;
+	}
+	closedir(d);
+	return rc;
+}
+
+int cr_workspace_gc_main(int argc, char **argv)
+{
+	size_t removed, busy;
+	int rc;
+
+	if (argc != 1) {
+		fprintf(stderr, "usage: corral gc\n");
+		return CR_EXIT_USAGE;
+	}
+	rc = cr_workspace_gc(&removed, &busy);
+	printf("corral gc: %zu workspace(s) of ended runs removed, %zu in use, under %s\n",
+	       removed, busy, tmp_dir());
+	if (rc) {
+		fprintf(stderr, "corral gc: some could not be removed: %s\n",
+			strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
 
 int cr_workspace_make(struct cr_run_config *cfg, const char *given)
 {
@@ -34,8 +242,20 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given)
 		if (snprintf(path, sizeof(path), "%s/corral-XXXXXX", tmp) >=
 		    (int)sizeof(path))
 			return -ENAMETOOLONG;
-		if (!mkdtemp(path))	/* mode 0700 */
-			return -errno;
+		for (int tries = 0;; tries++) {
+			int rc;
+
+			memcpy(path + strlen(path) - 6, "XXXXXX", 6);
+			if (!mkdtemp(path))	/* mode 0700 */
+				return -errno;
+			rc = lock_private(cfg, path);
+			if (!rc)
+				break;
+			rmdir(path);
+			/* A lock file of a swept run still at that name. */
+			if (rc != -EEXIST || tries > 8)
+				return rc;
+		}
 		cfg->ws_private = true;
 		{
 			char real[PATH_MAX];
