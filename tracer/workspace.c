@@ -46,10 +46,29 @@ int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 	char path[PATH_MAX], home[2][PATH_MAX];
 	size_t nh;
 
-	/* A directory that does not exist yet will be made empty: it can
-	 * hold nothing of its owner's. */
-	if (!realpath(given, path))
-		return 0;
+	/* A directory that does not exist yet is made (one level): judge
+	 * where it will be, its resolved parent and its name. */
+	if (!realpath(given, path)) {
+		char parent[PATH_MAX], *slash;
+		const char *name;
+
+		if (snprintf(parent, sizeof(parent), "%s", given) >=
+		    (int)sizeof(parent))
+			return -ENAMETOOLONG;
+		slash = strrchr(parent, '/');
+		name = slash ? slash + 1 : parent;
+		if (slash == parent)
+			slash[1] = 0;
+		else if (slash)
+			*slash = 0;
+		if (!realpath(slash ? parent : ".", path))
+			return 0;	/* cannot be made: cr_workspace_make says why */
+		if (strlen(path) + strlen(name) + 2 > sizeof(path))
+			return -ENAMETOOLONG;
+		if (strcmp(path, "/"))
+			strcat(path, "/");
+		strcat(path, given + (name - parent));
+	}
 	if (!strcmp(path, "/")) {
 		snprintf(why, len, "it is the root directory");
 		return -EPERM;

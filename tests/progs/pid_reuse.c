@@ -132,13 +132,14 @@ static int cycle(const char *dir)
 			_exit(0);
 		}
 		last = p;
-		next = 0;
-		for (int i = 0; i < n; i++)
-			if (want[i] == p)
-				next = 1;
-		if (next)
-			held[k++] = p;
-		else
+		/* Only a forked child stays; a vforked one exits even on a
+		 * wanted number (someone else took the one we expected). */
+		for (int i = 0; next && i < n; i++)
+			if (want[i] == p) {
+				held[k++] = p;
+				next = 2;
+			}
+		if (next != 2)
 			waitpid(p, NULL, 0);
 	}
 	snprintf(tmp, sizeof(tmp), "%s/held.tmp", dir);
