@@ -89,8 +89,10 @@ asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		EXTRA_LDFLAGS="-fsanitize=address,undefined" check
 
-fuzz:
-	@sh tests/fuzz.sh
+# FUZZ_SECONDS per target (default 30), FUZZ_TARGETS to pick some; the
+# decode target links the supervisor, so the generated filter comes first.
+fuzz: $(BUILD)/tracer/filter_prebuilt.c
+	@BUILD=$(BUILD) sh tests/fuzz.sh
 
 bench: all
 	@sh bench/run $(BUILD)
