@@ -33,7 +33,7 @@ UNIT_SRC   := $(sort $(wildcard tests/unit/*.c))
 PROG_SRC   := $(sort $(wildcard tests/progs/*.c))
 PROGS      := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
 
-.PHONY: all deps demo check check-unit check-e2e asan install clean fuzz bench compat
+.PHONY: all deps demo check check-unit check-e2e asan install clean fuzz soak bench compat
 all: $(BUILD)/corral $(BUILD)/tests/unit/run-unit $(PROGS)
 
 $(BUILD)/%.o: %.c $(wildcard include/corral/*.h) $(wildcard tracer/*.def tracer/*.h tracer/*/*.h)
@@ -93,6 +93,12 @@ asan:
 # decode target links the supervisor, so the generated filter comes first.
 fuzz: $(BUILD)/tracer/filter_prebuilt.c
 	@BUILD=$(BUILD) sh tests/fuzz.sh
+
+# Long, not part of check: SOAK_N sequential runs (default 1000), batches of
+# SOAK_M concurrent ones (16), SOAK_K supervisors SIGKILLed at random points
+# (100), then what is left on the host is counted (docs/limits.md).
+soak: all
+	/usr/bin/python3 tests/soak.py --corral $(BUILD)/corral
 
 bench: all
 	@sh bench/run $(BUILD)

@@ -423,6 +423,10 @@ void cr_workspace_unlock(struct cr_run_config *cfg, bool removed);
  * whose supervisor is gone. */
 int cr_workspace_gc(size_t *removed, size_t *busy);
 int cr_workspace_gc_main(int argc, char **argv);
+/* A /dev/shm object the run made (name inside shmdir): recorded in the
+ * private workspace's lock file, so a sweep after a kill removes it. */
+void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
+			   const char *name);
 
 /* tracer/watchdog.c: exits the process (killing every tracee) if the run
  * is still going wall budget + 60 s after it started. */

@@ -143,12 +143,61 @@ static const char *tmp_dir(void)
 	return tmp && tmp[0] == '/' ? tmp : "/tmp";
 }
 
-/* Hook: what a dead run held outside its workspace and must be swept with
- * it, by its workspace's name (corral-XXXXXX). Nothing today; the place
- * for /dev/shm objects named after a run. */
-static void sweep_run_extra(const char *ws_name)
+/* The lock file's content: one line per /dev/shm object the run made,
+ * "INODE NAME". Appended by the supervisor only (the program cannot reach
+ * the file); a line cut short by a kill is ignored. */
+void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
+			   const char *name)
 {
-	(void)ws_name;
+	char line[NAME_MAX + 32];
+	struct stat st;
+	int n;
+
+	if (cfg->ws_lockfd < 0 || shmdir < 0 || strchr(name, '\n') ||
+	    fstatat(shmdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%llu %s\n",
+		     (unsigned long long)st.st_ino, name);
+	if (n > 0 && n < (int)sizeof(line) &&
+	    lseek(cfg->ws_lockfd, 0, SEEK_END) >= 0 &&
+	    write(cfg->ws_lockfd, line, (size_t)n) != n)
+		return;	/* best effort: the run's own cleanup removes it */
+}
+
+/* Hook: what a dead run held outside its workspace, swept with it. Today
+ * the /dev/shm objects its lock file lists: each removed when it is still
+ * the same object (inode) and this user's; a name taken since by another
+ * object is left alone. */
+static void sweep_run_extra(int lockfd)
+{
+	char buf[65536], *line, *save = NULL;
+	ssize_t len = pread(lockfd, buf, sizeof(buf) - 1, 0);
+	int shm;
+
+	if (len <= 0)
+		return;
+	buf[len] = 0;
+	shm = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (shm < 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long ino;
+		char *name = strchr(line, ' ');
+		struct stat st;
+
+		if (!name || sscanf(line, "%llu", &ino) != 1)
+			continue;
+		name++;
+		if (!*name || strchr(name, '/') || !strcmp(name, ".") ||
+		    !strcmp(name, ".."))
+			continue;
+		if (fstatat(shm, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_ino == ino && st.st_uid == getuid() &&
+		    S_ISREG(st.st_mode))
+			unlinkat(shm, name, 0);
+	}
+	close(shm);
 }
 
 int cr_workspace_gc(size_t *removed, size_t *busy)
@@ -209,7 +258,7 @@ int cr_workspace_gc(size_t *removed, size_t *busy)
 				continue;
 			}
 		}
-		sweep_run_extra(ws);
+		sweep_run_extra(fd);
 		unlinkat(dfd, de->d_name, 0);
 		close(fd);
 		(*removed)++;
