@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tracer.h"
@@ -100,21 +101,25 @@ int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
  * when it dies however it dies. */
 static int lock_private(struct cr_run_config *cfg, const char *path)
 {
-	char lock[PATH_MAX];
-	int fd;
+	char lock[PATH_MAX], fresh[PATH_MAX];
+	int fd, rc = 0;
 
-	if (snprintf(lock, sizeof(lock), "%s.lock", path) >= (int)sizeof(lock))
+	if (snprintf(lock, sizeof(lock), "%s.lock", path) >= (int)sizeof(lock) ||
+	    snprintf(fresh, sizeof(fresh), "%s.lock-new", path) >=
+	    (int)sizeof(fresh))
 		return -ENAMETOOLONG;
-	fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	/* Locked before it has its name: a sweep never sees it unlocked.
+	 * (The sweep only looks at names exactly corral-XXXXXX.lock.) */
+	fd = open(fresh, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		  0600);
 	if (fd < 0)
 		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || link(fresh, lock) < 0)
+		rc = -errno;
+	unlink(fresh);
+	if (rc) {
 		close(fd);
-		unlink(lock);
-		return -e;
+		return rc;
 	}
 	cfg->ws_lockfd = fd;
 	return 0;
@@ -200,6 +205,35 @@ static void sweep_run_extra(int lockfd)
 	close(shm);
 }
 
+/* A lock file killed before it got its name (a run killed within
+ * microseconds of making its workspace): this user's, unlocked and a
+ * minute old, it goes with the workspace it was for, which then has no
+ * lock file of its own. */
+static void stale_fresh(const char *tmp, int dfd, const char *name)
+{
+	char ws[16], lock[32], full[PATH_MAX];
+	struct stat st;
+	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == getuid() && st.st_mtime + 60 < time(NULL) &&
+	    flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		memcpy(ws, name, 13);
+		ws[13] = 0;
+		snprintf(lock, sizeof(lock), "%.13s.lock", ws);
+		if (faccessat(dfd, lock, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    fstatat(dfd, ws, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+		    snprintf(full, sizeof(full), "%s/%s", tmp, ws) <
+		    (int)sizeof(full))
+			cr_workspace_remove(full);
+		unlinkat(dfd, name, 0);
+	}
+	close(fd);
+}
+
 int cr_workspace_gc(size_t *removed, size_t *busy)
 {
 	const char *tmp = tmp_dir();
@@ -217,6 +251,11 @@ int cr_workspace_gc(size_t *removed, size_t *busy)
 		struct stat held, now, wst;
 		int fd;
 
+		if (n == 22 && !strncmp(de->d_name, "corral-", 7) &&
+		    !strcmp(de->d_name + 13, ".lock-new")) {
+			stale_fresh(tmp, dfd, de->d_name);
+			continue;
+		}
 		/* corral-XXXXXX.lock, as mkdtemp and lock_private make them */
 		if (n != 18 || strncmp(de->d_name, "corral-", 7) ||
 		    strcmp(de->d_name + 13, ".lock"))
