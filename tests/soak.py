@@ -98,11 +98,25 @@ def private_left(tmp):
     return sorted(e for e in os.listdir(tmp) if e.startswith("corral-"))
 
 
-def fd_count(pid):
-    try:
-        return len(os.listdir("/proc/%d/fd" % pid))
-    except OSError:
-        return None
+def fd_set(pid):
+    """The supervisor's descriptors as {fd: target}: the fewest of five
+    looks 0.1 s apart (a task still exiting holds a pidfd a moment)."""
+    best = None
+    for _ in range(5):
+        try:
+            d = "/proc/%d/fd" % pid
+            cur = {}
+            for fd in os.listdir(d):
+                try:
+                    cur[fd] = os.readlink(os.path.join(d, fd))
+                except OSError:
+                    pass
+        except OSError:
+            return None
+        if best is None or len(cur) < len(best):
+            best = cur
+        time.sleep(0.1)
+    return best
 
 
 class Soak:
@@ -150,13 +164,18 @@ class Soak:
                     break
                 time.sleep(0.02)
             time.sleep(0.2)     # the last round's children reaped
-            counts.append(fd_count(p.pid))
+            counts.append(fd_set(p.pid))
             open(os.path.join(ws, "go%d" % k), "w").close()
         self.check_ok(p, "fd run %d" % i)
         subprocess.run(["rm", "-rf", ws])
         if None in counts:
             return None
-        return counts[1] - counts[0]
+        grown = len(counts[1]) - len(counts[0])
+        if grown > 0:
+            was = sorted(counts[0].values())
+            print("fd growth %d in run %d: before %s, after %s" % (
+                grown, i, was, sorted(counts[1].values())))
+        return grown
 
     def sequential(self):
         t0 = time.monotonic()
