@@ -54,10 +54,12 @@ def fd_workload(marker):
     # Two pauses with the same tasks alive: after 20 rounds and after 220.
     body = ("(echo $i > f; cat f > /dev/null) & "
             "exec 3<>p$i; exec 3>&-; rm -f p$i; wait")
-    return ("for i in $(seq 20); do %s; done; touch mark1; "
-            "while [ ! -e go1 ]; do sleep 0.02; done; "
-            "for i in $(seq 200); do %s; done; touch mark2; "
-            "while [ ! -e go2 ]; do sleep 0.02; done; echo done"
+    # Each pause is the shell alone, blocked opening a FIFO (no child
+    # alive, the same state both times); the driver opens it to go on.
+    return ("for i in $(seq 20); do %s; done; mkfifo go1; touch mark1; "
+            "read x < go1; "
+            "for i in $(seq 200); do %s; done; mkfifo go2; touch mark2; "
+            "read x < go2; echo done"
             % (body, body))
 
 
@@ -165,7 +167,14 @@ class Soak:
                 time.sleep(0.02)
             time.sleep(0.2)     # the last round's children reaped
             counts.append(fd_set(p.pid))
-            open(os.path.join(ws, "go%d" % k), "w").close()
+            try:
+                fd = os.open(os.path.join(ws, "go%d" % k),
+                             os.O_WRONLY | os.O_NONBLOCK)
+                os.write(fd, b"go\n")
+                os.close(fd)
+            except OSError as e:
+                self.failures.append("fd run %d: pause %d: %s" % (i, k, e))
+                p.kill()
         self.check_ok(p, "fd run %d" % i)
         subprocess.run(["rm", "-rf", ws])
         if None in counts:
