@@ -37,7 +37,7 @@ UNIT_SRC   := $(sort $(wildcard tests/unit/*.c))
 PROG_SRC   := $(sort $(wildcard tests/progs/*.c))
 PROGS      := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
 
-.PHONY: all deps demo check check-unit check-e2e asan install clean fuzz bench compat
+.PHONY: all deps demo check check-unit check-e2e asan install clean fuzz soak bench compat
 all: $(BUILD)/corral $(BUILD)/tests/unit/run-unit $(PROGS)
 
 $(BUILD)/%.o: %.c $(wildcard include/corral/*.h) $(wildcard tracer/*.def tracer/*.h tracer/*/*.h)
@@ -96,8 +96,16 @@ asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		EXTRA_LDFLAGS="-fsanitize=address,undefined" check
 
-fuzz:
-	@sh tests/fuzz.sh
+# FUZZ_SECONDS per target (default 30), FUZZ_TARGETS to pick some; the
+# decode target links the supervisor, so the generated filter comes first.
+fuzz: $(BUILD)/tracer/filter_prebuilt.c
+	@BUILD=$(BUILD) sh tests/fuzz.sh
+
+# Long, not part of check: SOAK_N sequential runs (default 1000), batches of
+# SOAK_M concurrent ones (16), SOAK_K supervisors SIGKILLed at random points
+# (100), then what is left on the host is counted (docs/limits.md).
+soak: all
+	/usr/bin/python3 tests/soak.py --corral $(BUILD)/corral
 
 bench: all
 	@sh bench/run $(BUILD)

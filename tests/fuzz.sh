@@ -1,9 +1,12 @@
 #!/bin/sh
 # tests/fuzz.sh: build the libFuzzer targets of the policy and request
-# parsers with clang (ASan + UBSan) and run each on its seed corpus.
+# parsers and of the supervisor's decoding of task memory with clang (ASan +
+# UBSan) and run each on its seed corpus.
 #
 # FUZZ_SECONDS (default 30) is the time per target; FUZZ_BUILD (default
-# build/fuzz) holds the binaries, the growing corpora and any crash inputs.
+# build/fuzz) holds the binaries, the growing corpora and any crash inputs;
+# FUZZ_TARGETS picks some. The decode target links the whole supervisor and
+# needs BUILD (default build) to hold build/tracer/filter_prebuilt.c (`make`).
 # Exits non-zero when a target crashes, leaks or trips a sanitizer.
 set -eu
 
@@ -11,7 +14,8 @@ cd "$(dirname "$0")/.."
 out=${FUZZ_BUILD:-build/fuzz}
 secs=${FUZZ_SECONDS:-30}
 cc=${FUZZ_CC:-clang}
-targets="policy request values netmsg"
+build=${BUILD:-build}
+targets=${FUZZ_TARGETS:-"policy request values netmsg decode"}
 
 mkdir -p "$out"
 sh tests/embed.sh cr_default_policy_json < policy/default.json \
@@ -91,10 +95,37 @@ cat > "$out/json.dict" <<'DICT'
 DICT
 
 for t in $targets; do
+	[ "$t" = decode ] && continue
 	# shellcheck disable=SC2086
 	$cc $cflags -o "$out/fuzz_$t" "tests/fuzz/fuzz_$t.c" policy/*.c \
 		"$out/default_policy.c" $libs
 done
+
+# decode: every supervisor source but main.c, the build tool and the
+# network handlers (which the target includes, for their static decoders),
+# compiled with the fuzzer's instrumentation, two at a time.
+case " $targets " in
+*" decode "*)
+	if [ ! -f "$build/tracer/filter_prebuilt.c" ]; then
+		echo "FAIL: fuzz/decode: $build/tracer/filter_prebuilt.c is missing (make first)"
+		exit 1
+	fi
+	pkgs="libseccomp libunwind-ptrace libcjson libcap"
+	obj=$out/obj
+	mkdir -p "$obj"
+	srcs=$(ls tracer/*.c tracer/*/*.c | grep -v -e '^tracer/main\.c$' \
+		-e '^tracer/filtergen\.c$' -e '^tracer/handlers/net\.c$')
+	# shellcheck disable=SC2086
+	printf '%s\n' $srcs "$build/tracer/filter_prebuilt.c" | xargs -P 2 -I{} \
+		sh -c 'o="$1/$(echo "$2" | tr / _).o"; [ "$o" -nt "$2" ] ||
+			exec '"$cc"' '"$cflags"' -Itracer $(pkg-config --cflags '"$pkgs"') -c "$2" -o "$o"' \
+		_ "$obj" {}
+	# shellcheck disable=SC2086
+	$cc $cflags -Itracer $(pkg-config --cflags $pkgs) -o "$out/fuzz_decode" \
+		tests/fuzz/fuzz_decode.c "$obj"/*.o policy/*.c \
+		"$out/default_policy.c" $(pkg-config --libs $pkgs) -lpthread
+	;;
+esac
 
 status=0
 for t in $targets; do

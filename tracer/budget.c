@@ -27,10 +27,12 @@
  * - CPU is counted per thread: a thread's final time is read while it is a
  *   zombie waiting for us (cr_budget_on_exit), so a task ended by SIGKILL
  *   or never waited for (SIGCHLD ignored) loses no time. Live threads are
- *   read every tick. One gap: when a non-leader thread execs, the old
- *   leader is released by the kernel without an exit report, so its time
- *   since the last tick (at most one tick) is lost; RLIMIT_CPU, which
- *   counts the whole process across exec, bounds what repeating it hides.
+ *   read every tick. When a non-leader thread execs, the old leader is
+ *   released by the kernel without an exit report: its time is read at
+ *   its exit stop (tasks.c), which comes first, so only what it runs
+ *   between that stop and its release (microseconds) is not counted;
+ *   RLIMIT_CPU, which counts the whole process across exec, bounds what
+ *   repeating it could hide.
  * - Process slots are reserved in the fork/vfork/clone notification, before
  *   the kernel makes the task, and held until the ptrace event shows the
  *   task in the table or the creating thread shows the call is over.

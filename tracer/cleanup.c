@@ -160,6 +160,7 @@ void cr_cleanup(struct cr_run *run)
 		int rc = cr_workspace_remove(run->cfg->workspace);
 
 		run->workspace_removed = rc == 0;
+		cr_workspace_unlock(run->cfg, rc == 0);
 		if (rc)
 			fprintf(stderr, "corral: could not remove %s: %s\n",
 				run->cfg->workspace, strerror(-rc));

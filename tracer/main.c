@@ -49,6 +49,8 @@ int main(int argc, char **argv)
 		return cr_run_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "probe"))
 		return cr_probe_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "gc"))
+		return cr_workspace_gc_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "policy"))
 		return policy_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "audit"))
@@ -62,6 +64,7 @@ int main(int argc, char **argv)
 		"       corral run --request FILE [OPTIONS]\n"
 		"       corral probe [--json]\n"
 		"       corral policy check FILE\n"
+		"       corral gc\n"
 		"       corral audit verify FILE [--head HEAD]\n"
 		"       corral version\n");
 	return CR_EXIT_USAGE;

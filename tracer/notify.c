@@ -240,6 +240,11 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	struct cr_denial *d = find_denial(run, syscall, target, layer, reason);
 	uint64_t count = 1;
 
+	/* The command itself refused (the exec report is still pending):
+	 * the run is policy_denied, not a program that could not start. */
+	if (run->execfd >= 0 && pid == run->child &&
+	    (!strcmp(syscall, "execve") || !strcmp(syscall, "execveat")))
+		run->first_exec_denied = true;
 	cr_alert_observe(run, syscall, target, layer);	/* every one counts */
 
 	if (d) {

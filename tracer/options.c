@@ -12,11 +12,12 @@ enum {
 	OPT_POLICY = 256, OPT_CLASS, OPT_RO, OPT_RW, OPT_EXEC, OPT_ALLOW_NET,
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
-	OPT_PUBLISH, OPT_OUTPUT_OVERWRITE, OPT_REQUIRE,
+	OPT_PUBLISH, OPT_OUTPUT_OVERWRITE, OPT_REQUIRE, OPT_WS_UNSAFE,
 };
 
 static const struct option longopts[] = {
 	{ "workspace", required_argument, NULL, 'w' },
+	{ "workspace-unsafe", no_argument, NULL, OPT_WS_UNSAFE },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "class", required_argument, NULL, OPT_CLASS },
 	{ "ro", required_argument, NULL, OPT_RO },
@@ -44,11 +45,11 @@ static const struct option longopts[] = {
 static const char usage[] =
 	"usage: corral run [OPTIONS] -- COMMAND [ARG...]\n"
 	"       corral run --request FILE [OPTIONS]\n"
-	"options: -w/--workspace DIR, --policy FILE, --class NAME,\n"
-	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST, --publish PORT,\n"
-	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
-	"  --output GLOB, --output-dir DIR, --output-overwrite, --json, --result FILE,\n"
-	"  --audit FILE, --id ID, --request FILE, --stacks,\n"
+	"options: -w/--workspace DIR, --workspace-unsafe, --policy FILE,\n"
+	"  --class NAME, --ro PATH, --rw PATH, --exec PATH, --allow-net DEST,\n"
+	"  --publish PORT, --limit NAME=VALUE, --env NAME[=VALUE],\n"
+	"  --input SRC[:DEST], --output GLOB, --output-dir DIR, --output-overwrite,\n"
+	"  --json, --result FILE, --audit FILE, --id ID, --request FILE, --stacks,\n"
 	"  --require LEVEL (full: refuse to start without every protection)\n";
 
 static int push(struct cr_strlist *l, const char *s)
@@ -221,6 +222,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	while ((c = getopt_long(argc, argv, "+w:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'w': cli.workspace = optarg; break;
+		case OPT_WS_UNSAFE: cfg->ws_unsafe = true; break;
 		case OPT_POLICY: cfg->policy_file = optarg; break;
 		case OPT_CLASS: cli.class_name = optarg; break;
 		case OPT_RO:
@@ -403,6 +405,8 @@ void cr_config_free(struct cr_run_config *cfg)
 	free(cfg->workspace);
 	if (cfg->result_dirfd >= 0)
 		close(cfg->result_dirfd);
+	if (cfg->ws_lockfd >= 0)
+		close(cfg->ws_lockfd);
 	if (cfg->envp) {
 		for (char **e = cfg->envp; *e; e++)
 			free(*e);

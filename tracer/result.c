@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <cJSON.h>
 
@@ -101,7 +103,15 @@ static void settle(struct cr_run *run, int *code)
 	int st = run->exit_status;
 
 	if (run->status == CR_ST_OK) {
-		if (run->exec_errno) {
+		if (run->exec_errno && run->first_exec_denied) {
+			/* The contract: a command the policy refuses is
+			 * policy_denied (126), whatever errno it met. */
+			run->status = CR_ST_POLICY_DENIED;
+			*code = CR_EXIT_DENIED;
+			snprintf(run->message, sizeof(run->message),
+				 "cannot execute %s: refused by the policy (%s)",
+				 run->cfg->argv[0], strerror(run->exec_errno));
+		} else if (run->exec_errno) {
 			run->status = CR_ST_PROGRAM_ERROR;
 			*code = CR_EXIT_NOT_FOUND;
 			snprintf(run->message, sizeof(run->message),
@@ -290,6 +300,24 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* Writes the result where it was asked for and returns corral's exit code. */
+/* The file is replaced at the end (unlink, then create): what is needed is
+ * a directory we may write and search, and a name that is not a directory.
+ * A result that could not be written must fail the run before it starts,
+ * not after, silently. */
+int cr_result_check(const struct cr_run_config *cfg)
+{
+	const char *slash = strrchr(cfg->result_file, '/');
+	const char *name = slash ? slash + 1 : cfg->result_file;
+	struct stat st;
+
+	if (faccessat(cfg->result_dirfd, ".", W_OK | X_OK, AT_EACCESS) < 0)
+		return -errno;
+	if (fstatat(cfg->result_dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode))
+		return -EISDIR;
+	return 0;
+}
+
 int cr_result_emit(struct cr_run *run)
 {
 	const struct cr_run_config *cfg = run->cfg;

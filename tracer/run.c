@@ -2,6 +2,7 @@
  * spawn, event loop, then the single cleanup path and the result. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -203,7 +204,7 @@ int cr_run_main(int argc, char **argv)
 	int rc, code;
 
 	run.cfg = &cfg;
-	cfg.result_dirfd = -1;
+	cfg.result_dirfd = cfg.ws_lockfd = -1;
 	run.listener = run.sigfd = run.timerfd = run.epfd = run.execfd = -1;
 	run.stdin_fd = run.child_pidfd = run.audit_fd = -1;
 	run.out.fd = run.err.fd = -1;
@@ -244,6 +245,14 @@ int cr_run_main(int argc, char **argv)
 			code = CR_EXIT_USAGE;
 			goto out;
 		}
+		int bad = cr_result_check(&cfg);
+
+		if (bad) {
+			fprintf(stderr, "corral: --result %s: cannot be written: %s\n",
+				cfg.result_file, strerror(-bad));
+			code = CR_EXIT_USAGE;
+			goto out;
+		}
 	}
 	if (cr_audit_open(&run, ws, err, sizeof(err)) < 0) {
 		fprintf(stderr, "corral: %s\n", err);
@@ -258,6 +267,24 @@ int cr_run_main(int argc, char **argv)
 		goto finish;
 	}
 
+	if (ws && !cfg.ws_unsafe) {
+		char why[PATH_MAX + 64];
+
+		if (cr_workspace_check(&cfg, ws, why, sizeof(why))) {
+			cfg.workspace = strdup(ws);
+			cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,
+				   "workspace %s refused: %s (--workspace-unsafe to use it anyway)",
+				   ws, why);
+			goto finish;
+		}
+	}
+	{
+		/* Private workspaces of runs whose supervisor died (kill -9)
+		 * go before this one is made. */
+		size_t swept, busy;
+
+		cr_workspace_gc(&swept, &busy);
+	}
 	rc = cr_workspace_make(&cfg, ws);
 	if (rc) {
 		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,

@@ -316,7 +316,8 @@ pid_t cr_surface_tgid(struct cr_run *run, pid_t tid)
 }
 
 /* Safe against reuse: SELF names the caller, which is blocked in its call
- * and so cannot be reaped; RUN means the tid is in our table, which holds
+ * and so cannot be reaped; RUN means the tid is in our table with the
+ * identity it had when added (cr_tasks_ours), and the table holds
  * every task until corral itself reaps it (a zombie tracee is visible to
  * its tracer only, so nobody else can free the number first). Callers
  * that act on a RUN target do so before returning to the loop, or accept
@@ -332,7 +333,7 @@ enum cr_target cr_surface_target(struct cr_run *run, pid_t caller, pid_t pid)
 	tgid = cr_surface_tgid(run, caller);
 	if (tgid > 0 && pid == tgid)
 		return CR_TARGET_SELF;
-	if (cr_tasks_find(&run->tasks, pid))
+	if (cr_tasks_ours(&run->tasks, pid))
 		return CR_TARGET_RUN;
 	/* corral has reaped it as tracer, which hands the zombie back to
 	 * its real parent, a task of the run, until that one waits. The
@@ -342,7 +343,7 @@ enum cr_target cr_surface_target(struct cr_run *run, pid_t caller, pid_t pid)
 		char st = 0;
 		pid_t ppid = cr_surface_stat(pid, &st, NULL);
 
-		if (st == 'Z' && ppid > 0 && cr_tasks_find(&run->tasks, ppid))
+		if (st == 'Z' && ppid > 0 && cr_tasks_ours(&run->tasks, ppid))
 			return CR_TARGET_ZOMBIE;
 	}
 	return CR_TARGET_OUTSIDE;

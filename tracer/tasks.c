@@ -97,6 +97,8 @@ struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid)
 	task->state = CR_TS_STARTING;
 	task->pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
 	task->leader = task->pidfd >= 0;
+	/* The tid is our tracee and unreaped here, so this is its own. */
+	task->start = cr_tasks_start_time(tid);
 	task->tgid = task->leader ? tid : 0;	/* a thread: set by its creator */
 	t->count++;
 	if (task->leader)
@@ -120,7 +122,8 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 	if (task->leader)
 		t->leaders--;
 	t->count--;
-	t->gone[t->gone_next] = tid;
+	t->gone[t->gone_next].tid = tid;
+	t->gone[t->gone_next].start = task->start;
 	t->gone_next = (t->gone_next + 1) % CR_TASKS_GONE;
 	i = (size_t)(task - t->slots);
 	task->tid = 0;
@@ -138,12 +141,72 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 	}
 }
 
+uint64_t cr_tasks_start_time(pid_t tid)
+{
+	char path[64], buf[1024];
+	unsigned long long start = 0;
+	const char *p;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* The command name may hold anything, ')' and spaces included: count
+	 * fields from the last ')', which ends field 2. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	for (field = 2; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 22 || sscanf(p, "%llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+/* A number recently ours answers as a task of the run that has gone
+ * (ESRCH, not recorded) only while it names nothing else: once the kernel
+ * gives it to another process, a reach at it is a reach outside. */
 bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid)
 {
-	for (size_t i = 0; i < CR_TASKS_GONE; i++)
-		if (t->gone[i] == tid)
-			return true;
+	for (size_t i = 0; i < CR_TASKS_GONE; i++) {
+		uint64_t now;
+
+		if (t->gone[i].tid != tid)
+			continue;
+		now = cr_tasks_start_time(tid);
+		return !now || now == t->gone[i].start;
+	}
 	return false;
+}
+
+struct cr_task *cr_tasks_ours(struct cr_tasks *t, pid_t tid)
+{
+	struct cr_task *task;
+
+	if (tid <= 0)
+		return NULL;
+	task = cr_tasks_find(t, tid);
+	if (!task)
+		return NULL;
+	/* A leader: our pidfd pins its struct pid; signal 0 through it
+	 * fails (ESRCH) once the process is reaped, whatever now has the
+	 * number. */
+	if (task->pidfd >= 0)
+		return syscall(SYS_pidfd_send_signal, task->pidfd, 0, NULL,
+			       0) == 0 ? task : NULL;
+	/* A thread: its start time, read when it was added (fail closed
+	 * when it could not be). */
+	if (!task->start || cr_tasks_start_time(tid) != task->start)
+		return NULL;
+	return task;
 }
 
 /* A thread whose creator's event has not arrived yet has tgid 0: ask
@@ -359,6 +422,11 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 	 * was making is over without a task. */
 	if (ev != EV_NEW_TASK)
 		cr_budget_on_stop(run, t);
+	/* Its CPU time is all but final here. A leader whose thread execs
+	 * is released by the kernel without an exit report; this reading is
+	 * the last anyone gets of it. */
+	if (ev == EV_EXIT_STOP)
+		cr_budget_on_exit(run, tid);
 	switch (tr->act) {
 	case A_NEW:
 		on_new_task(run, tid);

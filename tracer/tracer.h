@@ -28,6 +28,8 @@ struct cr_run_config {
 	char *cwd;			/* borrowed, relative to workspace, or NULL */
 	char *workspace;		/* owned, absolute */
 	bool ws_private;		/* made by us, removed at the end */
+	bool ws_unsafe;			/* --workspace-unsafe */
+	int ws_lockfd;			/* owned: flock of a private one, or -1 */
 	struct cr_limits limits;	/* effective budgets */
 	char **envp;			/* owned, NULL-terminated */
 	bool json;
@@ -136,6 +138,8 @@ struct cr_task {
 	bool leader;
 	bool initial;		/* the first process of the run */
 	bool seen;		/* a stop or event of its own has arrived */
+	uint64_t start;		/* start time (clock ticks after boot, field
+				 * 22 of /proc/TID/stat); 0: unknown */
 	struct cr_task_budget b;
 };
 
@@ -150,7 +154,10 @@ struct cr_tasks {
 	size_t leaders;		/* processes alive */
 	size_t peak_leaders;
 	size_t peak_tasks;
-	pid_t gone[CR_TASKS_GONE];	/* ring of removed tids, 0: empty */
+	struct {
+		pid_t tid;	/* 0: empty */
+		uint64_t start;	/* its start time, to tell a reuse */
+	} gone[CR_TASKS_GONE];	/* ring of removed tasks */
 	size_t gone_next;
 };
 
@@ -208,6 +215,7 @@ struct cr_run {
 	int timerfd;			/* wall-time timer, owned */
 	int epfd;			/* owned */
 	int execfd;			/* child's exec-error pipe, owned */
+	bool first_exec_denied;		/* the initial exec met a denial */
 	int stdin_fd;			/* feeder pipe write end, owned */
 	size_t stdin_off;
 	struct cr_tasks tasks;
@@ -325,8 +333,17 @@ void cr_tasks_free(struct cr_tasks *t);
 struct cr_task *cr_tasks_find(struct cr_tasks *t, pid_t tid);
 struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid);
 void cr_tasks_remove(struct cr_tasks *t, pid_t tid);
-/* Was tid one of the run's tasks, removed recently? */
+/* Was tid one of the run's tasks, removed recently, and is the number not
+ * someone else's since? */
 bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid);
+/* The task tid names now, when it is one of the run's: in the table and
+ * the same task (a leader's pidfd still names a live or unreaped process;
+ * a thread's start time is unchanged). Every "is this ours" check asks
+ * this, not cr_tasks_find: an entry the table failed to forget can never
+ * make a recycled number ours. */
+struct cr_task *cr_tasks_ours(struct cr_tasks *t, pid_t tid);
+/* Start time of tid (field 22 of /proc/TID/stat), 0 when unreadable. */
+uint64_t cr_tasks_start_time(pid_t tid);
 /* Handle every pending wait status (ptrace stops and exits). */
 void cr_tasks_reap(struct cr_run *run);
 /* SIGKILL every known process; returns how many signals were sent. */
@@ -396,6 +413,9 @@ void cr_cleanup(struct cr_run *run);
 
 /* tracer/result.c */
 int cr_result_emit(struct cr_run *run);
+/* Before the program starts: can the --result file be made in its
+ * directory (opened already)? 0 or -errno. */
+int cr_result_check(const struct cr_run_config *cfg);
 void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 		       size_t len);
 
@@ -450,6 +470,22 @@ int cr_secrets_check_env(const struct cr_run_config *cfg, char **env_args,
 /* tracer/workspace.c */
 int cr_workspace_make(struct cr_run_config *cfg, const char *given);
 int cr_workspace_remove(const char *path);
+/* A -w DIR that would expose its owner: /, the caller's home or an
+ * ancestor of it, or one inside or around a root the class denies.
+ * -EPERM and why, unless --workspace-unsafe. */
+int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
+		       char *why, size_t len);
+/* Release the private workspace's lock; its lock file goes when the
+ * workspace was removed. */
+void cr_workspace_unlock(struct cr_run_config *cfg, bool removed);
+/* Remove the private workspaces (and lock files) of this user's runs
+ * whose supervisor is gone. */
+int cr_workspace_gc(size_t *removed, size_t *busy);
+int cr_workspace_gc_main(int argc, char **argv);
+/* A /dev/shm object the run made (name inside shmdir): recorded in the
+ * private workspace's lock file, so a sweep after a kill removes it. */
+void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
+			   const char *name);
 
 /* tracer/watchdog.c: exits the process (killing every tracee) if the run
  * is still going wall budget + 60 s after it started. */

@@ -1,15 +1,334 @@
 /* tracer/workspace.c: makes the task's workspace (a private 0700 directory
- * under $TMPDIR, or the one given) and removes a private one without ever
- * following a link the program planted. */
+ * under $TMPDIR, locked while its run lives, or the one given, refused when
+ * it would expose its owner), removes a private one without ever following
+ * a link the program planted, and sweeps those of runs that died. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tracer.h"
+#include "fs/fs.h"
+
+/* Is a (absolute, normalised) inside or equal to b? */
+static bool path_within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	if (n == 1 && b[0] == '/')
+		return true;
+	return !strncmp(a, b, n) && (a[n] == '/' || !a[n]);
+}
+
+/* The caller's home directories: $HOME and the password entry's, resolved. */
+static size_t homes(char out[2][PATH_MAX])
+{
+	const char *cand[2] = { getenv("HOME"), NULL };
+	struct passwd *pw = getpwuid(getuid());
+	size_t n = 0;
+
+	if (pw)
+		cand[1] = pw->pw_dir;
+	for (size_t i = 0; i < 2; i++)
+		if (cand[i] && cand[i][0] == '/' && realpath(cand[i], out[n]))
+			n++;
+	return n;
+}
+
+int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
+		       char *why, size_t len)
+{
+	char path[PATH_MAX], home[2][PATH_MAX];
+	size_t nh;
+
+	/* A directory that does not exist yet is made (one level): judge
+	 * where it will be, its resolved parent and its name. */
+	if (!realpath(given, path)) {
+		char parent[PATH_MAX], *slash;
+		const char *name;
+
+		if (snprintf(parent, sizeof(parent), "%s", given) >=
+		    (int)sizeof(parent))
+			return -ENAMETOOLONG;
+		slash = strrchr(parent, '/');
+		name = slash ? slash + 1 : parent;
+		if (slash == parent)
+			slash[1] = 0;
+		else if (slash)
+			*slash = 0;
+		if (!realpath(slash ? parent : ".", path))
+			return 0;	/* cannot be made: cr_workspace_make says why */
+		if (strlen(path) + strlen(name) + 2 > sizeof(path))
+			return -ENAMETOOLONG;
+		if (strcmp(path, "/"))
+			strcat(path, "/");
+		strcat(path, given + (name - parent));
+	}
+	if (!strcmp(path, "/")) {
+		snprintf(why, len, "it is the root directory");
+		return -EPERM;
+	}
+	nh = homes(home);
+	for (size_t i = 0; i < nh; i++)
+		if (path_within(home[i], path)) {
+			snprintf(why, len, "it is %s home directory %s",
+				 strcmp(path, home[i]) ? "an ancestor of the caller's" :
+				 "the caller's", home[i]);
+			return -EPERM;
+		}
+	/* The workspace is writable by the program: a root the class
+	 * denies must not be inside it (nor it inside one). */
+	for (size_t i = 0; cfg->cls && i < cfg->cls->fs_deny.n; i++) {
+		const char *d = cfg->cls->fs_deny.v[i];
+
+		if (path_within(d, path) || path_within(path, d)) {
+			snprintf(why, len, "the class denies %s", d);
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
+/* A private workspace is locked through a sibling file, NAME.lock, outside
+ * the program's reach (the program can write inside the workspace only):
+ * flock held by the supervisor for the whole run, released by the kernel
+ * when it dies however it dies. */
+static int lock_private(struct cr_run_config *cfg, const char *path)
+{
+	char lock[PATH_MAX], fresh[PATH_MAX];
+	int fd, rc = 0;
+
+	if (snprintf(lock, sizeof(lock), "%s.lock", path) >= (int)sizeof(lock) ||
+	    snprintf(fresh, sizeof(fresh), "%s.lock-new", path) >=
+	    (int)sizeof(fresh))
+		return -ENAMETOOLONG;
+	/* Locked before it has its name: a sweep never sees it unlocked.
+	 * (The sweep only looks at names exactly corral-XXXXXX.lock.) */
+	fd = open(fresh, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || link(fresh, lock) < 0)
+		rc = -errno;
+	unlink(fresh);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	cfg->ws_lockfd = fd;
+	return 0;
+}
+
+void cr_workspace_unlock(struct cr_run_config *cfg, bool removed)
+{
+	char lock[PATH_MAX];
+
+	if (cfg->ws_lockfd < 0)
+		return;
+	/* A workspace that could not be removed keeps its lock file: once
+	 * this process is gone, the next sweep tries again. */
+	if (removed && cfg->workspace &&
+	    snprintf(lock, sizeof(lock), "%s.lock", cfg->workspace) <
+	    (int)sizeof(lock))
+		unlink(lock);
+	close(cfg->ws_lockfd);
+	cfg->ws_lockfd = -1;
+}
+
+static const char *tmp_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	return tmp && tmp[0] == '/' ? tmp : "/tmp";
+}
+
+/* The lock file's content: one line per /dev/shm object the run made,
+ * "INODE NAME". Appended by the supervisor only (the program cannot reach
+ * the file); a line cut short by a kill is ignored. */
+void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
+			   const char *name)
+{
+	char line[NAME_MAX + 32];
+	struct stat st;
+	int n;
+
+	if (cfg->ws_lockfd < 0 || shmdir < 0 || strchr(name, '\n') ||
+	    fstatat(shmdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%llu %s\n",
+		     (unsigned long long)st.st_ino, name);
+	if (n > 0 && n < (int)sizeof(line) &&
+	    lseek(cfg->ws_lockfd, 0, SEEK_END) >= 0 &&
+	    write(cfg->ws_lockfd, line, (size_t)n) != n)
+		return;	/* best effort: the run's own cleanup removes it */
+}
+
+/* Hook: what a dead run held outside its workspace, swept with it. Today
+ * the /dev/shm objects its lock file lists: each removed when it is still
+ * the same object (inode) and this user's; a name taken since by another
+ * object is left alone. */
+static void sweep_run_extra(int lockfd)
+{
+	char buf[65536], *line, *save = NULL;
+	ssize_t len = pread(lockfd, buf, sizeof(buf) - 1, 0);
+	int shm;
+
+	if (len <= 0)
+		return;
+	buf[len] = 0;
+	shm = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (shm < 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long ino;
+		char *name = strchr(line, ' ');
+		struct stat st;
+
+		if (!name || sscanf(line, "%llu", &ino) != 1)
+			continue;
+		name++;
+		if (!*name || strchr(name, '/') || !strcmp(name, ".") ||
+		    !strcmp(name, ".."))
+			continue;
+		if (fstatat(shm, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_ino == ino && st.st_uid == getuid() &&
+		    S_ISREG(st.st_mode))
+			unlinkat(shm, name, 0);
+	}
+	close(shm);
+}
+
+/* A lock file killed before it got its name (a run killed within
+ * microseconds of making its workspace): this user's, unlocked and a
+ * minute old, it goes with the workspace it was for, which then has no
+ * lock file of its own. */
+static void stale_fresh(const char *tmp, int dfd, const char *name)
+{
+	char ws[16], lock[32], full[PATH_MAX];
+	struct stat st;
+	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == getuid() && st.st_mtime + 60 < time(NULL) &&
+	    flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		memcpy(ws, name, 13);
+		ws[13] = 0;
+		snprintf(lock, sizeof(lock), "%.13s.lock", ws);
+		if (faccessat(dfd, lock, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    fstatat(dfd, ws, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+		    snprintf(full, sizeof(full), "%s/%s", tmp, ws) <
+		    (int)sizeof(full))
+			cr_workspace_remove(full);
+		unlinkat(dfd, name, 0);
+	}
+	close(fd);
+}
+
+int cr_workspace_gc(size_t *removed, size_t *busy)
+{
+	const char *tmp = tmp_dir();
+	DIR *d = opendir(tmp);
+	struct dirent *de;
+	int dfd, rc = 0;
+
+	*removed = *busy = 0;
+	if (!d)
+		return -errno;
+	dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		char ws[NAME_MAX + 1], full[PATH_MAX];
+		size_t n = strlen(de->d_name);
+		struct stat held, now, wst;
+		int fd;
+
+		if (n == 22 && !strncmp(de->d_name, "corral-", 7) &&
+		    !strcmp(de->d_name + 13, ".lock-new")) {
+			stale_fresh(tmp, dfd, de->d_name);
+			continue;
+		}
+		/* corral-XXXXXX.lock, as mkdtemp and lock_private make them */
+		if (n != 18 || strncmp(de->d_name, "corral-", 7) ||
+		    strcmp(de->d_name + 13, ".lock"))
+			continue;
+		fd = openat(dfd, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC |
+			    O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		/* The same user's only; a lock taken means its run lives. */
+		if (fstat(fd, &held) < 0 || !S_ISREG(held.st_mode) ||
+		    held.st_uid != getuid() || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EWOULDBLOCK)
+				(*busy)++;
+			close(fd);
+			continue;
+		}
+		/* Still the file at that name (its run may have ended and a
+		 * new run taken the name meanwhile)? */
+		if (fstatat(dfd, de->d_name, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    now.st_ino != held.st_ino || now.st_dev != held.st_dev) {
+			close(fd);
+			continue;
+		}
+		memcpy(ws, de->d_name, 13);
+		ws[13] = 0;
+		if (snprintf(full, sizeof(full), "%s/%s", tmp, ws) >=
+		    (int)sizeof(full)) {
+			close(fd);
+			continue;
+		}
+		if (fstatat(dfd, ws, &wst, AT_SYMLINK_NOFOLLOW) == 0) {
+			int r = S_ISDIR(wst.st_mode) && wst.st_uid == getuid() ?
+				cr_workspace_remove(full) : -ENOTDIR;
+
+			if (r) {
+				if (!rc)
+					rc = r;
+				close(fd);
+				continue;
+			}
+		}
+		sweep_run_extra(fd);
+		unlinkat(dfd, de->d_name, 0);
+		close(fd);
+		(*removed)++;
+	}
+	closedir(d);
+	return rc;
+}
+
+int cr_workspace_gc_main(int argc, char **argv)
+{
+	size_t removed, busy;
+	int rc, shm;
+
+	if (argc != 1) {
+		fprintf(stderr, "usage: corral gc\n");
+		return CR_EXIT_USAGE;
+	}
+	rc = cr_workspace_gc(&removed, &busy);
+	/* /dev/shm objects tagged by a supervisor that is gone, whether
+	 * its workspace was private or given with -w (tracer/fs/fs.c). */
+	shm = cr_fs_shm_sweep();
+	printf("corral gc: %zu workspace(s) of ended runs removed, %zu in use, under %s; %d /dev/shm object(s) of ended runs removed\n",
+	       removed, busy, tmp_dir(), shm > 0 ? shm : 0);
+	if (rc) {
+		fprintf(stderr, "corral gc: some could not be removed: %s\n",
+			strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
 
 int cr_workspace_make(struct cr_run_config *cfg, const char *given)
 {
@@ -34,8 +353,20 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given)
 		if (snprintf(path, sizeof(path), "%s/corral-XXXXXX", tmp) >=
 		    (int)sizeof(path))
 			return -ENAMETOOLONG;
-		if (!mkdtemp(path))	/* mode 0700 */
-			return -errno;
+		for (int tries = 0;; tries++) {
+			int rc;
+
+			memcpy(path + strlen(path) - 6, "XXXXXX", 6);
+			if (!mkdtemp(path))	/* mode 0700 */
+				return -errno;
+			rc = lock_private(cfg, path);
+			if (!rc)
+				break;
+			rmdir(path);
+			/* A lock file of a swept run still at that name. */
+			if (rc != -EEXIST || tries > 8)
+				return rc;
+		}
 		cfg->ws_private = true;
 		{
 			char real[PATH_MAX];

@@ -239,6 +239,9 @@ void cr_fs_shm_created(struct cr_run *run, const char *name)
 
 	if (cr_fs_shm_ours(run, name))
 		return;
+	/* Written down beside the workspace too: if corral is killed, the
+	 * next run or `corral gc` removes it (tracer/workspace.c). */
+	cr_workspace_note_shm(run->cfg, fs->shm_fd, name);
 	nv = realloc(fs->shm_names, (fs->nshm + 1) * sizeof(*nv));
 	if (!nv)
 		return;

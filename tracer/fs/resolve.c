@@ -90,7 +90,7 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 
 		memcpy(num, rel, n);
 		num[n] = 0;
-		if (!cr_tasks_find(&run->tasks, (pid_t)atoi(num)))
+		if (!cr_tasks_ours(&run->tasks, (pid_t)atoi(num)))
 			return 0;
 		/* Not the host's sockets: /proc/<pid>/net lists every
 		 * connection of the machine, a map of local services. */

@@ -133,7 +133,7 @@ static bool keep(struct cr_run *run, enum dkind k, const char *name)
 	if (!all_digits(name))
 		return true;	/* self, sys, ptmx, ".": names, not processes */
 	if (k == CR_DK_PROC)
-		return cr_tasks_find(&run->tasks, (pid_t)atoi(name)) != NULL;
+		return cr_tasks_ours(&run->tasks, (pid_t)atoi(name)) != NULL;
 	{
 		int m = cr_fs_pty_master(run, (unsigned)atoi(name));
 

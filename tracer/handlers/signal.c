@@ -15,9 +15,12 @@
  *
  * Without a pid namespace a pid is just a number, and the user's other
  * processes (their shell, ssh-agent, corral itself) share the number space.
- * A target is ours when its tid is in the task table. The table holds every
- * task until corral reaps it, and a zombie tracee can be reaped by its
- * tracer only, so while the number is in the table it names our task. But
+ * A target is ours when cr_tasks_ours says so: its tid is in the task table
+ * and names the same task (the leader's pidfd still reaches it, a thread's
+ * start time is unchanged). The table holds every task until corral reaps
+ * it, and a zombie tracee can be reaped by its tracer only, so while the
+ * number is in the table it names our task; the identity check makes an
+ * entry the table failed to forget harmless after the number is reused. But
  * the kernel runs a CONTINUEd call later, after corral may have reaped the
  * target and the number gone to a new outside process. So:
  *
@@ -219,7 +222,7 @@ CR_HANDLER(cr_h_tkill)
 		return err(EINVAL);
 	if (tid == caller)
 		return cont();
-	if (!cr_tasks_find(&run->tasks, tid))
+	if (!cr_tasks_ours(&run->tasks, tid))
 		return dead_or_outside(run, n, e->name, caller, tid);
 	tgid = cr_surface_tgid(run, tid);
 	if (tgid <= 0)
@@ -247,7 +250,7 @@ CR_HANDLER(cr_h_tgkill)
 	own = cr_surface_tgid(run, caller);
 	if (own > 0 && tgid == own)
 		return cont();
-	if (!cr_tasks_find(&run->tasks, tid))
+	if (!cr_tasks_ours(&run->tasks, tid))
 		return dead_or_outside(run, n, e->name, caller, tid);
 	rc = send_thread(tgid, tid, sig, own);
 	return rc ? err(-rc) : ok(0);

@@ -1,0 +1,207 @@
+"""A workspace that cannot be turned against its owner: workspaces that would
+expose the caller refused, result paths that cannot be written refused before
+the program starts, private workspaces of a killed corral swept, a command
+the policy refuses reported as policy_denied."""
+
+import json
+import os
+import signal
+import time
+
+from harness import (CFG, eq, true, contains, not_contains, test, wait_for)
+
+
+def _refused_ws(t, r, run, why):
+    eq(run.code, 126, "exit status (%s)" % run.summary())
+    eq(r.get("status"), "policy_denied", "status")
+    contains(r.get("message", ""), "refused", "message")
+    contains(r.get("message", ""), why, "message")
+    contains(r.get("message", ""), "--workspace-unsafe", "message")
+    eq(r.get("stdout"), "", "the program never ran")
+
+
+@test
+def workspace_root_refused(t):
+    run = t.corral(["run", "--json", "-w", "/", "--", "sh", "-c",
+                    "echo ran; touch /tmp/x-%s" % t.marker])
+    r = t.result(run)
+    _refused_ws(t, r, run, "root directory")
+    true(not os.path.exists("/tmp/x-%s" % t.marker), "nothing written")
+    t.assert_next_run_ok()
+
+
+@test
+def workspace_home_and_ancestors_refused(t):
+    # HOME is the caller's; the secret in it stands for the SSH key.
+    home = t.path("home")
+    os.makedirs(os.path.join(home, ".ssh"))
+    t.write("home/.ssh/id_rsa", "KEY-" + t.marker, 0o600)
+    before = sorted(os.listdir(home))
+    env = {"HOME": home}
+    cmd = ["--", "sh", "-c", "cat .ssh/id_rsa; echo ran > ran.txt"]
+    for ws, cwd, why in ((home, None, "the caller's home directory"),
+                         (".", home, "the caller's home directory"),
+                         (t.tmp, None, "an ancestor of the caller's home"),
+                         (os.path.dirname(t.tmp), None,
+                          "an ancestor of the caller's home")):
+        p = t.spawn(["run", "--json", "-w", ws] + cmd, env=env,
+                    preexec=(lambda c=cwd: os.chdir(c)) if cwd else None)
+        run = t.finish(p)
+        r = t.result(run)
+        _refused_ws(t, r, run, why)
+        not_contains(run.out.decode(), "KEY-", "the key stays unread")
+    eq(sorted(os.listdir(home)), before, "nothing written in the home")
+    true(not os.path.exists(t.path("ran.txt")), "nothing written above it")
+    # The caller who means it says so.
+    run = t.corral(["run", "--json", "--workspace-unsafe", "-w", home] + cmd,
+                   env=env)
+    r = t.result(run)
+    eq(run.code, 0, "--workspace-unsafe: exit status (%s)" % run.summary())
+    eq(r.get("stdout"), "KEY-%s" % t.marker, "--workspace-unsafe: stdout")
+    os.unlink(os.path.join(home, "ran.txt"))
+    # A subdirectory of the home is an ordinary workspace.
+    sub = os.path.join(home, "work")
+    run = t.corral(["run", "--json", "-w", sub, "--", "sh", "-c",
+                    "cat ../.ssh/id_rsa; echo rc=$?"], env=env)
+    r = t.result(run)
+    eq(run.code, 0, "a directory below the home: exit status")
+    not_contains(r.get("stdout", ""), "KEY-", "a workspace below the home")
+    t.assert_next_run_ok()
+
+
+@test
+def workspace_around_denied_root_refused(t):
+    ws = t.path("ws")
+    secret = os.path.join(ws, "secret")
+    os.makedirs(secret)
+    t.write("ws/secret/key", "KEY-" + t.marker, 0o600)
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    pol["classes"]["default"]["fs"]["deny"] = [secret]
+    pfile = t.path("deny.json")
+    with open(pfile, "w") as f:
+        json.dump(pol, f)
+    for w in (ws, secret, os.path.join(secret, "below")):
+        run = t.corral(["run", "--json", "--policy", pfile, "-w", w, "--",
+                        "sh", "-c", "cat secret/key key; echo ran > ran"])
+        r = t.result(run)
+        _refused_ws(t, r, run, "the class denies %s" % secret)
+    eq(sorted(os.listdir(ws)), ["secret"], "nothing written in it")
+    eq(sorted(os.listdir(secret)), ["key"], "nothing written in the secret")
+    t.assert_next_run_ok()
+
+
+@test
+def result_path_unwritable_refused_before_start(t):
+    ws = t.path("ws")
+    os.makedirs(ws)
+    ro = t.path("ro")
+    os.makedirs(ro)
+    os.chmod(ro, 0o555)
+    os.makedirs(t.path("isdir.json"))
+    for res, what in ((os.path.join(ro, "r.json"), "a read-only directory"),
+                      (t.path("missing", "r.json"), "a missing directory"),
+                      (t.path("isdir.json"), "a directory")):
+        run = t.corral(["run", "-w", ws, "--result", res, "--", "sh", "-c",
+                        "echo ran > ran"])
+        eq(run.code, 125, "--result in %s: exit status (%s)" %
+           (what, run.summary()))
+        contains(run.err.decode(), res, "stderr names the path")
+        true(not os.path.exists(os.path.join(ws, "ran")),
+             "--result in %s: the program never started" % what)
+    eq(os.listdir(ro), [], "nothing written in the read-only directory")
+    eq(os.listdir(t.path("isdir.json")), [], "the directory untouched")
+    # An audit file that cannot be opened is the same error.
+    run = t.corral(["run", "-w", ws, "--audit", os.path.join(ro, "a.log"),
+                    "--", "sh", "-c", "echo ran > ran"])
+    eq(run.code, 125, "--audit unopenable: exit status")
+    true(not os.path.exists(os.path.join(ws, "ran")),
+         "--audit unopenable: the program never started")
+    os.chmod(ro, 0o755)
+    t.assert_next_run_ok()
+
+
+def _private(tmp):
+    try:
+        return sorted(e for e in os.listdir(tmp) if e.startswith("corral-"))
+    except OSError:
+        return []
+
+
+def _killed_run(t, tmp):
+    """Start a run whose program writes into its private workspace, SIGKILL
+    corral mid-run; return the names it left."""
+    env = {"TMPDIR": tmp}
+    p = t.spawn(["run", "--", "sh", "-c",
+                 "mkdir -p d/e; echo x > d/e/f; chmod 0 d; echo up > up; "
+                 "exec sleep 100"], env=env)
+    ok = wait_for(lambda: any(os.path.exists(os.path.join(tmp, w, "up"))
+                              for w in _private(tmp)), 20)
+    true(ok, "the program started and wrote")
+    os.kill(p.pid, signal.SIGKILL)
+    t.finish(p, timeout=30)
+    # The tree dies with corral (EXITKILL); its workspace stays.
+    t.no_marker_processes("after kill -9 of corral")
+    return _private(tmp)
+
+
+@test
+def private_workspace_of_killed_corral_swept(t):
+    tmp = t.path("tmp")
+    os.makedirs(tmp)
+    env = {"TMPDIR": tmp}
+    left = _killed_run(t, tmp)
+    eq(len(left), 2, "a workspace and its lock left: %r" % left)
+    true(left[1] == left[0] + ".lock", "names %r" % left)
+    # A run still alive keeps its own.
+    live = t.spawn(["run", "--", "sh", "-c", "echo up > up; exec sleep 100"],
+                   env=env)
+    ok = wait_for(lambda: any(os.path.exists(os.path.join(tmp, w, "up"))
+                              for w in _private(tmp) if w not in left), 20)
+    true(ok, "the live run started")
+    # The next run sweeps the dead one's, not the live one's.
+    run = t.corral(["run", "--json", "--", "echo", "next"], env=env)
+    eq(run.code, 0, "next run: exit status")
+    now = _private(tmp)
+    true(left[0] not in now and left[1] not in now,
+         "the dead run's workspace swept: %r" % now)
+    eq(len(now), 2, "the live run's workspace and lock kept: %r" % now)
+    os.kill(live.pid, signal.SIGTERM)
+    t.finish(live, timeout=30)
+    eq(_private(tmp), [], "the live run removed its own at its end")
+    # corral gc does the same, and says what it did.
+    left = _killed_run(t, tmp)
+    eq(len(left), 2, "left again: %r" % left)
+    run = t.corral(["gc"], env=env)
+    eq(run.code, 0, "corral gc: exit status (%s)" % run.summary())
+    contains(run.out.decode(), "1 workspace(s) of ended runs removed",
+             "corral gc: stdout")
+    eq(_private(tmp), [], "corral gc swept it")
+    # Another user's name-alike is not ours to judge: a plain directory
+    # without a lock file is never touched.
+    os.makedirs(os.path.join(tmp, "corral-abcdef"))
+    run = t.corral(["gc"], env=env)
+    eq(run.code, 0, "corral gc: exit status")
+    eq(_private(tmp), ["corral-abcdef"], "a directory without a lock kept")
+    os.rmdir(os.path.join(tmp, "corral-abcdef"))
+    t.assert_next_run_ok()
+
+
+@test
+def first_exec_refused_is_policy_denied(t):
+    # The program is outside every exec root: the policy refuses it.
+    run = t.corral(["run", "--json", "--", t.prog("spew")])
+    r = t.result(run)
+    eq(run.code, 126, "exit status (%s)" % run.summary())
+    eq(r.get("status"), "policy_denied", "status")
+    eq(r.get("exit_code"), None, "exit_code")
+    true(any(d.get("syscall") == "execve" and
+             d.get("target") == t.prog("spew") for d in r.get("denials", [])),
+         "the exec denial is recorded: %r" % r.get("denials"))
+    # A command that does not exist inside the roots is still the
+    # program's error (127), not a denial.
+    run = t.corral(["run", "--json", "--", "/usr/bin/no-such-" + t.marker])
+    r = t.result(run)
+    eq(run.code, 127, "missing command: exit status")
+    eq(r.get("status"), "program_error", "missing command: status")
+    t.assert_next_run_ok()
