@@ -253,6 +253,31 @@ int cr_run_main(int argc, char **argv)
 			code = CR_EXIT_USAGE;
 			goto out;
 		}
+		/* A record the program could reach is no record: a later run
+		 * in the same workspace, or the program through a writable
+		 * root, could rewrite it. Judged on the directory really
+		 * opened, as the audit trail is. */
+		{
+			char lnk[64], real[PATH_MAX], which[PATH_MAX + 128];
+			ssize_t l;
+
+			snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", cfg.result_dirfd);
+			l = readlink(lnk, real, sizeof(real) - 1);
+			if (l <= 0) {
+				fprintf(stderr, "corral: --result %s: cannot resolve its directory\n",
+					cfg.result_file);
+				code = CR_EXIT_USAGE;
+				goto out;
+			}
+			real[l] = 0;
+			if (cr_audit_path_writable(&cfg, ws, real, which,
+						   sizeof(which))) {
+				fprintf(stderr, "corral: --result %s: %s\n",
+					cfg.result_file, which);
+				code = CR_EXIT_USAGE;
+				goto out;
+			}
+		}
 	}
 	if (cr_audit_open(&run, ws, err, sizeof(err)) < 0) {
 		fprintf(stderr, "corral: %s\n", err);

@@ -3,7 +3,7 @@
 import json
 import os
 
-from harness import CFG, eq, ne, true, test, mode_of
+from harness import CFG, eq, ne, true, test, mode_of, contains
 
 
 @test
@@ -75,32 +75,31 @@ def workspace_fresh_each_run(t):
 
 
 @test
-def result_file_in_workspace_not_redirected(t):
-    """--result inside the workspace: the program swaps the result's
-    directory for a symlink to a directory outside and plants a symlink at
-    the result's name; corral writes neither through the one nor the
-    other."""
+def result_file_in_workspace_refused(t):
+    """--result inside the workspace (or any root the program may write):
+    the program, or a later run in the same workspace, could rewrite the
+    record. Refused before anything starts (125), nothing written, and a
+    result outside works."""
     ws = t.path("ws")
-    outside = t.path("outside")
     os.makedirs(os.path.join(ws, "out"))
-    os.mkdir(outside)
-    with open(os.path.join(outside, "keep.txt"), "w") as f:
-        f.write("untouched\n")
     result = os.path.join(ws, "out", "res.json")
+    marker = os.path.join(ws, "ran")
     run = t.corral(["run", "--workspace", ws, "--result", result, "--",
-                    "sh", "-c",
-                    "ln -s %s/keep.txt out/res.json; mv out out.old; "
-                    "ln -s %s out; true" % (outside, outside)])
-    eq(run.code, 0, "exit status (stderr %r)" % run.err)
-    with open(os.path.join(outside, "keep.txt")) as f:
-        eq(f.read(), "untouched\n", "a file outside, behind the planted link")
-    eq(sorted(os.listdir(outside)), ["keep.txt"],
-       "nothing written into the directory outside")
-    # The result went to the directory opened before the run (now out.old),
-    # replacing the planted link with a real file.
-    real = os.path.join(ws, "out.old", "res.json")
-    true(os.path.isfile(real) and not os.path.islink(real),
-         "the result is a regular file in the original directory")
-    with open(real) as f:
+                    "touch", marker])
+    eq(run.code, 125, "exit status (stderr %r)" % run.err)
+    contains(run.err.decode(), "inside the workspace", "the reason")
+    eq(os.path.exists(result), False, "no result written in the workspace")
+    eq(os.path.exists(marker), False, "the program never ran")
+    # the same through a link to the workspace
+    link = t.path("ws-link")
+    os.symlink(ws, link)
+    run = t.corral(["run", "--workspace", ws, "--result",
+                    os.path.join(link, "res.json"), "--", "true"])
+    eq(run.code, 125, "through a link: exit status (stderr %r)" % run.err)
+    outside = t.path("res.json")
+    run = t.corral(["run", "--workspace", ws, "--result", outside, "--",
+                    "true"])
+    eq(run.code, 0, "a result outside: exit status (stderr %r)" % run.err)
+    with open(outside) as f:
         eq(json.load(f).get("status"), "ok", "the result's status")
     t.assert_next_run_ok()
