@@ -224,13 +224,13 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 		       struct cr_class *c)
 {
 	static const char *const class_keys[] = {
-		"fs", "net", "limits", "env", "syscalls", NULL
+		"fs", "net", "limits", "env", "syscalls", "landlock", NULL
 	};
 	static const char *const fs_keys[] = {
-		"read", "write", "exec", "deny", "hide", NULL
+		"read", "write", "exec", "deny", "hide", "strict-metadata", NULL
 	};
 	static const char *const net_keys[] = { "allow", NULL };
-	const cJSON *fs, *net, *limits, *hide, *sys;
+	const cJSON *fs, *net, *limits, *hide, *sys, *ll, *strict;
 	char q[96];
 	int rc;
 
@@ -259,6 +259,25 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	hide = cr_jdoc_get(fs, "hide");
 	if (hide && (rc = cr_jdoc_want_bool(d, hide, &c->fs_hide)))
 		return rc;
+	strict = cr_jdoc_get(fs, "strict-metadata");
+	if (strict &&
+	    (rc = cr_jdoc_want_bool(d, strict, &c->fs_strict_metadata)))
+		return rc;
+	ll = cr_jdoc_get(item, "landlock");
+	if (ll) {
+		cr_autofree char *mode = NULL;
+		int m;
+
+		rc = cr_jdoc_want_string(d, ll, &mode);
+		if (rc)
+			return rc;
+		m = cr_landlock_mode_parse(mode);
+		if (m < 0)
+			return cr_jdoc_fail(d, ll, "%s is not a Landlock mode "
+					    "(auto, off, require)",
+					    cr_str_quote(mode, q, sizeof(q)));
+		c->landlock = (enum cr_landlock_mode)m;
+	}
 
 	net = cr_jdoc_get(item, "net");
 	if (net && (rc = cr_jdoc_check_keys(d, net, net_keys)))
@@ -572,7 +591,14 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 	print_list(o, depth + 2, "exec", &c->fs_exec, false);
 	print_list(o, depth + 2, "deny", &c->fs_deny, false);
 	print_key(o, depth + 2, "hide");
-	put_text(o, c->fs_hide ? "true\n" : "false\n");
+	/* The newer keys are printed only when set, so a policy without
+	 * them normalises as before. */
+	put_text(o, c->fs_hide ? (c->fs_strict_metadata ? "true,\n" : "true\n") :
+		 (c->fs_strict_metadata ? "false,\n" : "false\n"));
+	if (c->fs_strict_metadata) {
+		print_key(o, depth + 2, "strict-metadata");
+		put_text(o, "true\n");
+	}
 	indent(o, depth + 1);
 	put_text(o, "},\n");
 	print_key(o, depth + 1, "net");
@@ -584,6 +610,11 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 	print_list(o, depth + 1, "env", &c->env, false);
 	print_key(o, depth + 1, "syscalls");
 	print_str(o, c->profile ? c->profile->name : cr_profile_default()->name);
+	if (c->landlock != CR_LL_AUTO) {
+		put_text(o, ",\n");
+		print_key(o, depth + 1, "landlock");
+		print_str(o, cr_landlock_mode_name(c->landlock));
+	}
 	put_text(o, "\n");
 	indent(o, depth);
 	put_text(o, last ? "}\n" : "},\n");
@@ -608,4 +639,24 @@ char *cr_policy_to_json(const struct cr_policy *p)
 		return NULL;
 	}
 	return o.b;
+}
+
+const char *cr_landlock_mode_name(enum cr_landlock_mode m)
+{
+	switch (m) {
+	case CR_LL_OFF: return "off";
+	case CR_LL_REQUIRE: return "require";
+	default: return "auto";
+	}
+}
+
+int cr_landlock_mode_parse(const char *s)
+{
+	if (!strcmp(s, "auto"))
+		return CR_LL_AUTO;
+	if (!strcmp(s, "off"))
+		return CR_LL_OFF;
+	if (!strcmp(s, "require"))
+		return CR_LL_REQUIRE;
+	return -1;
 }

@@ -11,7 +11,7 @@ enum {
 	OPT_POLICY = 256, OPT_CLASS, OPT_RO, OPT_RW, OPT_EXEC, OPT_ALLOW_NET,
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
-	OPT_PUBLISH,
+	OPT_PUBLISH, OPT_LANDLOCK, OPT_STRICT_METADATA,
 };
 
 static const struct option longopts[] = {
@@ -35,6 +35,8 @@ static const struct option longopts[] = {
 	{ "request", required_argument, NULL, OPT_REQUEST },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "stacks", no_argument, NULL, OPT_STACKS },
+	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
+	{ "strict-metadata", no_argument, NULL, OPT_STRICT_METADATA },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -45,7 +47,8 @@ static const char usage[] =
 	"  --ro PATH, --rw PATH, --exec PATH, --allow-net DEST, --publish PORT,\n"
 	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
 	"  --output GLOB, --output-dir DIR, --json, --result FILE,\n"
-	"  --audit FILE, --id ID, --request FILE, --stacks\n";
+	"  --audit FILE, --id ID, --request FILE, --stacks,\n"
+	"  --landlock=auto|off|require, --strict-metadata\n";
 
 static int push(struct cr_strlist *l, const char *s)
 {
@@ -102,6 +105,8 @@ struct cr_cli {
 	struct cr_strlist limits;	/* NAME=VALUE */
 	struct cr_strlist envs;		/* NAME[=VALUE] */
 	bool unsupported;
+	int landlock;		/* -1: the class's */
+	bool strict_metadata;
 };
 
 static int load_request(struct cr_run_config *cfg, const char *file,
@@ -186,7 +191,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		    char *err, size_t errlen, char ***env_args, size_t *nenv,
 		    const char **workspace)
 {
-	struct cr_cli cli = { 0 };
+	struct cr_cli cli = { .landlock = -1 };
 	const char *class_name;
 	int c, rc = 0;
 
@@ -230,6 +235,14 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 			break;
 		case OPT_JSON: cfg->json = true; break;
 		case OPT_STACKS: cfg->stacks = true; break;
+		case OPT_LANDLOCK:
+			cli.landlock = cr_landlock_mode_parse(optarg);
+			if (cli.landlock < 0)
+				rc = bad(err, errlen,
+					 "--landlock %s: expected auto, off or require",
+					 optarg);
+			break;
+		case OPT_STRICT_METADATA: cli.strict_metadata = true; break;
 		case OPT_RESULT: cfg->result_file = optarg; break;
 		case OPT_AUDIT: cfg->audit_file = optarg; break;
 		case OPT_ID: cli.id = optarg; break;
@@ -301,6 +314,11 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		goto out;
 	}
 	cfg->limits = cfg->cls->limits;
+	/* The operator's option wins over the class; the request cannot
+	 * touch either (it is the agent's data). */
+	cfg->landlock = cli.landlock >= 0 ? (enum cr_landlock_mode)cli.landlock :
+			cfg->cls->landlock;
+	cfg->strict_metadata = cli.strict_metadata || cfg->cls->fs_strict_metadata;
 
 	if (cli.id && !cr_task_id_valid(cli.id)) {
 		cr_errf(err, errlen,

@@ -18,6 +18,7 @@
 #include "budget.h"
 #include "surface.h"
 #include "net/net.h"
+#include "landlock/landlock.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -175,6 +176,9 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 		return rc;
 	if ((rc = cr_net_setup(run)))		/* tracer/net/ */
 		return rc;
+	/* Last: the ruleset names the roots and the proxy's ports. */
+	if ((rc = cr_landlock_setup(run)))	/* tracer/landlock/ */
+		return rc;
 	return 0;
 }
 
@@ -201,6 +205,7 @@ static void run_free(struct cr_run *run)
 		free(run->denials[i].stack);
 	}
 	cr_tasks_free(&run->tasks);
+	cr_landlock_finish(run);
 	cr_loop_free(run);
 	free(run->notif);
 	cr_audit_close(run);
@@ -221,6 +226,7 @@ int cr_run_main(int argc, char **argv)
 	cfg.result_dirfd = -1;
 	run.listener = run.sigfd = run.timerfd = run.epfd = run.execfd = -1;
 	run.stdin_fd = run.child_pidfd = run.audit_fd = -1;
+	run.landlock_fd = -1;
 	run.out.fd = run.err.fd = -1;
 
 	rc = cr_options_load(argc, argv, &cfg, err, sizeof(err), &env_args,

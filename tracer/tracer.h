@@ -41,6 +41,8 @@ struct cr_run_config {
 	struct cr_strlist extra_ro, extra_rw, extra_exec, allow_net; /* owned */
 	uint16_t *publish;		/* owned: --publish ports */
 	size_t npublish;
+	enum cr_landlock_mode landlock;	/* the class's, or --landlock */
+	bool strict_metadata;		/* the class's, or --strict-metadata */
 };
 
 /* ---- verdicts: what a syscall handler decides; only the loop answers ---- */
@@ -214,6 +216,15 @@ struct cr_run {
 					 * program's (fs.c sets ours to 0) */
 	const struct cr_filter *filter;	/* borrowed: the program's seccomp
 					 * filter, once the child has it */
+
+	/* Landlock (tracer/landlock/): the ABI of the ruleset the child
+	 * applies, 0 when none; why none (or NULL); the ruleset, owned, -1
+	 * once applied or without one; whether the seccomp program leaves
+	 * the metadata calls to the kernel (the fast path). */
+	int landlock_abi;
+	const char *landlock_reason;	/* static */
+	int landlock_fd;
+	bool fast_path;
 
 	/* how the run ends: the first reason wins */
 	bool ending;
