@@ -227,10 +227,11 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 		"fs", "net", "limits", "env", "syscalls", "landlock", NULL
 	};
 	static const char *const fs_keys[] = {
-		"read", "write", "exec", "deny", "hide", "strict-metadata", NULL
+		"read", "write", "exec", "deny", "hide", "strict-metadata",
+		"fast-open", NULL
 	};
 	static const char *const net_keys[] = { "allow", NULL };
-	const cJSON *fs, *net, *limits, *hide, *sys, *ll, *strict;
+	const cJSON *fs, *net, *limits, *hide, *sys, *ll, *strict, *fopen_;
 	char q[96];
 	int rc;
 
@@ -262,6 +263,9 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	strict = cr_jdoc_get(fs, "strict-metadata");
 	if (strict &&
 	    (rc = cr_jdoc_want_bool(d, strict, &c->fs_strict_metadata)))
+		return rc;
+	fopen_ = cr_jdoc_get(fs, "fast-open");
+	if (fopen_ && (rc = cr_jdoc_want_bool(d, fopen_, &c->fs_fast_open)))
 		return rc;
 	ll = cr_jdoc_get(item, "landlock");
 	if (ll) {
@@ -593,12 +597,18 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 	print_key(o, depth + 2, "hide");
 	/* The newer keys are printed only when set, so a policy without
 	 * them normalises as before. */
-	put_text(o, c->fs_hide ? (c->fs_strict_metadata ? "true,\n" : "true\n") :
-		 (c->fs_strict_metadata ? "false,\n" : "false\n"));
+	put_text(o, c->fs_hide ? "true" : "false");
 	if (c->fs_strict_metadata) {
+		put_text(o, ",\n");
 		print_key(o, depth + 2, "strict-metadata");
-		put_text(o, "true\n");
+		put_text(o, "true");
 	}
+	if (c->fs_fast_open) {
+		put_text(o, ",\n");
+		print_key(o, depth + 2, "fast-open");
+		put_text(o, "true");
+	}
+	put_text(o, "\n");
 	indent(o, depth + 1);
 	put_text(o, "},\n");
 	print_key(o, depth + 1, "net");

@@ -12,6 +12,7 @@ enum {
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
 	OPT_PUBLISH, OPT_LANDLOCK, OPT_STRICT_METADATA,
+	OPT_FAST_OPEN,
 };
 
 static const struct option longopts[] = {
@@ -37,6 +38,7 @@ static const struct option longopts[] = {
 	{ "stacks", no_argument, NULL, OPT_STACKS },
 	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
 	{ "strict-metadata", no_argument, NULL, OPT_STRICT_METADATA },
+	{ "fast-open", no_argument, NULL, OPT_FAST_OPEN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -48,7 +50,7 @@ static const char usage[] =
 	"  --limit NAME=VALUE, --env NAME[=VALUE], --input SRC[:DEST],\n"
 	"  --output GLOB, --output-dir DIR, --json, --result FILE,\n"
 	"  --audit FILE, --id ID, --request FILE, --stacks,\n"
-	"  --landlock=auto|off|require, --strict-metadata\n";
+	"  --landlock=auto|off|require, --strict-metadata, --fast-open\n";
 
 static int push(struct cr_strlist *l, const char *s)
 {
@@ -107,6 +109,7 @@ struct cr_cli {
 	bool unsupported;
 	int landlock;		/* -1: the class's */
 	bool strict_metadata;
+	bool fast_open;
 };
 
 static int load_request(struct cr_run_config *cfg, const char *file,
@@ -243,6 +246,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 					 optarg);
 			break;
 		case OPT_STRICT_METADATA: cli.strict_metadata = true; break;
+		case OPT_FAST_OPEN: cli.fast_open = true; break;
 		case OPT_RESULT: cfg->result_file = optarg; break;
 		case OPT_AUDIT: cfg->audit_file = optarg; break;
 		case OPT_ID: cli.id = optarg; break;
@@ -319,6 +323,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	cfg->landlock = cli.landlock >= 0 ? (enum cr_landlock_mode)cli.landlock :
 			cfg->cls->landlock;
 	cfg->strict_metadata = cli.strict_metadata || cfg->cls->fs_strict_metadata;
+	cfg->fast_open = cli.fast_open || cfg->cls->fs_fast_open;
 
 	if (cli.id && !cr_task_id_valid(cli.id)) {
 		cr_errf(err, errlen,

@@ -264,7 +264,10 @@ static cJSON *build(struct cr_run *run, int code)
 	if (c) {
 		cJSON_AddNumberToObject(c, "abi", run->landlock_abi);
 		cJSON_AddBoolToObject(c, "applied", run->landlock_abi > 0);
-		cJSON_AddBoolToObject(c, "fast_path", run->fast_path);
+		cJSON_AddStringToObject(c, "fast_path",
+					run->fast_path == CR_FAST_OPEN ? "open" :
+					run->fast_path == CR_FAST_METADATA ?
+					"metadata" : "off");
 		if (run->landlock_reason)
 			cJSON_AddStringToObject(c, "reason", run->landlock_reason);
 		else

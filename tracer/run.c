@@ -154,12 +154,7 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	run->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (run->epfd < 0)
 		return -errno;
-	rc = cr_filter_build_profile(filter, run->cfg->cls->profile);
-	if (rc) {
-		snprintf(run->message, sizeof(run->message),
-			 "cannot build the seccomp filter: %s", strerror(-rc));
-		return rc;
-	}
+	cr_syscalls_resolve();
 	for (size_t i = 0; i < cr_nsyscalls; i++) {
 		int nr = cr_syscalls[i].nr;
 
@@ -179,6 +174,14 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	/* Last: the ruleset names the roots and the proxy's ports. */
 	if ((rc = cr_landlock_setup(run)))	/* tracer/landlock/ */
 		return rc;
+	/* The program for the fast-path level Landlock allows. */
+	rc = cr_filter_build_profile(filter, run->cfg->cls->profile,
+				     run->fast_path);
+	if (rc) {
+		snprintf(run->message, sizeof(run->message),
+			 "cannot build the seccomp filter: %s", strerror(-rc));
+		return rc;
+	}
 	return 0;
 }
 

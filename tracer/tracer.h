@@ -43,6 +43,7 @@ struct cr_run_config {
 	size_t npublish;
 	enum cr_landlock_mode landlock;	/* the class's, or --landlock */
 	bool strict_metadata;		/* the class's, or --strict-metadata */
+	bool fast_open;			/* the class's, or --fast-open */
 };
 
 /* ---- verdicts: what a syscall handler decides; only the loop answers ---- */
@@ -99,6 +100,19 @@ struct cr_syscall_errno {
 	int nr;
 	int error;
 };
+
+/* The fast path of one entry (syscalls.def, CR_SYSCALL_FAST). */
+struct cr_syscall_fast {
+	const char *name;
+	int arg;		/* < 0: never notified on the fast path */
+	uint64_t mask;		/* else notified when any of these bits is set */
+	int level;		/* 1: metadata, 2: read-only opens too */
+};
+
+/* Fast-path levels (run->fast_path, cr_filter_build_profile). */
+#define CR_FAST_OFF 0
+#define CR_FAST_METADATA 1
+#define CR_FAST_OPEN 2
 
 /* ---- live state ---- */
 
@@ -224,7 +238,7 @@ struct cr_run {
 	int landlock_abi;
 	const char *landlock_reason;	/* static */
 	int landlock_fd;
-	bool fast_path;
+	int fast_path;			/* CR_FAST_* */
 
 	/* how the run ends: the first reason wins */
 	bool ending;
@@ -283,15 +297,20 @@ struct cr_filter {
 };
 int cr_filter_build(struct cr_filter *f);	/* the default profile */
 /* The table (syscalls.def) joined with a syscall profile: the table wins.
- * The program generated at build time for that profile when there is one
- * (cr_filter_prebuilt), else cr_filter_generate. */
-int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p);
+ * fast is a CR_FAST_* level: the table's entries left to the kernel on
+ * that fast path are not notified. The program generated at build time
+ * for that profile and level when there is one (cr_filter_prebuilt), else
+ * cr_filter_generate. */
+int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p,
+			    int fast);
 /* The same, always generated now with libseccomp. */
-int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p);
+int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p,
+		       int fast);
 /* build/tracer/filter_prebuilt.c, written by tracer/filtergen.c. */
 struct cr_filter_prebuilt {
 	const char *name;		/* the profile's name and version */
 	const char *version;
+	int fast;			/* CR_FAST_* */
 	const struct sock_filter *bpf;
 	unsigned short len;
 };
@@ -308,6 +327,11 @@ extern struct cr_syscall_entry cr_syscalls[];
 extern const size_t cr_nsyscalls;
 extern struct cr_syscall_errno cr_syscall_errnos[];
 extern const size_t cr_nsyscall_errnos;
+extern const struct cr_syscall_fast cr_syscall_fasts[];
+extern const size_t cr_nsyscall_fasts;
+/* The fast path of name at a level, or NULL (notified as the table says). */
+const struct cr_syscall_fast *cr_syscall_fast_find(const char *name,
+						   int level);
 void cr_syscalls_resolve(void);
 const char *cr_syscall_name(int nr, char *buf, size_t len);
 

@@ -58,6 +58,8 @@ struct cr_class {
 	bool fs_strict_metadata;	/* metadata calls always go to the
 					 * supervisor, even where Landlock
 					 * would allow the fast path */
+	bool fs_fast_open;		/* read-only opens left to the kernel
+					 * too where Landlock is applied */
 	enum cr_landlock_mode landlock;
 	struct cr_strlist net_allow;	/* destinations as written (validated) */
 	struct cr_limits limits;

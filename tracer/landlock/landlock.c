@@ -186,14 +186,28 @@ static int add_builtins(int rs, uint64_t handled)
 	return rc;
 }
 
-static int add_roots(struct cr_run *run, int rs, uint64_t handled)
+static int add_roots(struct cr_run *run, int rs, uint64_t handled,
+		     int fast)
 {
 	const struct cr_fsrules *r = &run->fs->rules;
+	int rc;
+
+	/* Read-only opens left to the kernel (--fast-open) include those of
+	 * /proc/self and the run's own /proc entries: /proc is readable as
+	 * a whole, and Landlock's ptrace scoping still refuses the entries
+	 * of processes outside the run that need ptrace access (environ,
+	 * mem, maps, fd, cwd, exe...). What stays readable of other
+	 * processes (cmdline, status, stat) is the documented price of
+	 * that level (docs/threat-model.md). */
+	if (fast >= CR_FAST_OPEN) {
+		rc = add_path(rs, "/proc", LL_READ, handled);
+		if (rc)
+			return rc;
+	}
 
 	for (size_t i = 0; i < r->nroots; i++) {
 		const struct cr_fsroot *root = &r->roots[i];
 		uint64_t acc = 0;
-		int rc;
 
 		if (builtin_only(root->path, root->len))
 			continue;
@@ -242,7 +256,7 @@ static int add_ports(struct cr_run *run, int rs)
 	return 0;
 }
 
-static int build(struct cr_run *run, int abi)
+static int build(struct cr_run *run, int abi, int fast)
 {
 	struct ll_ruleset_attr attr = { .handled_access_fs = fs_rights(abi) };
 	size_t size = sizeof(attr.handled_access_fs);
@@ -261,7 +275,7 @@ static int build(struct cr_run *run, int abi)
 	rs = (int)syscall(__NR_landlock_create_ruleset, &attr, size, 0);
 	if (rs < 0)
 		return -errno;
-	rc = add_roots(run, rs, attr.handled_access_fs);
+	rc = add_roots(run, rs, attr.handled_access_fs, fast);
 	if (!rc && abi >= 4)
 		rc = add_ports(run, rs);
 	if (rc) {
@@ -272,10 +286,26 @@ static int build(struct cr_run *run, int abi)
 	return 0;
 }
 
+/*
+ * The fast path (syscalls.def, CR_SYSCALL_FAST) only where Landlock holds
+ * the contents and nothing the kernel cannot express is asked: a class
+ * with denied subtrees (Landlock grants whole hierarchies, it cannot cut a
+ * hole in a root) or one that hides everything (ENOENT for every refusal)
+ * keeps every call with the supervisor.
+ */
+static int fast_level(const struct cr_run *run)
+{
+	const struct cr_run_config *cfg = run->cfg;
+
+	if (cfg->strict_metadata || cfg->cls->fs_hide || run->fs->rules.ndeny)
+		return CR_FAST_OFF;
+	return cfg->fast_open ? CR_FAST_OPEN : CR_FAST_METADATA;
+}
+
 int cr_landlock_setup(struct cr_run *run)
 {
 	enum cr_landlock_mode mode = run->cfg->landlock;
-	int abi, rc;
+	int abi, rc, fast;
 
 	run->landlock_abi = 0;
 	run->landlock_fd = -1;
@@ -288,7 +318,8 @@ int cr_landlock_setup(struct cr_run *run)
 		run->landlock_reason = "this kernel has no Landlock (5.13+ with landlock in the LSM list)";
 		goto missing;
 	}
-	rc = build(run, abi);
+	fast = fast_level(run);
+	rc = build(run, abi, fast);
 	if (rc) {
 		run->landlock_reason = "the ruleset could not be built";
 		snprintf(run->message, sizeof(run->message),
@@ -300,6 +331,7 @@ int cr_landlock_setup(struct cr_run *run)
 	}
 	run->landlock_abi = abi;
 	run->landlock_reason = NULL;
+	run->fast_path = fast;
 	return 0;
 missing:
 	if (mode != CR_LL_REQUIRE)
