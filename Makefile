@@ -33,7 +33,7 @@ UNIT_SRC   := $(sort $(wildcard tests/unit/*.c))
 PROG_SRC   := $(sort $(wildcard tests/progs/*.c))
 PROGS      := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
 
-.PHONY: all deps demo check check-unit check-e2e asan install clean fuzz bench compat
+.PHONY: all deps demo check check-unit check-e2e asan install clean fuzz bench compat bypass
 all: $(BUILD)/corral $(BUILD)/tests/unit/run-unit $(PROGS)
 
 $(BUILD)/%.o: %.c $(wildcard include/corral/*.h) $(wildcard tracer/*.def tracer/*.h tracer/*/*.h)
@@ -81,7 +81,16 @@ deps:
 demo: deps all
 	@sh tests/demo.sh $(BUILD)
 
-check: deps all
+# A test-only corral whose open handlers answer CONTINUE, the resolver
+# bypassed (-DCR_TEST_BYPASS_OPEN, tracer/handlers/open.c): the suite runs
+# it to show that Landlock alone still refuses reading outside the roots.
+# Built apart in $(BUILD)/bypass, never installed.
+bypass:
+	$(MAKE) BUILD=$(BUILD)/bypass \
+		EXTRA_CFLAGS="$(EXTRA_CFLAGS) -DCR_TEST_BYPASS_OPEN" \
+		$(BUILD)/bypass/corral
+
+check: deps all bypass
 	@sh tests/run.sh $(BUILD)
 
 # AddressSanitizer + UBSan build of everything, then the whole suite on it.

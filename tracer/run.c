@@ -298,10 +298,15 @@ int cr_run_main(int argc, char **argv)
 	}
 	rc = setup(&run, &filter);
 	if (rc) {
-		if (!run.message[0])
-			snprintf(run.message, sizeof(run.message),
-				 "cannot set up the supervisor: %s", strerror(-rc));
-		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", run.message);
+		char why[sizeof(run.message)];
+
+		/* cr_run_end formats into run.message: not from itself. */
+		if (run.message[0])
+			snprintf(why, sizeof(why), "%s", run.message);
+		else
+			snprintf(why, sizeof(why), "cannot set up the supervisor: %s",
+				 strerror(-rc));
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", why);
 		goto finish;
 	}
 	audit_start(&run);
@@ -309,10 +314,14 @@ int cr_run_main(int argc, char **argv)
 	rc = cr_spawn(&run, &filter);
 	run.filter = &filter;	/* kept: signal stops ask it (notify.c) */
 	if (rc) {
-		if (!run.message[0])
-			snprintf(run.message, sizeof(run.message),
-				 "cannot start the program: %s", strerror(-rc));
-		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", run.message);
+		char why[sizeof(run.message)];
+
+		if (run.message[0])
+			snprintf(why, sizeof(why), "%s", run.message);
+		else
+			snprintf(why, sizeof(why), "cannot start the program: %s",
+				 strerror(-rc));
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", why);
 		goto finish;
 	}
 	/* After the child exists (fork from one thread only). */
