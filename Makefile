@@ -23,7 +23,10 @@ OPT    ?= -O2 -g
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Iinclude \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now $(LDFLAGS) $(EXTRA_LDFLAGS)
-LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+# libunwind-ptrace is not linked: tracer/surface.c loads it with dlopen for
+# --stacks only (four libraries fewer to map at every start); its headers
+# are still needed.
+LIBS = $(shell pkg-config --libs $(filter-out libunwind-ptrace,$(PKGS)) 2>/dev/null) -lpthread
 
 POLICY_SRC := $(sort $(wildcard policy/*.c))
 TRACER_SRC := $(sort $(filter-out tracer/filtergen.c,$(wildcard tracer/*.c tracer/*/*.c)))

@@ -111,29 +111,31 @@ int cr_landlock_probe_abi(void)
 	return abi;
 }
 
+static int add_fd(int rs, int fd, bool dir, uint64_t acc, uint64_t handled)
+{
+	struct ll_path_beneath pb = {
+		.allowed_access = (dir ? acc : acc & LL_FILE_RIGHTS) & handled,
+		.parent_fd = fd,
+	};
+
+	if (pb.allowed_access &&
+	    syscall(__NR_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
+		return -errno;
+	return 0;
+}
+
 static int add_path(int rs, const char *path, uint64_t acc, uint64_t handled)
 {
-	struct ll_path_beneath pb;
 	struct stat st;
-	int fd, rc = 0;
+	int fd, rc;
 
 	/* Followed: a root named through a link ("/bin" -> "/usr/bin") is
 	 * the directory it leads to, as the supervisor's walk sees it. */
 	fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return 0;	/* absent roots grant nothing to anyone */
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (!S_ISDIR(st.st_mode))
-		acc &= LL_FILE_RIGHTS;
-	pb.allowed_access = acc & handled;
-	pb.parent_fd = fd;
-	if (pb.allowed_access &&
-	    syscall(__NR_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
-		rc = -errno;
-out:
+	rc = fstat(fd, &st) < 0 ? -errno :
+	     add_fd(rs, fd, S_ISDIR(st.st_mode), acc, handled);
 	close(fd);
 	return rc;
 }
@@ -217,7 +219,12 @@ static int add_roots(struct cr_run *run, int rs, uint64_t handled,
 			acc |= LL_WRITE;
 		if (root->acc & CR_FS_X)
 			acc |= LL_FS_EXECUTE;
-		rc = add_path(rs, root->path, acc, handled);
+		/* A directory root the fs area already holds open (fs.c):
+		 * its fd, rather than opening it again (start-up cost). */
+		if (run->fs->root_fds && run->fs->root_fds[i] >= 0)
+			rc = add_fd(rs, run->fs->root_fds[i], true, acc, handled);
+		else
+			rc = add_path(rs, root->path, acc, handled);
 		if (rc)
 			return rc;
 	}
