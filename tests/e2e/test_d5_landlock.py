@@ -301,3 +301,24 @@ def fast_path_off_for_deny_and_hide_classes(t):
         if key == "deny":
             eq(r.get("stdout", "").split(), ["rc=1"],
                "deny: the denied file is absent to stat")
+
+
+@test
+def fast_open_never_over_the_terminals(t):
+    """--fast-open with a root above /dev/pts (--ro /): a read-only open
+    the kernel decided could reach another terminal of the user, so such a
+    run keeps its opens with the supervisor (fast path: metadata only)."""
+    need_landlock(t)
+    fx = Fix(t)
+    m, s = os.openpty()
+    try:
+        name = os.ttyname(s)
+        run, r = fx.run("cat %s; echo rc=$?" % name,
+                        opts=["--fast-open", "--ro", "/"])
+        eq(ll(r).get("fast_path"), "metadata", "landlock.fast_path")
+        eq(r.get("stdout", "").split(), ["rc=1"], "the terminal is refused")
+        contains(r.get("stderr", ""), "No such file",
+                 "the supervisor's answer (ENOENT)")
+    finally:
+        os.close(m)
+        os.close(s)

@@ -323,7 +323,20 @@ static int fast_level(const struct cr_run *run)
 
 	if (cfg->strict_metadata || cfg->cls->fs_hide || run->fs->rules.ndeny)
 		return CR_FAST_OFF;
-	return cfg->fast_open ? CR_FAST_OPEN : CR_FAST_METADATA;
+	if (!cfg->fast_open)
+		return CR_FAST_METADATA;
+	/* A root above the terminals (--ro / or --ro /dev) would let a
+	 * read-only open the kernel decides reach another terminal of the
+	 * user, which the supervisor refuses whatever the roots say: such a
+	 * run keeps its opens notified. */
+	for (size_t i = 0; i < run->fs->rules.nroots; i++) {
+		const struct cr_fsroot *r = &run->fs->rules.roots[i];
+
+		if (cr_path_within(r->path, r->len, "/dev/pts", 8) ||
+		    cr_path_within(r->path, r->len, "/dev/tty", 8))
+			return CR_FAST_METADATA;
+	}
+	return CR_FAST_OPEN;
 }
 
 int cr_landlock_setup(struct cr_run *run)
