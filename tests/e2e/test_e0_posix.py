@@ -178,7 +178,13 @@ def posix_chmod0_directory_keeps_running(t):
     fx = FsFix(t)
     run = fx.run(["python3", "-c", CHMOD0, str(1 << 20)])
     r = fx.result(run, statuses=("ok",))
-    eq(r.get("stdout"), "refused True\n['data']\n", "stdout")
+    out = r.get("stdout")
+    if metadata_fast(r):
+        # On the fast path the program's stat is the kernel's, so it may
+        # see the owner bits the disk walk lends the directory for a
+        # moment (docs/threat-model.md, "The fast path"); nothing else.
+        out = out.replace("mode changed under the program\n", "")
+    eq(out, "refused True\n['data']\n", "stdout")
     true(r.get("usage", {}).get("disk_bytes", 0) >= 1 << 20,
          "the megabyte below the locked directory is counted: %r" %
          r.get("usage"))
