@@ -24,7 +24,13 @@ import sys
 import tempfile
 import time
 
-TOOLS = ("native", "corral", "proot", "strace", "bwrap")
+TOOLS = ("native", "corral", "corral-off", "corral-open", "proot", "strace",
+         "bwrap")
+# corral's modes: the default (Landlock where the kernel has it, with the
+# metadata fast path), the supervisor alone, and read-only opens left to
+# the kernel too (docs/threat-model.md, "The fast path").
+CORRAL_MODES = {"corral": [], "corral-off": ["--landlock=off"],
+                "corral-open": ["--fast-open"]}
 
 # Targets of the issue: ratio to native (w6: ms added per run).
 TARGETS = {"w1": 6.0, "w2": 1.10, "w3": 1.8, "w4": 1.3, "w5": 1.02}
@@ -75,7 +81,7 @@ class Bench:
                 sys.exit("bench: unknown tool %r (know %s)" % (t, ", ".join(TOOLS)))
             if t == "native":
                 tools.append(t)
-            elif t == "corral":
+            elif t in CORRAL_MODES:
                 if not os.access(self.corral, os.X_OK):
                     sys.exit("bench: %s is not executable" % self.corral)
                 tools.append(t)
@@ -99,8 +105,8 @@ class Bench:
         """The command words that put a program under `tool`."""
         if tool == "native":
             return []
-        if tool == "corral":
-            p = [self.corral, "run"]
+        if tool in CORRAL_MODES:
+            p = [self.corral, "run"] + CORRAL_MODES[tool]
             if not private:
                 # Generous budgets: the bench measures speed, not limits.
                 p += ["-w", self.ws, "--ro", self.inputs, "--exec", self.bin,
@@ -496,6 +502,9 @@ def markdown(res):
                 x = w["tools"].get(t)
                 if x:
                     tgt += "; %.1fx faster than %s" % (x["median_s"] / c["median_s"], t)
+                    o = w["tools"].get("corral-off")
+                    if o:
+                        tgt += " (%.1fx without Landlock)" % (x["median_s"] / o["median_s"])
         row.append(tgt)
         out.append("| " + " | ".join(row) + " |")
     if res.get("supervisor"):

@@ -470,14 +470,15 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 {
 	static const char *const class_keys[] = {
 		"fs", "net", "limits", "env", "syscalls", "artifacts", "alerts",
-		"env_secrets", "credentials", NULL
+		"env_secrets", "credentials", "landlock", NULL
 	};
 	static const char *const art_keys[] = { "files", "bytes", NULL };
 	static const char *const fs_keys[] = {
-		"read", "write", "exec", "deny", "hide", NULL
+		"read", "write", "exec", "deny", "hide", "strict-metadata",
+		"fast-open", NULL
 	};
 	static const char *const net_keys[] = { "allow", NULL };
-	const cJSON *fs, *net, *limits, *hide, *sys, *art, *v;
+	const cJSON *fs, *net, *limits, *hide, *sys, *art, *v, *ll, *strict, *fopen_;
 	char q[96];
 	int rc;
 
@@ -506,6 +507,28 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	hide = cr_jdoc_get(fs, "hide");
 	if (hide && (rc = cr_jdoc_want_bool(d, hide, &c->fs_hide)))
 		return rc;
+	strict = cr_jdoc_get(fs, "strict-metadata");
+	if (strict &&
+	    (rc = cr_jdoc_want_bool(d, strict, &c->fs_strict_metadata)))
+		return rc;
+	fopen_ = cr_jdoc_get(fs, "fast-open");
+	if (fopen_ && (rc = cr_jdoc_want_bool(d, fopen_, &c->fs_fast_open)))
+		return rc;
+	ll = cr_jdoc_get(item, "landlock");
+	if (ll) {
+		cr_autofree char *mode = NULL;
+		int m;
+
+		rc = cr_jdoc_want_string(d, ll, &mode);
+		if (rc)
+			return rc;
+		m = cr_landlock_mode_parse(mode);
+		if (m < 0)
+			return cr_jdoc_fail(d, ll, "%s is not a Landlock mode "
+					    "(auto, off, require)",
+					    cr_str_quote(mode, q, sizeof(q)));
+		c->landlock = (enum cr_landlock_mode)m;
+	}
 
 	net = cr_jdoc_get(item, "net");
 	if (net && (rc = cr_jdoc_check_keys(d, net, net_keys)))
@@ -929,7 +952,20 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 	print_list(o, depth + 2, "exec", &c->fs_exec, false);
 	print_list(o, depth + 2, "deny", &c->fs_deny, false);
 	print_key(o, depth + 2, "hide");
-	put_text(o, c->fs_hide ? "true\n" : "false\n");
+	/* The newer keys are printed only when set, so a policy without
+	 * them normalises as before. */
+	put_text(o, c->fs_hide ? "true" : "false");
+	if (c->fs_strict_metadata) {
+		put_text(o, ",\n");
+		print_key(o, depth + 2, "strict-metadata");
+		put_text(o, "true");
+	}
+	if (c->fs_fast_open) {
+		put_text(o, ",\n");
+		print_key(o, depth + 2, "fast-open");
+		put_text(o, "true");
+	}
+	put_text(o, "\n");
 	indent(o, depth + 1);
 	put_text(o, "},\n");
 	print_key(o, depth + 1, "net");
@@ -965,7 +1001,13 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 		put_text(o, "\n");
 	}
 	indent(o, depth + 1);
-	put_text(o, "}\n");
+	put_text(o, "}");
+	if (c->landlock != CR_LL_AUTO) {
+		put_text(o, ",\n");
+		print_key(o, depth + 1, "landlock");
+		print_str(o, cr_landlock_mode_name(c->landlock));
+	}
+	put_text(o, "\n");
 	indent(o, depth);
 	put_text(o, last ? "}\n" : "},\n");
 }
@@ -989,4 +1031,24 @@ char *cr_policy_to_json(const struct cr_policy *p)
 		return NULL;
 	}
 	return o.b;
+}
+
+const char *cr_landlock_mode_name(enum cr_landlock_mode m)
+{
+	switch (m) {
+	case CR_LL_OFF: return "off";
+	case CR_LL_REQUIRE: return "require";
+	default: return "auto";
+	}
+}
+
+int cr_landlock_mode_parse(const char *s)
+{
+	if (!strcmp(s, "auto"))
+		return CR_LL_AUTO;
+	if (!strcmp(s, "off"))
+		return CR_LL_OFF;
+	if (!strcmp(s, "require"))
+		return CR_LL_REQUIRE;
+	return -1;
 }

@@ -96,6 +96,10 @@ mkdir -p "$stage/bin" "$stage/progs" "$stage/e2e" "$stage/policy"
 if [ -e "$BUILD/corral" ]; then
 	cp "$BUILD/corral" "$stage/bin/corral"
 fi
+# The test-only build whose opens bypass the resolver (make bypass).
+if [ -e "$BUILD/bypass/corral" ]; then
+	cp "$BUILD/bypass/corral" "$stage/bin/corral-bypass"
+fi
 for p in "$BUILD"/tests/progs/*; do
 	[ -f "$p" ] && [ -x "$p" ] && cp "$p" "$stage/progs/"
 done
@@ -111,6 +115,7 @@ if [ ! -x "$stage/progs/nons" ]; then
 fi
 
 e2e_args="--corral $stage/bin/corral --progs $stage/progs"
+e2e_args="$e2e_args --corral-bypass $stage/bin/corral-bypass"
 e2e_args="$e2e_args --policy-dir $stage/policy --marker $marker"
 # CORRAL_E2E_K=SUBSTRING runs only the e2e tests whose name contains it
 # (a developer's loop; CI never sets it).
@@ -133,14 +138,15 @@ if [ "$(id -u)" -eq 0 ]; then
 	chown -R $NOBODY:$NOBODY "$stage/home"
 	chmod 0700 "$stage/home"
 	# The rest as nobody, with no capability, not even in the bounding set.
-	tier e2e setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
-		--inh-caps=-all --bounding-set=-all \
+	runas="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups --inh-caps=-all --bounding-set=-all"
+	tier e2e $runas \
 		env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
 		HOME="$stage/home" TMPDIR="$stage/home/tmp" \
 		PYTHONDONTWRITEBYTECODE=1 \
 		timeout -k 10 "$E2E_TIMEOUT" \
 		$PY "$stage/e2e/run.py" $e2e_args
 else
+	runas=
 	test_uids=$(id -u)
 	mkdir -p "$stage/home/tmp"
 	chmod 0700 "$stage/home"
@@ -151,6 +157,18 @@ else
 		timeout -k 10 "$E2E_TIMEOUT" \
 		$PY "$stage/e2e/run.py" $e2e_args
 fi
+
+# ---- the attack suites again, Landlock off ----
+# The pass above runs with Landlock wherever the kernel has it (--landlock
+# defaults to auto); every attack must be refused by the supervisor alone
+# too. The harness adds --landlock=off to every run and names the tests
+# e2e-landlock-off/NAME.
+ATTACK_FILES=a0,c0,d0,d3,d4
+tier e2e-landlock-off $runas env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
+	HOME="$stage/home" TMPDIR="$stage/home/tmp" \
+	PYTHONDONTWRITEBYTECODE=1 CORRAL_E2E_LANDLOCK=off \
+	timeout -k 10 "$E2E_TIMEOUT" \
+	$PY "$stage/e2e/run.py" $e2e_args --files $ATTACK_FILES
 
 # ---- hygiene ----
 left=

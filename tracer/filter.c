@@ -47,7 +47,7 @@ static int export_bpf(scmp_filter_ctx ctx, struct cr_filter *f)
  * answer its errno entries, and let everything else go on to the profile.
  * A foreign ABI (i386 int 0x80, x32) would reach the kernel's other syscall
  * tables, around every rule: it kills the whole process. */
-static int build_table(scmp_filter_ctx ctx)
+static int build_table(scmp_filter_ctx ctx, int fast)
 {
 	int rc;
 
@@ -58,9 +58,27 @@ static int build_table(scmp_filter_ctx ctx)
 	for (size_t i = 0; !rc && i < cr_nsyscalls; i++) {
 		const struct cr_syscall_entry *e = &cr_syscalls[i];
 
+		const struct cr_syscall_fast *fp;
+
 		if (e->nr < 0)
 			continue;
-		if (e->arg >= 0) {
+		fp = fast ? cr_syscall_fast_find(e->name, fast) : NULL;
+		if (fp) {
+			/* The fast path: the kernel runs it under Landlock,
+			 * unless a flag of the mask is set. */
+			for (int b = 0; !rc && fp->arg >= 0 && b < 64; b++) {
+				struct scmp_arg_cmp cmp = {
+					.arg = (unsigned)fp->arg,
+					.op = SCMP_CMP_MASKED_EQ,
+					.datum_a = 1ULL << b,
+					.datum_b = 1ULL << b,
+				};
+
+				if (fp->mask & (1ULL << b))
+					rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY,
+								    e->nr, 1, &cmp);
+			}
+		} else if (e->arg >= 0) {
 			struct scmp_arg_cmp cmp = {
 				.arg = (unsigned)e->arg,
 				.op = e->nonzero ? SCMP_CMP_NE : SCMP_CMP_MASKED_EQ,
@@ -151,7 +169,8 @@ static int join(struct cr_filter *table, struct cr_filter *prof,
 	return 0;
 }
 
-int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p)
+int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p,
+		       int fast)
 {
 	struct cr_filter table = { 0 }, prof = { 0 };
 	scmp_filter_ctx ctx;
@@ -162,7 +181,7 @@ int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p)
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return -ENOMEM;
-	rc = build_table(ctx);
+	rc = build_table(ctx, fast);
 	if (!rc)
 		rc = export_bpf(ctx, &table);
 	seccomp_release(ctx);
@@ -191,7 +210,8 @@ out:
  * generator itself links without them (and then generates). */
 extern const struct cr_filter_prebuilt cr_filter_prebuilt[] __attribute__((weak));
 
-int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p)
+int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p,
+			    int fast)
 {
 	memset(f, 0, sizeof(*f));
 	if (!p)
@@ -199,7 +219,8 @@ int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p)
 	for (size_t i = 0; cr_filter_prebuilt && cr_filter_prebuilt[i].name; i++) {
 		const struct cr_filter_prebuilt *b = &cr_filter_prebuilt[i];
 
-		if (strcmp(b->name, p->name) || strcmp(b->version, p->version))
+		if (strcmp(b->name, p->name) || strcmp(b->version, p->version) ||
+		    b->fast != fast)
 			continue;
 		/* The table's numbers are still needed (by_nr), and cheap. */
 		cr_syscalls_resolve();
@@ -210,12 +231,12 @@ int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p)
 		f->len = b->len;
 		return 0;
 	}
-	return cr_filter_generate(f, p);
+	return cr_filter_generate(f, p, fast);
 }
 
 int cr_filter_build(struct cr_filter *f)
 {
-	return cr_filter_build_profile(f, cr_profile_default());
+	return cr_filter_build_profile(f, cr_profile_default(), CR_FAST_OFF);
 }
 
 /*

@@ -13,6 +13,7 @@ enum {
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
 	OPT_PUBLISH, OPT_OUTPUT_OVERWRITE, OPT_REQUIRE, OPT_WS_UNSAFE,
+	OPT_LANDLOCK, OPT_STRICT_METADATA, OPT_FAST_OPEN,
 };
 
 static const struct option longopts[] = {
@@ -39,6 +40,9 @@ static const struct option longopts[] = {
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "stacks", no_argument, NULL, OPT_STACKS },
 	{ "require", required_argument, NULL, OPT_REQUIRE },
+	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
+	{ "strict-metadata", no_argument, NULL, OPT_STRICT_METADATA },
+	{ "fast-open", no_argument, NULL, OPT_FAST_OPEN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -50,7 +54,8 @@ static const char usage[] =
 	"  --publish PORT, --limit NAME=VALUE, --env NAME[=VALUE],\n"
 	"  --input SRC[:DEST], --output GLOB, --output-dir DIR, --output-overwrite,\n"
 	"  --json, --result FILE, --audit FILE, --id ID, --request FILE, --stacks,\n"
-	"  --require LEVEL (full: refuse to start without every protection)\n";
+	"  --require LEVEL (full: refuse to start without every protection),\n"
+	"  --landlock=auto|off|require, --strict-metadata, --fast-open\n";
 
 static int push(struct cr_strlist *l, const char *s)
 {
@@ -106,6 +111,9 @@ struct cr_cli {
 	const char *id;
 	struct cr_strlist limits;	/* NAME=VALUE */
 	struct cr_strlist envs;		/* NAME[=VALUE] */
+	int landlock;		/* -1: the class's */
+	bool strict_metadata;
+	bool fast_open;
 };
 
 static int load_request(struct cr_run_config *cfg, const char *file,
@@ -212,7 +220,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		    char *err, size_t errlen, char ***env_args, size_t *nenv,
 		    const char **workspace)
 {
-	struct cr_cli cli = { 0 };
+	struct cr_cli cli = { .landlock = -1 };
 	const char *class_name;
 	int c, rc = 0;
 
@@ -264,6 +272,15 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		case OPT_OUTPUT_OVERWRITE: cfg->output_overwrite = true; break;
 		case OPT_JSON: cfg->json = true; break;
 		case OPT_STACKS: cfg->stacks = true; break;
+		case OPT_LANDLOCK:
+			cli.landlock = cr_landlock_mode_parse(optarg);
+			if (cli.landlock < 0)
+				rc = bad(err, errlen,
+					 "--landlock %s: expected auto, off or require",
+					 optarg);
+			break;
+		case OPT_STRICT_METADATA: cli.strict_metadata = true; break;
+		case OPT_FAST_OPEN: cli.fast_open = true; break;
 		case OPT_RESULT: cfg->result_file = optarg; break;
 		case OPT_AUDIT: cfg->audit_file = optarg; break;
 		case OPT_ID: cli.id = optarg; break;
@@ -342,6 +359,12 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		rc = -EINVAL;
 		goto out;
 	}
+	/* The operator's option wins over the class; the request cannot
+	 * touch either (it is the agent's data). */
+	cfg->landlock = cli.landlock >= 0 ? (enum cr_landlock_mode)cli.landlock :
+			cfg->cls->landlock;
+	cfg->strict_metadata = cli.strict_metadata || cfg->cls->fs_strict_metadata;
+	cfg->fast_open = cli.fast_open || cfg->cls->fs_fast_open;
 
 	if (cli.id && !cr_task_id_valid(cli.id)) {
 		cr_errf(err, errlen,

@@ -269,6 +269,21 @@ static cJSON *build(struct cr_run *run, int code)
 		cJSON_AddItemToArray(d, o);
 	}
 	add_u64(r, "denials_dropped", run->denials_dropped);
+	/* The kernel layer under the supervisor (tracer/landlock/): the ABI
+	 * of the ruleset the program ran under, or why there was none. */
+	c = cJSON_AddObjectToObject(r, "landlock");
+	if (c) {
+		cJSON_AddNumberToObject(c, "abi", run->landlock_abi);
+		cJSON_AddBoolToObject(c, "applied", run->landlock_abi > 0);
+		cJSON_AddStringToObject(c, "fast_path",
+					run->fast_path == CR_FAST_OPEN ? "open" :
+					run->fast_path == CR_FAST_METADATA ?
+					"metadata" : "off");
+		if (run->landlock_reason)
+			cJSON_AddStringToObject(c, "reason", run->landlock_reason);
+		else
+			cJSON_AddNullToObject(c, "reason");
+	}
 	cr_io_result(run, r);	/* inputs, digests, artifacts: tracer/io/ */
 	c = cJSON_AddObjectToObject(r, "cleanup");
 	if (c) {

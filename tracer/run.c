@@ -21,6 +21,7 @@
 #include "net/net.h"
 #include "io/io.h"
 #include "broker/broker.h"
+#include "landlock/landlock.h"
 
 uint64_t cr_now_ns(void)
 {
@@ -132,12 +133,7 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	run->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (run->epfd < 0)
 		return -errno;
-	rc = cr_filter_build_profile(filter, run->cfg->cls->profile);
-	if (rc) {
-		snprintf(run->message, sizeof(run->message),
-			 "cannot build the seccomp filter: %s", strerror(-rc));
-		return rc;
-	}
+	cr_syscalls_resolve();
 	for (size_t i = 0; i < cr_nsyscalls; i++) {
 		int nr = cr_syscalls[i].nr;
 
@@ -158,6 +154,17 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 		return rc;
 	if ((rc = cr_net_setup(run)))		/* tracer/net/ */
 		return rc;
+	/* Last: the ruleset names the roots and the proxy's ports. */
+	if ((rc = cr_landlock_setup(run)))	/* tracer/landlock/ */
+		return rc;
+	/* The program for the fast-path level Landlock allows. */
+	rc = cr_filter_build_profile(filter, run->cfg->cls->profile,
+				     run->fast_path);
+	if (rc) {
+		snprintf(run->message, sizeof(run->message),
+			 "cannot build the seccomp filter: %s", strerror(-rc));
+		return rc;
+	}
 	return 0;
 }
 
@@ -184,6 +191,7 @@ static void run_free(struct cr_run *run)
 		free(run->denials[i].stack);
 	}
 	cr_tasks_free(&run->tasks);
+	cr_landlock_finish(run);
 	cr_loop_free(run);
 	free(run->notif);
 	cr_audit_close(run);
@@ -207,6 +215,7 @@ int cr_run_main(int argc, char **argv)
 	cfg.result_dirfd = cfg.ws_lockfd = -1;
 	run.listener = run.sigfd = run.timerfd = run.epfd = run.execfd = -1;
 	run.stdin_fd = run.child_pidfd = run.audit_fd = -1;
+	run.landlock_fd = -1;
 	run.out.fd = run.err.fd = -1;
 
 	rc = cr_options_load(argc, argv, &cfg, err, sizeof(err), &env_args,
@@ -336,10 +345,15 @@ int cr_run_main(int argc, char **argv)
 	}
 	rc = setup(&run, &filter);
 	if (rc) {
-		if (!run.message[0])
-			snprintf(run.message, sizeof(run.message),
-				 "cannot set up the supervisor: %s", strerror(-rc));
-		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", run.message);
+		char why[sizeof(run.message)];
+
+		/* cr_run_end formats into run.message: not from itself. */
+		if (run.message[0])
+			snprintf(why, sizeof(why), "%s", run.message);
+		else
+			snprintf(why, sizeof(why), "cannot set up the supervisor: %s",
+				 strerror(-rc));
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", why);
 		goto finish;
 	}
 	audit_start(&run);
@@ -347,10 +361,14 @@ int cr_run_main(int argc, char **argv)
 	rc = cr_spawn(&run, &filter);
 	run.filter = &filter;	/* kept: signal stops ask it (notify.c) */
 	if (rc) {
-		if (!run.message[0])
-			snprintf(run.message, sizeof(run.message),
-				 "cannot start the program: %s", strerror(-rc));
-		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", run.message);
+		char why[sizeof(run.message)];
+
+		if (run.message[0])
+			snprintf(why, sizeof(why), "%s", run.message);
+		else
+			snprintf(why, sizeof(why), "cannot start the program: %s",
+				 strerror(-rc));
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", why);
 		goto finish;
 	}
 	/* After the child exists (fork from one thread only). */

@@ -20,6 +20,7 @@
 
 #include "tracer.h"
 #include "budget.h"
+#include "landlock/landlock.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
@@ -40,6 +41,7 @@ enum child_stage {
 	ST_CWD,
 	ST_NNP,
 	ST_CAPS,
+	ST_LANDLOCK,
 	ST_RLIMIT,
 	ST_SECCOMP,
 	ST_EXEC,
@@ -60,6 +62,7 @@ static const char *stage_name(int st)
 	case ST_CWD: return "entering the working directory";
 	case ST_NNP: return "setting no_new_privs";
 	case ST_CAPS: return "dropping capabilities";
+	case ST_LANDLOCK: return "applying the Landlock ruleset";
 	case ST_RLIMIT: return "setting resource limits";
 	case ST_SECCOMP: return "installing the seccomp filter";
 	case ST_EXEC: return "executing the command";
@@ -75,6 +78,7 @@ struct child_args {
 	int report_fd;			/* child -> parent */
 	int go_fd;			/* parent -> child */
 	int ws_fd;			/* the workspace, O_PATH */
+	int landlock_fd;		/* the ruleset, or -1 */
 	bool drop_caps;
 	unsigned seccomp_flags;
 	mode_t umask;			/* the caller's, for the program */
@@ -93,21 +97,24 @@ static __attribute__((noreturn)) void child_fail(const struct child_args *a,
 
 static int close_others(const struct child_args *a)
 {
-	int keep[] = { a->report_fd, a->go_fd, a->ws_fd };
+	int keep[] = { a->report_fd, a->go_fd, a->ws_fd, a->landlock_fd };
 	unsigned lo = 3;
 
-	/* Close every fd from 3 up except the three the child still needs;
-	 * those are O_CLOEXEC, so exec closes them too. Sorting three numbers
-	 * by hand keeps this free of allocation. */
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
+	/* Close every fd from 3 up except the few the child still needs;
+	 * those are O_CLOEXEC, so exec closes them too. Sorting four numbers
+	 * by hand keeps this free of allocation (-1, no ruleset, sorts
+	 * first and is skipped). */
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
 			if (keep[j] < keep[i]) {
 				int t = keep[i];
 
 				keep[i] = keep[j];
 				keep[j] = t;
 			}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
+		if (keep[i] < 0)
+			continue;
 		if ((unsigned)keep[i] > lo &&
 		    syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0) < 0)
 			return -errno;
@@ -280,6 +287,15 @@ static __attribute__((noreturn)) void child_main(const struct child_args *a)
 		if (rc)
 			child_fail(a, ST_CAPS, -rc);
 	}
+	/* After no_new_privs (Landlock needs it without CAP_SYS_ADMIN) and
+	 * before the seccomp filter (which would notify nothing here, but
+	 * the order keeps the filter the last thing set up). The domain is
+	 * inherited by every task of the run, across fork and exec. */
+	if (a->landlock_fd >= 0) {
+		rc = cr_landlock_child_apply(a->landlock_fd);
+		if (rc)
+			child_fail(a, ST_LANDLOCK, -rc);
+	}
 
 	lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 			   a->seccomp_flags, &prog);
@@ -396,6 +412,7 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 	pid_t pid;
 
 	a.in_fd = a.out_fd = a.err_fd = a.ws_fd = -1;
+	a.landlock_fd = run->landlock_fd;
 	a.umask = run->caller_umask;
 	a.ws_fd = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (a.ws_fd < 0)

@@ -28,6 +28,23 @@ struct cr_syscall_errno cr_syscall_errnos[] = {
 };
 const size_t cr_nsyscall_errnos = CR_ARRAY_SIZE(cr_syscall_errnos);
 
+const struct cr_syscall_fast cr_syscall_fasts[] = {
+#define CR_SYSCALL(n, h, st, why)
+#define CR_SYSCALL_FAST(n, a, m, l) { .name = #n, .arg = a, .mask = m, .level = l },
+#include "syscalls.def"
+};
+const size_t cr_nsyscall_fasts = CR_ARRAY_SIZE(cr_syscall_fasts);
+
+const struct cr_syscall_fast *cr_syscall_fast_find(const char *name,
+						   int level)
+{
+	for (size_t i = 0; i < cr_nsyscall_fasts; i++)
+		if (cr_syscall_fasts[i].level <= level &&
+		    !strcmp(cr_syscall_fasts[i].name, name))
+			return &cr_syscall_fasts[i];
+	return NULL;
+}
+
 /* x86_64 numbers of calls newer than libseccomp 2.5's tables: without
  * them a new path-taking call would pass the filter unseen. */
 static const struct { const char *name; int nr; } newer[] = {

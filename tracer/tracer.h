@@ -51,6 +51,9 @@ struct cr_run_config {
 	bool output_overwrite;		/* --output-overwrite */
 	unsigned char policy_sha256[32];	/* the policy document as read */
 	unsigned char request_sha256[32];	/* the request document, if any */
+	enum cr_landlock_mode landlock;	/* the class's, or --landlock */
+	bool strict_metadata;		/* the class's, or --strict-metadata */
+	bool fast_open;			/* the class's, or --fast-open */
 };
 
 /* ---- verdicts: what a syscall handler decides; only the loop answers ---- */
@@ -107,6 +110,19 @@ struct cr_syscall_errno {
 	int nr;
 	int error;
 };
+
+/* The fast path of one entry (syscalls.def, CR_SYSCALL_FAST). */
+struct cr_syscall_fast {
+	const char *name;
+	int arg;		/* < 0: never notified on the fast path */
+	uint64_t mask;		/* else notified when any of these bits is set */
+	int level;		/* 1: metadata, 2: read-only opens too */
+};
+
+/* Fast-path levels (run->fast_path, cr_filter_build_profile). */
+#define CR_FAST_OFF 0
+#define CR_FAST_METADATA 1
+#define CR_FAST_OPEN 2
 
 /* ---- live state ---- */
 
@@ -232,6 +248,15 @@ struct cr_run {
 	const struct cr_filter *filter;	/* borrowed: the program's seccomp
 					 * filter, once the child has it */
 
+	/* Landlock (tracer/landlock/): the ABI of the ruleset the child
+	 * applies, 0 when none; why none (or NULL); the ruleset, owned, -1
+	 * once applied or without one; whether the seccomp program leaves
+	 * the metadata calls to the kernel (the fast path). */
+	int landlock_abi;
+	const char *landlock_reason;	/* static */
+	int landlock_fd;
+	int fast_path;			/* CR_FAST_* */
+
 	/* how the run ends: the first reason wins */
 	bool ending;
 	enum cr_status status;
@@ -296,15 +321,20 @@ struct cr_filter {
 };
 int cr_filter_build(struct cr_filter *f);	/* the default profile */
 /* The table (syscalls.def) joined with a syscall profile: the table wins.
- * The program generated at build time for that profile when there is one
- * (cr_filter_prebuilt), else cr_filter_generate. */
-int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p);
+ * fast is a CR_FAST_* level: the table's entries left to the kernel on
+ * that fast path are not notified. The program generated at build time
+ * for that profile and level when there is one (cr_filter_prebuilt), else
+ * cr_filter_generate. */
+int cr_filter_build_profile(struct cr_filter *f, const struct cr_profile *p,
+			    int fast);
 /* The same, always generated now with libseccomp. */
-int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p);
+int cr_filter_generate(struct cr_filter *f, const struct cr_profile *p,
+		       int fast);
 /* build/tracer/filter_prebuilt.c, written by tracer/filtergen.c. */
 struct cr_filter_prebuilt {
 	const char *name;		/* the profile's name and version */
 	const char *version;
+	int fast;			/* CR_FAST_* */
 	const struct sock_filter *bpf;
 	unsigned short len;
 };
@@ -321,6 +351,11 @@ extern struct cr_syscall_entry cr_syscalls[];
 extern const size_t cr_nsyscalls;
 extern struct cr_syscall_errno cr_syscall_errnos[];
 extern const size_t cr_nsyscall_errnos;
+extern const struct cr_syscall_fast cr_syscall_fasts[];
+extern const size_t cr_nsyscall_fasts;
+/* The fast path of name at a level, or NULL (notified as the table says). */
+const struct cr_syscall_fast *cr_syscall_fast_find(const char *name,
+						   int level);
 void cr_syscalls_resolve(void);
 const char *cr_syscall_name(int nr, char *buf, size_t len);
 

@@ -67,6 +67,14 @@ struct cr_credential {
 	char *ca_file;			/* owned, absolute, or NULL: system CAs */
 };
 
+/* Landlock, the kernel's second layer under the supervisor (tracer/landlock/):
+ * class key "landlock", option --landlock. */
+enum cr_landlock_mode {
+	CR_LL_AUTO,	/* applied where the kernel has it, else the run goes on */
+	CR_LL_OFF,	/* never applied: the supervisor alone, as before */
+	CR_LL_REQUIRE,	/* a run without it is refused before it starts (125) */
+};
+
 struct cr_class {
 	char *name;			/* owned */
 	struct cr_strlist fs_read;	/* absolute, normalised paths */
@@ -74,6 +82,12 @@ struct cr_class {
 	struct cr_strlist fs_exec;
 	struct cr_strlist fs_deny;
 	bool fs_hide;			/* ENOENT instead of EACCES outside roots */
+	bool fs_strict_metadata;	/* metadata calls always go to the
+					 * supervisor, even where Landlock
+					 * would allow the fast path */
+	bool fs_fast_open;		/* read-only opens left to the kernel
+					 * too where Landlock is applied */
+	enum cr_landlock_mode landlock;
 	struct cr_strlist net_allow;	/* destinations as written (validated) */
 	struct cr_limits limits;
 	struct cr_strlist env;		/* variable names passed from corral's env */
@@ -109,6 +123,10 @@ const struct cr_class *cr_policy_class(const struct cr_policy *p,
 /* The policy as normalised JSON (sorted as the contract lists keys, limits in
  * canonical units). Caller frees. NULL on allocation failure. */
 char *cr_policy_to_json(const struct cr_policy *p);
+
+/* "auto", "off", "require"; parse returns -1 for anything else. */
+const char *cr_landlock_mode_name(enum cr_landlock_mode m);
+int cr_landlock_mode_parse(const char *s);
 
 const char *cr_limit_name(enum cr_limit_id id);	/* "net-bytes" */
 const char *cr_limit_usage_key(enum cr_limit_id id);	/* never NULL */

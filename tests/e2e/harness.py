@@ -31,6 +31,7 @@ USAGE_KEYS = ("wall_ms", "cpu_ms", "peak_memory_bytes", "processes",
 class Config:
     """Where things are; filled in by run.py from arguments or environment."""
     corral = None       # path of the corral binary
+    corral_bypass = None  # the test-only build whose opens skip the resolver
     progs = None        # directory of the built tests/progs programs
     policy_dir = None   # directory holding default.json (may be None)
     marker = None       # the suite's unique marker; per-test markers extend it
@@ -219,6 +220,27 @@ def _child_setup(preexec):
     return pre
 
 
+def landlock_pass():
+    """The Landlock mode this pass of the suite forces on every run
+    (CORRAL_E2E_LANDLOCK: auto, off or require; tests/run.sh runs the
+    attack suites once with each of auto and off), or None."""
+    v = os.environ.get("CORRAL_E2E_LANDLOCK", "")
+    return v if v in ("auto", "off", "require") else None
+
+
+def landlock_args(args):
+    """args with --landlock=MODE after `run` when a pass forces a mode and
+    the test did not choose one itself."""
+    args = list(args)
+    mode = landlock_pass()
+    if not mode or not args or args[0] != "run":
+        return args
+    opts = args[:args.index("--")] if "--" in args else args
+    if any(a.startswith("--landlock") for a in opts):
+        return args
+    return [args[0], "--landlock=" + mode] + args[1:]
+
+
 class Run:
     """One finished corral (or native) invocation. Unpacks as
     (code, out, err, result)."""
@@ -277,14 +299,15 @@ class T:
     # -- running --
     def spawn(self, args, env=None, pass_fds=(), nons_flags=(),
               stdin=False, preexec=None, start_new_session=False,
-              native=False):
+              native=False, binary=None):
         """Start [nons, corral, *args] (or args alone when native) without
-        waiting; the caller collects it with finish()."""
+        waiting; the caller collects it with finish(). binary: another
+        corral build (CFG.corral_bypass)."""
         if native:
             argv = list(args)
         else:
             argv = [self.prog("nons")] + list(nons_flags) + \
-                [CFG.corral] + list(args)
+                [binary or CFG.corral] + landlock_args(args)
         p = subprocess.Popen(
             argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -327,14 +350,16 @@ class T:
         return run
 
     def corral(self, args, stdin=None, timeout=60, env=None, pass_fds=(),
-               nons_flags=(), preexec=None, start_new_session=False):
+               nons_flags=(), preexec=None, start_new_session=False,
+               binary=None):
         """Run [nons, corral, *args] to the end: a Run that unpacks as
         (exit code, stdout bytes, stderr bytes, result or None)."""
         if isinstance(stdin, str):
             stdin = stdin.encode()
         p = self.spawn(args, env=env, pass_fds=pass_fds,
                        nons_flags=nons_flags, stdin=stdin is not None,
-                       preexec=preexec, start_new_session=start_new_session)
+                       preexec=preexec, start_new_session=start_new_session,
+                       binary=binary)
         return self.finish(p, stdin=stdin, timeout=timeout)
 
     def native(self, argv, stdin=None, timeout=60, env=None, pass_fds=(),
@@ -428,17 +453,30 @@ def run_test(name, fn):
             t.cleanup()
         except Exception:
             pass
+    tier = "e2e" if not landlock_pass() else "e2e-landlock-" + landlock_pass()
     if why is None:
-        print("PASS: e2e/%s" % name, flush=True)
+        print("PASS: %s/%s" % (tier, name), flush=True)
         return True
     one_line = re.sub(r"\s*\n\s*", " \\\\n ", why)
     if len(one_line) > 1500:
         one_line = one_line[:1500] + "..."
-    print("FAIL: e2e/%s: %s" % (name, one_line), flush=True)
+    print("FAIL: %s/%s: %s" % (tier, name, one_line), flush=True)
     return False
 
 
 # ---- helpers shared by several test files ----
+
+def metadata_fast(r):
+    """True when the run's seccomp program left the metadata calls (the
+    stat family, access, readlink) to the kernel: the fast path under
+    Landlock. They then answer outside the roots as the kernel would --
+    metadata, not ENOENT, and no denial recorded (docs/threat-model.md,
+    "The fast path"). A test whose answer this changes asks this and says
+    so; everything else it checks holds in both modes."""
+    ll = r.get("landlock") if isinstance(r, dict) else None
+    return isinstance(ll, dict) and ll.get("fast_path") in ("metadata",
+                                                             "open")
+
 
 def check_result_shape(r):
     """Every key of the contract's result object, with its type."""

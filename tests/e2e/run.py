@@ -27,6 +27,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corral", default=os.environ.get("CORRAL_BIN"))
     ap.add_argument("--progs", default=os.environ.get("CORRAL_PROGS"))
+    ap.add_argument("--corral-bypass",
+                    default=os.environ.get("CORRAL_BYPASS_BIN"),
+                    help="the test-only build whose opens bypass the "
+                    "resolver (make bypass)")
     ap.add_argument("--policy-dir",
                     default=os.environ.get("CORRAL_POLICY_DIR"))
     ap.add_argument("--marker", default=os.environ.get("CORRAL_TEST_MARKER"))
@@ -34,6 +38,9 @@ def main():
                     help="run the tests that need root (and only those)")
     ap.add_argument("-k", dest="pattern", default=None,
                     help="run only tests whose name contains this")
+    ap.add_argument("--files", default=None,
+                    help="only the tests of these files: comma-separated "
+                    "name prefixes after test_ (e.g. d0,d3)")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
 
@@ -43,14 +50,20 @@ def main():
         repo, "build", "corral"))
     cfg.progs = os.path.abspath(a.progs or os.path.join(
         repo, "build", "tests", "progs"))
+    cfg.corral_bypass = os.path.abspath(a.corral_bypass or os.path.join(
+        repo, "build", "bypass", "corral"))
     pd = a.policy_dir or os.path.join(repo, "policy")
     cfg.policy_dir = os.path.abspath(pd)
     cfg.marker = a.marker or "crsuite" + secrets.token_hex(8)
     cfg.tmpdir = os.path.abspath(os.environ.get("TMPDIR") or
                                  tempfile.gettempdir())
 
+    prefixes = a.files.split(",") if a.files else None
     for f in sorted(os.listdir(HERE)):
         if f.startswith("test_") and f.endswith(".py"):
+            if prefixes and not any(f.startswith("test_" + p)
+                                    for p in prefixes):
+                continue
             importlib.import_module(f[:-3])
 
     tests = [(n, fn) for n, fn, root in harness.registry()

@@ -8,7 +8,7 @@ change it guards, and checks that the refusals are still recorded.
 import json
 import os
 
-from harness import eq, true, contains, not_contains, test
+from harness import eq, true, contains, not_contains, test, metadata_fast
 from test_d0_fs_attacks import FsFix, denials
 
 # Path operations with the errno of each, one line per op (the differential
@@ -93,9 +93,21 @@ def posix_outside_roots_looks_absent(t):
     out = dict(line.split(" = ", 1) for line in
                r.get("stdout", "").splitlines())
     eq(out.get("open secret"), "ENOENT", "open of the secret")
-    eq(out.get("stat secret"), "ENOENT", "stat of the secret")
-    eq(out.get("access secret"), "ok False", "access(F_OK) of the secret")
-    eq(out.get("stat parent ini"), "ENOENT", "a parent's pytest.ini")
+    fast = metadata_fast(r)
+    if fast:
+        # The fast path's documented trade-off: stat and access are the
+        # kernel's, so what lies outside the roots shows its metadata (a
+        # tool walking up for a config then fails to read it:
+        # --strict-metadata is for callers who need absence).
+        true((out.get("stat secret") or "").startswith("ok"),
+             "stat of the secret (fast path): %r" % out.get("stat secret"))
+        eq(out.get("access secret"), "ok True", "access(F_OK) (fast path)")
+        true((out.get("stat parent ini") or "").startswith("ok"),
+             "a parent's pytest.ini (fast path)")
+    else:
+        eq(out.get("stat secret"), "ENOENT", "stat of the secret")
+        eq(out.get("access secret"), "ok False", "access(F_OK) of the secret")
+        eq(out.get("stat parent ini"), "ENOENT", "a parent's pytest.ini")
     eq(out.get("exec missing"), "ENOENT", "exec outside every root")
     eq(out.get("getxattr .."), "ENODATA", "xattr of the workspace's parent")
     eq(out.get("listxattr .."), "ok []", "xattr list of the parent")
@@ -104,7 +116,7 @@ def posix_outside_roots_looks_absent(t):
     d = denials(r)
     true(any(x.get("target") == fx.secret_path for x in d),
          "the read of the secret is recorded: %r" % d)
-    true(any(x.get("target") == ini for x in d),
+    true(fast or any(x.get("target") == ini for x in d),
          "the stat of the parent's pytest.ini is recorded: %r" % d)
     # ls -la shows ".." without an error.
     run = fx.sh("ls -la >/dev/null; echo rc=$?")
@@ -166,7 +178,13 @@ def posix_chmod0_directory_keeps_running(t):
     fx = FsFix(t)
     run = fx.run(["python3", "-c", CHMOD0, str(1 << 20)])
     r = fx.result(run, statuses=("ok",))
-    eq(r.get("stdout"), "refused True\n['data']\n", "stdout")
+    out = r.get("stdout")
+    if metadata_fast(r):
+        # On the fast path the program's stat is the kernel's, so it may
+        # see the owner bits the disk walk lends the directory for a
+        # moment (docs/threat-model.md, "The fast path"); nothing else.
+        out = out.replace("mode changed under the program\n", "")
+    eq(out, "refused True\n['data']\n", "stdout")
     true(r.get("usage", {}).get("disk_bytes", 0) >= 1 << 20,
          "the megabyte below the locked directory is counted: %r" %
          r.get("usage"))

@@ -1,7 +1,7 @@
 /* tests/progs/nons.c: run a program with every namespace-creating call
  * refused, so a passing end-to-end test shows corral never needed one.
  *
- *   nons [-P] PROGRAM [ARG...]
+ *   nons [-P] [-L] PROGRAM [ARG...]
  *
  * Installs a classic-BPF seccomp filter (no libseccomp: test programs link
  * only libc) that kills any syscall not made through the x86-64 ABI, answers
@@ -12,7 +12,8 @@
  * Without -P it first sets PR_SET_NO_NEW_PRIVS, as any unprivileged caller
  * must. -P (needs CAP_SYS_ADMIN, i.e. root) installs the filter without it,
  * so a test run as root can show that corral itself sets no_new_privs rather
- * than inheriting it from this wrapper.
+ * than inheriting it from this wrapper. -L also answers ENOSYS to
+ * landlock_create_ruleset, as a kernel without Landlock would.
  *
  * PROGRAM starts with default dispositions for the signals the tests send and
  * an empty signal mask, whatever the shell that started the suite left. */
@@ -75,9 +76,21 @@ static struct sock_filter filter[] = {
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), /* 16 */
 };
 
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#endif
+
+/* -L: a kernel without Landlock (the arch was checked by the first). */
+static struct sock_filter no_landlock[] = {
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_landlock_create_ruleset, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: nons [-P] PROGRAM [ARG...]\n");
+	fprintf(stderr, "usage: nons [-P] [-L] PROGRAM [ARG...]\n");
 	_exit(125);
 }
 
@@ -87,7 +100,11 @@ int main(int argc, char **argv)
 		.len = sizeof(filter) / sizeof(filter[0]),
 		.filter = filter,
 	};
-	int privileged = 0;
+	struct sock_fprog nll = {
+		.len = sizeof(no_landlock) / sizeof(no_landlock[0]),
+		.filter = no_landlock,
+	};
+	int privileged = 0, landlock = 1;
 	int i = 1;
 	static const int sigs[] = { SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE,
 				    SIGCHLD, SIGUSR1, SIGUSR2 };
@@ -95,6 +112,10 @@ int main(int argc, char **argv)
 
 	if (i < argc && strcmp(argv[i], "-P") == 0) {
 		privileged = 1;
+		i++;
+	}
+	if (i < argc && strcmp(argv[i], "-L") == 0) {
+		landlock = 0;
 		i++;
 	}
 	if (i < argc && strcmp(argv[i], "--") == 0)
@@ -106,7 +127,9 @@ int main(int argc, char **argv)
 		perror("nons: PR_SET_NO_NEW_PRIVS");
 		return 125;
 	}
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0 ||
+	    (!landlock &&
+	     syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &nll) != 0)) {
 		perror("nons: seccomp");
 		return 125;
 	}

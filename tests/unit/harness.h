@@ -49,6 +49,7 @@ struct cr_test {
 	X(policy_default_builtin)	\
 	X(policy_round_trip)		\
 	X(policy_to_json_shape)	\
+	X(policy_landlock_keys)	\
 	X(request_full)			\
 	X(request_minimal)		\
 	X(request_errors)		\

@@ -236,10 +236,11 @@ TEST_IMPL(policy_unknown_keys)
 					 "[], \"syscall\": \"x\""),
 			  "t.json:10: classes.x.syscall: unknown key "
 			  "(expected one of: fs, net, limits, env, syscalls, "
-			  "artifacts, alerts, env_secrets, credentials)");
+			  "artifacts, alerts, env_secrets, credentials, landlock)");
 	ASSERT_POLICY_ERR(cr_test_policy("{\"raed\": []}", NULL, NULL, NULL),
 			  "t.json:5: classes.x.fs.raed: unknown key (expected "
-			  "one of: read, write, exec, deny, hide)");
+			  "one of: read, write, exec, deny, hide, strict-metadata, "
+			  "fast-open)");
 	ASSERT_POLICY_ERR(cr_test_policy(NULL, "{\"deny\": []}", NULL, NULL),
 			  "t.json:6: classes.x.net.deny: unknown key (expected "
 			  "one of: allow)");
@@ -688,4 +689,70 @@ TEST_IMPL(policy_to_json_shape)
 		at = next + strlen(order[i]);
 	}
 	free(json);
+}
+
+TEST_IMPL(policy_landlock_keys)
+{
+	static const char lim[] = "\"limits\": {\"cpu\": \"1s\", \"memory\": 1, "
+		"\"wall\": \"1s\", \"processes\": 1, \"output\": 0, \"disk\": 0, "
+		"\"files\": 0, \"net-bytes\": 0, \"net-connections\": 0, "
+		"\"net-conn-time\": \"1s\"}";
+	char text[1024];
+	struct cr_policy *p = NULL;
+	const struct cr_class *c;
+	char *json = NULL;
+	const char *why;
+
+	/* Absent: auto, metadata fast path allowed, read-only opens kept. */
+	snprintf(text, sizeof(text), "{\"version\": \"v\", \"classes\": "
+		 "{\"x\": {%s}}}", lim);
+	why = parse_ok(text, &p);
+	if (why)
+		FAIL_("%s", why);
+	c = cr_policy_class(p, "x");
+	ASSERT_EQ(c->landlock, CR_LL_AUTO);
+	ASSERT_EQ(c->fs_strict_metadata, false);
+	ASSERT_EQ(c->fs_fast_open, false);
+	json = cr_policy_to_json(p);
+	ASSERT(json != NULL);
+	/* The defaults print nothing new: older policies normalise as before. */
+	ASSERT(strstr(json, "landlock") == NULL);
+	ASSERT(strstr(json, "strict-metadata") == NULL);
+	free(json);
+	cr_policy_free(p);
+	p = NULL;
+
+	snprintf(text, sizeof(text), "{\"version\": \"v\", \"classes\": "
+		 "{\"x\": {\"landlock\": \"require\", \"fs\": "
+		 "{\"strict-metadata\": true, \"fast-open\": true}, %s}}}", lim);
+	why = parse_ok(text, &p);
+	if (why)
+		FAIL_("%s", why);
+	c = cr_policy_class(p, "x");
+	ASSERT_EQ(c->landlock, CR_LL_REQUIRE);
+	ASSERT_EQ(c->fs_strict_metadata, true);
+	ASSERT_EQ(c->fs_fast_open, true);
+	ASSERT_OK_(round_trip(p, &json));
+	ASSERT_CONTAINS(json, "\"landlock\": \"require\"");
+	ASSERT_CONTAINS(json, "\"strict-metadata\": true");
+	ASSERT_CONTAINS(json, "\"fast-open\": true");
+	free(json);
+	cr_policy_free(p);
+
+	snprintf(text, sizeof(text), "{\"version\": \"v\", \"classes\": "
+		 "{\"x\": {\"landlock\": \"maybe\", %s}}}", lim);
+	ASSERT_POLICY_ERR(text, "t.json:1: classes.x.landlock: \"maybe\" is "
+			  "not a Landlock mode (auto, off, require)");
+	snprintf(text, sizeof(text), "{\"version\": \"v\", \"classes\": "
+		 "{\"x\": {\"landlock\": true, %s}}}", lim);
+	ASSERT_POLICY_ERR(text, "t.json:1: classes.x.landlock: expected a "
+			  "string");
+	snprintf(text, sizeof(text), "{\"version\": \"v\", \"classes\": "
+		 "{\"x\": {\"fs\": {\"strict-metadata\": 1}, %s}}}", lim);
+	ASSERT_POLICY_ERR(text, "t.json:1: classes.x.fs.strict-metadata: "
+			  "expected true or false, got a number");
+	ASSERT_EQ(cr_landlock_mode_parse("off"), CR_LL_OFF);
+	ASSERT_EQ(cr_landlock_mode_parse("auto"), CR_LL_AUTO);
+	ASSERT_EQ(cr_landlock_mode_parse("Off"), -1);
+	ASSERT_STREQ(cr_landlock_mode_name(CR_LL_REQUIRE), "require");
 }

@@ -38,6 +38,32 @@ static int add_list(struct cr_fsrules *r, const struct cr_strlist *l,
 	return 0;
 }
 
+/* One cgroup directory: the files of controller ctrl (all of them for
+ * v2, ctrl NULL) that exist there as regular files. */
+static int add_cgroup_dir(struct cr_fsrules *r, const char *top,
+			  const char *ctrl, const char *path,
+			  const char *const *files, size_t nfiles)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	size_t clen = ctrl ? strlen(ctrl) : 0;
+	struct stat st;
+	int l, rc = 0;
+
+	l = snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s%s%s", top,
+		     ctrl ? ctrl : "", strcmp(path, "/") ? path : "");
+	if (l <= 0 || (size_t)l >= sizeof(dir))
+		return 0;
+	for (size_t i = 0; !rc && i < nfiles; i++) {
+		if (ctrl && (strncmp(files[i], ctrl, clen) || files[i][clen] != '.'))
+			continue;
+		l = snprintf(file, sizeof(file), "%s/%s", dir, files[i]);
+		if (l > 0 && (size_t)l < sizeof(file) && !lstat(file, &st) &&
+		    S_ISREG(st.st_mode))
+			rc = cr_fsrules_add(r, file, CR_FS_R);
+	}
+	return rc;
+}
+
 /* The limit files of the run's own cgroup (the run shares corral's), read
  * only: runtimes size their heaps and thread pools from them (a JVM, Go,
  * Node, `nproc` in a container). They say what the run may use, nothing
@@ -53,7 +79,7 @@ static int add_cgroup_limits(struct cr_fsrules *r)
 		"memory.soft_limit_in_bytes", "memory.memsw.limit_in_bytes",
 		"pids.max",
 	};
-	char line[512], dir[PATH_MAX], file[PATH_MAX];
+	char line[512];
 	FILE *f = fopen("/proc/self/cgroup", "re");
 	int rc = 0;
 
@@ -61,7 +87,6 @@ static int add_cgroup_limits(struct cr_fsrules *r)
 		return 0;	/* no cgroups: nothing to show */
 	while (!rc && fgets(line, sizeof(line), f)) {
 		char *ctrls = strchr(line, ':'), *path, *save = NULL, *c;
-		struct stat st;
 
 		if (!ctrls || !(path = strchr(++ctrls, ':')))
 			continue;
@@ -69,30 +94,28 @@ static int add_cgroup_limits(struct cr_fsrules *r)
 		path[strcspn(path, "\n")] = 0;
 		if (path[0] != '/' || strstr(path, "/.."))
 			continue;
-		for (c = strtok_r(ctrls, ",", &save); ; c = strtok_r(NULL, ",", &save)) {
-			/* v2 ("0::/path") sits at the top or under "unified"
-			 * on a hybrid host; v1 under each controller's name. */
-			static const char *const v2[] = { "", "/unified" };
-			size_t nv = c ? 1 : CR_ARRAY_SIZE(v2);
+		/* v2 ("0::/path", no controller) sits at the top or under
+		 * "unified" on a hybrid host; v1 under each controller's
+		 * name, and only that controller's files are looked for
+		 * there: probing all sixteen in every directory cost ~440
+		 * failed lstat calls per run on a v1 host, a start-up cost
+		 * of its own (docs/performance.md). */
+		bool v1 = false;
 
-			if (c && !strncmp(c, "name=", 5))
+		for (c = strtok_r(ctrls, ",", &save); !rc && c;
+		     c = strtok_r(NULL, ",", &save)) {
+			if (!strncmp(c, "name=", 5))
 				continue;
-			for (size_t v = 0; v < nv; v++) {
-				int l = snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s%s%s",
-						 c ? "/" : v2[v], c ? c : "",
-						 strcmp(path, "/") ? path : "");
+			v1 = true;
+			rc = add_cgroup_dir(r, "/", c, path, files,
+					    CR_ARRAY_SIZE(files));
+		}
+		if (!v1 && !*ctrls) {
+			static const char *const v2[] = { "", "/unified" };
 
-				if (l <= 0 || (size_t)l >= sizeof(dir))
-					continue;
-				for (size_t i = 0; !rc && i < CR_ARRAY_SIZE(files); i++) {
-					l = snprintf(file, sizeof(file), "%s/%s", dir, files[i]);
-					if (l > 0 && (size_t)l < sizeof(file) &&
-					    !lstat(file, &st) && S_ISREG(st.st_mode))
-						rc = cr_fsrules_add(r, file, CR_FS_R);
-				}
-			}
-			if (!c)
-				break;
+			for (size_t v = 0; !rc && v < CR_ARRAY_SIZE(v2); v++)
+				rc = add_cgroup_dir(r, v2[v], NULL, path, files,
+						    CR_ARRAY_SIZE(files));
 		}
 	}
 	fclose(f);

@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/openat2.h>
 
 #include "../fs/fsops.h"
 
@@ -17,6 +20,46 @@
  * that swaps the path after this check gains nothing: the image it swapped
  * in is judged at the exec stop and the tree is killed if it is not allowed.
  */
+/*
+ * Under Landlock the kernel itself refuses a #! interpreter outside the
+ * exec roots (EACCES from the execve), before the exec stop where the
+ * supervisor would have judged and recorded it. So that the denial stays
+ * recorded, the script's first line is read here and an interpreter
+ * outside is refused with the same EACCES. Only a record: the kernel's
+ * refusal holds whatever a racing thread does to the script meanwhile,
+ * and without Landlock the exec stop judges as before.
+ */
+static bool interp_outside(struct cr_run *run, const struct seccomp_notif *n,
+			   const char *sys, const struct cr_fsres *res)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+	};
+	char line[PATH_MAX + 3], *p, *end;
+	ssize_t len;
+	int fd;
+
+	fd = (int)syscall(SYS_openat2, res->dirfd, res->name, &how, sizeof(how));
+	if (fd < 0)
+		return false;
+	len = pread(fd, line, sizeof(line) - 1, 0);
+	close(fd);
+	if (len < 3 || line[0] != '#' || line[1] != '!')
+		return false;
+	line[len] = 0;
+	for (p = line + 2; *p == ' ' || *p == '\t'; p++)
+		;
+	end = p + strcspn(p, " \t\n");
+	*end = 0;
+	if (p[0] != '/' || (cr_fs_access(run, (pid_t)n->pid, p, (size_t)(end - p)) &
+			    CR_FS_X))
+		return false;
+	cr_deny(run, (pid_t)n->pid, sys, p, "exec",
+		"the #! interpreter is outside the exec roots");
+	return true;
+}
+
 static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif *n,
 				 const char *sys, int diri, int pathi, int flags)
 {
@@ -60,6 +103,11 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 	if (!(res.acc & CR_FS_X) && S_ISREG(res.st.st_mode)) {
 		res.layer = "exec";
 		cr_fs_deny(run, n, sys, &res, "exec outside the exec roots");
+		cr_fsres_free(&res);
+		return CR_V_ERR(EACCES);
+	}
+	if (run->landlock_abi > 0 && S_ISREG(res.st.st_mode) &&
+	    interp_outside(run, n, sys, &res)) {
 		cr_fsres_free(&res);
 		return CR_V_ERR(EACCES);
 	}
