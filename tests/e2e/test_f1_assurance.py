@@ -28,10 +28,23 @@ def assurance_full_on_this_host(t):
     contains(m["capabilities_dropped"]["detail"], "CapEff 0", "seen in /proc")
     contains(m["ptrace_seize"]["detail"], "TracerPid ", "tracer")
     ll = m.get("landlock", {})
-    eq(ll.get("applied"), False, "landlock applied")
     true(isinstance(ll.get("abi"), int), "landlock abi: %r" % ll)
-    eq(ll.get("reason"), "not enabled in this build", "landlock reason")
-    eq(ll.get("counts"), False, "landlock does not count in this build")
+    # Landlock counts wherever the kernel has it, and is then applied by
+    # default (--landlock=auto): the result's landlock object agrees.
+    eq(ll.get("counts"), ll["abi"] > 0, "landlock counts with the kernel's")
+    eq(ll.get("applied"), ll["abi"] > 0, "landlock applied (%r)" % ll)
+    eq(ll.get("applied"), r.get("landlock", {}).get("applied"),
+       "assurance and the landlock object agree")
+    if ll["abi"] > 0:
+        # turned off where the kernel has it: one layer fewer
+        r2 = t.result(t.corral(["run", "--json", "--landlock=off", "--",
+                                "true"]))
+        a2 = r2["assurance"]
+        eq(a2.get("level"), "degraded", "--landlock=off: level")
+        true(any("landlock" in x for x in a2.get("reasons", [])),
+             "--landlock=off: the reason names it (%r)" % a2.get("reasons"))
+        eq(a2["mechanisms"]["landlock"]["applied"], False,
+           "--landlock=off: applied")
     eq(m.get("namespaces", {}).get("active"), False, "namespaces used")
     eq(m.get("delegated_cgroup", {}).get("active"), False, "cgroup used")
     eq(a.get("syscall_profile"), r.get("syscall_profile"), "syscall profile")

@@ -32,20 +32,30 @@ struct cr_assurance {
 	bool full;
 };
 
-/* The one place the Landlock line is decided. The Landlock area sets the
- * ABI it applied (or why it did not) on the run; until it does, the
- * kernel's ABI is reported and the layer is not part of the level. */
+/* The one place the Landlock line is decided, from what the Landlock area
+ * (tracer/landlock/) set on the run: the ABI applied, or why none. */
 static void landlock_view(const struct cr_run *run, struct cr_assurance *a)
 {
 	struct mech *m = &a->m[M_LANDLOCK];
 
+	/* The ABI the child restricted itself with before its seccomp filter
+	 * (tracer/landlock/; a failed landlock_restrict_self ends the spawn).
+	 * It counts toward the level wherever the kernel has Landlock: a
+	 * run with it turned off there has one layer fewer. */
 	a->landlock_abi = cr_probe_landlock_abi();
-	m->active = false;
-	m->counts = false;
-	a->landlock_reason = "not enabled in this build";
-	snprintf(m->detail, sizeof(m->detail),
-		 "kernel ABI %d; not applied: %s", a->landlock_abi,
-		 a->landlock_reason);
+	m->active = run->landlock_abi > 0;
+	m->counts = a->landlock_abi > 0;
+	a->landlock_reason = m->active ? NULL :
+			     run->landlock_reason ? run->landlock_reason :
+			     "not applied";
+	if (m->active)
+		snprintf(m->detail, sizeof(m->detail),
+			 "ABI %d applied (kernel ABI %d)", run->landlock_abi,
+			 a->landlock_abi);
+	else
+		snprintf(m->detail, sizeof(m->detail),
+			 "kernel ABI %d; not applied: %s", a->landlock_abi,
+			 a->landlock_reason);
 }
 
 /* Fields of /proc/PID/status, read from outside the child. */
