@@ -214,6 +214,10 @@ def run_side(cfg, row, side, ws):
     cmd = ["/bin/sh", "-c", row.script]
     res_file = None
     if side == "corral":
+        # corral gives the program HOME and TMPDIR in the workspace itself;
+        # the caller's own HOME may not be the workspace (corral refuses a
+        # workspace that is the caller's home or an ancestor of it).
+        env["HOME"] = cfg.resdir
         res_file = os.path.join(cfg.resdir, "%s.json" % os.path.basename(ws))
         cmd = [cfg.nons, cfg.corral, "run", "-w", ws, "--result", res_file,
                "--limit", "wall=%ds" % row.timeout,
