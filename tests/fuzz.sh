@@ -110,7 +110,7 @@ case " $targets " in
 		echo "FAIL: fuzz/decode: $build/tracer/filter_prebuilt.c is missing (make first)"
 		exit 1
 	fi
-	pkgs="libseccomp libunwind-ptrace libcjson libcap"
+	pkgs="libseccomp libunwind-ptrace libcjson libcap libarchive"
 	obj=$out/obj
 	mkdir -p "$obj"
 	srcs=$(ls tracer/*.c tracer/*/*.c | grep -v -e '^tracer/main\.c$' \
@@ -123,7 +123,7 @@ case " $targets " in
 	# shellcheck disable=SC2086
 	$cc $cflags -Itracer $(pkg-config --cflags $pkgs) -o "$out/fuzz_decode" \
 		tests/fuzz/fuzz_decode.c "$obj"/*.o policy/*.c \
-		"$out/default_policy.c" $(pkg-config --libs $pkgs) -lpthread
+		"$out/default_policy.c" $(pkg-config --libs $pkgs) -lpthread -ldl
 	;;
 esac
 
