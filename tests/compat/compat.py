@@ -652,7 +652,7 @@ def main():
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
     header = ("Measured with %s (sha256 %s…), harness at commit %s, %s, "
               "-j%d, %d rows in %.0f s%s.\n\n" % (
-        os.path.abspath(a.corral), digest, commit.stdout.strip() or "?",
+        os.path.relpath(os.path.abspath(a.corral)), digest, commit.stdout.strip() or "?",
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), a.jobs,
         len(ordered), wall,
         (", %d rows not started (budget)" % len(stopped)) if stopped

@@ -31,19 +31,6 @@
  * anything (RENAME_NOREPLACE) unless --output-overwrite was given, in which
  * case a link there is replaced, never written through.
  */
-static int beneath(int dirfd, const char *path, int flags, mode_t mode)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = (flags & O_CREAT) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
-}
-
 struct glob {
 	char *buf;			/* owned: components, NUL-separated */
 	char *c[CR_ART_MAX_COMPS];	/* borrowed from buf */
@@ -163,7 +150,7 @@ static int out_parent(struct collect *x, const char **leaf)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(x->rel, '/');
-	int fd = beneath(x->io->out_fd, ".", O_PATH | O_DIRECTORY, 0);
+	int fd = cr_io_beneath(x->io->out_fd, ".", O_PATH | O_DIRECTORY, 0);
 
 	*leaf = slash ? slash + 1 : x->rel;
 	if (!slash)
@@ -176,11 +163,11 @@ static int out_parent(struct collect *x, const char **leaf)
 		int sub;
 
 		*end = 0;
-		sub = beneath(fd, p, O_PATH | O_DIRECTORY, 0);
+		sub = cr_io_beneath(fd, p, O_PATH | O_DIRECTORY, 0);
 		if (sub == -ENOENT &&
 		    (mkdirat(fd, p, 0777 & ~x->run->caller_umask) == 0 ||
 		     errno == EEXIST))
-			sub = beneath(fd, p, O_PATH | O_DIRECTORY, 0);
+			sub = cr_io_beneath(fd, p, O_PATH | O_DIRECTORY, 0);
 		close(fd);
 		fd = sub;
 		if (last)
@@ -214,7 +201,7 @@ static const char *export(struct collect *x, int src, const struct stat *st,
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			rnd ^= (uint64_t)cr_now_ns();
 		snprintf(tmp, sizeof(tmp), ".corral-%016llx", (unsigned long long)rnd);
-		fd = beneath(dir, tmp, O_WRONLY | O_CREAT | O_EXCL,
+		fd = cr_io_beneath(dir, tmp, O_WRONLY | O_CREAT | O_EXCL,
 			     st->st_mode & 0777 & ~x->run->caller_umask);
 	}
 	if (fd < 0)
@@ -266,7 +253,7 @@ static void one(struct collect *x, int dirfd, const char *name)
 	struct stat st;
 	char p[64];
 
-	pfd = beneath(dirfd, name, O_PATH, 0);
+	pfd = cr_io_beneath(dirfd, name, O_PATH, 0);
 	if (pfd == -ELOOP) {
 		add(x, "a symbolic link");
 		return;
@@ -365,7 +352,7 @@ static void walk(struct collect *x, int dirfd, bool inherited, int depth)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
 			/* A matched directory brings everything below it. */
-			int sub = beneath(dirfd, names[i], O_RDONLY | O_DIRECTORY, 0);
+			int sub = cr_io_beneath(dirfd, names[i], O_RDONLY | O_DIRECTORY, 0);
 
 			if (sub >= 0) {
 				walk(x, sub, matched, depth + 1);
@@ -413,7 +400,7 @@ void cr_io_artifacts_collect(struct cr_run *run)
 			x.ng++;
 		}
 	{
-		int ws = beneath(io->ws_fd, ".", O_RDONLY | O_DIRECTORY, 0);
+		int ws = cr_io_beneath(io->ws_fd, ".", O_RDONLY | O_DIRECTORY, 0);
 
 		if (ws >= 0) {
 			walk(&x, ws, false, 0);

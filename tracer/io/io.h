@@ -13,6 +13,10 @@
 
 #define CR_SHA256_HEX (CR_SHA256_HEX_LEN + 1)
 
+/* openat2 beneath dirfd, no link followed anywhere (place.c): an fd, or
+ * -errno. */
+int cr_io_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
 /* ---- digest.c: the tree digest (SHA-256: include/corral/digest.h) ---- */
 
 void cr_sha256_buf(const void *p, size_t n, unsigned char out[CR_SHA256_LEN]);

@@ -20,7 +20,7 @@
  * entry (or by anyone else) fails the next lookup with ELOOP instead of
  * being followed, and a path string is never handed to the kernel whole.
  */
-static int beneath(int dirfd, const char *path, int flags, mode_t mode)
+int cr_io_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
@@ -146,7 +146,7 @@ static mode_t dir_mode(const struct cr_io_place *p, mode_t mode)
 int cr_io_place_dir(struct cr_io_place *p, const char *rel, size_t skip,
 		    mode_t mode)
 {
-	int fd = beneath(p->ws_fd, ".", O_PATH | O_DIRECTORY, 0);
+	int fd = cr_io_beneath(p->ws_fd, ".", O_PATH | O_DIRECTORY, 0);
 	const char *c = rel;
 
 	while (fd >= 0 && *c) {
@@ -161,7 +161,7 @@ int cr_io_place_dir(struct cr_io_place *p, const char *rel, size_t skip,
 		}
 		memcpy(name, c, len);
 		name[len] = 0;
-		sub = beneath(fd, name, O_PATH | O_DIRECTORY, 0);
+		sub = cr_io_beneath(fd, name, O_PATH | O_DIRECTORY, 0);
 		if (sub == -ENOENT) {
 			rc = cr_io_place_count(p);
 			if (!rc && mkdirat(fd, name, dir_mode(p, *end ? 0755 : mode)) < 0)
@@ -172,7 +172,7 @@ int cr_io_place_dir(struct cr_io_place *p, const char *rel, size_t skip,
 				close(fd);
 				return rc;
 			}
-			sub = beneath(fd, name, O_PATH | O_DIRECTORY, 0);
+			sub = cr_io_beneath(fd, name, O_PATH | O_DIRECTORY, 0);
 		}
 		close(fd);
 		fd = sub;
@@ -189,7 +189,7 @@ int cr_io_place_parent(struct cr_io_place *p, const char *rel, size_t skip,
 
 	if (!slash) {
 		*leaf = rel;
-		return beneath(p->ws_fd, ".", O_PATH | O_DIRECTORY, 0);
+		return cr_io_beneath(p->ws_fd, ".", O_PATH | O_DIRECTORY, 0);
 	}
 	if ((size_t)(slash - rel) >= sizeof(dir))
 		return -ENAMETOOLONG;
@@ -214,7 +214,7 @@ int cr_io_place_file(struct cr_io_place *p, const char *rel, size_t skip,
 		return rc;
 	/* Set-user-ID and set-group-ID never survive: only the
 	 * permission bits are kept, and the owner may read and write. */
-	fd = beneath(dirfd, leaf, O_WRONLY | O_CREAT | O_EXCL,
+	fd = cr_io_beneath(dirfd, leaf, O_WRONLY | O_CREAT | O_EXCL,
 		     (mode & 0777 & ~p->umask) | 0600);
 	if (fd < 0)
 		return fd;
@@ -360,7 +360,7 @@ int cr_io_place_link(struct cr_io_place *p, const char *rel, size_t skip,
 			strcpy(dir, ".");
 			tleaf = earlier;
 		}
-		tdir = beneath(p->ws_fd, dir, O_PATH | O_DIRECTORY, 0);
+		tdir = cr_io_beneath(p->ws_fd, dir, O_PATH | O_DIRECTORY, 0);
 		if (tdir < 0)
 			return tdir;
 	}
@@ -444,7 +444,7 @@ void cr_io_place_undo(struct cr_io_place *p)
 		} else {
 			strcpy(dir, ".");
 		}
-		fd = beneath(p->ws_fd, dir, O_PATH | O_DIRECTORY, 0);
+		fd = cr_io_beneath(p->ws_fd, dir, O_PATH | O_DIRECTORY, 0);
 		if (fd >= 0) {
 			unlinkat(fd, slash ? slash + 1 : e->path,
 				 e->kind == CR_IO_DIR ? AT_REMOVEDIR : 0);
