@@ -5,11 +5,13 @@ PREFIX ?= /usr/local
 BUILD  ?= build
 CC     ?= cc
 
-# libarchive: reads the tar and zip archives given as inputs (corral writes
-# every entry itself, beneath the workspace). libcrypto (SHA-256 of inputs,
-# artifacts, documents and the audit chain) is loaded with dlopen on first
-# use (tracer/audit/sha256.c), so runs that digest nothing never map it.
-PKGS := libseccomp libunwind-ptrace libcjson libcap libarchive
+# nettle: SHA-256 of inputs, artifacts, documents and the audit chain, and
+# base64 (tracer/audit/sha256.c). libarchive reads the tar and zip archives
+# given as inputs (corral writes every entry itself, beneath the workspace);
+# like libunwind-ptrace, only its headers are used at build time: it is
+# loaded with dlopen by the runs that extract an archive.
+PKGS := libseccomp libunwind-ptrace libcjson libcap nettle libarchive
+LINKED := $(filter-out libunwind-ptrace libarchive,$(PKGS))
 
 # -std=c11 with _GNU_SOURCE: the code is C11; the kernel interfaces (openat2,
 # pidfd, process_vm_readv, signalfd) are GNU/Linux extensions.
@@ -30,7 +32,7 @@ LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now $(LDFLAGS) $(EXTRA_LDFLAGS)
 # libunwind-ptrace is not linked: tracer/surface.c loads it with dlopen for
 # --stacks only (four libraries fewer to map at every start); its headers
 # are still needed.
-LIBS = $(shell pkg-config --libs $(filter-out libunwind-ptrace,$(PKGS)) 2>/dev/null) -lpthread -ldl
+LIBS = $(shell pkg-config --libs $(LINKED) 2>/dev/null) -lpthread -ldl
 
 POLICY_SRC := $(sort $(wildcard policy/*.c))
 TRACER_SRC := $(sort $(filter-out tracer/filtergen.c,$(wildcard tracer/*.c tracer/*/*.c)))

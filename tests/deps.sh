@@ -4,7 +4,7 @@
 # sudo; otherwise prints the exact command to run.
 set -eu
 pkgs="gcc make pkg-config libseccomp-dev libunwind-dev libcjson-dev libcap-dev \
-libarchive-dev libssl-dev libcurl4-openssl-dev openssl python3 util-linux procps \
+libarchive-dev nettle-dev libcurl4-openssl-dev openssl python3 util-linux procps \
 coreutils tar gzip curl git"
 [ $# -gt 0 ] && pkgs="$*"
 missing=""

@@ -110,7 +110,7 @@ case " $targets " in
 		echo "FAIL: fuzz/decode: $build/tracer/filter_prebuilt.c is missing (make first)"
 		exit 1
 	fi
-	pkgs="libseccomp libunwind-ptrace libcjson libcap libarchive"
+	pkgs="libseccomp libunwind-ptrace libcjson libcap nettle libarchive"
 	obj=$out/obj
 	mkdir -p "$obj"
 	srcs=$(ls tracer/*.c tracer/*/*.c | grep -v -e '^tracer/main\.c$' \

@@ -1,7 +1,9 @@
 /* tracer/io/archive.c: extracts a tar (any common compression) or zip input
  * with libarchive's reader; every entry is judged, then written by place.c. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,6 +11,91 @@
 #include <archive_entry.h>
 
 #include "io.h"
+
+/*
+ * libarchive is loaded with dlopen by the first run that extracts an
+ * archive: linked, it and what it pulls in (libxml2, libicu, libstdc++,
+ * nettle, acl, five compressors) cost every start ~5 ms of dynamic
+ * loading, for a feature most runs never use.
+ */
+typedef struct archive la_arch;
+typedef struct archive_entry la_entry;
+static struct {
+	const char *(*zlib_version)(void);
+	const char *(*bzlib_version)(void);
+	const char *(*liblzma_version)(void);
+	const char *(*libzstd_version)(void);
+	const char *(*liblz4_version)(void);
+	int (*read_support_filter_gzip)(la_arch *);
+	int (*read_support_filter_bzip2)(la_arch *);
+	int (*read_support_filter_xz)(la_arch *);
+	int (*read_support_filter_lzma)(la_arch *);
+	int (*read_support_filter_zstd)(la_arch *);
+	int (*read_support_filter_lz4)(la_arch *);
+	int (*read_support_filter_compress)(la_arch *);
+	int (*read_support_format_tar)(la_arch *);
+	int (*read_support_format_zip)(la_arch *);
+	la_arch *(*read_new)(void);
+	int (*read_open_fd)(la_arch *, int, size_t);
+	int (*read_next_header)(la_arch *, la_entry **);
+	int (*read_data_block)(la_arch *, const void **, size_t *, la_int64_t *);
+	int (*read_free)(la_arch *);
+	const char *(*error_string)(la_arch *);
+	const char *(*entry_pathname)(la_entry *);
+	const char *(*entry_pathname_utf8)(la_entry *);
+	const char *(*entry_hardlink)(la_entry *);
+	const char *(*entry_symlink)(la_entry *);
+	__LA_MODE_T (*entry_filetype)(la_entry *);
+	__LA_MODE_T (*entry_perm)(la_entry *);
+	la_int64_t (*entry_size)(la_entry *);
+	int (*entry_size_is_set)(la_entry *);
+} la;
+
+/* 0 once every entry of la is resolved (the first call loads), else -EIO
+ * with the reason in why. The supervisor is single-threaded here. */
+static int la_load(char *why, size_t len)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} syms[] = {
+#define SYM(f) { "archive_" #f, offsetof(__typeof__(la), f) }
+		SYM(zlib_version), SYM(bzlib_version), SYM(liblzma_version),
+		SYM(libzstd_version), SYM(liblz4_version),
+		SYM(read_support_filter_gzip), SYM(read_support_filter_bzip2),
+		SYM(read_support_filter_xz), SYM(read_support_filter_lzma),
+		SYM(read_support_filter_zstd), SYM(read_support_filter_lz4),
+		SYM(read_support_filter_compress), SYM(read_support_format_tar),
+		SYM(read_support_format_zip), SYM(read_new), SYM(read_open_fd),
+		SYM(read_next_header), SYM(read_data_block), SYM(read_free),
+		SYM(error_string), SYM(entry_pathname), SYM(entry_pathname_utf8),
+		SYM(entry_hardlink), SYM(entry_symlink), SYM(entry_filetype),
+		SYM(entry_perm), SYM(entry_size), SYM(entry_size_is_set),
+#undef SYM
+	};
+	static void *lib;
+
+	if (lib)
+		return 0;
+	lib = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		cr_errf(why, len, "cannot load libarchive.so.13 (Debian libarchive13): %s",
+			dlerror());
+		return -EIO;
+	}
+	for (size_t i = 0; i < CR_ARRAY_SIZE(syms); i++) {
+		void *f = dlsym(lib, syms[i].name);
+
+		if (!f) {
+			cr_errf(why, len, "libarchive.so.13 lacks %s", syms[i].name);
+			dlclose(lib);
+			lib = NULL;
+			return -EIO;
+		}
+		memcpy((char *)&la + syms[i].off, &f, sizeof(f));
+	}
+	return 0;
+}
 
 /*
  * libarchive only reads and decompresses here: archive_write_disk (which
@@ -19,19 +106,19 @@
  */
 static void enable_filters(struct archive *a)
 {
-	if (archive_zlib_version())
-		archive_read_support_filter_gzip(a);
-	if (archive_bzlib_version())
-		archive_read_support_filter_bzip2(a);
-	if (archive_liblzma_version()) {
-		archive_read_support_filter_xz(a);
-		archive_read_support_filter_lzma(a);
+	if (la.zlib_version())
+		la.read_support_filter_gzip(a);
+	if (la.bzlib_version())
+		la.read_support_filter_bzip2(a);
+	if (la.liblzma_version()) {
+		la.read_support_filter_xz(a);
+		la.read_support_filter_lzma(a);
 	}
-	if (archive_libzstd_version())
-		archive_read_support_filter_zstd(a);
-	if (archive_liblz4_version())
-		archive_read_support_filter_lz4(a);
-	archive_read_support_filter_compress(a);	/* built in: .Z */
+	if (la.libzstd_version())
+		la.read_support_filter_zstd(a);
+	if (la.liblz4_version())
+		la.read_support_filter_lz4(a);
+	la.read_support_filter_compress(a);	/* built in: .Z */
 }
 
 static const char *type_name(mode_t t)
@@ -80,7 +167,7 @@ static int place_error(struct ex *x, const char *entry, int rc)
 static int data(struct ex *x, const char *entry, struct archive_entry *e)
 {
 	int fd = cr_io_place_file(x->p, x->path, x->skip,
-				  archive_entry_perm(e));
+				  la.entry_perm(e));
 	int rc = 0;
 
 	if (fd < 0)
@@ -89,14 +176,14 @@ static int data(struct ex *x, const char *entry, struct archive_entry *e)
 		const void *buf;
 		size_t len;
 		la_int64_t off;
-		int r = archive_read_data_block(x->a, &buf, &len, &off);
+		int r = la.read_data_block(x->a, &buf, &len, &off);
 
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r < ARCHIVE_WARN || off < 0) {
 			close(fd);
 			return refuse(x, entry, -EPERM, "unreadable data: %s",
-				      archive_error_string(x->a) ?: "corrupt");
+				      la.error_string(x->a) ?: "corrupt");
 		}
 		rc = cr_io_place_write(x->p, fd, buf, len, (uint64_t)off);
 		if (rc)
@@ -104,9 +191,9 @@ static int data(struct ex *x, const char *entry, struct archive_entry *e)
 	}
 	/* A declared size past the last block is a trailing hole. */
 	if (!rc)
-		rc = cr_io_place_file_end(x->p, fd, archive_entry_size_is_set(e) &&
-					  archive_entry_size(e) > 0 ?
-					  (uint64_t)archive_entry_size(e) : 0);
+		rc = cr_io_place_file_end(x->p, fd, la.entry_size_is_set(e) &&
+					  la.entry_size(e) > 0 ?
+					  (uint64_t)la.entry_size(e) : 0);
 	close(fd);
 	if (rc == -EINVAL)
 		return refuse(x, entry, -EPERM, "data blocks out of order");
@@ -115,14 +202,14 @@ static int data(struct ex *x, const char *entry, struct archive_entry *e)
 
 static int one(struct ex *x, struct archive_entry *e)
 {
-	const char *raw = archive_entry_pathname(e);
-	const char *hl = archive_entry_hardlink(e);
-	mode_t type = archive_entry_filetype(e);
+	const char *raw = la.entry_pathname(e);
+	const char *hl = la.entry_hardlink(e);
+	mode_t type = la.entry_filetype(e);
 	char why[128];
 	int rc;
 
 	if (!raw)
-		raw = archive_entry_pathname_utf8(e);
+		raw = la.entry_pathname_utf8(e);
 	if (!raw)
 		return refuse(x, "?", -EPERM, "a name that cannot be decoded");
 	if (cr_io_name_norm(raw, x->name, sizeof(x->name), why, sizeof(why)))
@@ -154,7 +241,7 @@ static int one(struct ex *x, struct archive_entry *e)
 	}
 	switch (type) {
 	case AE_IFDIR:
-		rc = cr_io_place_dir(x->p, x->path, x->skip, archive_entry_perm(e));
+		rc = cr_io_place_dir(x->p, x->path, x->skip, la.entry_perm(e));
 		if (rc < 0)
 			return place_error(x, raw, rc);
 		close(rc);
@@ -164,7 +251,7 @@ static int one(struct ex *x, struct archive_entry *e)
 			return refuse(x, raw, -EPERM, "a file named as the destination itself");
 		return data(x, raw, e);
 	case AE_IFLNK: {
-		const char *t = archive_entry_symlink(e);
+		const char *t = la.entry_symlink(e);
 		char q[96];
 
 		if (!x->name[0])
@@ -190,33 +277,35 @@ int cr_io_archive_extract(struct cr_io_place *p, int fd, const char *label,
 	struct archive_entry *e;
 	int rc = 0, r;
 
+	if ((rc = la_load(p->why, sizeof(p->why))))
+		return rc;
 	/* A hard link may name only what this archive placed. */
 	p->scope = p->n;
-	x.a = archive_read_new();
+	x.a = la.read_new();
 	if (!x.a)
 		return -ENOMEM;
-	archive_read_support_format_tar(x.a);
-	archive_read_support_format_zip(x.a);
+	la.read_support_format_tar(x.a);
+	la.read_support_format_zip(x.a);
 	enable_filters(x.a);
-	if (archive_read_open_fd(x.a, fd, 65536) != ARCHIVE_OK) {
+	if (la.read_open_fd(x.a, fd, 65536) != ARCHIVE_OK) {
 		cr_errf(p->why, sizeof(p->why), "input %s: not a tar or zip archive: %s",
-			label, archive_error_string(x.a) ?: "unknown format");
-		archive_read_free(x.a);
+			label, la.error_string(x.a) ?: "unknown format");
+		la.read_free(x.a);
 		return -EPERM;
 	}
 	while (!rc) {
-		r = archive_read_next_header(x.a, &e);
+		r = la.read_next_header(x.a, &e);
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r < ARCHIVE_WARN) {
 			cr_errf(p->why, sizeof(p->why),
 				"input %s: unreadable archive after %zu entries: %s",
-				label, p->n, archive_error_string(x.a) ?: "corrupt");
+				label, p->n, la.error_string(x.a) ?: "corrupt");
 			rc = -EPERM;
 			break;
 		}
 		rc = one(&x, e);
 	}
-	archive_read_free(x.a);
+	la.read_free(x.a);
 	return rc;
 }
