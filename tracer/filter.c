@@ -43,6 +43,18 @@ static int export_bpf(scmp_filter_ctx ctx, struct cr_filter *f)
 	return 0;
 }
 
+/*
+ * Both parts are sorted into a binary tree of syscall numbers (libseccomp
+ * 2.5+) rather than a list of ~300 comparisons: the kernel runs the
+ * program over every syscall number when it is loaded (the action cache),
+ * which cost each run's start ~0.5 ms with the list, and every call the
+ * cache cannot answer walks ~9 comparisons instead of up to ~300.
+ */
+static int optimize(scmp_filter_ctx ctx)
+{
+	return seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+}
+
 /* Part one, the table: notify its entries (on their argument conditions),
  * answer its errno entries, and let everything else go on to the profile.
  * A foreign ABI (i386 int 0x80, x32) would reach the kernel's other syscall
@@ -55,6 +67,8 @@ static int build_table(scmp_filter_ctx ctx, int fast)
 	/* The child sets no_new_privs itself, before dropping capabilities. */
 	if (!rc)
 		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	if (!rc)
+		rc = optimize(ctx);
 	for (size_t i = 0; !rc && i < cr_nsyscalls; i++) {
 		const struct cr_syscall_entry *e = &cr_syscalls[i];
 
@@ -113,6 +127,8 @@ static int build_profile(scmp_filter_ctx ctx, const struct cr_profile *p)
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	if (!rc)
 		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	if (!rc)
+		rc = optimize(ctx);
 	for (size_t i = 0; !rc && p->allow[i]; i++) {
 		int nr = seccomp_syscall_resolve_name(p->allow[i]);
 
