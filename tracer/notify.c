@@ -265,7 +265,9 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 		count = ++d->count;
 		if (count & (count - 1))
 			return;	/* not a power of two: counted, not logged */
-	} else if (run->ndenials < CR_MAX_DENIALS) {
+	} else if (run->ndenials < CR_MAX_DENIALS &&
+		   (run->denials || (run->denials = calloc(CR_MAX_DENIALS,
+							   sizeof(*run->denials))))) {
 		size_t i = run->ndenials++;
 
 		d = &run->denials[i];

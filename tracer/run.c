@@ -190,6 +190,7 @@ static void run_free(struct cr_run *run)
 			free(run->denials[i].stack[k]);
 		free(run->denials[i].stack);
 	}
+	free(run->denials);
 	cr_tasks_free(&run->tasks);
 	cr_landlock_finish(run);
 	cr_loop_free(run);

@@ -284,7 +284,7 @@ struct cr_run {
 	bool killing;
 	bool workspace_removed;
 
-	struct cr_denial denials[CR_MAX_DENIALS];
+	struct cr_denial *denials;	/* owned, CR_MAX_DENIALS, made by the first */
 	size_t ndenials;
 	uint64_t denials_dropped;
 	int audit_fd;			/* owned, -1 without --audit */

@@ -124,11 +124,19 @@ int cr_dns_client(struct cr_netstate *ns, const union cr_sockaddr *local)
 	return 0;
 }
 
+/* The table is made by the first query sent upstream (~80 KB: zeroed at
+ * set-up it cost every run ~20 page faults, ~0.3 ms here). NULL when it
+ * cannot be made: the query is then answered SERVFAIL. */
 static struct cr_net_dnsq *slot_for(struct cr_run *run)
 {
 	struct cr_netstate *ns = run->net;
-	struct cr_net_dnsq *oldest = &ns->dnsq[0];
+	struct cr_net_dnsq *oldest;
 	uint64_t now = cr_run_ms(run);
+
+	if (!ns->dnsq &&
+	    !(ns->dnsq = calloc(CR_NET_MAX_DNS_INFLIGHT, sizeof(*ns->dnsq))))
+		return NULL;
+	oldest = &ns->dnsq[0];
 
 	for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++) {
 		struct cr_net_dnsq *s = &ns->dnsq[i];
@@ -154,7 +162,7 @@ static uint16_t fresh_id(struct cr_netstate *ns)
 
 		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
 			id = ++ns->next_id;
-		for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++)
+		for (size_t i = 0; ns->dnsq && i < CR_NET_MAX_DNS_INFLIGHT; i++)
 			if (ns->dnsq[i].used && ns->dnsq[i].id == id)
 				used = true;
 		if (!used)
@@ -199,6 +207,13 @@ static void handle_query(struct cr_run *run, const uint8_t *m, size_t mlen,
 		struct cr_net_dnsq *s = slot_for(run);
 		uint8_t fwd[12 + sizeof(s->question)];
 
+		if (!s) {
+			len = cr_dns_build_answer(out, q.id, q.rd, m + 12,
+					   q.end > 12 ? q.end - 12 : 0,
+					   CR_DNS_SERVFAIL, 0, NULL, 0, 0);
+			reply(run, o, out, len);
+			return;
+		}
 		if (q.end - 12 > sizeof(s->question))
 			return;
 		memset(s, 0, sizeof(*s));
@@ -256,7 +271,7 @@ static void tcp_close(struct cr_run *run, struct tcpdns *tc)
 			*pp = tc->next;
 			break;
 		}
-	for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++)
+	for (size_t i = 0; ns->dnsq && i < CR_NET_MAX_DNS_INFLIGHT; i++)
 		if (ns->dnsq[i].used && ns->dnsq[i].o.tc == tc)
 			ns->dnsq[i].used = false;
 	cr_loop_unwatch(run, tc->w);
@@ -377,7 +392,7 @@ static void on_upstream(struct cr_run *run, uint32_t events, void *arg)
 			return;
 		if (len < 12)
 			continue;
-		for (size_t i = 0; i < CR_NET_MAX_DNS_INFLIGHT; i++)
+		for (size_t i = 0; ns->dnsq && i < CR_NET_MAX_DNS_INFLIGHT; i++)
 			if (ns->dnsq[i].used && ns->dnsq[i].id == get16(m))
 				s = &ns->dnsq[i];
 		/* The answer must be to the very question we asked. */
@@ -517,9 +532,6 @@ int cr_dns_setup(struct cr_run *run)
 	struct cr_netstate *ns = run->net;
 	int rc;
 
-	ns->dnsq = calloc(CR_NET_MAX_DNS_INFLIGHT, sizeof(*ns->dnsq));
-	if (!ns->dnsq)
-		return -ENOMEM;
 	rc = find_upstream(ns);
 	if (rc) {
 		snprintf(run->message, sizeof(run->message),

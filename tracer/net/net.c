@@ -76,7 +76,10 @@ int cr_net_setup(struct cr_run *run)
 	ns->wsfd = open(ns->ws_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ns->wsfd < 0)
 		return -errno;
-	rc = cr_proxy_setup(run);
+	/* No destination allowed, no proxy: every connect to a non-local
+	 * address is refused before the proxy would be asked (handlers/
+	 * net.c, inet_refusal), so its listeners would only cost the start. */
+	rc = ns->nrules ? cr_proxy_setup(run) : 0;
 	if (!rc)
 		rc = cr_dns_setup(run);
 	return rc;

@@ -406,6 +406,11 @@ int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
 
 	if (ns->npending >= CR_NET_MAX_PENDING)
 		return -EAGAIN;
+	/* Made by the first connection (~120 KB zeroed at set-up was ~30
+	 * page faults of every run's start, ~0.5 ms on a guest). */
+	if (!ns->pending &&
+	    !(ns->pending = calloc(CR_NET_MAX_PENDING, sizeof(*ns->pending))))
+		return -ENOMEM;
 	p = &ns->pending[ns->npending];
 	memset(p, 0, sizeof(*p));
 	if (getsockname(dup, &p->local.sa, &ll) < 0)
@@ -447,13 +452,8 @@ static int listen_on(struct cr_run *run, int idx)
 
 int cr_proxy_setup(struct cr_run *run)
 {
-	struct cr_netstate *ns = run->net;
-	int rc;
+	int rc = listen_on(run, 0);
 
-	ns->pending = calloc(CR_NET_MAX_PENDING, sizeof(*ns->pending));
-	if (!ns->pending)
-		return -ENOMEM;
-	rc = listen_on(run, 0);
 	if (rc)
 		return rc;
 	/* A host without IPv6 loopback still runs; v6 connects are then
