@@ -192,7 +192,7 @@ int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 		if (!r->b64)
 			return -ENOMEM;
 		if (cr_base64(r->secret, strlen(r->secret), r->b64, (size_t)blen)) {
-			cr_errf(err, errlen, "credential %s: cannot encode the secret (libcrypto)",
+			cr_errf(err, errlen, "credential %s: cannot encode the secret in base64",
 				r->c->name);
 			return -EIO;
 		}
