@@ -1,5 +1,5 @@
-/* tracer/broker/broker.c: the capability broker: the program asks over plain
- * HTTP on loopback, corral adds the secret and asks the upstream over TLS. */
+/* tracer/broker/broker.c: the capability broker's life: the credentials read
+ * and listened for, the serving thread, its audit records, its end. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,48 +20,9 @@
 #include "../tracer.h"
 #include "broker.h"
 #include "curlapi.h"
+#include "internal.h"
 
-#define HEAD_MAX (16 * 1024)		/* request line and headers */
-#define BODY_MAX (1024 * 1024)		/* request body */
-#define RESP_MAX (16 * 1024 * 1024)	/* response body, buffered to redact */
-#define SECRET_MAX 4096
-#define REDACTED "[REDACTED]"
-
-struct cred_rt {
-	const struct cr_credential *c;	/* borrowed from the policy */
-	char *secret;			/* owned, wiped at the end */
-	char *b64;			/* owned: its base64 form, redacted too */
-	char *header;			/* owned: the template filled in */
-	int lfd;
-	uint16_t port;
-};
-
-struct refusal {
-	char *target;
-	char *reason;
-};
-
-struct cr_broker {
-	struct cr_run *run;
-	struct cred_rt *cr;
-	size_t n;
-	int stop[2];
-	pthread_t thr;
-	bool started;
-	atomic_bool stopping;
-	pthread_mutex_t lock;		/* refusals, conn */
-	int conn;			/* the connection being served, -1 */
-	struct refusal *ref;
-	size_t nref;
-};
-
-struct buf {
-	char *p;
-	size_t len, cap, max;
-	bool over;
-};
-
-static int buf_add(struct buf *b, const void *d, size_t n)
+int cr_broker_buf_add(struct buf *b, const void *d, size_t n)
 {
 	if (b->len + n > b->max) {
 		b->over = true;
@@ -256,7 +217,7 @@ int cr_broker_env(struct cr_run *run)
 	return 0;
 }
 
-/* ---- one request ---- */
+/* ---- serving ---- */
 
 /* Is the connection's peer one of corral's own sockets (the proxy's
  * upstream end)? Any local user may connect to a loopback port; only the
@@ -292,229 +253,7 @@ static bool peer_is_ours(int conn)
 	return ours;
 }
 
-static int send_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static void reply_text(int fd, int status, const char *reason,
-		       const char *text)
-{
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-			 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-			 status, reason, strlen(text) + 1);
-
-	if (send_all(fd, head, (size_t)n) == 0 && send_all(fd, text, strlen(text)) == 0)
-		send_all(fd, "\n", 1);
-}
-
-/* Every occurrence of the secret (and of its base64 form) becomes
- * [REDACTED]. In place when it shrinks; the buffer is re-made otherwise. */
-static void redact_one(struct buf *b, const char *s)
-{
-	size_t sl = strlen(s), rl = strlen(REDACTED);
-	struct buf out = { .max = SIZE_MAX };
-	size_t i = 0;
-
-	if (!sl || !b->p || !memmem(b->p, b->len, s, sl))
-		return;
-	while (i < b->len) {
-		char *hit = memmem(b->p + i, b->len - i, s, sl);
-		size_t upto = hit ? (size_t)(hit - b->p) : b->len;
-
-		buf_add(&out, b->p + i, upto - i);
-		if (!hit)
-			break;
-		buf_add(&out, REDACTED, rl);
-		i = upto + sl;
-	}
-	explicit_bzero(b->p, b->len);
-	free(b->p);
-	*b = out;
-	b->max = RESP_MAX * 2;
-}
-
-static void redact(struct buf *b, const struct cred_rt *r)
-{
-	redact_one(b, r->secret);
-	redact_one(b, r->b64);
-}
-
-struct req {
-	char method[17];
-	char *target;		/* owned */
-	struct curl_slist *hdrs;	/* owned: headers passed on */
-	struct buf body;
-};
-
-struct resp {
-	long status;
-	struct buf head;	/* kept response header lines, CRLF each */
-	struct buf body;
-	bool encoded;		/* a Content-Encoding that is not identity */
-	struct cr_broker *b;
-};
-
-/* Headers the program may not set: the ones that carry authority, route
- * or frame the request (corral sets those), and Accept-Encoding (a
- * compressed answer could hide the secret from the redaction). */
-static bool header_dropped(const char *line, size_t nlen, const struct cred_rt *r)
-{
-	static const char *const drop[] = {
-		"host", "authorization", "proxy-authorization", "connection",
-		"keep-alive", "transfer-encoding", "te", "upgrade",
-		"content-length", "expect", "accept-encoding", "proxy-connection",
-		"trailer", "cookie",
-	};
-	const char *tcolon = strchr(r->c->header, ':');
-
-	for (size_t i = 0; i < CR_ARRAY_SIZE(drop); i++)
-		if (strlen(drop[i]) == nlen && !strncasecmp(line, drop[i], nlen))
-			return true;
-	return (size_t)(tcolon - r->c->header) == nlen &&
-	       !strncasecmp(line, r->c->header, nlen);
-}
-
-/* Dot segments and encoded separators would let the upstream's own path
- * normalisation leave the prefix the rule names. */
-static const char *path_problem(const char *t)
-{
-	const char *q = t + strcspn(t, "?");
-
-	if (t[0] != '/')
-		return "the target is not an absolute path (origin-form)";
-	if (strlen(t) > 1000)
-		return "the target is longer than 1000 bytes";
-	for (const char *p = t; *p; p++)
-		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f ||
-		    *p == '\\' || *p == '#')
-			return "a control, space, backslash, fragment or non-ASCII byte in the target";
-	for (const char *seg = t + 1; seg <= q;) {
-		size_t len = strcspn(seg, "/?");
-		char dec[8];
-		size_t dl = 0;
-
-		if (seg + len > q)
-			len = (size_t)(q - seg);
-		/* Up to a ';': servers that take path parameters read
-		 * "..;x" as "..". */
-		for (size_t i = 0; i < len && seg[i] != ';'; i++) {
-			if (dl == sizeof(dec) - 1) {
-				dl = 0;	/* longer than any dot segment */
-				break;
-			}
-			if (seg[i] == '%' && i + 2 < len &&
-			    !strncasecmp(seg + i, "%2e", 3)) {
-				dec[dl++] = '.';
-				i += 2;
-			} else {
-				dec[dl++] = seg[i];
-			}
-		}
-		dec[dl] = 0;
-		if (!strcmp(dec, ".") || !strcmp(dec, ".."))
-			return "a dot segment in the path";
-		seg += len + 1;
-	}
-	for (const char *p = t; p < q; p++)
-		if (*p == '%' && (!strncasecmp(p, "%2f", 3) ||
-				  !strncasecmp(p, "%5c", 3)))
-			return "an encoded slash or backslash in the path";
-	return NULL;
-}
-
-static const char *rule_problem(const struct cred_rt *r, const char *method,
-				const char *target)
-{
-	const struct cr_credential *c = r->c;
-	const char *why = path_problem(target);
-	size_t plen = strcspn(target, "?");
-	bool ok;
-
-	if (why)
-		return why;
-	/* CONNECT and TRACE would turn the broker into a tunnel or a
-	 * mirror of the request it signs: never relayed. */
-	if (!strcmp(method, "CONNECT") || !strcmp(method, "TRACE"))
-		return "CONNECT and TRACE are never relayed";
-	ok = !c->methods.n;
-	for (size_t i = 0; !ok && i < c->methods.n; i++)
-		ok = !strcmp(c->methods.v[i], method);
-	if (!ok)
-		return "the method is not allowed for this credential";
-	ok = !c->path_prefixes.n;
-	for (size_t i = 0; !ok && i < c->path_prefixes.n; i++) {
-		size_t l = strlen(c->path_prefixes.v[i]);
-
-		ok = plen >= l && !strncmp(target, c->path_prefixes.v[i], l);
-	}
-	return ok ? NULL : "the path is outside the credential's prefixes";
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *arg)
-{
-	struct resp *rs = arg;
-	size_t len = size * n, nl;
-	static const char *const drop[] = {
-		"connection", "keep-alive", "transfer-encoding", "content-length",
-		"proxy-connection", "trailer", "upgrade", "te",
-	};
-
-	if (len >= 5 && !strncmp(p, "HTTP/", 5)) {
-		/* A new status line (after a 100 Continue): start over. */
-		rs->head.len = 0;
-		rs->encoded = false;
-		return len;
-	}
-	nl = strcspn(p, ":");
-	if (nl >= len || len < 3)
-		return len;	/* the blank line, or not a header */
-	for (size_t i = 0; i < CR_ARRAY_SIZE(drop); i++)
-		if (strlen(drop[i]) == nl && !strncasecmp(p, drop[i], nl))
-			return len;
-	if (nl == 16 && !strncasecmp(p, "content-encoding", 16)) {
-		const char *v = p + nl + 1;
-
-		while (*v == ' ')
-			v++;
-		if (strncasecmp(v, "identity", 8))
-			rs->encoded = true;
-	}
-	while (len && (p[len - 1] == '\n' || p[len - 1] == '\r'))
-		len--;
-	if (buf_add(&rs->head, p, len) || buf_add(&rs->head, "\r\n", 2))
-		return 0;
-	return size * n;
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-	struct resp *rs = arg;
-
-	return buf_add(&rs->body, p, size * n) ? 0 : size * n;
-}
-
-static int on_progress(void *arg, curl_off_t a, curl_off_t b_, curl_off_t c,
-		       curl_off_t d)
-{
-	struct resp *rs = arg;
-
-	return atomic_load(&rs->b->stopping) ? 1 : 0;
-}
-
-static void record(struct cr_broker *b, const struct cred_rt *r,
+void cr_broker_record(struct cr_broker *b, const struct cred_rt *r,
 		   const char *method, const char *target, long status,
 		   size_t up, size_t down, const char *refused)
 {
@@ -553,220 +292,6 @@ static void record(struct cr_broker *b, const struct cred_rt *r,
 	}
 }
 
-/* Read the request head (and body) from the program. 0, or an HTTP status
- * to refuse with. */
-static int read_request(int fd, struct req *q, const struct cred_rt *r,
-			const char **why)
-{
-	char head[HEAD_MAX + 1], *end = NULL, *line, *save;
-	size_t len = 0, clen = 0;
-	bool has_clen = false;
-
-	while (!end) {
-		ssize_t n = recv(fd, head + len, HEAD_MAX - len, 0);
-
-		if (n <= 0) {
-			*why = "the request ended before its headers";
-			return 400;
-		}
-		len += (size_t)n;
-		head[len] = 0;
-		end = strstr(head, "\r\n\r\n");
-		if (!end && len == HEAD_MAX) {
-			*why = "the request's headers are too large";
-			return 431;
-		}
-	}
-	*end = 0;
-	line = strtok_r(head, "\r\n", &save);
-	{
-		char *sp1 = line ? strchr(line, ' ') : NULL;
-		char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-
-		if (!sp1 || !sp2 || (size_t)(sp1 - line) >= sizeof(q->method) ||
-		    strncmp(sp2 + 1, "HTTP/1.", 7)) {
-			*why = "not an HTTP/1.x request line";
-			return 400;
-		}
-		memcpy(q->method, line, (size_t)(sp1 - line));
-		q->method[sp1 - line] = 0;
-		for (char *m = q->method; *m; m++)
-			if (*m < 'A' || *m > 'Z') {
-				*why = "not an HTTP method";
-				return 400;
-			}
-		q->target = strndup(sp1 + 1, (size_t)(sp2 - sp1 - 1));
-		if (!q->target)
-			return 500;
-	}
-	while ((line = strtok_r(NULL, "\r\n", &save))) {
-		size_t nl = strcspn(line, ":");
-
-		if (!line[nl] || !nl || line[0] == ' ' || line[0] == '\t') {
-			*why = "a malformed header line";
-			return 400;
-		}
-		if (nl == 17 && !strncasecmp(line, "transfer-encoding", 17)) {
-			*why = "chunked request bodies are not relayed";
-			return 411;
-		}
-		if (nl == 14 && !strncasecmp(line, "content-length", 14)) {
-			char *e;
-
-			clen = strtoul(line + 15, &e, 10);
-			has_clen = true;
-			if (clen > BODY_MAX) {
-				*why = "the request body is too large";
-				return 413;
-			}
-			continue;
-		}
-		if (header_dropped(line, nl, r))
-			continue;
-		q->hdrs = cr_curl.slist_append(q->hdrs, line);
-	}
-	q->body.max = BODY_MAX;
-	if (has_clen) {
-		size_t have = len - (size_t)(end + 4 - head);
-
-		if (have > clen)
-			have = clen;
-		buf_add(&q->body, end + 4, have);
-		while (q->body.len < clen) {
-			char tmp[16384];
-			size_t want = clen - q->body.len;
-			ssize_t n = recv(fd, tmp, want < sizeof(tmp) ? want : sizeof(tmp), 0);
-
-			if (n <= 0) {
-				*why = "the request body ended early";
-				return 400;
-			}
-			buf_add(&q->body, tmp, (size_t)n);
-		}
-	}
-	return 0;
-}
-
-static void serve(struct cr_broker *b, struct cred_rt *r, int fd)
-{
-	struct req q = { .method = "" };
-	struct resp rs = { .b = b };
-	const char *why = NULL;
-	char url[1200], errbuf[CURL_ERROR_SIZE] = "";
-	struct timeval tv = { .tv_sec = 10 };
-	CURL *c = NULL;
-	CURLcode cc;
-	int st;
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	st = read_request(fd, &q, r, &why);
-	if (!st && (why = rule_problem(r, q.method, q.target)))
-		st = 403;
-	if (st) {
-		char text[300];
-
-		snprintf(text, sizeof(text), "corral broker: refused: %s", why ? why : "error");
-		reply_text(fd, st, st == 403 ? "Forbidden" : "Bad Request", text);
-		record(b, r, q.method[0] ? q.method : "?", q.target, st, 0, 0,
-		       why ? why : "error");
-		goto out;
-	}
-	snprintf(url, sizeof(url), "https://%s%s%s:%u%s",
-		 strchr(r->c->host, ':') ? "[" : "", r->c->host,
-		 strchr(r->c->host, ':') ? "]" : "", r->c->port, q.target);
-	q.hdrs = cr_curl.slist_append(q.hdrs, r->header);
-	q.hdrs = cr_curl.slist_append(q.hdrs, "Accept-Encoding: identity");
-	q.hdrs = cr_curl.slist_append(q.hdrs, "Expect:");
-	rs.head.max = HEAD_MAX * 4;
-	rs.body.max = RESP_MAX;
-	c = cr_curl.easy_init();
-	if (!c) {
-		reply_text(fd, 502, "Bad Gateway", "corral broker: no curl handle");
-		goto out;
-	}
-	cr_curl.easy_setopt(c, CURLOPT_URL, url);
-	cr_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
-	cr_curl.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-	cr_curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	/* Not the caller's proxy settings: the request goes to the origin. */
-	cr_curl.easy_setopt(c, CURLOPT_PROXY, "");
-	cr_curl.easy_setopt(c, CURLOPT_NOPROXY, "*");
-	cr_curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	cr_curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (r->c->ca_file)
-		cr_curl.easy_setopt(c, CURLOPT_CAINFO, r->c->ca_file);
-	cr_curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	cr_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	cr_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	cr_curl.easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-	cr_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	cr_curl.easy_setopt(c, CURLOPT_HTTPHEADER, q.hdrs);
-	cr_curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	cr_curl.easy_setopt(c, CURLOPT_HEADERDATA, &rs);
-	cr_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	cr_curl.easy_setopt(c, CURLOPT_WRITEDATA, &rs);
-	cr_curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	cr_curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	cr_curl.easy_setopt(c, CURLOPT_XFERINFODATA, &rs);
-	if (!strcmp(q.method, "HEAD"))
-		cr_curl.easy_setopt(c, CURLOPT_NOBODY, 1L);
-	else if (strcmp(q.method, "GET"))
-		cr_curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, q.method);
-	if (q.body.len || !strcmp(q.method, "POST") || !strcmp(q.method, "PUT") ||
-	    !strcmp(q.method, "PATCH")) {
-		cr_curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q.body.len);
-		cr_curl.easy_setopt(c, CURLOPT_POSTFIELDS, q.body.p ? q.body.p : "");
-	}
-	cc = cr_curl.easy_perform(c);
-	if (cc != CURLE_OK || rs.encoded) {
-		char text[400];
-		struct buf eb = { .max = 4096 };
-
-		/* curl's message may quote the upstream; never the secret. */
-		buf_add(&eb, errbuf[0] ? errbuf : cr_curl.easy_strerror(cc),
-			strlen(errbuf[0] ? errbuf : cr_curl.easy_strerror(cc)));
-		redact(&eb, r);
-		snprintf(text, sizeof(text), "corral broker: upstream failed: %s",
-			 rs.encoded ? "a compressed answer cannot be redacted" :
-			 eb.p ? eb.p : "error");
-		free(eb.p);
-		reply_text(fd, 502, "Bad Gateway", text);
-		record(b, r, q.method, q.target, 502, q.body.len, 0, NULL);
-		goto out;
-	}
-	cr_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rs.status);
-	redact(&rs.head, r);
-	redact(&rs.body, r);
-	{
-		char line[128];
-		int n = snprintf(line, sizeof(line), "HTTP/1.1 %ld Relayed\r\n",
-				 rs.status);
-		char tail[96];
-		int tn = snprintf(tail, sizeof(tail),
-				  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-				  rs.body.len);
-
-		if (!send_all(fd, line, (size_t)n) &&
-		    !send_all(fd, rs.head.p ? rs.head.p : "", rs.head.len) &&
-		    !send_all(fd, tail, (size_t)tn))
-			send_all(fd, rs.body.p ? rs.body.p : "", rs.body.len);
-	}
-	record(b, r, q.method, q.target, rs.status, q.body.len, rs.body.len, NULL);
-out:
-	if (c)
-		cr_curl.easy_cleanup(c);
-	cr_curl.slist_free_all(q.hdrs);
-	free(q.target);
-	free(q.body.p);
-	if (rs.head.p)
-		explicit_bzero(rs.head.p, rs.head.len);
-	if (rs.body.p)
-		explicit_bzero(rs.body.p, rs.body.len);
-	free(rs.head.p);
-	free(rs.body.p);
-}
-
 /* ---- the thread ---- */
 
 static void *broker_main(void *arg)
@@ -794,7 +319,7 @@ static void *broker_main(void *arg)
 				continue;
 			if (!peer_is_ours(fd)) {
 				/* A stranger on loopback: closed unserved. */
-				record(b, &b->cr[i], "?", NULL, 0, 0, 0,
+				cr_broker_record(b, &b->cr[i], "?", NULL, 0, 0, 0,
 				       "a connection from outside the run");
 				close(fd);
 				continue;
@@ -802,7 +327,7 @@ static void *broker_main(void *arg)
 			pthread_mutex_lock(&b->lock);
 			b->conn = fd;
 			pthread_mutex_unlock(&b->lock);
-			serve(b, &b->cr[i], fd);
+			cr_broker_serve(b, &b->cr[i], fd);
 			pthread_mutex_lock(&b->lock);
 			b->conn = -1;
 			pthread_mutex_unlock(&b->lock);

@@ -1,0 +1,86 @@
+/* tracer/broker/internal.h: what the broker's three files share: the
+ * credentials at run time, the broker's state, buffers and a request. */
+#ifndef CORRAL_BROKER_INTERNAL_H
+#define CORRAL_BROKER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "curlapi.h"
+
+struct cr_run;
+struct cr_credential;
+
+#define HEAD_MAX (16 * 1024)		/* request line and headers */
+#define BODY_MAX (1024 * 1024)		/* request body */
+#define RESP_MAX (16 * 1024 * 1024)	/* response body, buffered to redact */
+#define SECRET_MAX 4096
+#define REDACTED "[REDACTED]"
+
+struct cred_rt {
+	const struct cr_credential *c;	/* borrowed from the policy */
+	char *secret;			/* owned, wiped at the end */
+	char *b64;			/* owned: its base64 form, redacted too */
+	char *header;			/* owned: the template filled in */
+	int lfd;
+	uint16_t port;
+};
+
+struct refusal {
+	char *target;
+	char *reason;
+};
+
+struct cr_broker {
+	struct cr_run *run;
+	struct cred_rt *cr;
+	size_t n;
+	int stop[2];
+	pthread_t thr;
+	bool started;
+	atomic_bool stopping;
+	pthread_mutex_t lock;		/* refusals, conn */
+	int conn;			/* the connection being served, -1 */
+	struct refusal *ref;
+	size_t nref;
+};
+
+struct buf {
+	char *p;
+	size_t len, cap, max;
+	bool over;
+};
+
+struct req {
+	char method[17];
+	char *target;		/* owned */
+	struct curl_slist *hdrs;	/* owned: headers passed on */
+	struct buf body;
+};
+
+/* Append n bytes (kept NUL-terminated); -1 past b->max (b->over set) or
+ * without memory. */
+int cr_broker_buf_add(struct buf *b, const void *d, size_t n);
+
+/* request.c: read the request head and body from the program (0, or the
+ * HTTP status to refuse with, *why saying why), and judge it against the
+ * credential's rules (NULL, or why not). */
+int cr_broker_read_request(int fd, struct req *q, const struct cred_rt *r,
+			   const char **why);
+const char *cr_broker_rule_problem(const struct cred_rt *r, const char *method,
+				   const char *target);
+
+/* relay.c: serve one connection of the program: read, judge, ask the
+ * upstream with the secret, answer redacted, record. */
+void cr_broker_serve(struct cr_broker *b, struct cred_rt *r, int fd);
+
+/* broker.c: one audit event per request; refusals are kept for the
+ * result's denials. */
+void cr_broker_record(struct cr_broker *b, const struct cred_rt *r,
+		      const char *method, const char *target, long status,
+		      size_t up, size_t down, const char *refused);
+
+#endif
