@@ -1,5 +1,5 @@
 /* policy/util.c: the small shared utilities declared in util.h: bounded
- * error formatting and bounded whole-file reads. */
+ * error formatting, bounded whole-file reads and whole writes. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -81,5 +81,22 @@ int cr_read_file(const char *path, size_t max, char **out, size_t *outlen)
 	*out = cr_steal_ptr(&buf);
 	if (outlen)
 		*outlen = len;
+	return 0;
+}
+
+int cr_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		c += w;
+		n -= (size_t)w;
+	}
 	return 0;
 }

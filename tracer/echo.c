@@ -40,21 +40,6 @@ struct cr_echo {
 	bool closing;		/* no more ranges: drain, then return */
 };
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void *echo_main(void *arg)
 {
 	struct cr_echo *e = arg;
@@ -82,7 +67,7 @@ static void *echo_main(void *arg)
 		pthread_mutex_unlock(&e->mu);
 		/* EPIPE and the like: our reader went away; the rest of this
 		 * stream is captured but no longer echoed. */
-		if (fd >= 0 && write_all(fd, chunk, k) < 0) {
+		if (fd >= 0 && cr_write_all(fd, chunk, k) < 0) {
 			pthread_mutex_lock(&e->mu);
 			s->echo_fd = -1;
 			continue;
@@ -140,7 +125,7 @@ void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
 	if (!e) {
 		/* No thread (it could not start): echo in place, as
 		 * before, blocking the loop if the reader does not read. */
-		if (write_all(s->echo_fd, s->buf + off, len) < 0)
+		if (cr_write_all(s->echo_fd, s->buf + off, len) < 0)
 			s->echo_fd = -1;
 		return;
 	}

@@ -299,21 +299,6 @@ static cJSON *build(struct cr_run *run, int code)
 	return r;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Writes the result where it was asked for and returns corral's exit code. */
 /* The file is replaced at the end (unlink, then create): what is needed is
  * a directory we may write and search, and a name that is not a directory.
@@ -370,8 +355,8 @@ int cr_result_emit(struct cr_run *run)
 				    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 				    O_NOFOLLOW, 0600);
 
-		if (fd < 0 || write_all(fd, text, strlen(text)) ||
-		    write_all(fd, "\n", 1))
+		if (fd < 0 || cr_write_all(fd, text, strlen(text)) ||
+		    cr_write_all(fd, "\n", 1))
 			fprintf(stderr, "corral: cannot write %s: %s\n",
 				cfg->result_file, strerror(errno));
 		if (fd >= 0)
@@ -384,7 +369,7 @@ int cr_result_emit(struct cr_run *run)
 	cr_echo_finish(run);
 	if (cfg->json) {
 		fflush(stdout);
-		if (write_all(1, text, strlen(text)) || write_all(1, "\n", 1))
+		if (cr_write_all(1, text, strlen(text)) || cr_write_all(1, "\n", 1))
 			fprintf(stderr, "corral: cannot write the result: %s\n",
 				strerror(errno));
 	} else if (run->status != CR_ST_OK &&

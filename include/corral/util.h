@@ -54,5 +54,9 @@ void cr_errf(char *err, size_t len, const char *fmt, ...)
 
 /* Read a whole file (at most max bytes) into a NUL-terminated buffer. */
 int cr_read_file(const char *path, size_t max, char **out, size_t *outlen);
+/* Write all n bytes to fd, retrying short writes and EINTR: 0, or -errno
+ * (-EIO for a write that wrote nothing). The supervisor ignores SIGPIPE,
+ * so a closed reader is -EPIPE, never a signal. */
+int cr_write_all(int fd, const void *p, size_t n);
 
 #endif

@@ -12,21 +12,6 @@
 #include "../tracer.h"
 #include "internal.h"
 
-static int send_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void reply_text(int fd, int status, const char *reason,
 		       const char *text)
 {
@@ -36,8 +21,8 @@ static void reply_text(int fd, int status, const char *reason,
 			 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
 			 status, reason, strlen(text) + 1);
 
-	if (send_all(fd, head, (size_t)n) == 0 && send_all(fd, text, strlen(text)) == 0)
-		send_all(fd, "\n", 1);
+	if (cr_write_all(fd, head, (size_t)n) == 0 && cr_write_all(fd, text, strlen(text)) == 0)
+		cr_write_all(fd, "\n", 1);
 }
 
 /* Every occurrence of the secret (and of its base64 form) becomes
@@ -231,10 +216,10 @@ void cr_broker_serve(struct cr_broker *b, struct cred_rt *r, int fd)
 				  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
 				  rs.body.len);
 
-		if (!send_all(fd, line, (size_t)n) &&
-		    !send_all(fd, rs.head.p ? rs.head.p : "", rs.head.len) &&
-		    !send_all(fd, tail, (size_t)tn))
-			send_all(fd, rs.body.p ? rs.body.p : "", rs.body.len);
+		if (!cr_write_all(fd, line, (size_t)n) &&
+		    !cr_write_all(fd, rs.head.p ? rs.head.p : "", rs.head.len) &&
+		    !cr_write_all(fd, tail, (size_t)tn))
+			cr_write_all(fd, rs.body.p ? rs.body.p : "", rs.body.len);
 	}
 	cr_broker_record(b, r, q.method, q.target, rs.status, q.body.len, rs.body.len, NULL);
 out:
