@@ -195,3 +195,18 @@ void cr_strlist_free(struct cr_strlist *l)
 	l->v = NULL;
 	l->n = 0;
 }
+
+int cr_strlist_push(struct cr_strlist *l, const char *s)
+{
+	char **nv = realloc(l->v, (l->n + 2) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	l->v = nv;
+	l->v[l->n] = strdup(s);
+	if (!l->v[l->n])
+		return -ENOMEM;
+	l->n++;
+	l->v[l->n] = NULL;
+	return 0;
+}

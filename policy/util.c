@@ -100,3 +100,18 @@ int cr_write_all(int fd, const void *p, size_t n)
 	}
 	return 0;
 }
+
+ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = size ? read(fd, buf, size - 1) : -1;
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	return n;
+}

@@ -62,21 +62,13 @@ static uint64_t count_traced(void)
 		return 0;
 	while ((de = readdir(d))) {
 		char path[300], buf[4096];
-		ssize_t len;
-		int fd;
 		char *tp;
 
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = 0;
 		tp = strstr(buf, "\nTracerPid:");
 		if (tp && atoi(tp + 11) == self)
 			n++;

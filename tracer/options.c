@@ -57,29 +57,6 @@ static const char usage[] =
 	"  --require LEVEL (full: refuse to start without every protection),\n"
 	"  --landlock=auto|off|require, --strict-metadata, --fast-open\n";
 
-static int push(struct cr_strlist *l, const char *s)
-{
-	char **nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
-
-	if (!nv)
-		return -ENOMEM;
-	l->v = nv;
-	l->v[l->n] = strdup(s);
-	if (!l->v[l->n])
-		return -ENOMEM;
-	l->n++;
-	return 0;
-}
-
-static void strlist_free(struct cr_strlist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
 #define bad(err, len, ...) (cr_errf(err, len, __VA_ARGS__), -EINVAL)
 
 /* --publish PORT: a loopback port of the run that other local users may
@@ -236,37 +213,37 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 		case OPT_RO:
 			rc = check_root("--ro", optarg, err, errlen);
 			if (!rc)
-				rc = push(&cfg->extra_ro, optarg);
+				rc = cr_strlist_push(&cfg->extra_ro, optarg);
 			break;
 		case OPT_RW:
 			rc = check_root("--rw", optarg, err, errlen);
 			if (!rc)
-				rc = push(&cfg->extra_rw, optarg);
+				rc = cr_strlist_push(&cfg->extra_rw, optarg);
 			break;
 		case OPT_EXEC:
 			rc = check_root("--exec", optarg, err, errlen);
 			if (!rc)
-				rc = push(&cfg->extra_exec, optarg);
+				rc = cr_strlist_push(&cfg->extra_exec, optarg);
 			break;
 		case OPT_ALLOW_NET:
 			rc = cr_net_dest_validate(optarg, err, errlen);
 			if (!rc)
-				rc = push(&cfg->allow_net, optarg);
+				rc = cr_strlist_push(&cfg->allow_net, optarg);
 			break;
 		case OPT_PUBLISH:
 			rc = push_port(cfg, optarg, err, errlen);
 			break;
-		case OPT_LIMIT: rc = push(&cli.limits, optarg); break;
-		case OPT_ENV: rc = push(&cli.envs, optarg); break;
+		case OPT_LIMIT: rc = cr_strlist_push(&cli.limits, optarg); break;
+		case OPT_ENV: rc = cr_strlist_push(&cli.envs, optarg); break;
 		case OPT_INPUT:
 			rc = check_input(optarg, err, errlen);
 			if (!rc)
-				rc = push(&cfg->inputs, optarg);
+				rc = cr_strlist_push(&cfg->inputs, optarg);
 			break;
 		case OPT_OUTPUT:
 			rc = check_output(optarg, err, errlen);
 			if (!rc)
-				rc = push(&cfg->outputs, optarg);
+				rc = cr_strlist_push(&cfg->outputs, optarg);
 			break;
 		case OPT_OUTPUT_DIR: cfg->output_dir = optarg; break;
 		case OPT_OUTPUT_OVERWRITE: cfg->output_overwrite = true; break;
@@ -415,8 +392,8 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	cli.envs.v = NULL;
 	cli.envs.n = 0;
 out:
-	strlist_free(&cli.limits);
-	strlist_free(&cli.envs);
+	cr_strlist_free(&cli.limits);
+	cr_strlist_free(&cli.envs);
 	return rc;
 }
 
@@ -435,12 +412,12 @@ void cr_config_free(struct cr_run_config *cfg)
 			free(*e);
 		free(cfg->envp);
 	}
-	strlist_free(&cfg->extra_ro);
-	strlist_free(&cfg->extra_rw);
-	strlist_free(&cfg->extra_exec);
-	strlist_free(&cfg->allow_net);
-	strlist_free(&cfg->inputs);
-	strlist_free(&cfg->outputs);
+	cr_strlist_free(&cfg->extra_ro);
+	cr_strlist_free(&cfg->extra_rw);
+	cr_strlist_free(&cfg->extra_exec);
+	cr_strlist_free(&cfg->allow_net);
+	cr_strlist_free(&cfg->inputs);
+	cr_strlist_free(&cfg->outputs);
 	free(cfg->publish);
 	cfg->publish = NULL;
 	cfg->npublish = 0;

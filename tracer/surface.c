@@ -342,18 +342,12 @@ void cr_surface_on_gone(struct cr_run *run, pid_t tid, int status)
 static long proc_field(const char *path, const char *key)
 {
 	char buf[4096];
-	ssize_t len;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t len = cr_read_small(AT_FDCWD, path, buf, sizeof(buf));
 	const char *p;
 	size_t klen = strlen(key);
 
-	if (fd < 0)
-		return -errno;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return -EIO;
-	buf[len] = 0;
+	if (len < 0)
+		return (long)len;
 	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
 		if (!strncmp(p, key, klen))
 			return strtol(p + klen, NULL, 10);
@@ -418,19 +412,13 @@ pid_t cr_surface_stat(pid_t pid, char *state_out, pid_t *pgrp_out)
 	char path[64], buf[1024];
 	ssize_t len;
 	const char *p;
-	int fd;
 	char state;
 	int ppid, pgrp;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return -EIO;
-	buf[len] = 0;
+	len = cr_read_small(AT_FDCWD, path, buf, sizeof(buf));
+	if (len < 0)
+		return (pid_t)len;
 	/* The command name may hold anything, ')' included: skip to the
 	 * last one. */
 	p = strrchr(buf, ')');

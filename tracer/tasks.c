@@ -146,18 +146,11 @@ uint64_t cr_tasks_start_time(pid_t tid)
 	char path[64], buf[1024];
 	unsigned long long start = 0;
 	const char *p;
-	ssize_t n;
-	int fd, field;
+	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	/* The command name may hold anything, ')' and spaces included: count
 	 * fields from the last ')', which ends field 2. */
 	p = strrchr(buf, ')');
@@ -215,22 +208,14 @@ pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid)
 {
 	struct cr_task *task = cr_tasks_find(t, tid);
 	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd;
 
 	if (!task)
 		return 0;
 	if (task->tgid)
 		return task->tgid;
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strstr(buf, "\nTgid:");
 	if (p)
 		task->tgid = (pid_t)atoi(p + 6);

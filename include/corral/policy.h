@@ -192,6 +192,8 @@ bool cr_task_id_valid(const char *id);
 #define CR_REQUEST_MAX_BYTES	(1u << 20)
 
 void cr_strlist_free(struct cr_strlist *l);
+/* Append a copy of s (the array stays NULL-terminated): 0 or -ENOMEM. */
+int cr_strlist_push(struct cr_strlist *l, const char *s);
 /* Absolute path, no "." / ".." / empty components, trailing '/' dropped
  * ("/usr/" -> "/usr", "/" stays). *out is malloc'd. 0, -EINVAL with the
  * reason in msg, or -ENOMEM. */

@@ -54,6 +54,10 @@ void cr_errf(char *err, size_t len, const char *fmt, ...)
 
 /* Read a whole file (at most max bytes) into a NUL-terminated buffer. */
 int cr_read_file(const char *path, size_t max, char **out, size_t *outlen);
+/* One read of a small file (a /proc entry) at path, relative to dirfd
+ * (AT_FDCWD: as given), into buf, NUL-terminated: its length (> 0), or
+ * -errno (-EIO when it read nothing). */
+ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size);
 /* Write all n bytes to fd, retrying short writes and EINTR: 0, or -errno
  * (-EIO for a write that wrote nothing). The supervisor ignores SIGPIPE,
  * so a closed reader is -EPIPE, never a signal. */

@@ -94,21 +94,6 @@ static int fill_template(struct cred_rt *r)
 			at + 8) < 0 ? -ENOMEM : 0;
 }
 
-static int push_allow(struct cr_strlist *l, const char *s)
-{
-	char **nv = realloc(l->v, (l->n + 2) * sizeof(*nv));
-
-	if (!nv)
-		return -ENOMEM;
-	l->v = nv;
-	l->v[l->n] = strdup(s);
-	if (!l->v[l->n])
-		return -ENOMEM;
-	l->n++;
-	l->v[l->n] = NULL;
-	return 0;
-}
-
 int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 {
 	const struct cr_class *cls = run->cfg->cls;
@@ -173,7 +158,7 @@ int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 		 * any allowed destination: its bytes and connections count
 		 * against the run's network budgets. */
 		snprintf(dest, sizeof(dest), "127.0.0.1:%u", r->port);
-		if ((rc = push_allow(&run->cfg->allow_net, dest)))
+		if ((rc = cr_strlist_push(&run->cfg->allow_net, dest)))
 			return rc;
 	}
 	return 0;

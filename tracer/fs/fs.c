@@ -303,18 +303,10 @@ static int proc_ident(pid_t pid, char *out, size_t len)
 {
 	char path[64], buf[1024], *p, state;
 	unsigned long long start;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
 			 &state, &start) != 2 || state == 'Z' || state == 'X')
@@ -420,18 +412,10 @@ void cr_fs_deny(struct cr_run *run, const struct seccomp_notif *n,
 mode_t cr_fs_task_umask(pid_t tid)
 {
 	char path[64], buf[2048], *p;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 		return 022;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 022;
-	buf[n] = 0;
 	p = strstr(buf, "\nUmask:");
 	return p ? (mode_t)strtoul(p + 7, NULL, 8) & 0777 : 022;
 }

@@ -170,18 +170,10 @@ int cr_fs_pty_ctty(struct cr_run *run, pid_t tid)
 	char path[32], buf[1024], *p;
 	unsigned long tty;
 	unsigned maj, min;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%d/stat", tid);
-	fd = openat(run->fs->proc_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cr_read_small(run->fs->proc_fd, path, buf, sizeof(buf)) < 0)
 		return -ENXIO;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ENXIO;
-	buf[n] = 0;
 	/* Field 7, tty_nr, after the command name (which may hold ')'). */
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %lu", &tty) != 1 || !tty)
