@@ -321,6 +321,17 @@ def tryit(name, f):
 tryit("lstat", lambda: stat.S_ISLNK(os.lstat("l").st_mode))
 tryit("stat", lambda: os.stat("l").st_size)
 tryit("readlink", lambda: os.readlink("l"))
+# readlink of what is no link (answered from the resolution's lstat),
+# and through trailing slashes and dot components (asked of the kernel).
+tryit("readlink_file", lambda: os.readlink("target"))
+tryit("readlink_dir", lambda: os.readlink("dd"))
+tryit("readlink_missing", lambda: os.readlink("nothere"))
+tryit("readlink_dot", lambda: os.readlink("dd/."))
+tryit("readlink_dotdot", lambda: os.readlink("dd/sub/.."))
+tryit("readlink_dirlink_slash", lambda: os.readlink("dl/"))
+tryit("readlink_filelink_slash", lambda: os.readlink("l/"))
+tryit("readlink_file_slash", lambda: os.readlink("target/"))
+tryit("readlink_dangling_slash", lambda: os.readlink("dang/"))
 tryit("opath_nofollow", lambda: stat.S_ISLNK(os.fstat(
     os.open("l", os.O_PATH | os.O_NOFOLLOW)).st_mode))
 tryit("rdonly_nofollow", lambda: os.open("l", os.O_RDONLY | os.O_NOFOLLOW))
