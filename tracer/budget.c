@@ -1332,21 +1332,18 @@ static rlim_t past(uint64_t v, uint64_t add)
 	       RLIM_INFINITY : (rlim_t)(v + add);
 }
 
-int cr_budget_child_rlimits(const struct cr_limits *l)
+size_t cr_budget_child_rlimits(const struct cr_limits *l,
+			       struct cr_child_rlimit out[CR_BUDGET_RLIMITS])
 {
 	uint64_t mem = l->v[CR_LIM_MEMORY];
 	uint64_t slack = mem > CR_BUDGET_DATA_SLACK_MIN ?
 			 mem : CR_BUDGET_DATA_SLACK_MIN;
-	struct rlimit data, fsize, cpu;
+	rlim_t data = past(past(mem, slack), CR_BUDGET_DATA_STACKS);
+	rlim_t fsize = past(l->v[CR_LIM_DISK], CR_BUDGET_FSIZE_SLACK);
+	rlim_t cpu = past(l->v[CR_LIM_CPU] / 1000, 2);
 
-	data.rlim_cur = data.rlim_max = past(past(mem, slack),
-					     CR_BUDGET_DATA_STACKS);
-	fsize.rlim_cur = fsize.rlim_max = past(l->v[CR_LIM_DISK],
-					       CR_BUDGET_FSIZE_SLACK);
-	cpu.rlim_cur = cpu.rlim_max = past(l->v[CR_LIM_CPU] / 1000, 2);
-	if (setrlimit(RLIMIT_DATA, &data) < 0 ||
-	    setrlimit(RLIMIT_FSIZE, &fsize) < 0 ||
-	    setrlimit(RLIMIT_CPU, &cpu) < 0)
-		return -errno;
-	return 0;
+	out[0] = (struct cr_child_rlimit){ RLIMIT_DATA, { data, data } };
+	out[1] = (struct cr_child_rlimit){ RLIMIT_FSIZE, { fsize, fsize } };
+	out[2] = (struct cr_child_rlimit){ RLIMIT_CPU, { cpu, cpu } };
+	return 3;
 }

@@ -4,6 +4,7 @@
 #define CORRAL_BUDGET_H
 
 #include "tracer.h"
+#include "child.h"
 
 /* How often live tasks and the workspace are measured. */
 #define CR_BUDGET_TICK_MS 50
@@ -69,9 +70,11 @@ int cr_budget_setup(struct cr_run *run);
  * the area's state. */
 void cr_budget_finish(struct cr_run *run);
 
-/* In the child between fork and exec (async-signal-safe): the per-process
- * rlimit backstops. 0 or -errno. */
-int cr_budget_child_rlimits(const struct cr_limits *lim);
+/* The per-process rlimit backstops the child sets before exec, computed
+ * by the supervisor (the child makes system calls only): how many of out
+ * were filled. */
+size_t cr_budget_child_rlimits(const struct cr_limits *lim,
+			       struct cr_child_rlimit out[CR_BUDGET_RLIMITS]);
 
 /* ---- processes: reservations, settled by the ptrace state machine ---- */
 

@@ -1,6 +1,7 @@
 /* tracer/main.c: the corral command: dispatches run, probe, policy check,
  * audit verify and version. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,7 +48,17 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 1 ? argv[1] : "";
 
 	if (!strcmp(cmd, "run")) {
-		int code = cr_run_main(argc - 1, argv + 1);
+		int code;
+
+		/* A closed standard fd would be taken by the first fd the
+		 * run opens (a signalfd, a pipe) and then be passed on or
+		 * written to as if it were the caller's: each is /dev/null
+		 * instead, as the caller would have got by redirecting. */
+		for (int fd = 0; fd < 3; fd++)
+			if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+			    open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
+				return CR_EXIT_USAGE;
+		code = cr_run_main(argc - 1, argv + 1);
 
 #ifndef __SANITIZE_ADDRESS__
 		/* Everything the run made is closed, removed and freed by

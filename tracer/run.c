@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -199,6 +200,10 @@ static void run_free(struct cr_run *run)
 	cr_io_free(run);
 	cr_alert_free(run);
 	cr_assurance_free(run);
+	/* The child's stack, once no process of the run can be on it. */
+	if (run->child_mem && !run->leftover)
+		munmap(run->child_mem, run->child_mem_len);
+	run->child_mem = NULL;
 }
 
 int cr_run_main(int argc, char **argv)

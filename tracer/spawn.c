@@ -1,331 +1,53 @@
-/* tracer/spawn.c: creates the sandboxed child (session, fds, environment,
- * no_new_privs, capabilities, seccomp listener, ptrace seize) and execs it. */
+/* tracer/spawn.c: creates the sandboxed child (tracer/child.c runs it to
+ * exec): its pipes, arguments and stack, the ptrace seize, the listener. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <paths.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <linux/filter.h>
-#include <linux/openat2.h>
-#include <linux/securebits.h>
 
 #include "tracer.h"
 #include "budget.h"
-#include "landlock/landlock.h"
+#include "child.h"
+#include "rawsys.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
 #endif
 /* Debian 12's headers predate these (Linux 6.6). */
 #define CR_USER_NOTIF_FD_SYNC_WAKE_UP 1ULL
 #define CR_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
 
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
-
-/* Stages the child reports on its pipe; READY carries the listener fd. */
-enum child_stage {
-	ST_READY = 1,
-	ST_SESSION,
-	ST_FDS,
-	ST_CWD,
-	ST_NNP,
-	ST_CAPS,
-	ST_LANDLOCK,
-	ST_RLIMIT,
-	ST_SECCOMP,
-	ST_EXEC,
-};
-
-struct child_msg {
-	int stage;
-	int err;	/* positive errno, 0 for READY */
-	int fd;		/* the listener's number in the child, for READY */
-	unsigned flags;	/* the seccomp filter flags the kernel took */
-};
+/* The child's stack: its deepest frame is a few hundred bytes. */
+#define CHILD_STACK (64u * 1024)
 
 static const char *stage_name(int st)
 {
 	switch (st) {
-	case ST_SESSION: return "starting a new session";
-	case ST_FDS: return "setting up standard fds";
-	case ST_CWD: return "entering the working directory";
-	case ST_NNP: return "setting no_new_privs";
-	case ST_CAPS: return "dropping capabilities";
-	case ST_LANDLOCK: return "applying the Landlock ruleset";
-	case ST_RLIMIT: return "setting resource limits";
-	case ST_SECCOMP: return "installing the seccomp filter";
-	case ST_EXEC: return "executing the command";
+	case CR_ST_SESSION: return "starting a new session";
+	case CR_ST_FDS: return "setting up standard fds";
+	case CR_ST_CWD: return "entering the working directory";
+	case CR_ST_NNP: return "setting no_new_privs";
+	case CR_ST_CAPS: return "dropping capabilities";
+	case CR_ST_LANDLOCK: return "applying the Landlock ruleset";
+	case CR_ST_RLIMIT: return "setting resource limits";
+	case CR_ST_SECCOMP: return "installing the seccomp filter";
+	case CR_ST_EXEC: return "executing the command";
 	default: return "starting the child";
 	}
-}
-
-struct child_args {
-	const struct cr_run_config *cfg;
-	const struct cr_filter *filter;
-	pid_t parent;
-	int in_fd, out_fd, err_fd;	/* become 0, 1, 2 */
-	int report_fd;			/* child -> parent */
-	int go_fd;			/* parent -> child */
-	int ws_fd;			/* the workspace, O_PATH */
-	int landlock_fd;		/* the ruleset, or -1 */
-	bool drop_caps;
-	unsigned seccomp_flags;
-	mode_t umask;			/* the caller's, for the program */
-};
-
-static __attribute__((noreturn)) void child_fail(const struct child_args *a,
-						 int stage, int err)
-{
-	struct child_msg m = { .stage = stage, .err = err, .fd = -1 };
-
-	if (write(a->report_fd, &m, sizeof(m)) < 0) {
-		/* nothing more to tell: the parent sees EOF */
-	}
-	_exit(CR_EXIT_NOT_FOUND);
-}
-
-static int close_others(const struct child_args *a)
-{
-	int keep[] = { a->report_fd, a->go_fd, a->ws_fd, a->landlock_fd };
-	unsigned lo = 3;
-
-	/* Close every fd from 3 up except the few the child still needs;
-	 * those are O_CLOEXEC, so exec closes them too. Sorting four numbers
-	 * by hand keeps this free of allocation (-1, no ruleset, sorts
-	 * first and is skipped). */
-	for (int i = 0; i < 4; i++)
-		for (int j = i + 1; j < 4; j++)
-			if (keep[j] < keep[i]) {
-				int t = keep[i];
-
-				keep[i] = keep[j];
-				keep[j] = t;
-			}
-	for (int i = 0; i < 4; i++) {
-		if (keep[i] < 0)
-			continue;
-		if ((unsigned)keep[i] > lo &&
-		    syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0) < 0)
-			return -errno;
-		if ((unsigned)keep[i] + 1 > lo)
-			lo = (unsigned)keep[i] + 1;
-	}
-	if (syscall(SYS_close_range, lo, ~0U, 0) < 0)
-		return -errno;
-	return 0;
-}
-
-/* As root (or with any capability), make the child hold none. With
- * CAP_SETPCAP (root has it): lock the securebits so exec as uid 0 cannot
- * regain capabilities, and empty the bounding set. Then empty the ambient
- * and process sets, and verify. Without CAP_SETPCAP the bounding set cannot
- * be touched; no_new_privs (set before) already stops exec from granting
- * anything beyond the (now empty) permitted set. */
-static int drop_capabilities(void)
-{
-	cap_flag_value_t setpcap = CAP_CLEAR;
-	cap_t cur = cap_get_proc(), none;
-	int rc = 0;
-
-	if (!cur)
-		return -errno;
-	cap_get_flag(cur, CAP_SETPCAP, CAP_EFFECTIVE, &setpcap);
-	cap_free(cur);
-	if (setpcap == CAP_SET) {
-		if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
-				    SECBIT_NO_SETUID_FIXUP |
-				    SECBIT_NO_SETUID_FIXUP_LOCKED |
-				    SECBIT_KEEP_CAPS_LOCKED |
-				    SECBIT_NO_CAP_AMBIENT_RAISE |
-				    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
-			return -errno;
-		for (cap_value_t c = 0; c < (cap_value_t)cap_max_bits(); c++)
-			if (cap_drop_bound(c) < 0 && errno != EINVAL)
-				return -errno;
-	}
-	if (cap_reset_ambient() < 0)
-		return -errno;
-	none = cap_init();
-	if (!none)
-		return -ENOMEM;
-	if (cap_set_proc(none) < 0)
-		rc = -errno;
-	cap_free(none);
-	if (rc)
-		return rc;
-	for (cap_value_t c = 0; c < (cap_value_t)cap_max_bits(); c++)
-		if ((setpcap == CAP_SET && prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1) ||
-		    cap_get_ambient(c) == 1)
-			return -EPERM;
-	cur = cap_get_proc();
-	if (!cur)
-		return -errno;
-	rc = cap_compare(cur, none = cap_init()) ? -EPERM : 0;
-	cap_free(cur);
-	cap_free(none);
-	return rc;
-}
-
-static int enter_cwd(const struct child_args *a)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd;
-
-	if (!a->cfg->cwd || !a->cfg->cwd[0])
-		return fchdir(a->ws_fd) < 0 ? -errno : 0;
-	/* The working directory must stay inside the workspace even if the
-	 * workspace holds symlinks made by an earlier run. */
-	fd = (int)syscall(SYS_openat2, a->ws_fd, a->cfg->cwd, &how, sizeof(how));
-	if (fd < 0)
-		return -errno;
-	if (fchdir(fd) < 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	close(fd);
-	return 0;
-}
-
-/*
- * No controlling terminal for the program, so none to type into (TIOCSTI
- * needs the caller's own terminal) or to be signalled through, and a
- * process group of its own (group signals reach only the run).
- *
- * Not setsid(): a new session puts the program in a scheduler autogroup of
- * its own, apart from the supervisor, and then every notification migrates
- * both between the CPUs (measured: 1.26 migrations a call, 26 us instead of
- * 15-16 us; docs/performance.md). TIOCNOTTY from a process that does not
- * lead its session drops that process's terminal and nothing else. Only if
- * that cannot be done (a terminal that cannot be opened for another reason
- * than not having one) does the program get a new session as before.
- */
-static int leave_terminal(void)
-{
-	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd >= 0) {
-		rc = ioctl(fd, TIOCNOTTY);
-		close(fd);
-	} else if (errno != ENXIO) {
-		rc = -1;	/* unsure: a terminal may still be ours */
-	}
-	if (rc < 0)
-		return setsid() < 0 ? -1 : 0;
-	return setpgid(0, 0);
-}
-
-static __attribute__((noreturn)) void child_main(const struct child_args *a)
-{
-	extern char **environ;
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	struct rlimit no_core = { 0, 0 };
-	struct sock_fprog prog = {
-		.len = a->filter->len,
-		.filter = a->filter->bpf,
-	};
-	struct child_msg m = { .stage = ST_READY };
-	char go;
-	int rc, lfd;
-	sigset_t all;
-
-	/* Nothing of the supervisor's signal state leaks into the program. */
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &dfl, NULL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-
-	/* If the supervisor dies before the seize, take the child with it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != a->parent)
-		_exit(CR_EXIT_USAGE);
-	if (leave_terminal() < 0)
-		child_fail(a, ST_SESSION, errno);
-
-	if (dup2(a->in_fd, 0) < 0 || dup2(a->out_fd, 1) < 0 ||
-	    dup2(a->err_fd, 2) < 0)
-		child_fail(a, ST_FDS, errno);
-	rc = close_others(a);
-	if (rc)
-		child_fail(a, ST_FDS, -rc);
-
-	rc = enter_cwd(a);
-	if (rc)
-		child_fail(a, ST_CWD, -rc);
-	close(a->ws_fd);
-
-	/* The caller's umask (the supervisor runs with 0 and applies the
-	 * program's by hand to what it creates). */
-	umask(a->umask);
-	/* Core dumps would write the program's memory into its cwd. */
-	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
-		child_fail(a, ST_RLIMIT, errno);
-	/* Budgets: per-process backstops (tracer/budget.c). */
-	rc = cr_budget_child_rlimits(&a->cfg->limits);
-	if (rc)
-		child_fail(a, ST_RLIMIT, -rc);
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		child_fail(a, ST_NNP, errno);
-	if (a->drop_caps) {
-		rc = drop_capabilities();
-		if (rc)
-			child_fail(a, ST_CAPS, -rc);
-	}
-	/* After no_new_privs (Landlock needs it without CAP_SYS_ADMIN) and
-	 * before the seccomp filter (which would notify nothing here, but
-	 * the order keeps the filter the last thing set up). The domain is
-	 * inherited by every task of the run, across fork and exec. */
-	if (a->landlock_fd >= 0) {
-		rc = cr_landlock_child_apply(a->landlock_fd);
-		if (rc)
-			child_fail(a, ST_LANDLOCK, -rc);
-	}
-
-	lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-			   a->seccomp_flags, &prog);
-	/* Kernels before 5.19 lack WAIT_KILLABLE_RECV: try without it
-	 * rather than paying for a probe fork on every run. */
-	m.flags = a->seccomp_flags;
-	if (lfd < 0 && errno == EINVAL &&
-	    (a->seccomp_flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)) {
-		m.flags &= ~SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
-		lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-				   m.flags, &prog);
-	}
-	if (lfd < 0)
-		child_fail(a, ST_SECCOMP, errno);
-
-	/* The supervisor takes the listener with pidfd_getfd while we wait;
-	 * only write and read run between the filter and exec, and neither is
-	 * intercepted. */
-	m.fd = lfd;
-	if (write(a->report_fd, &m, sizeof(m)) != sizeof(m))
-		_exit(CR_EXIT_USAGE);
-	if (read(a->go_fd, &go, 1) != 1)
-		_exit(CR_EXIT_USAGE);
-	/* The program must never hold its own listener: it could answer its
-	 * own notifications. */
-	close(lfd);
-
-	environ = a->cfg->envp;
-	execvpe(a->cfg->argv[0], a->cfg->argv, a->cfg->envp);
-	child_fail(a, ST_EXEC, errno);
 }
 
 /* "Holds a capability": any in the permitted, effective, inheritable or
@@ -347,7 +69,7 @@ static bool holds_capabilities(void)
 	return any;
 }
 
-static int read_msg(int fd, struct child_msg *m, int timeout_ms)
+static int read_msg(int fd, struct cr_child_msg *m, int timeout_ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	ssize_t n;
@@ -391,59 +113,194 @@ static int open_stdin(const struct cr_run *run, int *child_end, int *feeder)
 	return *child_end < 0 ? -errno : 0;
 }
 
+static const char *env_path(char *const *envp)
+{
+	for (; envp && *envp; envp++)
+		if (!strncmp(*envp, "PATH=", 5))
+			return *envp + 5;
+	return NULL;
+}
+
+/*
+ * execvpe, decided before the child exists (it cannot allocate): the
+ * candidates libc's execvpe would try, in its order. A name with a slash
+ * is the one candidate; otherwise each element of the program's PATH
+ * (its environment's, not ours; libc's default when it has none), an
+ * empty element meaning the working directory.
+ *
+ * The arguments, candidates, /bin/sh's argument list and their strings go
+ * at the top of one mapping whose rest is the child's stack (a guard page
+ * at the bottom): the child reads them until its exec, so they live until
+ * the run ends (run->child_mem).
+ */
+static struct cr_child_args *child_mem(struct cr_run *run)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	const char *file = cfg->argv[0];
+	const char *path = env_path(cfg->envp);
+	size_t flen = strlen(file), argc = 0, n = 1, need, len;
+	bool search = !strchr(file, '/');
+	struct cr_child_args *a;
+	char *p, *mem, **paths;
+
+	if (!path)
+		path = "/bin:/usr/bin";
+	while (cfg->argv[argc])
+		argc++;
+	if (search)
+		for (const char *c = path; *c; c++)
+			n += *c == ':';
+	need = sizeof(*a) + (n + argc + 2) * sizeof(char *) +
+	       (search ? strlen(path) + n * (flen + 2) : 0);
+	need = (need + 4095) & ~(size_t)4095;
+	len = 4096 + CHILD_STACK + need;
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	if (mprotect(mem, 4096, PROT_NONE) < 0) {
+		munmap(mem, len);
+		return NULL;
+	}
+	run->child_mem = mem;
+	run->child_mem_len = len;
+	a = (struct cr_child_args *)(mem + len - need);
+	a->argv = cfg->argv;
+	a->envp = cfg->envp;
+	a->sh_argv = (char **)(a + 1);
+	a->sh_argv[0] = (char *)_PATH_BSHELL;
+	a->sh_argv[1] = NULL;	/* the candidate, set by the child */
+	for (size_t i = 1; i <= argc; i++)
+		a->sh_argv[i + 1] = cfg->argv[i];	/* and the NULL */
+	paths = a->sh_argv + argc + 2;
+	a->paths = paths;
+	a->search = search;
+	if (!*file) {
+		a->exec_err = ENOENT;
+		return a;
+	}
+	if (!search) {
+		paths[a->npaths++] = (char *)file;
+		return a;
+	}
+	if (flen > NAME_MAX) {
+		a->exec_err = ENAMETOOLONG;
+		return a;
+	}
+	p = (char *)(paths + n);
+	for (const char *e = path;; ) {
+		size_t el = strcspn(e, ":");
+
+		if (el < PATH_MAX) {
+			paths[a->npaths++] = p;
+			memcpy(p, e, el);
+			p += el;
+			if (el)
+				*p++ = '/';
+			memcpy(p, file, flen + 1);
+			p += flen + 1;
+		}
+		if (!e[el])
+			break;
+		e += el + 1;
+	}
+	return a;
+}
+
+static int child_entry(void *arg)
+{
+	cr_child_main(arg);
+}
+
+/*
+ * The child shares our memory until its exec (CLONE_VM, as posix_spawn's
+ * child does): no page tables are copied, and neither side takes a
+ * copy-on-write fault on every page it touches afterwards. Measured on
+ * `corral run -- /bin/true`: docs/performance.md. Where tracer/rawsys.h
+ * has no direct system calls, a plain fork.
+ */
+static pid_t start_child(struct cr_child_args *a, void *stack_top, int *pidfd)
+{
+#if CR_RAWSYS_SHARED_VM
+	return clone(child_entry, stack_top,
+		     CLONE_VM | CLONE_PIDFD | SIGCHLD, a, pidfd);
+#else
+	pid_t pid = fork();
+
+	(void)stack_top;
+	if (pid == 0)
+		cr_child_main(a);
+	if (pid > 0) {
+		*pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (*pidfd < 0) {
+			int e = errno;
+
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+				;
+			errno = e;
+			return -1;
+		}
+	}
+	return pid;
+#endif
+}
+
 int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 {
 	struct cr_run_config *cfg = run->cfg;
-	struct child_args a = {
-		.cfg = cfg,
-		.filter = f,
-		.parent = getpid(),
-		.drop_caps = holds_capabilities(),
-		/* A task that has received a notification waits
-		 * killably, so a non-fatal signal cannot make it restart a
-		 * call the supervisor has already performed for it. */
-		.seccomp_flags = SECCOMP_FILTER_FLAG_NEW_LISTENER |
-				 SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
-	};
+	bool drop_caps = holds_capabilities();
 	int rep[2] = { -1, -1 }, go[2] = { -1, -1 };
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	struct child_msg m;
-	int rc = 0, feeder = -1;
+	int in_fd = -1, ws_fd, rc = 0, feeder = -1;
+	struct cr_child_args *a;
+	struct cr_child_msg m;
 	pid_t pid;
 
-	a.in_fd = a.out_fd = a.err_fd = a.ws_fd = -1;
-	a.landlock_fd = run->landlock_fd;
-	a.umask = run->caller_umask;
-	a.ws_fd = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (a.ws_fd < 0)
+	ws_fd = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ws_fd < 0)
 		return -errno;
 	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
 	    pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		rc = -errno;
 		goto out;
 	}
-	rc = open_stdin(run, &a.in_fd, &feeder);
+	rc = open_stdin(run, &in_fd, &feeder);
 	if (rc)
 		goto out;
-	a.out_fd = outp[1];
-	a.err_fd = errp[1];
-	a.report_fd = rep[1];
-	a.go_fd = go[0];
+	a = child_mem(run);
+	if (!a) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	a->parent = getpid();
+	a->in_fd = in_fd;
+	a->out_fd = outp[1];
+	a->err_fd = errp[1];
+	a->report_fd = rep[1];
+	a->go_fd = go[0];
+	a->ws_fd = ws_fd;
+	a->landlock_fd = run->landlock_fd;
+	a->cwd = cfg->cwd;
+	a->umask = run->caller_umask;
+	a->rlim[0] = (struct cr_child_rlimit){ RLIMIT_CORE, { 0, 0 } };
+	a->nrlim = 1 + cr_budget_child_rlimits(&cfg->limits, a->rlim + 1);
+	a->drop_caps = drop_caps;
+	a->ncaps = drop_caps ? (unsigned)cap_max_bits() : 0;
+	/* A task that has received a notification waits killably, so a
+	 * non-fatal signal cannot make it restart a call the supervisor has
+	 * already performed for it. */
+	a->seccomp_flags = SECCOMP_FILTER_FLAG_NEW_LISTENER |
+			   SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+	a->prog.len = (unsigned short)f->len;
+	a->prog.filter = f->bpf;
 
-	pid = fork();
+	pid = start_child(a, a, &run->child_pidfd);
 	if (pid < 0) {
 		rc = -errno;
 		goto out;
 	}
-	if (pid == 0)
-		child_main(&a);
-
 	run->child = pid;
-	run->child_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (run->child_pidfd < 0) {
-		rc = -errno;
-		goto kill;
-	}
 	/* Seize before the child may exec: every task it ever creates is
 	 * then traced from birth (TRACEFORK/VFORK/CLONE), and all of them die
 	 * with the supervisor (EXITKILL). */
@@ -460,7 +317,7 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 	close(rep[1]);
 	rep[1] = -1;
 	rc = read_msg(rep[0], &m, 10000);
-	if (!rc && m.stage != ST_READY) {
+	if (!rc && m.stage != CR_ST_READY) {
 		snprintf(run->message, sizeof(run->message),
 			 "the child failed %s: %s", stage_name(m.stage),
 			 strerror(m.err));
@@ -502,7 +359,7 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 	 * on files for the program, so it must meet the same permission
 	 * checks the program would (CAP_DAC_OVERRIDE would let it read a
 	 * 0600 file inside a read root). Tracing our own uid needs none. */
-	if (a.drop_caps) {
+	if (drop_caps) {
 		cap_t none = cap_init();
 
 		rc = none && cap_set_proc(none) == 0 ? 0 : -EPERM;
@@ -543,7 +400,7 @@ kill:
 out:
 	{
 		int fds[] = { rep[0], rep[1], go[0], go[1], outp[0], outp[1],
-			      errp[0], errp[1], a.in_fd, a.ws_fd, feeder };
+			      errp[0], errp[1], in_fd, ws_fd, feeder };
 
 		for (size_t i = 0; i < CR_ARRAY_SIZE(fds); i++)
 			if (fds[i] >= 0)

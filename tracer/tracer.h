@@ -226,6 +226,8 @@ struct cr_run {
 	uint64_t start_ns;		/* CLOCK_MONOTONIC */
 	pid_t child;			/* the initial process */
 	int child_pidfd;
+	void *child_mem;		/* its stack and arguments until exec */
+	size_t child_mem_len;		/* (tracer/spawn.c), unmapped at the end */
 	int listener;			/* seccomp notification fd, owned */
 	int sigfd;			/* signalfd, owned */
 	int timerfd;			/* wall-time timer, owned */
