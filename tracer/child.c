@@ -30,13 +30,13 @@
  * child's own stack, and sh_argv[1] of its arguments.
  */
 
-static __attribute__((noreturn)) void die(int code)
+CR_CHILD_CODE static __attribute__((noreturn)) void die(int code)
 {
 	for (;;)
 		CR_RAW1(SYS_exit_group, code);
 }
 
-static __attribute__((noreturn)) void fail(const struct cr_child_args *a,
+CR_CHILD_CODE static __attribute__((noreturn)) void fail(const struct cr_child_args *a,
 					   int stage, long rc)
 {
 	struct cr_child_msg m = { .stage = stage, .err = (int)-rc, .fd = -1 };
@@ -49,7 +49,7 @@ static __attribute__((noreturn)) void fail(const struct cr_child_args *a,
 /* Nothing of the supervisor's signal state reaches the program: every
  * disposition back to default (a zeroed kernel sigaction is SIG_DFL on
  * every ABI), nothing blocked. */
-static void reset_signals(void)
+CR_CHILD_CODE static void reset_signals(void)
 {
 	unsigned long act[4] = { 0, 0, 0, 0 };
 	uint64_t none = 0;
@@ -72,7 +72,7 @@ static void reset_signals(void)
  * that cannot be done (a terminal that cannot be opened for another reason
  * than not having one) does the program get a new session as before.
  */
-static long leave_terminal(void)
+CR_CHILD_CODE static long leave_terminal(void)
 {
 	long fd = CR_RAW4(SYS_openat, AT_FDCWD, "/dev/tty",
 			  O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0);
@@ -94,7 +94,7 @@ static long leave_terminal(void)
 /* The three ends become 0, 1 and 2. An end that already sits on 0-2 (the
  * supervisor was started with a standard fd closed) is first moved above,
  * so no dup3 overwrites an end still to be placed. */
-static long std_fds(const struct cr_child_args *a)
+CR_CHILD_CODE static long std_fds(const struct cr_child_args *a)
 {
 	long fd[3] = { a->in_fd, a->out_fd, a->err_fd };
 
@@ -116,7 +116,7 @@ static long std_fds(const struct cr_child_args *a)
 /* Close every fd from 3 up except the few the child still needs; those are
  * O_CLOEXEC, so exec closes them too. (-1, no ruleset, sorts first and is
  * skipped.) */
-static long close_others(const struct cr_child_args *a)
+CR_CHILD_CODE static long close_others(const struct cr_child_args *a)
 {
 	int keep[] = { a->report_fd, a->go_fd, a->ws_fd, a->landlock_fd };
 	unsigned lo = 3;
@@ -145,7 +145,7 @@ static long close_others(const struct cr_child_args *a)
 
 /* The working directory must stay inside the workspace even if the
  * workspace holds symlinks made by an earlier run. */
-static long enter_cwd(const struct cr_child_args *a)
+CR_CHILD_CODE static long enter_cwd(const struct cr_child_args *a)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -165,7 +165,7 @@ static long enter_cwd(const struct cr_child_args *a)
 	return rc < 0 ? rc : 0;
 }
 
-static long prctl5(long op, long a2, long a3)
+CR_CHILD_CODE static long prctl5(long op, long a2, long a3)
 {
 	return CR_RAW5(SYS_prctl, op, a2, a3, 0, 0);
 }
@@ -178,7 +178,7 @@ static long prctl5(long op, long a2, long a3)
  * be touched; no_new_privs (set before) already stops exec from granting
  * anything beyond the (now empty) permitted set.
  */
-static long drop_capabilities(unsigned ncaps)
+CR_CHILD_CODE static long drop_capabilities(unsigned ncaps)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
@@ -230,7 +230,7 @@ static long drop_capabilities(unsigned ncaps)
 /* One candidate; a file that is no executable format runs under /bin/sh
  * with the same arguments, as libc's execvpe does. Returns only on
  * failure, with -errno of the last attempt. */
-static long try_exec(struct cr_child_args *a, char *path)
+CR_CHILD_CODE static long try_exec(struct cr_child_args *a, char *path)
 {
 	long rc = CR_RAW3(SYS_execve, path, a->argv, a->envp);
 
@@ -244,7 +244,7 @@ static long try_exec(struct cr_child_args *a, char *path)
 /* execvpe's answer: a named file's own error; in a PATH search, the
  * candidates in order past the "not here" errors, EACCES if any candidate
  * was refused, else the last error. */
-static __attribute__((noreturn)) void exec_program(struct cr_child_args *a)
+CR_CHILD_CODE static __attribute__((noreturn)) void exec_program(struct cr_child_args *a)
 {
 	bool eacces = false;
 	long rc = -ENOENT;
@@ -266,7 +266,7 @@ static __attribute__((noreturn)) void exec_program(struct cr_child_args *a)
 	fail(a, CR_ST_EXEC, rc);
 }
 
-void cr_child_main(struct cr_child_args *a)
+CR_CHILD_CODE void cr_child_main(struct cr_child_args *a)
 {
 	struct cr_child_msg m = { .stage = CR_ST_READY };
 	long rc, lfd;

@@ -207,7 +207,7 @@ static struct cr_child_args *child_mem(struct cr_run *run)
 	return a;
 }
 
-static int child_entry(void *arg)
+CR_CHILD_CODE static int child_entry(void *arg)
 {
 	cr_child_main(arg);
 }
