@@ -117,6 +117,7 @@ void cr_cleanup(struct cr_run *run)
 	if (run->tasks.count)
 		kill_tree(run);
 	run->leftover = run->tasks.count;
+	cr_loop_exec_settle(run);
 	{
 		uint64_t traced = tracees_possible() ? count_traced() : 0;
 

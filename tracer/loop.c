@@ -114,6 +114,18 @@ static void on_exec_report(struct cr_run *run, uint32_t events, void *arg)
 	run->execfd = -1;
 }
 
+/* After the tree is gone: a report the loop did not read before the run
+ * ended (the child's exit seen first) is read now, so a command that
+ * could not be executed is still said to be so. Every writer is gone: the
+ * read cannot block, and poll says whether there is anything. */
+void cr_loop_exec_settle(struct cr_run *run)
+{
+	struct pollfd p = { .fd = run->execfd, .events = POLLIN };
+
+	if (run->execfd >= 0 && poll(&p, 1, 0) > 0)
+		on_exec_report(run, 0, NULL);
+}
+
 static void on_stdin(struct cr_run *run, uint32_t events, void *arg)
 {
 	const struct cr_run_config *cfg = run->cfg;

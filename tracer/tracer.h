@@ -443,6 +443,8 @@ struct cr_watch *cr_loop_watch(struct cr_run *run, int fd, uint32_t events,
 int cr_loop_modify(struct cr_run *run, struct cr_watch *w, uint32_t events);
 void cr_loop_unwatch(struct cr_run *run, struct cr_watch *w);
 void cr_loop_free(struct cr_run *run);
+/* At cleanup, once the tree is gone: the exec report the loop left. */
+void cr_loop_exec_settle(struct cr_run *run);
 int cr_loop(struct cr_run *run);
 
 /* tracer/cleanup.c */
