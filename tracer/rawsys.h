@@ -15,11 +15,12 @@
  * in [-4095, -1] is -errno, as the kernel returns it, and nothing is
  * written anywhere else.
  *
- * Where no such call is written here, CR_RAWSYS_SHARED_VM is 0: cr_spawn
- * forks instead (the child then has memory and errno of its own, and the
- * libc wrapper below is safe).
+ * Where no such call is written here (or with -DCR_RAWSYS_NO_ASM, which
+ * builds and tests that path on any machine), CR_RAWSYS_SHARED_VM is 0:
+ * cr_spawn forks instead (the child then has memory and errno of its own,
+ * and the libc wrapper below is safe).
  */
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(CR_RAWSYS_NO_ASM)
 #define CR_RAWSYS_SHARED_VM 1
 static inline long cr_raw6(long n, long a1, long a2, long a3, long a4,
 			   long a5, long a6)
@@ -36,7 +37,7 @@ static inline long cr_raw6(long n, long a1, long a2, long a3, long a4,
 			  : "rcx", "r11", "memory");
 	return ret;
 }
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) && !defined(CR_RAWSYS_NO_ASM)
 #define CR_RAWSYS_SHARED_VM 1
 static inline long cr_raw6(long n, long a1, long a2, long a3, long a4,
 			   long a5, long a6)

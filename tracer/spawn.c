@@ -207,10 +207,12 @@ static struct cr_child_args *child_mem(struct cr_run *run)
 	return a;
 }
 
+#if CR_RAWSYS_SHARED_VM
 CR_CHILD_CODE static int child_entry(void *arg)
 {
 	cr_child_main(arg);
 }
+#endif
 
 /*
  * The child shares our memory until its exec (CLONE_VM, as posix_spawn's
