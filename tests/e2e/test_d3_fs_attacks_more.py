@@ -409,3 +409,71 @@ def fs_policy_deny_subtree(t):
     eq(sorted(r.get("stdout", "").split()), [".", "..", "alias", "f.txt"],
        "listing of the read root")
     fx.check()
+
+
+@test
+def fs_root_named_through_a_link_the_program_can_change(t):
+    """A root named through a symlink the program may rewrite (it sits in
+    the workspace): after the program points it elsewhere, a path through
+    it reaches what the kernel would reach now, judged by that place's
+    rules, never the target the link had when the run started."""
+    fx = FsFix(t, ro=True)
+    other = os.path.join(fx.root, "other")
+    os.mkdir(other, 0o755)
+    with open(os.path.join(other, "f.txt"), "w") as f:
+        f.write("other content\n")
+    link = fx.wsp("view")
+    os.symlink(fx.ro, link)
+    run = fx.sh("cat view/f.txt; ln -sfn %s view; cat view/f.txt; "
+                "cat %s/f.txt; echo rc=$?" % (q(other), q(link)),
+                opts=["--ro", link, "--ro", other])
+    r = fx.result(run)
+    eq(r.get("stdout"), "read-only content\nother content\nother content\n"
+       "rc=0\n", "stdout")
+    # Re-pointed outside every root: absent, as any path outside is.
+    run = fx.sh("ln -sfn %s view; cat %s/secret.txt; echo rc=$?" % (
+        q(fx.home), q(link)), opts=["--ro", link])
+    r = fx.result(run)
+    eq(r.get("stdout"), "rc=1\n", "stdout after the link leads home")
+    want_denial(r, target_prefix=fx.home, what="the re-pointed link")
+    fx.check()
+
+
+@test
+def fs_root_named_through_a_system_link(t):
+    """On a merged-/usr host /lib and /bin are links to /usr/lib and
+    /usr/bin: paths through them answer as natively (the resolver's fast
+    path follows the link to its real root), and a deny entry under the
+    real path holds through the link."""
+    import json
+    from harness import CFG
+    if not os.path.islink("/lib") or not os.path.isdir("/usr/lib"):
+        return  # not a merged-/usr host: nothing to compare
+    fx = FsFix(t)
+    probe = ("import os,sys\n"
+             "for p in sys.argv[1:]:\n"
+             "    try:\n"
+             "        st=os.stat(p); fd=os.open(p, os.O_RDONLY); "
+             "os.close(fd); print(p, st.st_ino, st.st_size)\n"
+             "    except OSError as e: print(p, 'err', e.errno)\n")
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    paths = [libc if os.path.exists(libc) else "/lib/os-release",
+             "/lib/os-release", "/lib/no-such-file", "/bin/sh"]
+    nat = fx.native(["python3", "-c", probe] + paths)
+    run = fx.run(["python3", "-c", probe] + paths)
+    r = fx.result(run)
+    eq(r.get("stdout"), nat.out.decode(), "stat and open through /lib, /bin")
+    # A deny entry under the real path refuses the aliased path too.
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    pol["classes"]["default"]["fs"]["deny"] = ["/usr/lib/os-release"]
+    pfile = os.path.join(fx.root, "deny.json")
+    with open(pfile, "w") as f:
+        json.dump(pol, f, indent=1)
+    run = fx.run(["python3", "-c", probe, "/lib/os-release",
+                  "/usr/lib/os-release"], opts=["--policy", pfile])
+    r = fx.result(run)
+    eq(r.get("stdout"), "/lib/os-release err 2\n/usr/lib/os-release err 2\n",
+       "the denied file through the link and by its real path")
+    want_denial(r, targets=("/usr/lib/os-release",), what="the deny entry")
+    fx.check()

@@ -15,22 +15,78 @@
 
 /* A root is added as written and as its real path: "/bin" on a merged-/usr
  * system is a link to "/usr/bin". The walk only ever produces real paths,
- * but it must be allowed to step on the link named in the policy. */
-static int add_root(struct cr_fsrules *r, const char *path, unsigned acc)
+ * but it must be allowed to step on the link named in the policy. The pair
+ * is remembered, for the resolver's fast path (resolve.c). */
+static int add_root(struct cr_fsstate *fs, const char *path, unsigned acc)
 {
 	char real[PATH_MAX];
-	int rc = cr_fsrules_add(r, path, acc);
+	struct cr_fsalias *na;
+	int rc = cr_fsrules_add(&fs->rules, path, acc);
 
-	if (!rc && realpath(path, real) && strcmp(real, path))
-		rc = cr_fsrules_add(r, real, acc);
-	return rc;
+	if (rc || !realpath(path, real) || !strcmp(real, path))
+		return rc;
+	rc = cr_fsrules_add(&fs->rules, real, acc);
+	if (rc || path[0] != '/')
+		return rc;
+	na = realloc(fs->alias, (fs->nalias + 1) * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	fs->alias = na;
+	na += fs->nalias;
+	na->from = strdup(path);
+	na->to = strdup(real);
+	if (!na->from || !na->to) {
+		free(na->from);
+		free(na->to);
+		return -ENOMEM;
+	}
+	na->flen = strlen(na->from);
+	na->tlen = strlen(na->to);
+	/* "/usr/" and "/usr" name one directory: the walk's form. */
+	while (na->flen > 1 && na->from[na->flen - 1] == '/')
+		na->from[--na->flen] = 0;
+	fs->nalias++;
+	return 0;
 }
 
-static int add_list(struct cr_fsrules *r, const struct cr_strlist *l,
+/* Drop the pairs whose link the program could change or must not step
+ * on: inside a writable root, or touching a deny entry. */
+static void keep_fixed_aliases(struct cr_fsstate *fs)
+{
+	const struct cr_fsrules *r = &fs->rules;
+	size_t k = 0;
+
+	for (size_t i = 0; i < fs->nalias; i++) {
+		struct cr_fsalias *a = &fs->alias[i];
+		bool keep = true;
+
+		for (size_t j = 0; keep && j < r->nroots; j++)
+			if ((r->roots[j].acc & CR_FS_W) &&
+			    cr_path_within(r->roots[j].path, r->roots[j].len,
+					   a->from, a->flen))
+				keep = false;
+		for (size_t j = 0; keep && j < r->ndeny; j++) {
+			size_t dl = strlen(r->deny[j]);
+
+			if (cr_path_within(r->deny[j], dl, a->from, a->flen) ||
+			    cr_path_within(a->from, a->flen, r->deny[j], dl))
+				keep = false;
+		}
+		if (keep) {
+			fs->alias[k++] = *a;
+		} else {
+			free(a->from);
+			free(a->to);
+		}
+	}
+	fs->nalias = k;
+}
+
+static int add_list(struct cr_fsstate *fs, const struct cr_strlist *l,
 		    unsigned acc)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		int rc = add_root(r, l->v[i], acc);
+		int rc = add_root(fs, l->v[i], acc);
 
 		if (rc)
 			return rc;
@@ -134,19 +190,19 @@ int cr_fs_setup(struct cr_run *run)
 	run->fs = fs;
 	fs->root_fd = fs->proc_fd = fs->shm_fd = -1;
 	fs->rules.hide = c->fs_hide;
-	rc = add_list(&fs->rules, &c->fs_read, CR_FS_R);
+	rc = add_list(fs, &c->fs_read, CR_FS_R);
 	if (!rc)
-		rc = add_list(&fs->rules, &c->fs_write, CR_FS_R | CR_FS_W);
+		rc = add_list(fs, &c->fs_write, CR_FS_R | CR_FS_W);
 	if (!rc)
-		rc = add_list(&fs->rules, &c->fs_exec, CR_FS_R | CR_FS_X);
+		rc = add_list(fs, &c->fs_exec, CR_FS_R | CR_FS_X);
 	if (!rc)
-		rc = add_list(&fs->rules, &cfg->extra_ro, CR_FS_R);
+		rc = add_list(fs, &cfg->extra_ro, CR_FS_R);
 	if (!rc)
-		rc = add_list(&fs->rules, &cfg->extra_rw, CR_FS_R | CR_FS_W);
+		rc = add_list(fs, &cfg->extra_rw, CR_FS_R | CR_FS_W);
 	if (!rc)
-		rc = add_list(&fs->rules, &cfg->extra_exec, CR_FS_R | CR_FS_X);
+		rc = add_list(fs, &cfg->extra_exec, CR_FS_R | CR_FS_X);
 	if (!rc)
-		rc = add_root(&fs->rules, cfg->workspace,
+		rc = add_root(fs, cfg->workspace,
 			      CR_FS_R | CR_FS_W | CR_FS_X);
 	if (!rc)
 		rc = add_cgroup_limits(&fs->rules);
@@ -175,6 +231,7 @@ int cr_fs_setup(struct cr_run *run)
 					   strlen(fs->rules.deny[j])))
 				fs->root_deny[i] = true;
 	}
+	keep_fixed_aliases(fs);
 	fs->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	fs->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fs->root_fd < 0 || fs->proc_fd < 0)
@@ -241,6 +298,11 @@ void cr_fs_finish(struct cr_run *run)
 			close(fs->root_fds[i]);
 	free(fs->root_fds);
 	free(fs->root_deny);
+	for (size_t i = 0; i < fs->nalias; i++) {
+		free(fs->alias[i].from);
+		free(fs->alias[i].to);
+	}
+	free(fs->alias);
 	free(fs->ptys);
 	cr_fsrules_free(&fs->rules);
 	if (fs->root_fd >= 0)

@@ -37,6 +37,17 @@ struct cr_fsstate {
 	unsigned *ptys;		/* owned: /dev/pts indices the run allocated */
 	size_t nptys;
 	dev_t proc_dev;		/* st_dev of /proc, for listings (dirents.c) */
+	struct cr_fsalias *alias;	/* owned: roots named through a link */
+	size_t nalias;
+};
+
+/* A root the policy names through a symlink ("/lib" on a merged-/usr host)
+ * and the real path the link led to at set-up, which is a root too (fs.c).
+ * Kept only where the program cannot change the link: outside every
+ * writable root and every deny entry. */
+struct cr_fsalias {
+	char *from, *to;	/* owned */
+	size_t flen, tlen;
 };
 
 /* How to resolve (bits). */

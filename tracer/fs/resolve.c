@@ -32,7 +32,8 @@ struct walk {
 	struct cr_run *run;
 	pid_t tid;
 	unsigned how;
-	int fd;			/* owned: the current directory */
+	int fd;			/* the current directory: owned unless */
+	bool borrowed;		/* it is the root's own fd (fs->root_fd) */
 	char cur[PATH_MAX];	/* its path */
 	size_t clen;
 	size_t slen;		/* length of the start path (BENEATH/IN_ROOT) */
@@ -277,15 +278,21 @@ static int splice_in(struct walk *w, const char *text, size_t tlen)
 	return 0;
 }
 
-static int go_root(struct walk *w)
+/* The walk's current directory becomes fd (owned or not). */
+static void walk_set(struct walk *w, int fd, bool borrowed)
 {
-	int fd = fcntl(w->run->fs->root_fd, F_DUPFD_CLOEXEC, 3);
-
-	if (fd < 0)
-		return -errno;
-	if (w->fd >= 0)
+	if (w->fd >= 0 && !w->borrowed)
 		close(w->fd);
 	w->fd = fd;
+	w->borrowed = borrowed;
+}
+
+/* To "/": the fs area's fd is lent to the walk, not duplicated (two
+ * system calls fewer for every absolute path the fast path does not
+ * take: each exec, each library ld.so opens by its /lib name). */
+static int go_root(struct walk *w)
+{
+	walk_set(w, w->run->fs->root_fd, true);
 	strcpy(w->cur, "/");
 	w->clen = 1;
 	return 0;
@@ -341,6 +348,7 @@ static int finish_here(struct walk *w, struct cr_fsres *res)
 		return -errno;
 	res->exists = true;
 	res->dirfd = w->fd;
+	res->dirfd_borrowed = w->borrowed;
 	w->fd = -1;
 	strcpy(res->name, ".");
 	memcpy(res->path, w->cur, w->clen + 1);
@@ -488,14 +496,14 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			if (fd < 0)
 				return -errno;
 		}
-		close(w->fd);
-		w->fd = fd;
+		walk_set(w, fd, false);
 		memcpy(w->cur, cand, plen + 1);
 		w->clen = plen;
 		return 1;
 	}
 final:
 	res->dirfd = w->fd;
+	res->dirfd_borrowed = w->borrowed;
 	w->fd = -1;
 	memcpy(res->name, name, nlen);
 	res->name[nlen] = 0;
@@ -520,8 +528,7 @@ static int dotdot(struct walk *w)
 	fd = openat(w->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	close(w->fd);
-	w->fd = fd;
+	walk_set(w, fd, false);
 	slash = strrchr(w->cur, '/');
 	if (slash == w->cur)
 		w->clen = 1;
@@ -578,28 +585,50 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		strcpy(abs + alen, path);
 		alen += strlen(path);
 	}
-	/* /proc and /dev have rules of their own (the caller's /proc/self,
-	 * the run's tasks, the device list): never the fast path, even under
-	 * a broad root such as --ro /. */
-	if (cr_path_within("/proc", 5, abs, alen) ||
-	    cr_path_within("/dev", 4, abs, alen))
-		return 1;
 	if (abs[alen - 1] == '/' || strstr(abs, "//") || strstr(abs, "/./") ||
 	    strstr(abs, "/../") || (alen >= 2 && !strcmp(abs + alen - 2, "/.")) ||
 	    (alen >= 3 && !strcmp(abs + alen - 3, "/..")))
 		return 1;
-	for (size_t i = 0; i < fs->rules.nroots; i++) {
-		const struct cr_fsroot *r = &fs->rules.roots[i];
+	for (int pass = 0;; pass++) {
+		const struct cr_fsalias *al = NULL;
 
-		if (r->len > blen && r->len < alen &&
-		    cr_path_within(r->path, r->len, abs, alen)) {
-			best = i;
-			blen = r->len;
-			found = true;
+		/* /proc and /dev have rules of their own (the caller's
+		 * /proc/self, the run's tasks, the device list): never the
+		 * fast path, even under a broad root such as --ro /. */
+		if (cr_path_within("/proc", 5, abs, alen) ||
+		    cr_path_within("/dev", 4, abs, alen))
+			return 1;
+		found = false;
+		blen = 0;
+		for (size_t i = 0; i < fs->rules.nroots; i++) {
+			const struct cr_fsroot *r = &fs->rules.roots[i];
+
+			if (r->len > blen && r->len < alen &&
+			    cr_path_within(r->path, r->len, abs, alen)) {
+				best = i;
+				blen = r->len;
+				found = true;
+			}
 		}
+		if (!found || fs->root_deny[best])
+			return 1;
+		if (fs->root_fds[best] >= 0)
+			break;
+		/* The deepest root is a link the policy names ("/lib/..."
+		 * on a merged-/usr host): the kernel would follow it to its
+		 * real path, which is a root of its own; so do we, once,
+		 * and judge that path, as the walk would. Only links the
+		 * program cannot change are kept (fs.c). */
+		for (size_t i = 0; !al && pass == 0 && i < fs->nalias; i++)
+			if (fs->alias[i].flen == blen &&
+			    !memcmp(fs->alias[i].from, abs, blen))
+				al = &fs->alias[i];
+		if (!al || al->tlen + (alen - blen) >= sizeof(abs))
+			return 1;
+		memmove(abs + al->tlen, abs + blen, alen - blen + 1);
+		memcpy(abs, al->to, al->tlen);
+		alen = al->tlen + (alen - blen);
 	}
-	if (!found || fs->root_fds[best] < 0 || fs->root_deny[best])
-		return 1;
 	rel = abs + (blen == 1 ? 1 : blen + 1);
 	slash = strrchr(rel, '/');
 	if (slash) {
@@ -733,8 +762,7 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 	    !S_ISDIR(res->st.st_mode) && !res->via_link)
 		rc = -ENOTDIR;
 out:
-	if (w.fd >= 0)
-		close(w.fd);
+	walk_set(&w, -1, false);
 	if (rc)
 		cr_fsres_free(res);
 	return rc;
