@@ -79,24 +79,31 @@ void cr_loop_free(struct cr_run *run)
 	reap_watches(run, true);
 }
 
-static void on_signal(struct cr_run *run, uint32_t events, void *arg)
+/* Read in batches: a read that does not fill the buffer emptied the
+ * signalfd, so the usual wake-up (one SIGCHLD) costs one read, not a
+ * second one that answers EAGAIN. */
+static void on_signal(struct cr_run *run)
 {
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo si[8];
+	ssize_t n;
 
-	while (read(run->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		switch (si.ssi_signo) {
-		case SIGCHLD:
-			break;	/* reaped below, whatever woke us */
-		case SIGINT:
-		case SIGTERM:
-		case SIGHUP:
-			cr_run_end(run, CR_ST_CANCELLED, NULL,
-				   "cancelled by %s", sigabbrev_np((int)si.ssi_signo));
-			break;
-		default:
-			break;
+	do {
+		n = read(run->sigfd, si, sizeof(si));
+		for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(si[0]); i++) {
+			switch (si[i].ssi_signo) {
+			case SIGCHLD:
+				break;	/* reaped below, whatever woke us */
+			case SIGINT:
+			case SIGTERM:
+			case SIGHUP:
+				cr_run_end(run, CR_ST_CANCELLED, NULL, "cancelled by %s",
+					   sigabbrev_np((int)si[i].ssi_signo));
+				break;
+			default:
+				break;
+			}
 		}
-	}
+	} while (n == (ssize_t)sizeof(si));
 	cr_tasks_reap(run);
 }
 
@@ -183,8 +190,7 @@ int cr_loop(struct cr_run *run)
 	int rc;
 
 	rc = arm_wall(run);
-	if (!rc && (!(run->sig_watch = cr_loop_watch(run, run->sigfd, EPOLLIN, on_signal, NULL)) ||
-		    !cr_loop_watch(run, run->timerfd, EPOLLIN, on_timer, NULL) ||
+	if (!rc && (!cr_loop_watch(run, run->timerfd, EPOLLIN, on_timer, NULL) ||
 		    !(run->out_watch = cr_loop_watch(run, run->out.fd, EPOLLIN, on_stream, &run->out)) ||
 		    !(run->err_watch = cr_loop_watch(run, run->err.fd, EPOLLIN, on_stream, &run->err)) ||
 		    !(run->exec_watch = cr_loop_watch(run, run->execfd, EPOLLIN, on_exec_report, NULL)) ||
@@ -209,14 +215,18 @@ int cr_loop(struct cr_run *run)
 	 * and on a guest an idle vCPU's wake-up costs tens of us. Measured
 	 * here: one python3 import run 0.30 s with epoll, 0.22 s pinned to
 	 * one CPU (docs/performance.md).
+	 *
+	 * The signalfd is waited on directly too: every ptrace stop comes as
+	 * a SIGCHLD, four per process, and each then cost an epoll_wait more.
 	 */
-	struct pollfd pf[2] = {
+	struct pollfd pf[3] = {
 		{ .fd = run->listener, .events = POLLIN },
+		{ .fd = run->sigfd, .events = POLLIN },
 		{ .fd = run->epfd, .events = POLLIN },
 	};
 
 	while (!run->ending) {
-		int n = poll(pf, 2, -1);
+		int n = poll(pf, 3, -1);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -229,7 +239,9 @@ int cr_loop(struct cr_run *run)
 			cr_notify_handle(run);
 		else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
 			pf[0].fd = -1;	/* every task of the filter is gone */
-		if (!(pf[1].revents & POLLIN) || run->ending)
+		if ((pf[1].revents & POLLIN) && !run->ending)
+			on_signal(run);
+		if (!(pf[2].revents & POLLIN) || run->ending)
 			continue;
 		n = epoll_wait(run->epfd, evs, (int)CR_ARRAY_SIZE(evs), 0);
 		if (n < 0 && errno == EINTR)

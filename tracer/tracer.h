@@ -240,7 +240,7 @@ struct cr_run {
 	struct cr_stream out, err;
 	struct cr_echo *echo;		/* owned, tracer/echo.c; NULL if none */
 	struct cr_watch *watches;	/* owned list, see loop.c */
-	struct cr_watch *sig_watch, *out_watch, *err_watch,
+	struct cr_watch *out_watch, *err_watch,
 			*exec_watch, *stdin_watch;	/* borrowed */
 	struct seccomp_notif *notif;	/* owned, notif_len bytes */
 	size_t notif_len;
