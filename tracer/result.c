@@ -346,7 +346,7 @@ int cr_result_emit(struct cr_run *run)
 		 * followed or truncated). */
 		const char *slash = strrchr(cfg->result_file, '/');
 		const char *name = slash ? slash + 1 : cfg->result_file;
-		int fd;
+		int fd, wr;
 
 		if (unlinkat(cfg->result_dirfd, name, 0) < 0 && errno != ENOENT)
 			fd = -1;
@@ -354,11 +354,14 @@ int cr_result_emit(struct cr_run *run)
 			fd = openat(cfg->result_dirfd, name,
 				    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 				    O_NOFOLLOW, 0600);
-
-		if (fd < 0 || cr_write_all(fd, text, strlen(text)) ||
-		    cr_write_all(fd, "\n", 1))
+		/* The error said is the one that happened (cr_write_all's
+		 * -EIO for a write of nothing leaves errno as it was). */
+		wr = fd < 0 ? -errno : cr_write_all(fd, text, strlen(text));
+		if (!wr)
+			wr = cr_write_all(fd, "\n", 1);
+		if (wr)
 			fprintf(stderr, "corral: cannot write %s: %s\n",
-				cfg->result_file, strerror(errno));
+				cfg->result_file, strerror(-wr));
 		if (fd >= 0)
 			close(fd);
 	}
@@ -368,10 +371,15 @@ int cr_result_emit(struct cr_run *run)
 	 * last line on stderr, as when it was echoed in place. */
 	cr_echo_finish(run);
 	if (cfg->json) {
+		int wr;
+
 		fflush(stdout);
-		if (cr_write_all(1, text, strlen(text)) || cr_write_all(1, "\n", 1))
+		wr = cr_write_all(1, text, strlen(text));
+		if (!wr)
+			wr = cr_write_all(1, "\n", 1);
+		if (wr)
 			fprintf(stderr, "corral: cannot write the result: %s\n",
-				strerror(errno));
+				strerror(-wr));
 	} else if (run->status != CR_ST_OK &&
 		   run->status != CR_ST_PROGRAM_ERROR) {
 		fprintf(stderr, "corral: %s: %s\n", cr_status_name(run->status),
