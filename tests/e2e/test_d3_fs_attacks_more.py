@@ -440,40 +440,55 @@ def fs_root_named_through_a_link_the_program_can_change(t):
 
 
 @test
-def fs_root_named_through_a_system_link(t):
-    """On a merged-/usr host /lib and /bin are links to /usr/lib and
-    /usr/bin: paths through them answer as natively (the resolver's fast
-    path follows the link to its real root), and a deny entry under the
-    real path holds through the link."""
+def fs_root_named_through_a_fixed_link(t):
+    """A root named through a link the program cannot change (outside
+    every writable root; on a merged-/usr host also /lib and /bin): paths
+    through it answer as natively (the resolver's fast path follows the
+    link to its real root), and a deny entry under the real path holds
+    through the link."""
     import json
     from harness import CFG
-    if not os.path.islink("/lib") or not os.path.isdir("/usr/lib"):
-        return  # not a merged-/usr host: nothing to compare
     fx = FsFix(t)
+    real_dir = os.path.join(fx.root, "real")
+    os.makedirs(os.path.join(real_dir, "sub"))
+    for name, text in (("sub/f.txt", "through the link\n"),
+                       ("private.txt", "deny-%s\n" % fx.secret)):
+        with open(os.path.join(real_dir, name), "w") as f:
+            f.write(text)
+    lnk = os.path.join(fx.root, "lnk")
+    os.symlink(real_dir, lnk)
     probe = ("import os,sys\n"
              "for p in sys.argv[1:]:\n"
              "    try:\n"
              "        st=os.stat(p); fd=os.open(p, os.O_RDONLY); "
              "os.close(fd); print(p, st.st_ino, st.st_size)\n"
              "    except OSError as e: print(p, 'err', e.errno)\n")
-    libc = "/lib/x86_64-linux-gnu/libc.so.6"
-    paths = [libc if os.path.exists(libc) else "/lib/os-release",
-             "/lib/os-release", "/lib/no-such-file", "/bin/sh"]
+    paths = [lnk + "/sub/f.txt", lnk + "/sub", lnk + "/sub/none",
+             lnk + "/sub/f.txt/x"]
+    if os.path.islink("/lib") and os.path.isdir("/usr/lib"):
+        libc = "/lib/x86_64-linux-gnu/libc.so.6"
+        paths += [libc if os.path.exists(libc) else "/lib/os-release",
+                  "/lib/os-release", "/lib/no-such-file", "/bin/sh"]
     nat = fx.native(["python3", "-c", probe] + paths)
-    run = fx.run(["python3", "-c", probe] + paths)
+    run = fx.run(["python3", "-c", probe] + paths, opts=["--ro", lnk])
     r = fx.result(run)
-    eq(r.get("stdout"), nat.out.decode(), "stat and open through /lib, /bin")
-    # A deny entry under the real path refuses the aliased path too.
+    eq(r.get("stdout"), nat.out.decode(), "stat and open through the links")
+    # A deny entry under the real path refuses the path through the link.
     with open(os.path.join(CFG.policy_dir, "default.json")) as f:
         pol = json.load(f)
-    pol["classes"]["default"]["fs"]["deny"] = ["/usr/lib/os-release"]
+    pol["classes"]["default"]["fs"]["deny"] = [real_dir + "/private.txt"]
     pfile = os.path.join(fx.root, "deny.json")
     with open(pfile, "w") as f:
         json.dump(pol, f, indent=1)
-    run = fx.run(["python3", "-c", probe, "/lib/os-release",
-                  "/usr/lib/os-release"], opts=["--policy", pfile])
+    run = fx.run(["python3", "-c", probe, lnk + "/private.txt",
+                  real_dir + "/private.txt", lnk + "/sub/f.txt"],
+                 opts=["--policy", pfile, "--ro", lnk])
     r = fx.result(run)
-    eq(r.get("stdout"), "/lib/os-release err 2\n/usr/lib/os-release err 2\n",
+    size = len("through the link\n")
+    ino = os.stat(real_dir + "/sub/f.txt").st_ino
+    eq(r.get("stdout"), "%s/private.txt err 2\n%s/private.txt err 2\n"
+       "%s/sub/f.txt %d %d\n" % (lnk, real_dir, lnk, ino, size),
        "the denied file through the link and by its real path")
-    want_denial(r, targets=("/usr/lib/os-release",), what="the deny entry")
+    want_denial(r, targets=(real_dir + "/private.txt",),
+                what="the deny entry")
     fx.check()
