@@ -42,6 +42,8 @@ void cr_tasks_free(struct cr_tasks *t)
 			close(t->slots[i].pidfd);
 	free(t->slots);
 	t->slots = NULL;
+	free(t->gone);
+	t->gone = NULL;
 }
 
 struct cr_task *cr_tasks_find(struct cr_tasks *t, pid_t tid)
@@ -122,9 +124,13 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 	if (task->leader)
 		t->leaders--;
 	t->count--;
-	t->gone[t->gone_next].tid = tid;
-	t->gone[t->gone_next].start = task->start;
-	t->gone_next = (t->gone_next + 1) % CR_TASKS_GONE;
+	if (!t->gone)	/* without it a gone number is judged as foreign */
+		t->gone = calloc(CR_TASKS_GONE, sizeof(*t->gone));
+	if (t->gone) {
+		t->gone[t->gone_next].tid = tid;
+		t->gone[t->gone_next].start = task->start;
+		t->gone_next = (t->gone_next + 1) % CR_TASKS_GONE;
+	}
 	i = (size_t)(task - t->slots);
 	task->tid = 0;
 	/* Backward-shift: move later members of the probe chain up so lookups
@@ -169,7 +175,7 @@ uint64_t cr_tasks_start_time(pid_t tid)
  * gives it to another process, a reach at it is a reach outside. */
 bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid)
 {
-	for (size_t i = 0; i < CR_TASKS_GONE; i++) {
+	for (size_t i = 0; t->gone && i < CR_TASKS_GONE; i++) {
 		uint64_t now;
 
 		if (t->gone[i].tid != tid)

@@ -170,10 +170,12 @@ struct cr_tasks {
 	size_t leaders;		/* processes alive */
 	size_t peak_leaders;
 	size_t peak_tasks;
-	struct {
+	struct cr_task_gone {
 		pid_t tid;	/* 0: empty */
 		uint64_t start;	/* its start time, to tell a reuse */
-	} gone[CR_TASKS_GONE];	/* ring of removed tasks */
+	} *gone;		/* owned; ring of CR_TASKS_GONE removed
+				 * tasks, made at the first removal: 16 KB
+				 * that a run of one process never needs */
 	size_t gone_next;
 };
 
