@@ -13,17 +13,96 @@
 
 #include "fs.h"
 
+/* Directories seen not to be links while the roots are set up. */
+struct real_memo {
+	char *dir[32];		/* owned */
+	size_t len[32];
+	size_t n;
+};
+
+static bool memo_has(const struct real_memo *m, const char *p, size_t len)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->len[i] == len && !memcmp(m->dir[i], p, len))
+			return true;
+	return false;
+}
+
+static void memo_free(struct real_memo *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->dir[i]);
+	m->n = 0;
+}
+
+/* A clean absolute path: no empty, "." or ".." component, no trailing
+ * slash. Only such a path is its own real path when nothing in it is a
+ * link. */
+static bool clean_abs(const char *p)
+{
+	if (p[0] != '/')
+		return false;
+	if (!p[1])
+		return true;
+	for (const char *c = p; *c; c++) {
+		if (*c != '/')
+			continue;
+		if (c[1] == '/' || !c[1] ||
+		    (c[1] == '.' && (!c[2] || c[2] == '/' ||
+				     (c[2] == '.' && (!c[3] || c[3] == '/')))))
+			return false;
+	}
+	return true;
+}
+
+/* realpath(3) for the roots: the policy's ~90 roots lie beneath a few
+ * directories, and realpath asks the kernel about every prefix of every
+ * one (readlink of /etc once per file under it: ~170 calls per run). Here
+ * a clean path whose every prefix answers EINVAL to readlink (exists, not
+ * a link) is its own real path, and a directory found so is not asked
+ * again. A missing or unreachable prefix fails as realpath fails; a link
+ * or a dot is realpath's. */
+static char *real_path(struct real_memo *m, const char *path,
+		       char out[PATH_MAX])
+{
+	size_t len = strlen(path);
+	char buf[PATH_MAX], c;
+
+	if (len >= PATH_MAX || !clean_abs(path))
+		return realpath(path, out);
+	for (size_t i = 1; i <= len; i++) {
+		if (i < len && path[i] != '/')
+			continue;
+		if (i < len && memo_has(m, path, i))
+			continue;
+		memcpy(buf, path, i);
+		buf[i] = 0;
+		if (readlink(buf, &c, 1) >= 0)
+			return realpath(path, out);	/* a link */
+		if (errno == ENOENT || errno == ENOTDIR || errno == EACCES)
+			return NULL;	/* as realpath would fail */
+		if (errno != EINVAL)
+			return realpath(path, out);
+		if (i < len && m->n < CR_ARRAY_SIZE(m->dir) &&
+		    (m->dir[m->n] = strdup(buf)))
+			m->len[m->n++] = i;
+	}
+	memcpy(out, path, len + 1);
+	return out;
+}
+
 /* A root is added as written and as its real path: "/bin" on a merged-/usr
  * system is a link to "/usr/bin". The walk only ever produces real paths,
  * but it must be allowed to step on the link named in the policy. The pair
  * is remembered, for the resolver's fast path (resolve.c). */
-static int add_root(struct cr_fsstate *fs, const char *path, unsigned acc)
+static int add_root(struct cr_fsstate *fs, struct real_memo *m,
+		    const char *path, unsigned acc)
 {
 	char real[PATH_MAX];
 	struct cr_fsalias *na;
 	int rc = cr_fsrules_add(&fs->rules, path, acc);
 
-	if (rc || !realpath(path, real) || !strcmp(real, path))
+	if (rc || !real_path(m, path, real) || !strcmp(real, path))
 		return rc;
 	rc = cr_fsrules_add(&fs->rules, real, acc);
 	if (rc || path[0] != '/')
@@ -82,11 +161,11 @@ static void keep_fixed_aliases(struct cr_fsstate *fs)
 	fs->nalias = k;
 }
 
-static int add_list(struct cr_fsstate *fs, const struct cr_strlist *l,
-		    unsigned acc)
+static int add_list(struct cr_fsstate *fs, struct real_memo *m,
+		    const struct cr_strlist *l, unsigned acc)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		int rc = add_root(fs, l->v[i], acc);
+		int rc = add_root(fs, m, l->v[i], acc);
 
 		if (rc)
 			return rc;
@@ -183,6 +262,7 @@ int cr_fs_setup(struct cr_run *run)
 	const struct cr_run_config *cfg = run->cfg;
 	const struct cr_class *c = cfg->cls;
 	struct cr_fsstate *fs = calloc(1, sizeof(*fs));
+	struct real_memo memo = { .n = 0 };
 	int rc;
 
 	if (!fs)
@@ -190,19 +270,19 @@ int cr_fs_setup(struct cr_run *run)
 	run->fs = fs;
 	fs->root_fd = fs->proc_fd = fs->shm_fd = -1;
 	fs->rules.hide = c->fs_hide;
-	rc = add_list(fs, &c->fs_read, CR_FS_R);
+	rc = add_list(fs, &memo, &c->fs_read, CR_FS_R);
 	if (!rc)
-		rc = add_list(fs, &c->fs_write, CR_FS_R | CR_FS_W);
+		rc = add_list(fs, &memo, &c->fs_write, CR_FS_R | CR_FS_W);
 	if (!rc)
-		rc = add_list(fs, &c->fs_exec, CR_FS_R | CR_FS_X);
+		rc = add_list(fs, &memo, &c->fs_exec, CR_FS_R | CR_FS_X);
 	if (!rc)
-		rc = add_list(fs, &cfg->extra_ro, CR_FS_R);
+		rc = add_list(fs, &memo, &cfg->extra_ro, CR_FS_R);
 	if (!rc)
-		rc = add_list(fs, &cfg->extra_rw, CR_FS_R | CR_FS_W);
+		rc = add_list(fs, &memo, &cfg->extra_rw, CR_FS_R | CR_FS_W);
 	if (!rc)
-		rc = add_list(fs, &cfg->extra_exec, CR_FS_R | CR_FS_X);
+		rc = add_list(fs, &memo, &cfg->extra_exec, CR_FS_R | CR_FS_X);
 	if (!rc)
-		rc = add_root(fs, cfg->workspace,
+		rc = add_root(fs, &memo, cfg->workspace,
 			      CR_FS_R | CR_FS_W | CR_FS_X);
 	if (!rc)
 		rc = add_cgroup_limits(&fs->rules);
@@ -210,10 +290,11 @@ int cr_fs_setup(struct cr_run *run)
 		char real[PATH_MAX];
 
 		rc = cr_fsrules_add_deny(&fs->rules, c->fs_deny.v[i]);
-		if (!rc && realpath(c->fs_deny.v[i], real) &&
+		if (!rc && real_path(&memo, c->fs_deny.v[i], real) &&
 		    strcmp(real, c->fs_deny.v[i]))
 			rc = cr_fsrules_add_deny(&fs->rules, real);
 	}
+	memo_free(&memo);
 	if (rc)
 		return rc;
 	/* An fd per directory root, for the one-call fast path (resolve.c). */
