@@ -122,6 +122,8 @@ struct cr_verdict cr_h_chdir(struct cr_run *run, const struct cr_syscall_entry *
 
 struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n);
+struct cr_verdict cr_h_ioctl_attr(struct cr_run *run, const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n);
 struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n);
 struct cr_verdict cr_h_fsetxattr(struct cr_run *run, const struct cr_syscall_entry *e,
@@ -152,6 +154,7 @@ CR_HANDLER(cr_h_tgkill);
 CR_HANDLER(cr_h_sigqueue);
 CR_HANDLER(cr_h_pidfd_open);
 CR_HANDLER(cr_h_pidfd_send_signal);
+CR_HANDLER(cr_h_setpgid);
 /* proc.c */
 CR_HANDLER(cr_h_pidfd_getfd);
 CR_HANDLER(cr_h_process_madvise);

@@ -1,6 +1,7 @@
 /* tracer/handlers/proc.c: pidfd_getfd, process_madvise, process_vm_readv,
- * process_vm_writev, kcmp, prlimit64, get_robust_list, sched_set*,
- * setpriority, ioprio_set: calls that name another process. */
+ * process_vm_writev, kcmp, prlimit64, get_robust_list, sched_set* and
+ * sched_get*, getpgid, getsid, get/setpriority, ioprio_get/set: calls that
+ * name another process. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -69,6 +70,15 @@ static const struct {
 	{ "sched_setparam", { 0, -1 } },
 	{ "sched_setscheduler", { 0, -1 } },
 	{ "sched_setattr", { 0, -1 } },
+	/* Queries: what they answer of a process outside the run (its
+	 * group and session, its scheduling) is more than "absent". */
+	{ "getpgid", { 0, -1 } },
+	{ "getsid", { 0, -1 } },
+	{ "sched_getaffinity", { 0, -1 } },
+	{ "sched_getparam", { 0, -1 } },
+	{ "sched_getscheduler", { 0, -1 } },
+	{ "sched_getattr", { 0, -1 } },
+	{ "sched_rr_get_interval", { 0, -1 } },
 };
 
 CR_HANDLER(cr_h_proc_pid)
@@ -83,8 +93,11 @@ CR_HANDLER(cr_h_proc_pid)
 			if (a < 0)
 				continue;
 			pid = (pid_t)(int)n->data.args[a];
+			/* No call of this table takes a negative pid for
+			 * a group: the kernel's own answer (EINVAL or
+			 * ESRCH) is the right one. */
 			if (pid < 0)
-				return err(ESRCH);
+				continue;
 			switch (cr_surface_target(run, (pid_t)n->pid, pid)) {
 			case CR_TARGET_OUTSIDE:
 				return absent(run, n, e->name, pid);
@@ -100,13 +113,16 @@ CR_HANDLER(cr_h_proc_pid)
 	return refuse(run, n, e->name, "internal: no pid rule for this call", 0);
 }
 
-/* setpriority(which, who, prio) and ioprio_set(which, who, prio): a
- * process, a process group or a whole user. A user's processes are the
- * host's, so that form is refused; a group only when it is the caller's
- * own (pinned by the caller's membership, and inside the run's session). */
+/* setpriority(which, who, prio), ioprio_set(which, who, prio) and their
+ * queries getpriority and ioprio_get: a process, a process group or a
+ * whole user. A user's processes are the host's, so that form is refused;
+ * a group only when it is the caller's own (pinned by the caller's
+ * membership, and one the run made: signal.c, setpgid). */
 CR_HANDLER(cr_h_proc_prio)
 {
-	bool io = !strcmp(e->name, "ioprio_set");
+	bool io = !strncmp(e->name, "ioprio_", 7);
+	bool query = !strcmp(e->name, "getpriority") ||
+		     !strcmp(e->name, "ioprio_get");
 	int which = (int)n->data.args[0];
 	pid_t who = (pid_t)(int)n->data.args[1];
 	int w_proc = io ? 1 : PRIO_PROCESS;	/* IOPRIO_WHO_PROCESS */
@@ -126,7 +142,8 @@ CR_HANDLER(cr_h_proc_prio)
 		}
 	} else if (which == w_pgrp) {
 		if (who != 0 && who != cr_surface_pgrp((pid_t)n->pid))
-			return refuse(run, n, e->name,
+			return query ? absent(run, n, e->name, -(long)who) :
+			       refuse(run, n, e->name,
 				      "only the caller's own process group",
 				      who);
 	} else if (which == w_user) {

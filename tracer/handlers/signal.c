@@ -1,6 +1,6 @@
 /* tracer/handlers/signal.c: kill, tkill, tgkill, rt_sigqueueinfo,
- * rt_tgsigqueueinfo, pidfd_open, pidfd_send_signal, fcntl F_SETOWN(_EX):
- * signals reach only the run's tasks. */
+ * rt_tgsigqueueinfo, pidfd_open, pidfd_send_signal, fcntl F_SETOWN(_EX),
+ * setpgid: signals reach only the run's tasks. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -183,9 +183,9 @@ CR_HANDLER(cr_h_kill)
 		}
 		return outside(run, n, e->name, "signal", pid);
 	}
-	/* The caller's own process group lies inside the run's session,
-	 * which only the run's processes can be in, and cannot be freed
-	 * while the caller is a member: the kernel may do it. */
+	/* The caller's own process group is one the run made (setpgid
+	 * below lets no process of the run join another), and cannot be
+	 * freed while the caller is a member: the kernel may do it. */
 	if (pid == 0)
 		return cont();
 	tgid = cr_surface_tgid(run, caller);
@@ -406,4 +406,44 @@ CR_HANDLER(cr_h_fcntl_owner)
 	if (who != INT32_MIN && -who == cr_surface_pgrp(caller))
 		return cont();
 	return outside(run, n, "fcntl", "signal", who);
+}
+
+/*
+ * setpgid(pid, pgid). The run shares corral's session (the child only
+ * takes a process group of its own: docs/threat-model.md, P4), and the
+ * kernel lets a process join any group of its session: a group of the
+ * invoking shell or of another job would become "the caller's own" to
+ * kill(0), kill(-pgrp) and F_SETOWN, which are let through for it. So a
+ * process of the run may make a new group (pgid 0, or the target's own
+ * pid) or join one the run made: a group whose id is the pid of a process
+ * of the run (a group's id is its maker's pid, and the kernel does not
+ * give that number to another process while the group lives), or one a
+ * process of the run is in. Anything else is refused as the kernel
+ * refuses a group it does not see: EPERM. The kernel checks the rest
+ * (the target is the caller or its child, same session).
+ */
+CR_HANDLER(cr_h_setpgid)
+{
+	pid_t caller = (pid_t)n->pid;
+	pid_t pid = (pid_t)(int)n->data.args[0];
+	pid_t pgid = (pid_t)(int)n->data.args[1];
+	const struct cr_tasks *ts = &run->tasks;
+	char target[48];
+
+	/* 0 makes a group of the target's own; a negative id is EINVAL. */
+	if (pgid <= 0 || pgid == pid ||
+	    (pid == 0 && pgid == cr_surface_tgid(run, caller)))
+		return cont();
+	if (cr_surface_target(run, caller, pgid) != CR_TARGET_OUTSIDE)
+		return cont();
+	for (size_t i = 0; i < ts->cap; i++) {
+		const struct cr_task *t = &ts->slots[i];
+
+		if (t->tid && t->leader && cr_surface_pgrp(t->tid) == pgid)
+			return cont();
+	}
+	snprintf(target, sizeof(target), "process group %ld", (long)pgid);
+	cr_deny(run, caller, e->name, target, "signal",
+		"a process group the run did not make");
+	return err(EPERM);
 }

@@ -1,0 +1,268 @@
+"""Reaches from inside a run through less obvious doors: a file lease that
+would stall the supervisor's own opens, a process group of the invoking
+session joined so that "my own group" signals reach outside, inode flags
+set through a read-only fd, and id queries that answer for any host pid.
+The probes are tests/progs/side_doors.c. Each attack is refused at its
+layer with a denial, and the next run still works.
+"""
+
+import fcntl
+import os
+import signal
+import struct
+import subprocess
+import time
+
+from harness import CFG, Fail, eq, true, lt, test, _show
+
+FS_IOC_GETFLAGS = 0x80086601
+FS_NODUMP_FL = 0x40
+FS_NOATIME_FL = 0x80
+FS_SYNC_FL = 0x8
+PROBE_FLAGS = FS_NODUMP_FL | FS_NOATIME_FL | FS_SYNC_FL
+
+
+def answers(text):
+    """'NAME WORD...' lines of a probe's output as {NAME: rest}."""
+    out = {}
+    for ln in (text or "").splitlines():
+        if ln:
+            k, _, v = ln.partition(" ")
+            out[k] = v
+    return out
+
+
+def denials(r, syscall=None, layer=None):
+    return [d for d in (r.get("denials") or [])
+            if (syscall is None or d.get("syscall") == syscall) and
+            (layer is None or d.get("layer") == layer)]
+
+
+def inode_flags(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        buf = fcntl.ioctl(fd, FS_IOC_GETFLAGS, struct.pack("l", 0))
+        return struct.unpack("l", buf)[0]
+    finally:
+        os.close(fd)
+
+
+@test
+def lease_is_refused_and_cannot_stall_the_supervisor(t):
+    """corral performs the program's opens itself; an open of a leased
+    file waits for the holder up to the kernel's lease-break-time (45 s),
+    and with it every answer and budget check of the run. Measured before
+    the refusal: a wall=3s run lasted 46 s, its CPU 4 s against cpu=2s.
+    Now F_SETLEASE is refused (recorded, layer syscall) and the run ends
+    at once."""
+    run = t.corral(["run", "--json", "--limit", "wall=20s",
+                    "--limit", "cpu=10s"] + t.prog_roots() +
+                   ["--", t.prog("side_doors"), "lease-stall", "leased", "1"],
+                   timeout=150)
+    r = t.result(run)
+    res = answers(r.get("stdout"))
+    eq(res.get("lease"), "Operation not permitted",
+       "F_SETLEASE under corral (stdout %s)" % _show(r.get("stdout")))
+    eq(r.get("status"), "program_error", "status (the probe exits 1)")
+    eq(r.get("exit_code"), 1, "exit code")
+    true(any("lease" in (d.get("reason") or "")
+             for d in denials(r, "fcntl", "syscall")),
+         "no denial for F_SETLEASE: %s" % _show(r.get("denials")))
+    lt((r.get("usage") or {}).get("wall_ms", 10 ** 9), 15000,
+       "usage.wall_ms of a run whose program asked for a lease")
+    t.assert_next_run_ok()
+
+
+@test
+def joined_process_group_cannot_carry_signals_outside(t):
+    """The run shares corral's session, and the kernel lets a process join
+    any group of its session; kill(0) and kill(-own group) are let through
+    for the caller's own group. Joining a group of the invoking shell (the
+    session leader's) must be refused (EPERM, as for a group the kernel
+    does not see, recorded), so the signals that follow stay in the run:
+    the outside `sleep` lives and corral ends ok. Landlock off: with ABI 6
+    and later the kernel's signal scoping would stop the signal too."""
+    out = t.path("result.json")
+    script = (
+        "sleep 300 &\n"
+        "echo $! > %s\n"
+        "%s %s run --json --landlock=off %s -- %s pgrp-kill sid 15 > %s\n"
+        "echo $? > %s\n" % (
+            t.path("victim"), t.prog("nons"), CFG.corral,
+            " ".join(t.prog_roots()), t.prog("side_doors"), out,
+            t.path("rc")))
+    p = subprocess.Popen(["/bin/sh", "-c", script + "wait\n"],
+                         start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    victim = None
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            if p.poll() is not None or os.path.exists(t.path("rc")):
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        try:
+            victim = int(open(t.path("victim")).read())
+        except (OSError, ValueError):
+            raise Fail("the victim was not started")
+        alive = True
+        try:
+            os.kill(victim, 0)
+            with open("/proc/%d/stat" % victim) as f:
+                alive = f.read().split(") ")[1][0] != "Z"
+        except OSError:
+            alive = False
+        try:
+            r = __import__("json").loads(open(out).read())
+        except (OSError, ValueError) as e:
+            raise Fail("no result from corral (%s); shell stderr %s" % (
+                e, _show(p.stderr.read() if p.poll() is not None else b"")))
+        res = answers(r.get("stdout"))
+        true(alive, "an outside process of corral's session was killed "
+             "by the program's group signal (stdout %s)" %
+             _show(r.get("stdout")))
+        eq(r.get("status"), "ok", "status (the group signal must not "
+           "reach corral)")
+        eq(res.get("setpgid"), "Operation not permitted",
+           "setpgid into the session leader's group")
+        true(denials(r, "setpgid", "signal"),
+             "no denial for setpgid: %s" % _show(r.get("denials")))
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if victim:
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except OSError:
+                pass
+        p.wait()
+        p.stderr.close()
+
+
+@test
+def groups_the_run_makes_stay_usable(t):
+    """What setpgid still allows: a new group, a child joining a group the
+    run made, the caller's own group; a signal to such a group reaches its
+    members. And a shell with job control runs a pipeline (each member
+    put in the first one's group), as natively."""
+    run = t.corral(["run", "--json"] + t.prog_roots() +
+                   ["--", t.prog("side_doors"), "pgrp-own"])
+    r = t.result(run)
+    res = answers(r.get("stdout"))
+    for k in ("new-group", "join-run-group", "own-group", "kill-group"):
+        eq(res.get(k), "ok", "%s (stdout %s)" % (k, _show(r.get("stdout"))))
+    eq(res.get("a"), "terminated", "group leader after kill(-group)")
+    eq(res.get("b"), "terminated", "group member after kill(-group)")
+    eq(denials(r, "setpgid"), [], "setpgid denials")
+    sh = ["/bin/bash", "-c", "set -m; echo one | cat; sleep 0.1 | cat; "
+          "echo done"]
+    nat = t.native(sh)
+    run = t.corral(["run", "--json", "--"] + sh)
+    r = t.result(run)
+    eq(r.get("stdout"), nat.out.decode(), "job-control pipeline output")
+    eq(r.get("exit_code"), nat.code, "job-control pipeline exit status")
+    eq(denials(r, "setpgid"), [], "setpgid denials of the pipeline")
+
+
+@test
+def inode_flags_of_a_read_root_file_are_refused(t):
+    """FS_IOC_SETFLAGS asks the kernel only that the caller own the inode,
+    not that the fd be writable: a read-only open of the user's own file in
+    a --ro root would let the program set chattr flags on it (and on an
+    ancestor of a root, no root at all). Refused there (EACCES, a denial,
+    the flags unchanged); in the workspace the same call still works."""
+    ro = t.path("ro")
+    os.makedirs(ro)
+    target = t.write("ro/target", "original\n", mode=0o644)
+    try:
+        before = inode_flags(target)
+    except OSError as e:
+        raise Fail("FS_IOC_GETFLAGS unsupported on the test's filesystem "
+                   "(%s): this test needs ext4, xfs, btrfs or tmpfs" % e)
+    run = t.corral(["run", "--json", "--ro", ro] + t.prog_roots() +
+                   ["--", t.prog("side_doors"), "setflags", target])
+    r = t.result(run)
+    res = answers(r.get("stdout"))
+    eq(inode_flags(target) & PROBE_FLAGS, before & PROBE_FLAGS,
+       "inode flags of a --ro file after the run (probe said %r)" %
+       res.get("setflags"))
+    eq(res.get("setflags"), "Permission denied",
+       "FS_IOC_SETFLAGS on a --ro file")
+    true(denials(r, "ioctl", "fs"),
+         "no denial for FS_IOC_SETFLAGS: %s" % _show(r.get("denials")))
+    run = t.corral(["run", "--json", "--ro", ro] + t.prog_roots() +
+                   ["--", t.prog("side_doors"), "fsattr", target])
+    r = t.result(run)
+    res = answers(r.get("stdout"))
+    eq(res.get("fssetxattr"), "Permission denied",
+       "FS_IOC_FSSETXATTR on a --ro file (stdout %s)" %
+       _show(r.get("stdout")))
+    eq(res.get("setversion"), "Operation not permitted",
+       "FS_IOC_SETVERSION (refused everywhere)")
+    true(any("generation" in (d.get("reason") or "")
+             for d in denials(r, "ioctl", "syscall")),
+         "no denial for FS_IOC_SETVERSION: %s" % _show(r.get("denials")))
+    # Through a read-only fd of the workspace's parent: not a root at all.
+    run = t.corral(["run", "--json", "-w", t.path("ws")] + t.prog_roots() +
+                   ["--", t.prog("side_doors"), "setflags", ".."])
+    r = t.result(run)
+    eq(answers(r.get("stdout")).get("setflags"), "Permission denied",
+       "FS_IOC_SETFLAGS on the workspace's parent")
+    # In the workspace: the caller's own file, a writable root.
+    ws = t.path("ws2")
+    os.makedirs(ws)
+    mine = os.path.join(ws, "mine")
+    with open(mine, "w") as f:
+        f.write("x\n")
+    run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
+                   ["--", t.prog("side_doors"), "setflags", "mine"])
+    r = t.result(run)
+    eq(answers(r.get("stdout")).get("setflags"), "ok",
+       "FS_IOC_SETFLAGS on a workspace file (stdout %s)" %
+       _show(r.get("stdout")))
+    eq(inode_flags(mine) & PROBE_FLAGS, PROBE_FLAGS,
+       "inode flags of the workspace file after the run")
+    run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
+                   ["--", t.prog("side_doors"), "fsattr", "mine"])
+    eq(answers(t.result(run).get("stdout")).get("fssetxattr"), "ok",
+       "FS_IOC_FSSETXATTR on a workspace file")
+    t.assert_next_run_ok()
+
+
+@test
+def id_queries_answer_absent_for_outside_processes(t):
+    """/proc/<pid> of a process outside the run is absent and signals to
+    it answer ESRCH; so do getpgid, getsid, getpriority, the sched_get*
+    calls and ioprio_get, each recorded. On the run's own process they
+    answer as natively."""
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        run = t.corral(["run", "--json"] + t.prog_roots() +
+                       ["--", t.prog("side_doors"), "peek", str(victim.pid)])
+        r = t.result(run)
+        res = answers(r.get("stdout"))
+        calls = ("getpgid", "getsid", "getpriority", "sched_getaffinity",
+                 "sched_getscheduler", "sched_getparam",
+                 "sched_rr_get_interval", "ioprio_get")
+        for c in calls:
+            true(res.get(c, "").endswith("No such process"),
+                 "%s of an outside pid: %r (stdout %s)" % (
+                     c, res.get(c), _show(r.get("stdout"), 600)))
+        got = sorted({d.get("syscall") for d in denials(r, layer="proc")})
+        eq(got, sorted(calls), "denied calls (layer proc)")
+    finally:
+        victim.kill()
+        victim.wait()
+    # The same calls on the run's own process, by its pid.
+    run = t.corral(["run", "--json"] + t.prog_roots() +
+                   ["--", "/bin/sh", "-c",
+                    'exec %s peek $$' % t.prog("side_doors")])
+    r = t.result(run)
+    res = answers(r.get("stdout"))
+    for c in calls:
+        true(res.get(c, "").endswith("ok"),
+             "%s of the run's own pid: %r" % (c, res.get(c)))
+    eq(denials(r), [], "denials of the run's own queries")
