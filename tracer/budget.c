@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
+#include <linux/kcmp.h>
 
 #include "budget.h"
 #include "fs/fs.h"
@@ -69,6 +70,12 @@ struct cr_budgets {
 	uint64_t pass_cpu_ns, next_pass_ns;
 	uint64_t deleted, fdscan_next_ns;	/* unlinked-but-open bytes */
 	uint64_t fdscan_soon_ns;	/* the earliest its cost allows */
+	bool fs_on;			/* an fd scan in progress: */
+	size_t fs_slot;			/* the task slot to read next */
+	DIR *fs_dir;			/* owned: the fd table being read */
+	uint64_t fs_total, fs_cpu;
+	struct cr_fdseen { dev_t dev; ino_t ino; } *fs_seen;	/* owned */
+	size_t fs_nseen;
 	uid_t uid;
 	DIR *stack[CR_BUDGET_WALK_DEPTH];
 	int depth;
@@ -818,61 +825,54 @@ int cr_budget_on_send_fd(struct cr_run *run, int fd)
 }
 
 /* Regular files the tree holds open after unlinking them, and memfds:
- * they take space that no walk of the roots can see. Read from each task's
- * fd table (threads may have their own); a file open in several places is
- * counted once while the table of those seen has room, then each time (an
- * error towards stopping). */
-static uint64_t open_deleted_bytes(struct cr_run *run)
+ * they take space that no walk of the roots can see. Read from each fd
+ * table (a thread that shares its process's table is not read again); a
+ * file open in several places is counted once while the table of those
+ * seen has room, then each time (an error towards stopping).
+ *
+ * The scan is resumable: a tree can hold a million fds (64 processes at
+ * the hard limit), and reading them all in one go held the loop for
+ * seconds, its wall timer and notifications unserved. Each call reads at
+ * most `budget` entries and keeps its place (the slot of the task table,
+ * the open directory); the figure changes only when a scan completes.
+ * Tasks that come or go meanwhile may be missed or met twice in one scan:
+ * the "seen" table keeps a file met twice from counting twice. */
+static bool shares_leader_files(const struct cr_task *t)
 {
-	struct cr_tasks *ts = &run->tasks;
-	struct seen { dev_t dev; ino_t ino; } *seen;
-	size_t n = 0;
-	uint64_t total = 0;
+	return !t->leader && t->tgid > 0 &&
+	       syscall(SYS_kcmp, t->tgid, t->tid, KCMP_FILES, 0, 0) == 0;
+}
 
-	seen = malloc(CR_BUDGET_DELETED_SEEN * sizeof(*seen));
-	run->budgets->nsock = 0;
-	for (size_t i = 0; i < ts->cap; i++) {
-		const struct cr_task *t = &ts->slots[i];
-		char path[64];
-		struct dirent *de;
-		DIR *d;
-		int fd;
+static void fdscan_entry(struct cr_budgets *b, struct dirent *de)
+{
+	struct stat st;
+	bool dup = false;
 
-		if (!t->tid)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/fd", t->tid, t->tid);
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			continue;	/* gone meanwhile */
-		d = fdopendir(fd);
-		if (!d) {
-			close(fd);
-			continue;
-		}
-		while ((de = readdir(d))) {
-			struct stat st;
-			bool dup = false;
+	/* The magic link leads to the open file itself, deleted or not;
+	 * stat never opens it. */
+	if (de->d_name[0] == '.' ||
+	    fstatat(dirfd(b->fs_dir), de->d_name, &st, 0) < 0)
+		return;
+	if (S_ISSOCK(st.st_mode))
+		note_socket(b, st.st_ino);
+	if (!S_ISREG(st.st_mode) || st.st_nlink)
+		return;
+	for (size_t k = 0; b->fs_seen && k < b->fs_nseen && !dup; k++)
+		dup = b->fs_seen[k].dev == st.st_dev &&
+		      b->fs_seen[k].ino == st.st_ino;
+	if (dup)
+		return;
+	if (b->fs_seen && b->fs_nseen < CR_BUDGET_DELETED_SEEN)
+		b->fs_seen[b->fs_nseen++] = (struct cr_fdseen){ st.st_dev, st.st_ino };
+	b->fs_total += (uint64_t)st.st_blocks * 512;
+}
 
-			/* The magic link leads to the open file itself, deleted
-			 * or not; stat never opens it. */
-			if (de->d_name[0] == '.' ||
-			    fstatat(dirfd(d), de->d_name, &st, 0) < 0)
-				continue;
-			if (S_ISSOCK(st.st_mode))
-				note_socket(run->budgets, st.st_ino);
-			if (!S_ISREG(st.st_mode) || st.st_nlink)
-				continue;
-			for (size_t k = 0; seen && k < n && !dup; k++)
-				dup = seen[k].dev == st.st_dev &&
-				      seen[k].ino == st.st_ino;
-			if (dup)
-				continue;
-			if (seen && n < CR_BUDGET_DELETED_SEEN)
-				seen[n++] = (struct seen){ st.st_dev, st.st_ino };
-			total += (uint64_t)st.st_blocks * 512;
-		}
-		closedir(d);
-	}
+/* The ledger, /dev/shm and the sockets' queues, when a scan completes. */
+static uint64_t fdscan_finish(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t total = b->fs_total;
+
 	/* Files the run holds without a name where no fd table shows them
 	 * (a socket's queue, a mapping): the filesystem layer's ledger. */
 	cr_fs_held_prune(run);
@@ -882,39 +882,107 @@ static uint64_t open_deleted_bytes(struct cr_run *run)
 
 		if (fstat(run->fs->held[i].fd, &st) < 0 || st.st_nlink)
 			continue;	/* named again: the walk sees it */
-		for (size_t k = 0; seen && k < n && !dup; k++)
-			dup = seen[k].dev == st.st_dev &&
-			      seen[k].ino == st.st_ino;
+		for (size_t k = 0; b->fs_seen && k < b->fs_nseen && !dup; k++)
+			dup = b->fs_seen[k].dev == st.st_dev &&
+			      b->fs_seen[k].ino == st.st_ino;
 		if (!dup)
 			total += (uint64_t)st.st_blocks * 512;
 	}
 	/* POSIX shared memory and semaphores the run made in /dev/shm: a
 	 * tmpfs outside every writable root, emptied at cleanup. */
 	total += cr_fs_shm_bytes(run);
-	free(seen);
 	measure_sockets(run);
 	return total;
 }
 
-/* The fd tables cost a directory read per task; they are read again only
- * after CR_BUDGET_FDSCAN_IDLE times their cost, and not more often than
- * every CR_BUDGET_FDSCAN_MIN_MS: in between, the last figure stands. The
- * finisher's pass (the tree is dead) always reads them. */
-static uint64_t deleted_bytes(struct cr_run *run)
+/* Read at most `budget` fd entries; true when the scan completed and
+ * b->deleted holds its figure. */
+static bool fdscan_step(struct cr_run *run, size_t budget)
 {
 	struct cr_budgets *b = run->budgets;
-	uint64_t now = cr_now_ns(), t0, cost, wait;
+	struct cr_tasks *ts = &run->tasks;
 
-	if (run->tasks.count && now < b->fdscan_next_ns)
-		return b->deleted;
-	t0 = thread_cpu_ns();
-	b->deleted = open_deleted_bytes(run);
-	cost = thread_cpu_ns() - t0;
-	wait = cost * CR_BUDGET_FDSCAN_IDLE;
+	if (!b->fs_on) {
+		b->fs_on = true;
+		b->fs_slot = 0;
+		b->fs_total = 0;
+		b->fs_nseen = 0;
+		b->nsock = 0;
+		if (!b->fs_seen)
+			b->fs_seen = malloc(CR_BUDGET_DELETED_SEEN *
+					    sizeof(*b->fs_seen));
+	}
+	for (;;) {
+		struct dirent *de;
+
+		if (!b->fs_dir) {
+			const struct cr_task *t;
+			char path[64];
+			int fd;
+
+			if (b->fs_slot >= ts->cap)
+				break;
+			t = &ts->slots[b->fs_slot++];
+			if (!t->tid || shares_leader_files(t))
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/fd",
+				 t->tid, t->tid);
+			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0)
+				continue;	/* gone meanwhile */
+			b->fs_dir = fdopendir(fd);
+			if (!b->fs_dir)
+				close(fd);
+			continue;
+		}
+		if (!budget)
+			return false;
+		de = readdir(b->fs_dir);
+		if (!de) {
+			closedir(b->fs_dir);
+			b->fs_dir = NULL;
+			continue;
+		}
+		budget--;
+		fdscan_entry(b, de);
+	}
+	b->deleted = fdscan_finish(run);
+	b->fs_on = false;
+	return true;
+}
+
+/* One step of the scan, its CPU added to the scan's; a completed scan
+ * sets when the next may start: after CR_BUDGET_FDSCAN_IDLE times its
+ * cost, and not sooner than CR_BUDGET_FDSCAN_MIN_MS. */
+static void fdscan_run(struct cr_run *run, size_t budget)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t t0 = thread_cpu_ns(), now, wait;
+
+	if (!fdscan_step(run, budget)) {
+		b->fs_cpu += thread_cpu_ns() - t0;
+		return;
+	}
+	b->fs_cpu += thread_cpu_ns() - t0;
+	now = cr_now_ns();
+	wait = b->fs_cpu * CR_BUDGET_FDSCAN_IDLE;
 	if (wait < CR_BUDGET_FDSCAN_MIN_MS * 1000000ull)
 		wait = CR_BUDGET_FDSCAN_MIN_MS * 1000000ull;
 	b->fdscan_next_ns = now + wait;
-	b->fdscan_soon_ns = now + cost * CR_BUDGET_FDSCAN_IDLE;
+	b->fdscan_soon_ns = now + b->fs_cpu * CR_BUDGET_FDSCAN_IDLE;
+	b->fs_cpu = 0;
+}
+
+/* The last complete figure of the fd scan, a scan started or advanced
+ * when due. The finisher's pass (the tree is dead) always completes one. */
+static uint64_t deleted_bytes(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!run->tasks.count)
+		fdscan_run(run, SIZE_MAX);
+	else if (b->fs_on || cr_now_ns() >= b->fdscan_next_ns)
+		fdscan_run(run, CR_BUDGET_FDSCAN_STEP);
 	return b->deleted;
 }
 
@@ -1109,8 +1177,11 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 		return;
 	/* Exits waiting to be collected carry final CPU times: take them
 	 * first, so the sum is as fresh as possible. */
-	cr_tasks_reap(run);
+	run->reap_more = cr_tasks_reap(run);
 	poll_tasks(run);
+	/* An fd scan in progress goes on a step per tick. */
+	if (b->fs_on && !run->ending)
+		fdscan_run(run, CR_BUDGET_FDSCAN_STEP);
 	if (!run->ending)
 		walk_tick(run);
 }
@@ -1182,6 +1253,9 @@ static void cr_budget_free(struct cr_run *run)
 	free(b->zombies);
 	cr_sockmem_free(b->sockmem);
 	free(b->sockinos);
+	if (b->fs_dir)
+		closedir(b->fs_dir);
+	free(b->fs_seen);
 	if (b->timerfd >= 0)
 		close(b->timerfd);
 	free(b);

@@ -30,6 +30,8 @@
  * cost of the last reading. */
 #define CR_BUDGET_FDSCAN_MIN_MS 500
 #define CR_BUDGET_FDSCAN_IDLE 30
+/* fd entries read per step of a scan (a step per tick, one per walk). */
+#define CR_BUDGET_FDSCAN_STEP 4096
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024

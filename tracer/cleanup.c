@@ -31,7 +31,8 @@ static void kill_tree(struct cr_run *run)
 
 	cr_tasks_kill_all(run);
 	for (;;) {
-		cr_tasks_reap(run);
+		while (cr_tasks_reap(run) && cr_now_ns() < deadline)
+			;
 		if (waitid(P_ALL, 0, NULL, WEXITED | WSTOPPED | WNOHANG | __WALL |
 			   WNOWAIT) < 0 && errno == ECHILD)
 			break;

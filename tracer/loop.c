@@ -104,7 +104,7 @@ static void on_signal(struct cr_run *run)
 			}
 		}
 	} while (n == (ssize_t)sizeof(si));
-	cr_tasks_reap(run);
+	run->reap_more = cr_tasks_reap(run);
 }
 
 static void on_exec_report(struct cr_run *run, uint32_t events, void *arg)
@@ -203,7 +203,7 @@ int cr_loop(struct cr_run *run)
 		return rc;
 	}
 	/* SIGCHLD may have come before the signalfd was watched. */
-	cr_tasks_reap(run);
+	run->reap_more = cr_tasks_reap(run);
 
 	/*
 	 * The listener is waited on directly, beside the epoll fd, not inside
@@ -226,7 +226,9 @@ int cr_loop(struct cr_run *run)
 	};
 
 	while (!run->ending) {
-		int n = poll(pf, 3, -1);
+		/* Stops left from a full batch: look at every fd without
+		 * sleeping, serve them, then collect the next batch. */
+		int n = poll(pf, 3, run->reap_more ? 0 : -1);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -241,6 +243,8 @@ int cr_loop(struct cr_run *run)
 			pf[0].fd = -1;	/* every task of the filter is gone */
 		if ((pf[1].revents & POLLIN) && !run->ending)
 			on_signal(run);
+		else if (run->reap_more && !run->ending)
+			run->reap_more = cr_tasks_reap(run);
 		if (!(pf[2].revents & POLLIN) || run->ending)
 			continue;
 		n = epoll_wait(run->epfd, evs, (int)CR_ARRAY_SIZE(evs), 0);

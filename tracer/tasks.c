@@ -468,9 +468,14 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 	cr_tasks_remove(&run->tasks, tid);
 }
 
-void cr_tasks_reap(struct cr_run *run)
+/* At most this many stops and exits per call: a tree that keeps stops
+ * coming (hundreds of threads taking signals) must not hold the loop, or
+ * the wall timer and the budgets' tick would never be served. */
+#define CR_REAP_BATCH 64
+
+bool cr_tasks_reap(struct cr_run *run)
 {
-	for (;;) {
+	for (int n = 0; n < CR_REAP_BATCH; n++) {
 		struct rusage ru;
 		siginfo_t si = { 0 };
 		int status;
@@ -482,10 +487,10 @@ void cr_tasks_reap(struct cr_run *run)
 			   __WALL | WNOWAIT) < 0) {
 			if (errno == EINTR)
 				continue;
-			return;
+			return false;
 		}
 		if (si.si_pid <= 0)
-			return;
+			return false;
 		if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED ||
 		    si.si_code == CLD_DUMPED)
 			cr_budget_on_exit(run, si.si_pid);
@@ -494,10 +499,11 @@ void cr_tasks_reap(struct cr_run *run)
 		if (pid < 0 && errno == EINTR)
 			continue;
 		if (pid <= 0)
-			return;
+			return false;
 		if (WIFSTOPPED(status))
 			on_stop(run, pid, status);
 		else if (WIFEXITED(status) || WIFSIGNALED(status))
 			on_gone(run, pid, status);
 	}
+	return true;	/* more may be waiting: the loop comes back at once */
 }

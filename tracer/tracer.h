@@ -286,6 +286,7 @@ struct cr_run {
 	uint64_t killed;
 	uint64_t leftover;
 	bool killing;
+	bool reap_more;		/* wait statuses left for the next turn */
 	bool workspace_removed;
 
 	struct cr_denial *denials;	/* owned, CR_MAX_DENIALS, made by the first */
@@ -383,8 +384,10 @@ bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid);
 struct cr_task *cr_tasks_ours(struct cr_tasks *t, pid_t tid);
 /* Start time of tid (field 22 of /proc/TID/stat), 0 when unreadable. */
 uint64_t cr_tasks_start_time(pid_t tid);
-/* Handle every pending wait status (ptrace stops and exits). */
-void cr_tasks_reap(struct cr_run *run);
+/* Handle pending wait statuses (ptrace stops and exits), a bounded batch
+ * of them: true when the batch was full and more may be waiting (the loop
+ * then calls again without sleeping, after serving its other fds). */
+bool cr_tasks_reap(struct cr_run *run);
 /* SIGKILL every known process; returns how many signals were sent. */
 size_t cr_tasks_kill_all(struct cr_run *run);
 void cr_task_kill(struct cr_run *run, struct cr_task *t);

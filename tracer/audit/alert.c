@@ -35,6 +35,7 @@ struct cr_alerts {
 		uint64_t count;
 	} secret[SECRET_SLOTS];
 	size_t nsecret;
+	uint64_t secret_overflow;	/* denials at paths past the slots */
 	bool secret_raised, probe_raised;
 	uint64_t probe_start_ms, probe_count;
 	/* For the result: the kinds raised, in order. */
@@ -93,21 +94,23 @@ static void raise_alert(struct cr_run *run, const char *kind, cJSON *f)
 static void secret_seen(struct cr_run *run, struct cr_alerts *a,
 			const char *target, const char *syscall)
 {
-	uint64_t limit = run->cfg->cls->alerts.secret_denials;
+	uint64_t limit = run->cfg->cls->alerts.secret_denials, count;
 	size_t i;
 
 	for (i = 0; i < a->nsecret; i++)
 		if (!strcmp(a->secret[i].target, target))
 			break;
-	if (i == a->nsecret) {
-		if (a->nsecret == SECRET_SLOTS)
-			return;	/* bounded: the first 32 paths are watched */
-		a->secret[i].target = strdup(target);
-		if (!a->secret[i].target)
-			return;
+	if (i == a->nsecret && a->nsecret < SECRET_SLOTS &&
+	    (a->secret[i].target = strdup(target)))
 		a->nsecret++;
-	}
-	if (++a->secret[i].count < limit || a->secret_raised)
+	/* Past the slots (or without memory for one), every denial counts
+	 * in one shared bucket: 32 decoys must not leave the next path
+	 * unwatched, and that many secret-looking paths is a search too. */
+	if (i == a->nsecret)
+		count = ++a->secret_overflow;
+	else
+		count = ++a->secret[i].count;
+	if (count < limit || a->secret_raised)
 		return;
 	a->secret_raised = true;
 	{
@@ -117,8 +120,7 @@ static void secret_seen(struct cr_run *run, struct cr_alerts *a,
 			cJSON_AddNumberToObject(f, "ms", (double)cr_run_ms(run));
 			cr_json_add_bytes(f, "target", target, strlen(target));
 			cJSON_AddStringToObject(f, "syscall", syscall);
-			cJSON_AddNumberToObject(f, "denials",
-						(double)a->secret[i].count);
+			cJSON_AddNumberToObject(f, "denials", (double)count);
 			cJSON_AddNumberToObject(f, "threshold", (double)limit);
 		}
 		raise_alert(run, "secret_path", f);

@@ -1,7 +1,7 @@
 /* tracer/handlers/proc.c: pidfd_getfd, process_madvise, process_vm_readv,
  * process_vm_writev, kcmp, prlimit64, get_robust_list, sched_set* and
- * sched_get*, getpgid, getsid, get/setpriority, ioprio_get/set: calls that
- * name another process. */
+ * sched_get*, getpgid, getsid, get/setpriority, ioprio_get/set, capget:
+ * calls that name another process. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <linux/capability.h>
 
 #include "handlers.h"
 #include "../surface.h"
@@ -323,4 +324,56 @@ CR_HANDLER(cr_h_process_vm)
 	if (put < 0)
 		return err(wr ? errno : EFAULT);
 	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = put };
+}
+
+/*
+ * capget(header, data) with data set: the header's pid (in memory, 0 the
+ * caller) names whose capabilities to read, any process of the host for
+ * the kernel. Read once; a process outside the run answers ESRCH as its
+ * /proc entry does; otherwise corral asks the kernel for that task and
+ * writes what it answers back, so a racing thread cannot change the pid
+ * after the check. capget with no data (the version probe) names no one
+ * and stays in the kernel.
+ */
+CR_HANDLER(cr_h_capget)
+{
+	pid_t caller = (pid_t)n->pid;
+	struct __user_cap_header_struct h, mine;
+	struct __user_cap_data_struct data[2];
+	size_t words;
+
+	if (cr_mem_read(caller, n->data.args[0], &h, sizeof(h)))
+		return err(EFAULT);
+	if (!cr_notif_valid(run, n->id))
+		return err(ESRCH);
+	if (h.pid < 0)
+		return err(EINVAL);
+	mine.version = h.version;
+	mine.pid = h.pid ? h.pid : caller;
+	if (h.pid) {
+		switch (cr_surface_target(run, caller, h.pid)) {
+		case CR_TARGET_OUTSIDE:
+			return absent(run, n, e->name, h.pid);
+		case CR_TARGET_ZOMBIE:
+			return err(ESRCH);
+		default:
+			break;
+		}
+	}
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &mine, data) < 0) {
+		int e2 = errno;
+
+		/* An unknown version: the kernel tells the caller which one
+		 * it prefers, in the header. */
+		if (e2 == EINVAL && mine.version != h.version &&
+		    cr_mem_write(caller, n->data.args[0], &mine.version,
+				 sizeof(mine.version)))
+			return err(EFAULT);
+		return err(e2);
+	}
+	words = h.version == _LINUX_CAPABILITY_VERSION_1 ? 1 : 2;
+	if (cr_mem_write(caller, n->data.args[1], data, words * sizeof(data[0])))
+		return err(EFAULT);
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
 }

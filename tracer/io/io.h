@@ -53,6 +53,7 @@ struct cr_io_place {
 	size_t n, cap;
 	uint64_t bytes, max_bytes;	/* every input together: disk budget */
 	uint64_t files, max_files;	/* and files budget */
+	uint64_t entries;	/* archive entries read, placing or not */
 	size_t scope;		/* hard links name entries from here on only */
 	struct cr_sha256 *h;	/* owned: the file being written */
 	uint64_t hoff;		/* bytes of it digested */

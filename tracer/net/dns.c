@@ -244,7 +244,10 @@ static void on_query(struct cr_run *run, uint32_t events, void *arg)
 	struct cr_netstate *ns = run->net;
 	int idx = (int)(intptr_t)arg;
 
-	for (;;) {
+	/* A bounded batch: the watch is level-triggered, so what is left
+	 * comes back next turn, after the loop has served its timers (a
+	 * tree sending queries nonstop must not hold the wall budget). */
+	for (int n = 0; n < 32; n++) {
 		uint8_t m[DNS_MAX];
 		struct origin o = { .idx = idx, .clen = sizeof(o.client) };
 		ssize_t len = recvfrom(ns->dfd[idx], m, sizeof(m), MSG_DONTWAIT,
@@ -303,7 +306,8 @@ static void on_tcp_client(struct cr_run *run, uint32_t events, void *arg)
 		tcp_flush(run, tc);
 	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return;
-	for (;;) {
+	/* Bounded, as on_query: the rest comes back next turn. */
+	for (int k = 0; k < 32; k++) {
 		ssize_t n = recv(tc->fd, tc->in + tc->inlen,
 				 sizeof(tc->in) - tc->inlen, MSG_DONTWAIT);
 		size_t need;
