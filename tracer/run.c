@@ -378,6 +378,10 @@ int cr_run_main(int argc, char **argv)
 		goto finish;
 	}
 	/* After the child exists (fork from one thread only). */
+	rc = cr_guard_setup();
+	if (rc < 0)
+		fprintf(stderr, "corral: warning: no deadline for the loop's socket calls: %s\n",
+			strerror(-rc));
 	rc = cr_watchdog_start(&run);
 	if (rc < 0)
 		fprintf(stderr, "corral: warning: no watchdog thread: %s\n",

@@ -413,6 +413,14 @@ void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
  * before corral received it is made again after the handler, not EINTR. */
 void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid);
 
+/* tracer/guard.c: a deadline (EINTR) for a call of the loop thread the
+ * program could make block; disarm says whether it fired. */
+#define CR_GUARD_MS 200
+int cr_guard_setup(void);
+void cr_guard_arm(unsigned ms);
+bool cr_guard_disarm(void);
+void cr_guard_close(int fd);
+
 /* tracer/mem.c: tracee memory, through process_vm_readv/writev only. */
 int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* Read a NUL-terminated string of at most len-1 bytes: -ENAMETOOLONG when

@@ -418,9 +418,14 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 		 * no other accept races ours; non-blocking only around it. */
 		if (!(fl & O_NONBLOCK))
 			fcntl(dup, F_SETFL, fl | O_NONBLOCK);
+		/* The program can clear the flag between ours and the call:
+		 * bounded (tracer/guard.c), and taken as "none waiting". */
+		cr_guard_arm(CR_GUARD_MS);
 		fd = accept4(dup, &pa.sa, &pl,
 			     SOCK_CLOEXEC | (aa->flags & SOCK_NONBLOCK));
 		err = errno;
+		if (cr_guard_disarm() && fd < 0 && err == EINTR)
+			err = EAGAIN;
 		if (!(fl & O_NONBLOCK))
 			fcntl(dup, F_SETFL, fl);
 		if (fd < 0) {

@@ -64,8 +64,7 @@ struct cr_verdict cr_net_deny(struct cr_run *run, const struct seccomp_notif *n,
 
 void cr_sock_close(struct cr_sock *s)
 {
-	if (s->dup >= 0)
-		close(s->dup);
+	cr_guard_close(s->dup);	/* maybe the last copy: SO_LINGER */
 	s->dup = -1;
 }
 
@@ -578,6 +577,9 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
+	/* Every connect below is on the program's shared open file, which
+	 * the program can make block (tracer/guard.c): bounded. */
+	cr_guard_arm(CR_GUARD_MS);
 	switch (a.sa.sa_family) {
 	case AF_UNSPEC:	/* dissolve an association: names nothing */
 		v = v_rc(connect(s.dup, &a.sa, alen));
@@ -685,6 +687,8 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 			 "this address family is not allowed", EACCES);
 		break;
 	}
+	if (cr_guard_disarm() && v.kind == CR_V_ERRNO && v.error == EINTR)
+		v = v_err(ETIMEDOUT);
 	return addr_call_done(&s, hold, v);
 }
 
@@ -878,6 +882,17 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 			return -EINVAL;
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
 			return -EPERM;	/* they would be the supervisor's */
+		/* A routing header (or IPv4 options) chooses the packet's
+		 * route: the destination corral judged or connected would be
+		 * only its last segment, the first hop the program's. */
+		if ((h->cmsg_level == IPPROTO_IPV6 &&
+		     (h->cmsg_type == IPV6_RTHDR ||
+		      h->cmsg_type == IPV6_2292RTHDR)) ||
+		    (h->cmsg_level == IPPROTO_IP && h->cmsg_type == IP_RETOPTS)) {
+			cr_deny(run, pid, "sendmsg", NULL, "net",
+				"a routing header would choose the packet's route");
+			return -EPERM;
+		}
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
 			size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			int *fds = (int *)CMSG_DATA(h);
@@ -1364,7 +1379,15 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		free(val);
 		return v;
 	}
-	if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
+	if (level == IPPROTO_IPV6 &&
+	    (opt == IPV6_RTHDR || opt == IPV6_2292PKTOPTIONS))
+		/* A type 4 (segment routing) header is accepted from anyone:
+		 * every packet of the socket would go to the program's first
+		 * segment, corral's destination only the last. */
+		v = cr_net_deny(run, n, e, NULL, 0, "net",
+				"a routing header would choose the packets' first hop",
+				EPERM);
+	else if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
 	    s.domain == AF_UNIX && s.type == SOCK_DGRAM &&
 	    getsockname(s.dup, &a.sa, &al) == 0 &&
 	    is_abstract_or_unnamed(&a, al))

@@ -22,10 +22,11 @@ struct cr_net_deferred {
 
 void cr_net_msg_free(struct cr_net_msg *m)
 {
-	if (m->dup >= 0)
-		close(m->dup);
+	/* Copies of the program's sockets, maybe the last ones: a
+	 * lingering close is bounded (tracer/guard.c). */
+	cr_guard_close(m->dup);
 	for (size_t i = 0; i < m->nfds; i++)
-		close(m->fds[i]);
+		cr_guard_close(m->fds[i]);
 	free(m->fds);
 	free(m->data);
 	free(m->control);
@@ -178,7 +179,7 @@ static void wait_drop(struct cr_run *run, struct cr_net_wait *w)
 	/* Out of epoll before the duplicate is closed (see on_writable). */
 	if (w->w)
 		cr_loop_unwatch(run, w->w);
-	close(w->dup);
+	cr_guard_close(w->dup);
 	free(w->arg);
 	free(w);
 }
