@@ -1277,11 +1277,27 @@ static void late_breach(struct cr_run *run, enum cr_limit_id id, uint64_t got)
 	run->end_ms = end_ms;
 }
 
+/* The same, for a last walk that could not measure the roots: a tree
+ * made too deep (or unreadable) within the last tick must not end "ok"
+ * with the figure of the walk before it. */
+static void late_unmeasurable(struct cr_run *run, int rc)
+{
+	uint64_t end_ms = run->end_ms;
+
+	if (run->status != CR_ST_OK && run->status != CR_ST_PROGRAM_ERROR)
+		return;
+	run->ending = false;
+	unmeasurable(run, rc);
+	run->ending = true;
+	run->end_ms = end_ms;
+}
+
 void cr_budget_finish(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
 	struct cr_usage *u = &run->usage;
 	uint64_t cpu_ms;
+	int wrc;
 
 	if (!b)
 		return;
@@ -1299,7 +1315,8 @@ void cr_budget_finish(struct cr_run *run)
 			task_close_fds(b, &run->tasks.slots[i]);
 		}
 	cpu_ms /= 1000000ull;
-	if (walk_full(run) == 0) {
+	wrc = walk_full(run);
+	if (wrc == 0) {
 		b->files = over(b->w_files, b->base_files);
 		b->disk = over(b->w_bytes, b->base_bytes);
 	}
@@ -1330,6 +1347,8 @@ void cr_budget_finish(struct cr_run *run)
 	u->files = b->files;
 	if (cpu_ms > lim(run, CR_LIM_CPU))
 		late_breach(run, CR_LIM_CPU, cpu_ms);
+	else if (wrc < 0)
+		late_unmeasurable(run, wrc);
 	else if (b->files > lim(run, CR_LIM_FILES))
 		late_breach(run, CR_LIM_FILES, b->files);
 	else if (b->disk > lim(run, CR_LIM_DISK))

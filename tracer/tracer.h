@@ -287,6 +287,7 @@ struct cr_run {
 	uint64_t leftover;
 	bool killing;
 	bool reap_more;		/* wait statuses left for the next turn */
+	uint64_t tmpfs_xattr_bytes;	/* set on tmpfs (handlers/xattr.c) */
 	bool workspace_removed;
 
 	struct cr_denial *denials;	/* owned, CR_MAX_DENIALS, made by the first */

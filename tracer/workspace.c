@@ -379,19 +379,30 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given)
 	return cfg->workspace ? 0 : -ENOMEM;
 }
 
+/* A removal descends with an fd (and a DIR buffer) per level; a tree
+ * deeper than this is not descended but moved up in pieces (below). */
+#define CR_RM_DEPTH 256
+
+struct rm {
+	int top;		/* the directory being emptied; borrowed */
+	unsigned moved;		/* subtrees moved up by this pass */
+	unsigned seq;
+};
+
 /* Remove everything under dirfd. Entries are opened with O_NOFOLLOW and
  * O_DIRECTORY relative to their parent's fd, so a symlink is unlinked, never
  * entered, and a rename race cannot steer the removal outside. A directory
  * the program made unreadable (chmod 000) is given back u+rwx first: it is
- * ours, inside our private directory. */
-static int empty_dir(int dirfd, int depth)
+ * ours, inside our private directory. A directory at CR_RM_DEPTH is renamed
+ * to the top instead of entered, for the next pass: a program can nest
+ * directories without bound by renaming one into another (a tree 4100
+ * deep stayed on the host for good when removal gave up at 4096). */
+static int empty_dir(int dirfd, int depth, struct rm *m)
 {
 	DIR *d;
 	struct dirent *de;
 	int rc = 0;
 
-	if (depth > 4096)
-		return -ELOOP;
 	d = fdopendir(dirfd);
 	if (!d) {
 		close(dirfd);
@@ -406,6 +417,22 @@ static int empty_dir(int dirfd, int depth)
 			continue;
 		if (errno != EISDIR && errno != EPERM && errno != EACCES) {
 			if (errno != ENOENT && !rc)
+				rc = -errno;
+			continue;
+		}
+		if (depth + 1 >= CR_RM_DEPTH) {
+			char up[48];
+			int r = -1;
+
+			for (int k = 0; k < 64 && r < 0; k++) {
+				snprintf(up, sizeof(up), ".corral-deep-%u", m->seq++);
+				r = renameat(dirfd, n, m->top, up);
+				if (r < 0 && errno != EEXIST && errno != ENOTEMPTY)
+					break;
+			}
+			if (r == 0)
+				m->moved++;
+			else if (!rc)
 				rc = -errno;
 			continue;
 		}
@@ -424,12 +451,13 @@ static int empty_dir(int dirfd, int depth)
 			}
 			fchmod(sub, 0700);
 			{
-				int r = empty_dir(sub, depth + 1);
+				int r = empty_dir(sub, depth + 1, m);
 
 				if (r && !rc)
 					rc = r;
 			}
-			if (unlinkat(dirfd, n, AT_REMOVEDIR) < 0 && !rc)
+			if (unlinkat(dirfd, n, AT_REMOVEDIR) < 0 && !rc &&
+			    !(errno == ENOTEMPTY && m->moved))
 				rc = -errno;
 		}
 	}
@@ -445,7 +473,22 @@ int cr_workspace_remove(const char *path)
 	if (fd < 0)
 		return -errno;
 	fchmod(fd, 0700);
-	rc = empty_dir(fd, 0);
+	{
+		struct rm m = { .top = fd };
+
+		/* Pass after pass while deep subtrees were moved up: each
+		 * pass removes CR_RM_DEPTH levels of every chain. */
+		do {
+			/* A fresh open file each pass: a dup would share
+			 * the directory offset the last pass left at its end. */
+			int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY |
+					 O_CLOEXEC);
+
+			m.moved = 0;
+			rc = dfd < 0 ? -errno : empty_dir(dfd, 0, &m);
+		} while (m.moved && (rc == 0 || rc == -ENOTEMPTY));
+	}
+	close(fd);
 	if (rmdir(path) < 0 && !rc)
 		rc = -errno;
 	return rc;

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/xattr.h>
 
 #include "../fs/fsops.h"
@@ -19,6 +21,29 @@ enum xop { X_GET, X_SET, X_LIST, X_REMOVE };
 static bool corral_name(const char *name)
 {
 	return !strncmp(name, "user.corral.", 12);
+}
+
+/* Extended attributes on tmpfs (/dev/shm, a tmpfs root) are kernel memory
+ * that no st_blocks shows: no budget would see them (8192 values of 64 KiB
+ * on one /dev/shm object held 512 MiB through a run that ended "ok"). A
+ * run may set at most this much there; past it ENOSPC, what a full tmpfs
+ * answers, and a denial. Removals give nothing back. */
+#define CR_TMPFS_XATTR_MAX (1u << 20)
+
+static int tmpfs_room(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, int fd, size_t size)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
+		return 0;
+	if (run->tmpfs_xattr_bytes + size > CR_TMPFS_XATTR_MAX) {
+		cr_deny(run, (pid_t)n->pid, sys, NULL, "fs",
+			"extended attributes on tmpfs past 1 MiB a run (memory no budget measures)");
+		return -ENOSPC;
+	}
+	run->tmpfs_xattr_bytes += size;
+	return 0;
 }
 
 /* Acted on through "/proc/self/fd/N" of an O_PATH fd on the object itself;
@@ -96,6 +121,11 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		    !cr_notif_valid(run, n->id)) {
 			r = -1;
 			errno = EFAULT;
+			break;
+		}
+		if ((rc = tmpfs_room(run, n, sys, fd, size))) {
+			r = -1;
+			errno = -rc;
 			break;
 		}
 		r = setxattr(p, name, buf, size, (int)n->data.args[4]);
@@ -194,6 +224,8 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 	if (fd < 0)
 		return CR_V_ERR(-fd);
 	rc = cr_fs_fd_writable(run, n, sys, fd);
+	if (!rc && set)
+		rc = tmpfs_room(run, n, sys, fd, size);
 	if (!rc && size) {
 		buf = malloc(size);
 		if (!buf)
