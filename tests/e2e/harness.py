@@ -154,6 +154,23 @@ def processes(marker, exclude=()):
     return found
 
 
+
+def answers(text):
+    """'NAME WORD...' lines of a probe's output as {NAME: rest}."""
+    out = {}
+    for ln in (text or "").splitlines():
+        if ln:
+            k, _, v = ln.partition(" ")
+            out[k] = v
+    return out
+
+
+def denials_of(r, syscall=None, layer=None):
+    """The result's denials of this syscall and layer (None: any)."""
+    return [d for d in (r.get("denials") or [])
+            if (syscall is None or d.get("syscall") == syscall) and
+            (layer is None or d.get("layer") == layer)]
+
 def wait_for(cond, timeout, interval=0.05):
     """Poll cond() until it returns a true value or timeout seconds pass;
     returns the last value."""

@@ -13,29 +13,13 @@ import struct
 import subprocess
 import time
 
-from harness import CFG, Fail, eq, true, lt, test, _show
+from harness import CFG, Fail, eq, true, lt, test, _show, answers, denials_of
 
 FS_IOC_GETFLAGS = 0x80086601
 FS_NODUMP_FL = 0x40
 FS_NOATIME_FL = 0x80
 FS_SYNC_FL = 0x8
 PROBE_FLAGS = FS_NODUMP_FL | FS_NOATIME_FL | FS_SYNC_FL
-
-
-def answers(text):
-    """'NAME WORD...' lines of a probe's output as {NAME: rest}."""
-    out = {}
-    for ln in (text or "").splitlines():
-        if ln:
-            k, _, v = ln.partition(" ")
-            out[k] = v
-    return out
-
-
-def denials(r, syscall=None, layer=None):
-    return [d for d in (r.get("denials") or [])
-            if (syscall is None or d.get("syscall") == syscall) and
-            (layer is None or d.get("layer") == layer)]
 
 
 def inode_flags(path):
@@ -66,7 +50,7 @@ def lease_is_refused_and_cannot_stall_the_supervisor(t):
     eq(r.get("status"), "program_error", "status (the probe exits 1)")
     eq(r.get("exit_code"), 1, "exit code")
     true(any("lease" in (d.get("reason") or "")
-             for d in denials(r, "fcntl", "syscall")),
+             for d in denials_of(r, "fcntl", "syscall")),
          "no denial for F_SETLEASE: %s" % _show(r.get("denials")))
     lt((r.get("usage") or {}).get("wall_ms", 10 ** 9), 15000,
        "usage.wall_ms of a run whose program asked for a lease")
@@ -126,7 +110,7 @@ def joined_process_group_cannot_carry_signals_outside(t):
            "reach corral)")
         eq(res.get("setpgid"), "Operation not permitted",
            "setpgid into the session leader's group")
-        true(denials(r, "setpgid", "signal"),
+        true(denials_of(r, "setpgid", "signal"),
              "no denial for setpgid: %s" % _show(r.get("denials")))
     finally:
         try:
@@ -156,7 +140,7 @@ def groups_the_run_makes_stay_usable(t):
         eq(res.get(k), "ok", "%s (stdout %s)" % (k, _show(r.get("stdout"))))
     eq(res.get("a"), "terminated", "group leader after kill(-group)")
     eq(res.get("b"), "terminated", "group member after kill(-group)")
-    eq(denials(r, "setpgid"), [], "setpgid denials")
+    eq(denials_of(r, "setpgid"), [], "setpgid denials")
     sh = ["/bin/bash", "-c", "set -m; echo one | cat; sleep 0.1 | cat; "
           "echo done"]
     nat = t.native(sh)
@@ -164,7 +148,7 @@ def groups_the_run_makes_stay_usable(t):
     r = t.result(run)
     eq(r.get("stdout"), nat.out.decode(), "job-control pipeline output")
     eq(r.get("exit_code"), nat.code, "job-control pipeline exit status")
-    eq(denials(r, "setpgid"), [], "setpgid denials of the pipeline")
+    eq(denials_of(r, "setpgid"), [], "setpgid denials of the pipeline")
 
 
 @test
@@ -191,7 +175,7 @@ def inode_flags_of_a_read_root_file_are_refused(t):
        res.get("setflags"))
     eq(res.get("setflags"), "Permission denied",
        "FS_IOC_SETFLAGS on a --ro file")
-    true(denials(r, "ioctl", "fs"),
+    true(denials_of(r, "ioctl", "fs"),
          "no denial for FS_IOC_SETFLAGS: %s" % _show(r.get("denials")))
     run = t.corral(["run", "--json", "--ro", ro] + t.prog_roots() +
                    ["--", t.prog("side_doors"), "fsattr", target])
@@ -203,7 +187,7 @@ def inode_flags_of_a_read_root_file_are_refused(t):
     eq(res.get("setversion"), "Operation not permitted",
        "FS_IOC_SETVERSION (refused everywhere)")
     true(any("generation" in (d.get("reason") or "")
-             for d in denials(r, "ioctl", "syscall")),
+             for d in denials_of(r, "ioctl", "syscall")),
          "no denial for FS_IOC_SETVERSION: %s" % _show(r.get("denials")))
     # Through a read-only fd of the workspace's parent: not a root at all.
     run = t.corral(["run", "--json", "-w", t.path("ws")] + t.prog_roots() +
@@ -251,7 +235,7 @@ def id_queries_answer_absent_for_outside_processes(t):
             true(res.get(c, "").endswith("No such process"),
                  "%s of an outside pid: %r (stdout %s)" % (
                      c, res.get(c), _show(r.get("stdout"), 600)))
-        got = sorted({d.get("syscall") for d in denials(r, layer="proc")})
+        got = sorted({d.get("syscall") for d in denials_of(r, layer="proc")})
         eq(got, sorted(calls), "denied calls (layer proc)")
     finally:
         victim.kill()
@@ -265,4 +249,4 @@ def id_queries_answer_absent_for_outside_processes(t):
     for c in calls:
         true(res.get(c, "").endswith("ok"),
              "%s of the run's own pid: %r" % (c, res.get(c)))
-    eq(denials(r), [], "denials of the run's own queries")
+    eq(denials_of(r), [], "denials of the run's own queries")

@@ -6,23 +6,7 @@ more_doors.c. Each test states what the docs promise and checks it.
 
 import subprocess
 
-from harness import eq, true, lt, test, _show
-
-
-def answers(text):
-    """'NAME WORD...' lines of a probe's output as {NAME: rest}."""
-    out = {}
-    for ln in (text or "").splitlines():
-        if ln:
-            k, _, v = ln.partition(" ")
-            out[k] = v
-    return out
-
-
-def denials(r, syscall=None, layer=None):
-    return [d for d in (r.get("denials") or [])
-            if (syscall is None or d.get("syscall") == syscall) and
-            (layer is None or d.get("layer") == layer)]
+from harness import eq, true, lt, test, _show, answers, denials_of
 
 
 @test
@@ -44,7 +28,7 @@ def capget_of_an_outside_process_answers_absent(t):
         res = answers(r.get("stdout"))
         eq(res.get("capget"), "No such process",
            "capget of an outside pid (stdout %s)" % _show(r.get("stdout")))
-        true(denials(r, "capget", "proc"),
+        true(denials_of(r, "capget", "proc"),
              "no denial for capget of an outside pid: %s" %
              _show(r.get("denials")))
     finally:

@@ -13,17 +13,7 @@ failure, with no result and the workspace left behind.
 import socket
 import threading
 
-from harness import eq, true, lt, test, _show
-
-
-def answers(text):
-    """'NAME WORD...' lines of a probe's output as {NAME: rest}."""
-    out = {}
-    for ln in (text or "").splitlines():
-        if ln:
-            k, _, v = ln.partition(" ")
-            out[k] = v
-    return out
+from harness import eq, true, lt, test, _show, answers
 
 
 class Listener:
