@@ -64,7 +64,15 @@ struct cr_verdict cr_net_deny(struct cr_run *run, const struct seccomp_notif *n,
 
 void cr_sock_close(struct cr_sock *s)
 {
-	cr_guard_close(s->dup);	/* maybe the last copy: SO_LINGER */
+	/* Maybe the last copy: a TCP socket's close with SO_LINGER waits
+	 * for its unsent data (tracer/guard.c). Other kinds never linger,
+	 * and skip the guard's two calls (~4 us a socket call here). */
+	if (s->dup >= 0 && (s->type == 0 ||
+			    (s->type == SOCK_STREAM && (s->domain == AF_INET ||
+							s->domain == AF_INET6))))
+		cr_guard_close(s->dup);
+	else if (s->dup >= 0)
+		close(s->dup);
 	s->dup = -1;
 }
 
