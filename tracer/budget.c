@@ -56,7 +56,8 @@ struct cr_budgets {
 	uint64_t peak_tasks, peak_procs;
 
 	/* cpu */
-	uint64_t cpu_dead_ns;		/* final times of threads gone */
+	uint64_t cpu_dead_ns;		/* final times of threads gone, and
+					 * CPU charged for work done for them */
 	uint64_t cpu_ns;		/* dead + live, last computed */
 
 	/* memory */
@@ -96,14 +97,6 @@ struct cr_budgets {
 static uint64_t lim(const struct cr_run *run, enum cr_limit_id id)
 {
 	return run->cfg->limits.v[id];
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void breach_how(struct cr_run *run, enum cr_limit_id id, uint64_t got,
@@ -802,6 +795,12 @@ static void measure_sockets(struct cr_run *run)
 		b->sock_unmeasurable = true;	/* no unix_diag: docs/limits.md */
 }
 
+void cr_budget_charge_cpu(struct cr_run *run, uint64_t ns)
+{
+	if (run->budgets)
+		run->budgets->cpu_dead_ns += ns;
+}
+
 void cr_budget_rescan_soon(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
@@ -957,13 +956,13 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 static void fdscan_run(struct cr_run *run, size_t budget)
 {
 	struct cr_budgets *b = run->budgets;
-	uint64_t t0 = thread_cpu_ns(), now, wait;
+	uint64_t t0 = cr_thread_cpu_ns(), now, wait;
 
 	if (!fdscan_step(run, budget)) {
-		b->fs_cpu += thread_cpu_ns() - t0;
+		b->fs_cpu += cr_thread_cpu_ns() - t0;
 		return;
 	}
-	b->fs_cpu += thread_cpu_ns() - t0;
+	b->fs_cpu += cr_thread_cpu_ns() - t0;
 	now = cr_now_ns();
 	wait = b->fs_cpu * CR_BUDGET_FDSCAN_IDLE;
 	if (wait < CR_BUDGET_FDSCAN_MIN_MS * 1000000ull)
@@ -1135,9 +1134,9 @@ static void walk_tick(struct cr_run *run)
 		return;
 	if (!b->in_pass)
 		b->pass_cpu_ns = 0;
-	t0 = thread_cpu_ns();
+	t0 = cr_thread_cpu_ns();
 	rc = walk_step(run, CR_BUDGET_WALK_PER_TICK);
-	b->pass_cpu_ns += thread_cpu_ns() - t0;
+	b->pass_cpu_ns += cr_thread_cpu_ns() - t0;
 	if (rc < 0) {
 		unmeasurable(run, rc);
 		return;

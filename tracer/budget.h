@@ -115,6 +115,9 @@ int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes);
 /* The ledger of files without a name (fs/held.c) keeps a new entry: the
  * next fd scan comes as soon as its pacing by cost allows. */
 void cr_budget_rescan_soon(struct cr_run *run);
+/* CPU corral spent doing a task's work for it (a copy the kernel would
+ * have made in the task's own time): counted as the run's, for good. */
+void cr_budget_charge_cpu(struct cr_run *run, uint64_t ns);
 /* The supervisor is about to pass fd (ours) over SCM_RIGHTS for the
  * program: a socket is followed for the memory budget wherever it goes.
  * 0, or -errno to refuse the send. */

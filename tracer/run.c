@@ -32,6 +32,14 @@ uint64_t cr_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t cr_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t cr_run_ms(const struct cr_run *run)
 {
 	return run->start_ns ? (cr_now_ns() - run->start_ns) / 1000000ull : 0;

@@ -306,6 +306,8 @@ struct cr_run {
 /* tracer/run.c */
 int cr_run_main(int argc, char **argv);
 uint64_t cr_now_ns(void);
+/* CPU time of the calling thread (the loop's), ns. */
+uint64_t cr_thread_cpu_ns(void);
 uint64_t cr_run_ms(const struct cr_run *run);
 /* Record the first reason the run ends; later reasons are ignored. */
 void cr_run_end(struct cr_run *run, enum cr_status st, const char *limit,

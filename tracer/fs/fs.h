@@ -74,8 +74,10 @@ struct cr_fsres {
 	bool refused;		/* -EACCES/-ENOENT came from the rules, at path */
 	const char *layer;	/* "fs" or "proc" for a refusal */
 	char link_text[64];	/* /proc/self as a link: the caller's answer */
-	bool via_link;		/* name is a /proc/<pid>/fd link to a pipe of
-				 * the run: open through it, as the kernel would */
+	bool via_link;		/* a /proc/<pid>/fd link to a pipe of the run:
+				 * name is "self/fd/<linkfd>" under /proc, to be
+				 * followed, as the kernel would */
+	int linkfd;		/* owned: our O_PATH fd of that pipe */
 };
 
 int cr_fs_setup(struct cr_run *run);

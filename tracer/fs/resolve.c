@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 
 #include "fs.h"
@@ -46,6 +49,7 @@ void cr_fsres_init(struct cr_fsres *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->dirfd = -1;
+	r->linkfd = -1;
 	r->layer = "fs";
 }
 
@@ -55,6 +59,9 @@ void cr_fsres_free(struct cr_fsres *r)
 		close(r->dirfd);
 	r->dirfd = -1;
 	r->dirfd_borrowed = false;
+	if (r->linkfd >= 0)
+		close(r->linkfd);
+	r->linkfd = -1;
 }
 
 static bool is_num(const char *s, size_t n)
@@ -325,20 +332,29 @@ static int start(struct walk *w, int dirfd, bool absolute)
 		return -EBADF;
 	else
 		snprintf(link, sizeof(link), "%d/fd/%d", w->tid, dirfd);
-	/* The task's own cwd or fd, named by its tid: never "self". */
+	/* The task's own cwd or fd, named by its tid: never "self". Opened
+	 * first, then named by our own fd: another thread of the task can
+	 * dup2 over the fd or fchdir (neither is notified) at any moment, so
+	 * the text judged must be read from the directory we hold, not from
+	 * the task's link a second time. */
+	w->fd = openat(w->run->fs->proc_fd, link,
+		       O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (w->fd < 0) {
+		if (errno == ENOENT)
+			return -EBADF;
+		/* ENOTDIR: a file, a pipe, a socket, an anonymous inode. */
+		return -errno;
+	}
+	snprintf(link, sizeof(link), "self/fd/%d", w->fd);
 	n = readlinkat(w->run->fs->proc_fd, link, w->cur, sizeof(w->cur) - 1);
 	if (n < 0)
-		return errno == ENOENT ? -EBADF : -errno;
+		return -errno;
 	w->cur[n] = 0;
 	if (w->cur[0] != '/')
-		return -ENOTDIR;	/* a pipe, socket or anon inode */
+		return -ENOTDIR;
 	if (n > 10 && !strcmp(w->cur + n - 10, " (deleted)"))
 		return -ENOENT;
 	w->clen = (size_t)n;
-	w->fd = openat(w->run->fs->proc_fd, link,
-		       O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (w->fd < 0)
-		return errno == ENOTDIR ? -ENOTDIR : -errno;
 	return 0;
 }
 
@@ -365,6 +381,42 @@ static bool proc_pid_dir(const char *p, size_t len)
 		return false;
 	s = p + 6;
 	return *s >= '0' && *s <= '9';
+}
+
+/*
+ * /proc/<pid>/fd/N naming a pipe of the run: reopened as the kernel would.
+ * The program can dup2 another fd over N at any moment (dup2 is not
+ * notified), so the link is followed once, to an O_PATH fd of ours, and
+ * what that fd is gets checked: an anonymous pipe (pipefs), nothing else.
+ * The handlers then act through /proc/self/fd/<ours>, which only corral
+ * changes: never through the program's link again.
+ */
+static int pipe_link(struct walk *w, const char *nm, const char *cand,
+		     size_t plen, struct cr_fsres *res)
+{
+	struct statfs sf;
+	struct stat st;
+	int o;
+
+	o = openat(w->fd, nm, O_PATH | O_CLOEXEC);
+	if (o < 0)
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (fstat(o, &st) < 0 || !S_ISFIFO(st.st_mode) ||
+	    fstatfs(o, &sf) < 0 || sf.f_type != PIPEFS_MAGIC) {
+		close(o);
+		return refuse(w, res, cand, plen, "proc");
+	}
+	res->linkfd = o;
+	res->via_link = true;
+	res->exists = true;
+	res->st = st;
+	res->dirfd = w->run->fs->proc_fd;
+	res->dirfd_borrowed = true;
+	snprintf(res->name, sizeof(res->name), "self/fd/%d", o);
+	memcpy(res->path, cand, plen + 1);
+	res->plen = plen;
+	res->acc = cr_fs_access(w->run, w->tid, cand, plen);
+	return 0;
 }
 
 static int step(struct walk *w, const char *name, size_t nlen, bool last,
@@ -458,12 +510,8 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 				 * reopened through it, as the kernel would. */
 				if (last && w->clen > 3 &&
 				    !strcmp(w->cur + w->clen - 3, "/fd") &&
-				    !strncmp(target, "pipe:[", 6)) {
-					res->via_link = true;
-					res->exists = true;
-					res->st = st;
-					goto final;
-				}
+				    !strncmp(target, "pipe:[", 6))
+					return pipe_link(w, nm, cand, plen, res);
 				return refuse(w, res, cand, plen, "proc");
 			}
 			if (target[0] == '/') {

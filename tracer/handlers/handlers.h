@@ -162,6 +162,7 @@ CR_HANDLER(cr_h_process_vm);
 CR_HANDLER(cr_h_proc_pid);
 CR_HANDLER(cr_h_proc_prio);
 CR_HANDLER(cr_h_capget);
+CR_HANDLER(cr_h_prctl_dumpable);
 CR_HANDLER(cr_h_fcntl_owner);
 /* socket.c */
 CR_HANDLER(cr_h_socket);

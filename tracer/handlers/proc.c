@@ -1,7 +1,7 @@
 /* tracer/handlers/proc.c: pidfd_getfd, process_madvise, process_vm_readv,
  * process_vm_writev, kcmp, prlimit64, get_robust_list, sched_set* and
- * sched_get*, getpgid, getsid, get/setpriority, ioprio_get/set, capget:
- * calls that name another process. */
+ * sched_get*, getpgid, getsid, get/setpriority, ioprio_get/set, capget,
+ * prctl(PR_SET_DUMPABLE): calls that name or hide from another process. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include <linux/capability.h>
 
 #include "handlers.h"
+#include "../budget.h"
 #include "../surface.h"
 
 /*
@@ -269,6 +270,7 @@ CR_HANDLER(cr_h_process_vm)
 	struct iovec b;
 	size_t len;
 	ssize_t got, put;
+	uint64_t t0;
 	int r;
 
 	if (n->data.args[5] || lcnt > IOV_MAX || rcnt > IOV_MAX)
@@ -307,6 +309,7 @@ CR_HANDLER(cr_h_process_vm)
 	if (!buf)
 		return err(ENOMEM);
 	b = (struct iovec){ .iov_base = buf, .iov_len = len };
+	t0 = cr_thread_cpu_ns();
 	/* Source first: the target (readv) or the caller's own buffers
 	 * (writev); then the destination. A fault on the caller's side is
 	 * EFAULT, as the kernel reports it. */
@@ -314,16 +317,43 @@ CR_HANDLER(cr_h_process_vm)
 		got = process_vm_readv(caller, &b, 1, local, lcnt, 0);
 	else
 		got = process_vm_readv(pid, &b, 1, remote, rcnt, 0);
-	if (got < 0)
-		return err(wr ? EFAULT : errno);
-	b.iov_len = (size_t)got;
-	if (wr)
-		put = process_vm_writev(pid, &b, 1, remote, rcnt, 0);
-	else
-		put = process_vm_writev(caller, &b, 1, local, lcnt, 0);
-	if (put < 0)
-		return err(wr ? errno : EFAULT);
-	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = put };
+	if (got < 0) {
+		put = -1;
+		r = wr ? EFAULT : errno;
+	} else {
+		b.iov_len = (size_t)got;
+		if (wr)
+			put = process_vm_writev(pid, &b, 1, remote, rcnt, 0);
+		else
+			put = process_vm_writev(caller, &b, 1, local, lcnt, 0);
+		r = put >= 0 ? 0 : wr ? errno : EFAULT;
+	}
+	/* Natively the copy is the caller's own CPU time; here corral's loop
+	 * does it (up to 16 MiB a call, the fresh buffer's page faults
+	 * included): charged to the run's cpu budget, or a program could
+	 * have corral copy for it past its budget. */
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+	return r ? err(r) : (struct cr_verdict){ .kind = CR_V_VALUE, .val = put };
+}
+
+/*
+ * prctl(PR_SET_DUMPABLE, 0): an undumpable process's /proc files turn
+ * root's and pidfd_getfd and process_vm_* on it fail for corral, which
+ * has the uid but no capability: its fd table (unlinked files, unix
+ * socket queues, pty masters the budgets count) and its memory (every
+ * path it passes) could no longer be read. Refused, recorded; 1 and the
+ * kernel's EINVAL for other values stay in the kernel. Programs that ask
+ * (agents holding keys) go on when it fails: it protects them from other
+ * processes of the uid, which under corral cannot reach them anyway.
+ */
+CR_HANDLER(cr_h_prctl_dumpable)
+{
+	(void)e;
+	if (n->data.args[1] != 0)
+		return CR_V_CONT;
+	cr_deny(run, (pid_t)n->pid, "prctl", "PR_SET_DUMPABLE 0", "proc",
+		"an undumpable process cannot be measured");
+	return err(EPERM);
 }
 
 /*
