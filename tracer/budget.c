@@ -927,8 +927,18 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 			snprintf(path, sizeof(path), "/proc/%d/task/%d/fd",
 				 t->tid, t->tid);
 			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (fd < 0)
-				continue;	/* gone meanwhile */
+			if (fd < 0) {
+				/* Gone meanwhile; anything else (a table
+				 * corral may not read) hides what it holds:
+				 * never undercount. */
+				if (errno != ENOENT && errno != ESRCH &&
+				    !run->ending)
+					cr_run_end(run, CR_ST_PLATFORM_FAILURE,
+						   NULL,
+						   "cannot read the fd table of task %d for the budgets: %s",
+						   t->tid, strerror(errno));
+				continue;
+			}
 			b->fs_dir = fdopendir(fd);
 			if (!b->fs_dir)
 				close(fd);

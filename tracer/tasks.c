@@ -368,12 +368,17 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 
 	/* The new image is mapped and has not run an instruction: judge what
 	 * really loaded, whatever the path looked like at execve. */
+	bad[0] = 0;
 	if (cr_fs_exec_verify(run, t->tid, bad, sizeof(bad)) < 0) {
+		bool seen = bad[0] == '/';
+
 		cr_task_kill(run, t);
-		cr_deny(run, t->tid, "execve", bad, "exec",
-			"the image loaded is outside the exec roots");
+		cr_deny(run, t->tid, "execve", seen ? bad : NULL, "exec",
+			seen ? "the image loaded is outside the exec roots" :
+			       bad);
 		cr_run_end(run, CR_ST_POLICY_DENIED, NULL,
-			   "exec of %s refused: outside the exec roots", bad);
+			   seen ? "exec of %s refused: outside the exec roots" :
+				  "exec refused: %s", bad);
 	}
 
 	/* A non-leader thread that execs takes over the leader's tid; its

@@ -64,7 +64,7 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 	snprintf(dir, sizeof(dir), "%d/fd", t->tid);
 	dfd = openat(run->fs->proc_fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
-		return -ENOENT;
+		return errno == ENOENT || errno == ESRCH ? -ENOENT : -EACCES;
 	dp = fdopendir(dfd);
 	if (!dp) {
 		close(dfd);
@@ -84,8 +84,13 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		if (!strstr(link, "ptmx"))
 			continue;
 		m = (int)syscall(SYS_pidfd_getfd, t->pidfd, atoi(d->d_name), 0);
-		if (m < 0)
+		if (m < 0) {
+			if (errno != EBADF && errno != ESRCH)
+				found = -EACCES;	/* held, unreadable */
+			if (found == -EACCES)
+				break;
 			continue;
+		}
 		if (ioctl(m, TIOCGPTN, &got) == 0 && got == idx && !held) {
 			found = m;
 			continue;
@@ -113,8 +118,13 @@ static void prune(struct cr_run *run)
 	for (size_t i = 0; i < t->cap; i++) {
 		const struct cr_task *k = &t->slots[i];
 
-		if (k->tid && k->leader && k->pidfd >= 0)
-			scan_process(run, k, UINT_MAX, held);
+		/* A table corral cannot read may hold any of them: keep
+		 * every index (the cap errs towards refusing). */
+		if (k->tid && k->leader && k->pidfd >= 0 &&
+		    scan_process(run, k, UINT_MAX, held) == -EACCES) {
+			free(held);
+			return;
+		}
 	}
 	for (size_t i = 0; i < fs->nptys; i++)
 		if (held[i])

@@ -74,6 +74,32 @@ static bool is_num(const char *s, size_t n)
 	return true;
 }
 
+/* The entries of /proc/<pid>/ (or .../task/<tid>/) a task of the run may
+ * write: each acts on that task or its process only. Not the rest: some
+ * reach further (autogroup is the whole session's nice level, the
+ * caller's shell and corral included, and it outlives the run), and a
+ * new kernel's new entry is read-only here until judged. fd/ holds the
+ * links a pipe of the run is reopened through. */
+static bool proc_pid_entry_writable(const char *sub)
+{
+	static const char *const names[] = {
+		"comm", "mem", "oom_score_adj", "oom_adj", "coredump_filter",
+		"clear_refs", "timerslack_ns", "sched", "attr", "fd",
+		"setgroups", "uid_map", "gid_map", "projid_map", "loginuid",
+		"fail-nth", "make-it-fail",
+	};
+	size_t n;
+
+	if (*sub != '/')
+		return false;
+	sub++;
+	n = strcspn(sub, "/");
+	for (size_t i = 0; i < CR_ARRAY_SIZE(names); i++)
+		if (strlen(names[i]) == n && !memcmp(names[i], sub, n))
+			return true;
+	return false;
+}
+
 /* /proc: the run's own tasks, and a few harmless globals. */
 static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 {
@@ -106,7 +132,8 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 			sub += 6 + strspn(sub + 6, "0123456789");
 		if (!strncmp(sub, "/net", 4) && (sub[4] == '/' || !sub[4]))
 			return 0;
-		return CR_FS_R | CR_FS_W | CR_FS_STAT;
+		return proc_pid_entry_writable(sub) ?
+			CR_FS_R | CR_FS_W | CR_FS_STAT : CR_FS_R | CR_FS_STAT;
 	}
 	for (size_t i = 0; i < CR_ARRAY_SIZE(globals); i++)
 		if (strlen(globals[i]) == len - 6 && !memcmp(globals[i], rel, len - 6))

@@ -26,6 +26,25 @@ void cr_fs_note_created(struct cr_run *run, const struct cr_fsres *res)
 		cr_fs_shm_created(run, res->name);
 }
 
+/* /dev/shm is emptied by name at cleanup and swept by tag after a killed
+ * supervisor; a tag (a user xattr) sits only on files and directories,
+ * which is all POSIX shared memory and semaphores make. A symlink, FIFO or
+ * socket there would outlive a killed run, and a link at a name another
+ * program of the user opens would redirect it: refused. */
+static bool shm_kind_refused(struct cr_run *run, const struct seccomp_notif *n,
+			     const char *sys, struct cr_fsres *res,
+			     mode_t type)
+{
+	if (!(res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9)) ||
+	    type == S_IFREG || type == S_IFDIR)
+		return false;
+	res->refused = true;
+	cr_fs_deny(run, n, sys, res,
+		   "only files and directories may be made in /dev/shm");
+	cr_fsres_free(res);
+	return true;
+}
+
 static struct cr_verdict refuse_write(struct cr_run *run,
 				      const struct seccomp_notif *n,
 				      const char *sys, struct cr_fsres *res)
@@ -66,6 +85,9 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 	}
 	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
 		return refuse_write(run, n, sys, &res);
+	if (shm_kind_refused(run, n, sys, &res,
+			     dir ? S_IFDIR : type ? type : S_IFREG))
+		return CR_V_ERR(EPERM);
 	if ((rc = cr_budget_on_create(run, (pid_t)n->pid))) {
 		cr_fsres_free(&res);
 		return CR_V_ERR(-rc);
@@ -134,6 +156,8 @@ static struct cr_verdict do_symlink(struct cr_run *run,
 	}
 	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
 		return refuse_write(run, n, sys, &res);
+	if (shm_kind_refused(run, n, sys, &res, S_IFLNK))
+		return CR_V_ERR(EPERM);
 	rc = -cr_budget_on_create(run, (pid_t)n->pid);
 	if (!rc)
 		rc = symlinkat(target, res.dirfd, res.name) < 0 ? errno : 0;

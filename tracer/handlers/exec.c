@@ -156,8 +156,18 @@ int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
-	if (!f)
-		return -errno;
+	if (!f) {
+		/* An image the uid may run but not read (mode --x) makes the
+		 * process undumpable: its maps, memory and fds are closed to
+		 * corral, so nothing it does could be judged. */
+		int e = errno;
+
+		snprintf(bad, badlen, "%s",
+			 e == EACCES || e == EPERM ?
+			 "an image corral cannot read (execute-only?)" :
+			 "an image corral cannot inspect");
+		return -e;
+	}
 	while (!rc && fgets(line, sizeof(line), f)) {
 		char perms[8] = "", *file;
 		size_t len;
@@ -181,8 +191,10 @@ int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen)
 
 		snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 		l = readlink(path, line, sizeof(line) - 1);
-		if (l <= 0)
+		if (l <= 0) {
+			snprintf(bad, badlen, "%s", "an image corral cannot inspect");
 			return -ESRCH;
+		}
 		line[l] = 0;
 		if (line[0] != '/' || (l > 10 && !strcmp(line + l - 10, " (deleted)")) ||
 		    !(cr_fs_access(run, pid, line, (size_t)l) & CR_FS_X)) {

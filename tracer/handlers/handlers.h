@@ -162,6 +162,8 @@ CR_HANDLER(cr_h_process_vm);
 CR_HANDLER(cr_h_proc_pid);
 CR_HANDLER(cr_h_proc_prio);
 CR_HANDLER(cr_h_capget);
+CR_HANDLER(cr_h_fgetxattr);
+CR_HANDLER(cr_h_flistxattr);
 CR_HANDLER(cr_h_prctl_dumpable);
 CR_HANDLER(cr_h_fcntl_owner);
 /* socket.c */

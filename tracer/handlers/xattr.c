@@ -242,6 +242,75 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
 }
 
+/* fgetxattr / flistxattr: the fd may be one the rules open only for a
+ * listing (an ancestor of a root, "..") whose attributes the path forms
+ * do not show; judged on where our copy of the fd really points, and
+ * read from that copy, so a dup2 racing the check changes nothing. */
+static struct cr_verdict do_fxattr_read(struct cr_run *run,
+					const struct seccomp_notif *n,
+					const char *sys, bool list)
+{
+	char name[XATTR_NAME_MAX + 1] = "", p[64], path[PATH_MAX];
+	size_t size = (size_t)n->data.args[list ? 2 : 3];
+	cr_autofree char *buf = NULL;
+	ssize_t len, r;
+	int rc, fd;
+
+	if (!list) {
+		rc = cr_mem_read_str((pid_t)n->pid, n->data.args[1], name,
+				     sizeof(name));
+		if (rc)
+			return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
+	}
+	if (size > CR_XATTR_MAX)
+		size = CR_XATTR_MAX;
+	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	cr_fs_fdpath(fd, p, sizeof(p));
+	len = readlink(p, path, sizeof(path) - 1);
+	if (len <= 0) {
+		close(fd);
+		return CR_V_ERR(EBADF);
+	}
+	path[len] = 0;
+	if (len > 10 && !strcmp(path + len - 10, " (deleted)"))
+		path[len -= 10] = 0;
+	if (path[0] == '/' &&
+	    !(cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_R)) {
+		close(fd);
+		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
+			"attributes of an ancestor of a root are not shown");
+		return list ? CR_V_VAL(0) : CR_V_ERR(ENODATA);
+	}
+	if (size && !(buf = malloc(size))) {
+		close(fd);
+		return CR_V_ERR(ENOMEM);
+	}
+	r = list ? flistxattr(fd, buf, size) : fgetxattr(fd, name, buf, size);
+	rc = r < 0 ? errno : 0;
+	close(fd);
+	if (!rc && size && r > 0 &&
+	    cr_mem_write((pid_t)n->pid, n->data.args[list ? 1 : 2], buf,
+			 (size_t)r))
+		rc = EFAULT;
+	return rc ? CR_V_ERR(rc) : CR_V_VAL(r);
+}
+
+struct cr_verdict cr_h_fgetxattr(struct cr_run *run,
+				 const struct cr_syscall_entry *e,
+				 const struct seccomp_notif *n)
+{
+	return do_fxattr_read(run, n, e->name, false);
+}
+
+struct cr_verdict cr_h_flistxattr(struct cr_run *run,
+				  const struct cr_syscall_entry *e,
+				  const struct seccomp_notif *n)
+{
+	return do_fxattr_read(run, n, e->name, true);
+}
+
 struct cr_verdict cr_h_fsetxattr(struct cr_run *run,
 				 const struct cr_syscall_entry *e,
 				 const struct seccomp_notif *n)
