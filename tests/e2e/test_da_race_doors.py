@@ -1,0 +1,273 @@
+"""A fifth round of doors: races against what the supervisor reads, and
+side entrances to what it measures. Probes: tests/progs/race_doors.c
+(filesystem) and tests/progs/proc_doors.c (processes and budgets).
+
+dup2 and fchdir are not notified: another thread of the program can change
+what an fd number or the cwd names at any moment. A supervisor that reads a
+task's fd or cwd twice (once to judge, once to use) judges one object and
+acts on another. Each race below was won on the build before its fix,
+with Landlock on and off (the supervisor performs these calls itself, so
+Landlock does not stand in the way).
+"""
+
+import os
+import time
+
+from harness import eq, true, lt, test, _show, answers, denials_of
+
+
+def probe(t, prog, args, limits=(), extra=(), timeout=90):
+    opts = ["run", "--json", "-w", t.path("ws"), "--limit", "wall=30s"]
+    for lim in limits:
+        opts += ["--limit", lim]
+    run = t.corral(opts + list(extra) + t.prog_roots() +
+                   ["--", t.prog(prog)] + [str(a) for a in args],
+                   timeout=timeout)
+    return run, t.result(run)
+
+
+def stage(t):
+    """A workspace and, beside it (outside every root, in the directory
+    the workspace's ".." names), a file the run must never reach."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    return t.write("secret.txt", "MARKER\n")
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+@test
+def race_dirfd_swap_cannot_walk_outside(t):
+    """A thread dup2()s the workspace's fd and its parent's (an ancestor
+    of a root, open for a listing) onto one number while the main thread
+    opens NAME relative to it. The walk used to read the fd's path from
+    /proc/TID/fd/N, judge it (the workspace), then open the same link
+    again (by then the parent): secret.txt beside the workspace was read
+    within a few thousand tries, and with "write" truncated and
+    rewritten. Now the link is opened once and named by corral's own fd."""
+    secret = stage(t)
+    for mode in ("read", "write"):
+        run, r = probe(t, "race_doors", ["dirfd-race", "secret.txt", 2, mode])
+        true("got=0 " in (r.get("stdout") or ""),
+             "%s through a swapped dirfd reached the file outside the "
+             "roots: %s" % (mode, _show(r.get("stdout"))))
+        eq(read(secret), "MARKER\n", "the file beside the workspace")
+        true(denials_of(r, layer="fs"),
+             "the losing tries are recorded (%s)" % mode)
+
+
+@test
+def race_cwd_swap_cannot_walk_outside(t):
+    """The same with the cwd: a thread fchdir()s between the workspace
+    and its parent while the main thread unlinks "./victim" (off the
+    one-call fast path). The file beside the workspace was deleted on the
+    build before; now it stays."""
+    stage(t)
+    victim = t.write("victim", "keep\n")
+    run, r = probe(t, "race_doors", ["cwd-race", "victim", 2, "unlink"])
+    true(os.path.exists(victim),
+         "the file beside the workspace was unlinked through a swapped "
+         "cwd: %s" % _show(r.get("stdout")))
+    true("got=0 " in (r.get("stdout") or ""),
+         "probe output: %s" % _show(r.get("stdout")))
+
+
+@test
+def race_pipe_link_swap_cannot_write_a_read_root(t):
+    """/proc/self/fd/N naming a pipe of the run may be reopened (as the
+    kernel allows); a thread dup2()s a read-only fd of a read root's file
+    over N meanwhile. The reopen used to follow the program's link at
+    call time: O_RDWR on the read-only file (a line appended), its mtime
+    set, its group changed. Now the link is followed once, to corral's own
+    O_PATH fd, checked to be a pipe, and every handler acts through
+    that."""
+    stage(t)
+    f = t.write("ro/f", "data\n")
+    before = os.stat(f)
+    for mode in ([], ["utimes"], ["chown"]):
+        run, r = probe(t, "race_doors", ["pipe-swap", f, 2] + mode,
+                       extra=["--ro", t.path("ro")])
+        after = os.stat(f)
+        eq(read(f), "data\n", "the read root's file after pipe-swap %s" %
+           (mode or ["open"]))
+        eq((after.st_mtime_ns, after.st_gid, after.st_size),
+           (before.st_mtime_ns, before.st_gid, before.st_size),
+           "the read root's file's metadata after pipe-swap %s" %
+           (mode or ["open"]))
+        true("got=0 " in (r.get("stdout") or ""),
+             "probe output: %s" % _show(r.get("stdout")))
+
+
+@test
+def race_pipe_link_swap_to_a_fifo_cannot_hold_the_loop(t):
+    """The same swap with a FIFO of the workspace that has no writer: the
+    resolver saw a link, not a FIFO, so the open ran on the loop thread
+    and waited; 256 MiB went into a run with disk=10MiB, and only the
+    watchdog ended it (66 s, no result). Now the FIFO is refused where
+    the pipe was expected, and the disk budget fires."""
+    stage(t)
+    run, r = probe(t, "race_doors", ["fifo-stall", "fill"],
+                   limits=["wall=5s", "disk=10MiB", "cpu=2s"])
+    eq(r.get("status"), "limit_exceeded", "status (message %r)" %
+       r.get("message"))
+    lt(run.elapsed, 20, "seconds until corral returned")
+
+
+@test
+def proc_autogroup_is_not_writable(t):
+    """/proc/self/autogroup is the session's nice level: the run shares
+    the session with corral and its caller (this test process), and a
+    write outlived the run, reniced to 19. Writes under /proc/<pid>/ are
+    a list of entries that act on that process alone now."""
+    def nice():
+        with open("/proc/self/autogroup") as fh:
+            return fh.read().split()[-1]
+    was = nice()
+    try:
+        run, r = probe(t, "race_doors", ["autogroup", "19"])
+        eq(nice(), was, "this session's autogroup nice after the run")
+        true(denials_of(r, syscall="openat"),
+             "the write is recorded: %s" % _show(r.get("denials")))
+    finally:
+        # The kernel takes one change a second (EAGAIN before).
+        for _ in range(5):
+            if nice() == was:
+                break
+            time.sleep(1.1)
+            try:
+                with open("/proc/self/autogroup", "w") as fh:
+                    fh.write(was)
+            except OSError:
+                pass
+
+
+@test
+def proc_own_entries_stay_writable(t):
+    """What real programs write under /proc/self keeps working: a
+    thread's name (pthread_setname_np writes task/<tid>/comm) and
+    oom_score_adj."""
+    stage(t)
+    script = ("import os,threading\n"
+              "open('/proc/self/comm','w').write('renamed')\n"
+              "tid=threading.get_native_id()\n"
+              "open('/proc/self/task/%d/comm'%tid,'w').write('thr')\n"
+              "open('/proc/self/oom_score_adj','w').write('500')\n"
+              "print(open('/proc/self/comm').read().strip(),"
+              "open('/proc/self/oom_score_adj').read().strip())\n")
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--",
+                    "python3", "-c", script])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), "thr 500\n", "stdout")
+
+
+@test
+def fs_dnotify_is_refused(t):
+    """fcntl(F_NOTIFY) on the workspace's parent (an ancestor of a root,
+    open for a listing) or /dev/pts signalled changes made outside the
+    run. Refused, recorded."""
+    stage(t)
+    run, r = probe(t, "race_doors", ["dnotify", "..", "1"])
+    true("Operation not permitted" in (r.get("stdout") or ""),
+         "F_NOTIFY was accepted: %s" % _show(r.get("stdout")))
+    true(denials_of(r, syscall="fcntl"), "the refusal is recorded")
+
+
+@test
+def fs_fd_xattrs_of_an_ancestor_are_not_shown(t):
+    """listxattr("..") shows no attributes of an ancestor of a root;
+    flistxattr/fgetxattr on an fd of it were not notified and showed
+    them. Now they answer as the path forms."""
+    stage(t)
+    # Every filesystem a Debian TMPDIR sits on (ext4, xfs, btrfs, tmpfs
+    # since 6.6) takes user attributes from their owner.
+    os.setxattr(t.tmp, "user.doors", b"outside-value")
+    run, r = probe(t, "race_doors", ["fxattr", ".."])
+    out = r.get("stdout") or ""
+    true("outside-value" not in out and "user.doors" not in out,
+         "an attribute of the workspace's parent was shown: %s" % _show(out))
+    true(denials_of(r, syscall="flistxattr"),
+         "flistxattr is recorded: %s" % _show(r.get("denials")))
+
+
+@test
+def shm_only_files_and_directories(t):
+    """A symlink made in /dev/shm outlived the run (cleanup did not know
+    it, and a link cannot carry the sweep's tag): a later program of the
+    user opening that name would follow it. Symlinks and FIFOs there are
+    refused now; files and directories work and are removed."""
+    tag = "pd" + t.marker[-10:]
+    run, r = probe(t, "proc_doors", ["shmleft", tag])
+    out = r.get("stdout") or ""
+    true("symlink=-1" in out and "mkfifo=-1" in out,
+         "a symlink or FIFO was made in /dev/shm: %s" % _show(out))
+    true("file=" in out and "file=-1" not in out,
+         "a file in /dev/shm failed: %s" % _show(out))
+    left = [e for e in os.listdir("/dev/shm") if e.startswith(tag)]
+    for e in left:
+        try:
+            os.unlink(os.path.join("/dev/shm", e))
+        except OSError:
+            pass
+    eq(left, [], "entries left in /dev/shm after the run")
+
+
+@test
+def proc_undumpable_cannot_hide_socket_memory(t):
+    """PR_SET_DUMPABLE 0 made /proc/PID/fd root's: the fd scan treated
+    the unreadable table as empty, and 784 MiB waited in unix sockets
+    under memory=128MiB until the wall limit (status wall). Now the prctl
+    is refused (recorded) and the memory budget fires."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    run, r = probe(t, "proc_doors", ["sockhide", 100, 1],
+                   limits=["memory=128MiB", "wall=20s"])
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "memory"),
+       "verdict (message %r)" % r.get("message"))
+    true(denials_of(r, syscall="prctl"), "the prctl is recorded")
+
+
+@test
+def proc_undumpable_cannot_pass_the_pty_cap(t):
+    """Each round opens ptys until refused and hands them to an
+    undumpable holder: 180 ptys were held with the cap at 64. Now at most
+    64."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    run, r = probe(t, "proc_doors", ["ptyhide", 2, 1], limits=["wall=6s"])
+    out = r.get("stdout") or ""
+    held = [ln for ln in out.splitlines() if ln.startswith("ptys held")]
+    true(held, "probe output: %s" % _show(out))
+    n = int(held[-1].split()[-1])
+    true(n <= 64, "ptys held by the run: %d (cap 64)" % n)
+
+
+@test
+def proc_process_vm_copies_count_as_cpu(t):
+    """corral performs process_vm_readv between the run's processes
+    (through a 16 MiB buffer of its own): 28 GB copied under cpu=1s,
+    7 s of corral's CPU, the run `ok`. That CPU is the run's now."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    run, r = probe(t, "proc_doors", ["vmcopy", 8],
+                   limits=["cpu=1s", "wall=20s"])
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
+       "verdict (message %r, usage %s)" % (r.get("message"),
+                                          _show(r.get("usage"))))
+
+
+@test
+def exec_of_an_unreadable_image_says_why(t):
+    """An execute-only image makes its process undumpable (nothing of it
+    could be judged): the exec is refused, and the record says why, not
+    an empty path "outside the exec roots"."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    img = t.path("ws", "xonly")
+    with open("/bin/true", "rb") as src, open(img, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(img, 0o111)
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--", "./xonly"])
+    r = t.result(run)
+    eq(r.get("status"), "policy_denied", "status")
+    d = denials_of(r, syscall="execve")
+    true(d and "cannot" in (d[0].get("reason") or ""),
+         "the denial names the cause: %s" % _show(d))
