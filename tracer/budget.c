@@ -894,6 +894,17 @@ static uint64_t fdscan_finish(struct cr_run *run)
 	return total;
 }
 
+/* A live task whose /proc entry corral (same uid, no capability) does
+ * not own: undumpable, its fds and memory closed to us. */
+static bool task_closed(pid_t tid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", tid, tid);
+	return stat(path, &st) == 0 && st.st_uid != geteuid();
+}
+
 /* Read at most `budget` fd entries; true when the scan completed and
  * b->deleted holds its figure. */
 static bool fdscan_step(struct cr_run *run, size_t budget)
@@ -928,15 +939,16 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 				 t->tid, t->tid);
 			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (fd < 0) {
-				/* Gone meanwhile; anything else (a table
-				 * corral may not read) hides what it holds:
-				 * never undercount. */
-				if (errno != ENOENT && errno != ESRCH &&
-				    !run->ending)
+				/* Gone or exiting meanwhile (an exiting task's
+				 * table answers EACCES); but a table closed to
+				 * corral because the task is undumpable (its
+				 * /proc entry turned root's) hides what it
+				 * holds: never undercount. */
+				if (task_closed(t->tid) && !run->ending)
 					cr_run_end(run, CR_ST_PLATFORM_FAILURE,
 						   NULL,
-						   "cannot read the fd table of task %d for the budgets: %s",
-						   t->tid, strerror(errno));
+						   "cannot read the fd table of task %d for the budgets",
+						   t->tid);
 				continue;
 			}
 			b->fs_dir = fdopendir(fd);

@@ -271,3 +271,24 @@ def exec_of_an_unreadable_image_says_why(t):
     d = denials_of(r, syscall="execve")
     true(d and "cannot" in (d[0].get("reason") or ""),
          "the denial names the cause: %s" % _show(d))
+
+
+@test
+def fork_loop_is_not_a_platform_failure(t):
+    """An exiting task's fd table answers EACCES for a moment; the scan
+    that ends the run on a table it cannot read (an undumpable task) must
+    tell the two apart, or a plain fork loop ends `platform_failure` (one
+    run in three on the first build of that rule)."""
+    script = ("import os\n"
+              "for i in range(600):\n"
+              "    pid = os.fork()\n"
+              "    if pid == 0:\n"
+              "        os._exit(0)\n"
+              "    os.waitpid(pid, 0)\n"
+              "print('done')\n")
+    for i in range(3):
+        run = t.corral(["run", "--json", "--", "python3", "-c", script],
+                       timeout=120)
+        r = t.result(run)
+        eq((r.get("status"), r.get("stdout")), ("ok", "done\n"),
+           "run %d (message %r)" % (i, r.get("message")))

@@ -419,7 +419,7 @@ static bool proc_pid_dir(const char *p, size_t len)
  * changes: never through the program's link again.
  */
 static int pipe_link(struct walk *w, const char *nm, const char *cand,
-		     size_t plen, struct cr_fsres *res)
+		     size_t plen, const struct stat *lst, struct cr_fsres *res)
 {
 	struct statfs sf;
 	struct stat st;
@@ -436,7 +436,9 @@ static int pipe_link(struct walk *w, const char *nm, const char *cand,
 	res->linkfd = o;
 	res->via_link = true;
 	res->exists = true;
-	res->st = st;
+	/* The link's own lstat, as before: a pipe's open never waits for a
+	 * partner (pipefs), so it must not take the FIFO worker's road. */
+	res->st = *lst;
 	res->dirfd = w->run->fs->proc_fd;
 	res->dirfd_borrowed = true;
 	snprintf(res->name, sizeof(res->name), "self/fd/%d", o);
@@ -538,7 +540,7 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 				if (last && w->clen > 3 &&
 				    !strcmp(w->cur + w->clen - 3, "/fd") &&
 				    !strncmp(target, "pipe:[", 6))
-					return pipe_link(w, nm, cand, plen, res);
+					return pipe_link(w, nm, cand, plen, &st, res);
 				return refuse(w, res, cand, plen, "proc");
 			}
 			if (target[0] == '/') {
