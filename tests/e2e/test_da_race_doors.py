@@ -292,3 +292,71 @@ def fork_loop_is_not_a_platform_failure(t):
         r = t.result(run)
         eq((r.get("status"), r.get("stdout")), ("ok", "done\n"),
            "run %d (message %r)" % (i, r.get("message")))
+
+
+def errnos(out):
+    """'IMAGE: PATH -> ERROR (status S)' lines of exec_doors, as
+    {PATH: ERROR}."""
+    res = {}
+    for ln in (out or "").splitlines():
+        if " -> " in ln and ": " in ln:
+            left, _, right = ln.partition(" -> ")
+            res[left.split(": ", 1)[1]] = right.split(" (status")[0]
+    return res
+
+
+@test
+def exec_interpreter_outside_is_absent_either_way(t):
+    """The kernel opens an image's interpreter (a #! line's first word,
+    an ELF's PT_INTERP) itself, by a path the program writes into a file:
+    the execve's errno told an existing file or directory outside every
+    root (EACCES) from a missing one (ENOENT), relative paths and `..`
+    included, with no denial. Each interpreter is now resolved and judged
+    by corral first: outside the roots it is absent whether it exists or
+    not, and recorded."""
+    secret = stage(t)
+    missing = t.path("nothere")
+    os.makedirs(t.path("outdir"))
+    for sub, paths in (("interp", [secret, missing, t.path("outdir")]),
+                       ("shebang", ["../secret.txt", "../nothere",
+                                    secret, missing])):
+        run, r = probe(t, "exec_doors", [sub] + paths)
+        got = errnos(r.get("stdout"))
+        eq(len(got), len(paths), "probe output %s" % _show(r.get("stdout")))
+        eq(len(set(got.values())), 1,
+           "%s: errnos differ between existing and missing paths outside "
+           "the roots: %s" % (sub, got))
+        true(denials_of(r, syscall="execve", layer="exec"),
+             "%s: no exec denial recorded" % sub)
+
+
+@test
+def exec_host_script_as_interpreter_does_not_run(t):
+    """A script of the user outside every root, named as a workspace
+    script's interpreter, ran under the interpreter its own first line
+    names (/bin/echo here, printing that line): the exec stop saw only
+    /bin/echo, in an exec root. Refused now, in both modes."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    host = t.write("hostscript", "#!/bin/echo HOSTLINE-SECRET\n", 0o755)
+    t.write("ws/run.sh", "#!%s\n" % host, 0o755)
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--", "./run.sh"])
+    r = t.result(run)
+    true("HOSTLINE-SECRET" not in (r.get("stdout") or ""),
+         "the host script's interpreter line ran: %s" % _show(r.get("stdout")))
+    true(denials_of(r, syscall="execve", layer="exec"),
+         "no exec denial: %s" % _show(r.get("denials")))
+
+
+@test
+def exec_interpreters_inside_the_roots_still_run(t):
+    """Scripts whose interpreter is a system one, one found by env, and a
+    workspace script run through another (a relative #!) keep working."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    t.write("ws/a.sh", "#!/bin/sh\necho sh-ok\n", 0o755)
+    t.write("ws/b.py", "#!/usr/bin/env python3\nprint('py-ok')\n", 0o755)
+    t.write("ws/c", "#!./a.sh\n", 0o755)
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--", "sh", "-c",
+                    "./a.sh; ./b.py; ./c"])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "sh-ok\npy-ok\nsh-ok\n"),
+       "status and stdout (stderr %r)" % r.get("stderr"))

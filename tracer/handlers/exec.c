@@ -1,5 +1,6 @@
 /* tracer/handlers/exec.c: execve, execveat (checked before, verified at
  * PTRACE_EVENT_EXEC on the image really loaded) and chdir. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,43 +22,120 @@
  * in is judged at the exec stop and the tree is killed if it is not allowed.
  */
 /*
- * Under Landlock the kernel itself refuses a #! interpreter outside the
- * exec roots (EACCES from the execve), before the exec stop where the
- * supervisor would have judged and recorded it. So that the denial stays
- * recorded, the script's first line is read here and an interpreter
- * outside is refused with the same EACCES. Only a record: the kernel's
- * refusal holds whatever a racing thread does to the script meanwhile,
- * and without Landlock the exec stop judges as before.
+ * The interpreters the kernel opens for an image are not names the program
+ * passes to a notified call: a script's #! line and an ELF's PT_INTERP,
+ * looked up by the kernel itself (a relative one from the caller's cwd),
+ * and for a script whose interpreter is a script, again, up to the
+ * kernel's nesting. Left to the kernel, the execve's errno told an
+ * existing path outside every root (EACCES) from a missing one (ENOENT),
+ * and without Landlock a host script named as an interpreter ran under the
+ * interpreter its own first line names, which the exec stop sees as
+ * allowed. So each level is read here through corral's own fd of what it
+ * resolved, its interpreter resolved as the caller would and judged: one
+ * outside every root answers ENOENT (absent, as every such path does), one
+ * visible but not executable EACCES, both recorded. A thread rewriting
+ * the script between this read and the kernel's is the remaining window
+ * (docs/threat-model.md, P1): with Landlock the kernel refuses such an
+ * interpreter itself, without it the exec stop judges the image.
  */
-static bool interp_outside(struct cr_run *run, const struct seccomp_notif *n,
-			   const char *sys, const struct cr_fsres *res)
+#define CR_INTERP_DEPTH 5	/* the image and BINPRM_MAX_RECURSION (4) */
+
+/* The interpreter fd's image asks for: a #! line's first word, or an
+ * ELF's PT_INTERP. 1 with out set, 0 when none, -1 when unreadable. */
+static int image_interp(int fd, char *out, size_t outlen)
+{
+	unsigned char buf[256];
+	ssize_t len = pread(fd, buf, sizeof(buf), 0);
+
+	if (len < 0)
+		return -1;
+	if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
+		size_t i = 2, j;
+
+		while (i < (size_t)len && (buf[i] == ' ' || buf[i] == '\t'))
+			i++;
+		for (j = i; j < (size_t)len && buf[j] != ' ' && buf[j] != '\t' &&
+			    buf[j] != '\n' && buf[j]; j++)
+			;
+		if (j == i || j - i >= outlen)
+			return 0;	/* the kernel's ENOEXEC or ENAMETOOLONG */
+		memcpy(out, buf + i, j - i);
+		out[j - i] = 0;
+		return 1;
+	}
+	if (len >= (ssize_t)sizeof(Elf64_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) &&
+	    buf[EI_CLASS] == ELFCLASS64) {
+		const Elf64_Ehdr *eh = (const void *)buf;
+
+		if (eh->e_phentsize != sizeof(Elf64_Phdr) || !eh->e_phnum ||
+		    eh->e_phnum > 65536 / sizeof(Elf64_Phdr))
+			return 0;
+		for (unsigned k = 0; k < eh->e_phnum; k++) {
+			Elf64_Phdr ph;
+
+			if (pread(fd, &ph, sizeof(ph), (off_t)(eh->e_phoff +
+				  (uint64_t)k * sizeof(ph))) != (ssize_t)sizeof(ph))
+				return 0;
+			if (ph.p_type != PT_INTERP)
+				continue;
+			if (ph.p_filesz < 2 || ph.p_filesz > outlen ||
+			    pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) !=
+			    (ssize_t)ph.p_filesz || out[ph.p_filesz - 1])
+				return 0;	/* the kernel refuses it */
+			return 1;
+		}
+	}
+	return 0;	/* no interpreter (or another format: i386 and x32
+			 * images are killed by the filter's arch check) */
+}
+
+/* 0 when every interpreter of the resolved image may run, or the errno to
+ * answer (recorded). */
+static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
+			  const char *sys, const struct cr_fsres *image)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
 	};
-	char line[PATH_MAX + 3], *p, *end;
-	ssize_t len;
-	int fd;
+	char interp[PATH_MAX];
+	int fd, rc = 0;
 
-	fd = (int)syscall(SYS_openat2, res->dirfd, res->name, &how, sizeof(how));
-	if (fd < 0)
-		return false;
-	len = pread(fd, line, sizeof(line) - 1, 0);
-	close(fd);
-	if (len < 3 || line[0] != '#' || line[1] != '!')
-		return false;
-	line[len] = 0;
-	for (p = line + 2; *p == ' ' || *p == '\t'; p++)
-		;
-	end = p + strcspn(p, " \t\n");
-	*end = 0;
-	if (p[0] != '/' || (cr_fs_access(run, (pid_t)n->pid, p, (size_t)(end - p)) &
-			    CR_FS_X))
-		return false;
-	cr_deny(run, (pid_t)n->pid, sys, p, "exec",
-		"the #! interpreter is outside the exec roots");
-	return true;
+	fd = (int)syscall(SYS_openat2, image->dirfd, image->name, &how,
+			  sizeof(how));
+	for (int depth = 1; fd >= 0 && depth < CR_INTERP_DEPTH; depth++) {
+		struct cr_fsres res;
+		int got = image_interp(fd, interp, sizeof(interp));
+
+		close(fd);
+		fd = -1;
+		if (got <= 0)
+			break;
+		rc = cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, interp,
+				   CR_RES_FOLLOW, &res);
+		if ((rc && !res.refused) || (!rc && !res.exists)) {
+			/* Missing, or an error inside the roots: the
+			 * kernel's own answer says no more than a stat. */
+			cr_fsres_free(&res);
+			return 0;
+		}
+		if (rc || !(res.acc & CR_FS_X)) {
+			cr_deny(run, (pid_t)n->pid, sys,
+				res.plen ? res.path : interp, "exec",
+				"the image's interpreter is outside the exec roots");
+			cr_fsres_free(&res);
+			/* Absent outside every root; visible, not runnable,
+			 * EACCES as for the image itself. */
+			return rc ? -rc : res.acc ? EACCES : ENOENT;
+		}
+		if (S_ISREG(res.st.st_mode))
+			fd = (int)syscall(SYS_openat2, res.dirfd, res.name, &how,
+					  sizeof(how));
+		cr_fsres_free(&res);
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
 }
 
 static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif *n,
@@ -106,10 +184,9 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		cr_fsres_free(&res);
 		return CR_V_ERR(EACCES);
 	}
-	if (run->landlock_abi > 0 && S_ISREG(res.st.st_mode) &&
-	    interp_outside(run, n, sys, &res)) {
+	if (S_ISREG(res.st.st_mode) && (rc = interp_refused(run, n, sys, &res))) {
 		cr_fsres_free(&res);
-		return CR_V_ERR(EACCES);
+		return CR_V_ERR(rc);
 	}
 	cr_fsres_free(&res);
 	return CR_V_CONT;
