@@ -153,6 +153,8 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	/* Area set-up (one line each), before the child exists. */
 	if ((rc = cr_fs_setup(run)))		/* tracer/fs/fs.c */
 		return rc;
+	if ((rc = cr_broker_check_files(run)))	/* tracer/broker/ */
+		return rc;
 	/* Inputs before the budgets' baseline: what the caller brings in
 	 * is not the program's use (each was bounded while placed). */
 	if ((rc = cr_io_setup(run)))		/* tracer/io/ */

@@ -278,3 +278,96 @@ def broker_policy_checked(t):
                    env={"UP_SECRET": None})
     eq(run.code, 125, "missing secret (%s)" % run.summary())
     contains(t.result(run).get("message", ""), "UP_SECRET", "message")
+
+
+SMUGGLE = r'''
+import json, os, socket, urllib.parse
+u = urllib.parse.urlsplit(os.environ["CORRAL_BROKER_UP"])
+host, port = u.hostname, u.port
+def raw(head, body=b""):
+    s = socket.create_connection((host, int(port)), timeout=30)
+    s.sendall(head.encode() + body)
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    s.close()
+    return data.split(b"\r\n", 1)[0].decode()
+out = {}
+out["get_body"] = raw("GET /api/w HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\n", b"delete!")
+out["range"] = raw("GET /api/r HTTP/1.1\r\nHost: x\r\nRange: bytes=0-7\r\n\r\n")
+out["override"] = raw("GET /api/o HTTP/1.1\r\nHost: x\r\nX-HTTP-Method-Override: DELETE\r\n\r\n")
+out["spaced"] = raw("GET /api/s HTTP/1.1\r\nHost: x\r\nAuthorization : Bearer mine\r\n\r\n")
+print(json.dumps(out))
+'''
+
+
+@test
+def broker_request_cannot_change_method_or_slice_answers(t):
+    """Three ways past the credential's rules, each reproduced against an
+    echoing upstream on the build before: a GET with a body reached the
+    upstream as a POST (libcurl sends a body as POST) though only GET was
+    allowed, and the audit said GET; a Range header passed on let the
+    program read the echoed secret back in 8-byte slices, none of which
+    held the whole secret for the redaction to find; method-override
+    headers and a header name with a space before its colon went through
+    the drop list. Now: a GET or HEAD with a body is refused (400), Range,
+    If-Range and method overrides are dropped, a partial answer (206,
+    byte ranges) is refused as a compressed one is (502), and a header
+    name must be a token."""
+    srv, log, cert = _upstream(t)
+    try:
+        port = srv.server_address[1]
+        secret = "brk-" + secrets.token_hex(20)
+        pol = _policy(t, port, cert, methods=["GET"])
+        prog = t.write("smuggle.py", SMUGGLE)
+        run = t.corral(["run", "--json", "--policy", pol, "--ro", t.tmp,
+                        "--", "python3", prog], env={"UP_SECRET": secret},
+                       timeout=90)
+    finally:
+        srv.shutdown()
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    out = json.loads(r["stdout"])
+    contains(out["get_body"], " 400 ", "a GET with a body")
+    contains(out["spaced"], " 400 ", "a header name with a space")
+    eq([x["method"] for x in log], ["GET", "GET"],
+       "methods the upstream saw (only the range and override requests)")
+    for x in log:
+        names = {k.lower() for k in x["headers"]}
+        true("range" not in names, "Range reached the upstream: %r" % x)
+        true("x-http-method-override" not in names,
+             "a method override reached the upstream: %r" % x)
+
+
+@test
+def broker_secret_file_in_reach_is_refused(t):
+    """A credential's secret_file the run could read (under a read root:
+    here --ro of its directory) was accepted, and the program read the
+    secret straight from it. Now the run does not start (125), naming
+    the file; outside every root it still works."""
+    srv, log, cert = _upstream(t)
+    try:
+        port = srv.server_address[1]
+        sdir = t.path("secrets")
+        os.mkdir(sdir)
+        sf = os.path.join(sdir, "up.txt")
+        with open(sf, "w") as f:
+            f.write("brk-" + secrets.token_hex(20) + "\n")
+        pol = _policy(t, port, cert, secret_env=None, secret_file=sf)
+        doc = json.load(open(pol))
+        del doc["classes"]["default"]["credentials"]["UP"]["secret_env"]
+        pol = t.write("policy-file.json", json.dumps(doc))
+        run = t.corral(["run", "--json", "--policy", pol, "--ro", sdir,
+                        "--", "cat", sf])
+        eq(run.code, 125, "a readable secret file (%s)" % run.summary())
+        r = t.result(run)
+        contains(r.get("message", ""), sf, "the message names the file")
+        eq(r.get("stdout"), "", "the program never ran")
+        ok = t.corral(["run", "--json", "--policy", pol, "--", "true"])
+        eq(ok.code, 0, "the same file outside every root (%s)" %
+           ok.summary())
+    finally:
+        srv.shutdown()

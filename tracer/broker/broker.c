@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 
 #include "corral/digest.h"
 #include "../tracer.h"
+#include "../fs/fs.h"
 #include "broker.h"
 #include "curlapi.h"
 #include "internal.h"
@@ -92,6 +94,52 @@ static int fill_template(struct cred_rt *r)
 
 	return asprintf(&r->header, "%.*s%s%s", (int)(at - t), t, r->secret,
 			at + 8) < 0 ? -ENOMEM : 0;
+}
+
+/* A file the broker trusts must be out of the program's reach: a secret
+ * file it could read is the secret handed over, a CA file it could write
+ * lets it stand in for the upstream (and be sent the secret). Judged on
+ * the real path by the run's rules; another name (a hard link) could sit
+ * in a root, so the file must have one. */
+static const char *file_in_reach(const struct cr_run *run, const char *file,
+				 unsigned acc)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (!realpath(file, real) || stat(real, &st) < 0)
+		return "cannot be resolved";
+	if (cr_fsrules_access(&run->fs->rules, real, strlen(real)) & acc)
+		return acc & CR_FS_W ? "is writable by the run" :
+				       "is readable by the run";
+	if (st.st_nlink > 1)
+		return "has other names (hard links), which a root could hold";
+	return NULL;
+}
+
+int cr_broker_check_files(struct cr_run *run)
+{
+	const struct cr_class *cls = run->cfg->cls;
+
+	for (size_t i = 0; i < cls->ncredentials; i++) {
+		const struct cr_credential *c = &cls->credentials[i];
+		const char *why;
+
+		if (c->secret_file &&
+		    (why = file_in_reach(run, c->secret_file, CR_FS_R))) {
+			cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+				   "credential %s: the secret file %s %s: keep it outside every root of the class",
+				   c->name, c->secret_file, why);
+			return -EPERM;
+		}
+		if (c->ca_file && (why = file_in_reach(run, c->ca_file, CR_FS_W))) {
+			cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+				   "credential %s: the CA file %s %s: keep it outside every writable root",
+				   c->name, c->ca_file, why);
+			return -EPERM;
+		}
+	}
+	return 0;
 }
 
 int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)

@@ -10,6 +10,9 @@ struct cr_run_config;
  * credential's secret, listens on 127.0.0.1, adds the address to the run's
  * allowed destinations. -errno with the reason in err. */
 int cr_broker_setup(struct cr_run *run, char *err, size_t errlen);
+/* After the filesystem rules are set up: refuses (run ended, -EPERM) a
+ * secret file the run could read or a CA file it could write. */
+int cr_broker_check_files(struct cr_run *run);
 /* After the environment is built: CORRAL_BROKER_<NAME>=http://127.0.0.1:P,
  * and no variable whose value holds a secret. */
 int cr_broker_env(struct cr_run *run);

@@ -62,6 +62,7 @@ struct resp {
 	struct buf head;	/* kept response header lines, CRLF each */
 	struct buf body;
 	bool encoded;		/* a Content-Encoding that is not identity */
+	bool sliced;		/* a part of the answer (206, byte ranges) */
 	struct cr_broker *b;
 };
 
@@ -78,6 +79,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		/* A new status line (after a 100 Continue): start over. */
 		rs->head.len = 0;
 		rs->encoded = false;
+		rs->sliced = false;
 		return len;
 	}
 	nl = strcspn(p, ":");
@@ -86,6 +88,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	for (size_t i = 0; i < CR_ARRAY_SIZE(drop); i++)
 		if (strlen(drop[i]) == nl && !strncasecmp(p, drop[i], nl))
 			return len;
+	if ((nl == 12 && !strncasecmp(p, "content-type", 12) &&
+	     strcasestr(p + nl, "multipart/byteranges")) ||
+	    (nl == 13 && !strncasecmp(p, "content-range", 13)))
+		rs->sliced = true;
 	if (nl == 16 && !strncasecmp(p, "content-encoding", 16)) {
 		const char *v = p + nl + 1;
 
@@ -180,7 +186,9 @@ void cr_broker_serve(struct cr_broker *b, struct cred_rt *r, int fd)
 	cr_curl.easy_setopt(c, CURLOPT_XFERINFODATA, &rs);
 	if (!strcmp(q.method, "HEAD"))
 		cr_curl.easy_setopt(c, CURLOPT_NOBODY, 1L);
-	else if (strcmp(q.method, "GET"))
+	else if (strcmp(q.method, "GET") || q.body.len)
+		/* The checked method, always, when a body goes: libcurl
+		 * would otherwise send it as a POST. */
 		cr_curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, q.method);
 	if (q.body.len || !strcmp(q.method, "POST") || !strcmp(q.method, "PUT") ||
 	    !strcmp(q.method, "PATCH")) {
@@ -188,7 +196,10 @@ void cr_broker_serve(struct cr_broker *b, struct cred_rt *r, int fd)
 		cr_curl.easy_setopt(c, CURLOPT_POSTFIELDS, q.body.p ? q.body.p : "");
 	}
 	cc = cr_curl.easy_perform(c);
-	if (cc != CURLE_OK || rs.encoded) {
+	cr_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rs.status);
+	if (rs.status == 206)
+		rs.sliced = true;
+	if (cc != CURLE_OK || rs.encoded || rs.sliced) {
 		char text[400];
 		struct buf eb = { .max = 4096 };
 
@@ -198,6 +209,7 @@ void cr_broker_serve(struct cr_broker *b, struct cred_rt *r, int fd)
 		redact(&eb, r);
 		snprintf(text, sizeof(text), "corral broker: upstream failed: %s",
 			 rs.encoded ? "a compressed answer cannot be redacted" :
+			 rs.sliced ? "a partial answer cannot be redacted" :
 			 eb.p ? eb.p : "error");
 		free(eb.p);
 		reply_text(fd, 502, "Bad Gateway", text);
