@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,17 +45,19 @@
  * ELF's PT_INTERP. 1 with out set, 0 when none, -1 when unreadable. */
 static int image_interp(int fd, char *out, size_t outlen)
 {
-	unsigned char buf[256];
+	/* The first KiB holds a #! line (the kernel reads 256 bytes) and,
+	 * for most ELF images, the whole program header table: one read. */
+	_Alignas(Elf64_Phdr) unsigned char buf[1024];
 	ssize_t len = pread(fd, buf, sizeof(buf), 0);
 
 	if (len < 0)
 		return -1;
 	if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
-		size_t i = 2, j;
+		size_t i = 2, j, lim = len < 256 ? (size_t)len : 256;
 
-		while (i < (size_t)len && (buf[i] == ' ' || buf[i] == '\t'))
+		while (i < lim && (buf[i] == ' ' || buf[i] == '\t'))
 			i++;
-		for (j = i; j < (size_t)len && buf[j] != ' ' && buf[j] != '\t' &&
+		for (j = i; j < lim && buf[j] != ' ' && buf[j] != '\t' &&
 			    buf[j] != '\n' && buf[j]; j++)
 			;
 		if (j == i || j - i >= outlen)
@@ -65,25 +68,39 @@ static int image_interp(int fd, char *out, size_t outlen)
 	}
 	if (len >= (ssize_t)sizeof(Elf64_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) &&
 	    buf[EI_CLASS] == ELFCLASS64) {
-		const Elf64_Ehdr *eh = (const void *)buf;
+		Elf64_Ehdr eh;
+		Elf64_Phdr *ph, *heap = NULL;
+		size_t tlen;
+		int rc = 0;
 
-		if (eh->e_phentsize != sizeof(Elf64_Phdr) || !eh->e_phnum ||
-		    eh->e_phnum > 65536 / sizeof(Elf64_Phdr))
+		memcpy(&eh, buf, sizeof(eh));
+		if (eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
+		    eh.e_phnum > 65536 / sizeof(Elf64_Phdr))
 			return 0;
-		for (unsigned k = 0; k < eh->e_phnum; k++) {
-			Elf64_Phdr ph;
-
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh->e_phoff +
-				  (uint64_t)k * sizeof(ph))) != (ssize_t)sizeof(ph))
+		tlen = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
+		if (eh.e_phoff <= (uint64_t)len && tlen <= (size_t)len - eh.e_phoff &&
+		    eh.e_phoff % _Alignof(Elf64_Phdr) == 0) {
+			ph = (Elf64_Phdr *)(void *)(buf + eh.e_phoff);
+		} else {
+			heap = malloc(tlen);
+			if (!heap || pread(fd, heap, tlen, (off_t)eh.e_phoff) !=
+				     (ssize_t)tlen) {
+				free(heap);
 				return 0;
-			if (ph.p_type != PT_INTERP)
-				continue;
-			if (ph.p_filesz < 2 || ph.p_filesz > outlen ||
-			    pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) !=
-			    (ssize_t)ph.p_filesz || out[ph.p_filesz - 1])
-				return 0;	/* the kernel refuses it */
-			return 1;
+			}
+			ph = heap;
 		}
+		for (unsigned k = 0; k < eh.e_phnum; k++) {
+			if (ph[k].p_type != PT_INTERP)
+				continue;
+			if (ph[k].p_filesz >= 2 && ph[k].p_filesz <= outlen &&
+			    pread(fd, out, ph[k].p_filesz, (off_t)ph[k].p_offset) ==
+			    (ssize_t)ph[k].p_filesz && !out[ph[k].p_filesz - 1])
+				rc = 1;	/* else the kernel refuses it */
+			break;
+		}
+		free(heap);
+		return rc;
 	}
 	return 0;	/* no interpreter (or another format: i386 and x32
 			 * images are killed by the filter's arch check) */
