@@ -41,8 +41,8 @@
  */
 #define CR_INTERP_DEPTH 5	/* the image and BINPRM_MAX_RECURSION (4) */
 
-/* The interpreter fd's image asks for: a #! line's first word, or an
- * ELF's PT_INTERP. 1 with out set, 0 when none, -1 when unreadable. */
+/* The interpreter fd's image asks for: a #! line's first word (1), or an
+ * ELF's PT_INTERP (2), in out; 0 when none, -1 when unreadable. */
 static int image_interp(int fd, char *out, size_t outlen)
 {
 	/* The first KiB holds a #! line (the kernel reads 256 bytes) and,
@@ -96,7 +96,7 @@ static int image_interp(int fd, char *out, size_t outlen)
 			if (ph[k].p_filesz >= 2 && ph[k].p_filesz <= outlen &&
 			    pread(fd, out, ph[k].p_filesz, (off_t)ph[k].p_offset) ==
 			    (ssize_t)ph[k].p_filesz && !out[ph[k].p_filesz - 1])
-				rc = 1;	/* else the kernel refuses it */
+				rc = 2;	/* else the kernel refuses it */
 			break;
 		}
 		free(heap);
@@ -104,6 +104,28 @@ static int image_interp(int fd, char *out, size_t outlen)
 	}
 	return 0;	/* no interpreter (or another format: i386 and x32
 			 * images are killed by the filter's arch check) */
+}
+
+/* An ELF interpreter named by a plain absolute path (the loader, on
+ * every dynamic exec) none of whose prefixes the run may write: nothing
+ * along it is the program's to change, so its text decides, without the
+ * walk through the loader's links (/lib64 -> usr/lib64 -> ...) on every
+ * exec. A system link leading into a writable root would still be judged
+ * at the exec stop, on the loader really mapped. */
+static bool fixed_runnable(struct cr_run *run, const struct seccomp_notif *n,
+			   const char *p)
+{
+	size_t len = strlen(p);
+
+	if (p[0] != '/' || strstr(p, "//") || strstr(p, "/./") ||
+	    strstr(p, "/../") || p[len - 1] == '/' || p[len - 1] == '.' ||
+	    !(cr_fs_access(run, (pid_t)n->pid, p, len) & CR_FS_X))
+		return false;
+	for (size_t i = 1; i <= len; i++)
+		if ((p[i] == '/' || !p[i]) &&
+		    (cr_fs_access(run, (pid_t)n->pid, p, i) & CR_FS_W))
+			return false;
+	return true;
 }
 
 /* 0 when every interpreter of the resolved image may run, or the errno to
@@ -126,7 +148,7 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 
 		close(fd);
 		fd = -1;
-		if (got <= 0)
+		if (got <= 0 || (got == 2 && fixed_runnable(run, n, interp)))
 			break;
 		rc = cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, interp,
 				   CR_RES_FOLLOW, &res);
@@ -145,7 +167,9 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 			 * EACCES as for the image itself. */
 			return rc ? -rc : res.acc ? EACCES : ENOENT;
 		}
-		if (S_ISREG(res.st.st_mode))
+		/* An ELF interpreter is loaded as ELF, never as a script or
+		 * with one of its own: the chain ends there. */
+		if (got == 1 && S_ISREG(res.st.st_mode))
 			fd = (int)syscall(SYS_openat2, res.dirfd, res.name, &how,
 					  sizeof(how));
 		cr_fsres_free(&res);
