@@ -360,3 +360,25 @@ def exec_interpreters_inside_the_roots_still_run(t):
     r = t.result(run)
     eq((r.get("status"), r.get("stdout")), ("ok", "sh-ok\npy-ok\nsh-ok\n"),
        "status and stdout (stderr %r)" % r.get("stderr"))
+
+
+@test
+def exec_only_script_cannot_hide_its_interpreter(t):
+    """The interpreter check read the image through corral's own fd; an
+    execute-only script (mode --x: corral, same uid, cannot read it) made
+    the check give up and allow, and the kernel opened the interpreter
+    unjudged: EACCES for an existing host file, ENOENT for a missing one,
+    no denial; without Landlock a host script named so ran. Such an image
+    is refused now, whatever it names."""
+    stage(t)
+    answers_ = []
+    for i, interp in enumerate((t.path("secret.txt"), t.path("nothere"))):
+        t.write("ws/s%d" % i, "#!%s\n" % interp, 0o111)
+        run = t.corral(["run", "--json", "-w", t.path("ws"), "--", "sh",
+                        "-c", "./s%d 2>/dev/null; echo rc=$?" % i])
+        r = t.result(run)
+        answers_.append(r.get("stdout"))
+        true(denials_of(r, syscall="execve", layer="exec"),
+             "no exec denial for an execute-only script naming %s" % interp)
+    eq(answers_[0], answers_[1],
+       "what the program saw for an existing and a missing interpreter")

@@ -371,3 +371,29 @@ def broker_secret_file_in_reach_is_refused(t):
            ok.summary())
     finally:
         srv.shutdown()
+
+
+@test
+def broker_ca_file_the_run_can_repoint_is_refused(t):
+    """A ca_file named through a link in the workspace: the set-up check
+    saw the operator's CA at its real path, but curl opened the path as
+    named on every request, so the program re-pointed the link to a CA of
+    its own and the broker trusted an upstream presenting that CA's
+    certificate (502 before the swap, 200 after). A path with a directory
+    the run may change is refused now, and the CA is read once, at
+    set-up, and handed to curl as bytes."""
+    srv, log, cert = _upstream(t)
+    try:
+        ws = t.path("ws")
+        os.mkdir(ws)
+        link = os.path.join(ws, "ca.pem")
+        os.symlink(cert, link)
+        pol = _policy(t, srv.server_address[1], cert, ca_file=link)
+        run = t.corral(["run", "--json", "--policy", pol, "-w", ws, "--",
+                        "true"], env={"UP_SECRET": "brk-x"})
+        eq(run.code, 125, "a CA file through the workspace (%s)" %
+           run.summary())
+        contains(t.result(run).get("message", ""), link,
+                 "the message names the file")
+    finally:
+        srv.shutdown()

@@ -109,6 +109,12 @@ static const char *file_in_reach(const struct cr_run *run, const char *file,
 
 	if (!realpath(file, real) || stat(real, &st) < 0)
 		return "cannot be resolved";
+	/* The path as configured too, each of its directories: a link on
+	 * it inside a writable root could be re-pointed later. */
+	for (size_t i = 1, n = strlen(file); i <= n; i++)
+		if ((file[i] == '/' || !file[i]) &&
+		    (cr_fsrules_access(&run->fs->rules, file, i) & CR_FS_W))
+			return "lies on a path the run may change";
 	if (cr_fsrules_access(&run->fs->rules, real, strlen(real)) & acc)
 		return acc & CR_FS_W ? "is writable by the run" :
 				       "is readable by the run";
@@ -137,6 +143,22 @@ int cr_broker_check_files(struct cr_run *run)
 				   "credential %s: the CA file %s %s: keep it outside every writable root",
 				   c->name, c->ca_file, why);
 			return -EPERM;
+		}
+		/* Read now, before the program exists, and handed to curl
+		 * as bytes: a link on its path that the run could re-point
+		 * (it sat in the workspace in the case that showed it) no
+		 * longer chooses whom the broker trusts. */
+		if (c->ca_file && run->broker && i < run->broker->n) {
+			struct cred_rt *r = &run->broker->cr[i];
+			int rc = cr_read_file(c->ca_file, 1 << 20, &r->ca_pem,
+					      &r->ca_len);
+
+			if (rc) {
+				cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+					   "credential %s: cannot read the CA file %s: %s",
+					   c->name, c->ca_file, strerror(-rc));
+				return rc;
+			}
 		}
 	}
 	return 0;
@@ -417,6 +439,8 @@ void cr_broker_finish(struct cr_run *run)
 			explicit_bzero(r->header, strlen(r->header));
 		free(r->secret);
 		free(r->b64);
+		free(r->ca_pem);
+		r->ca_pem = NULL;
 		free(r->header);
 		r->secret = r->b64 = r->header = NULL;
 	}

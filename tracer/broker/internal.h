@@ -25,6 +25,10 @@ struct cred_rt {
 	char *secret;			/* owned, wiped at the end */
 	char *b64;			/* owned: its base64 form, redacted too */
 	char *header;			/* owned: the template filled in */
+	char *ca_pem;			/* owned: ca_file's bytes, read once at
+					 * set-up (a path curl opened per
+					 * request could be re-pointed) */
+	size_t ca_len;
 	int lfd;
 	uint16_t port;
 };

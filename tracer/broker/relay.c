@@ -169,8 +169,12 @@ void cr_broker_serve(struct cr_broker *b, struct cred_rt *r, int fd)
 	cr_curl.easy_setopt(c, CURLOPT_NOPROXY, "*");
 	cr_curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
 	cr_curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (r->c->ca_file)
-		cr_curl.easy_setopt(c, CURLOPT_CAINFO, r->c->ca_file);
+	if (r->ca_pem) {
+		struct curl_blob blob = { .data = r->ca_pem, .len = r->ca_len,
+					  .flags = CURL_BLOB_NOCOPY };
+
+		cr_curl.easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
+	}
 	cr_curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	cr_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	cr_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);

@@ -142,13 +142,25 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 
 	fd = (int)syscall(SYS_openat2, image->dirfd, image->name, &how,
 			  sizeof(how));
-	for (int depth = 1; fd >= 0 && depth < CR_INTERP_DEPTH; depth++) {
+	for (int depth = 1; depth < CR_INTERP_DEPTH; depth++) {
 		struct cr_fsres res;
-		int got = image_interp(fd, interp, sizeof(interp));
+		int got;
 
+		/* An image corral cannot read (mode --x: same uid, no
+		 * capability) names interpreters corral cannot see: the
+		 * kernel would open them unjudged. Refused; an ELF of that
+		 * kind is refused at the exec stop anyway. */
+		if (fd < 0 || (got = image_interp(fd, interp, sizeof(interp))) < 0) {
+			if (fd >= 0)
+				close(fd);
+			cr_deny(run, (pid_t)n->pid, sys,
+				depth == 1 ? image->path : interp, "exec",
+				"an image corral cannot read (execute-only?)");
+			return EACCES;
+		}
 		close(fd);
 		fd = -1;
-		if (got <= 0 || (got == 2 && fixed_runnable(run, n, interp)))
+		if (!got || (got == 2 && fixed_runnable(run, n, interp)))
 			break;
 		rc = cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, interp,
 				   CR_RES_FOLLOW, &res);
@@ -169,9 +181,13 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 		}
 		/* An ELF interpreter is loaded as ELF, never as a script or
 		 * with one of its own: the chain ends there. */
-		if (got == 1 && S_ISREG(res.st.st_mode))
-			fd = (int)syscall(SYS_openat2, res.dirfd, res.name, &how,
-					  sizeof(how));
+		if (got != 1 || !S_ISREG(res.st.st_mode)) {
+			cr_fsres_free(&res);
+			break;
+		}
+		snprintf(interp, sizeof(interp), "%s", res.path);
+		fd = (int)syscall(SYS_openat2, res.dirfd, res.name, &how,
+				  sizeof(how));
 		cr_fsres_free(&res);
 	}
 	if (fd >= 0)
