@@ -382,3 +382,34 @@ def exec_only_script_cannot_hide_its_interpreter(t):
              "no exec denial for an execute-only script naming %s" % interp)
     eq(answers_[0], answers_[1],
        "what the program saw for an existing and a missing interpreter")
+
+
+def elf32_with_interp(path, interp):
+    """A minimal 32-bit ELF header with one PT_INTERP naming interp."""
+    import struct
+    data = interp.encode() + b"\0"
+    ident = b"\x7fELF" + bytes([1, 1, 1, 0]) + bytes(8)
+    eh = ident + struct.pack("<HHIIIIIHHHHHH", 2, 3, 1, 0, 52, 0, 0, 52, 32,
+                             1, 40, 0, 0)
+    ph = struct.pack("<IIIIIIII", 3, 84, 0, 0, len(data), len(data), 4, 1)
+    with open(path, "wb") as f:
+        f.write(eh + ph + data)
+    os.chmod(path, 0o755)
+
+
+@test
+def exec_32bit_interpreter_is_judged_too(t):
+    """A kernel with IA32 emulation opens a 32-bit image's PT_INTERP at
+    the execve, before the filter's arch check kills the new image: the
+    same existence oracle. The check reads 32-bit program headers too
+    (this kernel answers ENOEXEC natively either way; under corral the
+    interpreter outside the roots is refused and recorded first)."""
+    stage(t)
+    elf32_with_interp(t.path("ws", "e32"), t.path("secret.txt"))
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--", "sh", "-c",
+                    "./e32 2>/dev/null; echo rc=$?"])
+    r = t.result(run)
+    d = denials_of(r, syscall="execve", layer="exec")
+    true(d and d[0].get("target") == t.path("secret.txt"),
+         "the 32-bit interpreter outside the roots is recorded: %s" %
+         _show(r.get("denials")))

@@ -78,14 +78,17 @@ static bool is_num(const char *s, size_t n)
  * write: each acts on that task or its process only. Not the rest: some
  * reach further (autogroup is the whole session's nice level, the
  * caller's shell and corral included, and it outlives the run), and a
- * new kernel's new entry is read-only here until judged. fd/ holds the
+ * new kernel's new entry is read-only here until judged (loginuid is not
+ * listed: an unset one may be set once by its process, which would sign
+ * the host's audit records with an identity of the program's choosing).
+ * fd/ holds the
  * links a pipe of the run is reopened through. */
 static bool proc_pid_entry_writable(const char *sub)
 {
 	static const char *const names[] = {
 		"comm", "mem", "oom_score_adj", "oom_adj", "coredump_filter",
 		"clear_refs", "timerslack_ns", "sched", "attr", "fd",
-		"setgroups", "uid_map", "gid_map", "projid_map", "loginuid",
+		"setgroups", "uid_map", "gid_map", "projid_map",
 		"fail-nth", "make-it-fail",
 	};
 	size_t n;

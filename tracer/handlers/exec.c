@@ -41,6 +41,37 @@
  */
 #define CR_INTERP_DEPTH 5	/* the image and BINPRM_MAX_RECURSION (4) */
 
+/* A 32-bit image's PT_INTERP: the kernel (with IA32 emulation) opens it
+ * at the execve itself, before the filter's arch check can kill the new
+ * image's first call. Read as the 64-bit table below. */
+static int elf32_interp(int fd, const unsigned char *buf, size_t len,
+			char *out, size_t outlen)
+{
+	Elf32_Ehdr eh;
+
+	memcpy(&eh, buf, sizeof(eh));
+	if (eh.e_phentsize != sizeof(Elf32_Phdr) || !eh.e_phnum ||
+	    eh.e_phnum > 65536 / sizeof(Elf32_Phdr))
+		return 0;
+	for (unsigned k = 0; k < eh.e_phnum; k++) {
+		Elf32_Phdr ph;
+		uint64_t off = (uint64_t)eh.e_phoff + (uint64_t)k * sizeof(ph);
+
+		if (off + sizeof(ph) <= len)
+			memcpy(&ph, buf + off, sizeof(ph));
+		else if (pread(fd, &ph, sizeof(ph), (off_t)off) != (ssize_t)sizeof(ph))
+			return 0;
+		if (ph.p_type != PT_INTERP)
+			continue;
+		if (ph.p_filesz >= 2 && ph.p_filesz <= outlen &&
+		    pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) ==
+		    (ssize_t)ph.p_filesz && !out[ph.p_filesz - 1])
+			return 2;
+		return 0;
+	}
+	return 0;
+}
+
 /* The interpreter fd's image asks for: a #! line's first word (1), or an
  * ELF's PT_INTERP (2), in out; 0 when none, -1 when unreadable. */
 static int image_interp(int fd, char *out, size_t outlen)
@@ -66,6 +97,9 @@ static int image_interp(int fd, char *out, size_t outlen)
 		out[j - i] = 0;
 		return 1;
 	}
+	if (len >= (ssize_t)sizeof(Elf32_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) &&
+	    buf[EI_CLASS] == ELFCLASS32)
+		return elf32_interp(fd, buf, (size_t)len, out, outlen);
 	if (len >= (ssize_t)sizeof(Elf64_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) &&
 	    buf[EI_CLASS] == ELFCLASS64) {
 		Elf64_Ehdr eh;
