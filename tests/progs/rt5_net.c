@@ -1,0 +1,271 @@
+/* tests/progs/rt5_net.c: network probes of the fifth red-team round.
+ * Each subcommand prints "NAME RESULT" lines; RESULT is "ok", a value,
+ * or the errno text.
+ *
+ *   tcp IP PORT               connect (v4 or v6 by the address's form),
+ *                             send "ping\n", print the first reply line
+ *   bindscan IP PORT...       bind a TCP socket to IP:PORT for each PORT
+ *                             and report the answer (a host's port in use
+ *                             answers EADDRINUSE, a free one ok)
+ *   connscan IP PORT...       connect to IP:PORT for each PORT
+ *   v6opts                    unprivileged IPv6 options and control
+ *                             messages that change a packet's route or
+ *                             family (IPV6_ADDRFORM, IPV6_NEXTHOP)
+ *   tfo IP PORT               TCP_FASTOPEN_CONNECT, then connect + send
+ *   procnet                   the host's socket tables through /proc
+ *   tfoswap PORT              listen on 127.0.0.1:PORT, connect a client
+ *                             with TCP_FASTOPEN_NO_COOKIE+CONNECT (the SYN
+ *                             waits for the first write), close the
+ *                             listener, wait (bind test) until someone else
+ *                             holds the port, then write and read
+ *   name NAME PORT            getaddrinfo(NAME) through the C library, then
+ *                             connect to each IPv4 answer as "tcp" does
+ */
+#include <netdb.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static const char *ans(int rc)
+{
+	return rc < 0 ? strerror(errno) : "ok";
+}
+
+static socklen_t parse(const char *ip, int port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		return sizeof(*a4);
+	}
+	if (inet_pton(AF_INET6, ip, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		return sizeof(*a6);
+	}
+	fprintf(stderr, "bad address %s\n", ip);
+	exit(2);
+}
+
+static void timeouts(int fd)
+{
+	struct timeval tv = { 2, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static int talk(int fd, const char *tag)
+{
+	char buf[256];
+	ssize_t k;
+
+	if (send(fd, "ping\n", 5, MSG_NOSIGNAL) < 0) {
+		printf("%s-send %s\n", tag, strerror(errno));
+		return 1;
+	}
+	k = recv(fd, buf, sizeof(buf) - 1, 0);
+	if (k < 0) {
+		printf("%s-recv %s\n", tag, strerror(errno));
+		return 1;
+	}
+	buf[k] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	printf("%s-reply \"%s\"\n", tag, buf);
+	return 0;
+}
+
+static int cmd_tcp(const char *ip, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = parse(ip, port, &ss);
+	int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+
+	timeouts(fd);
+	if (connect(fd, (struct sockaddr *)&ss, l) < 0) {
+		printf("connect %s\n", strerror(errno));
+		return 1;
+	}
+	printf("connect ok\n");
+	return talk(fd, "tcp");
+}
+
+static int cmd_bindscan(const char *ip, char **ports, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_storage ss;
+		socklen_t l = parse(ip, atoi(ports[i]), &ss);
+		int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+
+		printf("bind %s:%s %s\n", ip, ports[i],
+		       ans(bind(fd, (struct sockaddr *)&ss, l)));
+		close(fd);
+	}
+	return 0;
+}
+
+static int cmd_connscan(const char *ip, char **ports, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_storage ss;
+		socklen_t l = parse(ip, atoi(ports[i]), &ss);
+		int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+		struct timeval a, b;
+
+		gettimeofday(&a, NULL);
+		int rc = connect(fd, (struct sockaddr *)&ss, l);
+		gettimeofday(&b, NULL);
+		printf("connect %s:%s %s %ldus\n", ip, ports[i], ans(rc),
+		       (long)((b.tv_sec - a.tv_sec) * 1000000 + b.tv_usec - a.tv_usec));
+		close(fd);
+	}
+	return 0;
+}
+
+static int cmd_v6opts(void)
+{
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0), v = AF_INET;
+	struct sockaddr_in6 dst = { .sin6_family = AF_INET6,
+				    .sin6_port = htons(53),
+				    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	char cbuf[CMSG_SPACE(sizeof(struct sockaddr_in6))];
+	struct iovec iov = { "x", 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = (struct cmsghdr *)cbuf;
+	struct sockaddr_in6 hop = { .sin6_family = AF_INET6,
+				    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+
+	printf("addrform-unconnected %s\n",
+	       ans(setsockopt(fd, IPPROTO_IPV6, IPV6_ADDRFORM, &v, sizeof(v))));
+	connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+	memset(cbuf, 0, sizeof(cbuf));
+	c->cmsg_level = IPPROTO_IPV6;
+	c->cmsg_type = IPV6_NEXTHOP;
+	c->cmsg_len = CMSG_LEN(sizeof(hop));
+	memcpy(CMSG_DATA(c), &hop, sizeof(hop));
+	printf("nexthop-cmsg %s\n", ans((int)sendmsg(fd, &m, 0)));
+	close(fd);
+	return 0;
+}
+
+static int cmd_tfo(const char *ip, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = parse(ip, port, &ss);
+	int fd = socket(ss.ss_family, SOCK_STREAM, 0), on = 1;
+
+	timeouts(fd);
+	printf("tfo-connect-opt %s\n",
+	       ans(setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &on, sizeof(on))));
+	if (connect(fd, (struct sockaddr *)&ss, l) < 0) {
+		printf("connect %s\n", strerror(errno));
+		return 1;
+	}
+	printf("connect ok\n");
+	return talk(fd, "tfo");
+}
+
+static int cmd_procnet(void)
+{
+	const char *f[] = { "/proc/net/tcp", "/proc/net/tcp6", "/proc/net/udp",
+			    "/proc/net/unix", "/proc/self/net/tcp", NULL };
+
+	for (int i = 0; f[i]; i++) {
+		char buf[4096];
+		int fd = open(f[i], O_RDONLY);
+		ssize_t k = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+
+		printf("read %s %s %zd\n", f[i], fd < 0 ? strerror(errno) : "ok", k);
+		if (fd >= 0)
+			close(fd);
+	}
+	return 0;
+}
+
+#ifndef TCP_FASTOPEN_NO_COOKIE
+#define TCP_FASTOPEN_NO_COOKIE 34
+#endif
+static int cmd_tfoswap(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0), on = 1;
+
+	timeouts(c);
+	printf("listen %s\n", ans(bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+				  listen(l, 4) ? -1 : 0));
+	printf("nocookie %s\n", ans(setsockopt(c, IPPROTO_TCP, TCP_FASTOPEN_NO_COOKIE, &on, sizeof(on))));
+	printf("tfoconnect %s\n", ans(setsockopt(c, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &on, sizeof(on))));
+	printf("connect %s\n", ans(connect(c, (struct sockaddr *)&a, sizeof(a))));
+	close(l);
+	printf("released\n");
+	for (int i = 0; i < 160; i++) {
+		int t = socket(AF_INET, SOCK_STREAM, 0);
+		int rc = bind(t, (struct sockaddr *)&a, sizeof(a));
+		int e = errno;
+
+		close(t);
+		if (rc < 0 && e == EADDRINUSE) {
+			printf("taken-after %dms\n", i * 50);
+			break;
+		}
+		usleep(50000);
+	}
+	return talk(c, "tfoswap");
+}
+
+static int cmd_name(const char *name, int port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res, *r;
+	int rc = getaddrinfo(name, NULL, &hints, &res);
+
+	if (rc) {
+		printf("resolve %s\n", gai_strerror(rc));
+		return 1;
+	}
+	for (r = res; r; r = r->ai_next) {
+		char ip[64];
+
+		inet_ntop(AF_INET, &((struct sockaddr_in *)r->ai_addr)->sin_addr, ip, sizeof(ip));
+		printf("resolved %s\n", ip);
+		cmd_tcp(ip, port);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 4 && !strcmp(argv[1], "tcp"))
+		return cmd_tcp(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "bindscan"))
+		return cmd_bindscan(argv[2], argv + 3, argc - 3);
+	if (argc >= 4 && !strcmp(argv[1], "connscan"))
+		return cmd_connscan(argv[2], argv + 3, argc - 3);
+	if (argc >= 2 && !strcmp(argv[1], "v6opts"))
+		return cmd_v6opts();
+	if (argc >= 4 && !strcmp(argv[1], "tfo"))
+		return cmd_tfo(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "name"))
+		return cmd_name(argv[2], atoi(argv[3]));
+	if (argc >= 3 && !strcmp(argv[1], "tfoswap"))
+		return cmd_tfoswap(atoi(argv[2]));
+	if (argc >= 2 && !strcmp(argv[1], "procnet"))
+		return cmd_procnet();
+	fprintf(stderr, "usage: see the comment at the top\n");
+	return 2;
+}
