@@ -18,6 +18,17 @@
  *                             waits for the first write), close the
  *                             listener, wait (bind test) until someone else
  *                             holds the port, then write and read
+ *   filterswap PORT           the same without fast open: the run's
+ *                             listener drops every SYN (a socket filter
+ *                             on it), a non-blocking client connects
+ *                             (EINPROGRESS), the listener is closed, and
+ *                             the SYN's retransmission finds the next
+ *                             holder of the port
+ *   ifconf                    the host's interface addresses (SIOCGIFCONF)
+ *   peerleak N                a TCP connect to 192.0.2.53:53 (corral's DNS
+ *                             responder takes it), getpeername; then N more
+ *                             such connects, each closed; getpeername again
+ *   fds                       every open descriptor the program starts with
  *   name NAME PORT            getaddrinfo(NAME) through the C library, then
  *                             connect to each IPv4 answer as "tcp" does
  */
@@ -228,6 +239,106 @@ static int cmd_tfoswap(int port)
 	return talk(c, "tfoswap");
 }
 
+#include <sys/stat.h>
+#include <linux/filter.h>
+static int cmd_filterswap(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sock_filter drop[] = { { BPF_RET | BPF_K, 0, 0, 0 } };
+	struct sock_fprog prog = { 1, drop };
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct pollfd p = { .fd = c, .events = POLLOUT };
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	printf("listen %s\n", ans(bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+				  listen(l, 4) ? -1 : 0));
+	printf("filter %s\n", ans(setsockopt(l, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog))));
+	printf("connect %s\n", ans(connect(c, (struct sockaddr *)&a, sizeof(a))));
+	close(l);
+	printf("released\n");
+	printf("poll %d\n", poll(&p, 1, 8000));
+	getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &el);
+	printf("so_error %s\n", err ? strerror(err) : "none");
+	fcntl(c, F_SETFL, 0);
+	timeouts(c);
+	return talk(c, "filterswap");
+}
+
+#include <net/if.h>
+#include <sys/ioctl.h>
+static int cmd_ifconf(void)
+{
+	struct ifreq r[16];
+	struct ifconf ic = { .ifc_len = sizeof(r), .ifc_req = r };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (ioctl(fd, SIOCGIFCONF, &ic) < 0) {
+		printf("ifconf %s\n", strerror(errno));
+		return 1;
+	}
+	for (size_t i = 0; i < ic.ifc_len / sizeof(r[0]); i++)
+		printf("if %s %s\n", r[i].ifr_name,
+		       inet_ntoa(((struct sockaddr_in *)&r[i].ifr_addr)->sin_addr));
+	return 0;
+}
+
+static void peer(int fd, const char *tag)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+	char t[64] = "?";
+	int port = 0;
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &l) < 0) {
+		printf("%s %s\n", tag, strerror(errno));
+		return;
+	}
+	inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, t, sizeof(t));
+	port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	printf("%s %s:%d\n", tag, t, port);
+}
+
+static int cmd_peerleak(int n)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = parse("192.0.2.53", 53, &ss);
+	int a = socket(AF_INET, SOCK_STREAM, 0);
+
+	printf("connect %s\n", ans(connect(a, (struct sockaddr *)&ss, l)));
+	peer(a, "peer-before");
+	for (int i = 0; i < n; i++) {
+		int b = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (connect(b, (struct sockaddr *)&ss, l) < 0) {
+			printf("connect-%d %s\n", i, strerror(errno));
+			close(b);
+			break;
+		}
+		close(b);
+	}
+	peer(a, "peer-after");
+	return 0;
+}
+
+static int cmd_fds(void)
+{
+	for (int fd = 0; fd < 4096; fd++) {
+		struct stat st;
+		char l[64], t[256];
+		ssize_t k;
+
+		if (fstat(fd, &st) < 0)
+			continue;
+		snprintf(l, sizeof(l), "/proc/self/fd/%d", fd);
+		k = readlink(l, t, sizeof(t) - 1);
+		t[k > 0 ? k : 0] = '\0';
+		printf("fd %d mode %o %s\n", fd, st.st_mode & S_IFMT, t);
+	}
+	return 0;
+}
+
 static int cmd_name(const char *name, int port)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res, *r;
@@ -264,6 +375,14 @@ int main(int argc, char **argv)
 		return cmd_name(argv[2], atoi(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "tfoswap"))
 		return cmd_tfoswap(atoi(argv[2]));
+	if (argc >= 3 && !strcmp(argv[1], "filterswap"))
+		return cmd_filterswap(atoi(argv[2]));
+	if (argc >= 2 && !strcmp(argv[1], "ifconf"))
+		return cmd_ifconf();
+	if (argc >= 3 && !strcmp(argv[1], "peerleak"))
+		return cmd_peerleak(atoi(argv[2]));
+	if (argc >= 2 && !strcmp(argv[1], "fds"))
+		return cmd_fds();
 	if (argc >= 2 && !strcmp(argv[1], "procnet"))
 		return cmd_procnet();
 	fprintf(stderr, "usage: see the comment at the top\n");
