@@ -28,6 +28,13 @@
  *   peerleak N                a TCP connect to 192.0.2.53:53 (corral's DNS
  *                             responder takes it), getpeername; then N more
  *                             such connects, each closed; getpeername again
+ *   families                  socket() of every family/type the kernel has
+ *   minttlswap PORT           the same without fast open or a filter: the
+ *                             client sets IP_MINTTL 255, so it drops the
+ *                             run listener's SYN-ACK and keeps sending
+ *                             SYNs; the listener is closed, someone else
+ *                             binds the port, IP_MINTTL goes back to 0 and
+ *                             the next retransmitted SYN is answered
  *   fds                       every open descriptor the program starts with
  *   name NAME PORT            getaddrinfo(NAME) through the C library, then
  *                             connect to each IPv4 answer as "tcp" does
@@ -322,6 +329,71 @@ static int cmd_peerleak(int n)
 	return 0;
 }
 
+static int cmd_families(void)
+{
+	static const int types[] = { SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET, SOCK_RDM };
+	static const int protos[][2] = { { AF_INET, IPPROTO_ICMP }, { AF_INET, IPPROTO_SCTP },
+					 { AF_INET, 262 }, { AF_INET6, IPPROTO_ICMPV6 },
+					 { AF_INET, IPPROTO_RAW }, { AF_INET6, IPPROTO_SCTP } };
+
+	for (int f = 0; f < 46; f++)
+		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+			int fd = socket(f, types[t], 0);
+
+			if (fd >= 0) {
+				printf("socket %d %d 0 ok\n", f, types[t]);
+				close(fd);
+			}
+		}
+	for (size_t i = 0; i < sizeof(protos) / sizeof(protos[0]); i++)
+		for (size_t t = 0; t < 3; t++) {
+			int fd = socket(protos[i][0], types[t], protos[i][1]);
+
+			if (fd >= 0) {
+				printf("socket %d %d %d ok\n", protos[i][0], types[t], protos[i][1]);
+				close(fd);
+			}
+		}
+	return 0;
+}
+
+static int cmd_minttlswap(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	int ttl = 255, zero = 0, err = 0;
+	struct pollfd p = { .fd = c, .events = POLLOUT };
+	socklen_t el = sizeof(err);
+
+	printf("listen %s\n", ans(bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+				  listen(l, 4) ? -1 : 0));
+	printf("minttl %s\n", ans(setsockopt(c, IPPROTO_IP, IP_MINTTL, &ttl, sizeof(ttl))));
+	printf("connect %s\n", ans(connect(c, (struct sockaddr *)&a, sizeof(a))));
+	usleep(500000);
+	close(l);
+	printf("released\n");
+	for (int i = 0; i < 160; i++) {
+		int t = socket(AF_INET, SOCK_STREAM, 0);
+		int rc = bind(t, (struct sockaddr *)&a, sizeof(a));
+		int e = errno;
+
+		close(t);
+		if (rc < 0 && e == EADDRINUSE) {
+			printf("taken-after %dms\n", i * 50);
+			break;
+		}
+		usleep(50000);
+	}
+	printf("minttl-off %s\n", ans(setsockopt(c, IPPROTO_IP, IP_MINTTL, &zero, sizeof(zero))));
+	printf("poll %d\n", poll(&p, 1, 9000));
+	getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &el);
+	printf("so_error %s\n", err ? strerror(err) : "none");
+	fcntl(c, F_SETFL, 0);
+	timeouts(c);
+	return talk(c, "minttlswap");
+}
+
 static int cmd_fds(void)
 {
 	for (int fd = 0; fd < 4096; fd++) {
@@ -381,6 +453,10 @@ int main(int argc, char **argv)
 		return cmd_ifconf();
 	if (argc >= 3 && !strcmp(argv[1], "peerleak"))
 		return cmd_peerleak(atoi(argv[2]));
+	if (argc >= 2 && !strcmp(argv[1], "families"))
+		return cmd_families();
+	if (argc >= 3 && !strcmp(argv[1], "minttlswap"))
+		return cmd_minttlswap(atoi(argv[2]));
 	if (argc >= 2 && !strcmp(argv[1], "fds"))
 		return cmd_fds();
 	if (argc >= 2 && !strcmp(argv[1], "procnet"))
