@@ -35,21 +35,40 @@
  *                             SYNs; the listener is closed, someone else
  *                             binds the port, IP_MINTTL goes back to 0 and
  *                             the next retransmitted SYN is answered
+ *   pktinfo IF SRC [probe]    a datagram to 192.0.2.53:53 (corral sends it
+ *                             to its DNS responder on 127.0.0.1) with an
+ *                             IP_PKTINFO control message naming interface
+ *                             IF and source SRC. With "probe", MSG_PROBE:
+ *                             the kernel looks the route up and sends
+ *                             nothing (a success means it would have left
+ *                             by IF)
+ *   pktinfo6 IF SRC [probe]   the same over IPv6 (IPV6_PKTINFO), to
+ *                             [2001:db8::53]:53 (corral's responder on ::1)
+ *   sticky6 IF SRC [probe]    a UDP socket connected to [2001:db8::53]:53
+ *                             (corral connects it to its responder on
+ *                             ::1), a sticky IPV6_PKTINFO naming IF and
+ *                             SRC, then a plain send() (not notified)
  *   fds                       every open descriptor the program starts with
  *   name NAME PORT            getaddrinfo(NAME) through the C library, then
  *                             connect to each IPv4 answer as "tcp" does
  */
-#include <netdb.h>
+#define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <linux/filter.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -246,8 +265,6 @@ static int cmd_tfoswap(int port)
 	return talk(c, "tfoswap");
 }
 
-#include <sys/stat.h>
-#include <linux/filter.h>
 static int cmd_filterswap(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
@@ -273,8 +290,6 @@ static int cmd_filterswap(int port)
 	return talk(c, "filterswap");
 }
 
-#include <net/if.h>
-#include <sys/ioctl.h>
 static int cmd_ifconf(void)
 {
 	struct ifreq r[16];
@@ -394,6 +409,83 @@ static int cmd_minttlswap(int port)
 	return talk(c, "minttlswap");
 }
 
+#ifndef MSG_PROBE
+#define MSG_PROBE 0x10	/* the kernel's: route only, send nothing (glibc: MSG_PROXY) */
+#endif
+static int cmd_pktinfo(const char *ifname, const char *src, bool probe)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(53) };
+	char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+	struct iovec iov = { "\0\1\1\0\0\1\0\0\0\0\0\0\0\0\1\0\1", 17 };
+	struct msghdr m = { .msg_name = &dst, .msg_namelen = sizeof(dst),
+			    .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = (struct cmsghdr *)cbuf;
+	struct in_pktinfo pi = { 0 };
+	ssize_t k;
+
+	inet_pton(AF_INET, "192.0.2.53", &dst.sin_addr);
+	pi.ipi_ifindex = (int)if_nametoindex(ifname);
+	inet_pton(AF_INET, src, &pi.ipi_spec_dst);
+	memset(cbuf, 0, sizeof(cbuf));
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_PKTINFO;
+	c->cmsg_len = CMSG_LEN(sizeof(pi));
+	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	k = sendmsg(fd, &m, probe ? MSG_PROBE : 0);
+	printf("pktinfo %s(%d) src %s %s: %s\n", ifname, pi.ipi_ifindex, src,
+	       probe ? "probe" : "send", k < 0 ? strerror(errno) : "sent");
+	return 0;
+}
+
+static int cmd_pktinfo6(const char *ifname, const char *src, bool probe)
+{
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	struct sockaddr_in6 dst = { .sin6_family = AF_INET6, .sin6_port = htons(53) };
+	char cbuf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	struct iovec iov = { "\0\1\1\0\0\1\0\0\0\0\0\0\0\0\1\0\1", 17 };
+	struct msghdr m = { .msg_name = &dst, .msg_namelen = sizeof(dst),
+			    .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = (struct cmsghdr *)cbuf;
+	struct in6_pktinfo pi;
+	ssize_t k;
+
+	memset(&pi, 0, sizeof(pi));
+	inet_pton(AF_INET6, "2001:db8::53", &dst.sin6_addr);
+	pi.ipi6_ifindex = if_nametoindex(ifname);
+	inet_pton(AF_INET6, src, &pi.ipi6_addr);
+	memset(cbuf, 0, sizeof(cbuf));
+	c->cmsg_level = IPPROTO_IPV6;
+	c->cmsg_type = IPV6_PKTINFO;
+	c->cmsg_len = CMSG_LEN(sizeof(pi));
+	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	k = sendmsg(fd, &m, probe ? MSG_PROBE : 0);
+	printf("pktinfo6 %s(%d) src %s %s: %s\n", ifname, pi.ipi6_ifindex, src,
+	       probe ? "probe" : "send", k < 0 ? strerror(errno) : "sent");
+	return 0;
+}
+
+static int cmd_sticky6(const char *ifname, const char *src, bool probe)
+{
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	struct sockaddr_in6 dst = { .sin6_family = AF_INET6, .sin6_port = htons(53) };
+	struct in6_pktinfo pi;
+	ssize_t k;
+
+	memset(&pi, 0, sizeof(pi));
+	inet_pton(AF_INET6, "2001:db8::53", &dst.sin6_addr);
+	printf("connect %s\n", ans(connect(fd, (struct sockaddr *)&dst, sizeof(dst))));
+	pi.ipi6_ifindex = if_nametoindex(ifname);
+	inet_pton(AF_INET6, src, &pi.ipi6_addr);
+	printf("sticky %s\n", ans(setsockopt(fd, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi))));
+	k = send(fd, "\0\1\1\0\0\1\0\0\0\0\0\0\0\0\1\0\1", 17, probe ? MSG_PROBE : 0);
+	printf("sticky6 %s(%d) src %s %s: %s\n", ifname, pi.ipi6_ifindex, src,
+	       probe ? "probe" : "send", k < 0 ? strerror(errno) : "sent");
+	return 0;
+}
+
 static int cmd_fds(void)
 {
 	for (int fd = 0; fd < 4096; fd++) {
@@ -457,6 +549,12 @@ int main(int argc, char **argv)
 		return cmd_families();
 	if (argc >= 3 && !strcmp(argv[1], "minttlswap"))
 		return cmd_minttlswap(atoi(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "pktinfo"))
+		return cmd_pktinfo(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "probe"));
+	if (argc >= 4 && !strcmp(argv[1], "pktinfo6"))
+		return cmd_pktinfo6(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "probe"));
+	if (argc >= 4 && !strcmp(argv[1], "sticky6"))
+		return cmd_sticky6(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "probe"));
 	if (argc >= 2 && !strcmp(argv[1], "fds"))
 		return cmd_fds();
 	if (argc >= 2 && !strcmp(argv[1], "procnet"))
