@@ -48,6 +48,10 @@
  *                             (corral connects it to its responder on
  *                             ::1), a sticky IPV6_PKTINFO naming IF and
  *                             SRC, then a plain send() (not notified)
+ *   binddev FAMILY IF [probe] a UDP socket connected to port 53 of a
+ *                             documentation address (corral connects it to
+ *                             its responder on loopback), SO_BINDTODEVICE
+ *                             IF, then a plain send()
  *   fds                       every open descriptor the program starts with
  *   name NAME PORT            getaddrinfo(NAME) through the C library, then
  *                             connect to each IPv4 answer as "tcp" does
@@ -486,6 +490,22 @@ static int cmd_sticky6(const char *ifname, const char *src, bool probe)
 	return 0;
 }
 
+static int cmd_binddev(int v6, const char *ifname, bool probe)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = parse(v6 ? "2001:db8::53" : "192.0.2.53", 53, &ss);
+	int fd = socket(ss.ss_family, SOCK_DGRAM, 0);
+	ssize_t k;
+
+	printf("connect %s\n", ans(connect(fd, (struct sockaddr *)&ss, l)));
+	printf("bindtodevice %s\n", ans(setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
+						   (socklen_t)strlen(ifname) + 1)));
+	k = send(fd, "\0\1\1\0\0\1\0\0\0\0\0\0\0\0\1\0\1", 17, probe ? MSG_PROBE : 0);
+	printf("binddev%s %s %s: %s\n", v6 ? "6" : "4", ifname, probe ? "probe" : "send",
+	       k < 0 ? strerror(errno) : "sent");
+	return 0;
+}
+
 static int cmd_fds(void)
 {
 	for (int fd = 0; fd < 4096; fd++) {
@@ -555,6 +575,8 @@ int main(int argc, char **argv)
 		return cmd_pktinfo6(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "probe"));
 	if (argc >= 4 && !strcmp(argv[1], "sticky6"))
 		return cmd_sticky6(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "probe"));
+	if (argc >= 4 && !strcmp(argv[1], "binddev"))
+		return cmd_binddev(!strcmp(argv[2], "6"), argv[3], argc >= 5 && !strcmp(argv[4], "probe"));
 	if (argc >= 2 && !strcmp(argv[1], "fds"))
 		return cmd_fds();
 	if (argc >= 2 && !strcmp(argv[1], "procnet"))
