@@ -2,6 +2,12 @@
  * Each subcommand prints "NAME RESULT" lines; RESULT is "ok", a value,
  * or the errno text.
  *
+ * Loopback only: pktinfo, pktinfo6, sticky6 and binddev with an interface
+ * other than lo and without "probe" would put a packet on that interface,
+ * and outside corral their documentation-address destinations are not
+ * redirected: run them with "probe" (MSG_PROBE: route lookup, nothing is
+ * sent) or with lo only.
+ *
  *   tcp IP PORT               connect (v4 or v6 by the address's form),
  *                             send "ping\n", print the first reply line
  *   bindscan IP PORT...       bind a TCP socket to IP:PORT for each PORT
