@@ -26,6 +26,8 @@
 #define CR_NET_MAX_WAITS 1024	/* accepts and connects waiting */
 #define CR_NET_MAX_UDP 512	/* UDP sockets of the run held (udp.c) */
 #define CR_NET_MAX_FLAGS 4096	/* sockets with a sharing option set */
+/* The kernel gives loopback this index in every namespace (LOOPBACK_IFINDEX). */
+#define CR_NET_LOOPBACK_IFINDEX 1
 
 union cr_sockaddr {
 	struct sockaddr sa;
@@ -247,6 +249,17 @@ void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
 bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 		     struct cr_net_ep *ep, bool *wildcard);
 void cr_net_udp_finish(struct cr_netstate *ns);
+
+/* tracer/net/iface.c: the host's interfaces and its own addresses */
+/* May a run name this interface (0: none) or this source address
+ * (family's; IPv4-mapped counts as IPv4)? Loopback and none only. */
+bool cr_net_ifindex_ok(int ifindex);
+bool cr_net_ifname_ok(const char *name, size_t len);
+bool cr_net_src_ok(int family, const uint8_t *addr);
+/* Is socket fd bound to no interface, or to loopback? (false when unknown) */
+bool cr_net_sock_dev_ok(int fd);
+/* Does the host own addr (a local route)? 1, 0, or -1 when unknown. */
+int cr_net_host_owned(int family, const uint8_t *addr);
 
 /* tracer/net/abstract.c: names from their leading NUL, with lengths */
 /* A fresh inner name for given (bound then by the caller). */

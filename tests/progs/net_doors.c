@@ -1,12 +1,13 @@
-/* tests/progs/rt5_net.c: network probes of the fifth red-team round.
+/* tests/progs/net_doors.c: network probes for the ways a run's packets or
+ * connections could reach past corral (tests/e2e/test_db_net_doors.py).
  * Each subcommand prints "NAME RESULT" lines; RESULT is "ok", a value,
  * or the errno text.
  *
- * Loopback only: pktinfo, pktinfo6, sticky6 and binddev with an interface
- * other than lo and without "probe" would put a packet on that interface,
- * and outside corral their documentation-address destinations are not
- * redirected: run them with "probe" (MSG_PROBE: route lookup, nothing is
- * sent) or with lo only.
+ * Loopback only: pktinfo, pktinfo6, sticky6, binddev, bindifindex and
+ * unicastif with an interface other than lo and without "probe" would put
+ * a packet on that interface, and outside corral their documentation-address
+ * destinations are not redirected: run them with "probe" (MSG_PROBE: route
+ * lookup, nothing is sent) or with lo only.
  *
  *   tcp IP PORT               connect (v4 or v6 by the address's form),
  *                             send "ping\n", print the first reply line
@@ -58,6 +59,14 @@
  *                             documentation address (corral connects it to
  *                             its responder on loopback), SO_BINDTODEVICE
  *                             IF, then a plain send()
+ *   bindifindex FAMILY IF [probe]  the same with SO_BINDTOIFINDEX
+ *   unicastif FAMILY IF [probe]    the same with IP_UNICAST_IF or
+ *                             IPV6_UNICAST_IF
+ *   md5swap PORT              the same as minttlswap with a TCP_MD5SIG key
+ *                             for any peer instead of IP_MINTTL: the run's
+ *                             listener has no key and drops every SYN; the
+ *                             key is deleted once someone else holds the
+ *                             port
  *   fds                       every open descriptor the program starts with
  *   name NAME PORT            getaddrinfo(NAME) through the C library, then
  *                             connect to each IPv4 answer as "tcp" does
@@ -496,20 +505,91 @@ static int cmd_sticky6(const char *ifname, const char *src, bool probe)
 	return 0;
 }
 
-static int cmd_binddev(int v6, const char *ifname, bool probe)
+#ifndef SO_BINDTOIFINDEX
+#define SO_BINDTOIFINDEX 62
+#endif
+#ifndef IP_UNICAST_IF
+#define IP_UNICAST_IF 50
+#endif
+#ifndef IPV6_UNICAST_IF
+#define IPV6_UNICAST_IF 76
+#endif
+
+/* how: 0 SO_BINDTODEVICE, 1 SO_BINDTOIFINDEX, 2 IP(V6)_UNICAST_IF */
+static int cmd_binddev(int v6, const char *ifname, bool probe, int how)
 {
+	static const char *names[] = { "bindtodevice", "bindtoifindex", "unicastif" };
 	struct sockaddr_storage ss;
 	socklen_t l = parse(v6 ? "2001:db8::53" : "192.0.2.53", 53, &ss);
-	int fd = socket(ss.ss_family, SOCK_DGRAM, 0);
+	int fd = socket(ss.ss_family, SOCK_DGRAM, 0), rc;
+	int idx = (int)if_nametoindex(ifname), be = (int)htonl((uint32_t)idx);
 	ssize_t k;
 
 	printf("connect %s\n", ans(connect(fd, (struct sockaddr *)&ss, l)));
-	printf("bindtodevice %s\n", ans(setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
-						   (socklen_t)strlen(ifname) + 1)));
+	if (how == 0)
+		rc = setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
+				(socklen_t)strlen(ifname) + 1);
+	else if (how == 1)
+		rc = setsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &idx, sizeof(idx));
+	else
+		rc = setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+				v6 ? IPV6_UNICAST_IF : IP_UNICAST_IF, &be, sizeof(be));
+	printf("%s %s\n", names[how], ans(rc));
 	k = send(fd, "\0\1\1\0\0\1\0\0\0\0\0\0\0\0\1\0\1", 17, probe ? MSG_PROBE : 0);
-	printf("binddev%s %s %s: %s\n", v6 ? "6" : "4", ifname, probe ? "probe" : "send",
-	       k < 0 ? strerror(errno) : "sent");
+	printf("%s%s %s %s: %s\n", names[how], v6 ? "6" : "4", ifname,
+	       probe ? "probe" : "send", k < 0 ? strerror(errno) : "sent");
 	return 0;
+}
+
+/* A TCP_MD5SIG key for any IPv4 peer (keylen 0 deletes it). */
+static int md5key(int fd, int keylen)
+{
+	struct tcp_md5sig m;
+	struct sockaddr_in *p = (struct sockaddr_in *)&m.tcpm_addr;
+
+	memset(&m, 0, sizeof(m));
+	m.tcpm_flags = TCP_MD5SIG_FLAG_PREFIX;
+	m.tcpm_prefixlen = 0;
+	p->sin_family = AF_INET;
+	m.tcpm_keylen = (uint16_t)keylen;
+	memcpy(m.tcpm_key, "netdoors", 8);
+	return setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG_EXT, &m, sizeof(m));
+}
+
+static int cmd_md5swap(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	int err = 0;
+	struct pollfd p = { .fd = c, .events = POLLOUT };
+	socklen_t el = sizeof(err);
+
+	printf("listen %s\n", ans(bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+				  listen(l, 4) ? -1 : 0));
+	printf("md5 %s\n", ans(md5key(c, 8)));
+	printf("connect %s\n", ans(connect(c, (struct sockaddr *)&a, sizeof(a))));
+	close(l);
+	printf("released\n");
+	for (int i = 0; i < 160; i++) {
+		int t = socket(AF_INET, SOCK_STREAM, 0);
+		int rc = bind(t, (struct sockaddr *)&a, sizeof(a));
+		int e = errno;
+
+		close(t);
+		if (rc < 0 && e == EADDRINUSE) {
+			printf("taken-after %dms\n", i * 50);
+			break;
+		}
+		usleep(50000);
+	}
+	printf("md5-off %s\n", ans(md5key(c, 0)));
+	printf("poll %d\n", poll(&p, 1, 9000));
+	getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &el);
+	printf("so_error %s\n", err ? strerror(err) : "none");
+	fcntl(c, F_SETFL, 0);
+	timeouts(c);
+	return talk(c, "md5swap");
 }
 
 static int cmd_fds(void)
@@ -582,7 +662,13 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "sticky6"))
 		return cmd_sticky6(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "probe"));
 	if (argc >= 4 && !strcmp(argv[1], "binddev"))
-		return cmd_binddev(!strcmp(argv[2], "6"), argv[3], argc >= 5 && !strcmp(argv[4], "probe"));
+		return cmd_binddev(!strcmp(argv[2], "6"), argv[3], argc >= 5 && !strcmp(argv[4], "probe"), 0);
+	if (argc >= 4 && !strcmp(argv[1], "bindifindex"))
+		return cmd_binddev(!strcmp(argv[2], "6"), argv[3], argc >= 5 && !strcmp(argv[4], "probe"), 1);
+	if (argc >= 4 && !strcmp(argv[1], "unicastif"))
+		return cmd_binddev(!strcmp(argv[2], "6"), argv[3], argc >= 5 && !strcmp(argv[4], "probe"), 2);
+	if (argc >= 3 && !strcmp(argv[1], "md5swap"))
+		return cmd_md5swap(atoi(argv[2]));
 	if (argc >= 2 && !strcmp(argv[1], "fds"))
 		return cmd_fds();
 	if (argc >= 2 && !strcmp(argv[1], "procnet"))
