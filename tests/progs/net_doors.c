@@ -267,6 +267,7 @@ static int cmd_tfoswap(int port)
 	printf("nocookie %s\n", ans(setsockopt(c, IPPROTO_TCP, TCP_FASTOPEN_NO_COOKIE, &on, sizeof(on))));
 	printf("tfoconnect %s\n", ans(setsockopt(c, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &on, sizeof(on))));
 	printf("connect %s\n", ans(connect(c, (struct sockaddr *)&a, sizeof(a))));
+	usleep(500000);	/* the host side sees the run's listener */
 	close(l);
 	printf("released\n");
 	for (int i = 0; i < 160; i++) {
@@ -569,6 +570,7 @@ static int cmd_md5swap(int port)
 				  listen(l, 4) ? -1 : 0));
 	printf("md5 %s\n", ans(md5key(c, 8)));
 	printf("connect %s\n", ans(connect(c, (struct sockaddr *)&a, sizeof(a))));
+	usleep(500000);	/* the host side sees the run's listener */
 	close(l);
 	printf("released\n");
 	for (int i = 0; i < 160; i++) {
