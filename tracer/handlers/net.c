@@ -411,18 +411,7 @@ static socklen_t inet_len(int family)
 static const char *inet_refusal(struct cr_run *run, int family,
 				const uint8_t *addr, uint16_t port)
 {
-	const char *closed;
-
-	if (cr_net_allowed(run->net, family, addr, port))
-		return NULL;
-	closed = cr_net_addr_closed(family, addr);
-	if (closed) {
-		static char why[160];
-
-		snprintf(why, sizeof(why), "%s is closed unless allowed by its exact address", closed);
-		return why;
-	}
-	return "the destination is not on the allow list";
+	return cr_net_refusal(run->net, family, addr, port);
 }
 
 /* A backstop behind the refused options (cr_h_setsockopt): an internet

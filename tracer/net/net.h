@@ -130,6 +130,11 @@ int cr_net_task_fd(struct cr_run *run, pid_t tid, int fd);
  * because an allowed name resolved to it and that name allows the port? */
 bool cr_net_allowed(const struct cr_netstate *ns, int family,
 		    const uint8_t *addr, uint16_t port);
+/* The same question: NULL when allowed, else why (static text). Closed
+ * ranges and the host's own addresses open only to a rule naming them
+ * exactly. */
+const char *cr_net_refusal(const struct cr_netstate *ns, int family,
+			   const uint8_t *addr, uint16_t port);
 void cr_net_learn(struct cr_netstate *ns, int family, const uint8_t *addr,
 		  const char *name);
 /* The loopback address of family (AF_INET or AF_INET6), port 0, in *a;
