@@ -23,8 +23,9 @@
  *   a host service of the same user).
  * - connect to loopback (not opened by an allow rule): performed only when
  *   every listener the kernel could pick is a socket the run bound, asked
- *   of the kernel (sock_diag) before and after the connect; the client's
- *   4-tuple is recorded for the accept.
+ *   of the kernel (sock_diag) before the connect and again once its
+ *   handshake is over (not over within the deadline: dissolved); the
+ *   client's 4-tuple is recorded for the accept.
  * - accept: performed here, never in the kernel, so each accepted
  *   connection is checked: its 4-tuple must be one a task of the run
  *   connected, or its port published (--publish); others are closed and

@@ -23,7 +23,7 @@
 #define CR_NET_MAX_UNAMES 4096	/* unix names bound */
 #define CR_NET_MAX_ANAMES 1024	/* abstract unix names bound (abstract.c) */
 #define SUN_LEN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
-#define CR_NET_MAX_WAITS 1024	/* accepts and connects waiting */
+#define CR_NET_MAX_WAITS 1024	/* accepts and receives waiting */
 #define CR_NET_MAX_UDP 512	/* UDP sockets of the run held (udp.c) */
 #define CR_NET_MAX_FLAGS 4096	/* sockets with a sharing option set */
 /* The kernel gives loopback this index in every namespace (LOOPBACK_IFINDEX). */
@@ -106,7 +106,7 @@ struct cr_netstate {
 	struct cr_net_uname *unames;	/* owned array */
 	size_t nunames, uname_next;
 	uint64_t uname_seq;
-	/* accepts and connects waiting for their socket (defer.c) */
+	/* accepts and receives waiting for their socket (defer.c) */
 	struct cr_net_wait *waits;	/* owned list */
 	size_t nwaits;
 	/* the run's UDP sockets and their source filter (udp.c) */
