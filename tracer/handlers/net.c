@@ -454,9 +454,13 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	{
 		struct cr_verdict v;
 
+		/* Loopback is closed: only a rule naming it exactly opens
+		 * it (and the host's routes need not be asked). */
 		if (cr_net_connect_local(run, n, e, s, a, alen,
-					 cr_net_allowed(ns, a->sa.sa_family,
-							addr, port), &v))
+					 cr_netrules_allow_exact(ns->rules,
+								 ns->nrules,
+								 a->sa.sa_family,
+								 addr, port), &v))
 			return v;
 	}
 	why = inet_refusal(run, a->sa.sa_family, addr, port);
