@@ -174,11 +174,9 @@ const char *cr_net_addr_closed(int family, const uint8_t *addr)
 	return NULL;
 }
 
-bool cr_netrules_allow_addr(const struct cr_netrule *r, size_t n, int family,
-			    const uint8_t *addr, uint16_t port)
+static bool allow_addr(const struct cr_netrule *r, size_t n, int family,
+		       const uint8_t *addr, uint16_t port, bool closed)
 {
-	bool closed = cr_net_addr_closed(family, addr) != NULL;
-
 	for (size_t i = 0; i < n; i++) {
 		if (r[i].kind != CR_NR_IP || r[i].family != family)
 			continue;
@@ -190,6 +188,19 @@ bool cr_netrules_allow_addr(const struct cr_netrule *r, size_t n, int family,
 			return true;
 	}
 	return false;
+}
+
+bool cr_netrules_allow_addr(const struct cr_netrule *r, size_t n, int family,
+			    const uint8_t *addr, uint16_t port)
+{
+	return allow_addr(r, n, family, addr, port,
+			  cr_net_addr_closed(family, addr) != NULL);
+}
+
+bool cr_netrules_allow_exact(const struct cr_netrule *r, size_t n, int family,
+			     const uint8_t *addr, uint16_t port)
+{
+	return allow_addr(r, n, family, addr, port, true);
 }
 
 static bool same_name(const char *rule, const char *name)

@@ -39,6 +39,11 @@ const char *cr_net_addr_closed(int family, const uint8_t *addr);
 bool cr_netrules_allow_addr(const struct cr_netrule *r, size_t n, int family,
 			    const uint8_t *addr, uint16_t port);
 
+/* Does a rule naming (family, addr) exactly (no prefix, or /32, /128)
+ * allow port? What opens a closed address, and one the host owns. */
+bool cr_netrules_allow_exact(const struct cr_netrule *r, size_t n, int family,
+			     const uint8_t *addr, uint16_t port);
+
 /* Does a HOST rule name this DNS name (any port)? Case-insensitive, one
  * trailing dot ignored. */
 bool cr_netrules_allow_name(const struct cr_netrule *r, size_t n,

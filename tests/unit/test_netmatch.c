@@ -122,4 +122,16 @@ TEST_IMPL(netmatch_allow)
 	ASSERT(!cr_netrules_allow_name(r, n, "x.api.example.com"));
 	ASSERT(cr_netrules_allow_name_port(r, n, "api.example.com", 443));
 	ASSERT(!cr_netrules_allow_name_port(r, n, "api.example.com", 80));
+	/* Exact rules only: what opens the host's own addresses. */
+	{
+		uint8_t a[16];
+		int f = addr_of("203.0.113.9", a);
+
+		ASSERT(!cr_netrules_allow_exact(r, n, f, a, 85));
+		f = addr_of("127.0.0.1", a);
+		ASSERT(cr_netrules_allow_exact(r, n, f, a, 8080));
+		ASSERT(!cr_netrules_allow_exact(r, n, f, a, 8081));
+		f = addr_of("::ffff:127.0.0.3", a);
+		ASSERT(cr_netrules_allow_exact(r, n, f, a, 22));
+	}
 }

@@ -206,8 +206,7 @@ struct cr_verdict cr_net_listen_inet(struct cr_run *run,
 				     struct cr_sock *s, int backlog);
 /* A TCP connect to loopback: the run's own listeners (by_rule: an allow
  * rule opens the address, which then goes to the proxy unless the port is
- * one the run bound). True when it was decided here (*v holds the answer;
- * s->dup may have been taken over). */
+ * one the run bound). True when it was decided here (*v holds the answer). */
 bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 			  const struct cr_syscall_entry *e, struct cr_sock *s,
 			  const union cr_sockaddr *a, socklen_t alen,

@@ -3,9 +3,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 #include "handlers.h"
 #include "../net/net.h"
@@ -20,8 +23,9 @@
  *   a host service of the same user).
  * - connect to loopback (not opened by an allow rule): performed only when
  *   every listener the kernel could pick is a socket the run bound, asked
- *   of the kernel (sock_diag) before and after the connect; the client's
- *   4-tuple is recorded for the accept.
+ *   of the kernel (sock_diag) before the connect and again once its
+ *   handshake is over (not over within the deadline: dissolved); the
+ *   client's 4-tuple is recorded for the accept.
  * - accept: performed here, never in the kernel, so each accepted
  *   connection is checked: its 4-tuple must be one a task of the run
  *   connected, or its port published (--publish); others are closed and
@@ -200,16 +204,53 @@ struct cr_verdict cr_net_listen_inet(struct cr_run *run,
 
 /* ---- connect to the run's own listeners ---- */
 
-static struct cr_verdict connect_done(struct cr_run *run, uint64_t id,
-				      pid_t tid, int dup, void *arg,
-				      bool *again)
+static long ms_since(const struct timespec *t0)
 {
-	int err = 0;
-	socklen_t l = sizeof(err);
+	struct timespec t;
 
-	if (getsockopt(dup, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
-		err = errno;
-	return err ? v_err(err) : v_val(0);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * Wait for the handshake of a connect corral just made to end: 1 when the
+ * connection is established (or was, and the peer has since closed its
+ * side), 0 when it failed (*err), -1 when it has not ended within the
+ * deadline (CR_GUARD_MS: the handler's guard, armed by cr_h_connect, ends
+ * the wait at the latest). Until it ends, the SYN may still reach whoever
+ * listens on the port later: the client can drop the listener's answers
+ * (a TCP-MD5 key the listener lacks, a minimum TTL), or send no SYN at all
+ * yet. On loopback the handshake normally ends within the connect call.
+ */
+static int handshake_end(int fd, int *err)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct tcp_info ti;
+		socklen_t l = sizeof(ti);
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		long left;
+
+		memset(&ti, 0, sizeof(ti));
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0) {
+			*err = errno;
+			return 0;
+		}
+		if (ti.tcpi_state == TCP_CLOSE) {
+			l = sizeof(*err);
+			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, err, &l) < 0 ||
+			    !*err)
+				*err = ECONNREFUSED;
+			return 0;
+		}
+		if (ti.tcpi_state != TCP_SYN_SENT && ti.tcpi_state != TCP_SYN_RECV)
+			return 1;
+		left = CR_GUARD_MS - ms_since(&t0);
+		if (left <= 0 || poll(&p, 1, (int)left) < 0)
+			return -1;	/* the deadline, or the guard's EINTR */
+	}
 }
 
 static struct cr_verdict refuse_local(struct cr_run *run,
@@ -229,7 +270,7 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_net_ep dst, local;
-	union cr_sockaddr t;
+	union cr_sockaddr t, un = { .sa.sa_family = AF_UNSPEC };
 	socklen_t tl;
 	int judged, rc, err, fl;
 
@@ -271,27 +312,37 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 		*v = v_err(err);
 		return true;
 	}
-	/* The SYN went to whoever listened when connect ran: asked again,
-	 * so a listener closed and re-bound by a stranger in between is
-	 * caught. The connection is then dissolved. */
+	/* The connection is answered only once its handshake is over, on
+	 * this thread, so nothing of the run can bind or listen meanwhile:
+	 * a SYN still in flight (or not sent) could reach a listener that
+	 * takes the port after the check below. Not over within the
+	 * deadline (a full backlog, or a client dropping the answers):
+	 * dissolved. */
+	switch (handshake_end(s->dup, &err)) {
+	case 0:
+		*v = v_err(err);
+		return true;
+	case -1:
+		connect(s->dup, &un.sa, sizeof(un.sa));
+		*v = cr_net_deny(run, n, e, a, alen, "net",
+				 "the connection to the run's listener was not established within the deadline (a full backlog, or a client that drops the listener's answers); dissolved",
+				 ETIMEDOUT);
+		return true;
+	}
+	/* The SYN went to whoever listened when the handshake ended: asked
+	 * again, so a listener closed and re-bound by a stranger in between
+	 * is caught. The connection is then dissolved. */
 	if (cr_net_local_listener(ns, &dst) != 1 ||
 	    !local_ep(s->dup, &local, false)) {
-		union cr_sockaddr un = { .sa.sa_family = AF_UNSPEC };
-
 		connect(s->dup, &un.sa, sizeof(un.sa));
 		*v = refuse_local(run, n, e, a, alen);
 		return true;
 	}
 	cr_net_local_client(ns, s->ino, &local, &dst);
 	cr_net_peer_drop(ns, s->ino);
-	if (rc == 0) {
-		*v = v_val(0);
-	} else if (fl & O_NONBLOCK) {
-		*v = v_err(EINPROGRESS);
-	} else {
-		*v = cr_net_wait(run, n, s->dup, EPOLLOUT, connect_done, NULL);
-		s->dup = -1;	/* taken over */
-	}
+	/* Established: a blocking connect is done; a non-blocking one
+	 * answers as the kernel did, and its poll sees it writable. */
+	*v = rc == 0 || !(fl & O_NONBLOCK) ? v_val(0) : v_err(EINPROGRESS);
 	return true;
 }
 

@@ -411,18 +411,23 @@ static socklen_t inet_len(int family)
 static const char *inet_refusal(struct cr_run *run, int family,
 				const uint8_t *addr, uint16_t port)
 {
-	const char *closed;
+	return cr_net_refusal(run->net, family, addr, port);
+}
 
-	if (cr_net_allowed(run->net, family, addr, port))
-		return NULL;
-	closed = cr_net_addr_closed(family, addr);
-	if (closed) {
-		static char why[160];
-
-		snprintf(why, sizeof(why), "%s is closed unless allowed by its exact address", closed);
-		return why;
-	}
-	return "the destination is not on the allow list";
+/* A backstop behind the refused options (cr_h_setsockopt): an internet
+ * socket bound to an interface other than loopback is not connected or
+ * sent on by corral. True with *v the refusal. */
+static bool bound_way_out(struct cr_run *run, const struct seccomp_notif *n,
+			  const struct cr_syscall_entry *e,
+			  const struct cr_sock *s, struct cr_verdict *v)
+{
+	if ((s->domain != AF_INET && s->domain != AF_INET6) ||
+	    cr_net_sock_dev_ok(s->dup))
+		return false;
+	*v = cr_net_deny(run, n, e, NULL, 0, "net",
+			 "the socket is bound to an interface other than loopback",
+			 EPERM);
+	return true;
 }
 
 static struct cr_verdict connect_tcp(struct cr_run *run,
@@ -449,9 +454,13 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	{
 		struct cr_verdict v;
 
+		/* Loopback is closed: only a rule naming it exactly opens
+		 * it (and the host's routes need not be asked). */
 		if (cr_net_connect_local(run, n, e, s, a, alen,
-					 cr_net_allowed(ns, a->sa.sa_family,
-							addr, port), &v))
+					 cr_netrules_allow_exact(ns->rules,
+								 ns->nrules,
+								 a->sa.sa_family,
+								 addr, port), &v))
 			return v;
 	}
 	why = inet_refusal(run, a->sa.sa_family, addr, port);
@@ -605,6 +614,8 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 			v = v_err(EINVAL);
 			break;
 		}
+		if (bound_way_out(run, n, e, &s, &v))
+			break;
 		/* Only plain TCP is proxied, only UDP is DNS, and UDP(-Lite)
 		 * goes to the run's own sockets: an ICMP "ping" socket or
 		 * SCTP names a port too. */
@@ -858,6 +869,40 @@ static bool opath_file(int fd)
 	       S_ISREG(st.st_mode);
 }
 
+#define WAY_OUT_WHY "an interface or source address other than loopback would send the packets out of the host"
+
+/* IP_PKTINFO, IPV6_PKTINFO (and its RFC 2292 number) choose the outgoing
+ * interface and the source address of one datagram: every datagram corral
+ * sends goes to a loopback address, and with eth0's index (or eth0's
+ * address as source) the kernel would route it out of eth0. Only loopback
+ * or none may be named. A message too short for its structure is the
+ * kernel's EINVAL. */
+static bool cmsg_way_out(const struct cmsghdr *h)
+{
+	size_t dl = h->cmsg_len - CMSG_LEN(0);
+
+	if (h->cmsg_level == IPPROTO_IP && h->cmsg_type == IP_PKTINFO) {
+		struct in_pktinfo pi;
+
+		if (dl < sizeof(pi))
+			return false;
+		memcpy(&pi, CMSG_DATA(h), sizeof(pi));
+		return !cr_net_ifindex_ok(pi.ipi_ifindex) ||
+		       !cr_net_src_ok(AF_INET, (const uint8_t *)&pi.ipi_spec_dst);
+	}
+	if (h->cmsg_level == IPPROTO_IPV6 &&
+	    (h->cmsg_type == IPV6_PKTINFO || h->cmsg_type == IPV6_2292PKTINFO)) {
+		struct in6_pktinfo pi;
+
+		if (dl < sizeof(pi))
+			return false;
+		memcpy(&pi, CMSG_DATA(h), sizeof(pi));
+		return !cr_net_ifindex_ok(pi.ipi6_ifindex) ||
+		       !cr_net_src_ok(AF_INET6, pi.ipi6_addr.s6_addr);
+	}
+	return false;
+}
+
 /*
  * Control data, with every SCM_RIGHTS fd number translated from the
  * program's table to a duplicate in ours. The walk is stricter than the
@@ -899,6 +944,10 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 		    (h->cmsg_level == IPPROTO_IP && h->cmsg_type == IP_RETOPTS)) {
 			cr_deny(run, pid, "sendmsg", NULL, "net",
 				"a routing header would choose the packet's route");
+			return -EPERM;
+		}
+		if (cmsg_way_out(h)) {
+			cr_deny(run, pid, "sendmsg", NULL, "net", WAY_OUT_WHY);
 			return -EPERM;
 		}
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
@@ -1081,6 +1130,10 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
+	if (bound_way_out(run, n, e, &s, &v)) {
+		cr_sock_close(&s);
+		return v;
+	}
 	msg_init(&m, &s, flags);
 	{
 		bool dgram = s.type != SOCK_STREAM;
@@ -1141,6 +1194,10 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 	rc = cr_sock_open(run, n, fd, &s);
 	if (rc)
 		return rc;
+	if (bound_way_out(run, n, e, &s, v)) {
+		cr_sock_close(&s);
+		return 1;
+	}
 	msg_init(m, &s, flags);
 	rc = gather(pid, (uint64_t)(uintptr_t)h.msg_iov, h.msg_iovlen,
 		    m->dup >= 0 && s.type != SOCK_STREAM, m);
@@ -1342,13 +1399,138 @@ struct cr_verdict cr_h_getsockopt(struct cr_run *run,
 	return rc ? v_err(-rc) : v_val(0);
 }
 
+#ifndef SO_BINDTOIFINDEX
+#define SO_BINDTOIFINDEX 62
+#endif
+#ifndef TCP_FASTOPEN_CONNECT
+#define TCP_FASTOPEN_CONNECT 30
+#endif
+#ifndef IPV6_MINHOPCOUNT
+#define IPV6_MINHOPCOUNT 73
+#endif
+
+/* An option's value as the kernel reads an int: whole when there is room,
+ * else its first byte (as the IPv4 options take it), else 0. */
+static int opt_int(const void *val, uint64_t len)
+{
+	unsigned char c;
+	int v = 0;
+
+	if (val && len >= sizeof(int)) {
+		memcpy(&v, val, sizeof(v));
+	} else if (val && len) {
+		memcpy(&c, val, 1);
+		v = c;
+	}
+	return v;
+}
+
+static bool opt_always(const void *val, uint64_t len)
+{
+	return true;
+}
+
+static bool opt_set(const void *val, uint64_t len)
+{
+	return opt_int(val, len) != 0;
+}
+
+static bool opt_devname(const void *val, uint64_t len)
+{
+	return !cr_net_ifname_ok(val ? val : "", val ? (size_t)len : 0);
+}
+
+static bool opt_ifindex(const void *val, uint64_t len)
+{
+	return !cr_net_ifindex_ok(opt_int(val, len));
+}
+
+/* IP_UNICAST_IF and IPV6_UNICAST_IF take the index in network order. */
+static bool opt_ifindex_be(const void *val, uint64_t len)
+{
+	return !cr_net_ifindex_ok((int)ntohl((uint32_t)opt_int(val, len)));
+}
+
+/* A sticky IPV6_PKTINFO: the interface and source of every later send,
+ * including the plain send() corral never sees. Short: the kernel's
+ * EINVAL. */
+static bool opt_pktinfo6(const void *val, uint64_t len)
+{
+	struct in6_pktinfo pi;
+
+	if (!val || len < sizeof(pi))
+		return false;
+	memcpy(&pi, val, sizeof(pi));
+	return !cr_net_ifindex_ok(pi.ipi6_ifindex) ||
+	       !cr_net_src_ok(AF_INET6, pi.ipi6_addr.s6_addr);
+}
+
+#define RTHDR_WHY "a routing header would choose the packets' first hop"
+#define HANDSHAKE_WHY "the option would hold a connect's handshake open (the client drops the answers) until after corral checked who listens"
+
 /*
- * setsockopt with optname SO_PASSCRED (16) or SO_PASSPIDFD, any level (the
- * filter can test one argument): on an unnamed unix datagram socket the
- * kernel autobinds an abstract name at the first send or connect, and any
- * local user may then send it datagrams. Refused there; every other call
- * of these numbers is performed here, on our duplicate, with the value read
- * once (EMULATED: a thread could swap the fd number after a check).
+ * Options of internet sockets that corral refuses (tracer/syscalls.def
+ * notifies their numbers; every other level's option of the same number
+ * is performed as asked):
+ * - a routing header: a type 4 (segment routing) header is accepted from
+ *   anyone, and every packet of the socket would go to the program's
+ *   first segment, corral's destination only the last;
+ * - an interface or source other than loopback: every packet corral lets
+ *   a run send goes to a loopback address, and the kernel would route it
+ *   by the interface named (out of eth0, with the destination 127.0.0.1
+ *   or ::1) — the sends after the option are plain send()s corral never
+ *   sees. Loopback and "none" stay allowed;
+ * - a handshake that ends later than corral's check of who listens on a
+ *   loopback port (tracer/handlers/loopback.c): TCP fast open sends no
+ *   SYN until the first write, and with a minimum TTL or hop count of 255
+ *   the client drops the listener's SYN-ACK and retries the SYN for
+ *   minutes, reaching whoever binds the port meanwhile. Fast open is
+ *   answered as a kernel with client fast open disabled answers it.
+ */
+struct inet_sockopt {
+	int level, opt;
+	bool (*refused)(const void *val, uint64_t len);
+	int err;
+	const char *why;
+};
+
+static const struct inet_sockopt inet_sockopts[] = {
+	{ IPPROTO_IPV6, IPV6_RTHDR, opt_always, EPERM, RTHDR_WHY },
+	{ IPPROTO_IPV6, IPV6_2292PKTOPTIONS, opt_always, EPERM, RTHDR_WHY },
+	{ SOL_SOCKET, SO_BINDTODEVICE, opt_devname, EPERM, WAY_OUT_WHY },
+	{ SOL_SOCKET, SO_BINDTOIFINDEX, opt_ifindex, EPERM, WAY_OUT_WHY },
+	{ IPPROTO_IP, IP_UNICAST_IF, opt_ifindex_be, EPERM, WAY_OUT_WHY },
+	{ IPPROTO_IPV6, IPV6_UNICAST_IF, opt_ifindex_be, EPERM, WAY_OUT_WHY },
+	{ IPPROTO_IPV6, IPV6_PKTINFO, opt_pktinfo6, EPERM, WAY_OUT_WHY },
+	{ IPPROTO_TCP, TCP_FASTOPEN_CONNECT, opt_set, EOPNOTSUPP,
+	  "TCP fast open would send the SYN at the first write, after corral checked who listens" },
+	{ IPPROTO_IP, IP_MINTTL, opt_set, EPERM, HANDSHAKE_WHY },
+	{ IPPROTO_IPV6, IPV6_MINHOPCOUNT, opt_set, EPERM, HANDSHAKE_WHY },
+};
+
+static const struct inet_sockopt *inet_sockopt_refused(int level, int opt,
+							const void *val,
+							uint64_t len)
+{
+	for (size_t i = 0; i < sizeof(inet_sockopts) / sizeof(inet_sockopts[0]); i++) {
+		const struct inet_sockopt *r = &inet_sockopts[i];
+
+		if (r->level == level && r->opt == opt && r->refused(val, len))
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * setsockopt with an optname tracer/syscalls.def notifies, any level (the
+ * filter can test one argument). SO_PASSCRED (16) or SO_PASSPIDFD: on an
+ * unnamed unix datagram socket the kernel autobinds an abstract name at
+ * the first send or connect, and any local user may then send it
+ * datagrams: refused there. The sharing and filter options: share_sockopt.
+ * Internet sockets' route, interface and handshake options: inet_sockopts.
+ * Every other call of these numbers is performed here, on our duplicate,
+ * with the value read once (EMULATED: a thread could swap the fd number or
+ * the value after a check).
  */
 struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 				  const struct cr_syscall_entry *e,
@@ -1356,6 +1538,7 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 {
 	int level = (int)n->data.args[1], opt = (int)n->data.args[2];
 	uint64_t len = (uint32_t)n->data.args[4];
+	const struct inet_sockopt *rule;
 	union cr_sockaddr a;
 	socklen_t al = sizeof(a);
 	struct cr_verdict v;
@@ -1387,14 +1570,9 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		free(val);
 		return v;
 	}
-	if (level == IPPROTO_IPV6 &&
-	    (opt == IPV6_RTHDR || opt == IPV6_2292PKTOPTIONS))
-		/* A type 4 (segment routing) header is accepted from anyone:
-		 * every packet of the socket would go to the program's first
-		 * segment, corral's destination only the last. */
-		v = cr_net_deny(run, n, e, NULL, 0, "net",
-				"a routing header would choose the packets' first hop",
-				EPERM);
+	if ((s.domain == AF_INET || s.domain == AF_INET6) &&
+	    (rule = inet_sockopt_refused(level, opt, val, len)))
+		v = cr_net_deny(run, n, e, NULL, 0, "net", rule->why, rule->err);
 	else if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
 	    s.domain == AF_UNIX && s.type == SOCK_DGRAM &&
 	    getsockname(s.dup, &a.sa, &al) == 0 &&

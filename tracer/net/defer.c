@@ -1,7 +1,7 @@
 /* tracer/net/defer.c: calls the supervisor performs for the program that
  * would block (a send to a full socket, an accept with nothing pending, a
- * connect in progress): kept, finished when the socket is ready, answered
- * from the loop. */
+ * unix recvfrom with nothing to read): kept, finished when the socket is
+ * ready, answered from the loop. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

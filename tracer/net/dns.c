@@ -408,6 +408,11 @@ static void on_upstream(struct cr_run *run, uint32_t events, void *arg)
 		for (size_t i = 0; i < ans.naddrs; i++) {
 			const char *why = cr_net_addr_closed(fam, ans.addrs[i]);
 
+			/* The host's own addresses are as closed as
+			 * loopback (a failure to ask drops the address). */
+			if (!why && cr_net_host_owned(fam, ans.addrs[i]) != 0)
+				why = "one of the host's own addresses";
+
 			if (why) {
 				char t[300];
 

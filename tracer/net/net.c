@@ -157,26 +157,50 @@ int cr_net_task_fd(struct cr_run *run, pid_t tid, int fd)
 	return dup;
 }
 
+const char *cr_net_refusal(const struct cr_netstate *ns, int family,
+			   const uint8_t *addr, uint16_t port)
+{
+	static char why[200];
+	size_t alen = family == AF_INET ? 4 : 16;
+	const char *closed;
+	bool open = false;
+
+	/* Named exactly: the operator's decision, whatever the address. */
+	if (cr_netrules_allow_exact(ns->rules, ns->nrules, family, addr, port))
+		return NULL;
+	closed = cr_net_addr_closed(family, addr);
+	if (closed) {
+		snprintf(why, sizeof(why),
+			 "%s is closed unless allowed by its exact address",
+			 closed);
+		return why;
+	}
+	open = cr_netrules_allow_addr(ns->rules, ns->nrules, family, addr, port);
+	/* Learned addresses are never closed ones (the resolver drops
+	 * those), and each opens only the ports of the name it came from. */
+	for (size_t i = 0; !open && i < ns->nlearned; i++) {
+		const struct cr_net_learned *l = &ns->learned[i];
+
+		open = l->family == family && !memcmp(l->addr, addr, alen) &&
+		       cr_netrules_allow_name_port(ns->rules, ns->nrules,
+						   l->name, port);
+	}
+	if (!open)
+		return "the destination is not on the allow list";
+	/* The host's own addresses are as closed as loopback, whatever
+	 * range they lie in (a public one is not in the closed list): a
+	 * host service bound to 0.0.0.0 answers on them. Asked only of a
+	 * destination a rule would open, so a run without rules never
+	 * asks; a failure to ask refuses. */
+	if (cr_net_host_owned(family, addr) != 0)
+		return "one of the host's own addresses is closed unless allowed by its exact address";
+	return NULL;
+}
+
 bool cr_net_allowed(const struct cr_netstate *ns, int family,
 		    const uint8_t *addr, uint16_t port)
 {
-	size_t alen = family == AF_INET ? 4 : 16;
-
-	if (cr_netrules_allow_addr(ns->rules, ns->nrules, family, addr, port))
-		return true;
-	/* Learned addresses are never closed ones (the resolver drops
-	 * those), and each opens only the ports of the name it came from. */
-	if (cr_net_addr_closed(family, addr))
-		return false;
-	for (size_t i = 0; i < ns->nlearned; i++) {
-		const struct cr_net_learned *l = &ns->learned[i];
-
-		if (l->family == family && !memcmp(l->addr, addr, alen) &&
-		    cr_netrules_allow_name_port(ns->rules, ns->nrules, l->name,
-						port))
-			return true;
-	}
-	return false;
+	return cr_net_refusal(ns, family, addr, port) == NULL;
 }
 
 void cr_net_learn(struct cr_netstate *ns, int family, const uint8_t *addr,

@@ -23,9 +23,11 @@
 #define CR_NET_MAX_UNAMES 4096	/* unix names bound */
 #define CR_NET_MAX_ANAMES 1024	/* abstract unix names bound (abstract.c) */
 #define SUN_LEN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
-#define CR_NET_MAX_WAITS 1024	/* accepts and connects waiting */
+#define CR_NET_MAX_WAITS 1024	/* accepts and receives waiting */
 #define CR_NET_MAX_UDP 512	/* UDP sockets of the run held (udp.c) */
 #define CR_NET_MAX_FLAGS 4096	/* sockets with a sharing option set */
+/* The kernel gives loopback this index in every namespace (LOOPBACK_IFINDEX). */
+#define CR_NET_LOOPBACK_IFINDEX 1
 
 union cr_sockaddr {
 	struct sockaddr sa;
@@ -104,7 +106,7 @@ struct cr_netstate {
 	struct cr_net_uname *unames;	/* owned array */
 	size_t nunames, uname_next;
 	uint64_t uname_seq;
-	/* accepts and connects waiting for their socket (defer.c) */
+	/* accepts and receives waiting for their socket (defer.c) */
 	struct cr_net_wait *waits;	/* owned list */
 	size_t nwaits;
 	/* the run's UDP sockets and their source filter (udp.c) */
@@ -128,6 +130,11 @@ int cr_net_task_fd(struct cr_run *run, pid_t tid, int fd);
  * because an allowed name resolved to it and that name allows the port? */
 bool cr_net_allowed(const struct cr_netstate *ns, int family,
 		    const uint8_t *addr, uint16_t port);
+/* The same question: NULL when allowed, else why (static text). Closed
+ * ranges and the host's own addresses open only to a rule naming them
+ * exactly. */
+const char *cr_net_refusal(const struct cr_netstate *ns, int family,
+			   const uint8_t *addr, uint16_t port);
 void cr_net_learn(struct cr_netstate *ns, int family, const uint8_t *addr,
 		  const char *name);
 /* The loopback address of family (AF_INET or AF_INET6), port 0, in *a;
@@ -247,6 +254,17 @@ void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
 bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 		     struct cr_net_ep *ep, bool *wildcard);
 void cr_net_udp_finish(struct cr_netstate *ns);
+
+/* tracer/net/iface.c: the host's interfaces and its own addresses */
+/* May a run name this interface (0: none) or this source address
+ * (family's; IPv4-mapped counts as IPv4)? Loopback and none only. */
+bool cr_net_ifindex_ok(int ifindex);
+bool cr_net_ifname_ok(const char *name, size_t len);
+bool cr_net_src_ok(int family, const uint8_t *addr);
+/* Is socket fd bound to no interface, or to loopback? (false when unknown) */
+bool cr_net_sock_dev_ok(int fd);
+/* Does the host own addr (a local route)? 1, 0, or -1 when unknown. */
+int cr_net_host_owned(int family, const uint8_t *addr);
 
 /* tracer/net/abstract.c: names from their leading NUL, with lengths */
 /* A fresh inner name for given (bound then by the caller). */
