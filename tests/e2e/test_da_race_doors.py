@@ -164,15 +164,24 @@ def proc_own_entries_stay_writable(t):
 
 
 @test
-def fs_dnotify_is_refused(t):
+def fs_dnotify_outside_the_roots_is_refused(t):
     """fcntl(F_NOTIFY) on the workspace's parent (an ancestor of a root,
     open for a listing) or /dev/pts signalled changes made outside the
-    run. Refused, recorded."""
+    run. Refused there, recorded; on a directory of the run it works
+    (CPython's test_fcntl asks it, with DN_MULTISHOT's high bit)."""
     stage(t)
     run, r = probe(t, "race_doors", ["dnotify", "..", "1"])
     true("Operation not permitted" in (r.get("stdout") or ""),
          "F_NOTIFY was accepted: %s" % _show(r.get("stdout")))
     true(denials_of(r, syscall="fcntl"), "the refusal is recorded")
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--", "python3",
+                    "-c", "import fcntl, os\n"
+                    "fd = os.open('.', os.O_RDONLY)\n"
+                    "fcntl.fcntl(fd, fcntl.F_NOTIFY, fcntl.DN_MULTISHOT | "
+                    "fcntl.DN_CREATE)\nprint('ok')\n"])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "ok\n"),
+       "F_NOTIFY on the workspace (stderr %r)" % r.get("stderr"))
 
 
 @test

@@ -163,6 +163,7 @@ CR_HANDLER(cr_h_proc_pid);
 CR_HANDLER(cr_h_proc_prio);
 CR_HANDLER(cr_h_capget);
 CR_HANDLER(cr_h_fgetxattr);
+CR_HANDLER(cr_h_fcntl_notify);
 CR_HANDLER(cr_h_flistxattr);
 CR_HANDLER(cr_h_prctl_dumpable);
 CR_HANDLER(cr_h_fcntl_owner);

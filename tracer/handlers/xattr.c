@@ -1,7 +1,11 @@
 /* tracer/handlers/xattr.c: getxattr, lgetxattr, setxattr, lsetxattr,
- * listxattr, llistxattr, removexattr, lremovexattr, and inotify_add_watch. */
+ * listxattr, llistxattr, removexattr, lremovexattr, their fd forms, and the
+ * watches: inotify_add_watch, fcntl(F_NOTIFY). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/vfs.h>
@@ -158,6 +162,48 @@ XH(cr_h_listxattr, X_LIST, true)
 XH(cr_h_llistxattr, X_LIST, false)
 XH(cr_h_removexattr, X_REMOVE, true)
 XH(cr_h_lremovexattr, X_REMOVE, false)
+
+/*
+ * fcntl(fd, F_NOTIFY) (dnotify): the kernel then signals the caller on
+ * every change of the directory's entries, made by anyone. Allowed on a
+ * directory inside a root the run reads (CPython's test_fcntl asks it of
+ * its temporary directory); on an ancestor of a root (open only for a
+ * listing) or a terminal directory it would report activity outside the
+ * run: refused, recorded. corral cannot perform it (the kernel makes the
+ * performer the signals' target, and the program chooses the signal), so
+ * the fd is judged on corral's copy and the call continued: a thread
+ * swapping the fd in between (dup2 is not notified) can put the watch
+ * on such a directory after all. What it gains is a signal when an entry
+ * there changes, no name and no content (docs/threat-model.md, P1).
+ */
+CR_HANDLER(cr_h_fcntl_notify)
+{
+	char p[64], path[PATH_MAX];
+	struct stat st;
+	ssize_t len;
+	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+
+	(void)e;
+	if (fd < 0)
+		return CR_V_CONT;	/* the kernel's EBADF */
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		close(fd);
+		return CR_V_CONT;	/* the kernel's ENOTDIR */
+	}
+	cr_fs_fdpath(fd, p, sizeof(p));
+	len = readlink(p, path, sizeof(path) - 1);
+	close(fd);
+	if (len > 0) {
+		path[len] = 0;
+		if (path[0] == '/' && !cr_path_within("/dev", 4, path, (size_t)len) &&
+		    !cr_path_within("/proc", 5, path, (size_t)len) &&
+		    (cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_R))
+			return CR_V_CONT;
+	}
+	cr_deny(run, (pid_t)n->pid, "fcntl", len > 0 ? path : NULL, "fs",
+		"directory change notification outside the roots is refused");
+	return CR_V_ERR(EPERM);
+}
 
 struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 					 const struct cr_syscall_entry *e,
