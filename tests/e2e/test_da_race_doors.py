@@ -208,18 +208,22 @@ def shm_only_files_and_directories(t):
     user opening that name would follow it. Symlinks and FIFOs there are
     refused now; files and directories work and are removed."""
     tag = "pd" + t.marker[-10:]
-    run, r = probe(t, "proc_doors", ["shmleft", tag])
-    out = r.get("stdout") or ""
+    try:
+        run, r = probe(t, "proc_doors", ["shmleft", tag])
+        out = r.get("stdout") or ""
+        left = [e for e in os.listdir("/dev/shm") if e.startswith(tag)]
+    finally:
+        # Whatever a failing case made there goes (the suite goes on).
+        for e in os.listdir("/dev/shm"):
+            if e.startswith(tag):
+                try:
+                    os.unlink(os.path.join("/dev/shm", e))
+                except OSError:
+                    pass
     true("symlink=-1" in out and "mkfifo=-1" in out,
          "a symlink or FIFO was made in /dev/shm: %s" % _show(out))
     true("file=" in out and "file=-1" not in out,
          "a file in /dev/shm failed: %s" % _show(out))
-    left = [e for e in os.listdir("/dev/shm") if e.startswith(tag)]
-    for e in left:
-        try:
-            os.unlink(os.path.join("/dev/shm", e))
-        except OSError:
-            pass
     eq(left, [], "entries left in /dev/shm after the run")
 
 
