@@ -184,9 +184,15 @@ CR_HANDLER(cr_h_fcntl_notify)
 	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 
 	(void)e;
+	if (fd == -EBADF)
+		return CR_V_CONT;	/* no such fd: the kernel's EBADF */
 	if (fd < 0)
-		return CR_V_CONT;	/* the kernel's EBADF */
-	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		return CR_V_ERR(-fd);	/* not judged: never continued */
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return CR_V_ERR(EBADF);
+	}
+	if (!S_ISDIR(st.st_mode)) {
 		close(fd);
 		return CR_V_CONT;	/* the kernel's ENOTDIR */
 	}
