@@ -162,6 +162,13 @@ static bool fixed_runnable(struct cr_run *run, const struct seccomp_notif *n,
 	return true;
 }
 
+/* Lookup errors the kernel meets the same way on the same path. */
+static bool kernel_says_as_much(int rc)
+{
+	return rc == -ENOENT || rc == -ENOTDIR || rc == -ELOOP ||
+	       rc == -EACCES || rc == -ENAMETOOLONG;
+}
+
 /* 0 when every interpreter of the resolved image may run, or the errno to
  * answer (recorded). */
 static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
@@ -198,11 +205,20 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 			break;
 		rc = cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, interp,
 				   CR_RES_FOLLOW, &res);
-		if ((rc && !res.refused) || (!rc && !res.exists)) {
-			/* Missing, or an error inside the roots: the
+		if ((rc && !res.refused && kernel_says_as_much(rc)) ||
+		    (!rc && !res.exists)) {
+			/* Missing, or a lookup error inside the roots: the
 			 * kernel's own answer says no more than a stat. */
 			cr_fsres_free(&res);
 			return 0;
+		}
+		if (rc && !res.refused) {
+			/* corral could not look (EMFILE, ENOMEM...): the
+			 * kernel would open it unjudged. */
+			cr_deny(run, (pid_t)n->pid, sys, interp, "exec",
+				"the image's interpreter could not be judged");
+			cr_fsres_free(&res);
+			return EACCES;
 		}
 		if (rc || !(res.acc & CR_FS_X)) {
 			cr_deny(run, (pid_t)n->pid, sys,
