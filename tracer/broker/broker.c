@@ -237,7 +237,7 @@ int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 int cr_broker_env(struct cr_run *run)
 {
 	struct cr_broker *b = run->broker;
-	char **env = run->cfg->envp;
+	char **env = run->cfg->envp, **grown;
 	size_t n = 0, o = 0;
 
 	if (!b || !env)
@@ -260,15 +260,21 @@ int cr_broker_env(struct cr_run *run)
 			env[o++] = env[n];
 		}
 	}
-	env = realloc(env, (o + b->n + 1) * sizeof(*env));
-	if (!env)
-		return -ENOMEM;
-	run->cfg->envp = env;
-	for (size_t i = 0; i < b->n; i++)
-		if (asprintf(&env[o++], "CORRAL_BROKER_%s=http://127.0.0.1:%u",
-			     b->cr[i].c->name, b->cr[i].port) < 0)
-			return -ENOMEM;
+	/* Kept a valid list at every step: whoever frees it on an error
+	 * frees what is in it, once. */
 	env[o] = NULL;
+	grown = realloc(env, (o + b->n + 1) * sizeof(*env));
+	if (!grown)
+		return -ENOMEM;
+	env = run->cfg->envp = grown;
+	for (size_t i = 0; i < b->n; i++) {
+		if (asprintf(&env[o], "CORRAL_BROKER_%s=http://127.0.0.1:%u",
+			     b->cr[i].c->name, b->cr[i].port) < 0) {
+			env[o] = NULL;
+			return -ENOMEM;
+		}
+		env[++o] = NULL;
+	}
 	return 0;
 }
 
