@@ -80,7 +80,8 @@ int cr_audit_open(struct cr_run *run, const char *ws, char *err,
 	/* A trail the program could write is no trail: it would rewrite the
 	 * start and deny records as it pleased. Refused before it exists. */
 	if (cr_audit_path_writable(run->cfg, ws, real, which, sizeof(which))) {
-		cr_errf(err, errlen, "--audit %s: %s", path, which);
+		cr_errf(err, errlen, "--audit %s: %s: it could rewrite the record",
+			path, which);
 		close(dirfd);
 		return -EPERM;
 	}

@@ -297,7 +297,7 @@ int cr_run_main(int argc, char **argv)
 			real[l] = 0;
 			if (cr_audit_path_writable(&cfg, ws, real, which,
 						   sizeof(which))) {
-				fprintf(stderr, "corral: --result %s: %s\n",
+				fprintf(stderr, "corral: --result %s: %s: it could rewrite the record\n",
 					cfg.result_file, which);
 				code = CR_EXIT_USAGE;
 				goto out;
@@ -325,6 +325,16 @@ int cr_run_main(int argc, char **argv)
 			cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,
 				   "workspace %s refused: %s (--workspace-unsafe to use it anyway)",
 				   ws, why);
+			goto finish;
+		}
+	}
+	if (!cfg.ws_unsafe) {
+		char why[2 * PATH_MAX + 256];
+
+		if (cr_workspace_tmp_check(&cfg, ws, why, sizeof(why))) {
+			cfg.workspace = strdup(ws ? ws : "");
+			cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,
+				   "%s (--workspace-unsafe to run anyway)", why);
 			goto finish;
 		}
 	}

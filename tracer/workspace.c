@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -96,6 +97,30 @@ int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 	return 0;
 }
 
+static const char *tmp_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	return tmp && tmp[0] == '/' ? tmp : "/tmp";
+}
+
+/* Private workspaces and their lock files are made in $TMPDIR: a root the
+ * program may write that holds it would put every other run's workspace,
+ * and the lock files the sweep trusts, in the program's reach. */
+int cr_workspace_tmp_check(const struct cr_run_config *cfg, const char *ws,
+			   char *why, size_t len)
+{
+	char real[PATH_MAX], which[PATH_MAX + 128];
+
+	if (!realpath(tmp_dir(), real))
+		return 0;	/* none: no run's directory is there */
+	if (!cr_audit_path_writable(cfg, ws, real, which, sizeof(which)))
+		return 0;
+	snprintf(why, len, "$TMPDIR (%s), where corral keeps the workspaces and lock files of other runs, is %s; set TMPDIR outside the writable roots",
+		 real, which);
+	return -EPERM;
+}
+
 /* A private workspace is locked through a sibling file, NAME.lock, outside
  * the program's reach (the program can write inside the workspace only):
  * flock held by the supervisor for the whole run, released by the kernel
@@ -142,13 +167,6 @@ void cr_workspace_unlock(struct cr_run_config *cfg, bool removed)
 	cfg->ws_lockfd = -1;
 }
 
-static const char *tmp_dir(void)
-{
-	const char *tmp = getenv("TMPDIR");
-
-	return tmp && tmp[0] == '/' ? tmp : "/tmp";
-}
-
 /* The lock file's content: one line per /dev/shm object the run made,
  * "INODE NAME". Appended by the supervisor only (the program cannot reach
  * the file); a line cut short by a kill is ignored. */
@@ -173,7 +191,10 @@ void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
 /* Hook: what a dead run held outside its workspace, swept with it. Today
  * the /dev/shm objects its lock file lists: each removed when it is still
  * the same object (inode) and this user's; a name taken since by another
- * object is left alone. */
+ * object is left alone. The list is the record only where tmpfs has no
+ * user xattrs (before 6.6): elsewhere every object corral made carries
+ * its tag and the tag sweep (cr_fs_shm_sweep) decides, so an object
+ * without a tag is not corral's, whatever a lock file says. */
 static void sweep_run_extra(int lockfd)
 {
 	char buf[65536], *line, *save = NULL;
@@ -200,7 +221,7 @@ static void sweep_run_extra(int lockfd)
 			continue;
 		if (fstatat(shm, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    st.st_ino == ino && st.st_uid == getuid() &&
-		    S_ISREG(st.st_mode))
+		    S_ISREG(st.st_mode) && cr_fs_shm_untaggable(shm, name))
 			unlinkat(shm, name, 0);
 	}
 	close(shm);
@@ -441,7 +462,7 @@ static int empty_dir(int dirfd, int depth, struct rm *m)
 					 O_NOFOLLOW | O_CLOEXEC);
 
 			if (sub < 0 && errno == EACCES &&
-			    fchmodat(dirfd, n, 0700, 0) == 0)
+			    fchmodat(dirfd, n, 0700, AT_SYMLINK_NOFOLLOW) == 0)
 				sub = openat(dirfd, n, O_RDONLY | O_DIRECTORY |
 					     O_NOFOLLOW | O_CLOEXEC);
 			if (sub < 0) {

@@ -103,3 +103,76 @@ def result_file_in_workspace_refused(t):
     with open(outside) as f:
         eq(json.load(f).get("status"), "ok", "the result's status")
     t.assert_next_run_ok()
+
+
+@test
+def writable_root_holding_tmpdir_refused(t):
+    """corral keeps every run's private workspace and its lock file in
+    $TMPDIR. A root the program may write that holds it (--rw /tmp with
+    TMPDIR=/tmp) gave the program other runs' workspaces, and lock files
+    whose list of /dev/shm objects the next run's sweep removed: a forged
+    list deleted another program's object. Refused before anything runs;
+    a root beside $TMPDIR still works."""
+    tmp = t.path("tmp")
+    os.makedirs(tmp)
+    other = os.path.join(tmp, "corral-AbCdEf")   # another run's workspace
+    os.makedirs(other, mode=0o700)
+    with open(os.path.join(other, "secret"), "w") as f:
+        f.write("theirs\n")
+    env = {"TMPDIR": tmp}
+    for opts in (["--rw", tmp], ["--rw", t.path("")], ["-w", t.path("")]):
+        run = t.corral(["run", "--json"] + opts + ["--", "cat",
+                        os.path.join(other, "secret")], env=env)
+        r = t.result(run)
+        eq(r.get("status"), "policy_denied", "%s: status" % opts)
+        contains(r.get("message") or "", "TMPDIR", "%s: the reason" % opts)
+        eq(r.get("stdout") or "", "", "%s: the program never ran" % opts)
+    beside = t.path("beside")
+    os.makedirs(beside)
+    run = t.corral(["run", "--json", "--rw", beside, "--", "true"], env=env)
+    eq(t.result(run).get("status"), "ok", "a root beside $TMPDIR")
+    t.assert_next_run_ok()
+
+
+@test
+def forged_lock_list_cannot_sweep_a_foreign_shm_object(t):
+    """The sweep of a dead run's lock file removed each /dev/shm object it
+    listed that was the same inode and this user's. A lock file written by
+    anyone but corral (reachable before the check above, or by any other
+    program of the user) deleted another program's object. Where tmpfs
+    has user xattrs every object corral makes is tagged, and an untagged
+    one is left whatever a list says."""
+    tagged = _tmpfs_has_user_xattrs()
+    tmp = t.path("tmp")
+    os.makedirs(os.path.join(tmp, "corral-QwErTy"))
+    victim = "/dev/shm/%s-victim" % t.marker
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    try:
+        ino = os.stat(victim).st_ino
+        with open(os.path.join(tmp, "corral-QwErTy.lock"), "w") as f:
+            f.write("%d %s\n" % (ino, os.path.basename(victim)))
+        run = t.corral(["gc"], env={"TMPDIR": tmp})
+        eq(run.code, 0, "corral gc (stderr %r)" % run.err)
+        eq(os.path.exists(os.path.join(tmp, "corral-QwErTy")), False,
+           "the dead run's workspace is swept")
+        # Without user xattrs (tmpfs before 6.6) the list is the only
+        # record of a killed run's objects, and is followed.
+        eq(os.path.exists(victim), tagged, "the listed object that carries "
+           "no tag of corral's is left (tmpfs xattrs: %s)" % tagged)
+    finally:
+        if os.path.exists(victim):
+            os.unlink(victim)
+
+
+def _tmpfs_has_user_xattrs():
+    probe = "/dev/shm/.corral-xattr-probe-%d" % os.getpid()
+    with open(probe, "w"):
+        pass
+    try:
+        os.setxattr(probe, "user.probe", b"1")
+        return True
+    except OSError:
+        return False
+    finally:
+        os.unlink(probe)

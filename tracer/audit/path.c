@@ -49,7 +49,7 @@ static int within_root(const char *root, const char *real, const char *kind,
 	     cr_path_within(root, strlen(root), real, strlen(real))) ||
 	    (rr && cr_path_within(rr, strlen(rr), real, strlen(real)))) {
 		snprintf(which, len,
-			 "inside %s %s, which the program may write: it could rewrite the record",
+			 "inside %s %s, which the program may write",
 			 kind, root);
 		hit = 1;
 	}

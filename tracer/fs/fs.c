@@ -468,6 +468,17 @@ static void shm_tag(struct cr_fsstate *fs, const char *name)
 	lsetxattr(path, CR_SHM_TAG, id, strlen(id), 0);
 }
 
+bool cr_fs_shm_untaggable(int shm, const char *name)
+{
+	char path[PATH_MAX], tag[64];
+
+	if (snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", shm, name) >=
+	    (int)sizeof(path))
+		return false;
+	return lgetxattr(path, CR_SHM_TAG, tag, sizeof(tag)) < 0 &&
+	       (errno == ENOTSUP || errno == EOPNOTSUPP);
+}
+
 int cr_fs_shm_sweep(void)
 {
 	DIR *d = opendir("/dev/shm");

@@ -118,6 +118,10 @@ uint64_t cr_fs_shm_bytes(struct cr_run *run);
  * that is gone (killed before its cleanup). Called at every run's start;
  * `corral gc` calls it too. Returns how many were removed. */
 int cr_fs_shm_sweep(void);
+/* True when the object NAME of /dev/shm (dirfd shm) cannot carry corral's
+ * tag: this tmpfs has no user xattrs, so a lock file's list is the only
+ * record of the objects a killed run made. */
+bool cr_fs_shm_untaggable(int shm, const char *name);
 /* After a successful creation/removal: keep the /dev/shm list exact. */
 void cr_fs_note_created(struct cr_run *run, const struct cr_fsres *res);
 void cr_fs_note_removed(struct cr_run *run, const struct cr_fsres *res);
