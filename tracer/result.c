@@ -359,9 +359,13 @@ int cr_result_emit(struct cr_run *run)
 		wr = fd < 0 ? -errno : cr_write_all(fd, text, strlen(text));
 		if (!wr)
 			wr = cr_write_all(fd, "\n", 1);
-		if (wr)
+		if (wr) {
+			/* Not silently: the caller reads the file, and there
+			 * is none. corral's own failure. */
 			fprintf(stderr, "corral: cannot write %s: %s\n",
 				cfg->result_file, strerror(-wr));
+			code = CR_EXIT_USAGE;
+		}
 		if (fd >= 0)
 			close(fd);
 	}

@@ -491,6 +491,8 @@ void cr_audit_close(struct cr_run *run);
 /* tracer/audit/path.c: does a root the program may write (the workspace
  * ws, the -w argument or NULL; write roots) contain real, a path resolved
  * by the kernel? 1 yes (the root named in which), 0 no. */
+int cr_audit_path_holds_writable(const struct cr_run_config *cfg,
+				 const char *real, char *which, size_t len);
 int cr_audit_path_writable(const struct cr_run_config *cfg, const char *ws,
 			   const char *real, char *which, size_t len);
 

@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import tarfile
+import time
 import zipfile
 
 from harness import CFG, eq, ne, true, contains, not_contains, test, lt
@@ -687,3 +688,115 @@ def io_artifacts_skipped_bounded(t):
     eq(len(r["artifacts_skipped"]), 256, "listed")
     eq(r["artifacts_skipped_dropped"], 44, "counted")
     eq(os.listdir(out), [], "the output directory")
+
+
+# ---- what the program chose crossing back: a fifth probing round ----
+
+@test
+def io_request_outputs_cannot_hold_the_collection(t):
+    """A request's outputs of many "**" over a deep chain of directories
+    the program made: matching backtracked, ~12 times slower per "**",
+    after the wall budget and before the watchdog; with six the watchdog
+    ended corral with no result and no closing audit event. Now the
+    match is linear in the pattern and the collection has a time bound."""
+    out = t.path("out")
+    audit = t.path("audit.jsonl")
+    req = t.write("req.json", json.dumps({
+        "command": ["python3", "-c",
+                    "import os\np='.'\n"
+                    "for i in range(100):\n p=os.path.join(p,'d')\n"
+                    "os.makedirs(p)\nopen(os.path.join(p,'x'),'w').write('x')"],
+        "outputs": ["/".join(["**"] * 6) + "/x"]}))
+    run = t.corral(["run", "--json", "--request", req, "--output-dir", out,
+                    "--audit", audit, "--limit", "wall=5s"], timeout=120)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq([a["path"] for a in r.get("artifacts") or []],
+       ["/".join(["d"] * 100) + "/x"], "the one file the pattern names")
+    lt(run.elapsed, 30, "seconds until corral returned")
+    last = [json.loads(x)["event"] for x in open(audit)][-1]
+    eq(last, "cleanup", "the trail's last event")
+
+
+@test
+def io_export_cannot_take_the_result_or_audit_names(t):
+    """The result and the audit trail inside --output-dir: an exported
+    directory at the result's name kept corral from writing the result
+    (stderr said so, exit 0, no file), and with --output-overwrite an
+    exported file replaced the whole trail. Those names are never an
+    export's now, and a result corral cannot write is exit 125."""
+    out = t.path("out")
+    os.mkdir(out)
+    res = os.path.join(out, "result.json")
+    audit = os.path.join(out, "audit.jsonl")
+    ok_run(t, ["--audit", audit, "--", "true"], what="an earlier run")
+    before = open(audit).read()
+    run = t.corral(["run", "--result", res, "--audit", audit,
+                    "--output-dir", out, "--output-overwrite",
+                    "--output", "result.json/**", "--output", "*.jsonl",
+                    "--", "sh", "-c",
+                    "mkdir result.json; echo forged > result.json/f; "
+                    "echo '{\"forged\":1}' > audit.jsonl"])
+    eq(run.code, 0, "exit status (stderr %r)" % run.err)
+    with open(res) as f:
+        r = json.load(f)
+    eq(r.get("status"), "ok", "the result file is corral's")
+    skipped = {s["path"]: s["reason"] for s in r.get("artifacts_skipped", [])}
+    contains(skipped.get("audit.jsonl", ""), "audit trail",
+             "the trail's name is not exported")
+    contains(skipped.get("result.json/f", ""), "result file",
+             "nothing through the result's name")
+    true(open(audit).read().startswith(before),
+         "the earlier chain is still the trail's start")
+    v = t.corral(["audit", "verify", audit])
+    eq(v.code, 0, "corral audit verify (stdout %r)" % v.out)
+    # A result that cannot be written fails the run: a directory put at
+    # its name while the program runs (by the caller here; if it came
+    # before corral's start-up check, that check refuses: 125 either way).
+    res2 = t.path("r2.json")
+    p = t.spawn(["run", "--result", res2, "--", "sleep", "2"])
+    time.sleep(0.5)
+    os.mkdir(res2)
+    run = t.finish(p, timeout=60, want_json=False)
+    eq(run.code, 125, "a result corral could not write: exit status "
+       "(stderr %r)" % run.err)
+    t.assert_next_run_ok()
+
+
+@test
+def io_output_dir_judged_on_real_paths(t):
+    """--output-dir inside a --rw root written "ROOT/" or "A/../ROOT" was
+    accepted (the check compared the strings): the program planted the
+    names the user then read. Around a root it is refused too."""
+    root = t.path("proj")
+    os.makedirs(os.path.join(root, "sub"))
+    for rw, od in ((root + "/", os.path.join(root, "out")),
+                   (os.path.join(root, "sub", ".."), os.path.join(root, "out")),
+                   (os.path.join(root, "sub"), root)):
+        run = t.corral(["run", "--rw", rw, "--output", "*",
+                        "--output-dir", od, "--", "true"])
+        eq(run.code, 125, "--rw %s --output-dir %s: exit status (stderr %r)"
+           % (rw, od, run.err))
+        contains(run.err.decode(), "may write", "--rw %s: the reason" % rw)
+    t.assert_next_run_ok()
+
+
+@test
+def io_request_input_outside_answers_alike(t):
+    """A request's input outside the class's roots: an existing file was
+    refused "not readable by the class" (policy_denied) and a missing one
+    "cannot open: No such file or directory" (platform_failure): the
+    result told which host files exist. Both answer alike now."""
+    secret = t.write("secret.txt", "s\n")
+    answers = []
+    for p in (secret, t.path("missing.txt"),
+              os.path.join(t.path("ws-none"), "..", "secret.txt"),
+              os.path.join(t.path("ws-none"), "..", "missing.txt")):
+        req = t.write("req.json", json.dumps({
+            "command": ["true"], "inputs": [{"from": p, "to": "in.txt"}]}))
+        run = t.corral(["run", "--json", "--request", req])
+        r = t.result(run)
+        answers.append((run.code, r.get("status"),
+                        (r.get("message") or "").replace(p, "PATH")))
+    eq(len(set(answers)), 1, "the answers: %s" % answers)
+    eq(answers[0][1], "policy_denied", "status")

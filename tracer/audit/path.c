@@ -1,5 +1,6 @@
-/* tracer/audit/path.c: is a file corral writes while the program runs (the
- * audit trail) inside a root the program may write? Judged on real paths. */
+/* tracer/audit/path.c: is a place corral writes (the audit trail, the
+ * result, the output directory) inside or around a root the program may
+ * write? Judged on real paths. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -71,4 +72,32 @@ int cr_audit_path_writable(const struct cr_run_config *cfg, const char *ws,
 			hit = within_root(lists[l]->v[i], real,
 					  "the writable root", which, len);
 	return hit;
+}
+
+/* The other way: a root the program may write inside real (or real
+ * itself), as written or as resolved. */
+int cr_audit_path_holds_writable(const struct cr_run_config *cfg,
+				 const char *real, char *which, size_t len)
+{
+	const struct cr_strlist *lists[] = { &cfg->cls->fs_write,
+					     &cfg->extra_rw };
+	size_t rl = strlen(real);
+
+	for (size_t l = 0; l < CR_ARRAY_SIZE(lists); l++)
+		for (size_t i = 0; i < lists[l]->n; i++) {
+			const char *root = lists[l]->v[i];
+			char *rr = root_real(root);
+			bool hit = (root[0] == '/' &&
+				    cr_path_within(real, rl, root, strlen(root))) ||
+				   (rr && cr_path_within(real, rl, rr, strlen(rr)));
+
+			free(rr);
+			if (hit) {
+				snprintf(which, len,
+					 "around the writable root %s, which the program may write",
+					 root);
+				return 1;
+			}
+		}
+	return 0;
 }

@@ -17,6 +17,10 @@
 #define CR_ART_MAX_DEPTH 256
 #define CR_ART_MAX_COMPS 128
 #define CR_ART_MAX_SKIPPED 256
+/* Collection runs after the tree is dead and before the watchdog's grace
+ * (60 s past the wall budget) ends: bounded well inside it, so a tree the
+ * program shaped cannot cost the run its result. */
+#define CR_ART_MAX_SECONDS 20
 
 /*
  * Why the program cannot turn the export against the host: it is dead when
@@ -44,6 +48,10 @@ struct collect {
 	size_t ng;
 	uint64_t max_files, max_bytes;
 	uint64_t files, bytes;
+	uint64_t deadline_ns;		/* CLOCK_MONOTONIC */
+	struct stat result_dir, audit;	/* corral's own records, or st_nlink 0 */
+	const char *result_name;
+	bool timed_out;
 	char rel[PATH_MAX];
 };
 
@@ -65,20 +73,44 @@ static size_t split(char *s, char **c, size_t max)
 	return n;
 }
 
+/* Pattern positions reached without taking a name: past each "**". */
+static void past_stars(char **pc, size_t np, bool *at)
+{
+	for (size_t i = 0; i < np; i++)
+		if (at[i] && !strcmp(pc[i], "**"))
+			at[i + 1] = true;
+}
+
 /* "**" is any number of directories; other components are fnmatch(3)
- * patterns of one name, a leading dot matched only explicitly. */
+ * patterns of one name, a leading dot matched only explicitly. Matched
+ * as the set of pattern positions reached, one name at a time: at most
+ * np x ns fnmatch calls, whatever the number of "**". (Backtracking was
+ * exponential in them: a request's "**" / "**" / ... over a deep tree
+ * the program made held the supervisor past every deadline, the result
+ * and the audit trail's last event never written.) */
 static bool match(char **pc, size_t np, char **sc, size_t ns)
 {
-	if (!np)
-		return !ns;
-	if (!strcmp(pc[0], "**")) {
-		for (size_t k = 0; k <= ns; k++)
-			if (match(pc + 1, np - 1, sc + k, ns - k))
-				return true;
-		return false;
+	bool at[CR_ART_MAX_COMPS + 1] = { true }, next[CR_ART_MAX_COMPS + 1];
+
+	past_stars(pc, np, at);
+	for (size_t j = 0; j < ns; j++) {
+		bool any = false;
+
+		memset(next, 0, sizeof(next));
+		for (size_t i = 0; i < np; i++) {
+			if (!at[i])
+				continue;
+			if (!strcmp(pc[i], "**"))
+				next[i] = any = true;
+			else if (!fnmatch(pc[i], sc[j], FNM_PERIOD))
+				next[i + 1] = any = true;
+		}
+		if (!any)
+			return false;
+		past_stars(pc, np, next);
+		memcpy(at, next, sizeof(at));
 	}
-	return ns && !fnmatch(pc[0], sc[0], FNM_PERIOD) &&
-	       match(pc + 1, np - 1, sc + 1, ns - 1);
+	return at[np];
 }
 
 /* Could something below directory sc match? Prunes the walk. */
@@ -145,6 +177,23 @@ static const char *kind_of(mode_t m)
 	       S_ISDIR(m) ? "a directory" : "not a regular file";
 }
 
+/* NAME in dirfd is corral's result file (written after this, by
+ * unlink-and-create) or its audit trail: an export there would replace
+ * the record, or a directory made at the result's name would keep the
+ * result from being written at all. The program chose the names. */
+static bool reserved(const struct collect *x, int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (x->result_name && !strcmp(name, x->result_name) &&
+	    fstat(dirfd, &st) == 0 && st.st_dev == x->result_dir.st_dev &&
+	    st.st_ino == x->result_dir.st_ino)
+		return true;
+	return x->audit.st_nlink &&
+	       fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       st.st_dev == x->audit.st_dev && st.st_ino == x->audit.st_ino;
+}
+
 /* The directory of rel in the output directory, made as needed. */
 static int out_parent(struct collect *x, const char **leaf)
 {
@@ -163,6 +212,10 @@ static int out_parent(struct collect *x, const char **leaf)
 		int sub;
 
 		*end = 0;
+		if (reserved(x, fd, p)) {
+			close(fd);
+			return -EPERM;
+		}
 		sub = cr_io_beneath(fd, p, O_PATH | O_DIRECTORY, 0);
 		if (sub == -ENOENT &&
 		    (mkdirat(fd, p, 0777 & ~x->run->caller_umask) == 0 ||
@@ -189,6 +242,8 @@ static const char *export(struct collect *x, int src, const struct stat *st,
 	const char *why = NULL;
 	int fd = -1;
 
+	if (dir == -EPERM || (dir >= 0 && reserved(x, dir, leaf)))
+		return "its name in the output directory is corral's result file or audit trail";
 	if (dir < 0)
 		return dir == -ELOOP || dir == -ENOTDIR ?
 		       "the output directory has a link or a file on its path" :
@@ -344,6 +399,19 @@ static void walk(struct collect *x, int dirfd, bool inherited, int depth)
 		if (snprintf(x->rel + base, sizeof(x->rel) - base, "%s%s",
 			     base ? "/" : "", names[i]) >= (int)(sizeof(x->rel) - base))
 			continue;
+		if (x->timed_out || cr_now_ns() > x->deadline_ns) {
+			/* Named once, where it stopped; the rest is not
+			 * looked at. */
+			struct cr_io_artifact *a = x->timed_out ? NULL :
+						   add(x, NULL);
+
+			if (a) {	/* past the skipped list's cap too */
+				a->skipped = "over the artifacts' time bound: collection stopped here";
+				x->io->nskipped++;
+			}
+			x->timed_out = true;
+			break;
+		}
 		judge(x, &matched, &descend);
 		matched = matched || inherited;
 		if (!matched && !descend)
@@ -377,11 +445,20 @@ void cr_io_artifacts_collect(struct cr_run *run)
 		.run = run, .io = io,
 		.max_files = cfg->cls->artifact_files,
 		.max_bytes = cfg->cls->artifact_bytes,
+		.deadline_ns = cr_now_ns() + CR_ART_MAX_SECONDS * 1000000000ull,
 	};
 	size_t total = 0;
 
 	if (!io || io->out_fd < 0 || io->ws_fd < 0)
 		return;
+	if (cfg->result_file && cfg->result_dirfd >= 0 &&
+	    fstat(cfg->result_dirfd, &x.result_dir) == 0) {
+		const char *slash = strrchr(cfg->result_file, '/');
+
+		x.result_name = slash ? slash + 1 : cfg->result_file;
+	}
+	if (run->audit_fd < 0 || fstat(run->audit_fd, &x.audit) < 0)
+		x.audit.st_nlink = 0;
 	if (cfg->req)
 		lists[1] = &cfg->req->outputs;
 	for (size_t l = 0; l < 2; l++)

@@ -123,6 +123,48 @@ static int may_read(struct walk *w, const char *srel)
 	return 0;
 }
 
+/* The refusal may_read gives, judged on the name as written (made
+ * absolute from corral's cwd, normalised) when there is nothing to open:
+ * true, with the same message, when the class could not read it. */
+static bool unreadable_as_written(struct walk *w)
+{
+	char cwd[PATH_MAX], *abs = NULL, *save = NULL;
+	size_t n = 0;
+	bool refused = false;
+
+	if (w->in->from[0] == '/')
+		abs = strdup(w->in->from);
+	else if (!getcwd(cwd, sizeof(cwd)) ||
+		 asprintf(&abs, "%s/%s", cwd, w->in->from) < 0)
+		abs = NULL;
+	if (!abs)
+		return false;
+	/* Lexically: "." dropped, ".." takes one name back (there is no
+	 * link to follow in what does not exist). */
+	for (char *c = strtok_r(abs, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			while (n && w->host[--n] != '/')
+				;
+			continue;
+		}
+		if (n + 1 + strlen(c) >= sizeof(w->host)) {
+			free(abs);
+			return false;
+		}
+		w->host[n++] = '/';
+		memcpy(w->host + n, c, strlen(c));
+		n += strlen(c);
+	}
+	w->host[n] = 0;
+	if (!n)
+		snprintf(w->host, sizeof(w->host), "/");
+	refused = may_read(w, "") == -EPERM;
+	free(abs);
+	return refused;
+}
+
 static int copy_file(struct walk *w, int src, const char *entry, mode_t mode)
 {
 	struct cr_io_place *p = w->p;
@@ -314,8 +356,15 @@ static int place_one(struct cr_run *run, struct cr_io_place *p,
 	int rc;
 
 	if (pfd < 0 || fstat(pfd, &st) < 0) {
+		int e = errno;
+
+		/* A request's input the class could not read answers as one
+		 * that exists: missing and unreachable files outside the
+		 * roots must not be told apart through the result. */
+		if (in->from_request && unreadable_as_written(&w))
+			return -EPERM;
 		cr_errf(p->why, sizeof(p->why), "input %s: cannot open: %s",
-			in->from, strerror(errno));
+			in->from, strerror(e));
 		return -ENOENT;
 	}
 	if (in->from_request) {

@@ -41,7 +41,7 @@ static int check_out_dir(struct cr_run *run, const char *real, char *err,
 			 size_t errlen)
 {
 	const struct cr_run_config *cfg = run->cfg;
-	const struct cr_strlist *rw[] = { &cfg->cls->fs_write, &cfg->extra_rw };
+	char which[PATH_MAX + 128];
 	size_t len;
 
 	len = strlen(real);
@@ -51,13 +51,15 @@ static int check_out_dir(struct cr_run *run, const char *real, char *err,
 			cfg->output_dir);
 		return -EINVAL;
 	}
-	for (size_t l = 0; l < CR_ARRAY_SIZE(rw); l++)
-		for (size_t i = 0; i < rw[l]->n; i++)
-			if (cr_path_within(rw[l]->v[i], strlen(rw[l]->v[i]), real, len)) {
-				cr_errf(err, errlen, "--output-dir %s: inside %s, a root the program can write",
-					cfg->output_dir, rw[l]->v[i]);
-				return -EINVAL;
-			}
+	/* Judged on real paths both ways (a root written "DIR/" or through
+	 * "..", or a link, is the same directory; an output directory
+	 * around a root gets the program's files under its names). */
+	if (cr_audit_path_writable(cfg, NULL, real, which, sizeof(which)) ||
+	    cr_audit_path_holds_writable(cfg, real, which, sizeof(which))) {
+		cr_errf(err, errlen, "--output-dir %s: %s",
+			cfg->output_dir, which);
+		return -EINVAL;
+	}
 	return 0;
 }
 
