@@ -357,6 +357,45 @@ def exec_host_script_as_interpreter_does_not_run(t):
 
 
 @test
+def exec_by_fd_judges_the_interpreter_too(t):
+    """fexecve (execveat of an fd with AT_EMPTY_PATH) of a workspace
+    script skipped the interpreter check: without Landlock a host script
+    named as the interpreter ran under its own first line; with it the
+    errno told an existing outside file (EACCES) from a missing one
+    (ENOENT), no denial. Judged as for a path now, in both modes; a
+    script by fd whose interpreter is a system one still runs."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    host = t.write("hostscript", "#!/bin/echo HOSTLINE-SECRET\n", 0o755)
+    t.write("ws/run.sh", "#!%s\n" % host, 0o755)
+    t.write("ws/miss.sh", "#!%s\n" % t.path("no-such-interp"), 0o755)
+    t.write("ws/ok.sh", "#!/bin/sh\necho fd-ok\n", 0o755)
+    script = ("import os\n"
+              "for name in ('run.sh', 'miss.sh', 'ok.sh'):\n"
+              "    pid = os.fork()\n"
+              "    if pid == 0:\n"
+              "        fd = os.open(name, os.O_RDONLY)\n"
+              "        os.set_inheritable(fd, True)\n"
+              "        try:\n"
+              "            os.execve(fd, [name], {})\n"
+              "        except OSError as e:\n"
+              "            print(name, 'errno', e.errno, flush=True)\n"
+              "        os._exit(0)\n"
+              "    os.waitpid(pid, 0)\n")
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--",
+                    "python3", "-c", script])
+    r = t.result(run)
+    out = r.get("stdout") or ""
+    true("HOSTLINE-SECRET" not in out,
+         "the host script's interpreter line ran: %s" % _show(out))
+    eq(sorted(ln for ln in out.splitlines() if "errno" in ln),
+       ["miss.sh errno 2", "run.sh errno 2"],
+       "outside interpreters, existing or not, answer alike: %s" % _show(out))
+    true("fd-ok" in out, "a system interpreter by fd: %s" % _show(out))
+    true(denials_of(r, syscall="execveat", layer="exec"),
+         "no exec denial: %s" % _show(r.get("denials")))
+
+
+@test
 def exec_interpreters_inside_the_roots_still_run(t):
     """Scripts whose interpreter is a system one, one found by env, and a
     workspace script run through another (a relative #!) keep working."""

@@ -169,20 +169,19 @@ static bool kernel_says_as_much(int rc)
 	       rc == -EACCES || rc == -ENAMETOOLONG;
 }
 
-/* 0 when every interpreter of the resolved image may run, or the errno to
- * answer (recorded). */
+/* 0 when every interpreter of the image may run, or the errno to answer
+ * (recorded). fd: the image open for reading (taken over), or -1 when
+ * corral could not open it. */
 static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
-			  const char *sys, const struct cr_fsres *image)
+			  const char *sys, int fd, const char *image_path)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
 	};
 	char interp[PATH_MAX];
-	int fd, rc = 0;
+	int rc = 0;
 
-	fd = (int)syscall(SYS_openat2, image->dirfd, image->name, &how,
-			  sizeof(how));
 	for (int depth = 1; depth < CR_INTERP_DEPTH; depth++) {
 		struct cr_fsres res;
 		int got;
@@ -195,7 +194,7 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 			if (fd >= 0)
 				close(fd);
 			cr_deny(run, (pid_t)n->pid, sys,
-				depth == 1 ? image->path : interp, "exec",
+				depth == 1 ? image_path : interp, "exec",
 				"an image corral cannot read (execute-only?)");
 			return EACCES;
 		}
@@ -260,19 +259,36 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		char p[64], path[PATH_MAX];
 		int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[diri]);
 		ssize_t len = -1;
+		struct stat st;
 
 		if (fd >= 0) {
 			cr_fs_fdpath(fd, p, sizeof(p));
 			len = readlink(p, path, sizeof(path) - 1);
-			close(fd);
 		}
 		if (len > 0) {
 			path[len] = 0;
 			if (path[0] == '/' &&
 			    !(len > 10 && !strcmp(path + len - 10, " (deleted)")) &&
-			    (cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_X))
-				return CR_V_CONT;
+			    (cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_X)) {
+				/* The interpreters the kernel will open from
+				 * this image are judged as for a path: read
+				 * through corral's copy of the same open
+				 * file (no lookup; a non-regular file the
+				 * kernel refuses itself). */
+				int rfd = -1;
+
+				if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+					close(fd);
+					return CR_V_CONT;
+				}
+				rfd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+				close(fd);
+				rc = interp_refused(run, n, sys, rfd, path);
+				return rc ? CR_V_ERR(rc) : CR_V_CONT;
+			}
 		}
+		if (fd >= 0)
+			close(fd);
 		cr_deny(run, (pid_t)n->pid, sys, len > 0 ? path : NULL, "exec",
 			"fileless exec (a memfd, a deleted file or an fd outside the exec roots) is refused");
 		return CR_V_ERR(EACCES);
@@ -291,9 +307,18 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		cr_fsres_free(&res);
 		return CR_V_ERR(EACCES);
 	}
-	if (S_ISREG(res.st.st_mode) && (rc = interp_refused(run, n, sys, &res))) {
-		cr_fsres_free(&res);
-		return CR_V_ERR(rc);
+	if (S_ISREG(res.st.st_mode)) {
+		struct open_how how = {
+			.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+		};
+		int fd = (int)syscall(SYS_openat2, res.dirfd, res.name, &how,
+				      sizeof(how));
+
+		if ((rc = interp_refused(run, n, sys, fd, res.path))) {
+			cr_fsres_free(&res);
+			return CR_V_ERR(rc);
+		}
 	}
 	cr_fsres_free(&res);
 	return CR_V_CONT;
