@@ -65,7 +65,7 @@ struct cr_budgets {
 	uint64_t tick;
 
 	/* disk and files: an incremental walk of the writable roots */
-	const char *roots[CR_BUDGET_MAX_ROOTS];	/* borrowed from cfg */
+	char *roots[CR_BUDGET_MAX_ROOTS];	/* owned: real paths at set-up */
 	size_t nroots, root;		/* root: the next to open */
 	bool in_pass;
 	uint64_t pass_cpu_ns, next_pass_ns;
@@ -1175,6 +1175,19 @@ static void walk_tick(struct cr_run *run)
 }
 
 /* One full pass, however long it takes: the baseline and the last word. */
+static int add_walk_root(struct cr_budgets *b, const char *root)
+{
+	/* Unresolvable (absent, unreachable): as written; the walk
+	 * skips an absent root and says why for the rest. */
+	char *real = realpath(root, NULL);
+
+	b->roots[b->nroots] = real ? real : strdup(root);
+	if (!b->roots[b->nroots])
+		return -ENOMEM;
+	b->nroots++;
+	return 0;
+}
+
 static int walk_full(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
@@ -1228,13 +1241,6 @@ int cr_budget_setup(struct cr_run *run)
 	b->uid = geteuid();
 	/* Writable roots: the workspace, the class's and --rw's. One inside
 	 * another is counted twice: an error towards stopping. */
-	b->roots[b->nroots++] = run->cfg->workspace;
-	for (size_t i = 0; i < run->cfg->cls->fs_write.n &&
-			   b->nroots < CR_BUDGET_MAX_ROOTS; i++)
-		b->roots[b->nroots++] = run->cfg->cls->fs_write.v[i];
-	for (size_t i = 0; i < run->cfg->extra_rw.n &&
-			   b->nroots < CR_BUDGET_MAX_ROOTS; i++)
-		b->roots[b->nroots++] = run->cfg->extra_rw.v[i];
 	if (run->cfg->cls->fs_write.n + run->cfg->extra_rw.n + 1 >
 	    CR_BUDGET_MAX_ROOTS) {
 		snprintf(run->message, sizeof(run->message),
@@ -1242,12 +1248,24 @@ int cr_budget_setup(struct cr_run *run)
 			 CR_BUDGET_MAX_ROOTS);
 		return -E2BIG;
 	}
+	/* Each walked where the rules grant it: at its real path, taken
+	 * now as the rules' was (a root named through a link is the
+	 * directory it leads to; the walk itself never follows a link). */
+	if ((rc = add_walk_root(b, run->cfg->workspace)))
+		return rc;
+	for (size_t i = 0; !rc && i < run->cfg->cls->fs_write.n; i++)
+		rc = add_walk_root(b, run->cfg->cls->fs_write.v[i]);
+	for (size_t i = 0; !rc && i < run->cfg->extra_rw.n; i++)
+		rc = add_walk_root(b, run->cfg->extra_rw.v[i]);
+	if (rc)
+		return rc;
 	/* What the workspace holds before the run is not the run's. */
 	rc = walk_full(run);
 	if (rc) {
 		snprintf(run->message, sizeof(run->message),
-			 "cannot measure the writable roots (%s) for the disk budget: %s",
-			 run->cfg->workspace, strerror(-rc));
+			 "cannot measure the writable root %s for the disk budget: %s",
+			 b->root ? b->roots[b->root - 1] : run->cfg->workspace,
+			 strerror(-rc));
 		return rc;
 	}
 	b->base_bytes = b->w_bytes;
@@ -1274,6 +1292,8 @@ static void cr_budget_free(struct cr_run *run)
 	free(b->zombies);
 	cr_sockmem_free(b->sockmem);
 	free(b->sockinos);
+	for (size_t i = 0; i < b->nroots; i++)
+		free(b->roots[i]);
 	if (b->fs_dir)
 		closedir(b->fs_dir);
 	free(b->fs_seen);

@@ -176,3 +176,27 @@ def _tmpfs_has_user_xattrs():
         return False
     finally:
         os.unlink(probe)
+
+
+@test
+def rw_root_named_through_a_link(t):
+    """--rw LINK (a link to a directory) failed every run: the disk
+    budget's walk opened the root without following links and reported
+    the workspace's path as the one it could not measure. The root is
+    walked at its real path now, as the rules grant it, and what the
+    program writes through the link counts against the disk budget."""
+    real = t.path("real")
+    os.makedirs(real)
+    link = t.path("link")
+    os.symlink(real, link)
+    run = t.corral(["run", "--json", "--rw", link, "--", "sh", "-c",
+                    "echo hi > %s/f && cat %s/f" % (link, real)])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "hi\n"),
+       "a write through the link (message %r)" % r.get("message"))
+    run = t.corral(["run", "--json", "--rw", link, "--limit", "disk=1MiB",
+                    "--", "sh", "-c",
+                    "head -c 4194304 /dev/zero > %s/big; sleep 5" % link])
+    r = t.result(run)
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "disk"),
+       "4 MiB through the link under disk=1MiB")
