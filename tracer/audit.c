@@ -219,7 +219,7 @@ void cr_audit_finish(struct cr_run *run)
 		cJSON_AddNumberToObject(f, "exit_code", run->exit_code);
 		cJSON_AddNumberToObject(f, "wall_ms", (double)run->end_ms);
 		cJSON_AddNumberToObject(f, "denials",
-					(double)(run->ndenials + run->denials_dropped));
+					(double)run->denied_calls);
 	}
 	cr_audit_event(run, "exit", f);
 	f = cJSON_CreateObject();

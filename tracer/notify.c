@@ -254,6 +254,7 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	struct cr_denial *d = find_denial(run, syscall, target, layer, reason);
 	uint64_t count = 1;
 
+	run->denied_calls++;
 	/* The command itself refused (the exec report is still pending):
 	 * the run is policy_denied, not a program that could not start. */
 	if (run->execfd >= 0 && pid == run->child &&

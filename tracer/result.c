@@ -62,39 +62,86 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 	return len;
 }
 
-/* Invalid bytes become the four characters \xNN; a backslash is written as
- * \\ only when that would otherwise be ambiguous (followed by 'x'), so plain
- * text round-trips unchanged. */
+/* A code point a terminal acts on: C0, DEL, C1. */
+static bool control(const unsigned char *p, size_t l)
+{
+	return (l == 1 && (p[0] < 0x20 || p[0] == 0x7f)) ||
+	       (l == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+}
+
+/* The escaping of bytes into text: an invalid byte (or, with controls, a
+ * control character) becomes the four characters \xNN; a backslash is
+ * doubled only when the next thing written starts with one or with 'x'
+ * (the next byte is 'x', a backslash or escaped), so plain text
+ * round-trips unchanged and a reader decodes it left to right: "\\" a
+ * backslash, "\x" two hex digits, any other backslash itself. Writes at
+ * most outlen - 1 bytes plus NUL, never cutting an escape or a
+ * character; returns the bytes written. */
+static size_t escape(const char *buf, size_t len, bool controls, char *out,
+		     size_t outlen)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	size_t o = 0;
+
+	if (!outlen)
+		return 0;
+	for (size_t i = 0; i < len;) {
+		size_t l = utf8_len(p + i, len - i);
+		bool esc = !l || (controls && control(p + i, l));
+
+		if (esc) {
+			if (o + 4 >= outlen)
+				break;
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", p[i]);
+			i++;
+			continue;
+		}
+		if (p[i] == '\\' && i + 1 < len) {
+			size_t nl = utf8_len(p + i + 1, len - i - 1);
+
+			if (p[i + 1] == 'x' || p[i + 1] == '\\' || !nl ||
+			    (controls && control(p + i + 1, nl))) {
+				if (o + 2 >= outlen)
+					break;
+				out[o++] = '\\';
+				out[o++] = '\\';
+				i++;
+				continue;
+			}
+		}
+		if (o + l >= outlen)
+			break;
+		memcpy(out + o, p + i, l);
+		o += l;
+		i += l;
+	}
+	out[o] = 0;
+	return o;
+}
+
 void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 		       size_t len)
 {
-	const unsigned char *p = (const unsigned char *)buf;
 	char *s = malloc(len * 4 + 1);
-	size_t o = 0;
 
 	if (!s) {
 		cJSON_AddStringToObject(obj, key, "<out of memory>");
 		return;
 	}
-	for (size_t i = 0; i < len;) {
-		size_t l = utf8_len(p + i, len - i);
-
-		if (!l) {
-			o += (size_t)sprintf(s + o, "\\x%02x", p[i]);
-			i++;
-		} else if (p[i] == '\\' && i + 1 < len && p[i + 1] == 'x') {
-			s[o++] = '\\';
-			s[o++] = '\\';
-			i++;
-		} else {
-			memcpy(s + o, p + i, l);
-			o += l;
-			i += l;
-		}
-	}
-	s[o] = 0;
+	escape(buf, len, false, s, len * 4 + 1);
 	cJSON_AddStringToObject(obj, key, s);
 	free(s);
+}
+
+void cr_text_inert(char *text, size_t size)
+{
+	char copy[1024];
+	size_t n = strnlen(text, size);
+
+	if (n >= sizeof(copy))
+		n = sizeof(copy) - 1;
+	memcpy(copy, text, n);
+	escape(copy, n, true, text, size);
 }
 
 /* Settle the final status from how the run ended. */
@@ -326,6 +373,9 @@ int cr_result_emit(struct cr_run *run)
 	char *text;
 
 	settle(run, &code);
+	/* The message may name what the program chose (an exec's path): it
+	 * goes into JSON and onto the caller's terminal. */
+	cr_text_inert(run->message, sizeof(run->message));
 	/* The trail's last events are written before the result is built:
 	 * the result carries the chain's head. */
 	run->exit_code = code;
@@ -399,9 +449,9 @@ int cr_result_emit(struct cr_run *run)
 			b, run->ndenials ? "; the program also met denials" : "");
 	} else if (run->ndenials) {
 		/* One line: the program met denials and ended on its own. */
-		fprintf(stderr, "corral: denied %zu call(s)%s, first: %s (%s)\n",
-			run->ndenials + (size_t)run->denials_dropped,
-			run->denials_dropped ? " (some dropped)" : "",
+		fprintf(stderr, "corral: denied %llu call(s)%s, first: %s (%s)\n",
+			(unsigned long long)run->denied_calls,
+			run->denials_dropped ? " (some not listed)" : "",
 			run->denials[0].syscall, run->denials[0].reason);
 	}
 	free(text);

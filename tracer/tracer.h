@@ -293,6 +293,7 @@ struct cr_run {
 	struct cr_denial *denials;	/* owned, CR_MAX_DENIALS, made by the first */
 	size_t ndenials;
 	uint64_t denials_dropped;
+	uint64_t denied_calls;		/* every refused call, listed or not */
 	int audit_fd;			/* owned, -1 without --audit */
 	uint64_t audit_denies;
 	uint64_t audit_seq;		/* the next event's sequence number */
@@ -471,6 +472,10 @@ int cr_result_emit(struct cr_run *run);
 /* Before the program starts: can the --result file be made in its
  * directory (opened already)? 0 or -errno. */
 int cr_result_check(const struct cr_run_config *cfg);
+/* Text corral prints or stores that may hold names the program chose
+ * (run->message): rewritten in place (size bytes) with invalid UTF-8 and
+ * terminal controls as \xNN, as cr_json_add_bytes escapes bytes. */
+void cr_text_inert(char *text, size_t size);
 void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 		       size_t len);
 

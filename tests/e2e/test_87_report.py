@@ -1,0 +1,94 @@
+"""What corral reports stays text whatever names and bytes the program
+chose: the result is valid JSON, corral's own lines on the caller's
+terminal carry no control sequence, escapes decode one way, and counts
+are of calls."""
+
+import json
+import os
+
+from harness import Fail, eq, true, test, _show
+
+
+def decode(s):
+    """The reader's side of the \\xNN escaping (docs/interface.md)."""
+    out, i = bytearray(), 0
+    while i < len(s):
+        if s[i] == "\\" and s[i + 1:i + 2] == "\\":
+            out += b"\\"
+            i += 2
+        elif s[i] == "\\" and s[i + 1:i + 2] == "x":
+            out.append(int(s[i + 2:i + 4], 16))
+            i += 4
+        else:
+            out += s[i].encode()
+            i += 1
+    return bytes(out)
+
+
+@test
+def report_exec_name_stays_inert(t):
+    """An exec the exec stop refuses put its path, as the program named
+    it, raw into the message: bytes 0xff made the --json result
+    unparseable, and without --json corral's own last line cleared the
+    caller's screen and printed a fake "corral: ok". The message is
+    escaped now, on both sides."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    name = "\x1b[2J\x1b[H\x1b]0;corral: ok\x07\x1b[32mcorral: ok\x1b[0m\udcff\udcfe (deleted)"
+    script = ("import os,shutil\n"
+              "n=%r.encode('utf-8','surrogateescape')\n"
+              "shutil.copy('/bin/true', n)\n"
+              "os.execv(n, [n])\n" % name)
+    run = t.corral(["run", "--json", "-w", ws, "--", "python3", "-c", script])
+    try:
+        r = json.loads(run.out.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise Fail("the result is not valid JSON: %s: %r" %
+                             (e, run.out[:300]))
+    eq(r.get("status"), "policy_denied", "status")
+    true("\x1b" not in r.get("message", ""), "no ESC in the message: %r" %
+         r.get("message"))
+    run = t.corral(["run", "-w", ws, "--", "python3", "-c", script])
+    true(b"\x1b" not in run.err and b"\x07" not in run.err,
+         "corral's lines on stderr carry no control: %r" % run.err[-300:])
+
+
+@test
+def report_escapes_decode_one_way(t):
+    """A backslash before an escaped byte and the literal text \\xff came
+    out alike ("\\\\xff"): the reader could not tell them apart. Every
+    shape of backslashes, x and invalid bytes round-trips now."""
+    samples = [b"\\\xff", b"\\xff", b"\\\\x", b"\\\\", b"a\\b", b"\\",
+               b"\\\x00", b"x\\\\xff\xfe"]
+    for raw in samples:
+        run = t.corral(["run", "--json", "--", "python3", "-c",
+                        "import sys; sys.stdout.buffer.write(%r)" % raw])
+        r = t.result(run)
+        eq(decode(r.get("stdout")), raw, "%r round-trips (as %r)" %
+           (raw, r.get("stdout")))
+
+
+@test
+def report_denied_count_is_of_calls(t):
+    """1300 refused calls of 300 kinds: corral's line on stderr said
+    "denied 301 call(s)" and the audit's exit event 301 (entries, not
+    calls). Both count calls now, as the result's entries and
+    denials_dropped add up to."""
+    audit = t.path("audit.jsonl")
+    script = ("import os\n"
+              "for i in range(300):\n"
+              "    for k in range(1 if i else 1001):\n"
+              "        try: os.stat('/etc/nope-%d' % i)\n"
+              "        except OSError: pass\n")
+    run = t.corral(["run", "--json", "--audit", audit, "--", "python3",
+                    "-c", script])
+    r = t.result(run)
+    total = sum(d.get("count", 1) for d in r.get("denials", [])) + \
+        r.get("denials_dropped", 0)
+    true(total >= 1300, "the result's count: %d" % total)
+    ev = [json.loads(x) for x in open(audit)]
+    ex = [e for e in ev if e.get("event") == "exit"][-1]
+    eq(ex.get("denials"), total, "the audit's exit event")
+    run = t.corral(["run", "--audit", audit, "--", "python3", "-c", script])
+    true(("denied %d call(s)" % total).encode() in run.err,
+         "stderr: %s" % _show(run.err[-200:]))
