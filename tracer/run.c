@@ -331,7 +331,7 @@ int cr_run_main(int argc, char **argv)
 	if (!cfg.ws_unsafe) {
 		char why[2 * PATH_MAX + 256];
 
-		if (cr_workspace_tmp_check(&cfg, ws, why, sizeof(why))) {
+		if (cr_workspace_tmp_check(&cfg, why, sizeof(why))) {
 			cfg.workspace = strdup(ws ? ws : "");
 			cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,
 				   "%s (--workspace-unsafe to run anyway)", why);

@@ -535,8 +535,8 @@ int cr_workspace_remove(const char *path);
 /* A -w DIR that would expose its owner: /, the caller's home or an
  * ancestor of it, or one inside or around a root the class denies.
  * -EPERM and why, unless --workspace-unsafe. */
-int cr_workspace_tmp_check(const struct cr_run_config *cfg, const char *ws,
-			   char *why, size_t len);
+int cr_workspace_tmp_check(const struct cr_run_config *cfg, char *why,
+			   size_t len);
 int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 		       char *why, size_t len);
 /* Release the private workspace's lock; its lock file goes when the

@@ -104,17 +104,21 @@ static const char *tmp_dir(void)
 	return tmp && tmp[0] == '/' ? tmp : "/tmp";
 }
 
-/* Private workspaces and their lock files are made in $TMPDIR: a root the
- * program may write that holds it would put every other run's workspace,
- * and the lock files the sweep trusts, in the program's reach. */
-int cr_workspace_tmp_check(const struct cr_run_config *cfg, const char *ws,
-			   char *why, size_t len)
+/* Private workspaces and their lock files are made in $TMPDIR: a --rw (or
+ * class) root that holds it would put every other run's workspace, and
+ * the lock files the sweep reads, in the program's reach. Such a broad
+ * grant is refused. The workspace itself is not judged so: a caller that
+ * points TMPDIR at the workspace (a test harness, an agent's scratch
+ * directory) means the program's own space, and corral makes nothing of
+ * its own there when -w is given (docs/threat-model.md). */
+int cr_workspace_tmp_check(const struct cr_run_config *cfg, char *why,
+			   size_t len)
 {
 	char real[PATH_MAX], which[PATH_MAX + 128];
 
 	if (!realpath(tmp_dir(), real))
 		return 0;	/* none: no run's directory is there */
-	if (!cr_audit_path_writable(cfg, ws, real, which, sizeof(which)))
+	if (!cr_audit_path_writable(cfg, NULL, real, which, sizeof(which)))
 		return 0;
 	snprintf(why, len, "$TMPDIR (%s), where corral keeps the workspaces and lock files of other runs, is %s; set TMPDIR outside the writable roots",
 		 real, which);

@@ -108,11 +108,11 @@ def result_file_in_workspace_refused(t):
 @test
 def writable_root_holding_tmpdir_refused(t):
     """corral keeps every run's private workspace and its lock file in
-    $TMPDIR. A root the program may write that holds it (--rw /tmp with
-    TMPDIR=/tmp) gave the program other runs' workspaces, and lock files
-    whose list of /dev/shm objects the next run's sweep removed: a forged
-    list deleted another program's object. Refused before anything runs;
-    a root beside $TMPDIR still works."""
+    $TMPDIR. A --rw root that holds it (--rw /tmp with TMPDIR=/tmp) gave
+    the program other runs' workspaces, and lock files whose list of
+    /dev/shm objects the next run's sweep removed: a forged list deleted
+    another program's object. Refused before anything runs; a root beside
+    $TMPDIR works, and so does a workspace that is $TMPDIR."""
     tmp = t.path("tmp")
     os.makedirs(tmp)
     other = os.path.join(tmp, "corral-AbCdEf")   # another run's workspace
@@ -120,7 +120,7 @@ def writable_root_holding_tmpdir_refused(t):
     with open(os.path.join(other, "secret"), "w") as f:
         f.write("theirs\n")
     env = {"TMPDIR": tmp}
-    for opts in (["--rw", tmp], ["--rw", t.path("")], ["-w", t.path("")]):
+    for opts in (["--rw", tmp], ["--rw", t.path("")]):
         run = t.corral(["run", "--json"] + opts + ["--", "cat",
                         os.path.join(other, "secret")], env=env)
         r = t.result(run)
@@ -131,6 +131,10 @@ def writable_root_holding_tmpdir_refused(t):
     os.makedirs(beside)
     run = t.corral(["run", "--json", "--rw", beside, "--", "true"], env=env)
     eq(t.result(run).get("status"), "ok", "a root beside $TMPDIR")
+    # The workspace as TMPDIR (a harness's or an agent's scratch
+    # directory) is the program's own space: it runs.
+    run = t.corral(["run", "--json", "-w", tmp, "--", "true"], env=env)
+    eq(t.result(run).get("status"), "ok", "-w the directory TMPDIR names")
     t.assert_next_run_ok()
 
 
