@@ -25,14 +25,26 @@
  * check and the kernel's call. pidfd_getfd gives us the very open file the
  * number named, sharing its offset, so our call is the program's call.
  *
- * Offsets: the kernel returns as many records as fit in count and moves
- * the offset past them. A filtered listing reads at least a page, keeps the
- * run's records while they fit in the program's count, and puts the offset
- * back (lseek to the d_off of the last record consumed) where it stopped:
- * a record dropped is never returned later, a kept one is never skipped,
- * and a count too small for the next record kept answers EINVAL as the
- * kernel does. A batch with nothing kept is followed by the next one, so 0
- * still means the end.
+ * Offsets: a record's d_off is the position of the entry after it, and
+ * the file offset after a call is the position of the next entry to read.
+ * Both would name an entry corral drops: on ext4 a position is the hash of
+ * the name, which a program can compute for any candidate name by making
+ * it in its workspace (same filesystem, same seed) and reading its
+ * position back; in /proc it is the next pid. So a filtered listing hands
+ * out only positions of records it keeps, or the end: it reads on past a
+ * kept record until the next kept one (or the end), gives the first the
+ * position of the second as d_off, and leaves the offset at the next kept
+ * record not delivered (lseek to its position) or at the end. seekdir to
+ * a position corral handed out is a kernel lseek to a kept record, and
+ * works unchanged. An lseek of the program's own choosing (not
+ * intercepted) starts the next listing at the first entry at or after
+ * that position in the filesystem's order; corral drops the hidden ones
+ * from there, so what it returns depends on the visible names only.
+ * A record dropped is never returned later and a kept one never skipped.
+ * A count too small for the next record kept answers EINVAL as the kernel
+ * does; an error of the kernel's puts the offset back where the call
+ * started. A call fills the program's count from as many reads as it
+ * takes, so 0 still means the end.
  */
 
 enum dkind { CR_DK_PLAIN, CR_DK_PROC, CR_DK_PTS, CR_DK_ANCESTOR };
@@ -146,23 +158,40 @@ static bool keep(struct cr_run *run, enum dkind k, const char *name)
 
 /* Records of both layouts: d_ino, d_off (8 bytes each), d_reclen (2), then
  * d_type and the name (getdents64) or the name (getdents). */
+static void set_doff(char *rec, off_t pos)
+{
+	int64_t d = (int64_t)pos;
+
+	memcpy(rec + 8, &d, sizeof(d));
+}
+
+/* The offset back where the call started, and the kernel's error: what a
+ * failed call leaves (nothing delivered, nothing skipped). */
+static int undo(int fd, off_t start, size_t *olen, int e)
+{
+	*olen = 0;
+	lseek(fd, start, SEEK_SET);
+	return -e;
+}
+
 static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
 		    size_t count, size_t *olen)
 {
 	size_t noff = nr == SYS_getdents64 ? 19 : 18;
 	size_t rd = count < 4096 ? 4096 : count > CR_DENTS_MAX ? CR_DENTS_MAX : count;
-	off_t pos = lseek(fd, 0, SEEK_CUR);
+	off_t start = lseek(fd, 0, SEEK_CUR), pos = start;
+	size_t last = SIZE_MAX;	/* where in outbuf the last kept record is */
 
 	*olen = 0;
-	if (pos < 0)
+	if (start < 0)
 		return -errno;
 	for (;;) {
 		long r = syscall(nr, fd, inbuf, rd);
 
 		if (r < 0)
-			return *olen ? 0 : -errno;
+			return undo(fd, start, olen, errno);
 		if (r == 0)
-			return 0;
+			break;	/* the end: the offset is there */
 		for (long off = 0; off < r;) {
 			const char *rec = inbuf + off;
 			uint16_t reclen;
@@ -171,23 +200,32 @@ static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
 			memcpy(&reclen, rec + 16, sizeof(reclen));
 			memcpy(&doff, rec + 8, sizeof(doff));
 			if (reclen < noff + 1 || off + reclen > r)
-				return -EIO;	/* never seen; fail closed */
+				return undo(fd, start, olen, EIO);	/* never seen */
 			if (keep(run, k, rec + noff)) {
+				/* pos is this record's position: the one the
+				 * previous kept record leads to. */
+				if (last != SIZE_MAX)
+					set_doff(outbuf + last, pos);
 				if (*olen + reclen > count) {
-					/* The rest for the next call. */
+					/* The rest for the next call, from
+					 * this record. */
 					if (lseek(fd, pos, SEEK_SET) < 0)
-						return -errno;
+						return undo(fd, start, olen, errno);
 					return *olen ? 0 : -EINVAL;
 				}
 				memcpy(outbuf + *olen, rec, reclen);
+				last = *olen;
 				*olen += reclen;
 			}
 			pos = (off_t)doff;
 			off += reclen;
 		}
-		if (*olen)
-			return 0;
 	}
+	/* No kept record follows the last one delivered: it leads to the
+	 * end, the d_off the kernel gave the directory's last record. */
+	if (last != SIZE_MAX)
+		set_doff(outbuf + last, pos);
+	return 0;
 }
 
 struct cr_verdict cr_h_getdents(struct cr_run *run,
