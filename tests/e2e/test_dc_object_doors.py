@@ -179,6 +179,30 @@ def listing_a_crowded_ancestor_reads_ahead_to_the_next_kept(t):
 
 
 @test
+def listing_while_another_thread_seeks_names_no_hidden_entry(t):
+    """The offset of an open directory is shared by the program's threads,
+    and lseek is not intercepted: a thread rewinding the fd in a loop
+    while another lists it would make a record read after the rewind take
+    the position of the record read before it (a hidden one) if corral
+    read ahead on the program's own offset. corral reads on a private open
+    file of the directory and only puts the final position on the
+    program's: every d_off is still a kept record's position or the end,
+    whatever the interleaving."""
+    d, kept, hidden = crowd(t, 2000, 97)	# long hidden runs: many reads
+    names, at, eof = native_positions(t, d)
+    keptpos = {at[n] for n in kept + [".", ".."]} | {eof}
+    for rnd in range(6):
+        out = crowd_run(t, d, kept, ["race", d, "96", "400"])
+        recs, _, end = parse_dents(out)
+        eq(end, "end", "the probe ran (%s)" % _show(out, 300))
+        true(recs, "records listed")
+        eq(sorted({n for n, _ in recs} - set(kept + [".", ".."])), [],
+           "hidden names shown")
+        eq([(n, o) for n, o in recs if o not in keptpos], [],
+           "d_off naming no kept record (round %d)" % rnd)
+
+
+@test
 def listings_still_list(t):
     """The tools a program lists with still see what they should: `ls`,
     `find`, Python's os.scandir and glibc's readdir agree on `/` (filtered)

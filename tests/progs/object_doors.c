@@ -6,6 +6,9 @@
  *                                     per record, "pos OFFSET" after each
  *                                     call (lseek SEEK_CUR), then "end"
  *   object_doors seekto DIR POS COUNT lseek(POS) first, then as dents
+ *   object_doors race DIR COUNT CALLS a thread rewinds the fd (lseek 0) in
+ *                                     a loop while CALLS getdents64 of
+ *                                     COUNT bytes are made: "dent" lines
  *   object_doors walk DIR             readdir/telldir: "entry NAME TELL";
  *                                     then seekdir to every telldir value:
  *                                     "roundtrip ok N" or "roundtrip bad ..."
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -94,6 +98,47 @@ static int list_from(const char *dir, long long seek, size_t count)
 	else
 		printf("end\n");
 	close(d);
+	return 0;
+}
+
+static int race_fd;
+static volatile int race_stop;
+
+static void *rewinder(void *arg)
+{
+	(void)arg;
+	while (!race_stop)
+		lseek(race_fd, 0, SEEK_SET);
+	return NULL;
+}
+
+static int race(const char *dir, size_t count, int calls)
+{
+	static char buf[1 << 16];
+	pthread_t th;
+
+	race_fd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (race_fd < 0 || count > sizeof(buf)) {
+		printf("open %s\n", en(errno));
+		return 0;
+	}
+	pthread_create(&th, NULL, rewinder, NULL);
+	for (int i = 0; i < calls; i++) {
+		long r = syscall(SYS_getdents64, race_fd, buf, count);
+
+		for (long o = 0; o < r;) {
+			uint16_t rl;
+			int64_t off;
+
+			memcpy(&rl, buf + o + 16, 2);
+			memcpy(&off, buf + o + 8, 8);
+			printf("dent %s %lld\n", buf + o + 19, (long long)off);
+			o += rl;
+		}
+	}
+	race_stop = 1;
+	pthread_join(th, NULL);
+	printf("end\n");
 	return 0;
 }
 
@@ -296,6 +341,9 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "seekto"))
 		return list_from(argv[2], strtoll(argv[3], NULL, 0),
 				 strtoul(argv[4], NULL, 0));
+	if (argc == 5 && !strcmp(argv[1], "race"))
+		return race(argv[2], strtoul(argv[3], NULL, 0),
+			    atoi(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "walk"))
 		return walk(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "wsunix"))

@@ -42,9 +42,9 @@
  * from there, so what it returns depends on the visible names only.
  * A record dropped is never returned later and a kept one never skipped.
  * A count too small for the next record kept answers EINVAL as the kernel
- * does; an error of the kernel's puts the offset back where the call
- * started. A call fills the program's count from as many reads as it
- * takes, so 0 still means the end.
+ * does; an error leaves the offset where the call started. A call fills
+ * the program's count from as many reads as it takes, so 0 still means
+ * the end.
  */
 
 enum dkind { CR_DK_PLAIN, CR_DK_PROC, CR_DK_PTS, CR_DK_ANCESTOR };
@@ -165,33 +165,23 @@ static void set_doff(char *rec, off_t pos)
 	memcpy(rec + 8, &d, sizeof(d));
 }
 
-/* The offset back where the call started, and the kernel's error: what a
- * failed call leaves (nothing delivered, nothing skipped). */
-static int undo(int fd, off_t start, size_t *olen, int e)
-{
-	*olen = 0;
-	lseek(fd, start, SEEK_SET);
-	return -e;
-}
-
-static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
-		    size_t count, size_t *olen)
+/* The kept records from the private file rfd, at the position *pos, into
+ * outbuf; *pos becomes where the program's offset goes: the next kept
+ * record not delivered, or the end. 0 or -errno. */
+static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
+		     size_t count, size_t *olen, off_t *pos)
 {
 	size_t noff = nr == SYS_getdents64 ? 19 : 18;
 	size_t rd = count < 4096 ? 4096 : count > CR_DENTS_MAX ? CR_DENTS_MAX : count;
-	off_t start = lseek(fd, 0, SEEK_CUR), pos = start;
 	size_t last = SIZE_MAX;	/* where in outbuf the last kept record is */
 
-	*olen = 0;
-	if (start < 0)
-		return -errno;
 	for (;;) {
-		long r = syscall(nr, fd, inbuf, rd);
+		long r = syscall(nr, rfd, inbuf, rd);
 
 		if (r < 0)
-			return undo(fd, start, olen, errno);
+			return -errno;
 		if (r == 0)
-			break;	/* the end: the offset is there */
+			break;
 		for (long off = 0; off < r;) {
 			const char *rec = inbuf + off;
 			uint16_t reclen;
@@ -200,32 +190,67 @@ static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
 			memcpy(&reclen, rec + 16, sizeof(reclen));
 			memcpy(&doff, rec + 8, sizeof(doff));
 			if (reclen < noff + 1 || off + reclen > r)
-				return undo(fd, start, olen, EIO);	/* never seen */
+				return -EIO;	/* never seen; fail closed */
 			if (keep(run, k, rec + noff)) {
-				/* pos is this record's position: the one the
+				/* *pos is this record's position: the one the
 				 * previous kept record leads to. */
 				if (last != SIZE_MAX)
-					set_doff(outbuf + last, pos);
-				if (*olen + reclen > count) {
-					/* The rest for the next call, from
-					 * this record. */
-					if (lseek(fd, pos, SEEK_SET) < 0)
-						return undo(fd, start, olen, errno);
+					set_doff(outbuf + last, *pos);
+				if (*olen + reclen > count)
 					return *olen ? 0 : -EINVAL;
-				}
 				memcpy(outbuf + *olen, rec, reclen);
 				last = *olen;
 				*olen += reclen;
 			}
-			pos = (off_t)doff;
+			*pos = (off_t)doff;
 			off += reclen;
 		}
 	}
 	/* No kept record follows the last one delivered: it leads to the
-	 * end, the d_off the kernel gave the directory's last record. */
+	 * end, the d_off the kernel gave the directory's last record, and
+	 * the offset goes where the kernel's listing ended. */
 	if (last != SIZE_MAX)
-		set_doff(outbuf + last, pos);
-	return 0;
+		set_doff(outbuf + last, *pos);
+	*pos = lseek(rfd, 0, SEEK_CUR);
+	return *pos < 0 ? -errno : 0;
+}
+
+/*
+ * The reading is done on a private open file of the same directory
+ * (openat ".": an offset of its own), from the program's offset, and only
+ * the final position is put on the program's file: the program's other
+ * threads share that offset and may lseek it meanwhile (lseek is not
+ * intercepted), which would otherwise make a record read after their
+ * seek take the position of the one read before it. An error leaves the
+ * program's offset where it was, as the kernel does.
+ */
+static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
+		    size_t count, size_t *olen)
+{
+	off_t start, pos;
+	int rfd, fl, rc;
+
+	*olen = 0;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (fl & O_PATH)
+		return -EBADF;	/* the kernel's answer on an O_PATH fd */
+	start = lseek(fd, 0, SEEK_CUR);
+	if (start < 0)
+		return -errno;
+	rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	pos = start;
+	rc = lseek(rfd, start, SEEK_SET) < 0 ? -errno :
+	     read_kept(run, rfd, nr, k, count, olen, &pos);
+	if (!rc && lseek(fd, pos, SEEK_SET) < 0)
+		rc = -errno;
+	close(rfd);
+	if (rc)
+		*olen = 0;
+	return rc;
 }
 
 struct cr_verdict cr_h_getdents(struct cr_run *run,
