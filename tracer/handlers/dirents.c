@@ -42,9 +42,9 @@
  * from there, so what it returns depends on the visible names only.
  * A record dropped is never returned later and a kept one never skipped.
  * A count too small for the next record kept answers EINVAL as the kernel
- * does; an error leaves the offset where the call started. A call fills
- * the program's count from as many reads as it takes, so 0 still means
- * the end.
+ * does; an error leaves the offset where the call started. A call ends
+ * with the read that gave it records (plus the read-ahead to the next kept
+ * one), or reads on until one does, so 0 still means the end.
  */
 
 enum dkind { CR_DK_PLAIN, CR_DK_PROC, CR_DK_PTS, CR_DK_ANCESTOR };
@@ -174,6 +174,8 @@ static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
 	size_t noff = nr == SYS_getdents64 ? 19 : 18;
 	size_t rd = count < 4096 ? 4096 : count > CR_DENTS_MAX ? CR_DENTS_MAX : count;
 	size_t last = SIZE_MAX;	/* where in outbuf the last kept record is */
+	bool ahead = false;	/* past the read that gave records: find the
+				 * next kept one and stop there */
 
 	for (;;) {
 		long r = syscall(nr, rfd, inbuf, rd);
@@ -196,7 +198,7 @@ static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
 				 * previous kept record leads to. */
 				if (last != SIZE_MAX)
 					set_doff(outbuf + last, *pos);
-				if (*olen + reclen > count)
+				if (ahead || *olen + reclen > count)
 					return *olen ? 0 : -EINVAL;
 				memcpy(outbuf + *olen, rec, reclen);
 				last = *olen;
@@ -205,6 +207,7 @@ static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
 			*pos = (off_t)doff;
 			off += reclen;
 		}
+		ahead = last != SIZE_MAX;
 	}
 	/* No kept record follows the last one delivered: it leads to the
 	 * end, the d_off the kernel gave the directory's last record, and
