@@ -18,6 +18,7 @@
 #define CR_PROC_MAGIC	0x9fa0
 #define CR_DEVPTS_MAGIC	0x1cd1
 #define CR_DENTS_MAX	65536
+#define CR_DENTS_AHEAD	4096
 
 /*
  * Why on a copy and never CONTINUE: which directory the fd number names is
@@ -178,7 +179,9 @@ static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
 				 * next kept one and stop there */
 
 	for (;;) {
-		long r = syscall(nr, rfd, inbuf, rd);
+		/* Ahead in small reads: what follows the next kept record is
+		 * read again by the next call. */
+		long r = syscall(nr, rfd, inbuf, ahead ? CR_DENTS_AHEAD : rd);
 
 		if (r < 0)
 			return -errno;
