@@ -222,8 +222,8 @@ static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
 }
 
 /*
- * The reading is done on a private open file of the same directory
- * (openat ".": an offset of its own), from the program's offset, and only
+ * The reading is done on a private open file of the same directory (an
+ * offset of its own), from the program's offset, and only
  * the final position is put on the program's file: the program's other
  * threads share that offset and may lseek it meanwhile (lseek is not
  * intercepted), which would otherwise make a record read after their
@@ -235,6 +235,7 @@ static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
 {
 	off_t start, pos;
 	int rfd, fl, rc;
+	char self[64];
 
 	*olen = 0;
 	fl = fcntl(fd, F_GETFL);
@@ -245,7 +246,11 @@ static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
 	start = lseek(fd, 0, SEEK_CUR);
 	if (start < 0)
 		return -errno;
-	rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Through the magic link, not openat "." (which would also need
+	 * search permission on the directory): the very directory, even
+	 * removed, opened as the program opened it, for reading. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	rfd = open(self, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
 	pos = start;
