@@ -268,7 +268,7 @@ def reveals_nothing(res, what):
     """A pidfd given for a process outside the run is one of a process
     that has gone: no live pid, no information, no namespace."""
     if res.get("peerpidfd", "ok") != "ok":
-        return	# the kernel's error for a peer gone (before 6.16)
+        return  # the kernel's error for a peer gone (older kernels)
     eq(res.get("pidfd-pid"), "-1", "%s: the pid the pidfd names" % what)
     true(not res.get("info", "").startswith("ok"),
          "%s: PIDFD_GET_INFO answered %s" % (what, _show(res.get("info"))))

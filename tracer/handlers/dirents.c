@@ -223,11 +223,11 @@ static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
 
 /*
  * The reading is done on a private open file of the same directory (an
- * offset of its own), from the program's offset, and only
- * the final position is put on the program's file: the program's other
- * threads share that offset and may lseek it meanwhile (lseek is not
- * intercepted), which would otherwise make a record read after their
- * seek take the position of the one read before it. An error leaves the
+ * offset of its own), from the program's offset, and only the final
+ * position is put on the program's file: the program's other threads
+ * share that offset and may lseek it meanwhile (lseek is not
+ * intercepted), which would otherwise make a record read after their seek
+ * take the position of the one read before it. An error leaves the
  * program's offset where it was, as the kernel does.
  */
 static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,

@@ -27,8 +27,9 @@
  * namespaces. So a peer outside the run answers as a peer that has gone:
  * the kernel's own answer for a unix socket whose peer process was reaped,
  * taken from a socket made by a child of corral's that is reaped at once
- * (a pidfd of that dead child from 6.16 on, an error before). A peer of
- * the run (a socketpair) gets its pidfd, as from the kernel.
+ * (a pidfd of that dead child where the kernel gives one, its error on
+ * older kernels). A peer of the run (a socketpair) gets its pidfd, as
+ * from the kernel.
  *
  * Pidfds of outside processes still reach a program another way: a message
  * corral sends for it (corral performs every sendmsg) carries corral's pid
