@@ -188,7 +188,7 @@ def listing_while_another_thread_seeks_names_no_hidden_entry(t):
     file of the directory and only puts the final position on the
     program's: every d_off is still a kept record's position or the end,
     whatever the interleaving."""
-    d, kept, hidden = crowd(t, 2000, 97)	# long hidden runs: many reads
+    d, kept, hidden = crowd(t, 2000, 97)  # long hidden runs: many reads
     names, at, eof = native_positions(t, d)
     keptpos = {at[n] for n in kept + [".", ".."]} | {eof}
     for rnd in range(6):
