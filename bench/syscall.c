@@ -32,6 +32,9 @@
  * usage: syscall MODE [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]
  *   MODE: getppid | stat | open | connect      run the call in this process
  *         getdents                             getdents64 of /usr (-p DIR)
+ *         listing                              a whole listing of -p DIR: from
+ *                                              offset 0, getdents64 of 32 KiB
+ *                                              until it returns 0
  *                                              from offset 0, on one fd
  *         refused                              keyctl, refused by corral
  *         floor | floor-sync[-epoll|-poll] | floor-pinned
@@ -88,7 +91,8 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-enum op { OP_GETPPID, OP_STAT, OP_OPEN, OP_CONNECT, OP_REFUSED, OP_GETDENTS };
+enum op { OP_GETPPID, OP_STAT, OP_OPEN, OP_CONNECT, OP_REFUSED, OP_GETDENTS,
+	  OP_LISTING };
 
 static enum op op_of(const char *mode)
 {
@@ -102,6 +106,8 @@ static enum op op_of(const char *mode)
 		return OP_REFUSED;
 	if (!strcmp(mode, "getdents"))
 		return OP_GETDENTS;
+	if (!strcmp(mode, "listing"))
+		return OP_LISTING;
 	return OP_GETPPID;	/* getppid and the plain floors */
 }
 
@@ -134,6 +140,21 @@ static int one_call(enum op op, const struct sockaddr_in *sa, int lfd)
 		if (lseek(dfd, 0, SEEK_SET) < 0)
 			return -errno;
 		return syscall(SYS_getdents64, dfd, buf, sizeof(buf)) <= 0 ? -EIO : 0;
+	}
+	case OP_LISTING: {
+		/* What readdir does to the end (glibc's buffer is 32 KiB):
+		 * a notification per call, the last one returning 0. */
+		static int dfd = -1;
+		static char buf[32768];
+		long r;
+
+		if (dfd < 0 && (dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			return -errno;
+		if (lseek(dfd, 0, SEEK_SET) < 0)
+			return -errno;
+		while ((r = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0)
+			;
+		return r < 0 ? -errno : 0;
 	}
 	case OP_OPEN: {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);

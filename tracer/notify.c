@@ -183,6 +183,18 @@ struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
 				    .error = errno == EMFILE ? EMFILE : EIO };
 }
 
+int cr_notif_add_fd(struct cr_run *run, uint64_t id, int fd, bool cloexec)
+{
+	struct seccomp_notif_addfd a = {
+		.id = id,
+		.srcfd = (uint32_t)fd,
+		.newfd_flags = cloexec ? O_CLOEXEC : 0,
+	};
+	int rc = ioctl(run->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+
+	return rc < 0 ? -errno : rc;
+}
+
 void cr_notify_handle(struct cr_run *run)
 {
 	struct seccomp_notif *n = run->notif;

@@ -458,12 +458,19 @@ static long proc_dir_pid(int c)
 	return p;
 }
 
+pid_t cr_surface_pidfd_pid(int fd)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	return (pid_t)proc_field(path, "Pid:");
+}
+
 int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,
 			  int *copy, pid_t *pid)
 {
 	pid_t tgid = cr_surface_tgid(run, caller);
 	const struct cr_task *t;
-	char path[64];
 	long p;
 	int own = -1, pfd, c;
 
@@ -489,8 +496,7 @@ int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,
 	/* The copy pins the very object the program holds, so what it names
 	 * cannot change under us (the program may close or replace its fd
 	 * meanwhile; it is the copy that is used). */
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", c);
-	p = proc_field(path, "Pid:");
+	p = cr_surface_pidfd_pid(c);
 	if (p == -ENOENT)
 		p = proc_dir_pid(c);
 	if (p == -EINVAL) {

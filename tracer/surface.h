@@ -56,6 +56,10 @@ enum cr_target cr_surface_target(struct cr_run *run, pid_t caller, pid_t pid);
 pid_t cr_surface_pgrp(pid_t pid);
 /* Parent pid of pid, with its state letter and process group, or -errno. */
 pid_t cr_surface_stat(pid_t pid, char *state, pid_t *pgrp);
+/* The pid a pidfd of the supervisor's own table refers to now (-1: the
+ * process was reaped, 0: not in our pid namespace), -ENOENT when fd is not
+ * a pidfd, or -errno. */
+pid_t cr_surface_pidfd_pid(int fd);
 /* Duplicate the caller's fd into the supervisor (pidfd_getfd) and, when it
  * is a pidfd, say which pid it refers to now (-1: exited). */
 int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,

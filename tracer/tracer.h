@@ -411,6 +411,10 @@ struct cr_verdict cr_notif_send_fd(struct cr_run *run,
 				   bool cloexec);
 struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
 				      bool cloexec);
+/* Install fd in the notifying task without answering (ADDFD without
+ * SEND), for a call that returns an fd through memory: its number there,
+ * or -errno. Answer the call afterwards as usual. */
+int cr_notif_add_fd(struct cr_run *run, uint64_t id, int fd, bool cloexec);
 /* Answer a notification later, from the loop (worker completions). */
 void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
 /* At a signal-delivery stop of tid: a notified call the signal withdrew

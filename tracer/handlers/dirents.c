@@ -18,6 +18,7 @@
 #define CR_PROC_MAGIC	0x9fa0
 #define CR_DEVPTS_MAGIC	0x1cd1
 #define CR_DENTS_MAX	65536
+#define CR_DENTS_AHEAD	4096
 
 /*
  * Why on a copy and never CONTINUE: which directory the fd number names is
@@ -25,14 +26,26 @@
  * check and the kernel's call. pidfd_getfd gives us the very open file the
  * number named, sharing its offset, so our call is the program's call.
  *
- * Offsets: the kernel returns as many records as fit in count and moves
- * the offset past them. A filtered listing reads at least a page, keeps the
- * run's records while they fit in the program's count, and puts the offset
- * back (lseek to the d_off of the last record consumed) where it stopped:
- * a record dropped is never returned later, a kept one is never skipped,
- * and a count too small for the next record kept answers EINVAL as the
- * kernel does. A batch with nothing kept is followed by the next one, so 0
- * still means the end.
+ * Offsets: a record's d_off is the position of the entry after it, and
+ * the file offset after a call is the position of the next entry to read.
+ * Both would name an entry corral drops: on ext4 a position is the hash of
+ * the name, which a program can compute for any candidate name by making
+ * it in its workspace (same filesystem, same seed) and reading its
+ * position back; in /proc it is the next pid. So a filtered listing hands
+ * out only positions of records it keeps, or the end: it reads on past a
+ * kept record until the next kept one (or the end), gives the first the
+ * position of the second as d_off, and leaves the offset at the next kept
+ * record not delivered (lseek to its position) or at the end. seekdir to
+ * a position corral handed out is a kernel lseek to a kept record, and
+ * works unchanged. An lseek of the program's own choosing (not
+ * intercepted) starts the next listing at the first entry at or after
+ * that position in the filesystem's order; corral drops the hidden ones
+ * from there, so what it returns depends on the visible names only.
+ * A record dropped is never returned later and a kept one never skipped.
+ * A count too small for the next record kept answers EINVAL as the kernel
+ * does; an error leaves the offset where the call started. A call ends
+ * with the read that gave it records (plus the read-ahead to the next kept
+ * one), or reads on until one does, so 0 still means the end.
  */
 
 enum dkind { CR_DK_PLAIN, CR_DK_PROC, CR_DK_PTS, CR_DK_ANCESTOR };
@@ -146,23 +159,34 @@ static bool keep(struct cr_run *run, enum dkind k, const char *name)
 
 /* Records of both layouts: d_ino, d_off (8 bytes each), d_reclen (2), then
  * d_type and the name (getdents64) or the name (getdents). */
-static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
-		    size_t count, size_t *olen)
+static void set_doff(char *rec, off_t pos)
+{
+	int64_t d = (int64_t)pos;
+
+	memcpy(rec + 8, &d, sizeof(d));
+}
+
+/* The kept records from the private file rfd, at the position *pos, into
+ * outbuf; *pos becomes where the program's offset goes: the next kept
+ * record not delivered, or the end. 0 or -errno. */
+static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
+		     size_t count, size_t *olen, off_t *pos)
 {
 	size_t noff = nr == SYS_getdents64 ? 19 : 18;
 	size_t rd = count < 4096 ? 4096 : count > CR_DENTS_MAX ? CR_DENTS_MAX : count;
-	off_t pos = lseek(fd, 0, SEEK_CUR);
+	size_t last = SIZE_MAX;	/* where in outbuf the last kept record is */
+	bool ahead = false;	/* past the read that gave records: find the
+				 * next kept one and stop there */
 
-	*olen = 0;
-	if (pos < 0)
-		return -errno;
 	for (;;) {
-		long r = syscall(nr, fd, inbuf, rd);
+		/* Ahead in small reads: what follows the next kept record is
+		 * read again by the next call. */
+		long r = syscall(nr, rfd, inbuf, ahead ? CR_DENTS_AHEAD : rd);
 
 		if (r < 0)
-			return *olen ? 0 : -errno;
+			return -errno;
 		if (r == 0)
-			return 0;
+			break;
 		for (long off = 0; off < r;) {
 			const char *rec = inbuf + off;
 			uint16_t reclen;
@@ -173,21 +197,71 @@ static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
 			if (reclen < noff + 1 || off + reclen > r)
 				return -EIO;	/* never seen; fail closed */
 			if (keep(run, k, rec + noff)) {
-				if (*olen + reclen > count) {
-					/* The rest for the next call. */
-					if (lseek(fd, pos, SEEK_SET) < 0)
-						return -errno;
+				/* *pos is this record's position: the one the
+				 * previous kept record leads to. */
+				if (last != SIZE_MAX)
+					set_doff(outbuf + last, *pos);
+				if (ahead || *olen + reclen > count)
 					return *olen ? 0 : -EINVAL;
-				}
 				memcpy(outbuf + *olen, rec, reclen);
+				last = *olen;
 				*olen += reclen;
 			}
-			pos = (off_t)doff;
+			*pos = (off_t)doff;
 			off += reclen;
 		}
-		if (*olen)
-			return 0;
+		ahead = last != SIZE_MAX;
 	}
+	/* No kept record follows the last one delivered: it leads to the
+	 * end, the d_off the kernel gave the directory's last record, and
+	 * the offset goes where the kernel's listing ended. */
+	if (last != SIZE_MAX)
+		set_doff(outbuf + last, *pos);
+	*pos = lseek(rfd, 0, SEEK_CUR);
+	return *pos < 0 ? -errno : 0;
+}
+
+/*
+ * The reading is done on a private open file of the same directory (an
+ * offset of its own), from the program's offset, and only the final
+ * position is put on the program's file: the program's other threads
+ * share that offset and may lseek it meanwhile (lseek is not
+ * intercepted), which would otherwise make a record read after their seek
+ * take the position of the one read before it. An error leaves the
+ * program's offset where it was, as the kernel does.
+ */
+static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
+		    size_t count, size_t *olen)
+{
+	off_t start, pos;
+	int rfd, fl, rc;
+	char self[64];
+
+	*olen = 0;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (fl & O_PATH)
+		return -EBADF;	/* the kernel's answer on an O_PATH fd */
+	start = lseek(fd, 0, SEEK_CUR);
+	if (start < 0)
+		return -errno;
+	/* Through the magic link, not openat "." (which would also need
+	 * search permission on the directory): the very directory, even
+	 * removed, opened as the program opened it, for reading. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	rfd = open(self, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	pos = start;
+	rc = lseek(rfd, start, SEEK_SET) < 0 ? -errno :
+	     read_kept(run, rfd, nr, k, count, olen, &pos);
+	if (!rc && lseek(fd, pos, SEEK_SET) < 0)
+		rc = -errno;
+	close(rfd);
+	if (rc)
+		*olen = 0;
+	return rc;
 }
 
 struct cr_verdict cr_h_getdents(struct cr_run *run,

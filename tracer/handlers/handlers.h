@@ -169,6 +169,9 @@ CR_HANDLER(cr_h_prctl_dumpable);
 CR_HANDLER(cr_h_fcntl_owner);
 /* socket.c */
 CR_HANDLER(cr_h_socket);
+/* pidfd.c: SO_PEERPIDFD and the pidfs ioctls */
+CR_HANDLER(cr_h_peer_pidfd);
+CR_HANDLER(cr_h_pidfd_ioctl);
 /* personality.c */
 CR_HANDLER(cr_h_personality);
 /* net.c: a duplicate of a program socket and what it is, shared with
