@@ -38,8 +38,12 @@ int cr_tasks_init(struct cr_tasks *t)
 void cr_tasks_free(struct cr_tasks *t)
 {
 	for (size_t i = 0; t->slots && i < t->cap; i++)
-		if (t->slots[i].tid && t->slots[i].pidfd >= 0)
-			close(t->slots[i].pidfd);
+		if (t->slots[i].tid) {
+			if (t->slots[i].pidfd >= 0)
+				close(t->slots[i].pidfd);
+			if (t->slots[i].tpidfd >= 0)
+				close(t->slots[i].tpidfd);
+		}
 	free(t->slots);
 	t->slots = NULL;
 	free(t->gone);
@@ -98,6 +102,7 @@ struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid)
 	task->tid = tid;
 	task->state = CR_TS_STARTING;
 	task->pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+	task->tpidfd = -1;
 	task->leader = task->pidfd >= 0;
 	/* The tid is our tracee and unreaped here, so this is its own. */
 	task->start = cr_tasks_start_time(tid);
@@ -121,6 +126,8 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 		return;
 	if (task->pidfd >= 0)
 		close(task->pidfd);
+	if (task->tpidfd >= 0)
+		close(task->tpidfd);
 	if (task->leader)
 		t->leaders--;
 	t->count--;
@@ -226,6 +233,82 @@ pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid)
 	if (p)
 		task->tgid = (pid_t)atoi(p + 6);
 	return task->tgid;
+}
+
+/* ---- the fd table a thread uses ---- */
+
+/*
+ * Every copy of a program's fd (the fd-relative calls: getdents, F_NOTIFY,
+ * execveat, the xattr and attribute calls on an fd, sockets, pidfds) is
+ * taken here, from the table of the CALLING thread: a thread made
+ * without CLONE_FILES has its own, and the leader's fd N is then another
+ * file, judged in place of the one the kernel would use. A leader's
+ * pidfd names the leader itself; a thread gets a PIDFD_THREAD pidfd of
+ * its own, opened at its first copy and kept until the thread is
+ * forgotten (one pidfd_getfd per call, as for a leader). The tid cannot
+ * be recycled while it is in the table: it is our unreaped tracee. On a
+ * kernel without PIDFD_THREAD a thread's copy goes through the leader
+ * and is refused when the thread's table is not the leader's.
+ */
+static int copy_of(int pidfd, int fd)
+{
+	int c = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+
+	return c < 0 ? -errno : c;
+}
+
+int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd)
+{
+	struct cr_tasks *ts = &run->tasks;
+	struct cr_task *t, *l;
+	pid_t tgid;
+	int c;
+
+	if (fd < 0)
+		return -EBADF;
+	t = cr_tasks_find(ts, tid);
+	if (t && t->leader && t->pidfd >= 0)
+		return copy_of(t->pidfd, fd);
+	if (cr_taskfd_thread_pidfds()) {
+		int own = -1;
+
+		if (t && t->tpidfd < 0)
+			t->tpidfd = cr_taskfd_open(tid);
+		/* Not in the table (cannot be for a task blocked in a
+		 * notification, which we let run only once added): a pidfd
+		 * for this copy only; the caller checks its notification
+		 * is still live afterwards. */
+		if (!t)
+			own = cr_taskfd_open(tid);
+		if ((t ? t->tpidfd : own) < 0)
+			return -ESRCH;
+		c = copy_of(t ? t->tpidfd : own, fd);
+		if (own >= 0)
+			close(own);
+		return c;
+	}
+	tgid = cr_tasks_tgid(ts, tid);
+	l = tgid ? cr_tasks_find(ts, tgid) : NULL;
+	if (!l || l->pidfd < 0)
+		return -ESRCH;
+	c = cr_taskfd_via_leader(l->pidfd, tgid, tid, fd);
+	if (c == -EPERM)
+		cr_deny(run, tid, "pidfd_getfd", NULL, "proc",
+			"a thread with an fd table of its own: this kernel "
+			"(before 6.9, no PIDFD_THREAD) gives corral no way "
+			"to read it");
+	return c;
+}
+
+/* A thread past its exit stop holds no fd any more (or in a moment): its
+ * table is not read (an exiting task's answers EACCES). */
+bool cr_tasks_own_table(const struct cr_task *t)
+{
+	if (t->leader || t->tgid <= 0)
+		return true;
+	if (t->state == CR_TS_EXITING)
+		return false;
+	return cr_taskfd_same_table(t->tgid, t->tid) != 1;
 }
 
 /* ---- killing ---- */
