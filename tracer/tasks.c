@@ -262,30 +262,35 @@ int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd)
 	struct cr_tasks *ts = &run->tasks;
 	struct cr_task *t, *l;
 	pid_t tgid;
-	int c;
+	int c, p;
 
 	if (fd < 0)
 		return -EBADF;
 	t = cr_tasks_find(ts, tid);
 	if (t && t->leader && t->pidfd >= 0)
 		return copy_of(t->pidfd, fd);
+	if (t && t->tpidfd >= 0)
+		return copy_of(t->tpidfd, fd);
 	if (cr_taskfd_thread_pidfds()) {
-		int own = -1;
-
-		if (t && t->tpidfd < 0)
-			t->tpidfd = cr_taskfd_open(tid);
-		/* Not in the table (cannot be for a task blocked in a
-		 * notification, which we let run only once added): a pidfd
-		 * for this copy only; the caller checks its notification
-		 * is still live afterwards. */
-		if (!t)
-			own = cr_taskfd_open(tid);
-		if ((t ? t->tpidfd : own) < 0)
+		p = cr_taskfd_open(tid);
+		if (p >= 0 && t) {
+			t->tpidfd = p;
+			return copy_of(p, fd);
+		}
+		if (p >= 0) {
+			/* Not in the table (cannot be for a task blocked in
+			 * a notification, which we let run only once added):
+			 * a pidfd for this copy only; the caller checks its
+			 * notification is still live afterwards. */
+			c = copy_of(p, fd);
+			close(p);
+			return c;
+		}
+		/* Out of fds (one per thread is many): through the leader,
+		 * checked as on an old kernel; the pidfd is tried again at
+		 * the next copy. */
+		if (p != -EMFILE && p != -ENFILE)
 			return -ESRCH;
-		c = copy_of(t ? t->tpidfd : own, fd);
-		if (own >= 0)
-			close(own);
-		return c;
 	}
 	tgid = cr_tasks_tgid(ts, tid);
 	l = tgid ? cr_tasks_find(ts, tgid) : NULL;
@@ -294,14 +299,12 @@ int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd)
 	c = cr_taskfd_via_leader(l->pidfd, tgid, tid, fd);
 	if (c == -EPERM)
 		cr_deny(run, tid, "pidfd_getfd", NULL, "proc",
-			"a thread with an fd table of its own: this kernel "
-			"(before 6.9, no PIDFD_THREAD) gives corral no way "
-			"to read it");
+			"a thread with an fd table of its own that corral "
+			"cannot read (no PIDFD_THREAD before Linux 6.9, or "
+			"no fd left for one)");
 	return c;
 }
 
-/* A thread past its exit stop holds no fd any more (or in a moment): its
- * table is not read (an exiting task's answers EACCES). */
 bool cr_tasks_own_table(const struct cr_task *t)
 {
 	if (t->leader || t->tgid <= 0)
