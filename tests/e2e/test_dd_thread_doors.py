@@ -154,3 +154,21 @@ def sched_core_on_another_process_is_refused(t):
     true("PR_SCHED_CORE pid 1" in targets, "pid 1 named: %s" % targets)
     true(not any(x == "PR_SCHED_CORE pid 0" for x in targets),
          "pid 0 is the caller's own: %s" % targets)
+
+
+@test
+def thread_cwd_of_its_own_is_the_one_resolved(t):
+    """A thread made without CLONE_FS has a cwd of its own: a relative
+    path is resolved from the calling thread's cwd (/proc/TID/cwd), never
+    its leader's. (A guard: this held before the fd-table fix too.)"""
+    out = t.tmp
+    t.write("secret.txt", "MARKER")
+    t.write("ws/secret.txt", "inside")
+    r = probe(t, ["cwd", out, "secret.txt"])
+    so = r.get("stdout") or ""
+    contains(so, "thread(OUT) open ret=-1 errno=ENOENT", "outside, from "
+             "the thread's cwd")
+    not_contains(so, "MARKER", "the file outside the roots")
+    contains(so, "leader(ws) read=inside", "the leader's cwd")
+    contains(so, "thread(ws) read=inside", "inside, from the thread's cwd")
+    contains(so, "leader(OUT) open ret=-1 errno=ENOENT", "the leader's cwd")

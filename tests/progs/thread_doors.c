@@ -20,6 +20,9 @@
  *                        holds child A's pidfd, leader child B's
  *   thread_doors unix METHOD             connect(N) to a listener of the
  *                        workspace: thread holds one socket, leader another
+ *   thread_doors cwd OUT NAME            open(NAME) relative to the cwd from a
+ *                        thread made without CLONE_FS: it in OUT, the
+ *                        leader in the workspace; then the reverse
  *   thread_doors leader_gone             the main thread exits; a thread
  *                        (sharing the table) lists ".", F_NOTIFY on "."
  *   thread_doors sched_core              prctl(PR_SCHED_CORE) on pid 0,
@@ -397,6 +400,82 @@ static int cmd_unix(const char *method)
 	return 0;
 }
 
+/* ---- a cwd of its own (clone without CLONE_FS) ---- */
+
+static char got[64];
+
+static void read_name(void)
+{
+	int f = open(arg_a, O_RDONLY | O_CLOEXEC);
+	ssize_t k = 0;
+
+	put(f);
+	got[0] = 0;
+	if (f >= 0) {
+		k = read(f, got, sizeof(got) - 1);
+		got[k > 0 ? k : 0] = 0;
+		close(f);
+	}
+}
+
+static const char *cwd_to;
+
+static int cwd_entry(void *arg)
+{
+	(void)arg;
+	if (chdir(cwd_to) < 0)
+		put(-1);
+	else
+		read_name();
+	body_done = 1;
+	syscall(SYS_exit, 0);
+	return 0;
+}
+
+static int own_cwd(const char *to)
+{
+	long t;
+
+	cwd_to = to;
+	body_done = 0;
+	t = clone(cwd_entry, stack + sizeof(stack),
+		  CLONE_VM | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+		  CLONE_SYSVSEM, NULL);
+	if (t < 0) {
+		rep("clone without CLONE_FS", t, errno);
+		return -1;
+	}
+	while (!body_done)
+		usleep(1000);
+	usleep(20000);
+	return 0;
+}
+
+static int cmd_cwd(const char *out, const char *name)
+{
+	char ws[4096];
+
+	if (!getcwd(ws, sizeof(ws)))
+		return 1;
+	arg_a = name;
+	if (own_cwd(out) == 0) {
+		rep("thread(OUT) open", r_ret, r_err);
+		printf("thread(OUT) read=%s\n", got);
+	}
+	read_name();
+	rep("leader(ws) open", r_ret, r_err);
+	printf("leader(ws) read=%s\n", got);
+	if (chdir(out) < 0)
+		return 1;
+	if (own_cwd(ws) == 0) {
+		rep("thread(ws) open", r_ret, r_err);
+		printf("thread(ws) read=%s\n", got);
+	}
+	read_name();
+	rep("leader(OUT) open", r_ret, r_err);
+	return 0;
+}
+
 /* ---- the leader gone ---- */
 
 static void *lg_thread(void *arg)
@@ -464,6 +543,8 @@ int main(int argc, char **argv)
 		return cmd_pidfd(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "unix"))
 		return cmd_unix(argv[2]);
+	if (argc > 3 && !strcmp(argv[1], "cwd"))
+		return cmd_cwd(argv[2], argv[3]);
 	if (argc > 1 && !strcmp(argv[1], "leader_gone"))
 		return cmd_leader_gone();
 	if (argc > 1 && !strcmp(argv[1], "sched_core"))
