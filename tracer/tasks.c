@@ -266,25 +266,20 @@ int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd)
 
 	if (fd < 0)
 		return -EBADF;
+	/* Not in the table: not a task of the run (a notifying task is
+	 * added before it first runs), and a bare number may be anyone's. */
 	t = cr_tasks_find(ts, tid);
-	if (t && t->leader && t->pidfd >= 0)
+	if (!t)
+		return -ESRCH;
+	if (t->leader && t->pidfd >= 0)
 		return copy_of(t->pidfd, fd);
-	if (t && t->tpidfd >= 0)
+	if (t->tpidfd >= 0)
 		return copy_of(t->tpidfd, fd);
 	if (cr_taskfd_thread_pidfds()) {
 		p = cr_taskfd_open(tid);
-		if (p >= 0 && t) {
+		if (p >= 0) {
 			t->tpidfd = p;
 			return copy_of(p, fd);
-		}
-		if (p >= 0) {
-			/* Not in the table (cannot be for a task blocked in
-			 * a notification, which we let run only once added):
-			 * a pidfd for this copy only; the caller checks its
-			 * notification is still live afterwards. */
-			c = copy_of(p, fd);
-			close(p);
-			return c;
 		}
 		/* Out of fds (one per thread is many): through the leader,
 		 * checked as on an old kernel; the pidfd is tried again at
