@@ -126,8 +126,10 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 		return;
 	if (task->pidfd >= 0)
 		close(task->pidfd);
-	if (task->tpidfd >= 0)
+	if (task->tpidfd >= 0) {
 		close(task->tpidfd);
+		t->tpidfds--;
+	}
 	if (task->leader)
 		t->leaders--;
 	t->count--;
@@ -245,11 +247,16 @@ pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid)
  * file, judged in place of the one the kernel would use. A leader's
  * pidfd names the leader itself; a thread gets a PIDFD_THREAD pidfd of
  * its own, opened at its first copy and kept until the thread is
- * forgotten (one pidfd_getfd per call, as for a leader). The tid cannot
+ * forgotten (one pidfd_getfd per call, as for a leader; past 256 such
+ * threads, opened and closed around each copy). The tid cannot
  * be recycled while it is in the table: it is our unreaped tracee. On a
  * kernel without PIDFD_THREAD a thread's copy goes through the leader
  * and is refused when the thread's table is not the leader's.
  */
+/* Threads' pidfds kept at once: every fd corral holds is one fewer for
+ * the opens it performs for the program (RLIMIT_NOFILE is often 1024). */
+#define CR_TASKS_TPIDFDS 256
+
 static int copy_of(int pidfd, int fd)
 {
 	int c = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
@@ -277,9 +284,17 @@ int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd)
 		return copy_of(t->tpidfd, fd);
 	if (cr_taskfd_thread_pidfds()) {
 		p = cr_taskfd_open(tid);
-		if (p >= 0) {
+		if (p >= 0 && ts->tpidfds < CR_TASKS_TPIDFDS) {
 			t->tpidfd = p;
+			ts->tpidfds++;
 			return copy_of(p, fd);
+		}
+		if (p >= 0) {
+			/* Past the cap: this copy's own pidfd (two calls
+			 * more), so corral keeps its fds for the program. */
+			c = copy_of(p, fd);
+			close(p);
+			return c;
 		}
 		/* Out of fds (one per thread is many): through the leader,
 		 * checked as on an old kernel; the pidfd is tried again at

@@ -173,6 +173,7 @@ struct cr_tasks {
 	size_t leaders;		/* processes alive */
 	size_t peak_leaders;
 	size_t peak_tasks;
+	size_t tpidfds;		/* threads' pidfds held (cr_tasks_getfd) */
 	struct cr_task_gone {
 		pid_t tid;	/* 0: empty */
 		uint64_t start;	/* its start time, to tell a reuse */

@@ -172,3 +172,20 @@ def thread_cwd_of_its_own_is_the_one_resolved(t):
     contains(so, "leader(ws) read=inside", "the leader's cwd")
     contains(so, "thread(ws) read=inside", "inside, from the thread's cwd")
     contains(so, "leader(OUT) open ret=-1 errno=ENOENT", "the leader's cwd")
+
+
+@test
+def thread_table_judged_past_the_kept_pidfds(t):
+    """corral keeps at most 256 threads' pidfds (each is an fd it cannot
+    use for the program's opens); past that a thread's copy is made
+    through a pidfd of its own for that one call. 300 threads list "."
+    first, then the split-table F_NOTIFY is judged as with one thread."""
+    out = t.tmp
+    for m in METHODS:
+        r = probe(t, ["many", 300, m, out, t.path("ws")])
+        so = r.get("stdout") or ""
+        contains(so, "threads listed bad=0 of 300", "every thread listed")
+        contains(so, "thread(OUT) leader(IN) F_NOTIFY ret=-1 errno=EPERM",
+                 "the thread's outside directory (%s)" % m)
+        contains(so, "thread(IN) leader(OUT) F_NOTIFY ret=0 ",
+                 "the thread's workspace (%s)" % m)

@@ -23,6 +23,9 @@
  *   thread_doors cwd OUT NAME            open(NAME) relative to the cwd from a
  *                        thread made without CLONE_FS: it in OUT, the
  *                        leader in the workspace; then the reverse
+ *   thread_doors many K METHOD OUT IN    K threads (sharing the table) each
+ *                        list "." and stay; then "dnotify" (corral keeps a
+ *                        bounded number of threads' pidfds)
  *   thread_doors leader_gone             the main thread exits; a thread
  *                        (sharing the table) lists ".", F_NOTIFY on "."
  *   thread_doors sched_core              prctl(PR_SCHED_CORE) on pid 0,
@@ -476,6 +479,55 @@ static int cmd_cwd(const char *out, const char *name)
 	return 0;
 }
 
+/* ---- many threads ---- */
+
+static pthread_barrier_t many_in, many_out;
+static int many_bad;
+
+static void *many_thread(void *arg)
+{
+	char buf[4096];
+	int d = open_dir(".");
+
+	(void)arg;
+	if (d < 0 || syscall(SYS_getdents64, d, buf, sizeof(buf)) <= 0)
+		__atomic_add_fetch(&many_bad, 1, __ATOMIC_RELAXED);
+	if (d >= 0)
+		close(d);
+	pthread_barrier_wait(&many_in);
+	pthread_barrier_wait(&many_out);	/* alive until the end */
+	return NULL;
+}
+
+static int cmd_many(int k, const char *method, const char *out,
+		    const char *in)
+{
+	pthread_attr_t a;
+	pthread_t *th = calloc((size_t)k, sizeof(*th));
+	int made = 0;
+
+	if (!th || k <= 0)
+		return 1;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	pthread_barrier_init(&many_in, NULL, (unsigned)k + 1);
+	pthread_barrier_init(&many_out, NULL, (unsigned)k + 1);
+	for (int i = 0; i < k; i++)
+		if (pthread_create(&th[i], &a, many_thread, NULL) == 0)
+			made++;
+	if (made != k) {
+		printf("threads made=%d of %d\n", made, k);
+		return 1;
+	}
+	pthread_barrier_wait(&many_in);
+	printf("threads listed bad=%d of %d\n", many_bad, k);
+	cmd_dnotify(method, out, in);
+	pthread_barrier_wait(&many_out);
+	for (int i = 0; i < k; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
 /* ---- the leader gone ---- */
 
 static void *lg_thread(void *arg)
@@ -545,6 +597,8 @@ int main(int argc, char **argv)
 		return cmd_unix(argv[2]);
 	if (argc > 3 && !strcmp(argv[1], "cwd"))
 		return cmd_cwd(argv[2], argv[3]);
+	if (argc > 5 && !strcmp(argv[1], "many"))
+		return cmd_many(atoi(argv[2]), argv[3], argv[4], argv[5]);
 	if (argc > 1 && !strcmp(argv[1], "leader_gone"))
 		return cmd_leader_gone();
 	if (argc > 1 && !strcmp(argv[1], "sched_core"))
