@@ -470,29 +470,18 @@ int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,
 			  int *copy, pid_t *pid)
 {
 	pid_t tgid = cr_surface_tgid(run, caller);
-	const struct cr_task *t;
 	long p;
-	int own = -1, pfd, c;
+	int c;
 
 	*copy = -1;
 	*pid = -1;
 	if (tgid <= 0)
 		return tgid < 0 ? tgid : -ESRCH;
-	t = cr_tasks_find(&run->tasks, tgid);
-	pfd = t && t->pidfd >= 0 ? t->pidfd :
-	      (own = (int)syscall(SYS_pidfd_open, tgid, 0));
-	if (pfd < 0)
-		return -errno;
-	c = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
-	if (c < 0) {
-		int e = errno;
-
-		if (own >= 0)
-			close(own);
-		return -e;
-	}
-	if (own >= 0)
-		close(own);
+	/* The caller's own fd: a thread with a table of its own holds
+	 * another pidfd at that number than its leader. */
+	c = cr_tasks_getfd(run, caller, fd);
+	if (c < 0)
+		return c;
 	/* The copy pins the very object the program holds, so what it names
 	 * cannot change under us (the program may close or replace its fd
 	 * meanwhile; it is the copy that is used). */

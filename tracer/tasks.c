@@ -38,8 +38,12 @@ int cr_tasks_init(struct cr_tasks *t)
 void cr_tasks_free(struct cr_tasks *t)
 {
 	for (size_t i = 0; t->slots && i < t->cap; i++)
-		if (t->slots[i].tid && t->slots[i].pidfd >= 0)
-			close(t->slots[i].pidfd);
+		if (t->slots[i].tid) {
+			if (t->slots[i].pidfd >= 0)
+				close(t->slots[i].pidfd);
+			if (t->slots[i].tpidfd >= 0)
+				close(t->slots[i].tpidfd);
+		}
 	free(t->slots);
 	t->slots = NULL;
 	free(t->gone);
@@ -98,6 +102,7 @@ struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid)
 	task->tid = tid;
 	task->state = CR_TS_STARTING;
 	task->pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+	task->tpidfd = -1;
 	task->leader = task->pidfd >= 0;
 	/* The tid is our tracee and unreaped here, so this is its own. */
 	task->start = cr_tasks_start_time(tid);
@@ -121,6 +126,10 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 		return;
 	if (task->pidfd >= 0)
 		close(task->pidfd);
+	if (task->tpidfd >= 0) {
+		close(task->tpidfd);
+		t->tpidfds--;
+	}
 	if (task->leader)
 		t->leaders--;
 	t->count--;
@@ -226,6 +235,93 @@ pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid)
 	if (p)
 		task->tgid = (pid_t)atoi(p + 6);
 	return task->tgid;
+}
+
+/* ---- the fd table a thread uses ---- */
+
+/*
+ * Every copy of a program's fd (the fd-relative calls: getdents, F_NOTIFY,
+ * execveat, the xattr and attribute calls on an fd, sockets, pidfds) is
+ * taken here, from the table of the CALLING thread: a thread made
+ * without CLONE_FILES has its own, and the leader's fd N is then another
+ * file, judged in place of the one the kernel would use. A leader's
+ * pidfd names the leader itself; a thread gets a PIDFD_THREAD pidfd of
+ * its own, opened at its first copy and kept until the thread is
+ * forgotten (one pidfd_getfd per call, as for a leader; past 256 such
+ * threads, opened and closed around each copy). The tid cannot
+ * be recycled while it is in the table: it is our unreaped tracee. On a
+ * kernel without PIDFD_THREAD a thread's copy goes through the leader
+ * and is refused when the thread's table is not the leader's.
+ */
+/* Threads' pidfds kept at once: every fd corral holds is one fewer for
+ * the opens it performs for the program (RLIMIT_NOFILE is often 1024). */
+#define CR_TASKS_TPIDFDS 256
+
+static int copy_of(int pidfd, int fd)
+{
+	int c = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+
+	return c < 0 ? -errno : c;
+}
+
+int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd)
+{
+	struct cr_tasks *ts = &run->tasks;
+	struct cr_task *t, *l;
+	pid_t tgid;
+	int c, p;
+
+	if (fd < 0)
+		return -EBADF;
+	/* Not in the table: not a task of the run (a notifying task is
+	 * added before it first runs), and a bare number may be anyone's. */
+	t = cr_tasks_find(ts, tid);
+	if (!t)
+		return -ESRCH;
+	if (t->leader && t->pidfd >= 0)
+		return copy_of(t->pidfd, fd);
+	if (t->tpidfd >= 0)
+		return copy_of(t->tpidfd, fd);
+	if (cr_taskfd_thread_pidfds()) {
+		p = cr_taskfd_open(tid);
+		if (p >= 0 && ts->tpidfds < CR_TASKS_TPIDFDS) {
+			t->tpidfd = p;
+			ts->tpidfds++;
+			return copy_of(p, fd);
+		}
+		if (p >= 0) {
+			/* Past the cap: this copy's own pidfd (two calls
+			 * more), so corral keeps its fds for the program. */
+			c = copy_of(p, fd);
+			close(p);
+			return c;
+		}
+		/* Out of fds (one per thread is many): through the leader,
+		 * checked as on an old kernel; the pidfd is tried again at
+		 * the next copy. */
+		if (p != -EMFILE && p != -ENFILE)
+			return -ESRCH;
+	}
+	tgid = cr_tasks_tgid(ts, tid);
+	l = tgid ? cr_tasks_find(ts, tgid) : NULL;
+	if (!l || l->pidfd < 0)
+		return -ESRCH;
+	c = cr_taskfd_via_leader(l->pidfd, tgid, tid, fd);
+	if (c == -EPERM)
+		cr_deny(run, tid, "pidfd_getfd", NULL, "proc",
+			"a thread with an fd table of its own that corral "
+			"cannot read (no PIDFD_THREAD before Linux 6.9, or "
+			"no fd left for one)");
+	return c;
+}
+
+bool cr_tasks_own_table(const struct cr_task *t)
+{
+	if (t->leader || t->tgid <= 0)
+		return true;
+	if (t->state == CR_TS_EXITING)
+		return false;
+	return cr_taskfd_same_table(t->tgid, t->tid) != 1;
 }
 
 /* ---- killing ---- */

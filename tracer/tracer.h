@@ -150,6 +150,9 @@ struct cr_task {
 	pid_t tid;		/* 0: free slot */
 	pid_t tgid;		/* its process (thread group) */
 	int pidfd;		/* thread-group leaders only, else -1; owned */
+	int tpidfd;		/* threads: a PIDFD_THREAD pidfd, opened at the
+				 * first copy of one of its fds; -1 until then;
+				 * owned */
 	enum cr_task_state state;
 	bool leader;
 	bool initial;		/* the first process of the run */
@@ -170,6 +173,7 @@ struct cr_tasks {
 	size_t leaders;		/* processes alive */
 	size_t peak_leaders;
 	size_t peak_tasks;
+	size_t tpidfds;		/* threads' pidfds held (cr_tasks_getfd) */
 	struct cr_task_gone {
 		pid_t tid;	/* 0: empty */
 		uint64_t start;	/* its start time, to tell a reuse */
@@ -397,6 +401,27 @@ size_t cr_tasks_kill_all(struct cr_run *run);
 void cr_task_kill(struct cr_run *run, struct cr_task *t);
 /* The thread group of a task of the run, or 0 when tid is not one. */
 pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid);
+/* A copy of fd `fd` of the thread tid, from the fd table that thread
+ * uses (its own when it was made without CLONE_FILES): the new fd, or
+ * -errno (-EBADF: no such fd there; -EPERM: that table is out of reach
+ * on this kernel, recorded). */
+int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd);
+/* Is t's fd table one to read when scanning the run's: a leader's, or a
+ * thread's own (not its leader's; also when kcmp cannot tell)? A thread
+ * past its exit stop: no. */
+bool cr_tasks_own_table(const struct cr_task *t);
+
+/* tracer/taskfd.c */
+/* Can this kernel make a pidfd of one thread (PIDFD_THREAD, 6.9)? */
+bool cr_taskfd_thread_pidfds(void);
+/* pidfd_open(tid, PIDFD_THREAD), or -errno. */
+int cr_taskfd_open(pid_t tid);
+/* 1 when tasks a and b use one fd table, 0 when not, -errno (kcmp). */
+int cr_taskfd_same_table(pid_t a, pid_t b);
+/* Without PIDFD_THREAD: a copy of the fd through the leader's pidfd, kept
+ * only when thread tid uses the leader's table; -EPERM when it does not
+ * or that cannot be told. */
+int cr_taskfd_via_leader(int leader_pidfd, pid_t tgid, pid_t tid, int fd);
 
 /* tracer/notify.c */
 void cr_notify_handle(struct cr_run *run);

@@ -74,7 +74,8 @@ struct cr_test {
 	X(io_name_norm)			\
 	X(io_link_inside)		\
 	X(io_tree_digest)		\
-	X(io_sha256_argv)
+	X(io_sha256_argv)		\
+	X(taskfd_own_table)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);

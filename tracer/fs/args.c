@@ -104,16 +104,10 @@ void cr_fs_fdpath(int fd, char *buf, size_t len)
 	snprintf(buf, len, "/proc/self/fd/%d", fd);
 }
 
+/* The calling thread's fd, from the table it uses (tasks.c): a thread
+ * made without CLONE_FILES holds other files at the same numbers as its
+ * leader. */
 int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd)
 {
-	pid_t tgid = cr_tasks_tgid(&run->tasks, tid);
-	struct cr_task *leader = tgid ? cr_tasks_find(&run->tasks, tgid) : NULL;
-	int ours;
-
-	if (fd < 0)
-		return -EBADF;
-	if (!leader || leader->pidfd < 0)
-		return -ESRCH;
-	ours = (int)syscall(SYS_pidfd_getfd, leader->pidfd, fd, 0);
-	return ours < 0 ? (errno == EBADF ? -EBADF : -errno) : ours;
+	return cr_tasks_getfd(run, tid, fd);
 }

@@ -51,8 +51,9 @@ void cr_fs_pty_note(struct cr_run *run, int master)
 	nv[fs->nptys++] = idx;
 }
 
-/* A master of idx among one process's fds: masters are the fds whose link
- * names the ptmx node (a slave's names /dev/pts/N). */
+/* A master of idx among one fd table's fds (the task's own: a thread made
+ * without CLONE_FILES has one apart from its leader's): masters are the
+ * fds whose link names the ptmx node (a slave's names /dev/pts/N). */
 static int scan_process(struct cr_run *run, const struct cr_task *t,
 			unsigned idx, bool *held)
 {
@@ -83,9 +84,9 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		link[n] = 0;
 		if (!strstr(link, "ptmx"))
 			continue;
-		m = (int)syscall(SYS_pidfd_getfd, t->pidfd, atoi(d->d_name), 0);
+		m = cr_tasks_getfd(run, t->tid, atoi(d->d_name));
 		if (m < 0) {
-			if (errno != EBADF && errno != ESRCH)
+			if (m != -EBADF && m != -ESRCH)
 				found = -EACCES;	/* held, unreadable */
 			if (found == -EACCES)
 				break;
@@ -120,7 +121,7 @@ static void prune(struct cr_run *run)
 
 		/* A table corral cannot read may hold any of them: keep
 		 * every index (the cap errs towards refusing). */
-		if (k->tid && k->leader && k->pidfd >= 0 &&
+		if (k->tid && cr_tasks_own_table(k) &&
 		    scan_process(run, k, UINT_MAX, held) == -EACCES) {
 			free(held);
 			return;
@@ -151,7 +152,7 @@ int cr_fs_pty_master(struct cr_run *run, unsigned idx)
 		const struct cr_task *k = &t->slots[i];
 		int m;
 
-		if (!k->tid || !k->leader || k->pidfd < 0)
+		if (!k->tid || !cr_tasks_own_table(k))
 			continue;
 		m = scan_process(run, k, idx, NULL);
 		if (m >= 0)

@@ -1,7 +1,8 @@
 /* tracer/handlers/proc.c: pidfd_getfd, process_madvise, process_vm_readv,
  * process_vm_writev, kcmp, prlimit64, get_robust_list, sched_set* and
  * sched_get*, getpgid, getsid, get/setpriority, ioprio_get/set, capget,
- * prctl(PR_SET_DUMPABLE): calls that name or hide from another process. */
+ * prctl(PR_SET_DUMPABLE, PR_SCHED_CORE): calls that name or hide from
+ * another process. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -354,6 +355,31 @@ CR_HANDLER(cr_h_prctl_dumpable)
 	cr_deny(run, (pid_t)n->pid, "prctl", "PR_SET_DUMPABLE 0", "proc",
 		"an undumpable process cannot be measured");
 	return err(EPERM);
+}
+
+/*
+ * prctl(PR_SCHED_CORE, cmd, pid, scope, cookie): with pid set, the kernel
+ * reads, gives or takes the core-scheduling cookie of any process the
+ * caller may ptrace-read: every process of the uid, outside the run too
+ * (its scheduling changed, its existence told). pid 0 is the caller (its
+ * thread, process, or process group: a group of the run, see setpgid) and
+ * stays in the kernel. Any other pid is refused, recorded, with EINVAL:
+ * what a kernel without CONFIG_SCHED_CORE answers to every form, so a
+ * program cannot tell the refusal from a kernel without the feature. The
+ * kernel reads the pid as an int.
+ */
+CR_HANDLER(cr_h_prctl_sched_core)
+{
+	pid_t pid = (pid_t)(int)n->data.args[2];
+	char target[48];
+
+	(void)e;
+	if (pid == 0)
+		return CR_V_CONT;
+	snprintf(target, sizeof(target), "PR_SCHED_CORE pid %ld", (long)pid);
+	cr_deny(run, (pid_t)n->pid, "prctl", target, "proc",
+		"core scheduling of another process is refused");
+	return err(EINVAL);
 }
 
 /*

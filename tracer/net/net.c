@@ -108,53 +108,13 @@ void cr_net_finish(struct cr_run *run)
 	run->net = NULL;
 }
 
-/* The task table keeps a pidfd for each thread-group leader; a thread's
- * notification names the thread, so its leader is looked up through
- * /proc/TID/status. The tid cannot be recycled meanwhile: the thread is
- * blocked in the notification, and the caller checks the notification is
- * still live after using the descriptor. */
+/* The calling thread's fd, from the table it uses (tasks.c: a thread
+ * made without CLONE_FILES holds other sockets at the same numbers as its
+ * leader). The caller checks the notification is still live after using
+ * the descriptor. */
 int cr_net_task_fd(struct cr_run *run, pid_t tid, int fd)
 {
-	char path[64], buf[1024];
-	pid_t tgid = 0;
-	struct cr_task *t;
-	int sfd, pidfd, dup;
-	ssize_t len;
-	char *p;
-
-	/* The common case: the caller is itself a leader we hold. */
-	t = cr_tasks_find(&run->tasks, tid);
-	if (t && t->pidfd >= 0) {
-		dup = (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
-		return dup < 0 ? -errno : dup;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	sfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (sfd < 0)
-		return -ESRCH;
-	len = read(sfd, buf, sizeof(buf) - 1);
-	close(sfd);
-	if (len <= 0)
-		return -ESRCH;
-	buf[len] = '\0';
-	p = strstr(buf, "\nTgid:");
-	if (p)
-		tgid = (pid_t)atoi(p + 6);
-	if (tgid <= 0)
-		return -ESRCH;
-	t = cr_tasks_find(&run->tasks, tgid);
-	if (t && t->pidfd >= 0) {
-		dup = (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
-		return dup < 0 ? -errno : dup;
-	}
-	pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
-	if (pidfd < 0)
-		return -ESRCH;
-	dup = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	if (dup < 0)
-		dup = -errno;
-	close(pidfd);
-	return dup;
+	return cr_tasks_getfd(run, tid, fd);
 }
 
 const char *cr_net_refusal(const struct cr_netstate *ns, int family,

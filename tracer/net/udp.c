@@ -246,8 +246,9 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The socket inodes in the descriptor tables of the run's processes,
- * sorted; -1 when a table could not be read (then nothing is dropped). */
+/* The socket inodes in the descriptor tables of the run's tasks (a thread
+ * made without CLONE_FILES has one apart from its leader's), sorted; -1
+ * when a table could not be read (then nothing is dropped). */
 static int held_inodes(struct cr_run *run, uint64_t **out, size_t *nout)
 {
 	uint64_t *v = NULL;
@@ -259,7 +260,7 @@ static int held_inodes(struct cr_run *run, uint64_t **out, size_t *nout)
 		struct dirent *d;
 		DIR *dp;
 
-		if (!t->tid || !t->leader)
+		if (!t->tid || !cr_tasks_own_table(t))
 			continue;
 		snprintf(dir, sizeof(dir), "/proc/%d/fd", t->tid);
 		dp = opendir(dir);
