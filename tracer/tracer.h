@@ -422,7 +422,11 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid);
 int cr_guard_setup(void);
 void cr_guard_arm(unsigned ms);
 bool cr_guard_disarm(void);
+/* Close a copy of a program's socket, maybe its last: never holds the loop
+ * for more than CR_GUARD_MS a second in all (the rest: a closer thread). */
 void cr_guard_close(int fd);
+/* Descriptors handed to the closer thread and not yet closed. */
+size_t cr_guard_backlog(void);
 
 /* tracer/mem.c: tracee memory, through process_vm_readv/writev only. */
 int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
