@@ -100,7 +100,7 @@ bool cr_guard_disarm(void)
  * is free again when the program's call returns, as without corral).
  */
 #define CR_GUARD_WINDOW_MS 1000
-#define CR_CLOSER_MS 10		/* a lingering close on the closer */
+#define CR_CLOSER_MS 1		/* a lingering close on the closer */
 
 static uint64_t win_start_ns, win_spent_ns;
 

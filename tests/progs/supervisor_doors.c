@@ -116,6 +116,10 @@ static int job_go(struct job *j, int wait_us)
 
 	if (write(j->go[1], "g", 1) != 1)
 		return 0;
+	/* The thread may be slow to start on a busy machine: the window
+	 * opens once it is in its call. */
+	while (j->state == 0)
+		sched_yield();
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	do {
 		sched_yield();
