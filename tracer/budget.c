@@ -264,10 +264,25 @@ static int read_rss(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes,
 
 /* A task that is gone (ESRCH, ENOENT) just stops counting; any other
  * failure to measure a live task ends the run: never undercount. */
+bool cr_budget_fds_short(struct cr_run *run, int err, const char *what)
+{
+	if (err < 0)
+		err = -err;
+	if (err != EMFILE && err != ENFILE)
+		return false;
+	if (!run->ending)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(CR_LIM_FILES),
+			   "the files budget is spent: corral has no descriptor left to %s (%s); the run's held descriptors count against it",
+			   what, strerror(err));
+	return true;
+}
+
 static bool measured(struct cr_run *run, const struct cr_task *t, int rc)
 {
 	if (rc == 0)
 		return true;
+	if (cr_budget_fds_short(run, rc, "measure a task for the budgets"))
+		return false;
 	if (rc != -ESRCH && rc != -ENOENT && !run->ending)
 		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
 			   "cannot measure task %d for the budgets: %s",
@@ -938,6 +953,11 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 			snprintf(path, sizeof(path), "/proc/%d/task/%d/fd",
 				 t->tid, t->tid);
 			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0 && cr_budget_fds_short(run, errno,
+							 "read a task's fd table")) {
+				b->fs_slot = ts->cap;	/* the run ends */
+				break;
+			}
 			if (fd < 0) {
 				/* Gone or exiting meanwhile (an exiting task's
 				 * table answers EACCES); but a table closed to
@@ -952,8 +972,21 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 				continue;
 			}
 			b->fs_dir = fdopendir(fd);
-			if (!b->fs_dir)
+			if (!b->fs_dir) {
+				/* A table skipped would be undercounted. */
+				int e = errno;
+
 				close(fd);
+				if (!cr_budget_fds_short(run, e,
+							 "read a task's fd table") &&
+				    !run->ending)
+					cr_run_end(run, CR_ST_PLATFORM_FAILURE,
+						   NULL,
+						   "cannot read the fd table of task %d for the budgets: %s",
+						   t->tid, strerror(e));
+				b->fs_slot = ts->cap;
+				break;
+			}
 			continue;
 		}
 		if (!budget)

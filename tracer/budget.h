@@ -125,5 +125,10 @@ int cr_budget_on_send_fd(struct cr_run *run, int fd);
 /* An entry of a writable root was removed (unlink, rmdir, a rename onto an
  * existing name): the files count is of entries the run added, net. */
 void cr_budget_on_remove(struct cr_run *run);
+/* A measure needed a descriptor of ours and got err: when it is EMFILE or
+ * ENFILE, end the run ("files") and return true. What the run makes corral
+ * hold is bounded well below its limit, so this is a backstop: a budget is
+ * never left unmeasured, and the host is not blamed for the run's doing. */
+bool cr_budget_fds_short(struct cr_run *run, int err, const char *what);
 
 #endif

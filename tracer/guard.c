@@ -1,7 +1,9 @@
 /* tracer/guard.c: a deadline for the calls the loop makes on sockets the
  * program shares, which the program can make block (docs/threat-model.md). */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,17 +60,22 @@ int cr_guard_setup(void)
 	return 0;
 }
 
-void cr_guard_arm(unsigned ms)
+static void arm_ns(uint64_t ns)
 {
 	struct itimerspec its = {
-		.it_value.tv_sec = ms / 1000,
-		.it_value.tv_nsec = (long)(ms % 1000) * 1000000L,
+		.it_value.tv_sec = (time_t)(ns / 1000000000ull),
+		.it_value.tv_nsec = (long)(ns % 1000000000ull),
 	};
 
 	if (!guard_ok)
 		return;
 	guard_fired = 0;
 	timer_settime(guard_timer, 0, &its, NULL);
+}
+
+void cr_guard_arm(unsigned ms)
+{
+	arm_ns((uint64_t)ms * 1000000ull);
 }
 
 bool cr_guard_disarm(void)
@@ -82,12 +89,170 @@ bool cr_guard_disarm(void)
 	return guard_fired != 0;
 }
 
-/* The last close of a socket copy: SO_LINGER would make it wait. */
+/*
+ * The last close of a socket copy. One close waits at most CR_GUARD_MS, but
+ * a program can make many at once: each SCM_RIGHTS copy of a dropped
+ * deferred send, each of them a TCP socket with SO_LINGER and unsent data.
+ * So the loop spends at most CR_GUARD_MS per CR_GUARD_WINDOW_MS in such
+ * closes, all of them together; past that, the copies go to the closer
+ * thread, which waits for nobody. A close that does not linger takes
+ * microseconds and stays on the loop, in order with its answer (a port
+ * is free again when the program's call returns, as without corral).
+ */
+#define CR_GUARD_WINDOW_MS 1000
+#define CR_CLOSER_MS 1		/* a lingering close on the closer */
+
+static uint64_t win_start_ns, win_spent_ns;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The closer: one thread of its own, with its own timer and signal (so
+ * the loop's guard_fired never hears of it), closing what the loop hands
+ * over, each close bounded at CR_CLOSER_MS: a lingering close ended early
+ * still sends its FIN and lets the kernel finish in the background,
+ * exactly as at the deadline on the loop. It touches nothing but its
+ * queue: the numbers it holds are closed only by it.
+ */
+static pthread_mutex_t cl_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cl_cv = PTHREAD_COND_INITIALIZER;
+static int *cl_q;
+static size_t cl_n, cl_cap, cl_busy;
+static int cl_state;		/* 0 not started, 1 running, -1 failed */
+
+static void on_closer(int sig)
+{
+	(void)sig;
+}
+
+static void *closer(void *arg)
+{
+	struct sigevent sev;
+	timer_t tm;
+	bool timed;
+
+	(void)arg;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGRTMIN + 5;
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	timed = timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0;
+	for (;;) {
+		struct itimerspec its = {
+			.it_value.tv_nsec = CR_CLOSER_MS * 1000000L,
+		};
+		int fd;
+
+		pthread_mutex_lock(&cl_mu);
+		while (!cl_n)
+			pthread_cond_wait(&cl_cv, &cl_mu);
+		fd = cl_q[--cl_n];
+		cl_busy = 1;	/* counted until closed: it is ours still */
+		pthread_mutex_unlock(&cl_mu);
+		if (timed)
+			timer_settime(tm, 0, &its, NULL);
+		close(fd);
+		if (timed) {
+			memset(&its, 0, sizeof(its));
+			timer_settime(tm, 0, &its, NULL);
+		}
+		pthread_mutex_lock(&cl_mu);
+		cl_busy = 0;
+		pthread_mutex_unlock(&cl_mu);
+	}
+	return NULL;
+}
+
+static bool closer_start(void)
+{
+	struct sigaction sa;
+	sigset_t set, old;
+	pthread_t th;
+	int rc;
+
+	if (cl_state)
+		return cl_state > 0;
+	cl_state = -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_closer;	/* no SA_RESTART: the close ends */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGRTMIN + 5, &sa, NULL) < 0)
+		return false;
+	/* The closer takes no signal but its timer's. */
+	sigfillset(&set);
+	sigdelset(&set, SIGRTMIN + 5);
+	pthread_sigmask(SIG_SETMASK, &set, &old);
+	rc = pthread_create(&th, NULL, closer, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return false;
+	pthread_detach(th);
+	cl_state = 1;
+	return true;
+}
+
+/* Hand fd to the closer; false when it cannot take it. */
+static bool closer_give(int fd)
+{
+	bool ok = false;
+
+	if (!closer_start())
+		return false;
+	pthread_mutex_lock(&cl_mu);
+	if (cl_n == cl_cap) {
+		size_t cap = cl_cap ? cl_cap * 2 : 64;
+		int *g = realloc(cl_q, cap * sizeof(*g));
+
+		if (g) {
+			cl_q = g;
+			cl_cap = cap;
+		}
+	}
+	if (cl_n < cl_cap) {
+		cl_q[cl_n++] = fd;
+		pthread_cond_signal(&cl_cv);
+		ok = true;
+	}
+	pthread_mutex_unlock(&cl_mu);
+	return ok;
+}
+
+size_t cr_guard_backlog(void)
+{
+	size_t n;
+
+	if (cl_state <= 0)
+		return 0;
+	pthread_mutex_lock(&cl_mu);
+	n = cl_n + cl_busy;
+	pthread_mutex_unlock(&cl_mu);
+	return n;
+}
+
 void cr_guard_close(int fd)
 {
+	const uint64_t max = CR_GUARD_MS * 1000000ull;
+	uint64_t t0;
+
 	if (fd < 0)
 		return;
-	cr_guard_arm(CR_GUARD_MS);
+	t0 = mono_ns();
+	if (t0 - win_start_ns >= CR_GUARD_WINDOW_MS * 1000000ull) {
+		win_start_ns = t0;
+		win_spent_ns = 0;
+	}
+	/* The window's time is spent: the closer takes it (when it cannot,
+	 * the loop closes it, bounded as ever). */
+	if ((win_spent_ns >= max || !guard_ok) && closer_give(fd))
+		return;
+	arm_ns(win_spent_ns < max ? max - win_spent_ns : max);
 	close(fd);
 	cr_guard_disarm();
+	win_spent_ns += mono_ns() - t0;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -149,6 +150,20 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 		if (nr >= 0 && (size_t)nr < CR_ARRAY_SIZE(run->by_nr) &&
 		    !run->by_nr[nr])
 			run->by_nr[nr] = &cr_syscalls[i];
+	}
+	/* corral holds descriptors on the program's behalf (socket copies,
+	 * the ledger, /proc files), each area a bounded share of its limit:
+	 * the soft limit goes up to the hard one (at most CR_NOFILE_MAX),
+	 * the program keeps the caller's (spawn.c). */
+	if (getrlimit(RLIMIT_NOFILE, &run->caller_nofile) == 0) {
+		struct rlimit up = run->caller_nofile;
+
+		up.rlim_cur = up.rlim_max < CR_NOFILE_MAX ? up.rlim_max :
+			      CR_NOFILE_MAX;
+		if (up.rlim_cur > run->caller_nofile.rlim_cur)
+			setrlimit(RLIMIT_NOFILE, &up);
+	} else {
+		run->caller_nofile.rlim_cur = RLIM_INFINITY;
 	}
 	/* Area set-up (one line each), before the child exists. */
 	if ((rc = cr_fs_setup(run)))		/* tracer/fs/fs.c */

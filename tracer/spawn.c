@@ -286,7 +286,16 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f)
 	a->cwd = cfg->cwd;
 	a->umask = run->caller_umask;
 	a->rlim[0] = (struct cr_child_rlimit){ RLIMIT_CORE, { 0, 0 } };
-	a->nrlim = 1 + cr_budget_child_rlimits(&cfg->limits, a->rlim + 1);
+	/* The program's descriptor limit is the caller's, not the one
+	 * corral raised for itself (run.c; unknown there: not raised). */
+	a->rlim[1] = (struct cr_child_rlimit){ RLIMIT_NOFILE,
+					       run->caller_nofile };
+	if (run->caller_nofile.rlim_cur == RLIM_INFINITY &&
+	    getrlimit(RLIMIT_NOFILE, &a->rlim[1].lim) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	a->nrlim = 2 + cr_budget_child_rlimits(&cfg->limits, a->rlim + 2);
 	a->drop_caps = drop_caps;
 	a->ncaps = drop_caps ? (unsigned)cap_max_bits() : 0;
 	/* A task that has received a notification waits killably, so a

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <linux/seccomp.h>
 #include <linux/filter.h>
@@ -253,6 +254,8 @@ struct cr_run {
 	const struct cr_syscall_entry *by_nr[512];	/* borrowed */
 	mode_t caller_umask;		/* corral's umask at start: the
 					 * program's (fs.c sets ours to 0) */
+	struct rlimit caller_nofile;	/* RLIMIT_NOFILE at start: the
+					 * program's (run.c raises ours) */
 	const struct cr_filter *filter;	/* borrowed: the program's seccomp
 					 * filter, once the child has it */
 
@@ -446,13 +449,21 @@ void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
  * before corral received it is made again after the handler, not EINTR. */
 void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid);
 
+/* corral's own soft RLIMIT_NOFILE is raised to the hard limit, at most
+ * this (run.c): every area's share of descriptors scales with it. */
+#define CR_NOFILE_MAX 65536
+
 /* tracer/guard.c: a deadline (EINTR) for a call of the loop thread the
  * program could make block; disarm says whether it fired. */
 #define CR_GUARD_MS 200
 int cr_guard_setup(void);
 void cr_guard_arm(unsigned ms);
 bool cr_guard_disarm(void);
+/* Close a copy of a program's socket, maybe its last: never holds the loop
+ * for more than CR_GUARD_MS a second in all (the rest: a closer thread). */
 void cr_guard_close(int fd);
+/* Descriptors handed to the closer thread and not yet closed. */
+size_t cr_guard_backlog(void);
 
 /* tracer/mem.c: tracee memory, through process_vm_readv/writev only. */
 int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);

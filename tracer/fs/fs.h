@@ -144,10 +144,12 @@ int cr_fs_held_add(struct cr_run *run, int fd);
 int cr_fs_held_room(struct cr_run *run);
 /* Drop the entries nothing but the ledger holds (their storage is freed). */
 void cr_fs_held_prune(struct cr_run *run);
-/* Around an unlink or a rename over res: an O_PATH fd on the file when
- * this removes its last name (-1 otherwise), then, when the call
- * succeeded, the file goes to the ledger; keep is closed. */
-int cr_fs_held_before_unlink(const struct cr_fsres *res);
+/* Around an unlink or a rename over res: *keep, an O_PATH fd on the file
+ * when this removes its last name (-1 otherwise); -errno when it cannot be
+ * had, and the call must be refused. Then, when the call succeeded, the
+ * file goes to the ledger (or the run ends); keep is closed. */
+int cr_fs_held_before_unlink(struct cr_run *run, const struct cr_fsres *res,
+			     int *keep);
 void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done);
 
 /* pty.c: the run's own pseudo-terminals. At most CR_PTY_MAX held at once:

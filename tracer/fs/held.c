@@ -180,20 +180,36 @@ int cr_fs_held_add(struct cr_run *run, int fd)
 	return 0;
 }
 
-int cr_fs_held_before_unlink(const struct cr_fsres *res)
+int cr_fs_held_before_unlink(struct cr_run *run, const struct cr_fsres *res,
+			     int *keep)
 {
+	*keep = -1;
 	if (!res->exists || !S_ISREG(res->st.st_mode) || res->st.st_nlink != 1)
-		return -1;
-	return openat(res->dirfd, res->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		return 0;
+	*keep = openat(res->dirfd, res->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (*keep >= 0)
+		return 0;
+	/* Without it the file would leave the ledger's sight: the call is
+	 * refused (and out of descriptors, the run ends). */
+	if (cr_budget_fds_short(run, errno, "keep an unlinked file measurable"))
+		return -ENOMEM;
+	return errno == ENOENT ? 0 : -errno;
 }
 
 void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done)
 {
+	int rc;
+
 	if (keep < 0)
 		return;
-	if (done)
-		cr_fs_held_add(run, keep);
+	rc = done ? cr_fs_held_add(run, keep) : 0;
 	close(keep);
+	/* The name is gone and the ledger has no entry: fail closed. */
+	if (rc && !cr_budget_fds_short(run, rc, "keep an unlinked file measurable") &&
+	    !run->ending)
+		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot keep an unlinked file measurable for the disk budget: %s",
+			   strerror(-rc));
 }
 
 void cr_fs_held_finish(struct cr_fsstate *fs)

@@ -33,6 +33,7 @@
 #define DGRAM_CAP 65536		/* a datagram is all or nothing */
 #define CONTROL_CAP 4096
 #define MMSG_MAX 64
+#define SCM_MAX_FD 253		/* the kernel's bound on fds in one message */
 
 static struct cr_verdict v_err(int e)
 {
@@ -953,8 +954,13 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
 			size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			int *fds = (int *)CMSG_DATA(h);
-			int *grown = realloc(m->fds, (m->nfds + k + 1) * sizeof(int));
+			int *grown;
 
+			/* The kernel refuses more in one message: refused
+			 * before corral holds a copy of any. */
+			if (m->nfds + k > SCM_MAX_FD)
+				return -EINVAL;
+			grown = realloc(m->fds, (m->nfds + k + 1) * sizeof(int));
 			if (!grown)
 				return -ENOMEM;
 			m->fds = grown;

@@ -50,9 +50,14 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		/* A file losing its last name may live on where no walk
 		 * looks (a socket's queue, a mapping): the ledger follows
 		 * it (fs/held.c). */
-		int keep = flags & AT_REMOVEDIR ? -1 :
-			   cr_fs_held_before_unlink(&res);
+		int keep = -1;
 
+		rc = flags & AT_REMOVEDIR ? 0 :
+		     cr_fs_held_before_unlink(run, &res, &keep);
+		if (rc) {
+			cr_fsres_free(&res);
+			return CR_V_ERR(-rc);
+		}
 		rc = unlinkat(res.dirfd, res.name, flags);
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, keep, rc == 0);
@@ -136,9 +141,15 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		v = CR_V_ERR(-rc);
 	} else {
 		/* Renaming over a file removes its name: see do_unlink. */
-		int keep = flags & RENAME_EXCHANGE ? -1 :
-			   cr_fs_held_before_unlink(&b);
+		int keep = -1;
 
+		rc = flags & RENAME_EXCHANGE ? 0 :
+		     cr_fs_held_before_unlink(run, &b, &keep);
+		if (rc) {
+			cr_fsres_free(&a);
+			cr_fsres_free(&b);
+			return CR_V_ERR(-rc);
+		}
 		rc = (int)syscall(SYS_renameat2, a.dirfd, a.name, b.dirfd,
 				  b.name, flags);
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);

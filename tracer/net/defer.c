@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "net.h"
@@ -67,6 +68,7 @@ static void drop(struct cr_run *run, struct cr_net_deferred *d)
 			break;
 		}
 	ns->ndeferred--;
+	ns->deferred_fds -= d->m.nfds;
 	cr_loop_unwatch(run, d->w);
 	cr_net_msg_free(&d->m);
 	free(d);
@@ -105,6 +107,8 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 			errno = EFAULT;
 		}
 	}
+	/* done() frees the copies (and zeroes nfds for drop). */
+	run->net->deferred_fds -= d->m.nfds;
 	v = done(&d->m, d->tid, r, errno);
 	if (v.kind == CR_V_VALUE)
 		resp.val = v.val;
@@ -114,6 +118,15 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 	 * means the task is gone, which needs nothing more. */
 	ioctl(run->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	drop(run, d);
+}
+
+static size_t defer_fds_max(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 256;
+	return (size_t)rl.rlim_cur / CR_NET_DEFER_FDS_DIV;
 }
 
 struct cr_verdict cr_net_send(struct cr_run *run,
@@ -130,6 +143,13 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 	fl = fcntl(m->dup, F_GETFL);
 	if (fl < 0 || (fl & O_NONBLOCK) || ns->ndeferred >= CR_NET_MAX_DEFERRED)
 		return done(m, (pid_t)n->pid, r, err);
+	/* A waiting send keeps a copy of every descriptor it passes, and
+	 * 256 of them could hold 64,768: enough to leave the supervisor
+	 * none for measuring the budgets. Past the share they may take, the
+	 * kernel's own answer to too many descriptors in flight. */
+	if (m->nfds && ns->deferred_fds + cr_guard_backlog() + m->nfds >
+		       defer_fds_max())
+		return done(m, (pid_t)n->pid, -1, ETOOMANYREFS);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return done(m, (pid_t)n->pid, r, err);
@@ -153,6 +173,7 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 	d->next = ns->deferred;
 	ns->deferred = d;
 	ns->ndeferred++;
+	ns->deferred_fds += d->m.nfds;
 	return (struct cr_verdict){ .kind = CR_V_SENT };
 }
 

@@ -18,6 +18,10 @@
 #define CR_NET_MAX_DNS_INFLIGHT 128
 #define CR_NET_MAX_DNS_CLIENTS 256
 #define CR_NET_MAX_DEFERRED 256	/* sends waiting for socket space */
+/* The SCM_RIGHTS copies deferred sends may hold, with the closer's backlog,
+ * at most 1/CR_NET_DEFER_FDS_DIV of the supervisor's RLIMIT_NOFILE: the
+ * rest stays for the budgets' measures, the ledger and the calls (defer.c). */
+#define CR_NET_DEFER_FDS_DIV 8
 #define CR_NET_MAX_PEERS 4096	/* remembered destinations (getpeername) */
 #define CR_NET_MAX_LOCAL 4096	/* run sockets bound; run connects to them */
 #define CR_NET_MAX_UNAMES 4096	/* unix names bound */
@@ -95,6 +99,7 @@ struct cr_netstate {
 	size_t nlearned, learned_next;
 	struct cr_net_deferred *deferred;	/* owned list */
 	size_t ndeferred;
+	size_t deferred_fds;	/* SCM_RIGHTS copies the deferred sends hold */
 
 	/* the run's own loopback servers (local.c) */
 	const struct cr_run_config *cfg;	/* borrowed: --publish */
