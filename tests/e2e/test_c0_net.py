@@ -315,6 +315,33 @@ except OSError as e:
 
 
 @test
+def peer_record_outlives_closed_sockets(t):
+    """getpeername of a socket corral redirected reports the destination
+    asked for, however many other sockets came and went: the table of
+    those answers forgets sockets the kernel no longer has before any live
+    one (an earlier build forgot the oldest half once 4096 were
+    remembered, and the kept socket then named the DNS responder's
+    loopback address)."""
+    prog = r'''
+import socket
+keep = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+keep.connect(("127.0.0.53", 53))
+print("before", keep.getpeername())
+for i in range(5000):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect(("127.0.0.53", 53))
+    s.close()
+print("after", keep.getpeername())
+'''
+    run, r = net_run(t, [], prog, ["--limit", "wall=60s"], timeout=90)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    contains(r["stdout"], "before ('127.0.0.53', 53)", "first answer")
+    contains(r["stdout"], "after ('127.0.0.53', 53)",
+             "answer after 5000 closed sockets")
+    t.assert_next_run_ok()
+
+
+@test
 def net_allowed_through_proxy(t):
     body = os.urandom(200000)
     srv = TcpServer(http_handler(body))

@@ -75,7 +75,7 @@ bool cr_net_ep_any(const struct cr_net_ep *ep)
 	return !memcmp(ep->addr, zero, ep->family == AF_INET ? 4 : 16);
 }
 
-static int diag_dump(int family, uint16_t port, uint32_t states,
+static int diag_dump(int family, int proto, uint16_t port, uint32_t states,
 		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
 		     void *arg);
 
@@ -99,13 +99,40 @@ static void prune(struct cr_netstate *ns)
 
 	for (size_t i = 0; i < ns->nlsn; i++)
 		ns->lsn[i].live = false;
-	if (diag_dump(AF_INET, 0, all, mark_live, ns) ||
-	    diag_dump(AF_INET6, 0, all, mark_live, ns))
+	if (diag_dump(AF_INET, IPPROTO_TCP, 0, all, mark_live, ns) ||
+	    diag_dump(AF_INET6, IPPROTO_TCP, 0, all, mark_live, ns))
 		return;
 	for (size_t i = 0; i < ns->nlsn; i++)
 		if (ns->lsn[i].live)
 			ns->lsn[k++] = ns->lsn[i];
 	ns->nlsn = k;
+}
+
+struct each_ino {
+	int (*fn)(uint64_t, void *);
+	void *arg;
+};
+
+static int call_each(const struct cr_net_ep *ep, uint64_t ino, void *arg)
+{
+	const struct each_ino *e = arg;
+
+	(void)ep;
+	return e->fn(ino, e->arg);
+}
+
+int cr_net_each_inet_socket(int (*fn)(uint64_t ino, void *arg), void *arg)
+{
+	static const int fam[] = { AF_INET, AF_INET6 };
+	static const int proto[] = { IPPROTO_TCP, IPPROTO_UDP };
+	uint32_t all = ~0u | (1u << TCP_BOUND_INACTIVE_STATE);
+	struct each_ino e = { fn, arg };
+	int rc = 0;
+
+	for (size_t f = 0; f < 2 && !rc; f++)
+		for (size_t p = 0; p < 2 && !rc; p++)
+			rc = diag_dump(fam[f], proto[p], 0, all, call_each, &e);
+	return rc;
 }
 
 int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
@@ -187,7 +214,7 @@ static bool could_receive(const struct cr_net_ep *l, const struct cr_net_ep *dst
 
 /* One sock_diag dump of the TCP listeners of family on port. Calls back
  * with each one's address and socket inode. */
-static int diag_dump(int family, uint16_t port, uint32_t states,
+static int diag_dump(int family, int proto, uint16_t port, uint32_t states,
 		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
 		     void *arg)
 {
@@ -208,7 +235,7 @@ static int diag_dump(int family, uint16_t port, uint32_t states,
 	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
 	req.r.sdiag_family = (uint8_t)family;
-	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.sdiag_protocol = (uint8_t)proto;
 	req.r.idiag_states = states;
 	req.r.id.idiag_sport = htons(port);
 	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel,
@@ -306,10 +333,12 @@ int cr_net_local_listener(const struct cr_netstate *ns,
 {
 	struct judge j = { .ns = ns, .dst = dst };
 	uint32_t listen = 1u << TCP_LISTEN_STATE;
-	int rc = diag_dump(AF_INET6, dst->port, listen, judge_one, &j);
+	int rc = diag_dump(AF_INET6, IPPROTO_TCP, dst->port, listen,
+			   judge_one, &j);
 
 	if (!rc && dst->family == AF_INET)
-		rc = diag_dump(AF_INET, dst->port, listen, judge_one, &j);
+		rc = diag_dump(AF_INET, IPPROTO_TCP, dst->port, listen,
+			       judge_one, &j);
 	if (rc)
 		return rc;
 	if (j.stranger)

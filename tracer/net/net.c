@@ -243,19 +243,79 @@ void cr_net_addr_text(const union cr_sockaddr *a, socklen_t len, char *buf,
 	}
 }
 
+struct peer_live {
+	uint64_t *inos;		/* the table's inodes, sorted */
+	bool *live;		/* by position in inos */
+	size_t n;
+};
+
+static int cmp_ino(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int mark_peer(uint64_t ino, void *arg)
+{
+	struct peer_live *pl = arg;
+	uint64_t *hit = bsearch(&ino, pl->inos, pl->n, sizeof(ino), cmp_ino);
+
+	if (hit)
+		pl->live[hit - pl->inos] = true;
+	return 0;
+}
+
+/* The table is full: forget the records of sockets the kernel no longer
+ * has, keeping the order of the rest (the oldest go first below). A
+ * program that closes its sockets then never loses a live record; on any
+ * failure nothing is pruned here. */
+static void prune_peers(struct cr_netstate *ns)
+{
+	struct peer_live pl = { .n = ns->npeers };
+	size_t k = 0;
+
+	pl.inos = malloc(pl.n * sizeof(*pl.inos));
+	pl.live = calloc(pl.n, sizeof(*pl.live));
+	if (!pl.inos || !pl.live)
+		goto out;
+	for (size_t i = 0; i < pl.n; i++)
+		pl.inos[i] = ns->peers[i].ino;
+	qsort(pl.inos, pl.n, sizeof(*pl.inos), cmp_ino);
+	if (cr_net_each_inet_socket(mark_peer, &pl))
+		goto out;
+	for (size_t i = 0; i < ns->npeers; i++) {
+		uint64_t *hit = bsearch(&ns->peers[i].ino, pl.inos, pl.n,
+					sizeof(uint64_t), cmp_ino);
+
+		if (hit && pl.live[hit - pl.inos])
+			ns->peers[k++] = ns->peers[i];
+	}
+	ns->npeers = k;
+out:
+	free(pl.inos);
+	free(pl.live);
+}
+
 int cr_net_peer_set(struct cr_netstate *ns, uint64_t ino,
 		    const union cr_sockaddr *a, socklen_t len, bool connected)
 {
 	struct cr_net_peer *p;
 
 	cr_net_peer_drop(ns, ino);
-	if (ns->npeers >= CR_NET_MAX_PEERS) {
-		/* Bounded: the oldest half is forgotten (their getpeername
-		 * then reports the kernel's answer). */
+	if (ns->npeers >= CR_NET_MAX_PEERS)
+		prune_peers(ns);
+	else
+		goto add;
+	if (ns->npeers > CR_NET_MAX_PEERS / 4 * 3) {
+		/* Still mostly live sockets: the oldest half is forgotten
+		 * (their getpeername then reports the kernel's answer), so
+		 * the kernel is asked at most once per quarter table. */
 		memmove(ns->peers, ns->peers + CR_NET_MAX_PEERS / 2,
 			(ns->npeers - CR_NET_MAX_PEERS / 2) * sizeof(*ns->peers));
 		ns->npeers -= CR_NET_MAX_PEERS / 2;
 	}
+add:
 	if (ns->npeers == ns->cappeers) {
 		size_t cap = ns->cappeers ? ns->cappeers * 2 : 16;
 

@@ -210,6 +210,10 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 			      void *arg);
 
 /* tracer/net/local.c */
+/* fn(inode) for every TCP and UDP socket of the host's network namespace,
+ * IPv4 and IPv6 (sock_diag); stops at fn's first non-zero answer and
+ * returns it, or a negative errno when the kernel could not be asked. */
+int cr_net_each_inet_socket(int (*fn)(uint64_t ino, void *arg), void *arg);
 bool cr_net_ep_of(const union cr_sockaddr *a, socklen_t len,
 		  struct cr_net_ep *ep);
 bool cr_net_ep_loopback(const struct cr_net_ep *ep);
