@@ -88,9 +88,13 @@ int cr_budget_reserve(struct cr_run *run, pid_t tid, bool thread);
 void cr_budget_on_new_task(struct cr_run *run, struct cr_task *parent);
 /* Any other stop of the task: a reservation it still holds failed. */
 void cr_budget_on_stop(struct cr_run *run, struct cr_task *t);
-/* The task's exit is waiting to be collected (it is still a zombie, so its
- * /proc entry is readable): read its final CPU time. */
+/* The task is at its exit stop, or its exit is waiting to be collected
+ * (it is still a zombie, so its /proc entry is readable): read its final
+ * CPU time and, while it still has one, its address space's memory. */
 void cr_budget_on_exit(struct cr_run *run, pid_t tid);
+/* The task asked to exec (its notification): its address space, about to
+ * be dropped, is measured against the memory budget. */
+void cr_budget_before_exec(struct cr_run *run, pid_t tid);
 /* A non-leader thread exec'd and took over the leader's tid; former (its
  * old entry) is about to leave the table. */
 void cr_budget_on_exec(struct cr_run *run, struct cr_task *leader,

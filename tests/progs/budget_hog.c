@@ -37,6 +37,11 @@
  *                                  thread touches MIB MiB and waits
  *   budget_hog hidden KIB          writes KIB KiB under h/, then makes h
  *                                  unreadable (chmod 000) and waits
+ *   budget_hog memburst MIB HOW    touches MIB MiB of huge pages as fast as
+ *                                  the kernel allows (MADV_HUGEPAGE), then
+ *                                  at once: HOW 0 exits 0, HOW 1 execs
+ *                                  /bin/true, HOW 2 unmaps it, sleeps
+ *                                  200 ms and exits 0; prints nothing
  *
  * Every mode prints what it managed on stdout ("made N") as it goes,
  * unbuffered, and then waits (pause) so corral, not the program, ends the
@@ -502,6 +507,31 @@ static void hidden(long kib)
 	hold();
 }
 
+/* A burst shorter than a tick: ~7 ms for 110 MiB here with huge pages. */
+static void memburst(long mib, long how)
+{
+	size_t n = (size_t)mib << 20, huge = 2UL << 20;
+	char *p = mmap(NULL, n + huge, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		exit(3);
+	char *q = (char *)(((unsigned long)p + huge - 1) & ~(huge - 1));
+
+	madvise(q, n, MADV_HUGEPAGE);
+	for (size_t i = 0; i < n; i += 4096)
+		q[i] = 1;
+	if (how == 2) {
+		munmap(p, n + huge);
+		usleep(200000);
+	}
+	if (how == 1) {
+		execl("/bin/true", "true", (char *)NULL);
+		exit(4);
+	}
+	exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	long a = argc > 2 ? atol(argv[2]) : 0;
@@ -555,6 +585,8 @@ int main(int argc, char **argv)
 		memzombie(a);
 	else if (!strcmp(argv[1], "hidden"))
 		hidden(a);
+	else if (!strcmp(argv[1], "memburst"))
+		memburst(a, b);
 	else
 		return 2;
 	return 0;

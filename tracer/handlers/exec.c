@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <linux/openat2.h>
 
+#include "../budget.h"
 #include "../fs/fsops.h"
 
 /*
@@ -251,6 +252,7 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 	char c = 0;
 	int rc;
 
+	cr_budget_before_exec(run, (pid_t)n->pid);
 	if ((flags & AT_EMPTY_PATH) &&
 	    !cr_mem_read((pid_t)n->pid, n->data.args[pathi], &c, 1) && !c) {
 		/* An fd of a file in an exec root may be run (fexecve); a
