@@ -34,7 +34,9 @@ struct cr_verdict cr_surface_unlisted(struct cr_run *run,
 
 /* tasks.c: every ptrace stop and every death passes here first. */
 void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status);
-void cr_surface_on_gone(struct cr_run *run, pid_t tid, int status);
+/* exit_seen: the task's exit stop was seen (and judged there). */
+void cr_surface_on_gone(struct cr_run *run, pid_t tid, int status,
+			bool exit_seen);
 /* notify.c: just before each answer (arms a pending --stacks unwind). */
 void cr_surface_answering(struct cr_run *run, const struct seccomp_notif *n);
 /* notify.c: a new denial was recorded at index i for tid. */

@@ -553,7 +553,8 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 {
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
 
-	cr_surface_on_gone(run, tid, status);	/* a foreign-ABI kill ends policy_denied */
+	cr_surface_on_gone(run, tid, status,	/* a foreign-ABI kill: policy_denied */
+			   t && t->state == CR_TS_EXITING);
 	/* Measured, not assumed: a process counts as killed when the tree
 	 * kill had begun and SIGKILL is what ended it. */
 	if (run->killing && t && t->leader && WIFSIGNALED(status) &&

@@ -254,6 +254,26 @@ def surface_own_sigsys_is_the_programs(t):
     eq(r.get("denials"), [], "denials")
 
 
+@test
+def surface_own_seccomp_kill_is_the_programs(t):
+    # A process its own seccomp filter kills (an x86_64 call, as OpenSSH's
+    # sandbox does) dies of SIGSYS with no signal to see; corral's filter
+    # kills only foreign ABIs, so this is told apart by the call the
+    # killed thread made. An earlier build reported an i386 ptrace (26)
+    # that was never made, in the result and the audit trail.
+    for extra in ([], ["thread"]):
+        audit = t.path("audit%d.jsonl" % len(extra))
+        run = run_calls(t, ["ownkill"] + extra, ["--audit", audit])
+        r = t.result(run)
+        contains(r.get("stdout", ""), "ownkill filter installed", "stdout")
+        eq(r.get("status"), "program_error", "status %r" % extra)
+        eq(r.get("signal"), "SIGSYS", "signal")
+        eq(r.get("denials"), [], "denials")
+        with open(audit) as f:
+            not_contains(f.read(), "i386", "audit trail")
+    t.assert_next_run_ok()
+
+
 # ---- same-user isolation ----
 
 def _start_sibling(t):

@@ -367,3 +367,29 @@ def scm_pidfd_of_a_message_corral_sent_reveals_nothing(t):
             eq(v, "ESRCH", "PIDFD_GET_%s_NAMESPACE" % k[3:].upper())
     true(denials_of(r, "ioctl", "proc"),
          "the reach is recorded: %s" % _show(r.get("denials")))
+
+
+@test
+def namespace_fd_translates_no_outside_pid(t):
+    """The run's own pidfd gives its pid namespace (PIDFD_GET_PID_NAMESPACE);
+    on that fd NS_GET_PID_FROM_PIDNS and NS_GET_TGID_FROM_PIDNS answered
+    for any pid of the host (an earlier build: the test's own pid, and
+    whether a tid is a thread), where every other call naming it answers
+    ESRCH. The nsfs ioctls are now refused and recorded."""
+    outside = os.getpid()
+    run = t.corral(["run", "--json"] + t.prog_roots() +
+                   ["--", t.prog("object_doors"), "nspid", str(outside)])
+    r = t.result(run)
+    out = r.get("stdout")
+    eq(r.get("status"), "ok", "status")
+    true("pidfd nspid " in out, "no answer: %s" % _show(out, 600))
+    for tag in ("pidfd", "proc"):
+        for q in ("nspid", "nstgid"):
+            true("%s %s %d" % (tag, q, outside) not in out,
+                 "%s %s names the outside pid: %s" % (tag, q, _show(out)))
+    true("pidfd nspid EPERM" in out and "pidfd nstgid EPERM" in out,
+         "refused: %s" % _show(out, 600))
+    d = denials_of(r, "ioctl", "syscall")
+    true(d and "namespace" in d[0].get("reason", ""),
+         "the query is recorded: %s" % _show(r.get("denials")))
+    t.assert_next_run_ok()

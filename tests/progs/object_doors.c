@@ -19,6 +19,13 @@
  *   object_doors stdin                the peer of fd 0
  *   object_doors scm                  SCM_PIDFD of a message sent on a
  *                                     socketpair (corral performs sendmsg)
+ *   object_doors nspid PID            the pid namespace of its own pidfd
+ *                                     (PIDFD_GET_PID_NAMESPACE) and of
+ *                                     /proc/self/ns/pid: "NAME nsfd
+ *                                     ok|ERRNO", then what NS_GET_PID_FROM_
+ *                                     PIDNS and NS_GET_TGID_FROM_PIDNS say
+ *                                     of PID: "NAME nspid R|ERRNO" and
+ *                                     "NAME nstgid R|ERRNO"
  *
  * The peer lines, TAG being the end asked: "TAG peercred PID UID",
  * "TAG peerpidfd ok|ERRNO", and for a pidfd "TAG pidfd-pid PID" (its
@@ -332,6 +339,36 @@ static int scm(void)
 	return 0;
 }
 
+static void ns_ask(const char *name, int fd, int pid)
+{
+	int r;
+
+	if (fd < 0) {
+		printf("%s nsfd %s\n", name, en(errno));
+		return;
+	}
+	printf("%s nsfd ok\n", name);
+	r = ioctl(fd, _IOR(0xb7, 0x6, int), pid);	/* NS_GET_PID_FROM_PIDNS */
+	if (r < 0)
+		printf("%s nspid %s\n", name, en(errno));
+	else
+		printf("%s nspid %d\n", name, r);
+	r = ioctl(fd, _IOR(0xb7, 0x7, int), pid);	/* NS_GET_TGID_FROM_PIDNS */
+	if (r < 0)
+		printf("%s nstgid %s\n", name, en(errno));
+	else
+		printf("%s nstgid %d\n", name, r);
+}
+
+static int cmd_nspid(int pid)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+
+	ns_ask("pidfd", pfd < 0 ? -1 : ioctl(pfd, _IO(0xFF, 5), 0), pid);
+	ns_ask("proc", open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC), pid);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -354,6 +391,8 @@ int main(int argc, char **argv)
 		peer("stdin", 0);
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "nspid"))
+		return cmd_nspid(atoi(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "scm"))
 		return scm();
 	fprintf(stderr, "usage: see the comment at the top\n");

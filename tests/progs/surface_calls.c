@@ -12,6 +12,11 @@
  *   surface_calls tiocsti [HIGH]         TIOCSTI on fd 0 (HIGH: with the
  *                                        upper half of the request set)
  *   surface_calls sigsys                 SIGSYS sent to itself
+ *   surface_calls ownkill [thread]       installs its own seccomp filter
+ *                                        that kills the process on x86_64
+ *                                        msync (26; ptrace in i386), then
+ *                                        calls it (from a second thread
+ *                                        while the first sleeps)
  *   surface_calls vmcopy                 process_vm_readv/writev on a child
  *                                        and on itself
  *
@@ -31,7 +36,12 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/filter.h>
 #include <linux/io_uring.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 
 static const struct { const char *name; long nr; } names[] = {
 #define N(x) { #x, SYS_##x }
@@ -232,6 +242,41 @@ static int cmd_vmcopy(void)
 	return 0;
 }
 
+static void *ownkill_call(void *arg)
+{
+	(void)arg;
+	syscall(26, 0, 0, 0);
+	return NULL;
+}
+
+static int cmd_ownkill(int threaded)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 26, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog p = { 4, f };
+	pthread_t t;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p)) {
+		printf("ownkill filter errno=%s\n", strerrorname_np(errno));
+		return 0;
+	}
+	printf("ownkill filter installed\n");
+	fflush(stdout);
+	if (threaded && !pthread_create(&t, NULL, ownkill_call, NULL)) {
+		for (;;)
+			pause();
+	}
+	ownkill_call(NULL);
+	printf("ownkill survived\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "vmcopy"))
@@ -246,6 +291,8 @@ int main(int argc, char **argv)
 		return cmd_uring(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "tiocsti"))
 		return cmd_tiocsti(argc > 2);
+	if (argc >= 2 && !strcmp(argv[1], "ownkill"))
+		return cmd_ownkill(argc > 2);
 	if (argc == 2 && !strcmp(argv[1], "sigsys")) {
 		printf("raising SIGSYS\n");
 		fflush(stdout);
