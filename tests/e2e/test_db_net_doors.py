@@ -14,6 +14,10 @@ import struct
 import threading
 import time
 
+import sys
+
+PYTHON = "/usr/bin/python3"
+
 from harness import eq, true, contains, test, _show, answers, denials_of
 
 
@@ -208,6 +212,73 @@ def net_denied(r, syscall, what):
 
 
 # ---- N3: a packet leaving by another interface ----
+
+MCAST_PROG = r"""
+import errno, socket, struct
+g4 = socket.inet_aton("239.7.7.7")
+any4 = socket.inet_aton("0.0.0.0")
+lo4 = socket.inet_aton("127.0.0.1")
+
+def join(fam, level, opt, val):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(level, opt, val)
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+    finally:
+        s.close()
+
+def group_req(ifindex, fam, addr):
+    if fam == socket.AF_INET:
+        sa = struct.pack("=H", fam) + b"\0\0" + addr
+    else:
+        sa = struct.pack("=H", fam) + b"\0" * 6 + addr
+    return struct.pack("=I4x", ifindex) + sa.ljust(128, b"\0")
+
+IP = socket.IPPROTO_IP
+V6 = socket.IPPROTO_IPV6
+g6 = socket.inet_pton(socket.AF_INET6, "ff05::7")
+print("v4-mreq-any", join(socket.AF_INET, IP, 35, g4 + any4))
+print("v4-mreqn-any", join(socket.AF_INET, IP, 35, g4 + any4 + struct.pack("=i", 0)))
+print("v4-source-any", join(socket.AF_INET, IP, 39, g4 + any4 + lo4))
+print("v4-group-any", join(socket.AF_INET, IP, 42, group_req(0, socket.AF_INET, g4)))
+print("v6-mreq-any", join(socket.AF_INET6, V6, 20, g6 + struct.pack("=i", 0)))
+print("v6-group-any", join(socket.AF_INET6, V6, 42, group_req(0, socket.AF_INET6, g6)))
+print("v4-mreq-lo", join(socket.AF_INET, IP, 35, g4 + lo4))
+print("v4-mreqn-lo", join(socket.AF_INET, IP, 35, g4 + any4 + struct.pack("=i", 1)))
+print("v4-group-lo", join(socket.AF_INET, IP, 42, group_req(1, socket.AF_INET, g4)))
+print("v6-mreq-lo", join(socket.AF_INET6, V6, 20, g6 + struct.pack("=i", 1)))
+"""
+
+
+@test
+def multicast_join_is_refused_off_loopback(t):
+    """A multicast join makes the kernel send membership reports (IGMP,
+    MLD) out of the interface of the join, carrying the program's group
+    and source addresses: an earlier build let a run with no network rule
+    send ~2.7 KB/s of chosen bytes out of the host this way (observed on a
+    veth pair in another namespace; this test sends nothing: refused
+    joins send no report, and loopback ones stay on the host). Joins that
+    name no interface or another one are refused with a net denial; joins
+    on the loopback interface are performed."""
+    path = t.write("mcast.py", MCAST_PROG)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--", PYTHON, path])
+    r = t.result(run)
+    out = r.get("stdout") or ""
+    ans = dict(ln.split(" ", 1) for ln in out.splitlines() if " " in ln)
+    for k in ("v4-mreq-any", "v4-mreqn-any", "v4-source-any",
+              "v4-group-any", "v6-mreq-any", "v6-group-any"):
+        eq(ans.get(k), "EPERM", "%s (stdout %s)" % (k, _show(out, 600)))
+    for k in ("v4-mreq-lo", "v4-mreqn-lo", "v4-group-lo"):
+        eq(ans.get(k), "ok", "%s (stdout %s)" % (k, _show(out, 600)))
+    true(ans.get("v6-mreq-lo") in ("ok", "EADDRNOTAVAIL", "ENODEV"),
+         "v6-mreq-lo: %r" % ans.get("v6-mreq-lo"))
+    d = net_denied(r, "setsockopt", "multicast join")
+    true(len(d) >= 1 and "multicast" in d[0].get("reason", ""),
+         "reason: %s" % _show(d))
+    t.assert_next_run_ok()
+
 
 @test
 def pktinfo_cannot_choose_another_interface(t):
