@@ -487,3 +487,66 @@ def budget_known_good_python_unittest(t):
        (r.get("message"), r.get("stderr", "")[-400:]))
     contains(r["stderr"], "Ran 4 tests", "unittest output")
     contains(r["stderr"], "\nOK", "unittest output")
+
+
+RENAMES_PROG = r"""
+import os, sys
+open("f0", "w").close()
+for i in range(50):
+    os.rename("f%d" % i, "f%d" % (i + 1))
+for i in range(15):
+    with open("t%d.tmp" % i, "w") as f:
+        f.write("x")
+    os.rename("t%d.tmp" % i, "t%d" % i)
+print("entries", len(os.listdir(".")), flush=True)
+"""
+
+
+@test
+def budget_files_rename_to_a_new_name_is_no_creation(t):
+    # A rename moves a name; writing by a temporary name and renaming it
+    # into place is how editors, pip and git write files. An earlier build
+    # counted each rename to a new name as a creation: 50 renames of one
+    # file spent 50 of the budget, and the writes below ended the run.
+    path = t.write("renames.py", RENAMES_PROG)
+    run = t.corral(["run", "--json", "--limit", "files=20", "--ro", t.tmp,
+                    "--", "/usr/bin/python3", path])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    contains(r.get("stdout", ""), "entries 16", "stdout")
+    eq(r["usage"]["files"], 16, "usage.files")
+    t.assert_next_run_ok()
+
+
+NOOP_RENAME_PROG = r"""
+import os
+open("a", "w").close()
+os.link("a", "b")
+for i in range(30):
+    os.rename("a", "b")
+made = 0
+try:
+    for i in range(20):
+        open("n%d" % i, "w").close()
+        made += 1
+        print("made", made, flush=True)
+except OSError as e:
+    print("refused", e.errno, flush=True)
+"""
+
+
+@test
+def budget_files_rename_between_links_of_one_file_removes_nothing(t):
+    # rename(a, b) where both name one file does nothing (rename(2)); an
+    # earlier build counted a name gone each time, so the creations that
+    # followed passed the budget before the walk saw them.
+    path = t.write("noop.py", NOOP_RENAME_PROG)
+    run = t.corral(["run", "--json", "--limit", "files=10", "--ro", t.tmp,
+                    "--", "/usr/bin/python3", path])
+    r = t.result(run)
+    eq(r.get("status"), "limit_exceeded", "status (message %r)" %
+       r.get("message"))
+    eq(r.get("limit"), "files", "limit")
+    eq(r["usage"]["files"], 10, "usage.files")
+    not_contains(r.get("stdout", ""), "made 9", "stdout")
+    t.assert_next_run_ok()
