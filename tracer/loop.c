@@ -93,13 +93,9 @@ static void on_signal(struct cr_run *run)
 			switch (si[i].ssi_signo) {
 			case SIGCHLD:
 				break;	/* reaped below, whatever woke us */
-			case SIGINT:
-			case SIGTERM:
-			case SIGHUP:
+			default:
 				cr_run_end(run, CR_ST_CANCELLED, NULL, "cancelled by %s",
 					   sigabbrev_np((int)si[i].ssi_signo));
-				break;
-			default:
 				break;
 			}
 		}

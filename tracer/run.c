@@ -104,9 +104,23 @@ static int setup_signals(struct cr_run *run)
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
+	/* Every signal whose default would end corral without its one
+	 * cleanup path (no result, no closing audit events, the workspace
+	 * and lock left for a later run) is a cancellation: the tree dies
+	 * either way (its filter's listener goes with corral), the record
+	 * should not. SIGKILL cannot be caught; the caller's SIGSTOP and
+	 * SIGTSTP stop the supervisor, as they would any program. */
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGALRM);
+	sigaddset(&set, SIGVTALRM);
+	sigaddset(&set, SIGPROF);
+	sigaddset(&set, SIGXCPU);
+	sigaddset(&set, SIGPWR);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
 	/* A closed reader of our stdout must be an error, not our death. */

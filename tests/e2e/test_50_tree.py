@@ -124,6 +124,15 @@ def sigterm_to_corral_cancels(t):
 
 
 @test
+def other_fatal_signals_to_corral_cancel(t):
+    # Signals whose default ends a process: an earlier build died of them
+    # with no result, no closing audit events, and its workspace left.
+    for sig in (signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+                signal.SIGALRM):
+        _cancel(t, sig)
+
+
+@test
 def sigint_streaming_cancels(t):
     p = _start_tree(t)
     os.kill(p.pid, signal.SIGINT)
