@@ -167,3 +167,26 @@ def fs_broad_root_keeps_proc_rules(t):
         eq(r.get("stdout"), "tracer=%d\n1\nrc=1\nrc=1\nTrue\n" % run.pid,
            "stdout with --ro %s" % opt)
     fx.check()
+
+
+@test
+def fs_link_into_proc_under_a_broad_root_is_judged_where_it_leads(t):
+    """With --ro /, a relative link that already lies outside every deeper
+    root and leads to /proc (up -> ../..) was followed by the kernel in
+    the fast resolution and judged by its text, a path of "/": an earlier
+    build read another process's environment and stack through it. A path
+    through a link is now walked, and judged where the link leads."""
+    fx = FsFix(t)
+    up = os.path.join(fx.root, "plink")
+    os.symlink(os.path.relpath("/proc", fx.root), up)
+    me = os.getpid()
+    run = fx.sh("cat %s/%d/environ >/dev/null; echo rc=$?; "
+                "cat %s/%d/cmdline >/dev/null; echo rc=$?; "
+                "cat %s/self/status | grep -c '^Name:'" % (up, me, up, me, up),
+                opts=["--ro", "/"])
+    r = fx.result(run)
+    eq(r.get("stdout"), "rc=1\nrc=1\n1\n", "stdout")
+    d = [x for x in r.get("denials", []) if "/proc/%d" % me in
+         (x.get("target") or "")]
+    true(d, "the reach is recorded: %r" % r.get("denials"))
+    fx.check()

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
@@ -288,6 +289,78 @@ unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 	return acc;
 }
 
+/*
+ * The rules of /proc and /dev/pts go by the place (the caller's /proc/self,
+ * the run's tasks and ptys), so they hold only where those filesystems are
+ * met at that place. A proc or devpts mount anywhere else inside a root (a
+ * chroot tree, a bind mount) would be judged as plain files of the root:
+ * an earlier build read another process's stack through a second proc
+ * mount under --ro DIR. So the filesystem of every object found is looked
+ * at (learned once per device: fstatfs on an O_PATH fd), and a proc or
+ * devpts object outside /proc or /dev/pts is refused. Device nodes outside
+ * /dev are held to /dev's list of harmless devices by number. When the
+ * filesystem cannot be learned: refused (fail closed).
+ */
+enum { FS_PLAIN, FS_PROC, FS_DEVPTS, FS_UNKNOWN };
+
+static int fs_kind(struct cr_fsstate *fs, dev_t dev, int dirfd,
+		   const char *name)
+{
+	struct statfs sf;
+	int fd, kind;
+
+	for (size_t i = 0; i < fs->ndevkind; i++)
+		if (fs->devkind[i].dev == dev)
+			return fs->devkind[i].kind;
+	if (dev == fs->proc_dev) {
+		kind = FS_PROC;
+	} else {
+		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return FS_UNKNOWN;
+		if (fstatfs(fd, &sf) < 0) {
+			close(fd);
+			return FS_UNKNOWN;
+		}
+		close(fd);
+		kind = sf.f_type == PROC_SUPER_MAGIC ? FS_PROC :
+		       sf.f_type == DEVPTS_SUPER_MAGIC ? FS_DEVPTS : FS_PLAIN;
+	}
+	if (fs->ndevkind < CR_ARRAY_SIZE(fs->devkind)) {
+		fs->devkind[fs->ndevkind].dev = dev;
+		fs->devkind[fs->ndevkind++].kind = kind;
+	}
+	return kind;
+}
+
+static bool harmless_device(dev_t rdev)
+{
+	/* null, zero, full, random, urandom: mem major 1 */
+	unsigned mi = minor(rdev);
+
+	return major(rdev) == 1 && (mi == 3 || mi == 5 || mi == 7 || mi == 8 ||
+				    mi == 9);
+}
+
+/* Is the object at path (found as name in dirfd, with st) out of its
+ * place? */
+static bool misplaced(struct cr_fsstate *fs, const char *path, size_t len,
+		      const struct stat *st, int dirfd, const char *name)
+{
+	int kind;
+
+	if ((S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) &&
+	    !cr_path_within("/dev", 4, path, len) &&
+	    !(S_ISCHR(st->st_mode) && harmless_device(st->st_rdev)))
+		return true;
+	kind = fs_kind(fs, st->st_dev, dirfd, name);
+	if (kind == FS_PROC)
+		return !cr_path_within("/proc", 5, path, len);
+	if (kind == FS_DEVPTS)
+		return !cr_path_within("/dev/pts", 8, path, len);
+	return kind != FS_PLAIN;
+}
+
 static int refuse(struct walk *w, struct cr_fsres *res, const char *path,
 		  size_t len, const char *layer)
 {
@@ -521,6 +594,8 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			}
 			return -errno;
 		}
+		if (misplaced(w->run->fs, cand, plen, &st, w->fd, nm))
+			return refuse(w, res, cand, plen, "fs");
 		if (S_ISLNK(st.st_mode) &&
 		    (!last || (w->how & CR_RES_FOLLOW) || res->trailing_slash)) {
 			bool magic = proc_pid_dir(w->cur, w->clen);
@@ -713,9 +788,14 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 	slash = strrchr(rel, '/');
 	if (slash) {
 		char parent[PATH_MAX];
+		/* No link is followed here: its text would not be where it
+		 * leads (with --ro /, "ws/up/proc/PID" through a link
+		 * up -> ../.. was judged as a path of "/" and read other
+		 * processes' memory). A path through a link takes the
+		 * walk, which judges where each link leads. */
 		struct open_how oh = {
 			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
 		};
 
 		memcpy(parent, rel, (size_t)(slash - rel));
@@ -746,7 +826,8 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		res->exists = false;
 	} else {
 		res->exists = true;
-		if (S_ISLNK(res->st.st_mode) && (how & CR_RES_FOLLOW)) {
+		if ((S_ISLNK(res->st.st_mode) && (how & CR_RES_FOLLOW)) ||
+		    misplaced(fs, abs, alen, &res->st, pfd, rel)) {
 			cr_fsres_free(res);
 			return 1;
 		}
