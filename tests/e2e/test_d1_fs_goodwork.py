@@ -565,3 +565,30 @@ def fs_good_umask_cloexec(t):
     r = _ok(fx, run, "umask and O_CLOEXEC")
     eq(r.get("stdout"), nat.out.decode(), "stdout")
     fx.check()
+
+
+@test
+def fs_good_empty_path_forms_on_an_fd(t):
+    """statx(fd, NULL, AT_EMPTY_PATH) (Linux 6.11+ takes NULL as ""),
+    fchmodat2(fd, "", mode, AT_EMPTY_PATH) and utimensat(fd, "", NULL,
+    AT_EMPTY_PATH) act on the fd's object, natively and under corral (an
+    earlier build answered EFAULT, ENOENT and ENOENT); on a file of a read
+    root the two changes are still refused."""
+    fx = FsFix(t, ro=True)
+    with open(fx.wsp("f"), "w") as f:
+        f.write("x")
+    os.chmod(fx.wsp("f"), 0o644)
+    nat = fx.native([t.prog("fs_probe"), "fdforms", "f"])
+    run = fx.probe(["fdforms", fx.wsp("f"), "fdforms", fx.ro_file],
+                   opts=["--ro", fx.ro])
+    r = _ok(fx, run)
+    out = r.get("stdout", "")
+    for op in ("statx0", "fchmodat2", "utimensat"):
+        ok_native = "%s f: ok" % op in nat.out.decode()
+        contains(out, "%s %s: %s" % (op, fx.wsp("f"),
+                                     "ok" if ok_native else ""),
+                 "%s in the workspace as natively" % op)
+    contains(out, "statx0 %s: ok" % fx.ro_file, "statx of a read-root file")
+    contains(out, "fchmodat2 %s: EACCES" % fx.ro_file, "chmod refused")
+    contains(out, "utimensat %s: EACCES" % fx.ro_file, "utimes refused")
+    fx.check()

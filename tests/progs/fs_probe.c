@@ -28,6 +28,11 @@
  *                           the call alone; "ok" or the errno
  *   reopen-w PATH           open(PATH, O_RDONLY), then /proc/self/fd/N
  *                           O_WRONLY (upgrading the access through procfs)
+ *   fdforms PATH            open(PATH, O_RDONLY), then the "" forms on the
+ *                           fd: statx(fd, NULL, AT_EMPTY_PATH) ("statx0"),
+ *                           fchmodat2(fd, "", 0600, AT_EMPTY_PATH)
+ *                           ("fchmodat2"), utimensat(fd, "", NULL,
+ *                           AT_EMPTY_PATH) ("utimensat")
  *
  * Output: "OP ARG: ok [detail]" or "OP ARG: ERRNO-NAME". Content read is
  * printed (escaped, up to 200 bytes), so a leak shows up in the output. */
@@ -359,6 +364,27 @@ int main(int argc, char **argv)
 				result(op, argv[i + 1], fd2, e, 0);
 				if (fd2 >= 0)
 					close(fd2);
+				close(fd);
+			}
+			i += 2;
+		} else if (!strcmp(op, "fdforms") && i + 1 < argc) {
+			struct statx sx;
+			long r;
+
+			fd = open(argv[i + 1], O_RDONLY);
+			e = errno;
+			if (fd < 0) {
+				result("fdforms-open", argv[i + 1], fd, e, 0);
+			} else {
+				r = syscall(SYS_statx, fd, NULL, AT_EMPTY_PATH,
+					    STATX_BASIC_STATS, &sx);
+				result("statx0", argv[i + 1], (int)r, errno, 0);
+				r = syscall(452 /* fchmodat2 */, fd, "", 0600,
+					    AT_EMPTY_PATH);
+				result("fchmodat2", argv[i + 1], (int)r, errno, 0);
+				r = syscall(SYS_utimensat, fd, "", NULL,
+					    AT_EMPTY_PATH);
+				result("utimensat", argv[i + 1], (int)r, errno, 0);
 				close(fd);
 			}
 			i += 2;

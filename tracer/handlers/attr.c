@@ -39,6 +39,30 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 	char p[64];
 	int rc, fd;
 
+	if ((flags & AT_EMPTY_PATH) && diri >= 0) {
+		/* fchmodat2(fd, "", mode, AT_EMPTY_PATH): fchmod(fd). */
+		bool empty;
+
+		fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
+		if (empty && fd != -1000) {
+			struct stat st;
+
+			if (fd < 0)
+				return CR_V_ERR(-fd);
+			rc = -cr_fs_fd_writable(run, n, sys, fd);
+			if (!rc && fstat(fd, &st) < 0)
+				rc = errno;
+			if (!rc)
+				rc = fchmod(fd, cr_fs_safe_mode(run, n, sys, NULL,
+								mode & 07777,
+								S_ISDIR(st.st_mode))) < 0 ?
+				     errno : 0;
+			close(fd);
+			return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+		}
+		if (empty && fd == -1000)	/* "" of the cwd: not taken */
+			return CR_V_ERR(ENOENT);
+	}
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
 		       &res);
 	if (rc)
@@ -165,14 +189,26 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
 		return CR_V_ERR(EINVAL);
-	if (n->data.args[pathi] == 0 && diri >= 0) {
+	if (diri >= 0 && (n->data.args[pathi] == 0 || (flags & AT_EMPTY_PATH))) {
+		/* The fd form: a NULL path (futimens), or "" with
+		 * AT_EMPTY_PATH. The times were read from the task: the
+		 * check that it is still the same task follows the path's
+		 * read. */
+		bool empty = n->data.args[pathi] == 0;
 		int fd;
 
-		/* The times were read from the task: still the same task? */
-		if (!cr_notif_valid(run, n->id))
-			return CR_V_ERR(ESRCH);
-		fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[diri]);
-
+		if (empty) {
+			if (!cr_notif_valid(run, n->id))
+				return CR_V_ERR(ESRCH);
+			fd = cr_fs_task_fd(run, (pid_t)n->pid,
+					   (int)n->data.args[diri]);
+		} else {
+			fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
+			if (!empty)
+				goto by_path;
+			if (fd == -1000)	/* as in do_chmod */
+				return CR_V_ERR(ENOENT);
+		}
 		if (fd < 0)
 			return CR_V_ERR(-fd);
 		rc = -cr_fs_fd_writable(run, n, sys, fd);
@@ -181,6 +217,7 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 		close(fd);
 		return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 	}
+by_path:
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
 		       &res);
 	if (rc)

@@ -130,6 +130,10 @@ struct cr_verdict cr_h_fsetxattr(struct cr_run *run, const struct cr_syscall_ent
 				const struct seccomp_notif *n);
 struct cr_verdict cr_h_fremovexattr(struct cr_run *run, const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n);
+/* stat.c: is the path argument "" (with AT_EMPTY_PATH: the dirfd's own
+ * object)? See the definition for the answers. */
+int cr_h_empty_path(struct cr_run *run, const struct seccomp_notif *n,
+		    int pathi, int diri, bool null_ok, bool *is_empty);
 /* attr.c: may metadata be changed through this fd (a copy of the task's)? */
 int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
 		      const char *sys, int fd);

@@ -16,25 +16,41 @@
 
 /* "" with AT_EMPTY_PATH names an fd the task holds: act on a copy of it.
  * The path is read once; a thread rewriting it later changes nothing,
- * because we never hand the call back to the kernel. */
-static int empty_path(struct cr_run *run, const struct seccomp_notif *n,
-		      int pathi, int diri, bool *is_empty)
+ * because we never hand the call back to the kernel. null_ok: a NULL path
+ * counts as "" (statx, as this kernel takes it). *is_empty false: a path
+ * to resolve. Else the copy, -1000 for the cwd (resolve "." below), or
+ * -errno. */
+int cr_h_empty_path(struct cr_run *run, const struct seccomp_notif *n,
+		    int pathi, int diri, bool null_ok, bool *is_empty)
 {
-	char c;
-	int rc;
+	char c = 0;
 
 	*is_empty = false;
-	rc = cr_mem_read((pid_t)n->pid, n->data.args[pathi], &c, 1);
-	if (rc)
-		return 0;	/* let the full read report the fault */
-	if (c)
-		return 0;
+	if (n->data.args[pathi] || !null_ok) {
+		if (cr_mem_read((pid_t)n->pid, n->data.args[pathi], &c, 1))
+			return 0;	/* let the full read report the fault */
+		if (c)
+			return 0;
+	}
 	if (!cr_notif_valid(run, n->id))
 		return -ESRCH;
 	*is_empty = true;
 	if ((int)n->data.args[diri] == AT_FDCWD)
 		return -1000;	/* "the cwd": resolve "." below */
 	return cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[diri]);
+}
+
+/* Does this kernel take statx(fd, NULL, AT_EMPTY_PATH) as ""? (6.11+;
+ * older ones answer EFAULT, and so do we.) Asked once, on our own fd. */
+static bool statx_null_ok(void)
+{
+	static int ok = -1;
+	struct statx stx;
+
+	if (ok < 0)
+		ok = syscall(SYS_statx, 0, NULL, AT_EMPTY_PATH, 0, &stx) == 0 ||
+		     errno != EFAULT;
+	return ok;
 }
 
 static struct cr_verdict write_back(const struct seccomp_notif *n, int argi,
@@ -55,7 +71,7 @@ static struct cr_verdict do_stat(struct cr_run *run,
 
 	if ((flags & AT_EMPTY_PATH) && diri >= 0) {
 		bool empty;
-		int fd = empty_path(run, n, pathi, diri, &empty);
+		int fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
 
 		if (empty && fd != -1000) {
 			if (fd < 0)
@@ -124,7 +140,8 @@ struct cr_verdict cr_h_statx(struct cr_run *run, const struct cr_syscall_entry *
 
 	if (flags & AT_EMPTY_PATH) {
 		bool empty;
-		int fd = empty_path(run, n, 1, 0, &empty);
+		int fd = cr_h_empty_path(run, n, 1, 0, statx_null_ok(),
+					  &empty);
 
 		if (empty && fd != -1000) {
 			if (fd < 0)
