@@ -14,6 +14,7 @@
 #include "corral/policy.h"
 #include "corral/result.h"
 #include "corral/util.h"
+#include "termsafe.h"
 
 #define CR_VERSION "0.1.0"
 
@@ -187,6 +188,8 @@ struct cr_tasks {
 struct cr_stream {
 	int fd;			/* read end, -1 when closed; owned */
 	int echo_fd;		/* where to stream (1 or 2), -1 when captured */
+	bool term_safe;		/* echo_fd is a terminal: echo through term */
+	struct cr_termsafe term;	/* only the echo's writer touches it */
 	char *buf;		/* owned; captured bytes */
 	size_t len;
 	uint64_t total;		/* bytes the program wrote */
