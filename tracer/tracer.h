@@ -549,7 +549,7 @@ int cr_audit_verify_main(int argc, char **argv);
 
 /* tracer/audit/alert.c: one alert event when denials look like a search
  * for secrets or a burst of metadata probing (thresholds: class alerts). */
-void cr_alert_observe(struct cr_run *run, const char *syscall,
+void cr_alert_observe(struct cr_run *run, pid_t pid, const char *syscall,
 		      const char *target, const char *layer);
 void cr_alert_result(const struct cr_run *run, void *result);
 void cr_alert_free(struct cr_run *run);
