@@ -75,9 +75,11 @@ $(BUILD)/tracer/filter_prebuilt.o: $(BUILD)/tracer/filter_prebuilt.c tracer/trac
 
 # The profile tests read tracer/syscalls.def as data: rebuild when it moves.
 # The pure parts of tracer/io/ (names, links, digests) are unit-tested too,
-# and tracer/taskfd.c (which fd table a thread uses) on threads of its own.
+# tracer/taskfd.c (which fd table a thread uses) on threads of its own, and
+# tracer/termsafe.c (the echo's terminal filter).
 IO_UNIT_OBJ := $(BUILD)/tracer/io/digest.o $(BUILD)/tracer/io/place.o \
-	$(BUILD)/tracer/audit/sha256.o $(BUILD)/tracer/taskfd.o
+	$(BUILD)/tracer/audit/sha256.o $(BUILD)/tracer/taskfd.o \
+	$(BUILD)/tracer/termsafe.o
 $(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) $(IO_UNIT_OBJ) tracer/syscalls.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter %.c %.o,$^) $(LIBS)

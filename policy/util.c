@@ -1,6 +1,7 @@
 /* policy/util.c: the small shared utilities declared in util.h: bounded
- * error formatting, bounded whole-file reads and whole writes. */
+ * error formatting, bounded whole-file reads and whole writes, lexical paths. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
@@ -114,4 +115,67 @@ ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size)
 		return -EIO;
 	buf[n] = 0;
 	return n;
+}
+
+/* Append the components of p to out (length *n), lexically. abs: out is an
+ * absolute path ("/" at least) and ".." never climbs above it. */
+static int lexical_add(char *out, size_t outsz, size_t *n, bool abs,
+		       const char *p)
+{
+	while (*p) {
+		const char *end = strchr(p, '/');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		bool dotdot = len == 2 && p[0] == '.' && p[1] == '.';
+
+		if (!len || (len == 1 && p[0] == '.')) {
+			/* "//" or ".": nothing */
+		} else if (dotdot && abs && *n == 1) {
+			/* ".." of "/" is "/" */
+		} else if (dotdot && (abs || (*n &&
+				       !(*n == 2 && !memcmp(out, "..", 2)) &&
+				       !(*n >= 3 && !memcmp(out + *n - 3, "/..", 3))))) {
+			/* Drop the last component (never a ".." kept). */
+			while (*n && out[*n - 1] != '/')
+				(*n)--;
+			if (*n > 1 || (!abs && *n))
+				(*n)--;	/* its slash, unless it is the root */
+		} else {
+			bool sep = abs ? *n > 1 : *n > 0;
+
+			if (*n + sep + len + 1 > outsz)
+				return -ENAMETOOLONG;
+			if (sep)
+				out[(*n)++] = '/';
+			memcpy(out + *n, p, len);
+			*n += len;
+		}
+		p += len;
+		if (*p == '/')
+			p++;
+	}
+	out[*n] = 0;
+	return 0;
+}
+
+int cr_path_lexical(const char *base, const char *path, char *out,
+		    size_t outsz)
+{
+	bool abs = path[0] == '/' || (base && base[0] == '/');
+	size_t n = 0;
+	int rc;
+
+	if (outsz < 2)
+		return -ENAMETOOLONG;
+	out[0] = 0;
+	if (abs) {
+		out[n++] = '/';
+		out[n] = 0;
+	}
+	if (path[0] != '/' && abs) {
+		rc = lexical_add(out, outsz, &n, true, base);
+		if (rc)
+			return rc;
+	}
+	return lexical_add(out, outsz, &n, abs, path);
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tracer.h"
 
@@ -18,6 +19,9 @@ void cr_stream_init(struct cr_stream *s, int fd, int echo_fd)
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
 	s->echo_fd = echo_fd;
+	/* A terminal obeys what it is sent: the echo to one is filtered
+	 * (tracer/termsafe.c); to a pipe or file it stays byte for byte. */
+	s->term_safe = echo_fd >= 0 && isatty(echo_fd);
 	if (fd >= 0)
 		fcntl(fd, F_SETFL, O_NONBLOCK);
 }

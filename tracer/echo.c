@@ -26,6 +26,43 @@
  * reader stalls; only the interleaving of such a flood is coarser. */
 #define CR_ECHO_MAX_SEGS 1024
 
+/* Write n bytes of s's output to its echo fd: as they are, or through the
+ * terminal filter when that fd is a terminal. 0 or -errno. Only one thread
+ * calls it for a stream at a time (the echo thread, or the loop when there
+ * is none), so the filter's state needs no lock. */
+static int echo_write(struct cr_stream *s, int fd, const char *p, size_t n)
+{
+	char safe[4096];
+
+	if (!s->term_safe)
+		return cr_write_all(fd, p, n);
+	while (n) {
+		size_t used, k = cr_termsafe_feed(&s->term, p, n, safe,
+						  sizeof(safe), &used);
+		int rc = k ? cr_write_all(fd, safe, k) : 0;
+
+		if (rc < 0)
+			return rc;
+		p += used;
+		n -= used;
+	}
+	return 0;
+}
+
+/* The end of the echo: a sequence or character the program left unended
+ * is written, made visible, so no byte is lost and none is obeyed. */
+static void echo_flush(struct cr_stream *s)
+{
+	char safe[CR_TERMSAFE_STEP];
+	size_t k;
+
+	if (!s->term_safe)
+		return;
+	k = cr_termsafe_flush(&s->term, safe);
+	if (k && s->echo_fd >= 0 && cr_write_all(s->echo_fd, safe, k) < 0)
+		s->echo_fd = -1;
+}
+
 struct seg {
 	struct cr_stream *s;	/* borrowed: run->out or run->err */
 	size_t off, len;	/* a range of s->buf */
@@ -67,7 +104,7 @@ static void *echo_main(void *arg)
 		pthread_mutex_unlock(&e->mu);
 		/* EPIPE and the like: our reader went away; the rest of this
 		 * stream is captured but no longer echoed. */
-		if (fd >= 0 && cr_write_all(fd, chunk, k) < 0) {
+		if (fd >= 0 && echo_write(s, fd, chunk, k) < 0) {
 			pthread_mutex_lock(&e->mu);
 			s->echo_fd = -1;
 			continue;
@@ -125,7 +162,7 @@ void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
 	if (!e) {
 		/* No thread (it could not start): echo in place, as
 		 * before, blocking the loop if the reader does not read. */
-		if (cr_write_all(s->echo_fd, s->buf + off, len) < 0)
+		if (echo_write(s, s->echo_fd, s->buf + off, len) < 0)
 			s->echo_fd = -1;
 		return;
 	}
@@ -163,8 +200,13 @@ void cr_echo_finish(struct cr_run *run)
 {
 	struct cr_echo *e = run->echo;
 
-	if (!e)
+	if (!e) {
+		/* No thread (--json, or it could not start): what was echoed
+		 * in place may have left a sequence pending. */
+		echo_flush(&run->out);
+		echo_flush(&run->err);
 		return;
+	}
 	pthread_mutex_lock(&e->mu);
 	e->closing = true;
 	pthread_cond_signal(&e->cv);
@@ -179,4 +221,6 @@ void cr_echo_finish(struct cr_run *run)
 	free(e->q);
 	free(e);
 	run->echo = NULL;
+	echo_flush(&run->out);
+	echo_flush(&run->err);
 }

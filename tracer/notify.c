@@ -272,7 +272,7 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	if (run->execfd >= 0 && pid == run->child &&
 	    (!strcmp(syscall, "execve") || !strcmp(syscall, "execveat")))
 		run->first_exec_denied = true;
-	cr_alert_observe(run, syscall, target, layer);	/* every one counts */
+	cr_alert_observe(run, pid, syscall, target, layer);	/* every one counts */
 
 	if (d) {
 		count = ++d->count;

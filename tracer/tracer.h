@@ -14,6 +14,7 @@
 #include "corral/policy.h"
 #include "corral/result.h"
 #include "corral/util.h"
+#include "termsafe.h"
 
 #define CR_VERSION "0.1.0"
 
@@ -187,6 +188,8 @@ struct cr_tasks {
 struct cr_stream {
 	int fd;			/* read end, -1 when closed; owned */
 	int echo_fd;		/* where to stream (1 or 2), -1 when captured */
+	bool term_safe;		/* echo_fd is a terminal: echo through term */
+	struct cr_termsafe term;	/* only the echo's writer touches it */
 	char *buf;		/* owned; captured bytes */
 	size_t len;
 	uint64_t total;		/* bytes the program wrote */
@@ -546,7 +549,7 @@ int cr_audit_verify_main(int argc, char **argv);
 
 /* tracer/audit/alert.c: one alert event when denials look like a search
  * for secrets or a burst of metadata probing (thresholds: class alerts). */
-void cr_alert_observe(struct cr_run *run, const char *syscall,
+void cr_alert_observe(struct cr_run *run, pid_t pid, const char *syscall,
 		      const char *target, const char *layer);
 void cr_alert_result(const struct cr_run *run, void *result);
 void cr_alert_free(struct cr_run *run);

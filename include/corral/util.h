@@ -62,5 +62,13 @@ ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size);
  * (-EIO for a write that wrote nothing). The supervisor ignores SIGPIPE,
  * so a closed reader is -EPIPE, never a signal. */
 int cr_write_all(int fd, const void *p, size_t n);
+/* path with "//", "." and ".." worked out on the text alone (no link is
+ * read), against base when path is relative and base is given (absolute),
+ * into out: "/a//b/./c/../d/" -> "/a/b/d"; a ".." at "/" stays there; a
+ * relative path without base stays relative, leading ".." kept. 0, or
+ * -ENAMETOOLONG when out is too small. One spelling per path as text, for
+ * counting: it may name another file than the kernel would reach. */
+int cr_path_lexical(const char *base, const char *path, char *out,
+		    size_t outsz);
 
 #endif

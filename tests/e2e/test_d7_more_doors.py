@@ -4,6 +4,7 @@ answer for processes outside the run. The probes are tests/progs/
 more_doors.c. Each test states what the docs promise and checks it.
 """
 
+import json
 import subprocess
 
 from harness import eq, true, lt, test, _show, answers, denials_of
@@ -150,6 +151,44 @@ def secret_alert_cannot_be_crowded_out_by_decoys(t):
     true("secret_path" in (r.get("alerts") or []),
          "no secret_path alert after ten denials of /root/.ssh/id_rsa "
          "(alerts %s)" % _show(r.get("alerts")))
+
+
+@test
+def secret_alert_counts_one_path_however_spelled(t):
+    """The secret_path alert counts denials per path, not per spelling
+    (docs/threat-model.md P8, "Alerts"). tracer/audit/alert.c counted by
+    the denial's target, whose part past the first component outside the
+    roots is the program's own text: /root/.ssh/id_rsa,
+    /root/.ssh/./id_rsa, //root/.ssh/id_rsa... each took a slot at count
+    1. Measured before the fix: 34 spellings, 34 denials, alerts []. Now
+    "//", "." and ".." are worked out on the text (relative paths against
+    the caller's working directory) and the alert comes at the third."""
+    audit = t.path("audit.jsonl")
+    # 30 spellings with "./" repeated, and four more: "//", "..", a
+    # detour through /tmp, and relative from the workspace.
+    script = ('p=/root/.ssh/; i=0; while [ $i -lt 30 ]; do '
+              'cat "${p}id_rsa" 2>/dev/null; p="${p}./"; i=$((i+1)); done; '
+              'for q in //root//.ssh//id_rsa /root/.ssh/../.ssh/id_rsa '
+              '/tmp/../root/.ssh/x/../id_rsa '
+              '../../../../../../../../../../../../root/.ssh/id_rsa; do '
+              'cat "$q" 2>/dev/null; done; echo done')
+    run = t.corral(["run", "--json", "--audit", audit, "--", "/bin/sh",
+                    "-c", script])
+    r = t.result(run)
+    eq(r.get("stdout"), "done\n", "stdout")
+    tries = [d for d in denials_of(r, layer="fs")
+             if "id_rsa" in (d.get("target") or "")]
+    eq(sum(d.get("count", 0) for d in tries), 34,
+       "denials of the key under its spellings: %s" % _show(tries, 900))
+    true("secret_path" in (r.get("alerts") or []),
+         "no secret_path alert after 34 spellings of /root/.ssh/id_rsa "
+         "(alerts %s)" % _show(r.get("alerts")))
+    with open(audit) as f:
+        evs = [json.loads(ln) for ln in f if ln.strip()]
+    al = [e for e in evs if e.get("event") == "alert"]
+    eq([(a.get("kind"), a.get("target"), a.get("denials")) for a in al],
+       [("secret_path", "/root/.ssh/id_rsa", 3)],
+       "the alert: one path, at the threshold")
 
 
 def _dir_bomb(path, depth, count):

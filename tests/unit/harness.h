@@ -75,7 +75,12 @@ struct cr_test {
 	X(io_link_inside)		\
 	X(io_tree_digest)		\
 	X(io_sha256_argv)		\
-	X(taskfd_own_table)
+	X(taskfd_own_table)		\
+	X(termsafe_passes_colour_and_layout)	\
+	X(termsafe_shows_the_rest_as_text)	\
+	X(termsafe_bounded)		\
+	X(termsafe_never_writes_half)	\
+	X(path_lexical)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);

@@ -1,8 +1,10 @@
 /* tracer/audit/alert.c: watches the run's denials for the shape of a search:
  * one secret-looking path tried again and again, or a burst of metadata probes. */
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cJSON.h>
 
 #include "../tracer.h"
@@ -91,6 +93,34 @@ static void raise_alert(struct cr_run *run, const char *kind, cJSON *f)
 	cr_audit_event(run, "alert", f);
 }
 
+/*
+ * The one spelling a denied path is counted under: "//", "." and ".."
+ * worked out on the text, a relative path against the caller's working
+ * directory (as given when that cannot be read). Most fs denials already
+ * name a resolved prefix, but the part past the first component outside
+ * the roots is the program's own text, never walked: counted raw, each of
+ * /root/.ssh/id_rsa, /root/.ssh/./id_rsa, //root/.ssh/id_rsa... took a
+ * slot of its own and 34 tries of one key raised nothing. 0, or -errno
+ * (too long: then the raw text is used).
+ */
+static int canonical(pid_t pid, const char *target, char *out, size_t size)
+{
+	char cwd[PATH_MAX], link[64];
+	const char *base = NULL;
+	ssize_t n = -1;
+
+	if (target[0] != '/' && pid > 0) {
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+		n = readlink(link, cwd, sizeof(cwd) - 1);
+	}
+	if (n > 0 && cwd[0] == '/') {
+		cwd[n] = 0;
+		if (!(n > 10 && !strcmp(cwd + n - 10, " (deleted)")))
+			base = cwd;
+	}
+	return cr_path_lexical(base, target, out, size);
+}
+
 static void secret_seen(struct cr_run *run, struct cr_alerts *a,
 			const char *target, const char *syscall)
 {
@@ -158,7 +188,7 @@ static void probe_seen(struct cr_run *run, struct cr_alerts *a)
 	}
 }
 
-void cr_alert_observe(struct cr_run *run, const char *syscall,
+void cr_alert_observe(struct cr_run *run, pid_t pid, const char *syscall,
 		      const char *target, const char *layer)
 {
 	const struct cr_alert_limits *l = &run->cfg->cls->alerts;
@@ -169,9 +199,14 @@ void cr_alert_observe(struct cr_run *run, const char *syscall,
 	a = state(run);
 	if (!a)
 		return;
-	if (l->secret_denials && target && !strcmp(layer, "fs") &&
-	    is_secret_path(target))
-		secret_seen(run, a, target, syscall);
+	if (l->secret_denials && target && !strcmp(layer, "fs")) {
+		char canon[PATH_MAX];
+		const char *key = canonical(pid, target, canon, sizeof(canon)) ?
+					  target : canon;
+
+		if (is_secret_path(key))
+			secret_seen(run, a, key, syscall);
+	}
 	if (l->probe_denials && is_probe(syscall))
 		probe_seen(run, a);
 }
