@@ -327,3 +327,29 @@ def fast_open_never_over_the_terminals(t):
     finally:
         os.close(m)
         os.close(s)
+
+
+@test
+def fast_open_stays_off_roots_holding_placed_objects(t):
+    """Landlock grants a root's whole tree, so at level open a read-only
+    open the kernel decides would reach what the supervisor refuses by
+    place: another process's /dev/shm object under a root on /dev/shm (an
+    earlier build read one, mode 600, with --fast-open --ro /dev/shm), a
+    terminal through a devpts mount inside a root. Such runs keep their
+    opens notified (level metadata), and the object stays refused."""
+    need_landlock(t)
+    fx = Fix(t)
+    name = "/dev/shm/crtest-%d-%s" % (os.getpid(), t.marker[-8:])
+    with open(name, "w") as f:
+        f.write("shm-secret\n")
+    os.chmod(name, 0o600)
+    try:
+        for root in (["--ro", "/dev/shm"], ["--rw", "/dev/shm"]):
+            run, r = fx.run("cat %s; echo rc=$?" % name,
+                            opts=["--fast-open"] + root)
+            eq(ll(r).get("fast_path"), "metadata",
+               "%s: landlock.fast_path" % root)
+            not_contains(r.get("stdout", ""), "shm-secret", "stdout")
+            contains(r.get("stdout", ""), "rc=1", "refused")
+    finally:
+        os.unlink(name)

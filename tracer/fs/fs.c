@@ -325,6 +325,15 @@ int cr_fs_setup(struct cr_run *run)
 		fs->proc_dev = st.st_dev;
 	}
 	fs->shm_fd = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	{
+		/* /dev/shm's own filesystem, when it is a mount of its own:
+		 * its objects met anywhere else are refused (resolve.c). */
+		struct stat shm, dev;
+
+		if (fs->shm_fd >= 0 && fstat(fs->shm_fd, &shm) == 0 &&
+		    stat("/dev", &dev) == 0 && shm.st_dev != dev.st_dev)
+			fs->shm_dev = shm.st_dev;
+	}
 	/* What a supervisor killed with -9 left in /dev/shm goes now. */
 	cr_fs_shm_sweep();
 	cr_fs_held_setup(run);

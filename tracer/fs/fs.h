@@ -37,6 +37,7 @@ struct cr_fsstate {
 	unsigned *ptys;		/* owned: /dev/pts indices the run allocated */
 	size_t nptys;
 	dev_t proc_dev;		/* st_dev of /proc, for listings (dirents.c) */
+	dev_t shm_dev;		/* of /dev/shm when a mount of its own, or 0 */
 	struct { dev_t dev; int kind; } devkind[16];	/* resolve.c: placed_fs */
 	size_t ndevkind;
 	struct cr_fsalias *alias;	/* owned: roots named through a link */

@@ -297,8 +297,9 @@ unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
  * an earlier build read another process's stack through a second proc
  * mount under --ro DIR. So the filesystem of every object found is looked
  * at (learned once per device: fstatfs on an O_PATH fd), and a proc or
- * devpts object outside /proc or /dev/pts is refused. Device nodes outside
- * /dev are held to /dev's list of harmless devices by number. When the
+ * devpts object outside /proc or /dev/pts is refused, and so is an object
+ * of /dev/shm's filesystem outside /dev/shm. Device nodes outside /dev
+ * are held to /dev's list of harmless devices by number. When the
  * filesystem cannot be learned: refused (fail closed).
  */
 enum { FS_PLAIN, FS_PROC, FS_DEVPTS, FS_UNKNOWN };
@@ -352,6 +353,11 @@ static bool misplaced(struct cr_fsstate *fs, const char *path, size_t len,
 	if ((S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) &&
 	    !cr_path_within("/dev", 4, path, len) &&
 	    !(S_ISCHR(st->st_mode) && harmless_device(st->st_rdev)))
+		return true;
+	/* The rule of /dev/shm (the run's own objects only) goes by the
+	 * place too: its objects through a bind mount of /dev elsewhere. */
+	if (fs->shm_dev && st->st_dev == fs->shm_dev &&
+	    !cr_path_within("/dev/shm", 8, path, len))
 		return true;
 	kind = fs_kind(fs, st->st_dev, dirfd, name);
 	if (kind == FS_PROC)

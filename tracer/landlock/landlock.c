@@ -5,7 +5,9 @@
 #include <glob.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -317,6 +319,76 @@ static int build(struct cr_run *run, int abi, int fast)
  * hole in a root) or one that hides everything (ENOENT for every refusal)
  * keeps every call with the supervisor.
  */
+/* mountinfo escapes a mount point's space, tab, newline and backslash as
+ * \ooo: undone in place. */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+				      (s[3] - '0'));
+			s += 3;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = 0;
+}
+
+/* Is a mount whose objects have rules by place (proc, devpts, devtmpfs,
+ * mqueue, or /dev/shm's own filesystem) at or beneath a directory root?
+ * Landlock grants a root's whole tree, across mount points, so a
+ * read-only open the kernel decides would reach it where the supervisor
+ * refuses it (resolve.c: misplaced): a chroot tree's bind mounts of /dev
+ * and /dev/pts inside a read root let a run read another terminal of the
+ * user. True also when the mount table cannot be read (fail closed). */
+static bool placed_mount_in_roots(const struct cr_run *run)
+{
+	static const char *const kinds[] = { "proc", "devpts", "devtmpfs",
+					     "mqueue" };
+	const struct cr_fsrules *r = &run->fs->rules;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	bool hit = false;
+
+	if (!f)
+		return true;
+	while (!hit && getline(&line, &cap, f) > 0) {
+		char mp[PATH_MAX], *dash = strstr(line, " - ");
+		char fstype[64];
+		unsigned maj, min;
+		bool placed = false;
+
+		if (!dash || sscanf(line, "%*s %*s %u:%u %*s %4095s", &maj, &min,
+				    mp) != 3 ||
+		    sscanf(dash + 3, "%63s", fstype) != 1) {
+			hit = true;	/* unreadable: fail closed */
+			break;
+		}
+		for (size_t k = 0; k < CR_ARRAY_SIZE(kinds); k++)
+			if (!strcmp(fstype, kinds[k]))
+				placed = true;
+		if (run->fs->shm_dev && makedev(maj, min) == run->fs->shm_dev)
+			placed = true;
+		if (!placed)
+			continue;
+		unescape_octal(mp);
+		for (size_t i = 0; !hit && i < r->nroots; i++)
+			if (run->fs->root_fds && run->fs->root_fds[i] >= 0 &&
+			    !builtin_only(r->roots[i].path, r->roots[i].len) &&
+			    cr_path_within(r->roots[i].path, r->roots[i].len,
+					   mp, strlen(mp)))
+				hit = true;
+	}
+	free(line);
+	fclose(f);
+	return hit;
+}
+
 static int fast_level(const struct cr_run *run)
 {
 	const struct cr_run_config *cfg = run->cfg;
@@ -336,9 +408,17 @@ static int fast_level(const struct cr_run *run)
 		const struct cr_fsroot *r = &run->fs->rules.roots[i];
 
 		if (cr_path_within(r->path, r->len, "/dev/pts", 8) ||
-		    cr_path_within(r->path, r->len, "/dev/tty", 8))
+		    cr_path_within(r->path, r->len, "/dev/tty", 8) ||
+		    cr_path_within(r->path, r->len, "/dev/shm", 8))
+			return CR_FAST_METADATA;
+		/* A directory inside /dev (/dev/shm: other processes'
+		 * objects, which the supervisor refuses; /dev/pts). */
+		if (cr_path_within("/dev", 4, r->path, r->len) &&
+		    run->fs->root_fds && run->fs->root_fds[i] >= 0)
 			return CR_FAST_METADATA;
 	}
+	if (placed_mount_in_roots(run))
+		return CR_FAST_METADATA;
 	return CR_FAST_OPEN;
 }
 
