@@ -11,6 +11,7 @@ Landlock does not stand in the way).
 """
 
 import os
+import subprocess
 
 from harness import eq, true, lt, test, _show, answers, denials_of
 
@@ -337,6 +338,82 @@ def exec_interpreter_outside_is_absent_either_way(t):
            "the roots: %s" % (sub, got))
         true(denials_of(r, syscall="execve", layer="exec"),
              "%s: no exec denial recorded" % sub)
+
+
+CHAIN_PROG = r"""
+import os, sys
+for name in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execv(name, [name])
+        except OSError as e:
+            print(name, "errno", e.errno, flush=True)
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+@test
+def exec_chain_judges_every_path_the_kernel_opens(t):
+    """The kernel loads images at depths 0..5 and opens what each names
+    (a #! interpreter), six paths past the first image; an earlier build
+    judged four, so a chain of workspace scripts whose fifth named a host
+    path told an existing one (EACCES) from a missing one (ENOENT), with
+    no denial. Every one is judged now: absent either way, recorded."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    secret = stage(t)
+    names = []
+    for tag, target in (("a", secret), ("b", t.path("nothere"))):
+        for depth in range(6):
+            nxt = os.path.join(ws, "%s%d" % (tag, depth + 1))
+            t.write("ws/%s%d" % (tag, depth),
+                    "#!%s\n" % (nxt if depth < 4 else target), 0o755)
+        names.append("./%s0" % tag)
+    t.write("ws/chain.py", CHAIN_PROG)
+    run = t.corral(["run", "--json", "-w", ws, "--",
+                    "python3", "chain.py"] + names)
+    r = t.result(run)
+    out = r.get("stdout") or ""
+    eq(sorted(ln for ln in out.splitlines() if "errno" in ln),
+       ["./a0 errno 2", "./b0 errno 2"],
+       "existing and missing outside paths answer alike: %s" % _show(out))
+    true(denials_of(r, syscall="execve", layer="exec"),
+         "no exec denial: %s" % _show(r.get("denials")))
+
+
+@test
+def exec_loader_through_a_link_in_an_exec_root_is_judged_where_it_leads(t):
+    """An ELF's loader path (PT_INTERP) inside an exec root was judged by
+    its text, without following links: a link in the root leading outside
+    every root let the kernel look there, and the errno told an existing
+    file from a missing one. It is walked now (once per path a run)."""
+    xroot = t.path("xroot")
+    os.makedirs(xroot)
+    outside = t.path("outside")
+    os.makedirs(outside)
+    with open(os.path.join(outside, "present"), "w") as f:
+        f.write("x")
+    os.symlink(outside, os.path.join(xroot, "out"))
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    src = t.write("e.c", "int main(void){return 0;}\n")
+    names = []
+    for name in ("present", "absent"):
+        exe = os.path.join(ws, "e-" + name)
+        subprocess.run(["gcc", "-o", exe, "-Wl,--dynamic-linker=%s" %
+                        os.path.join(xroot, "out", name), src], check=True)
+        names.append("./e-" + name)
+    t.write("ws/chain.py", CHAIN_PROG)
+    run = t.corral(["run", "--json", "-w", ws, "--exec", xroot, "--",
+                    "python3", "chain.py"] + names)
+    r = t.result(run)
+    out = r.get("stdout") or ""
+    errs = sorted(ln.split()[-1] for ln in out.splitlines() if "errno" in ln)
+    eq(len(errs), 2, "both refused: %s" % _show(out))
+    eq(errs[0], errs[1],
+       "existing and missing loaders answer alike: %s" % _show(out))
 
 
 @test

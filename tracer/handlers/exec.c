@@ -40,7 +40,10 @@
  * (docs/threat-model.md, P1): with Landlock the kernel refuses such an
  * interpreter itself, without it the exec stop judges the image.
  */
-#define CR_INTERP_DEPTH 5	/* the image and BINPRM_MAX_RECURSION (4) */
+/* The kernel's exec_binprm loads images at depths 0..5 and, at each, opens
+ * what the image names (a script's interpreter, an ELF's loader) before it
+ * fails ELOOP at depth 6: six paths it looks up past the image. */
+#define CR_INTERP_OPENED 6
 
 /* A 32-bit image's PT_INTERP: the kernel (with IA32 emulation) opens it
  * at the execve itself, before the filter's arch check can kill the new
@@ -143,24 +146,45 @@ static int image_interp(int fd, char *out, size_t outlen)
 
 /* An ELF interpreter named by a plain absolute path (the loader, on
  * every dynamic exec) none of whose prefixes the run may write: nothing
- * along it is the program's to change, so its text decides, without the
- * walk through the loader's links (/lib64 -> usr/lib64 -> ...) on every
- * exec. A system link leading into a writable root would still be judged
- * at the exec stop, on the loader really mapped. */
+ * along it is the program's to change, so once the walk has judged it
+ * runnable (its links followed and judged where they lead: an earlier
+ * build trusted the text, and a system link inside an exec root such as
+ * /usr/lib/ssl/private -> /etc/ssl/private let the kernel look outside
+ * every root, its errno telling what exists there), the verdict is kept
+ * for the run, sparing the walk through the loader's links (/lib64 ->
+ * usr/lib64 -> ...) on every exec. A system link re-pointed meanwhile is
+ * still judged at the exec stop, on the loader really mapped. */
 static bool fixed_runnable(struct cr_run *run, const struct seccomp_notif *n,
 			   const char *p)
 {
+	static char known[4][PATH_MAX];
+	static size_t nknown;
 	size_t len = strlen(p);
+	struct cr_fsres res;
+	bool ok;
+	int rc;
 
 	if (p[0] != '/' || strstr(p, "//") || strstr(p, "/./") ||
 	    strstr(p, "/../") || p[len - 1] == '/' || p[len - 1] == '.' ||
+	    len >= PATH_MAX ||
 	    !(cr_fs_access(run, (pid_t)n->pid, p, len) & CR_FS_X))
 		return false;
 	for (size_t i = 1; i <= len; i++)
 		if ((p[i] == '/' || !p[i]) &&
 		    (cr_fs_access(run, (pid_t)n->pid, p, i) & CR_FS_W))
 			return false;
-	return true;
+	for (size_t i = 0; i < nknown; i++)
+		if (!strcmp(known[i], p))
+			return true;
+	rc = cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, p, CR_RES_FOLLOW,
+			   &res);
+	ok = !rc && res.exists && (res.acc & CR_FS_X) &&
+	     S_ISREG(res.st.st_mode);
+	if (!rc)
+		cr_fsres_free(&res);
+	if (ok && nknown < CR_ARRAY_SIZE(known))
+		memcpy(known[nknown++], p, len + 1);
+	return ok;
 }
 
 /* Lookup errors the kernel meets the same way on the same path. */
@@ -183,7 +207,7 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 	char interp[PATH_MAX];
 	int rc = 0;
 
-	for (int depth = 1; depth < CR_INTERP_DEPTH; depth++) {
+	for (int depth = 1; depth <= CR_INTERP_OPENED; depth++) {
 		struct cr_fsres res;
 		int got;
 
