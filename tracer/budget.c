@@ -17,6 +17,7 @@
 
 #include "budget.h"
 #include "fs/fs.h"
+#include "net/net.h"
 
 /*
  * Where the numbers come from, and why they can be trusted:
@@ -88,10 +89,10 @@ struct cr_budgets {
 	uint64_t hook_files, hook_bytes;
 	uint64_t disk_peak;		/* the most judged during the run */
 
-	/* memory out of any RSS: unix socket queues (sockmem.c) */
+	/* memory out of any RSS: socket queues (sockmem.c) */
 	struct cr_sockmem *sockmem;	/* owned */
 	uint64_t sockbytes;		/* by the last fd scan */
-	bool sock_unmeasurable;		/* the kernel lists no unix sockets */
+	bool sock_unmeasurable;		/* the kernel has no sock_diag */
 	uint64_t *sockinos;		/* the fd scan's socket inodes */
 	size_t nsock, sockcap;
 };
@@ -850,11 +851,27 @@ static void measure_sockets(struct cr_run *run)
 
 	if (b->sock_unmeasurable)
 		return;
+	/* The run's UDP sockets the supervisor holds a duplicate of: their
+	 * queues live on after the program closed its descriptors. */
+	if (run->net && run->net->nudp) {
+		size_t need = b->nsock + run->net->nudp;
+
+		if (need > b->sockcap) {
+			uint64_t *g = realloc(b->sockinos, need * sizeof(*g));
+
+			if (!g)
+				return;	/* the last figure stands */
+			b->sockinos = g;
+			b->sockcap = need;
+		}
+		b->nsock += cr_net_udp_inodes(run->net, b->sockinos + b->nsock,
+					      b->sockcap - b->nsock);
+	}
 	rc = cr_sockmem_measure(b->sockmem, b->sockinos, b->nsock, &bytes);
 	if (!rc)
 		b->sockbytes = bytes;
 	else if (rc == -ENOENT || rc == -EPROTONOSUPPORT || rc == -EIO)
-		b->sock_unmeasurable = true;	/* no unix_diag: docs/limits.md */
+		b->sock_unmeasurable = true;	/* no sock_diag: docs/limits.md */
 }
 
 void cr_budget_charge_cpu(struct cr_run *run, uint64_t ns)
@@ -883,6 +900,13 @@ int cr_budget_on_send_fd(struct cr_run *run, int fd)
 	if (!b || fstat(fd, &st) < 0)
 		return -EBADF;
 	return S_ISSOCK(st.st_mode) ? cr_sockmem_sent(b->sockmem, st.st_ino) : 0;
+}
+
+void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
+			      int proto)
+{
+	if (run->budgets)
+		cr_sockmem_kind(run->budgets->sockmem, domain, type, proto);
 }
 
 /* Regular files the tree holds open after unlinking them, and memfds:

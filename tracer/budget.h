@@ -50,7 +50,7 @@
 
 struct cr_budgets;
 
-/* sockmem.c: bytes queued in the run's unix sockets (memory budget). At
+/* sockmem.c: bytes queued in the run's sockets (memory budget). At
  * most this many sockets passed over SCM_RIGHTS are followed at once; past
  * that a send carrying one more fails with ETOOMANYREFS, the kernel's
  * answer for too many descriptors in flight. */
@@ -60,6 +60,9 @@ struct cr_sockmem *cr_sockmem_new(void);
 void cr_sockmem_free(struct cr_sockmem *s);
 /* The run passed the socket with this inode: followed until gone. */
 int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino);
+/* The run made a socket of this family (AF_INET, AF_INET6), type and
+ * protocol: its kind is listed from now on. */
+void cr_sockmem_kind(struct cr_sockmem *s, int domain, int type, int proto);
 /* Bytes waiting in the run's sockets: those of the tables (inodes) and
  * the passed ones; forgets passed sockets that no longer exist. */
 int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
@@ -126,6 +129,10 @@ void cr_budget_charge_cpu(struct cr_run *run, uint64_t ns);
  * program: a socket is followed for the memory budget wherever it goes.
  * 0, or -errno to refuse the send. */
 int cr_budget_on_send_fd(struct cr_run *run, int fd);
+/* The program asks for an internet socket: its kind's queues are measured
+ * from now on (the listings of kinds the run never made are skipped). */
+void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
+			      int proto);
 /* An entry of a writable root was removed (unlink, rmdir, a rename onto an
  * existing name): the files count is of entries the run added, net. */
 void cr_budget_on_remove(struct cr_run *run);

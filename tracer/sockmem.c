@@ -1,9 +1,12 @@
-/* tracer/sockmem.c: the bytes queued in the run's unix sockets, wherever the
- * sockets are (tasks' tables or in flight), for the memory budget. */
+/* tracer/sockmem.c: the bytes queued in the run's sockets (unix, UDP, TCP),
+ * wherever the sockets are (tasks' tables, in flight), for the memory budget. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
@@ -32,11 +35,20 @@
  * peer is not one of the run's (sent by a socket we do not count). An
  * inode number reused by a socket outside the run is counted too: an
  * error towards stopping.
+ *
+ * Internet sockets are alike (a UDP socket with SO_RCVBUF raised queues
+ * 8 MiB here, on loopback, no grant needed): the same inodes, plus those
+ * of the UDP sockets the supervisor holds for the run (tracer/net/udp.c),
+ * are looked up in one listing per family and protocol (one_inet, below).
+ * A kind the kernel cannot list (its diag module absent) is skipped for
+ * the rest of the run.
  */
 
 struct cr_sockmem {
 	uint64_t *sent;		/* inodes of sockets the run passed */
 	size_t nsent, cap;
+	unsigned made;		/* internet kinds the run made (bits) */
+	unsigned absent;	/* internet listings the kernel lacks */
 };
 
 static int cmp_ino(const void *a, const void *b)
@@ -85,27 +97,61 @@ int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino)
 	return 0;
 }
 
+/* Internet protocols listed per family: TCP, UDP, UDP-Lite (the only
+ * internet sockets a run may make, tracer/handlers/socket.c). */
+static const uint8_t inet_protos[] = { IPPROTO_TCP, IPPROTO_UDP,
+				       IPPROTO_UDPLITE };
+
+/* A kind's bit: family (AF_INET, AF_INET6) times protocol. */
+static unsigned kind_bit(int f6, size_t proto_idx)
+{
+	return 1u << (f6 * sizeof(inet_protos) + proto_idx);
+}
+
+void cr_sockmem_kind(struct cr_sockmem *s, int domain, int type, int proto)
+{
+	size_t p = type == SOCK_STREAM ? 0 : proto == IPPROTO_UDPLITE ? 2 : 1;
+
+	if (s)
+		s->made |= kind_bit(domain == AF_INET6, p);
+}
+
+#define UNIX_BIT (1u << 31)
+
 struct dump {
 	const uint64_t *ours;	/* sorted: the tables' and the sent */
 	size_t nours;
 	uint64_t *seen;		/* sent inodes the listing showed */
 	size_t nseen;
 	uint64_t bytes;
+	/* TCP: local ports of the run's listeners in this listing */
+	uint16_t *lports;
+	size_t nlports, caplports;
 };
 
-static void one(struct dump *d, const struct unix_diag_msg *m, size_t len)
+static bool ours(struct dump *d, uint64_t ino)
 {
+	if (!has(d->ours, d->nours, ino))
+		return false;
+	/* A dump the kernel restarted may list a socket twice. */
+	if (d->nseen < d->nours)
+		d->seen[d->nseen++] = ino;
+	return true;
+}
+
+static void one_unix(struct dump *d, const struct nlmsghdr *h)
+{
+	const struct unix_diag_msg *m = NLMSG_DATA(h);
 	const struct rtattr *a = (const void *)(m + 1);
-	unsigned int left = (unsigned int)(len - NLMSG_ALIGN(sizeof(*m)));
+	unsigned int left;
 	struct unix_diag_rqlen q = { 0 };
 	bool have_q = false;
 	uint32_t peer = 0;
 
-	if (!has(d->ours, d->nours, m->udiag_ino))
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)) || !ours(d, m->udiag_ino))
 		return;
-	/* A dump the kernel restarted may list a socket twice. */
-	if (d->nseen < d->nours)
-		d->seen[d->nseen++] = m->udiag_ino;
+	left = (unsigned int)(h->nlmsg_len - NLMSG_HDRLEN -
+			      NLMSG_ALIGN(sizeof(*m)));
 	for (; RTA_OK(a, left); a = RTA_NEXT(a, left)) {
 		if (a->rta_type == UNIX_DIAG_PEER &&
 		    RTA_PAYLOAD(a) >= (int)sizeof(peer))
@@ -117,11 +163,139 @@ static void one(struct dump *d, const struct unix_diag_msg *m, size_t len)
 		}
 	}
 	/* A listener's figures are its backlog's lengths, not bytes. */
-	if (!have_q || m->udiag_state == 10 /* TCP_LISTEN */)
+	if (!have_q || m->udiag_state == TCP_LISTEN)
 		return;
 	d->bytes += q.udiag_wqueue;
 	if (!peer || !has(d->ours, d->nours, peer))
 		d->bytes += q.udiag_rqueue;
+}
+
+/*
+ * An internet socket of the run: its receive and send queues. For UDP the
+ * kernel gives the memory each queue holds (rmem and wmem allocated); for
+ * TCP the bytes not yet read and those not yet acknowledged. A datagram
+ * sent on loopback leaves the sender's count when it is queued at the
+ * receiver, and a TCP segment leaves the sender's when acknowledged, so
+ * bytes passed between two of the run's sockets are counted about once.
+ *
+ * A connection a listener of the run has not accepted yet has no
+ * descriptor, hence no inode, though data sent to it waits in its queue:
+ * those (inode 0) on the local port of one of the run's listeners count
+ * too. The kernel lists listeners before connections; a stranger's
+ * connection on the same port number and another address counts as well:
+ * an error towards stopping.
+ */
+static bool has_port(const struct dump *d, uint16_t port)
+{
+	for (size_t i = 0; i < d->nlports; i++)
+		if (d->lports[i] == port)
+			return true;
+	return false;
+}
+
+static void one_inet(struct dump *d, const struct nlmsghdr *h)
+{
+	const struct inet_diag_msg *m = NLMSG_DATA(h);
+
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+		return;
+	if (m->idiag_state == TCP_LISTEN) {
+		/* Its figures are its backlog's lengths, not bytes. */
+		if (!ours(d, m->idiag_inode) || has_port(d, m->id.idiag_sport))
+			return;
+		if (d->nlports == d->caplports) {
+			size_t cap = d->caplports ? d->caplports * 2 : 16;
+			uint16_t *g = realloc(d->lports, cap * sizeof(*g));
+
+			if (!g)
+				return;	/* its connections go uncounted */
+			d->lports = g;
+			d->caplports = cap;
+		}
+		d->lports[d->nlports++] = m->id.idiag_sport;
+		return;
+	}
+	if (m->idiag_inode) {
+		if (!ours(d, m->idiag_inode))
+			return;
+	} else if ((!m->idiag_rqueue && !m->idiag_wqueue) ||
+		   !has_port(d, m->id.idiag_sport)) {
+		return;	/* nothing queued, or behind no listener of ours */
+	}
+	d->bytes += (uint64_t)m->idiag_rqueue + m->idiag_wqueue;
+}
+
+/* One dump: each message to fn. 0, or -errno (the kernel's answer to the
+ * request, or the socket's; -EIO for a reply cut short). */
+static int listing(int fd, const void *req, size_t len, struct dump *d,
+		   void (*fn)(struct dump *, const struct nlmsghdr *))
+{
+	char buf[32768];
+
+	if (send(fd, req, len, 0) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t got = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		size_t left = got > 0 ? (size_t)got : 0;
+
+		if (got <= 0)
+			return got < 0 ? -errno : -EIO;
+		for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				return h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) &&
+				       e->error < 0 ? e->error : -EIO;
+			}
+			fn(d, h);
+		}
+	}
+}
+
+/* The kernel lists no sockets of this kind (its diag module is absent, or
+ * the protocol itself): nothing of it to measure. */
+static bool kind_absent(int rc)
+{
+	return rc == -ENOENT || rc == -EOPNOTSUPP || rc == -EPROTONOSUPPORT ||
+	       rc == -EINVAL;
+}
+
+static int inet_listings(struct cr_sockmem *s, int fd, struct dump *d)
+{
+	for (int f = 0; f < 2; f++) {
+		for (size_t p = 0; p < sizeof(inet_protos); p++) {
+			unsigned bit = kind_bit(f, p);
+			struct {
+				struct nlmsghdr nlh;
+				struct inet_diag_req_v2 r;
+			} req = {
+				.nlh = { .nlmsg_len = sizeof(req),
+					 .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+					 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+				.r = { .sdiag_family = f ? AF_INET6 : AF_INET,
+				       .sdiag_protocol = inet_protos[p],
+				       .idiag_states = ~0u },
+			};
+			int rc;
+
+			/* None made (a run's internet sockets all come
+			 * from its own socket() calls and accepts), or
+			 * none listed: a TCP listing walks the host's whole
+			 * connection table (~1.3 ms here). */
+			if (s && (!(s->made & bit) || (s->absent & bit)))
+				continue;
+			d->nlports = 0;
+			rc = listing(fd, &req, sizeof(req), d, one_inet);
+			if (rc && kind_absent(rc) && s)
+				s->absent |= bit;
+			else if (rc)
+				return rc;
+		}
+	}
+	return 0;
 }
 
 int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
@@ -140,8 +314,6 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 	size_t n = ntables + (s ? s->nsent : 0);
 	struct dump d = { 0 };
 	uint64_t *ours;
-	char buf[32768];
-	bool done = false;
 	int fd, rc = 0;
 
 	*bytes = 0;
@@ -161,34 +333,21 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 	d.ours = ours;
 	d.nours = n;
 	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0 || send(fd, &req, sizeof(req), 0) < 0)
+	if (fd < 0)
 		rc = -errno;
-	while (!rc && !done) {
-		ssize_t got = recv(fd, buf, sizeof(buf), 0);
-		struct nlmsghdr *h = (struct nlmsghdr *)buf;
-		size_t left = got > 0 ? (size_t)got : 0;
-
-		if (got <= 0) {
-			rc = got < 0 ? -errno : -EIO;
-			break;
-		}
-		for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-			if (h->nlmsg_type == NLMSG_DONE) {
-				done = true;
-				break;
-			}
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				rc = -EIO;
-				break;
-			}
-			if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct unix_diag_msg)))
-				one(&d, NLMSG_DATA(h), h->nlmsg_len - NLMSG_HDRLEN);
+	if (!rc && !(s && (s->absent & UNIX_BIT))) {
+		rc = listing(fd, &req, sizeof(req), &d, one_unix);
+		if (rc && kind_absent(rc) && s) {
+			s->absent |= UNIX_BIT;
+			rc = 0;
 		}
 	}
+	if (!rc)
+		rc = inet_listings(s, fd, &d);
 	if (fd >= 0)
 		close(fd);
 	if (!rc && s) {
-		/* A sent socket the listing no longer shows is gone. */
+		/* A sent socket no listing shows any more is gone. */
 		size_t j = 0;
 
 		qsort(d.seen, d.nseen, sizeof(*d.seen), cmp_ino);
@@ -200,5 +359,6 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 	*bytes = d.bytes;
 	free(ours);
 	free(d.seen);
+	free(d.lports);
 	return rc;
 }

@@ -367,6 +367,51 @@ def budget_files_many_small(t):
     t.assert_next_run_ok()
 
 
+def files_script(t, limit, script):
+    run = t.corral(["run", "--json", "--env", "CRMARK=" + t.marker,
+                    "--limit", "files=%d" % limit, "--limit", "wall=30s",
+                    "--", "python3", "-c", script], timeout=60)
+    return run, t.result(run)
+
+
+@test
+def budget_files_unix_bind_counts(t):
+    # A bind of a unix socket to a path makes an entry like any creation:
+    # counted before it is made, the one past the budget refused (an
+    # earlier build let 40 binds through under files=5).
+    script = ("import socket\n"
+              "for i in range(40):\n"
+              "    k = socket.SOCK_STREAM if i % 2 else socket.SOCK_DGRAM\n"
+              "    socket.socket(socket.AF_UNIX, k).bind('s%d' % i)\n"
+              "    print('bound', i + 1, flush=True)\n")
+    run, r = files_script(t, 5, script)
+    assert_breach(t, run, r, "files")
+    eq(r["usage"]["files"], 5, "usage.files")
+    contains(r["message"], "refused", "message")
+    true(ints(r.get("stdout", ""), "bound")[-1:] == [5],
+         "binds that succeeded: %r" % r.get("stdout"))
+    t.assert_next_run_ok()
+
+
+@test
+def budget_files_failed_binds_give_back(t):
+    # Known good: binds the kernel refuses (a socket bound twice: EINVAL;
+    # a name taken: EADDRINUSE) make no entry and use none of the budget.
+    script = ("import errno, socket\n"
+              "s = socket.socket(socket.AF_UNIX); s.bind('s0')\n"
+              "errs = set()\n"
+              "for i in range(20):\n"
+              "    for name, sk in (('x%d' % i, s), ('s0', socket.socket(socket.AF_UNIX))):\n"
+              "        try: sk.bind(name)\n"
+              "        except OSError as e: errs.add(errno.errorcode[e.errno])\n"
+              "for i in range(1, 5): socket.socket(socket.AF_UNIX).bind('s%d' % i)\n"
+              "print(sorted(errs))\n")
+    run, r = files_script(t, 5, script)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), "['EADDRINUSE', 'EINVAL']\n", "stdout")
+    eq(r["usage"]["files"], 5, "usage.files")
+
+
 @test
 def budget_disk_many_small(t):
     run, r = hog(t, ["disk=16MiB", "files=1000000"], "smallfiles", 100000,

@@ -305,6 +305,51 @@ def storage_unix_sockets_in_flight_count(t):
 
 
 @test
+def storage_udp_receive_queues_count(t):
+    # 50 UDP sockets on loopback, SO_RCVBUF raised, each queue filled and
+    # never read: ~200 MiB in the kernel, 2 MiB resident, no --allow-net.
+    # The bytes queued count against memory.
+    run, r = hoard(t, ["memory=64MiB"], "udp", 50)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_udp_queues_count_after_close(t):
+    # The same, each socket closed once its queue is full: no fd table
+    # shows more than two, but the supervisor's own duplicates (it holds
+    # one of each of the run's bound UDP sockets) keep the queues, and
+    # they still count.
+    run, r = hoard(t, ["memory=64MiB"], "udpclose", 50)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_tcp_send_queues_count(t):
+    # A loopback listener of the run that never accepts, 40 clients with
+    # SO_SNDBUF raised writing until full: ~190 MiB waits in the clients'
+    # send queues. It counts against memory.
+    run, r = hoard(t, ["memory=64MiB"], "tcp", 40)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_tcp_unaccepted_connections_count(t):
+    # The listener's SO_RCVBUF raised, the clients' send buffers small:
+    # ~140 MiB waits in 60 connections never accepted (no descriptor, no
+    # inode). Counted as the listener's.
+    run, r = hoard(t, ["memory=64MiB"], "tcpback", 60)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+@test
 def storage_page_tables_count(t):
     # Page tables with almost no resident page (a huge PROT_READ mapping,
     # which RLIMIT_DATA does not cover, read every 2 MiB and dropped).

@@ -14,6 +14,18 @@
  *                             as the kernel lets (SO_SNDBUF raised)
  *   hoard sockflight N        the same, then both ends of every pair sent
  *                             into a carrier pair and closed
+ *   hoard udp N               N UDP sockets on 127.0.0.1, SO_RCVBUF raised,
+ *                             each receive queue filled (about 4 MiB) from
+ *                             one sender that is never read
+ *   hoard udpclose N          the same, each receiver closed once filled,
+ *                             the sender at the end
+ *   hoard tcp N               a TCP listener on 127.0.0.1 that never
+ *                             accepts, and N clients, SO_SNDBUF raised,
+ *                             each writing until the connection is full
+ *                             (192 MiB in all at most)
+ *   hoard tcpback N           the same with the listener's SO_RCVBUF raised
+ *                             and the clients' SO_SNDBUF at its least: the
+ *                             bytes wait in connections not accepted yet
  *   hoard ptables GIB         page tables without resident pages: one byte
  *                             read per 2 MiB of a GIB GiB PROT_READ mapping,
  *                             each page dropped again (MADV_DONTNEED)
@@ -33,6 +45,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -212,6 +226,91 @@ static void sockbuf(long n, bool flight)
 	hold();
 }
 
+/* 64 datagrams of 65000 bytes per receiver: its 4 MiB queue full (the
+ * kernel drops what does not fit). */
+static void udp(long n, bool closeall)
+{
+	static char buf[65000];
+	int big = 2 << 20, *rs = calloc((size_t)n, sizeof(int));
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	long bytes = 0, i;
+
+	if (!rs || s < 0) {
+		printf("socket: %s\n", strerror(errno));
+		hold();
+	}
+	for (i = 0; i < n; i++) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t l = sizeof(a);
+
+		rs[i] = socket(AF_INET, SOCK_DGRAM, 0);
+		if (rs[i] < 0 ||
+		    setsockopt(rs[i], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)) ||
+		    bind(rs[i], (struct sockaddr *)&a, sizeof(a)) ||
+		    getsockname(rs[i], (struct sockaddr *)&a, &l)) {
+			printf("receiver %ld: %s\n", i, strerror(errno));
+			hold();
+		}
+		for (int k = 0; k < 64; k++) {
+			if (sendto(s, buf, sizeof(buf), 0, (struct sockaddr *)&a,
+				   sizeof(a)) < 0) {
+				printf("sendto: %s\n", strerror(errno));
+				hold();
+			}
+			bytes += (long)sizeof(buf);
+		}
+		if (closeall)
+			close(rs[i]);
+		if (i % 8 == 7)
+			printf("held %ld\n", bytes >> 20);
+	}
+	if (closeall) {
+		close(s);
+		printf("closed\n");
+	}
+	printf("held %ld\n", bytes >> 20);
+	hold();
+}
+
+static void tcp(long n, bool back)
+{
+	static char buf[1 << 16];
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	int big = 4 << 20, small = 1, lsn = socket(AF_INET, SOCK_STREAM, 0);
+	long bytes = 0;
+
+	if (back)
+		setsockopt(lsn, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	if (lsn < 0 || bind(lsn, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(lsn, (int)n) || getsockname(lsn, (struct sockaddr *)&a, &l)) {
+		printf("listener: %s\n", strerror(errno));
+		hold();
+	}
+	for (long i = 0; i < n && bytes < 192 * MIB; i++) {
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		ssize_t w;
+
+		if (c < 0 ||
+		    setsockopt(c, SOL_SOCKET, SO_SNDBUF, back ? &small : &big,
+			       sizeof(big)) ||
+		    connect(c, (struct sockaddr *)&a, sizeof(a)) ||
+		    fcntl(c, F_SETFL, O_NONBLOCK)) {
+			printf("client %ld: %s\n", i, strerror(errno));
+			hold();
+		}
+		while (bytes < 192 * MIB &&
+		       (w = write(c, buf, sizeof(buf))) > 0)
+			bytes += w;
+		if (i % 4 == 3)
+			printf("held %ld\n", bytes >> 20);
+	}
+	printf("held %ld\n", bytes >> 20);
+	hold();
+}
+
 static void ptables(long gib)
 {
 	size_t len = (size_t)gib << 30;
@@ -324,6 +423,14 @@ int main(int argc, char **argv)
 		sockbuf(atol(argv[2]), false);
 	else if (argc >= 3 && !strcmp(argv[1], "sockflight"))
 		sockbuf(atol(argv[2]), true);
+	else if (argc >= 3 && !strcmp(argv[1], "udp"))
+		udp(atol(argv[2]), false);
+	else if (argc >= 3 && !strcmp(argv[1], "udpclose"))
+		udp(atol(argv[2]), true);
+	else if (argc >= 3 && !strcmp(argv[1], "tcp"))
+		tcp(atol(argv[2]), false);
+	else if (argc >= 3 && !strcmp(argv[1], "tcpback"))
+		tcp(atol(argv[2]), true);
 	else if (argc >= 3 && !strcmp(argv[1], "ptables"))
 		ptables(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unlinked"))

@@ -712,6 +712,35 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	return addr_call_done(&s, hold, v);
 }
 
+/* A bind to a path makes a file-system entry in the workspace: counted
+ * against the files budget like any creation (EDQUOT past it), given
+ * back when the kernel makes none. hold is the parent directory's fd
+ * (-1 for an abstract name or an autobind, which make no entry). */
+static struct cr_verdict unix_bind(struct cr_run *run,
+				   const struct seccomp_notif *n,
+				   const struct cr_sock *s,
+				   const union cr_sockaddr *t, socklen_t tl,
+				   int hold)
+{
+	const char *name = strrchr(t->un.sun_path, '/');
+	bool counted = false;
+	struct cr_verdict v;
+	struct stat st;
+	int rc;
+
+	if (hold >= 0 && name &&
+	    fstatat(hold, name + 1, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		/* A name that exists answers EADDRINUSE from the kernel. */
+		if ((rc = cr_budget_on_create(run, (pid_t)n->pid)))
+			return v_err(-rc);
+		counted = true;
+	}
+	v = v_rc(bind(s->dup, &t->sa, tl));
+	if (counted && v.kind != CR_V_VALUE)
+		cr_budget_on_remove(run);
+	return v;
+}
+
 struct cr_verdict cr_h_bind(struct cr_run *run,
 			    const struct cr_syscall_entry *e,
 			    const struct seccomp_notif *n)
@@ -736,7 +765,7 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 	case AF_UNIX:
 		v = unix_target(run, n, e, &s, &a, alen, true, &t, &tl, &hold, &ok);
 		if (ok)
-			v = v_rc(bind(s.dup, &t.sa, tl));
+			v = unix_bind(run, n, &s, &t, tl, hold);
 		/* The kernel keeps our inner name: remember the program's,
 		 * which every address handed back reports. */
 		if (ok && v.kind == CR_V_VALUE && is_abstract_or_unnamed(&a, alen))

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 
 #include "handlers.h"
+#include "../budget.h"
 #include "../surface.h"
 
 /*
@@ -55,8 +56,11 @@ CR_HANDLER(cr_h_socket)
 			    domain, type, proto);
 	if ((base == SOCK_STREAM && (proto == 0 || proto == IPPROTO_TCP)) ||
 	    (base == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP ||
-				    proto == IPPROTO_UDPLITE)))
+				    proto == IPPROTO_UDPLITE))) {
+		/* Its queues count against memory (tracer/sockmem.c). */
+		cr_budget_on_inet_socket(run, domain, base, proto);
 		return cr_surface_chain(run, e, n);
+	}
 	return deny(run, n, e->name, EPERM,
 		    "only TCP stream and UDP datagram Internet sockets",
 		    domain, type, proto);

@@ -262,6 +262,10 @@ void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
 			  const struct cr_net_ep *peer);
 bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 		     struct cr_net_ep *ep, bool *wildcard);
+/* The inodes of the members the supervisor holds (at most cap): their
+ * queues count against memory even when no task holds them any more. */
+size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
+			 size_t cap);
 void cr_net_udp_finish(struct cr_netstate *ns);
 
 /* tracer/net/iface.c: the host's interfaces and its own addresses */

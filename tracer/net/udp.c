@@ -558,6 +558,16 @@ bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 	return true;
 }
 
+size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
+			 size_t cap)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; ns && i < ns->nudp && k < cap; i++)
+		out[k++] = ns->udp[i].ino;
+	return k;
+}
+
 void cr_net_udp_finish(struct cr_netstate *ns)
 {
 	for (size_t i = 0; i < ns->nudp; i++) {
