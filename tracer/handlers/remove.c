@@ -167,7 +167,17 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, keep, rc == 0);
 		if (!rc) {
-			if (b.exists && !(flags & RENAME_EXCHANGE))
+			struct stat now;
+
+			/* A name went only if the old one did: another
+			 * thread may have made the new name a link of the
+			 * same file since the check, and rename then does
+			 * nothing. */
+			if (b.exists && !(flags & RENAME_EXCHANGE) &&
+			    !(fstatat(a.dirfd, a.name, &now,
+				      AT_SYMLINK_NOFOLLOW) == 0 &&
+			      now.st_dev == a.st.st_dev &&
+			      now.st_ino == a.st.st_ino))
 				cr_budget_on_remove(run);
 			cr_fs_note_created(run, &b);
 			if (!(flags & RENAME_EXCHANGE))
