@@ -63,8 +63,24 @@ struct resp {
 	struct buf body;
 	bool encoded;		/* a Content-Encoding that is not identity */
 	bool sliced;		/* a part of the answer (206, byte ranges) */
+	bool after_ce;		/* the last header line was Content-Encoding */
 	struct cr_broker *b;
 };
+
+/* Only exactly "identity" (any case, blanks around) is an answer the
+ * redaction can read: "identity, gzip" or "identityx" is compressed or
+ * unknown, and a list is decoded by the program, not by corral. */
+static bool is_identity(const char *v, size_t n)
+{
+	while (n && (*v == ' ' || *v == '\t')) {
+		v++;
+		n--;
+	}
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' ||
+		     v[n - 1] == '\r' || v[n - 1] == '\n'))
+		n--;
+	return n == 8 && !strncasecmp(v, "identity", 8);
+}
 
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
@@ -80,6 +96,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		rs->head.len = 0;
 		rs->encoded = false;
 		rs->sliced = false;
+		rs->after_ce = false;
+		return len;
+	}
+	if (len && (p[0] == ' ' || p[0] == '\t')) {
+		/* A folded line (obs-fold) continues the header before it:
+		 * never relayed, and a Content-Encoding so continued is not
+		 * exactly "identity". */
+		if (rs->after_ce)
+			rs->encoded = true;
 		return len;
 	}
 	nl = strcspn(p, ":");
@@ -93,12 +118,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	    (nl == 13 && !strncasecmp(p, "content-range", 13)))
 		rs->sliced = true;
 	if (nl == 16 && !strncasecmp(p, "content-encoding", 16)) {
-		const char *v = p + nl + 1;
-
-		while (*v == ' ')
-			v++;
-		if (strncasecmp(v, "identity", 8))
+		rs->after_ce = true;
+		if (!is_identity(p + nl + 1, len - nl - 1))
 			rs->encoded = true;
+	} else {
+		rs->after_ce = false;
 	}
 	while (len && (p[len - 1] == '\n' || p[len - 1] == '\r'))
 		len--;
