@@ -346,18 +346,30 @@ void cr_broker_record(struct cr_broker *b, const struct cred_rt *r,
 	}
 	cr_audit_event(b->run, "broker", f);
 	if (refused) {
-		pthread_mutex_lock(&b->lock);
-		{
-			struct refusal *nr = realloc(b->ref, (b->nref + 1) * sizeof(*nr));
+		/* Counted per target and reason, as the run's denials are
+		 * (they are replayed into them at the end): past the table's
+		 * size, counted as dropped, never lost. */
+		size_t k;
 
-			if (nr && b->nref < 256) {
-				b->ref = nr;
-				nr[b->nref].target = strdup(t);
-				nr[b->nref].reason = strdup(refused);
-				b->nref++;
-			} else if (nr) {
-				b->ref = nr;
+		pthread_mutex_lock(&b->lock);
+		for (k = 0; k < b->nref; k++)
+			if (!strcmp(b->ref[k].target, t) &&
+			    !strcmp(b->ref[k].reason, refused))
+				break;
+		if (k < b->nref) {
+			b->ref[k].count++;
+		} else if (b->nref < CR_MAX_DENIALS &&
+			   (b->ref || (b->ref = calloc(CR_MAX_DENIALS, sizeof(*b->ref)))) &&
+			   (b->ref[k].target = strdup(t)) &&
+			   (b->ref[k].reason = strdup(refused))) {
+			b->ref[k].count = 1;
+			b->nref++;
+		} else {
+			if (b->ref && k < CR_MAX_DENIALS) {
+				free(b->ref[k].target);
+				b->ref[k].target = NULL;
 			}
+			b->ref_dropped++;
 		}
 		pthread_mutex_unlock(&b->lock);
 	}
@@ -461,11 +473,15 @@ void cr_broker_finish(struct cr_run *run)
 		r->secret = r->b64 = r->header = NULL;
 	}
 	for (size_t i = 0; i < b->nref; i++) {
-		cr_deny(run, 0, "broker", b->ref[i].target, "net",
-			b->ref[i].reason ? b->ref[i].reason : "refused");
+		for (uint64_t k = 0; k < b->ref[i].count; k++)
+			cr_deny(run, 0, "broker", b->ref[i].target, "net",
+				b->ref[i].reason);
 		free(b->ref[i].target);
 		free(b->ref[i].reason);
 	}
+	/* As cr_deny counts what its table cannot hold. */
+	run->denied_calls += b->ref_dropped;
+	run->denials_dropped += b->ref_dropped;
 	free(b->ref);
 	for (int i = 0; i < 2; i++)
 		if (b->stop[i] >= 0)

@@ -37,6 +37,7 @@ struct cred_rt {
 struct refusal {
 	char *target;
 	char *reason;
+	uint64_t count;
 };
 
 struct cr_broker {
@@ -49,8 +50,9 @@ struct cr_broker {
 	atomic_bool stopping;
 	pthread_mutex_t lock;		/* refusals, conn */
 	int conn;			/* the connection being served, -1 */
-	struct refusal *ref;
+	struct refusal *ref;		/* one per target and reason, counted */
 	size_t nref;
+	uint64_t ref_dropped;		/* refusals past CR_MAX_DENIALS targets */
 };
 
 struct buf {
