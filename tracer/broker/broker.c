@@ -1,6 +1,5 @@
 /* tracer/broker/broker.c: the capability broker's life: the credentials read
  * and listened for, the serving thread, its audit records, its end. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -290,38 +289,141 @@ int cr_broker_env(struct cr_run *run)
 
 /* ---- serving ---- */
 
-/* Is the connection's peer one of corral's own sockets (the proxy's
- * upstream end)? Any local user may connect to a loopback port; only the
- * program, through the proxy, may use the broker. */
-static bool peer_is_ours(int conn)
+/* The IPv4 address and port of a loopback address (IPv4, or IPv4-mapped
+ * IPv6), in network order; false for anything else. */
+static bool v4_of(const struct sockaddr *a, socklen_t len, uint32_t *addr,
+		  uint16_t *port)
 {
-	struct sockaddr_storage peer, local, a, p;
-	socklen_t pl = sizeof(peer), ll = sizeof(local);
-	struct dirent *e;
-	bool ours = false;
-	DIR *d;
+	if (a->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)a;
 
-	if (getpeername(conn, (struct sockaddr *)&peer, &pl) < 0 ||
-	    getsockname(conn, (struct sockaddr *)&local, &ll) < 0)
-		return false;
-	d = opendir("/proc/self/fd");
-	if (!d)
-		return false;
-	while (!ours && (e = readdir(d))) {
-		int fd = atoi(e->d_name);
-		socklen_t al = sizeof(a), ql = sizeof(p);
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == conn ||
-		    fd == dirfd(d))
-			continue;
-		if (getsockname(fd, (struct sockaddr *)&a, &al) < 0 ||
-		    getpeername(fd, (struct sockaddr *)&p, &ql) < 0)
-			continue;
-		ours = al == pl && ql == ll && !memcmp(&a, &peer, pl) &&
-		       !memcmp(&p, &local, ll);
+		*addr = in->sin_addr.s_addr;
+		*port = in->sin_port;
+		return true;
 	}
-	closedir(d);
-	return ours;
+	if (a->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)a;
+
+		if (!IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+			return false;
+		memcpy(addr, &in6->sin6_addr.s6_addr[12], 4);
+		*port = in6->sin6_port;
+		return true;
+	}
+	return false;
+}
+
+int cr_broker_expect(struct cr_run *run, int fd, const struct sockaddr *dest,
+		     socklen_t destlen)
+{
+	struct cr_broker *b = run->broker;
+	struct sockaddr_storage me;
+	socklen_t ml = sizeof(me);
+	uint32_t addr;
+	uint16_t port, dport;
+	bool broker = false;
+	int rc = 0;
+
+	if (!b || !v4_of(dest, destlen, &addr, &dport) ||
+	    addr != htonl(INADDR_LOOPBACK))
+		return 0;
+	for (size_t i = 0; i < b->n; i++)
+		broker |= htons(b->cr[i].port) == dport;
+	if (!broker)
+		return 0;
+	/* Bound before the connect, so the broker can never accept it
+	 * before it is registered. */
+	if (dest->sa_family == AF_INET) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = addr };
+
+		rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	} else {
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+
+		a.sin6_addr.s6_addr[10] = a.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&a.sin6_addr.s6_addr[12], &addr, 4);
+		rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	}
+	if (rc < 0 || getsockname(fd, (struct sockaddr *)&me, &ml) < 0)
+		return -errno;
+	if (!v4_of((struct sockaddr *)&me, ml, &addr, &port))
+		return -EAFNOSUPPORT;
+	pthread_mutex_lock(&b->lock);
+	if (!b->expect && !(b->expect = calloc(EXPECT_MAX, sizeof(*b->expect))))
+		rc = -ENOMEM;
+	else if (b->nexpect == EXPECT_MAX)
+		rc = -EAGAIN;	/* refused: the connection is not made */
+	else
+		b->expect[b->nexpect++] = (struct expect){ addr, port, dport, -1 };
+	pthread_mutex_unlock(&b->lock);
+	return rc;
+}
+
+/* Take the registration naming this peer on this broker port, if there
+ * is one (lock held). */
+static bool take_expected_locked(struct cr_broker *b, uint32_t addr,
+				 uint16_t port, uint16_t dport)
+{
+	for (size_t i = 0; i < b->nexpect; i++)
+		if (b->expect[i].addr == addr && b->expect[i].port == port &&
+		    b->expect[i].dport == dport) {
+			if (b->expect[i].fd >= 0)
+				close(b->expect[i].fd);
+			b->expect[i] = b->expect[--b->nexpect];
+			return true;
+		}
+	return false;
+}
+
+static bool take_expected(struct cr_broker *b, uint32_t addr, uint16_t port,
+			  uint16_t dport)
+{
+	bool found;
+
+	pthread_mutex_lock(&b->lock);
+	found = take_expected_locked(b, addr, port, dport);
+	pthread_mutex_unlock(&b->lock);
+	return found;
+}
+
+bool cr_broker_forget(struct cr_run *run, int fd)
+{
+	struct cr_broker *b = run->broker;
+	struct sockaddr_storage me, peer;
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+	bool connected, kept = false;
+	uint32_t addr;
+	uint16_t port;
+
+	if (!b || getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
+	    !v4_of((struct sockaddr *)&me, ml, &addr, &port) ||
+	    addr != htonl(INADDR_LOOPBACK))
+		return false;
+	connected = getpeername(fd, (struct sockaddr *)&peer, &pl) == 0;
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < b->nexpect; i++) {
+		struct expect *e = &b->expect[i];
+
+		if (e->addr != addr || e->port != port || e->fd >= 0)
+			continue;
+		if (connected) {
+			/* Its connection waits in the broker's queue: the
+			 * broker ends it once accepted, and until then the
+			 * address stays bound, so no one else can come
+			 * from it. */
+			shutdown(fd, SHUT_RDWR);
+			e->fd = fd;
+			kept = true;
+		} else {
+			/* Never reached the broker: the registration goes
+			 * with the socket. */
+			*e = b->expect[--b->nexpect];
+		}
+		break;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return kept;
 }
 
 void cr_broker_record(struct cr_broker *b, const struct cred_rt *r,
@@ -375,6 +477,23 @@ void cr_broker_record(struct cr_broker *b, const struct cred_rt *r,
 	}
 }
 
+void cr_broker_record_aborted(struct cr_broker *b, const struct cred_rt *r,
+			      const char *what)
+{
+	cJSON *f = cJSON_CreateObject();
+
+	if (f) {
+		cJSON_AddStringToObject(f, "credential", r->c->name);
+		cJSON_AddStringToObject(f, "method", "?");
+		cJSON_AddStringToObject(f, "path", "");
+		cJSON_AddNumberToObject(f, "status", 0);
+		cJSON_AddNumberToObject(f, "bytes_sent", 0);
+		cJSON_AddNumberToObject(f, "bytes_received", 0);
+		cJSON_AddStringToObject(f, "aborted", what);
+	}
+	cr_audit_event(b->run, "broker", f);
+}
+
 /* ---- the thread ---- */
 
 static void *broker_main(void *arg)
@@ -393,14 +512,25 @@ static void *broker_main(void *arg)
 		if (p[b->n].revents)
 			break;
 		for (size_t i = 0; i < b->n && !atomic_load(&b->stopping); i++) {
+			struct sockaddr_storage peer;
+			socklen_t pl;
+			uint32_t paddr;
+			uint16_t pport;
 			int fd;
 
 			if (!(p[i].revents & POLLIN))
 				continue;
-			fd = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC);
+			pl = sizeof(peer);
+			fd = accept4(p[i].fd, (struct sockaddr *)&peer, &pl,
+				     SOCK_CLOEXEC);
 			if (fd < 0)
 				continue;
-			if (!peer_is_ours(fd)) {
+			/* Any local user may connect to a loopback port;
+			 * only what the proxy registered for the program
+			 * is served, whether or not the program's end is
+			 * still open. */
+			if (!v4_of((struct sockaddr *)&peer, pl, &paddr, &pport) ||
+			    !take_expected(b, paddr, pport, htons(b->cr[i].port))) {
 				/* A stranger on loopback: closed unserved. */
 				cr_broker_record(b, &b->cr[i], "?", NULL, 0, 0, 0,
 				       "a connection from outside the run");
@@ -483,6 +613,10 @@ void cr_broker_finish(struct cr_run *run)
 	run->denied_calls += b->ref_dropped;
 	run->denials_dropped += b->ref_dropped;
 	free(b->ref);
+	for (size_t i = 0; i < b->nexpect; i++)
+		if (b->expect[i].fd >= 0)
+			close(b->expect[i].fd);
+	free(b->expect);
 	for (int i = 0; i < 2; i++)
 		if (b->stop[i] >= 0)
 			close(b->stop[i]);

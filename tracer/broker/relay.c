@@ -164,6 +164,11 @@ void cr_broker_serve(struct cr_broker *b, struct cred_rt *r, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	st = cr_broker_read_request(fd, &q, r, &why);
+	if (st == ABORTED) {
+		/* Nothing was asked: no one to answer, nothing refused. */
+		cr_broker_record_aborted(b, r, why);
+		goto out;
+	}
 	if (!st && (why = cr_broker_rule_problem(r, q.method, q.target)))
 		st = 403;
 	if (st) {

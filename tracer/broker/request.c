@@ -1,5 +1,6 @@
 /* tracer/broker/request.c: one request from the program, read and judged:
  * its HTTP/1.x head and body, the headers it may not set, the rules. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,10 @@ int cr_broker_read_request(int fd, struct req *q, const struct cred_rt *r,
 	while (!end) {
 		ssize_t n = recv(fd, head + len, HEAD_MAX - len, 0);
 
+		if (!len && (n == 0 || (n < 0 && errno == ECONNRESET))) {
+			*why = "the program closed its connection before sending a request";
+			return ABORTED;
+		}
 		if (n <= 0) {
 			*why = "the request ended before its headers";
 			return 400;
