@@ -173,6 +173,61 @@ int cr_broker_check_files(struct cr_run *run)
 	return 0;
 }
 
+/* The base64 forms of the secret the redaction removes: its own encoding
+ * (padded), and for a secret of B64_SHIFT_MIN bytes or more, the
+ * characters the secret alone decides when it starts at byte offset 0, 1
+ * or 2 of a larger encoded text (the base64 of a whole request head, of
+ * "Bearer <secret>"), in the standard and the URL-safe alphabet. The
+ * characters also made of neighbouring bytes are left out: at most 4 bits
+ * of the secret at each end stay in the answer. */
+static int b64_forms(struct cred_rt *r)
+{
+	size_t n = strlen(r->secret), cap = 4 * ((n + 4 + 2) / 3) + 1;
+	unsigned char *in = calloc(1, n + 4);
+	char *enc = malloc(cap);
+	int rc = 0;
+
+	if (!in || !enc) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (!(r->b64[0] = malloc(cap)) || cr_base64(r->secret, n, r->b64[0], cap)) {
+		rc = -EIO;
+		goto out;
+	}
+	for (size_t k = 0; n >= B64_SHIFT_MIN && k < 3; k++) {
+		/* Bits [8k, 8k + 8n) are the secret's; character j holds
+		 * bits [6j, 6j + 6). */
+		size_t from = (8 * k + 5) / 6, to = (8 * k + 8 * n) / 6;
+		char *std, *url;
+
+		memset(in, 0, n + 4);
+		memcpy(in + k, r->secret, n);
+		if (cr_base64(in, k + n + 2, enc, cap)) {
+			rc = -EIO;
+			goto out;
+		}
+		std = strndup(enc + from, to - from);
+		url = strndup(enc + from, to - from);
+		r->b64[1 + 2 * k] = std;
+		r->b64[2 + 2 * k] = url;
+		if (!std || !url) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (char *c = url; *c; c++)
+			*c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+	}
+out:
+	if (in)
+		explicit_bzero(in, n + 4);
+	if (enc)
+		explicit_bzero(enc, cap);
+	free(in);
+	free(enc);
+	return rc;
+}
+
 int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 {
 	const struct cr_class *cls = run->cfg->cls;
@@ -205,21 +260,16 @@ int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		socklen_t al = sizeof(a);
 		char dest[64];
-		int blen;
 
 		r->c = &cls->credentials[i];
 		r->lfd = -1;
 		rc = read_secret(r->c, &r->secret, err, errlen);
 		if (rc)
 			return rc;
-		blen = (int)(4 * ((strlen(r->secret) + 2) / 3) + 1);
-		r->b64 = malloc((size_t)blen);
-		if (!r->b64)
-			return -ENOMEM;
-		if (cr_base64(r->secret, strlen(r->secret), r->b64, (size_t)blen)) {
+		if ((rc = b64_forms(r))) {
 			cr_errf(err, errlen, "credential %s: cannot encode the secret in base64",
 				r->c->name);
-			return -EIO;
+			return rc;
 		}
 		if ((rc = fill_template(r)))
 			return rc;
@@ -591,16 +641,19 @@ void cr_broker_finish(struct cr_run *run)
 		r->lfd = -1;
 		if (r->secret)
 			explicit_bzero(r->secret, strlen(r->secret));
-		if (r->b64)
-			explicit_bzero(r->b64, strlen(r->b64));
+		for (size_t k = 0; k < B64_FORMS; k++) {
+			if (r->b64[k])
+				explicit_bzero(r->b64[k], strlen(r->b64[k]));
+			free(r->b64[k]);
+			r->b64[k] = NULL;
+		}
 		if (r->header)
 			explicit_bzero(r->header, strlen(r->header));
 		free(r->secret);
-		free(r->b64);
 		free(r->ca_pem);
 		r->ca_pem = NULL;
 		free(r->header);
-		r->secret = r->b64 = r->header = NULL;
+		r->secret = r->header = NULL;
 	}
 	for (size_t i = 0; i < b->nref; i++) {
 		for (uint64_t k = 0; k < b->ref[i].count; k++)

@@ -20,6 +20,12 @@ struct cr_credential;
 #define RESP_MAX (16 * 1024 * 1024)	/* response body, buffered to redact */
 #define SECRET_MAX 4096
 #define REDACTED "[REDACTED]"
+/* The secret inside a larger base64 text (its three alignments, two
+ * alphabets) is redacted only for secrets at least this long: a shorter
+ * one's shifted forms (about 4n/3 - 2 characters) would match unrelated
+ * base64 too often. */
+#define B64_SHIFT_MIN 12
+#define B64_FORMS 7		/* its own base64, then 3 alignments x 2 */
 /* Connections the proxy made to the broker not yet accepted (the
  * listeners' backlog is 64); each may hold a socket (broker.c). */
 #define EXPECT_MAX 256
@@ -27,7 +33,8 @@ struct cr_credential;
 struct cred_rt {
 	const struct cr_credential *c;	/* borrowed from the policy */
 	char *secret;			/* owned, wiped at the end */
-	char *b64;			/* owned: its base64 form, redacted too */
+	char *b64[B64_FORMS];		/* owned, or NULL: base64 forms of it,
+					 * redacted too (broker.c) */
 	char *header;			/* owned: the template filled in */
 	char *ca_pem;			/* owned: ca_file's bytes, read once at
 					 * set-up (a path curl opened per

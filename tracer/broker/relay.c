@@ -27,7 +27,7 @@ static void reply_text(int fd, int status, const char *reason,
 		cr_write_all(fd, "\n", 1);
 }
 
-/* Every occurrence of the secret (and of its base64 form) becomes
+/* Every occurrence of the secret (and of its base64 forms) becomes
  * [REDACTED]. In place when it shrinks; the buffer is re-made otherwise. */
 static void redact_one(struct buf *b, const char *s)
 {
@@ -56,7 +56,11 @@ static void redact_one(struct buf *b, const char *s)
 static void redact(struct buf *b, const struct cred_rt *r)
 {
 	redact_one(b, r->secret);
-	redact_one(b, r->b64);
+	/* Its own padded base64 first, then the shifted cores (broker.c):
+	 * the longer form goes whole where it is there. */
+	for (size_t k = 0; k < B64_FORMS; k++)
+		if (r->b64[k])
+			redact_one(b, r->b64[k]);
 }
 
 struct resp {
