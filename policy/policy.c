@@ -361,6 +361,9 @@ static int parse_origin(const struct cr_jdoc *d, const cJSON *item,
 	}
 	if (end == h)
 		return cr_jdoc_fail(d, item, "no host");
+	if ((size_t)(end - h) > CR_ORIGIN_HOST_MAX)
+		return cr_jdoc_fail(d, item, "the host is longer than %d bytes",
+				    CR_ORIGIN_HOST_MAX);
 	cr->scheme = strdup("https");
 	cr->host = strndup(h, (size_t)(end - h));
 	cr->port = (uint16_t)port;

@@ -51,13 +51,17 @@ struct cr_alert_limits {
 #define CR_ALERT_PROBE_DENIALS 64
 #define CR_ALERT_PROBE_WINDOW_MS 1000
 
+/* The longest origin host: a DNS name's limit (an IPv6 literal is far
+ * shorter). The broker's upstream URL is sized for it and a whole target. */
+#define CR_ORIGIN_HOST_MAX 253
+
 /* A credential the broker holds for the program (tracer/broker/): bound to
  * one upstream origin, its secret read from corral's environment or a
  * file, never from a request. */
 struct cr_credential {
 	char *name;			/* owned: [A-Z0-9_]{1,32} */
 	char *scheme;			/* owned: "https" */
-	char *host;			/* owned */
+	char *host;			/* owned: at most CR_ORIGIN_HOST_MAX */
 	uint16_t port;
 	struct cr_strlist methods;	/* empty: any method */
 	struct cr_strlist path_prefixes; /* empty: any path */

@@ -1,6 +1,5 @@
 /* tracer/broker/broker.c: the capability broker's life: the credentials read
  * and listened for, the serving thread, its audit records, its end. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,6 +41,16 @@ int cr_broker_buf_add(struct buf *b, const void *d, size_t n)
 	memcpy(b->p + b->len, d, n);
 	b->len += n;
 	b->p[b->len] = 0;
+	return 0;
+}
+
+int cr_broker_hdr_add(struct curl_slist **l, const char *line)
+{
+	struct curl_slist *n = cr_curl.slist_append(*l, line);
+
+	if (!n)
+		return -1;
+	*l = n;
 	return 0;
 }
 
@@ -164,6 +173,61 @@ int cr_broker_check_files(struct cr_run *run)
 	return 0;
 }
 
+/* The base64 forms of the secret the redaction removes: its own encoding
+ * (padded), and for a secret of B64_SHIFT_MIN bytes or more, the
+ * characters the secret alone decides when it starts at byte offset 0, 1
+ * or 2 of a larger encoded text (the base64 of a whole request head, of
+ * "Bearer <secret>"), in the standard and the URL-safe alphabet. The
+ * characters also made of neighbouring bytes are left out: at most 4 bits
+ * of the secret at each end stay in the answer. */
+static int b64_forms(struct cred_rt *r)
+{
+	size_t n = strlen(r->secret), cap = 4 * ((n + 4 + 2) / 3) + 1;
+	unsigned char *in = calloc(1, n + 4);
+	char *enc = malloc(cap);
+	int rc = 0;
+
+	if (!in || !enc) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (!(r->b64[0] = malloc(cap)) || cr_base64(r->secret, n, r->b64[0], cap)) {
+		rc = -EIO;
+		goto out;
+	}
+	for (size_t k = 0; n >= B64_SHIFT_MIN && k < 3; k++) {
+		/* Bits [8k, 8k + 8n) are the secret's; character j holds
+		 * bits [6j, 6j + 6). */
+		size_t from = (8 * k + 5) / 6, to = (8 * k + 8 * n) / 6;
+		char *std, *url;
+
+		memset(in, 0, n + 4);
+		memcpy(in + k, r->secret, n);
+		if (cr_base64(in, k + n + 2, enc, cap)) {
+			rc = -EIO;
+			goto out;
+		}
+		std = strndup(enc + from, to - from);
+		url = strndup(enc + from, to - from);
+		r->b64[1 + 2 * k] = std;
+		r->b64[2 + 2 * k] = url;
+		if (!std || !url) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (char *c = url; *c; c++)
+			*c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+	}
+out:
+	if (in)
+		explicit_bzero(in, n + 4);
+	if (enc)
+		explicit_bzero(enc, cap);
+	free(in);
+	free(enc);
+	return rc;
+}
+
 int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 {
 	const struct cr_class *cls = run->cfg->cls;
@@ -196,21 +260,16 @@ int cr_broker_setup(struct cr_run *run, char *err, size_t errlen)
 					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		socklen_t al = sizeof(a);
 		char dest[64];
-		int blen;
 
 		r->c = &cls->credentials[i];
 		r->lfd = -1;
 		rc = read_secret(r->c, &r->secret, err, errlen);
 		if (rc)
 			return rc;
-		blen = (int)(4 * ((strlen(r->secret) + 2) / 3) + 1);
-		r->b64 = malloc((size_t)blen);
-		if (!r->b64)
-			return -ENOMEM;
-		if (cr_base64(r->secret, strlen(r->secret), r->b64, (size_t)blen)) {
+		if ((rc = b64_forms(r))) {
 			cr_errf(err, errlen, "credential %s: cannot encode the secret in base64",
 				r->c->name);
-			return -EIO;
+			return rc;
 		}
 		if ((rc = fill_template(r)))
 			return rc;
@@ -280,38 +339,141 @@ int cr_broker_env(struct cr_run *run)
 
 /* ---- serving ---- */
 
-/* Is the connection's peer one of corral's own sockets (the proxy's
- * upstream end)? Any local user may connect to a loopback port; only the
- * program, through the proxy, may use the broker. */
-static bool peer_is_ours(int conn)
+/* The IPv4 address and port of a loopback address (IPv4, or IPv4-mapped
+ * IPv6), in network order; false for anything else. */
+static bool v4_of(const struct sockaddr *a, socklen_t len, uint32_t *addr,
+		  uint16_t *port)
 {
-	struct sockaddr_storage peer, local, a, p;
-	socklen_t pl = sizeof(peer), ll = sizeof(local);
-	struct dirent *e;
-	bool ours = false;
-	DIR *d;
+	if (a->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)a;
 
-	if (getpeername(conn, (struct sockaddr *)&peer, &pl) < 0 ||
-	    getsockname(conn, (struct sockaddr *)&local, &ll) < 0)
-		return false;
-	d = opendir("/proc/self/fd");
-	if (!d)
-		return false;
-	while (!ours && (e = readdir(d))) {
-		int fd = atoi(e->d_name);
-		socklen_t al = sizeof(a), ql = sizeof(p);
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == conn ||
-		    fd == dirfd(d))
-			continue;
-		if (getsockname(fd, (struct sockaddr *)&a, &al) < 0 ||
-		    getpeername(fd, (struct sockaddr *)&p, &ql) < 0)
-			continue;
-		ours = al == pl && ql == ll && !memcmp(&a, &peer, pl) &&
-		       !memcmp(&p, &local, ll);
+		*addr = in->sin_addr.s_addr;
+		*port = in->sin_port;
+		return true;
 	}
-	closedir(d);
-	return ours;
+	if (a->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)a;
+
+		if (!IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+			return false;
+		memcpy(addr, &in6->sin6_addr.s6_addr[12], 4);
+		*port = in6->sin6_port;
+		return true;
+	}
+	return false;
+}
+
+int cr_broker_expect(struct cr_run *run, int fd, const struct sockaddr *dest,
+		     socklen_t destlen)
+{
+	struct cr_broker *b = run->broker;
+	struct sockaddr_storage me;
+	socklen_t ml = sizeof(me);
+	uint32_t addr;
+	uint16_t port, dport;
+	bool broker = false;
+	int rc = 0;
+
+	if (!b || !v4_of(dest, destlen, &addr, &dport) ||
+	    addr != htonl(INADDR_LOOPBACK))
+		return 0;
+	for (size_t i = 0; i < b->n; i++)
+		broker |= htons(b->cr[i].port) == dport;
+	if (!broker)
+		return 0;
+	/* Bound before the connect, so the broker can never accept it
+	 * before it is registered. */
+	if (dest->sa_family == AF_INET) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = addr };
+
+		rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	} else {
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+
+		a.sin6_addr.s6_addr[10] = a.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&a.sin6_addr.s6_addr[12], &addr, 4);
+		rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	}
+	if (rc < 0 || getsockname(fd, (struct sockaddr *)&me, &ml) < 0)
+		return -errno;
+	if (!v4_of((struct sockaddr *)&me, ml, &addr, &port))
+		return -EAFNOSUPPORT;
+	pthread_mutex_lock(&b->lock);
+	if (!b->expect && !(b->expect = calloc(EXPECT_MAX, sizeof(*b->expect))))
+		rc = -ENOMEM;
+	else if (b->nexpect == EXPECT_MAX)
+		rc = -EAGAIN;	/* refused: the connection is not made */
+	else
+		b->expect[b->nexpect++] = (struct expect){ addr, port, dport, -1 };
+	pthread_mutex_unlock(&b->lock);
+	return rc;
+}
+
+/* Take the registration naming this peer on this broker port, if there
+ * is one (lock held). */
+static bool take_expected_locked(struct cr_broker *b, uint32_t addr,
+				 uint16_t port, uint16_t dport)
+{
+	for (size_t i = 0; i < b->nexpect; i++)
+		if (b->expect[i].addr == addr && b->expect[i].port == port &&
+		    b->expect[i].dport == dport) {
+			if (b->expect[i].fd >= 0)
+				close(b->expect[i].fd);
+			b->expect[i] = b->expect[--b->nexpect];
+			return true;
+		}
+	return false;
+}
+
+static bool take_expected(struct cr_broker *b, uint32_t addr, uint16_t port,
+			  uint16_t dport)
+{
+	bool found;
+
+	pthread_mutex_lock(&b->lock);
+	found = take_expected_locked(b, addr, port, dport);
+	pthread_mutex_unlock(&b->lock);
+	return found;
+}
+
+bool cr_broker_forget(struct cr_run *run, int fd)
+{
+	struct cr_broker *b = run->broker;
+	struct sockaddr_storage me, peer;
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+	bool connected, kept = false;
+	uint32_t addr;
+	uint16_t port;
+
+	if (!b || getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
+	    !v4_of((struct sockaddr *)&me, ml, &addr, &port) ||
+	    addr != htonl(INADDR_LOOPBACK))
+		return false;
+	connected = getpeername(fd, (struct sockaddr *)&peer, &pl) == 0;
+	pthread_mutex_lock(&b->lock);
+	for (size_t i = 0; i < b->nexpect; i++) {
+		struct expect *e = &b->expect[i];
+
+		if (e->addr != addr || e->port != port || e->fd >= 0)
+			continue;
+		if (connected) {
+			/* Its connection waits in the broker's queue: the
+			 * broker ends it once accepted, and until then the
+			 * address stays bound, so no one else can come
+			 * from it. */
+			shutdown(fd, SHUT_RDWR);
+			e->fd = fd;
+			kept = true;
+		} else {
+			/* Never reached the broker: the registration goes
+			 * with the socket. */
+			*e = b->expect[--b->nexpect];
+		}
+		break;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return kept;
 }
 
 void cr_broker_record(struct cr_broker *b, const struct cred_rt *r,
@@ -336,21 +498,50 @@ void cr_broker_record(struct cr_broker *b, const struct cred_rt *r,
 	}
 	cr_audit_event(b->run, "broker", f);
 	if (refused) {
-		pthread_mutex_lock(&b->lock);
-		{
-			struct refusal *nr = realloc(b->ref, (b->nref + 1) * sizeof(*nr));
+		/* Counted per target and reason, as the run's denials are
+		 * (they are replayed into them at the end): past the table's
+		 * size, counted as dropped, never lost. */
+		size_t k;
 
-			if (nr && b->nref < 256) {
-				b->ref = nr;
-				nr[b->nref].target = strdup(t);
-				nr[b->nref].reason = strdup(refused);
-				b->nref++;
-			} else if (nr) {
-				b->ref = nr;
+		pthread_mutex_lock(&b->lock);
+		for (k = 0; k < b->nref; k++)
+			if (!strcmp(b->ref[k].target, t) &&
+			    !strcmp(b->ref[k].reason, refused))
+				break;
+		if (k < b->nref) {
+			b->ref[k].count++;
+		} else if (b->nref < CR_MAX_DENIALS &&
+			   (b->ref || (b->ref = calloc(CR_MAX_DENIALS, sizeof(*b->ref)))) &&
+			   (b->ref[k].target = strdup(t)) &&
+			   (b->ref[k].reason = strdup(refused))) {
+			b->ref[k].count = 1;
+			b->nref++;
+		} else {
+			if (b->ref && k < CR_MAX_DENIALS) {
+				free(b->ref[k].target);
+				b->ref[k].target = NULL;
 			}
+			b->ref_dropped++;
 		}
 		pthread_mutex_unlock(&b->lock);
 	}
+}
+
+void cr_broker_record_aborted(struct cr_broker *b, const struct cred_rt *r,
+			      const char *what)
+{
+	cJSON *f = cJSON_CreateObject();
+
+	if (f) {
+		cJSON_AddStringToObject(f, "credential", r->c->name);
+		cJSON_AddStringToObject(f, "method", "?");
+		cJSON_AddStringToObject(f, "path", "");
+		cJSON_AddNumberToObject(f, "status", 0);
+		cJSON_AddNumberToObject(f, "bytes_sent", 0);
+		cJSON_AddNumberToObject(f, "bytes_received", 0);
+		cJSON_AddStringToObject(f, "aborted", what);
+	}
+	cr_audit_event(b->run, "broker", f);
 }
 
 /* ---- the thread ---- */
@@ -371,14 +562,25 @@ static void *broker_main(void *arg)
 		if (p[b->n].revents)
 			break;
 		for (size_t i = 0; i < b->n && !atomic_load(&b->stopping); i++) {
+			struct sockaddr_storage peer;
+			socklen_t pl;
+			uint32_t paddr;
+			uint16_t pport;
 			int fd;
 
 			if (!(p[i].revents & POLLIN))
 				continue;
-			fd = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC);
+			pl = sizeof(peer);
+			fd = accept4(p[i].fd, (struct sockaddr *)&peer, &pl,
+				     SOCK_CLOEXEC);
 			if (fd < 0)
 				continue;
-			if (!peer_is_ours(fd)) {
+			/* Any local user may connect to a loopback port;
+			 * only what the proxy registered for the program
+			 * is served, whether or not the program's end is
+			 * still open. */
+			if (!v4_of((struct sockaddr *)&peer, pl, &paddr, &pport) ||
+			    !take_expected(b, paddr, pport, htons(b->cr[i].port))) {
 				/* A stranger on loopback: closed unserved. */
 				cr_broker_record(b, &b->cr[i], "?", NULL, 0, 0, 0,
 				       "a connection from outside the run");
@@ -439,24 +641,35 @@ void cr_broker_finish(struct cr_run *run)
 		r->lfd = -1;
 		if (r->secret)
 			explicit_bzero(r->secret, strlen(r->secret));
-		if (r->b64)
-			explicit_bzero(r->b64, strlen(r->b64));
+		for (size_t k = 0; k < B64_FORMS; k++) {
+			if (r->b64[k])
+				explicit_bzero(r->b64[k], strlen(r->b64[k]));
+			free(r->b64[k]);
+			r->b64[k] = NULL;
+		}
 		if (r->header)
 			explicit_bzero(r->header, strlen(r->header));
 		free(r->secret);
-		free(r->b64);
 		free(r->ca_pem);
 		r->ca_pem = NULL;
 		free(r->header);
-		r->secret = r->b64 = r->header = NULL;
+		r->secret = r->header = NULL;
 	}
 	for (size_t i = 0; i < b->nref; i++) {
-		cr_deny(run, 0, "broker", b->ref[i].target, "net",
-			b->ref[i].reason ? b->ref[i].reason : "refused");
+		for (uint64_t k = 0; k < b->ref[i].count; k++)
+			cr_deny(run, 0, "broker", b->ref[i].target, "net",
+				b->ref[i].reason);
 		free(b->ref[i].target);
 		free(b->ref[i].reason);
 	}
+	/* As cr_deny counts what its table cannot hold. */
+	run->denied_calls += b->ref_dropped;
+	run->denials_dropped += b->ref_dropped;
 	free(b->ref);
+	for (size_t i = 0; i < b->nexpect; i++)
+		if (b->expect[i].fd >= 0)
+			close(b->expect[i].fd);
+	free(b->expect);
 	for (int i = 0; i < 2; i++)
 		if (b->stop[i] >= 0)
 			close(b->stop[i]);

@@ -1,5 +1,6 @@
 /* tracer/broker/request.c: one request from the program, read and judged:
  * its HTTP/1.x head and body, the headers it may not set, the rules. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,7 @@ static const char *path_problem(const char *t)
 
 	if (t[0] != '/')
 		return "the target is not an absolute path (origin-form)";
-	if (strlen(t) > 1000)
+	if (strlen(t) > TARGET_MAX)
 		return "the target is longer than 1000 bytes";
 	for (const char *p = t; *p; p++)
 		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f ||
@@ -138,6 +139,10 @@ int cr_broker_read_request(int fd, struct req *q, const struct cred_rt *r,
 	while (!end) {
 		ssize_t n = recv(fd, head + len, HEAD_MAX - len, 0);
 
+		if (!len && (n == 0 || (n < 0 && errno == ECONNRESET))) {
+			*why = "the program closed its connection before sending a request";
+			return ABORTED;
+		}
 		if (n <= 0) {
 			*why = "the request ended before its headers";
 			return 400;
@@ -196,7 +201,10 @@ int cr_broker_read_request(int fd, struct req *q, const struct cred_rt *r,
 		}
 		if (header_dropped(line, nl, r))
 			continue;
-		q->hdrs = cr_curl.slist_append(q->hdrs, line);
+		if (cr_broker_hdr_add(&q->hdrs, line)) {
+			*why = "out of memory";
+			return 500;
+		}
 	}
 	q->body.max = BODY_MAX;
 	/* libcurl sends a body as a POST: a GET or HEAD with one would

@@ -12,6 +12,7 @@
 
 #include "corral/tlssni.h"
 #include "net.h"
+#include "../broker/broker.h"
 
 #define RELAY_CHUNK (1024 * 1024)	/* pipe-max-size's default */
 #define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
@@ -100,7 +101,10 @@ static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
 				setsockopt(c->fd[i], SOL_SOCKET, SO_LINGER, &l,
 					   sizeof(l));
 			}
-			close(c->fd[i]);
+			/* A connection to the broker it has not taken
+			 * yet is handed to it, not closed. */
+			if (i == 0 || !cr_broker_forget(run, c->fd[i]))
+				close(c->fd[i]);
 		}
 		for (int j = 0; j < 2; j++)
 			if (c->pipe[i][j] >= 0)
@@ -336,6 +340,10 @@ static void start_conn(struct cr_run *run, int fd,
 	c->fd[1] = socket(p->dest.sa.sa_family,
 			  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd[1] < 0)
+		goto fail;
+	/* A connection to the broker is announced to it first: the broker
+	 * serves only peers so announced (tracer/broker/). */
+	if (cr_broker_expect(run, c->fd[1], &p->dest.sa, p->destlen))
 		goto fail;
 	/* Never a blocking call on the loop: the upstream connect runs in
 	 * the background and its end is seen as EPOLLOUT. */
