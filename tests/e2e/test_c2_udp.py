@@ -173,6 +173,98 @@ def _udp_stranger(t, preexec=None):
     eq(r["stdout"], "b'x'\n", "the next run")
 
 
+UNSPEC_RUN = r"""
+import os, socket, time
+fam, lo = %s
+s2 = socket.socket(fam, socket.SOCK_DGRAM)
+s2.bind((lo, 0))
+s1 = socket.socket(fam, socket.SOCK_DGRAM)
+s1.connect(s2.getsockname())
+s1.send(b"hello")
+_, src = s2.recvfrom(100)
+p1 = src[1]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+un = (ctypes.c_ushort * 8)(0)
+print("unspec", libc.connect(s1.fileno(), un, 16), flush=True)
+with open("ports.tmp", "w") as f:
+    f.write("%%d %%d" %% (p1, s2.getsockname()[1]))
+os.rename("ports.tmp", "ports")
+while not os.path.exists("go"):
+    time.sleep(0.05)
+try:
+    s2.sendto(b"SECRET-FROM-RUN", (lo, p1))
+    print("sent", flush=True)
+except OSError as e:
+    print("send errno", e.errno, flush=True)
+s2.settimeout(1)
+try:
+    d, a = s2.recvfrom(100)
+    print("received", d, flush=True)
+except OSError:
+    print("heard nothing", flush=True)
+"""
+
+UNSPEC_HOST = r"""
+import socket, sys
+fam = socket.AF_INET6 if sys.argv[1] == "6" else socket.AF_INET
+lo = "::1" if sys.argv[1] == "6" else "127.0.0.1"
+p1, p2 = int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(fam, socket.SOCK_DGRAM)
+try:
+    s.bind((lo, p1))
+    print("bound", flush=True)
+except OSError as e:
+    print("bind errno", e.errno, flush=True)
+    sys.exit(0)
+s.sendto(b"INJECTED-BY-HOST", (lo, p2))
+s.settimeout(2)
+try:
+    d, a = s.recvfrom(100)
+    print("host received", d, flush=True)
+except OSError:
+    print("host heard nothing", flush=True)
+"""
+
+
+@test
+def udp_disconnect_keeps_the_port_the_run_heard_from(t):
+    """connect(AF_UNSPEC) made the kernel give up a run socket's port
+    (chosen by corral, so not locked), while corral still counted the
+    address as the run's: a host process that took it received the run's
+    datagrams and was heard by its sockets, status ok, nothing recorded.
+    The port is now bound again at once (or the socket forgotten)."""
+    ws = t.path("ws")
+    for fam in ("4", "6"):
+        for f in ("ports", "go"):
+            if os.path.exists(os.path.join(ws, f)):
+                os.unlink(os.path.join(ws, f))
+        spec = "socket.AF_INET6, '::1'" if fam == "6" else \
+            "socket.AF_INET, '127.0.0.1'"
+        proc = loop_run(t, UNSPEC_RUN % spec, spawn=True)
+        try:
+            portf = os.path.join(ws, "ports")
+            true(wait_for(lambda: os.path.exists(portf), 30),
+                 "the run wrote its ports")
+            p1, p2 = open(portf).read().split()
+            host = subprocess.run([PY, "-c", UNSPEC_HOST, fam, p1, p2],
+                                  capture_output=True, timeout=60)
+            open(os.path.join(ws, "go"), "w").close()
+            run, r = finish(t, proc)
+            proc = None
+        finally:
+            if proc is not None:
+                proc.kill()
+                proc.communicate()
+        hout = host.stdout.decode()
+        true("host received" not in hout,
+             "IPv%s: the host got the run's datagram: %r" % (fam, hout))
+        true("received" not in r["stdout"].replace("heard nothing", ""),
+             "IPv%s: the run heard the host: %r" % (fam, r["stdout"]))
+        contains(r["stdout"], "unspec 0", "the disconnect itself works")
+    t.assert_next_run_ok()
+
+
 @test
 def udp_stranger_not_heard(t):
     _udp_stranger(t)

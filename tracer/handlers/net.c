@@ -602,7 +602,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	case AF_UNSPEC:	/* dissolve an association: names nothing */
 		v = v_rc(connect(s.dup, &a.sa, alen));
 		if (v.kind == CR_V_VALUE)
-			cr_net_udp_connected(ns, s.ino, NULL);
+			cr_net_udp_disconnected(ns, s.dup, s.ino);
 		break;
 	case AF_INET:
 	case AF_INET6:

@@ -260,6 +260,9 @@ bool cr_net_udp_member(const struct cr_netstate *ns,
 /* Member ino is now connected to peer (NULL: to nothing). */
 void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
 			  const struct cr_net_ep *peer);
+/* connect(AF_UNSPEC) was performed on member ino's socket dup: its port
+ * is taken back at once, or the member forgotten (udp.c). */
+void cr_net_udp_disconnected(struct cr_netstate *ns, int dup, uint64_t ino);
 bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 		     struct cr_net_ep *ep, bool *wildcard);
 /* The inodes of the members the supervisor holds (at most cap): their

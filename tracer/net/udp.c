@@ -544,6 +544,62 @@ void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
 		m->peer = *peer;
 }
 
+/*
+ * connect(AF_UNSPEC) was performed on member ino's socket (dup). Unless
+ * its bind named the port, the kernel gives the port up (udp_disconnect),
+ * while the member still lists it: a host process that took it was heard
+ * as the run's own socket and reached by the run's sends, both ways, with
+ * nothing recorded. So the socket is bound again at once by its number
+ * (which also locks it, as a named port is); if another process took it
+ * in between, the member is forgotten (its next send binds anew, as a
+ * new member) and the others stop hearing that address.
+ */
+void cr_net_udp_disconnected(struct cr_netstate *ns, int dup, uint64_t ino)
+{
+	struct cr_net_udp *m = find(ns, ino);
+	union cr_sockaddr a;
+	struct cr_net_ep ep;
+	socklen_t al;
+	int domain = 0, d;
+	socklen_t dl = sizeof(domain);
+	size_t idx;
+
+	if (!m)
+		return;
+	m->connected = false;
+	if (bound_ep(dup, &ep) && ep.port)
+		return;		/* its port was named: still its own */
+	memset(&a, 0, sizeof(a));
+	if (getsockopt(dup, SOL_SOCKET, SO_DOMAIN, &domain, &dl) == 0 &&
+	    domain == AF_INET6) {
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_port = htons(m->ep.port);
+		if (m->ep.family == AF_INET) {
+			a.in6.sin6_addr.s6_addr[10] = 0xff;
+			a.in6.sin6_addr.s6_addr[11] = 0xff;
+			memcpy(&a.in6.sin6_addr.s6_addr[12], m->ep.addr, 4);
+		} else {
+			memcpy(&a.in6.sin6_addr, m->ep.addr, 16);
+		}
+		al = sizeof(a.in6);
+	} else {
+		a.in4.sin_family = AF_INET;
+		a.in4.sin_port = htons(m->ep.port);
+		memcpy(&a.in4.sin_addr, m->ep.addr, 4);
+		al = sizeof(a.in4);
+	}
+	if (domain && bind(dup, &a.sa, al) == 0)
+		return;
+	idx = (size_t)(m - ns->udp);
+	d = m->dup;
+	free(m->srcs);
+	deafen(d);
+	ns->udp[idx] = ns->udp[--ns->nudp];
+	for (size_t i = 0; i < ns->nudp; i++)
+		forget_gone(ns, &ns->udp[i]);
+	close(d);
+}
+
 bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 		     struct cr_net_ep *ep, bool *wildcard)
 {
