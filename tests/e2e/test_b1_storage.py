@@ -356,3 +356,83 @@ def storage_page_tables_count(t):
     run, r = hoard(t, ["memory=48MiB"], "ptables", 4096)
     assert_counted(t, run, r, "memory")
     t.assert_next_run_ok()
+
+
+SHM_RELINK = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, mib, mode = "/dev/shm/" + sys.argv[1], "/dev/shm/" + sys.argv[2], \
+    int(sys.argv[3]), int(sys.argv[4], 8)
+fd = os.open(a, os.O_RDWR | os.O_CREAT | os.O_EXCL, mode)
+rc = libc.linkat(fd, b"", -100, b.encode(), 0x1000)   # AT_EMPTY_PATH
+print("linkat", rc, ctypes.get_errno(), flush=True)
+os.unlink(a)
+chunk = b"x" * (1 << 20)
+for i in range(mib):
+    os.write(fd, chunk)
+print("written", flush=True)
+time.sleep(float(sys.argv[5]))
+"""
+
+
+@test
+def storage_dev_shm_second_name_counts_and_goes(t):
+    # A second name given to a run's /dev/shm object through its fd
+    # (linkat AT_EMPTY_PATH), the first unlinked: an earlier build neither
+    # counted nor recorded it, so 300 MiB outlived a run that ended ok
+    # under disk=64MiB. Now it is counted and removed at cleanup.
+    a, b = shm_name(t) + "-a", shm_name(t) + "-b"
+    path = t.write("relink.py", SHM_RELINK)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--limit", "disk=16MiB",
+                    "--limit", "wall=30s", "--",
+                    "/usr/bin/python3", path, a, b, "40", "600", "0"])
+    r = t.result(run)
+    try:
+        contains(r.get("stdout", ""), "linkat 0 ", "the second name")
+        eq(r.get("limit"), "disk", "limit (message %r)" % r.get("message"))
+        true(not os.path.exists("/dev/shm/" + b),
+             "/dev/shm/%s outlived the run" % b)
+    finally:
+        for n in (a, b):
+            if os.path.exists("/dev/shm/" + n):
+                os.unlink("/dev/shm/" + n)
+    t.assert_next_run_ok()
+
+
+@test
+def storage_dev_shm_read_only_object_is_tagged(t):
+    # A user xattr needs write permission: an object made 0400 went
+    # untagged, so a killed supervisor's object was never swept. corral
+    # lends its owner bits for the tag.
+    a, b = shm_name(t) + "-a", shm_name(t) + "-b"
+    path = t.write("relink.py", SHM_RELINK)
+    tmp = t.path("tmp")
+    os.mkdir(tmp, 0o700)
+    p = t.spawn(["run", "--json", "--ro", t.tmp, "--limit", "wall=40s",
+                 "--env", "CRMARK=" + t.marker, "--",
+                 "/usr/bin/python3", path, a, b, "1", "400", "30"],
+                env={"TMPDIR": tmp})
+    target = "/dev/shm/" + b
+    try:
+        true(wait_for(lambda: os.path.exists(target), 20),
+             "the program never made %s" % target)
+        eq(oct(os.stat(target).st_mode & 0o777), oct(0o400), "its mode")
+        true(wait_for(lambda: _tag(target) is not None, 5),
+             "the read-only object's tag")
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        t.finish(p, timeout=10)
+    t.no_marker_processes("after SIGKILL to corral", grace=5.0)
+    t.assert_next_run_ok()
+    exists = os.path.exists(target)
+    if exists:
+        os.chmod(target, 0o600)
+        os.unlink(target)
+    true(not exists, "%s not swept by the next run" % target)
+
+
+def _tag(path):
+    try:
+        return os.getxattr(path, "user.corral.run")
+    except OSError:
+        return None

@@ -474,7 +474,30 @@ static void shm_tag(struct cr_fsstate *fs, const char *name)
 	if (fs->shm_fd < 0 || proc_ident(getpid(), id, sizeof(id)))
 		return;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", fs->shm_fd, name);
-	lsetxattr(path, CR_SHM_TAG, id, strlen(id), 0);
+	if (lsetxattr(path, CR_SHM_TAG, id, strlen(id), 0) == 0 ||
+	    (errno != EACCES && errno != EPERM))
+		return;
+	{
+		/* A user xattr needs write permission on the file: an object
+		 * made read-only (mode 0400) went untagged, so no later sweep
+		 * removed it. Our own file: its owner bits are lent for the
+		 * moment, on exactly that inode. */
+		int o = openat(fs->shm_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		char fp[64];
+		struct stat st;
+
+		if (o < 0)
+			return;
+		snprintf(fp, sizeof(fp), "/proc/self/fd/%d", o);
+		if (fstat(o, &st) == 0 && (S_ISREG(st.st_mode) ||
+					   S_ISDIR(st.st_mode)) &&
+		    st.st_uid == geteuid() &&
+		    chmod(fp, (st.st_mode & 07777) | S_IWUSR) == 0) {
+			setxattr(fp, CR_SHM_TAG, id, strlen(id), 0);
+			chmod(fp, st.st_mode & 07777);
+		}
+		close(o);
+	}
 }
 
 bool cr_fs_shm_untaggable(int shm, const char *name)

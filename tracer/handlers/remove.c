@@ -238,14 +238,36 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 		close(fd);
 		return CR_V_ERR(-rc);
 	}
-	if (b.exists)
+	if (b.exists) {
 		rc = -EEXIST;
-	else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b))
+	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
 		rc = -cr_fsrules_refusal(&run->fs->rules, b.acc);
+	} else if (b.plen > 9 && !memcmp(b.path, "/dev/shm/", 9)) {
+		/* Only files may be made there (create.c), and each is
+		 * tagged and swept as any other of the run's objects. */
+		struct stat st;
+
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			b.refused = true;
+			cr_fs_deny(run, n, sys, &b,
+				   "only files and directories may be made in /dev/shm");
+			rc = -EPERM;
+		}
+	}
+	/* A name given to an open file is an entry made, as by link(2):
+	 * counted, and in /dev/shm tagged (an earlier build did neither, so
+	 * a second name of a run's /dev/shm object, the first unlinked,
+	 * outlived the run uncounted). */
+	if (!rc)
+		rc = cr_budget_on_create(run, (pid_t)n->pid);
 	if (!rc) {
 		cr_fs_fdpath(fd, p, sizeof(p));
 		rc = linkat(AT_FDCWD, p, b.dirfd, b.name, AT_SYMLINK_FOLLOW) < 0 ?
 		     -errno : 0;
+		if (rc)
+			cr_budget_on_remove(run);
+		else
+			cr_fs_note_created(run, &b);
 	}
 	cr_fsres_free(&b);
 	close(fd);
