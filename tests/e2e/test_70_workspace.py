@@ -57,6 +57,27 @@ def workspace_private_removed(t):
 
 
 @test
+def workspace_private_removed_after_its_bits_went(t):
+    """chmod(., 0) by the program: an earlier build could then open the
+    workspace neither at cleanup nor in any later sweep or gc, so it
+    stayed for good. The bits are given back on exactly that directory."""
+    run = t.corral(["run", "--json", "--", "sh", "-c",
+                    "pwd -P; mkdir -p d/e; echo x > d/e/f; chmod 0 d; "
+                    "chmod 0 ."])
+    r = t.result(run)
+    eq(run.code, 0, "exit status")
+    where = r.get("stdout", "").split("\n")[0]
+    true(where.startswith(os.path.realpath(CFG.tmpdir)), "where %r" % where)
+    gone = not os.path.exists(where)
+    if not gone:
+        os.chmod(where, 0o700)
+    true(gone, "private workspace %s remains" % where)
+    eq(r.get("cleanup", {}).get("workspace_removed"), True,
+       "cleanup.workspace_removed")
+    t.assert_next_run_ok()
+
+
+@test
 def workspace_fresh_each_run(t):
     first = t.result(t.corral(["run", "--json", "--", "sh", "-c",
                                "pwd -P; echo secret > left.txt"]))
