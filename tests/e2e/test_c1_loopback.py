@@ -601,3 +601,27 @@ except OSError as e:
     eq(r["stdout"], "reply (b'rep', 'srv.sock')\nother inner path 13\n",
        "the reply, and a /proc path that is no socket of the run")
     eq(r["status"], "ok", "status")
+
+
+@test
+def loopback_accept_keeps_its_receive_timeout(t):
+    """A blocking accept with SO_RCVTIMEO set gives up after it (EAGAIN),
+    as natively; corral performs accepts and waits for them itself, and an
+    earlier build waited until the wall budget (a C server's accept loop
+    with a timeout hung)."""
+    prog = r'''
+import socket, struct, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(4)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 1, 0))
+t0 = time.monotonic()
+try:
+    s.accept()
+    print("accepted")
+except OSError as e:
+    print("errno", e.errno, "after", round(time.monotonic() - t0))
+'''
+    run, r = loop_run(t, prog, extra=["--limit", "wall=20s"], timeout=60)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), "errno 11 after 1\n", "stdout")

@@ -10,6 +10,8 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
 
 #include "net.h"
 
@@ -185,6 +187,8 @@ struct cr_net_wait {
 	cr_net_wait_fn fn;
 	void *arg;		/* owned */
 	struct cr_watch *w;
+	int tfd;		/* owned timerfd of SO_RCVTIMEO, or -1 */
+	struct cr_watch *tw;
 };
 
 static void wait_drop(struct cr_run *run, struct cr_net_wait *w)
@@ -200,6 +204,10 @@ static void wait_drop(struct cr_run *run, struct cr_net_wait *w)
 	/* Out of epoll before the duplicate is closed (see on_writable). */
 	if (w->w)
 		cr_loop_unwatch(run, w->w);
+	if (w->tw)
+		cr_loop_unwatch(run, w->tw);
+	if (w->tfd >= 0)
+		close(w->tfd);
 	cr_guard_close(w->dup);
 	free(w->arg);
 	free(w);
@@ -223,6 +231,43 @@ static void on_ready(struct cr_run *run, uint32_t events, void *arg)
 	wait_drop(run, w);
 }
 
+/* The socket's own receive timeout ran out first: the kernel's answer. */
+static void on_timeout(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_wait *w = arg;
+
+	if (cr_notif_valid(run, w->id))
+		cr_notif_reply(run, w->id, (struct cr_verdict){
+					.kind = CR_V_ERRNO, .error = EAGAIN });
+	wait_drop(run, w);
+}
+
+/* A blocking accept or receive the program gave SO_RCVTIMEO gives up
+ * after it, EAGAIN, as the kernel's would (an earlier build waited until
+ * the wall budget: a C server's accept loop with a timeout hung). 0: no
+ * timeout; -errno when one is set but cannot be kept. */
+static int arm_timeout(struct cr_run *run, struct cr_net_wait *w,
+		       uint32_t events)
+{
+	struct timeval tv = { 0 };
+	socklen_t tl = sizeof(tv);
+	struct itimerspec its = { 0 };
+
+	if (!(events & EPOLLIN) ||
+	    getsockopt(w->dup, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) < 0 ||
+	    (!tv.tv_sec && !tv.tv_usec))
+		return 0;
+	w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (w->tfd < 0)
+		return -errno;
+	its.it_value.tv_sec = tv.tv_sec;
+	its.it_value.tv_nsec = tv.tv_usec * 1000L;
+	if (timerfd_settime(w->tfd, 0, &its, NULL) < 0)
+		return -errno;
+	w->tw = cr_loop_watch(run, w->tfd, EPOLLIN, on_timeout, w);
+	return w->tw ? 0 : -ENOMEM;
+}
+
 struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 			      int dup, uint32_t events, cr_net_wait_fn fn,
 			      void *arg)
@@ -237,6 +282,7 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	w->id = n->id;
 	w->tid = (pid_t)n->pid;
+	w->tfd = -1;
 	w->dup = dup;
 	w->fn = fn;
 	w->arg = arg;
@@ -244,7 +290,7 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 	ns->waits = w;
 	ns->nwaits++;
 	w->w = cr_loop_watch(run, dup, events, on_ready, w);
-	if (!w->w) {
+	if (!w->w || arm_timeout(run, w, events) < 0) {
 		wait_drop(run, w);
 		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
 	}
