@@ -884,3 +884,35 @@ def io_request_input_leaves_out_denied_entries(t):
             shutil.rmtree(os.path.join(rd, "sub"))
     eq(seen[0], seen[1], "with and without the denied entries")
     eq(seen[0][0], "pub\n", "what was copied")
+
+
+@test
+def io_artifacts_below_a_locked_directory_are_named(t):
+    """A matched file below a directory the program made unsearchable
+    (chmod 000 out/locked, with --output 'out/**') was neither exported nor
+    listed in artifacts_skipped: the result lied by omission. Every
+    directory that cannot be opened (matched, or one a match could lie
+    below) and every entry that cannot be looked at is listed now, with
+    the reason; the program's modes are not overridden for the export."""
+    out = t.path("out")
+    run = t.corral([
+        "run", "--json", "--output", "out/**", "--output", "deep/x/*.txt",
+        "--output-dir", out, "--", "sh", "-c",
+        "mkdir -p out/locked/sub out/noexec deep/x && "
+        "echo important > out/locked/report.txt && "
+        "echo r > out/noexec/r.txt && echo visible > out/a.txt && "
+        "echo d > deep/x/d.txt && "
+        "chmod 000 out/locked deep/x && chmod 0400 out/noexec"])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq([a["path"] for a in r["artifacts"]], ["out/a.txt"], "exported")
+    got = {s["path"]: s["reason"] for s in r["artifacts_skipped"]}
+    eq(sorted(got), ["deep/x", "out/locked", "out/noexec/r.txt"],
+       "skipped: %s" % got)
+    contains(got["out/locked"], "cannot be opened", "out/locked's reason")
+    contains(got["deep/x"], "cannot be opened", "deep/x's reason")
+    contains(got["out/noexec/r.txt"], "cannot be looked at",
+             "out/noexec/r.txt's reason")
+    eq(r.get("artifacts_skipped_dropped"), 0, "dropped")
+    eq(r.get("cleanup", {}).get("workspace_removed"), True,
+       "cleanup.workspace_removed")
