@@ -312,3 +312,27 @@ def kept_workspace_top_keeps_its_mode_and_acl(t):
     run = t.corral(["run", "--json", "--workspace", ws, "--", "sh", "-c",
                     "echo later > out.txt"])
     eq(t.result(run).get("status"), "ok", "a later run in the workspace")
+
+
+@test
+def workspace_top_narrowed_to_nothing_is_removed(t):
+    """Narrowing the workspace's top stays allowed, but `chmod 000 .` left
+    the private workspace on the host for good: the removal opened it for
+    reading and failed, and `corral gc` failed on it every time after. It
+    is opened by O_PATH and given back u+rwx now; an artifact glob over it
+    names it as skipped rather than drop it unsaid."""
+    before = set(os.listdir(CFG.tmpdir))
+    out = t.path("out")
+    run = t.corral(["run", "--json", "--output", "*", "--output-dir", out,
+                    "--", "sh", "-c",
+                    "mkdir -p a/b && echo x > a.txt && chmod 000 a/b a . && "
+                    "echo done"])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "done\n"), "the run")
+    eq(r.get("cleanup", {}).get("workspace_removed"), True,
+       "cleanup.workspace_removed")
+    eq({e for e in os.listdir(CFG.tmpdir) if e.startswith("corral-")} -
+       before, set(), "workspaces left in TMPDIR")
+    eq([(s["path"], "cannot be opened" in s["reason"])
+        for s in r["artifacts_skipped"]], [(".", True)],
+       "artifacts_skipped")
