@@ -120,14 +120,15 @@ mode_t cr_fs_safe_mode(struct cr_run *run, const struct seccomp_notif *n,
 		       bool dir);
 /* tops.c: the tops of the writable roots (the workspace above all) keep
  * what they give other users: recorded at set-up, then each change judged
- * on st, the inode the call acts on. 0, or -EPERM and a denial naming
- * target (or, when NULL, fd's path): a group or other permission bit the
- * top did not have; an owner or group change; an attribute set or removed
- * outside the "user." namespace (POSIX ACLs above all). */
+ * on st, the inode the call acts on, a denial naming target (or, when
+ * NULL, fd's path). cr_fs_top_mode: the mode to set, without the group
+ * and other bits the top did not have. The others: 0, or -EPERM for an
+ * owner or group change, or an attribute set or removed outside the
+ * "user." namespace (POSIX ACLs above all). */
 int cr_fs_tops_setup(struct cr_fsstate *fs);
-int cr_fs_top_chmod(struct cr_run *run, const struct seccomp_notif *n,
-		    const char *sys, const char *target, int fd,
-		    const struct stat *st, mode_t mode);
+mode_t cr_fs_top_mode(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, const char *target, int fd,
+		      const struct stat *st, mode_t mode);
 int cr_fs_top_chown(struct cr_run *run, const struct seccomp_notif *n,
 		    const char *sys, const char *target, int fd,
 		    const struct stat *st, uid_t uid, gid_t gid);

@@ -19,11 +19,14 @@
  * account given write access can plant a directory corral cannot remove.
  * So the tops of the writable roots, recorded here by (dev, ino) at
  * set-up, may lose permission bits but never gain a group or other bit
- * they did not have; no attribute outside the "user." namespace (ACLs,
- * NFSv4 and CIFS ACLs, security labels) is set or removed on them; their
- * owner and group do not change. Everything is judged on the inode the
- * call would act on (an fd of ours), so a name moved meanwhile changes
- * nothing.
+ * they did not have: such a bit is cleared and the call succeeds, as for
+ * set-user-ID (fs.c), because `tar xf` of an archive holding "./" sets
+ * the mode of the directory it extracts into, and failing it ended tar
+ * with status 2. No attribute outside the "user." namespace (ACLs,
+ * NFSv4 and CIFS ACLs, security labels) is set or removed on them, and
+ * their owner and group do not change: EPERM. Everything is judged on
+ * the inode the call would act on (an fd of ours), so a name moved
+ * meanwhile changes nothing.
  */
 int cr_fs_tops_setup(struct cr_fsstate *fs)
 {
@@ -85,16 +88,18 @@ static int refuse(struct cr_run *run, const struct seccomp_notif *n,
 	return -EPERM;
 }
 
-int cr_fs_top_chmod(struct cr_run *run, const struct seccomp_notif *n,
-		    const char *sys, const char *target, int fd,
-		    const struct stat *st, mode_t mode)
+mode_t cr_fs_top_mode(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, const char *target, int fd,
+		      const struct stat *st, mode_t mode)
 {
 	const struct cr_fstop *t = top_of(run, st);
+	mode_t extra = t ? mode & 077 & ~t->mode : 0;
 
-	if (!t || !(mode & 077 & ~t->mode))
-		return 0;
-	return refuse(run, n, sys, target, fd,
-		      "the top of a writable root may not give group or other more access than it had when the run started");
+	if (!extra)
+		return mode;
+	refuse(run, n, sys, target, fd,
+	       "the top of a writable root gives group and other no more than it did when the run started: those bits are not set");
+	return mode & ~extra;
 }
 
 int cr_fs_top_chown(struct cr_run *run, const struct seccomp_notif *n,

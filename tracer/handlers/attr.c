@@ -51,14 +51,14 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 			rc = -cr_fs_fd_writable(run, n, sys, fd);
 			if (!rc && fstat(fd, &st) < 0)
 				rc = errno;
-			if (!rc)
-				rc = -cr_fs_top_chmod(run, n, sys, NULL, fd, &st,
+			if (!rc) {
+				mode = cr_fs_top_mode(run, n, sys, NULL, fd, &st,
 						      mode & 07777);
-			if (!rc)
 				rc = fchmod(fd, cr_fs_safe_mode(run, n, sys, NULL,
-								mode & 07777,
+								mode,
 								S_ISDIR(st.st_mode))) < 0 ?
 				     errno : 0;
+			}
 			close(fd);
 			return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 		}
@@ -79,10 +79,11 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 		return CR_V_ERR(-fd);
 	}
 	/* Judged on the inode opened: the one chmod acts on. */
-	rc = fstat(fd, &st) < 0 ? errno :
-	     -cr_fs_top_chmod(run, n, sys, res.path, fd, &st, mode & 07777);
+	rc = fstat(fd, &st) < 0 ? errno : 0;
 	if (!rc) {
-		mode = cr_fs_safe_mode(run, n, sys, res.path, mode & 07777,
+		mode = cr_fs_top_mode(run, n, sys, res.path, fd, &st,
+				      mode & 07777);
+		mode = cr_fs_safe_mode(run, n, sys, res.path, mode,
 				       S_ISDIR(st.st_mode));
 		cr_fs_fdpath(fd, p, sizeof(p));
 		rc = chmod(p, mode & 07777) < 0 ? errno : 0;
@@ -368,12 +369,14 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 		struct stat st;
 		mode_t mode = (mode_t)n->data.args[1] & 07777;
 
-		if (fstat(fd, &st) < 0)
+		if (fstat(fd, &st) < 0) {
 			rc = -errno;
-		else if (!(rc = cr_fs_top_chmod(run, n, e->name, NULL, fd, &st,
-						mode)))
+		} else {
+			mode = cr_fs_top_mode(run, n, e->name, NULL, fd, &st,
+					      mode);
 			mode = cr_fs_safe_mode(run, n, e->name, NULL, mode,
 					       S_ISDIR(st.st_mode));
+		}
 		if (!rc)
 			rc = fchmod(fd, mode) < 0 ? -errno : 0;
 	}
