@@ -70,13 +70,15 @@ static const struct cr_fstop *top_of(const struct cr_run *run,
 }
 
 /* The denial, naming the object: target when given, else fd's path. */
-static int refuse(struct cr_run *run, const struct seccomp_notif *n,
-		  const char *sys, const char *target, int fd, const char *why)
+static void deny_top(struct cr_run *run, const struct seccomp_notif *n,
+		     const char *sys, const char *target, int fd,
+		     const char *why)
 {
 	char p[64], path[PATH_MAX];
-	ssize_t len = -1;
 
 	if (!target && fd >= 0) {
+		ssize_t len;
+
 		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
 		len = readlink(p, path, sizeof(path) - 1);
 		if (len > 0) {
@@ -85,7 +87,6 @@ static int refuse(struct cr_run *run, const struct seccomp_notif *n,
 		}
 	}
 	cr_deny(run, (pid_t)n->pid, sys, target, "fs", why);
-	return -EPERM;
 }
 
 mode_t cr_fs_top_mode(struct cr_run *run, const struct seccomp_notif *n,
@@ -97,8 +98,8 @@ mode_t cr_fs_top_mode(struct cr_run *run, const struct seccomp_notif *n,
 
 	if (!extra)
 		return mode;
-	refuse(run, n, sys, target, fd,
-	       "the top of a writable root gives group and other no more than it did when the run started: those bits are not set");
+	deny_top(run, n, sys, target, fd,
+		 "the top of a writable root gives group and other no more than it did when the run started: those bits are not set");
 	return mode & ~extra;
 }
 
@@ -109,8 +110,9 @@ int cr_fs_top_chown(struct cr_run *run, const struct seccomp_notif *n,
 	if (!top_of(run, st) || ((uid == (uid_t)-1 || uid == st->st_uid) &&
 		   (gid == (gid_t)-1 || gid == st->st_gid)))
 		return 0;
-	return refuse(run, n, sys, target, fd,
-		      "the owner and group of the top of a writable root do not change");
+	deny_top(run, n, sys, target, fd,
+		 "the owner and group of the top of a writable root do not change");
+	return -EPERM;
 }
 
 int cr_fs_top_xattr(struct cr_run *run, const struct seccomp_notif *n,
@@ -119,6 +121,7 @@ int cr_fs_top_xattr(struct cr_run *run, const struct seccomp_notif *n,
 {
 	if (!strncmp(name, "user.", 5) || !top_of(run, st))
 		return 0;
-	return refuse(run, n, sys, target, fd,
-		      "access control lists and other system attributes of the top of a writable root do not change");
+	deny_top(run, n, sys, target, fd,
+		 "access control lists and other system attributes of the top of a writable root do not change");
+	return -EPERM;
 }
