@@ -225,3 +225,160 @@ def rw_root_named_through_a_link(t):
     r = t.result(run)
     eq((r.get("status"), r.get("limit")), ("limit_exceeded", "disk"),
        "4 MiB through the link under disk=1MiB")
+
+
+# The program's probe of its workspace's top: every way to widen what other
+# users may do there, and the narrowing ones that stay allowed. Prints one
+# JSON object: each attempt's errno name (0: it worked) and the mode after.
+_TOP_PROBE = r"""
+import ctypes, errno, json, os, struct, sys
+def ent(tag, perm, id=0xffffffff): return struct.pack('<HHI', tag, perm, id)
+# A valid POSIX ACL (xattr version 2): user::rwx user:12345:r-x group::---
+# mask::r-x other::---
+acl = struct.pack('<I', 2) + ent(1, 7) + ent(2, 5, 12345) + ent(4, 0) + \
+    ent(0x10, 5) + ent(0x20, 0)
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+def tr(k, f):
+    try:
+        f()
+        out[k] = 0
+    except OSError as e:
+        out[k] = errno.errorcode.get(e.errno, e.errno)
+def fchmodat2_empty(fd, mode):
+    if libc.syscall(452, fd, b"", mode, 0x1000) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+top = sys.argv[1]
+fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+start = os.stat(top).st_mode & 0o7777
+tr('chmod', lambda: os.chmod(top, 0o755))
+tr('chmod_dot', lambda: os.chmod('.', 0o777))
+tr('fchmod', lambda: os.fchmod(fd, 0o705))
+tr('fchmodat2_empty', lambda: fchmodat2_empty(fd, 0o770))
+tr('chmod_procfd', lambda: os.chmod('/proc/self/fd/%d' % fd, 0o757))
+tr('acl', lambda: os.setxattr(top, 'system.posix_acl_access', acl))
+tr('default_acl_fd', lambda: os.setxattr(fd, 'system.posix_acl_default', acl))
+tr('remove_acl', lambda: os.removexattr(top, 'system.posix_acl_access'))
+tr('chown_same', lambda: os.chown(top, -1, -1))
+tr('chgrp_other', lambda: os.chown(top, -1, 0))
+tr('narrow', lambda: os.chmod(top, start & 0o700 & ~0o200))
+tr('back', lambda: os.chmod(top, start))
+tr('inside', lambda: (os.mkdir('d'), os.chmod('d', 0o755)))
+out['mode'] = oct(os.stat(top).st_mode & 0o7777)
+print(json.dumps(out))
+"""
+
+# Widening chmods succeed with the group and other bits the top did not
+# have cleared (as set-user-ID bits are: `tar xf` of an archive holding
+# "./" sets the mode of the directory it extracts into); the rest is EPERM.
+_MASKED = ("chmod", "chmod_dot", "fchmod", "fchmodat2_empty", "chmod_procfd")
+_REFUSED = ("acl", "default_acl_fd", "remove_acl", "chgrp_other")
+
+
+def _check_top_probe(got, mode, where):
+    for k in _REFUSED:
+        eq(got.get(k), "EPERM", "%s on %s" % (k, where))
+    for k in _MASKED + ("chown_same", "narrow", "back", "inside"):
+        eq(got.get(k), 0, "%s on %s" % (k, where))
+    eq(got.get("mode"), oct(mode), "the mode of %s after the attempts" % where)
+
+
+def _top_probe(t, args):
+    run = t.corral(["run", "--json"] + args)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    return r, json.loads(r["stdout"])
+
+
+@test
+def workspace_top_is_not_opened_to_others(t):
+    """The program could chmod 0755 (or 0777) its private workspace, or set
+    a POSIX ACL naming another user on it, and other local users read what
+    it copied there; with 0777 another user could plant a directory the
+    cleanup could not remove. The top of the workspace (of every writable
+    root) never gains a group or other bit (cleared, the call succeeds, a
+    denial), an ACL or another group (EPERM, a denial) now; narrowing it
+    and everything inside stay the program's. The private workspace is
+    removed as ever."""
+    before = set(os.listdir(CFG.tmpdir))
+    r, got = _top_probe(t, ["--", "python3", "-c", _TOP_PROBE, "."])
+    _check_top_probe(got, 0o700, "the workspace's top")
+    reasons = {d.get("reason") for d in r.get("denials") or []
+               if d.get("layer") == "fs"}
+    for why in ("gives group and other no more than it did",
+                "access control lists", "owner and group"):
+        true(any(why in (x or "") for x in reasons),
+             "a denial saying %r: %s" % (why, sorted(map(str, reasons))))
+    eq(r.get("cleanup", {}).get("workspace_removed"), True,
+       "cleanup.workspace_removed")
+    eq({e for e in os.listdir(CFG.tmpdir) if e.startswith("corral-")} -
+       before, set(), "workspaces left in TMPDIR")
+    t.assert_next_run_ok()
+
+
+@test
+def kept_workspace_top_keeps_its_mode_and_acl(t):
+    """A kept workspace (-w DIR) keeps the access the caller gave it: a
+    program cannot widen 0750 to 0755 nor leave a default ACL that would
+    reach what later runs write there; group bits it had may come back."""
+    ws = t.path("ws")
+    os.mkdir(ws)
+    os.chmod(ws, 0o750)
+    r, got = _top_probe(t, ["--workspace", ws, "--", "python3", "-c",
+                            _TOP_PROBE, ws])
+    _check_top_probe(got, 0o750, "the kept workspace")
+    eq(oct(mode_of(ws)), oct(0o750), "the kept workspace's mode")
+    for name in ("system.posix_acl_access", "system.posix_acl_default"):
+        try:
+            os.getxattr(ws, name)
+            true(False, "%s is set on the kept workspace" % name)
+        except OSError as e:
+            true(e.errno in (61, 95), "getxattr %s: %s" % (name, e))
+    run = t.corral(["run", "--json", "--workspace", ws, "--", "sh", "-c",
+                    "echo later > out.txt"])
+    eq(t.result(run).get("status"), "ok", "a later run in the workspace")
+
+
+@test
+def workspace_top_narrowed_to_nothing_is_removed(t):
+    """Narrowing the workspace's top stays allowed, but `chmod 000 .` left
+    the private workspace on the host for good: the removal opened it for
+    reading and failed, and `corral gc` failed on it every time after. It
+    is opened by O_PATH and given back u+rwx now; an artifact glob over it
+    names it as skipped rather than drop it unsaid."""
+    before = set(os.listdir(CFG.tmpdir))
+    out = t.path("out")
+    run = t.corral(["run", "--json", "--output", "*", "--output-dir", out,
+                    "--", "sh", "-c",
+                    "mkdir -p a/b && echo x > a.txt && chmod 000 a/b a . && "
+                    "echo done"])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "done\n"), "the run")
+    eq(r.get("cleanup", {}).get("workspace_removed"), True,
+       "cleanup.workspace_removed")
+    eq({e for e in os.listdir(CFG.tmpdir) if e.startswith("corral-")} -
+       before, set(), "workspaces left in TMPDIR")
+    eq([(s["path"], "cannot be opened" in s["reason"])
+        for s in r["artifacts_skipped"]], [(".", True)],
+       "artifacts_skipped")
+
+
+@test
+def workspace_top_survives_tar_of_dot(t):
+    """`tar xf` of an archive made with `tar cf x.tar -C dir .` sets the
+    mode of "./", the directory it extracts into: 0755 on the private
+    workspace. It still exits 0, the files are there, the top stays 0700
+    (a refusal made tar exit 2)."""
+    src = t.path("src")
+    os.mkdir(src, 0o755)
+    t.write("src/a.txt", "a\n")
+    arch = t.path("x.tar")
+    import tarfile
+    with tarfile.open(arch, "w") as tf:
+        tf.add(src, arcname=".")
+    run = t.corral(["run", "--json", "--ro", arch, "--", "sh", "-c",
+                    "tar xf %s; echo rc=$?; cat a.txt; stat -c %%a ." % arch])
+    r = t.result(run)
+    eq(r.get("stdout"), "rc=0\na\n700\n", "tar's status, the file, the mode "
+       "(stderr %r)" % r.get("stderr"))

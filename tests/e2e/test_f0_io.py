@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import stat
 import subprocess
 import tarfile
@@ -800,3 +801,118 @@ def io_request_input_outside_answers_alike(t):
                         (r.get("message") or "").replace(p, "PATH")))
     eq(len(set(answers)), 1, "the answers: %s" % answers)
     eq(answers[0][1], "policy_denied", "status")
+
+
+def _request_answer(t, frm, args=()):
+    """(exit status, status, message with the input's path masked) of a
+    request bringing in frm, and the result."""
+    req = t.write("req.json", json.dumps({
+        "command": ["true"], "inputs": [{"from": frm, "to": "in"}]}))
+    run = t.corral(["run", "--json", "--request", req] + list(args))
+    r = t.result(run)
+    return (run.code, r.get("status"),
+            (r.get("message") or "").replace(frm, "PATH")), r
+
+
+@test
+def io_request_input_through_a_link_answers_alike(t):
+    """A link in a read root leading outside the class (a stock one:
+    /usr/share/maven/conf -> /etc/maven): a request's input of an existing
+    file below it was refused (policy_denied), a missing one "cannot open:
+    No such file" (platform_failure), telling which files exist out there.
+    The path is judged as the open walks it now, each name before it is
+    looked at: every file below such a link, present or not, and a link
+    whose target is missing, answer alike."""
+    src = t.path("proj")
+    os.makedirs(os.path.join(src, "sub"))
+    t.write("proj/sub/f.txt", "inside\n")
+    out = t.path("outside")
+    os.makedirs(os.path.join(out, "dir"))
+    t.write("outside/present.txt", "secret\n")
+    os.symlink(out, os.path.join(src, "out"))
+    os.symlink(t.path("no-such-dir"), os.path.join(src, "dangling"))
+    os.symlink("sub", os.path.join(src, "in"))
+    ro = ["--ro", src]
+    answers = {}
+    for rel in ("out/present.txt", "out/missing.txt", "out/dir/x",
+                "out/nodir/x", "out/dir/../present.txt",
+                "out/nodir/../present.txt", "dangling/x", "dangling", "out"):
+        answers[rel] = _request_answer(t, os.path.join(src, rel), ro)[0]
+    eq(len(set(answers.values())), 1, "the answers: %s" % answers)
+    eq(answers["out/present.txt"][1], "policy_denied", "status")
+    # Links that stay where the class reads still work, and a missing
+    # file there is still told apart (the program sees it missing too).
+    got, r = _request_answer(t, os.path.join(src, "in", "f.txt"), ro)
+    eq(got[1], "ok", "a link inside the read root (message %r)" % got[2])
+    got, r = _request_answer(t, os.path.join(src, "in", "nope.txt"), ro)
+    eq(got[1], "platform_failure", "a missing file inside the read root")
+
+
+@test
+def io_request_input_leaves_out_denied_entries(t):
+    """A request's input of a readable directory holding an entry the class
+    denies was refused naming that entry ("entry \\"secret\\": not readable
+    by the class"), and accepted once it was deleted: the result told the
+    names the program's own listing hides. The entry is left out now, as
+    the listing leaves it out: the same result, digest included, whether it
+    exists or not."""
+    rd = t.path("rd")
+    os.makedirs(os.path.join(rd, "sub"))
+    t.write("rd/pub", "pub\n")
+    t.write("rd/sub/secret2", "s2\n")
+    t.write("rd/secret", "s\n")
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    pol["classes"]["default"]["fs"]["read"].append(rd)
+    pol["classes"]["default"]["fs"]["deny"] = [os.path.join(rd, "secret"),
+                                               os.path.join(rd, "sub")]
+    pfile = t.path("deny.json")
+    with open(pfile, "w") as f:
+        json.dump(pol, f)
+    req = t.write("req.json", json.dumps({
+        "command": ["sh", "-c", "ls -A in"],
+        "inputs": [{"from": rd, "to": "in"}]}))
+    seen = []
+    for step in ("with", "without"):
+        r = ok_run(t, ["--policy", pfile, "--request", req], step)
+        i = r["inputs"][0]
+        seen.append((r["stdout"], i["sha256"], i["files"], i["bytes"],
+                     r.get("message")))
+        not_contains(json.dumps(r), "secret", "the result (%s)" % step)
+        if step == "with":
+            os.unlink(os.path.join(rd, "secret"))
+            shutil.rmtree(os.path.join(rd, "sub"))
+    eq(seen[0], seen[1], "with and without the denied entries")
+    eq(seen[0][0], "pub\n", "what was copied")
+
+
+@test
+def io_artifacts_below_a_locked_directory_are_named(t):
+    """A matched file below a directory the program made unsearchable
+    (chmod 000 out/locked, with --output 'out/**') was neither exported nor
+    listed in artifacts_skipped: the result lied by omission. Every
+    directory that cannot be opened (matched, or one a match could lie
+    below) and every entry that cannot be looked at is listed now, with
+    the reason; the program's modes are not overridden for the export."""
+    out = t.path("out")
+    run = t.corral([
+        "run", "--json", "--output", "out/**", "--output", "deep/x/*.txt",
+        "--output-dir", out, "--", "sh", "-c",
+        "mkdir -p out/locked/sub out/noexec deep/x && "
+        "echo important > out/locked/report.txt && "
+        "echo r > out/noexec/r.txt && echo visible > out/a.txt && "
+        "echo d > deep/x/d.txt && "
+        "chmod 000 out/locked deep/x && chmod 0400 out/noexec"])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq([a["path"] for a in r["artifacts"]], ["out/a.txt"], "exported")
+    got = {s["path"]: s["reason"] for s in r["artifacts_skipped"]}
+    eq(sorted(got), ["deep/x", "out/locked", "out/noexec/r.txt"],
+       "skipped: %s" % got)
+    contains(got["out/locked"], "cannot be opened", "out/locked's reason")
+    contains(got["deep/x"], "cannot be opened", "deep/x's reason")
+    contains(got["out/noexec/r.txt"], "cannot be looked at",
+             "out/noexec/r.txt's reason")
+    eq(r.get("artifacts_skipped_dropped"), 0, "dropped")
+    eq(r.get("cleanup", {}).get("workspace_removed"), True,
+       "cleanup.workspace_removed")

@@ -313,6 +313,8 @@ int cr_fs_setup(struct cr_run *run)
 				fs->root_deny[i] = true;
 	}
 	keep_fixed_aliases(fs);
+	if ((rc = cr_fs_tops_setup(fs)))
+		return rc;
 	fs->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	fs->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fs->root_fd < 0 || fs->proc_fd < 0)
@@ -393,6 +395,7 @@ void cr_fs_finish(struct cr_run *run)
 		free(fs->alias[i].to);
 	}
 	free(fs->alias);
+	free(fs->tops);
 	free(fs->ptys);
 	cr_fsrules_free(&fs->rules);
 	if (fs->root_fd >= 0)

@@ -22,6 +22,13 @@ struct cr_held {
  * supervisor's RLIMIT_NOFILE); past that the run ends ("files"). */
 #define CR_FS_HELD_MAX 4096
 
+/* The top of a writable root as set-up found it (tops.c). */
+struct cr_fstop {
+	dev_t dev;
+	ino_t ino;
+	mode_t mode;		/* its permission bits then */
+};
+
 struct cr_fsstate {
 	struct cr_fsrules rules;
 	struct cr_held *held;	/* owned: held.c */
@@ -42,6 +49,8 @@ struct cr_fsstate {
 	size_t ndevkind;
 	struct cr_fsalias *alias;	/* owned: roots named through a link */
 	size_t nalias;
+	struct cr_fstop *tops;	/* owned: the writable roots' tops */
+	size_t ntops;
 };
 
 /* A root the policy names through a symlink ("/lib" on a merged-/usr host)
@@ -110,6 +119,23 @@ void cr_fs_deny(struct cr_run *run, const struct seccomp_notif *n,
 mode_t cr_fs_safe_mode(struct cr_run *run, const struct seccomp_notif *n,
 		       const char *sys, const char *target, mode_t mode,
 		       bool dir);
+/* tops.c: the tops of the writable roots (the workspace above all) keep
+ * what they give other users: recorded at set-up, then each change judged
+ * on st, the inode the call acts on, a denial naming target (or, when
+ * NULL, fd's path). cr_fs_top_mode: the mode to set, without the group
+ * and other bits the top did not have. The others: 0, or -EPERM for an
+ * owner or group change, or an attribute set or removed outside the
+ * "user." namespace (POSIX ACLs above all). */
+int cr_fs_tops_setup(struct cr_fsstate *fs);
+mode_t cr_fs_top_mode(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, const char *target, int fd,
+		      const struct stat *st, mode_t mode);
+int cr_fs_top_chown(struct cr_run *run, const struct seccomp_notif *n,
+		    const char *sys, const char *target, int fd,
+		    const struct stat *st, uid_t uid, gid_t gid);
+int cr_fs_top_xattr(struct cr_run *run, const struct seccomp_notif *n,
+		    const char *sys, const char *target, int fd,
+		    const struct stat *st, const char *name);
 /* The task's umask, from /proc/<tid>/status (022 if unreadable). */
 mode_t cr_fs_task_umask(pid_t tid);
 /* Remember a /dev/shm name this run created. */

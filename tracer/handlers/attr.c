@@ -36,6 +36,7 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 				  int diri, int pathi, mode_t mode, int flags)
 {
 	struct cr_fsres res;
+	struct stat st;
 	char p[64];
 	int rc, fd;
 
@@ -45,18 +46,19 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 
 		fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
 		if (empty && fd != -1000) {
-			struct stat st;
-
 			if (fd < 0)
 				return CR_V_ERR(-fd);
 			rc = -cr_fs_fd_writable(run, n, sys, fd);
 			if (!rc && fstat(fd, &st) < 0)
 				rc = errno;
-			if (!rc)
+			if (!rc) {
+				mode = cr_fs_top_mode(run, n, sys, NULL, fd, &st,
+						      mode & 07777);
 				rc = fchmod(fd, cr_fs_safe_mode(run, n, sys, NULL,
-								mode & 07777,
+								mode,
 								S_ISDIR(st.st_mode))) < 0 ?
 				     errno : 0;
+			}
 			close(fd);
 			return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 		}
@@ -71,14 +73,22 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 		cr_fsres_free(&res);
 		return CR_V_ERR(EOPNOTSUPP);
 	}
-	mode = cr_fs_safe_mode(run, n, sys, res.path, mode & 07777,
-			       S_ISDIR(res.st.st_mode));
 	fd = cr_fs_opath(&res, false);
-	cr_fsres_free(&res);
-	if (fd < 0)
+	if (fd < 0) {
+		cr_fsres_free(&res);
 		return CR_V_ERR(-fd);
-	cr_fs_fdpath(fd, p, sizeof(p));
-	rc = chmod(p, mode & 07777) < 0 ? errno : 0;
+	}
+	/* Judged on the inode opened: the one chmod acts on. */
+	rc = fstat(fd, &st) < 0 ? errno : 0;
+	if (!rc) {
+		mode = cr_fs_top_mode(run, n, sys, res.path, fd, &st,
+				      mode & 07777);
+		mode = cr_fs_safe_mode(run, n, sys, res.path, mode,
+				       S_ISDIR(st.st_mode));
+		cr_fs_fdpath(fd, p, sizeof(p));
+		rc = chmod(p, mode & 07777) < 0 ? errno : 0;
+	}
+	cr_fsres_free(&res);
 	close(fd);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }
@@ -111,15 +121,28 @@ static struct cr_verdict do_chown(struct cr_run *run,
 				  int diri, int pathi, int ui, int flags)
 {
 	struct cr_fsres res;
-	int rc;
+	struct stat st;
+	int rc, fd;
 
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
 		       &res);
 	if (rc)
 		return CR_V_ERR(-rc);
-	rc = fchownat(res.dirfd, res.name, (uid_t)n->data.args[ui],
-		      (gid_t)n->data.args[ui + 1],
-		      res.via_link ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+	/* On an fd of the object (a link itself when not followed), the
+	 * inode judged: a name swapped meanwhile changes nothing. */
+	fd = cr_fs_opath(&res, false);
+	if (fd < 0) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(-fd);
+	}
+	rc = fstat(fd, &st) < 0 ? errno :
+	     -cr_fs_top_chown(run, n, sys, res.path, fd, &st,
+			      (uid_t)n->data.args[ui], (gid_t)n->data.args[ui + 1]);
+	if (!rc)
+		rc = fchownat(fd, "", (uid_t)n->data.args[ui],
+			      (gid_t)n->data.args[ui + 1], AT_EMPTY_PATH) < 0 ?
+		     errno : 0;
+	close(fd);
 	cr_fsres_free(&res);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }
@@ -346,11 +369,14 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 		struct stat st;
 		mode_t mode = (mode_t)n->data.args[1] & 07777;
 
-		if (fstat(fd, &st) < 0)
+		if (fstat(fd, &st) < 0) {
 			rc = -errno;
-		else
+		} else {
+			mode = cr_fs_top_mode(run, n, e->name, NULL, fd, &st,
+					      mode);
 			mode = cr_fs_safe_mode(run, n, e->name, NULL, mode,
 					       S_ISDIR(st.st_mode));
+		}
 		if (!rc)
 			rc = fchmod(fd, mode) < 0 ? -errno : 0;
 	}
@@ -367,6 +393,13 @@ struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry 
 	if (fd < 0)
 		return CR_V_ERR(-fd);
 	rc = cr_fs_fd_writable(run, n, e->name, fd);
+	if (!rc) {
+		struct stat st;
+
+		rc = fstat(fd, &st) < 0 ? -errno :
+		     cr_fs_top_chown(run, n, e->name, NULL, fd, &st,
+				     (uid_t)n->data.args[1], (gid_t)n->data.args[2]);
+	}
 	if (!rc)
 		rc = fchown(fd, (uid_t)n->data.args[1], (gid_t)n->data.args[2]) < 0 ?
 		     -errno : 0;

@@ -105,6 +105,16 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 	cr_fsres_free(&res);
 	if (fd < 0)
 		return CR_V_ERR(-fd);
+	if (op == X_SET || op == X_REMOVE) {
+		struct stat st;
+
+		rc = fstat(fd, &st) < 0 ? -errno :
+		     cr_fs_top_xattr(run, n, sys, NULL, fd, &st, name);
+		if (rc) {
+			close(fd);
+			return CR_V_ERR(-rc);
+		}
+	}
 	cr_fs_fdpath(fd, p, sizeof(p));
 	if (size) {
 		buf = malloc(size);
@@ -276,6 +286,12 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 	if (fd < 0)
 		return CR_V_ERR(-fd);
 	rc = cr_fs_fd_writable(run, n, sys, fd);
+	if (!rc) {
+		struct stat st;
+
+		rc = fstat(fd, &st) < 0 ? -errno :
+		     cr_fs_top_xattr(run, n, sys, NULL, fd, &st, name);
+	}
 	if (!rc && set)
 		rc = tmpfs_room(run, n, sys, fd, size);
 	if (!rc && size) {

@@ -356,26 +356,32 @@ static int by_name(const void *a, const void *b)
 }
 
 /* Names in byte order, so the result (and which files a bound cuts off)
- * does not depend on the filesystem's order. */
+ * does not depend on the filesystem's order. rel names dirfd.
+ *
+ * Nothing that matched, or that a match could lie below, drops out
+ * unnamed: a directory that cannot be opened or listed (the program
+ * chmod 000 it: its modes are not overridden for the export, as for a
+ * file it made unreadable), one deeper than CR_ART_MAX_DEPTH, or an entry
+ * that cannot be looked at, is listed in artifacts_skipped at its own
+ * path with the reason (past the list's cap, counted); nothing below it
+ * is looked at. */
 static void walk(struct collect *x, int dirfd, bool inherited, int depth)
 {
 	size_t base = strlen(x->rel), n = 0, cap = 0;
 	char **names = NULL;
+	bool whole = true, too_long = false;
 	int dup_fd;
 	DIR *d;
 	struct dirent *de;
 
-	if (depth > CR_ART_MAX_DEPTH)
-		return;
 	dup_fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-	if (dup_fd < 0)
-		return;
-	d = fdopendir(dup_fd);
-	if (!d) {
-		close(dup_fd);
+	if (dup_fd < 0 || !(d = fdopendir(dup_fd))) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		add(x, "a directory that cannot be listed");
 		return;
 	}
-	while ((de = readdir(d))) {
+	while ((errno = 0, de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (n == cap) {
@@ -389,7 +395,11 @@ static void walk(struct collect *x, int dirfd, bool inherited, int depth)
 			break;
 		n++;
 	}
+	if (de || errno)	/* stopped early: no memory, or an error */
+		whole = false;
 	closedir(d);
+	if (!whole)
+		add(x, "a directory that cannot be listed to its end: only the names read are looked at");
 	if (n)
 		qsort(names, n, sizeof(*names), by_name);
 	for (size_t i = 0; i < n; i++) {
@@ -397,8 +407,14 @@ static void walk(struct collect *x, int dirfd, bool inherited, int depth)
 		bool matched, descend;
 
 		if (snprintf(x->rel + base, sizeof(x->rel) - base, "%s%s",
-			     base ? "/" : "", names[i]) >= (int)(sizeof(x->rel) - base))
+			     base ? "/" : "", names[i]) >= (int)(sizeof(x->rel) - base)) {
+			if (!too_long) {
+				x->rel[base] = 0;
+				add(x, "a directory holding a name whose path is too long to judge or export");
+				too_long = true;
+			}
 			continue;
+		}
 		if (x->timed_out || cr_now_ns() > x->deadline_ns) {
 			/* Named once, where it stopped; the rest is not
 			 * looked at. */
@@ -416,16 +432,27 @@ static void walk(struct collect *x, int dirfd, bool inherited, int depth)
 		matched = matched || inherited;
 		if (!matched && !descend)
 			continue;
-		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			add(x, "cannot be looked at");
 			continue;
+		}
 		if (S_ISDIR(st.st_mode)) {
 			/* A matched directory brings everything below it. */
-			int sub = cr_io_beneath(dirfd, names[i], O_RDONLY | O_DIRECTORY, 0);
+			int sub;
 
-			if (sub >= 0) {
-				walk(x, sub, matched, depth + 1);
-				close(sub);
+			if (depth + 1 > CR_ART_MAX_DEPTH) {
+				add(x, "a directory deeper than 256 levels: not looked into");
+				continue;
 			}
+			sub = cr_io_beneath(dirfd, names[i], O_RDONLY | O_DIRECTORY, 0);
+			if (sub < 0) {
+				add(x, sub == -EACCES ?
+					 "a directory that cannot be opened (no read or search permission for its owner)" :
+					 "a directory that cannot be opened");
+				continue;
+			}
+			walk(x, sub, matched, depth + 1);
+			close(sub);
 		} else if (matched) {
 			one(x, dirfd, names[i]);
 		}
@@ -482,6 +509,9 @@ void cr_io_artifacts_collect(struct cr_run *run)
 		if (ws >= 0) {
 			walk(&x, ws, false, 0);
 			close(ws);
+		} else if (x.ng) {
+			snprintf(x.rel, sizeof(x.rel), ".");
+			add(&x, "the workspace cannot be opened (no read or search permission for its owner)");
 		}
 	}
 	for (size_t i = 0; i < x.ng; i++)

@@ -95,12 +95,24 @@ static int refuse(struct walk *w, const char *entry, const char *reason)
 	return -EPERM;
 }
 
+/* The kernel's pseudo-filesystems are never read through a root: the
+ * program sees its own /proc and a few devices only (fs/), and a request
+ * must not copy in corral's /proc/self/environ that way. */
+static bool pseudo(const char *path, size_t len)
+{
+	static const char *const fs[] = { "/proc", "/sys", "/dev" };
+
+	for (size_t i = 0; i < CR_ARRAY_SIZE(fs); i++)
+		if (cr_path_within(fs[i], strlen(fs[i]), path, len))
+			return true;
+	return false;
+}
+
 /* A request is the agent's data: it may only bring in what the class (and
  * the operator's --ro roots) would let the program read anyway, judged on
  * the real path of the object opened, not on the name it was given by. */
 static int may_read(struct walk *w, const char *srel)
 {
-	static const char *const pseudo[] = { "/proc", "/sys", "/dev" };
 	char path[PATH_MAX];
 	int len;
 
@@ -108,14 +120,9 @@ static int may_read(struct walk *w, const char *srel)
 		return 0;
 	len = snprintf(path, sizeof(path), "%s%s%s", w->host,
 		       srel[0] && strcmp(w->host, "/") ? "/" : "", srel);
-	/* The kernel's pseudo-filesystems are never read through a root:
-	 * the program sees its own /proc and a few devices only (fs/), and
-	 * a request must not copy in corral's /proc/self/environ that way. */
-	for (size_t i = 0; i < CR_ARRAY_SIZE(pseudo); i++)
-		if (len < (int)sizeof(path) &&
-		    cr_path_within(pseudo[i], strlen(pseudo[i]), path, (size_t)len))
-			return refuse(w, srel[0] ? srel : NULL,
-				      "in a kernel pseudo-filesystem (/proc, /sys, /dev): never an input of a request");
+	if (len < (int)sizeof(path) && pseudo(path, (size_t)len))
+		return refuse(w, srel[0] ? srel : NULL,
+			      "in a kernel pseudo-filesystem (/proc, /sys, /dev): never an input of a request");
 	if (len >= (int)sizeof(path) ||
 	    !(cr_fsrules_access(&w->run->fs->rules, path, (size_t)len) & CR_FS_R))
 		return refuse(w, srel[0] ? srel : NULL,
@@ -123,46 +130,131 @@ static int may_read(struct walk *w, const char *srel)
 	return 0;
 }
 
-/* The refusal may_read gives, judged on the name as written (made
- * absolute from corral's cwd, normalised) when there is nothing to open:
- * true, with the same message, when the class could not read it. */
-static bool unreadable_as_written(struct walk *w)
+/* An entry of a directory being copied that the class may not read (a
+ * deny entry): left out, as the program's own listing leaves it out, so
+ * the copy and the result are the same whether it exists or not. */
+static bool entry_hidden(struct walk *w, const char *srel)
 {
-	char cwd[PATH_MAX], *abs = NULL, *save = NULL;
-	size_t n = 0;
-	bool refused = false;
+	char path[PATH_MAX];
+	int len;
 
-	if (w->in->from[0] == '/')
-		abs = strdup(w->in->from);
-	else if (!getcwd(cwd, sizeof(cwd)) ||
-		 asprintf(&abs, "%s/%s", cwd, w->in->from) < 0)
-		abs = NULL;
-	if (!abs)
+	if (!w->in->from_request)
 		return false;
-	/* Lexically: "." dropped, ".." takes one name back (there is no
-	 * link to follow in what does not exist). */
-	for (char *c = strtok_r(abs, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
+	len = snprintf(path, sizeof(path), "%s%s%s", w->host,
+		       strcmp(w->host, "/") ? "/" : "", srel);
+	return len >= (int)sizeof(path) || pseudo(path, (size_t)len) ||
+	       !(cr_fsrules_access(&w->run->fs->rules, path, (size_t)len) & CR_FS_R);
+}
+
+/*
+ * A request's `from`, walked as the kernel's open walks it and judged as
+ * the run's resolver judges the program's paths, before anything is
+ * opened: each name looked up (a link included, and every name of where
+ * it leads) must be one the class may read or an ancestor of a root
+ * (what the program can see), judged on its path *before* it is looked
+ * at; the end must be readable. Past a name that does not exist (or
+ * cannot be looked at) the rest is judged as written, ".." lexically. So
+ * the answer depends only on what the program could see: a link in a
+ * read root leading out (/usr/share/maven/conf -> /etc/maven) refuses
+ * whatever lies below its target, present or not. A relative `from`
+ * starts at corral's cwd, which is the caller's, not judged. Returns 0
+ * or -EPERM with may_read's message; w->host is clobbered.
+ */
+static int judge_walk(struct walk *w)
+{
+	char cur[PATH_MAX], rest[PATH_MAX], next[PATH_MAX], comp[NAME_MAX + 1];
+	const struct cr_fsrules *rules = &w->run->fs->rules;
+	size_t clen, links = 0;
+	bool missing = false;
+	const char *r;
+
+	if (snprintf(rest, sizeof(rest), "%s", w->in->from) >= (int)sizeof(rest))
+		goto refused;
+	if (rest[0] == '/')
+		snprintf(cur, sizeof(cur), "/");
+	else if (!getcwd(cur, sizeof(cur)) || cur[0] != '/')
+		goto refused;	/* fail closed */
+	clen = strlen(cur);
+	r = rest;
+	for (;;) {
+		struct stat st;
+		size_t n;
+
+		while (*r == '/')
+			r++;
+		if (!*r)
+			break;
+		n = strcspn(r, "/");
+		if (n > NAME_MAX)
+			goto refused;
+		memcpy(comp, r, n);
+		comp[n] = 0;
+		r += n;
+		if (!strcmp(comp, "."))
 			continue;
-		if (!strcmp(c, "..")) {
-			while (n && w->host[--n] != '/')
+		if (!strcmp(comp, "..")) {
+			while (clen > 1 && cur[--clen] != '/')
 				;
+			if (!clen)
+				clen = 1;
+			cur[clen] = 0;
 			continue;
 		}
-		if (n + 1 + strlen(c) >= sizeof(w->host)) {
-			free(abs);
-			return false;
+		if (clen + (clen > 1) + n >= sizeof(cur))
+			goto refused;
+		if (clen > 1)
+			cur[clen++] = '/';
+		memcpy(cur + clen, comp, n + 1);
+		clen += n;
+		/* Judged before it is looked at; refused as may_read
+		 * refuses it (it grants no read there). */
+		if (pseudo(cur, clen) || !cr_fsrules_access(rules, cur, clen)) {
+			snprintf(w->host, sizeof(w->host), "%s", cur);
+			return may_read(w, "");
 		}
-		w->host[n++] = '/';
-		memcpy(w->host + n, c, strlen(c));
-		n += strlen(c);
+		if (missing)
+			continue;
+		if (lstat(cur, &st) < 0) {
+			missing = true;	/* the open's own error, or a refusal */
+			continue;
+		}
+		if (!S_ISLNK(st.st_mode))
+			continue;
+		if (++links > 40) {	/* the kernel's ELOOP */
+			missing = true;
+			continue;
+		}
+		{
+			ssize_t len = readlink(cur, next, sizeof(next) - 1);
+
+			if (len <= 0) {
+				missing = true;
+				continue;
+			}
+			next[len] = 0;
+			/* The link's text, then what was left of the path. */
+			if ((size_t)len + 1 + strlen(r) >= sizeof(next))
+				goto refused;
+			memcpy(next + len, r, strlen(r) + 1);
+			memcpy(rest, next, strlen(next) + 1);
+			r = rest;
+			if (rest[0] == '/')
+				clen = 1;
+			else	/* relative to the link's directory */
+				while (clen > 1 && cur[--clen] != '/')
+					;
+			if (!clen)
+				clen = 1;
+			cur[clen] = 0;
+		}
 	}
-	w->host[n] = 0;
-	if (!n)
-		snprintf(w->host, sizeof(w->host), "/");
-	refused = may_read(w, "") == -EPERM;
-	free(abs);
-	return refused;
+	snprintf(w->host, sizeof(w->host), "%s", cur);
+	return may_read(w, "");
+refused:
+	/* Too long to follow: refused (the message names the input only,
+	 * as every refusal here does, never where the walk stopped). */
+	return refuse(w, NULL,
+		      "not readable by the class: a request's inputs bring in only what the program could read");
 }
 
 static int copy_file(struct walk *w, int src, const char *entry, mode_t mode)
@@ -235,8 +327,8 @@ static int copy_dir(struct walk *w, int dirfd, int depth)
 			break;
 		}
 		srel = srel_of(w);
-		if ((rc = may_read(w, srel)))
-			break;
+		if (entry_hidden(w, srel))
+			continue;
 		if (fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			rc = cr_io_place_error(w->p, w->in->from, srel, -errno);
 			break;
@@ -348,23 +440,22 @@ static int place_one(struct cr_run *run, struct cr_io_place *p,
 {
 	struct walk w = { .run = run, .p = p, .in = in,
 			  .ws_dev = ws->st_dev, .ws_ino = ws->st_ino };
-	cr_autoclose int pfd = open(in->from, O_PATH | O_CLOEXEC);
+	cr_autoclose int pfd = -1;
 	cr_autoclose int fd = -1;
 	size_t start = p->n;
 	uint64_t files0 = p->files, bytes0 = p->bytes;
 	struct stat st;
 	int rc;
 
+	/* A request's input is judged on its way before the open says
+	 * whether it exists: missing and unreachable files where the
+	 * program sees nothing must not be told apart through the result. */
+	if (in->from_request && (rc = judge_walk(&w)))
+		return rc;
+	pfd = open(in->from, O_PATH | O_CLOEXEC);
 	if (pfd < 0 || fstat(pfd, &st) < 0) {
-		int e = errno;
-
-		/* A request's input the class could not read answers as one
-		 * that exists: missing and unreachable files outside the
-		 * roots must not be told apart through the result. */
-		if (in->from_request && unreadable_as_written(&w))
-			return -EPERM;
 		cr_errf(p->why, sizeof(p->why), "input %s: cannot open: %s",
-			in->from, strerror(e));
+			in->from, strerror(errno));
 		return -ENOENT;
 	}
 	if (in->from_request) {
