@@ -500,22 +500,6 @@ int cr_workspace_remove(const char *path)
 	char p[64];
 	int rc;
 
-	if (fd < 0 && errno == EACCES) {
-		/* The program took its own bits away (chmod ., 0): given
-		 * back through an O_PATH fd on exactly that directory, else
-		 * no removal, sweep or gc could ever open it. */
-		int p = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		char fp[64];
-		struct stat st;
-
-		if (p >= 0) {
-			snprintf(fp, sizeof(fp), "/proc/self/fd/%d", p);
-			if (fstat(p, &st) == 0 && st.st_uid == geteuid())
-				chmod(fp, 0700);
-			close(p);
-		}
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	}
 	if (fd < 0)
 		return -errno;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
