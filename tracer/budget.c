@@ -1597,5 +1597,17 @@ size_t cr_budget_child_rlimits(const struct cr_limits *l,
 	out[0] = (struct cr_child_rlimit){ RLIMIT_DATA, { data, data } };
 	out[1] = (struct cr_child_rlimit){ RLIMIT_FSIZE, { fsize, fsize } };
 	out[2] = (struct cr_child_rlimit){ RLIMIT_CPU, { cpu, cpu } };
+	/* Never above the hard limit the caller gave corral: an
+	 * unprivileged process cannot raise it, and asking failed every run
+	 * (a 10 GiB `ulimit -f` made each one a platform_failure). The
+	 * caller's lower limit then holds, which is tighter still. */
+	for (size_t i = 0; i < 3; i++) {
+		struct rlimit cur;
+
+		if (getrlimit((int)out[i].resource, &cur) == 0 &&
+		    cur.rlim_max != RLIM_INFINITY &&
+		    out[i].lim.rlim_max > cur.rlim_max)
+			out[i].lim.rlim_cur = out[i].lim.rlim_max = cur.rlim_max;
+	}
 	return 3;
 }

@@ -121,10 +121,22 @@ static int setup_signals(struct cr_run *run)
 	sigaddset(&set, SIGPROF);
 	sigaddset(&set, SIGXCPU);
 	sigaddset(&set, SIGPWR);
+	sigaddset(&set, SIGSTKFLT);
+	sigaddset(&set, SIGTRAP);
+	sigaddset(&set, SIGSYS);
+	/* The real-time signals too, but the guard's and the closer's own
+	 * (tracer/guard.c), which their handlers take. */
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		if (sig != SIGRTMIN + 4 && sig != SIGRTMIN + 5)
+			sigaddset(&set, sig);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
-	/* A closed reader of our stdout must be an error, not our death. */
+	/* A closed reader of our stdout must be an error, not our death;
+	 * so must a write past the caller's file-size limit (the echo to a
+	 * file, the result, the audit trail: EFBIG, reported, where SIGXFSZ
+	 * killed corral mid-write and left a cut result). */
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
 	run->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	return run->sigfd < 0 ? -errno : 0;
 }

@@ -13,14 +13,36 @@
  * grace is well past it. */
 #define CR_WATCHDOG_GRACE_S 60
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Time is counted in steps of a second, each worth at most two: a step
+ * that took much longer means the whole process was stopped (Ctrl-Z,
+ * SIGSTOP), not that the loop stalled. An earlier build slept to a fixed
+ * deadline, so a run stopped past its wall budget plus the grace and then
+ * continued was ended here, with no result, before the loop could end it
+ * by its wall limit. */
 static void *watch(void *arg)
 {
-	const struct timespec *deadline = arg;
+	const uint64_t *budget_ms = arg;
 	static const char msg[] =
 		"corral: platform_failure: the supervisor stopped making progress past the wall budget; exiting so that every sandboxed task is killed (PTRACE_O_EXITKILL)\n";
+	uint64_t counted = 0;
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline, NULL) == EINTR)
-		;
+	while (counted < *budget_ms) {
+		struct timespec step = { .tv_sec = 1 };
+		uint64_t t0 = mono_ms(), took;
+
+		while (nanosleep(&step, &step) < 0 && errno == EINTR)
+			;
+		took = mono_ms() - t0;
+		counted += took < 2000 ? took : 2000;
+	}
 	/* The main thread is the tracer: when this process exits, the kernel
 	 * kills every tracee. Nothing here touches the run's state, which the
 	 * stuck thread may hold half-changed. */
@@ -40,25 +62,19 @@ static void *watch(void *arg)
  */
 int cr_watchdog_start(const struct cr_run *run)
 {
-	static struct timespec deadline;	/* one run per process */
+	static uint64_t total_ms;	/* one run per process */
 	uint64_t ms = run->cfg->limits.v[CR_LIM_WALL];
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	if (ms / 1000 > (uint64_t)(INT32_MAX - CR_WATCHDOG_GRACE_S))
 		return 0;	/* a wall budget of decades: nothing to watch */
-	deadline.tv_sec += (time_t)(ms / 1000) + CR_WATCHDOG_GRACE_S;
-	deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	total_ms = ms + CR_WATCHDOG_GRACE_S * 1000u;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	rc = -pthread_create(&th, &attr, watch, &deadline);
+	rc = -pthread_create(&th, &attr, watch, &total_ms);
 	pthread_attr_destroy(&attr);
 	return rc;
 }

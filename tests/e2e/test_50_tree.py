@@ -128,7 +128,8 @@ def other_fatal_signals_to_corral_cancel(t):
     # Signals whose default ends a process: an earlier build died of them
     # with no result, no closing audit events, and its workspace left.
     for sig in (signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
-                signal.SIGALRM):
+                signal.SIGALRM, signal.SIGSTKFLT, signal.SIGTRAP,
+                signal.SIGRTMIN, signal.SIGRTMAX):
         _cancel(t, sig)
 
 

@@ -92,3 +92,37 @@ def report_denied_count_is_of_calls(t):
     run = t.corral(["run", "--audit", audit, "--", "python3", "-c", script])
     true(("denied %d call(s)" % total).encode() in run.err,
          "stderr: %s" % _show(run.err[-200:]))
+
+
+@test
+def file_size_limit_of_the_caller_kills_no_record(t):
+    """The caller's soft RLIMIT_FSIZE below what corral writes: corral was
+    killed by SIGXFSZ mid-write, leaving a cut result (invalid JSON) and
+    an audit trail with no end. The write now fails (EFBIG) and is
+    reported: corral exits 125, and the audit trail closes. A hard limit
+    the budgets' own file-size limit would pass failed every run
+    (platform_failure); the caller's limit now holds instead."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+
+    def soft_200k():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200 * 1024, hard))
+
+    res = t.path("result.json")
+    audit = t.path("audit.jsonl")
+    run = t.corral(["run", "--json", "--result", res, "--audit", audit,
+                    "--", "sh", "-c",
+                    "head -c 300000 /dev/zero | tr '\\\\0' x"],
+                   preexec=soft_200k)
+    eq(run.code, 125, "corral's exit status (stderr %r)" % run.err[-300:])
+    with open(audit) as f:
+        events = [json.loads(ln)["event"] for ln in f if ln.strip()]
+    true("exit" in events, "the audit trail closes: %r" % events)
+
+    def hard_10g():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10 << 30, 10 << 30))
+
+    run = t.corral(["run", "--json", "--", "/bin/true"], preexec=hard_10g)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "with a hard limit of 10 GiB (message %r)" %
+       r.get("message"))
