@@ -328,13 +328,22 @@ int cr_fs_setup(struct cr_run *run)
 	}
 	fs->shm_fd = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	{
-		/* /dev/shm's own filesystem, when it is a mount of its own:
-		 * its objects met anywhere else are refused (resolve.c). */
-		struct stat shm, dev;
+		/* /dev/shm's own filesystem, when it is a mount of its own
+		 * (not merely a directory of its parent's, as with a link to
+		 * /run/shm on /run's tmpfs): its objects met anywhere else
+		 * are refused (resolve.c). */
+		struct stat shm, up;
 
 		if (fs->shm_fd >= 0 && fstat(fs->shm_fd, &shm) == 0 &&
-		    stat("/dev", &dev) == 0 && shm.st_dev != dev.st_dev)
+		    fstatat(fs->shm_fd, "..", &up, 0) == 0 &&
+		    shm.st_dev != up.st_dev) {
+			char real[PATH_MAX];
+
 			fs->shm_dev = shm.st_dev;
+			/* Met through the link, a path names the target. */
+			if (realpath("/dev/shm", real) && strcmp(real, "/dev/shm"))
+				fs->shm_real = strdup(real);
+		}
 	}
 	/* What a supervisor killed with -9 left in /dev/shm goes now. */
 	cr_fs_shm_sweep();
@@ -385,6 +394,7 @@ void cr_fs_finish(struct cr_run *run)
 		free(fs->shm_names[i]);
 	}
 	free(fs->shm_names);
+	free(fs->shm_real);
 	for (size_t i = 0; fs->root_fds && i < fs->rules.nroots; i++)
 		if (fs->root_fds[i] >= 0)
 			close(fs->root_fds[i]);

@@ -45,6 +45,7 @@ struct cr_fsstate {
 	size_t nptys;
 	dev_t proc_dev;		/* st_dev of /proc, for listings (dirents.c) */
 	dev_t shm_dev;		/* of /dev/shm when a mount of its own, or 0 */
+	char *shm_real;		/* owned: /dev/shm's real path if a link, or NULL */
 	struct { dev_t dev; int kind; } devkind[16];	/* resolve.c: placed_fs */
 	size_t ndevkind;
 	struct cr_fsalias *alias;	/* owned: roots named through a link */

@@ -357,7 +357,9 @@ static bool misplaced(struct cr_fsstate *fs, const char *path, size_t len,
 	/* The rule of /dev/shm (the run's own objects only) goes by the
 	 * place too: its objects through a bind mount of /dev elsewhere. */
 	if (fs->shm_dev && st->st_dev == fs->shm_dev &&
-	    !cr_path_within("/dev/shm", 8, path, len))
+	    !cr_path_within("/dev/shm", 8, path, len) &&
+	    !(fs->shm_real && cr_path_within(fs->shm_real, strlen(fs->shm_real),
+					     path, len)))
 		return true;
 	kind = fs_kind(fs, st->st_dev, dirfd, name);
 	if (kind == FS_PROC)

@@ -41,15 +41,16 @@ int cr_h_empty_path(struct cr_run *run, const struct seccomp_notif *n,
 }
 
 /* Does this kernel take statx(fd, NULL, AT_EMPTY_PATH) as ""? (6.11+;
- * older ones answer EFAULT, and so do we.) Asked once, on our own fd. */
+ * older ones answer EFAULT, and so do we.) Asked once, of our own cwd,
+ * which is always there to name. */
 static bool statx_null_ok(void)
 {
 	static int ok = -1;
 	struct statx stx;
 
 	if (ok < 0)
-		ok = syscall(SYS_statx, 0, NULL, AT_EMPTY_PATH, 0, &stx) == 0 ||
-		     errno != EFAULT;
+		ok = syscall(SYS_statx, AT_FDCWD, NULL, AT_EMPTY_PATH, 0,
+			     &stx) == 0;
 	return ok;
 }
 
