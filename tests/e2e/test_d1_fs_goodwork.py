@@ -588,6 +588,12 @@ def fs_good_empty_path_forms_on_an_fd(t):
         contains(out, "%s %s: %s" % (op, fx.wsp("f"),
                                      "ok" if ok_native else ""),
                  "%s in the workspace as natively" % op)
+    os.mkdir(fx.wsp("d"))
+    run = fx.probe(["cwdforms", fx.wsp("d")])
+    out2 = _ok(fx, run).get("stdout", "")
+    for op in ("cwd-fchmodat2", "cwd-utimensat"):
+        contains(out2, "%s %s: ok" % (op, fx.wsp("d")),
+                 "%s of the cwd (an earlier build: ENOENT)" % op)
     contains(out, "statx0 %s: ok" % fx.ro_file, "statx of a read-root file")
     contains(out, "fchmodat2 %s: EACCES" % fx.ro_file, "chmod refused")
     contains(out, "utimensat %s: EACCES" % fx.ro_file, "utimes refused")

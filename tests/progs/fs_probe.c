@@ -33,6 +33,10 @@
  *                           fchmodat2(fd, "", 0600, AT_EMPTY_PATH)
  *                           ("fchmodat2"), utimensat(fd, "", NULL,
  *                           AT_EMPTY_PATH) ("utimensat")
+ *   cwdforms DIR            chdir(DIR), then fchmodat2(AT_FDCWD, "", 0700,
+ *                           AT_EMPTY_PATH) ("cwd-fchmodat2") and
+ *                           utimensat(AT_FDCWD, "", NULL, AT_EMPTY_PATH)
+ *                           ("cwd-utimensat")
  *
  * Output: "OP ARG: ok [detail]" or "OP ARG: ERRNO-NAME". Content read is
  * printed (escaped, up to 200 bytes), so a leak shows up in the output. */
@@ -386,6 +390,20 @@ int main(int argc, char **argv)
 					    AT_EMPTY_PATH);
 				result("utimensat", argv[i + 1], (int)r, errno, 0);
 				close(fd);
+			}
+			i += 2;
+		} else if (!strcmp(op, "cwdforms") && i + 1 < argc) {
+			long r;
+
+			if (chdir(argv[i + 1]) < 0) {
+				result("cwdforms-chdir", argv[i + 1], -1, errno, 0);
+			} else {
+				r = syscall(452 /* fchmodat2 */, AT_FDCWD, "", 0700,
+					    AT_EMPTY_PATH);
+				result("cwd-fchmodat2", argv[i + 1], (int)r, errno, 0);
+				r = syscall(SYS_utimensat, AT_FDCWD, "", NULL,
+					    AT_EMPTY_PATH);
+				result("cwd-utimensat", argv[i + 1], (int)r, errno, 0);
 			}
 			i += 2;
 		} else {

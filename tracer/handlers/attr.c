@@ -19,10 +19,11 @@
  * on a name we resolved: a link swapped in meanwhile is never followed. */
 static int resolve_w(struct cr_run *run, const struct seccomp_notif *n,
 		     const char *sys, int diri, int pathi, bool follow,
-		     struct cr_fsres *res)
+		     bool empty_ok, struct cr_fsres *res)
 {
 	int rc = cr_fs_arg(run, n, sys, diri, pathi,
-			   follow ? CR_RES_FOLLOW : 0, CR_FS_W, res);
+			   (follow ? CR_RES_FOLLOW : 0) |
+			   (empty_ok ? CR_RES_EMPTY_PATH : 0), CR_FS_W, res);
 
 	if (!rc && !res->exists) {
 		cr_fsres_free(res);
@@ -62,11 +63,10 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 			close(fd);
 			return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 		}
-		if (empty && fd == -1000)	/* "" of the cwd: not taken */
-			return CR_V_ERR(ENOENT);
+		/* "" of the cwd (fd -1000): resolved below, as stat does. */
 	}
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
-		       &res);
+		       flags & AT_EMPTY_PATH, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (S_ISLNK(res.st.st_mode)) {
@@ -125,7 +125,7 @@ static struct cr_verdict do_chown(struct cr_run *run,
 	int rc, fd;
 
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
-		       &res);
+		       flags & AT_EMPTY_PATH, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	/* On an fd of the object (a link itself when not followed), the
@@ -178,7 +178,7 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 
 	if ((int64_t)n->data.args[1] < 0)
 		return CR_V_ERR(EINVAL);
-	rc = resolve_w(run, n, e->name, -1, 0, true, &res);
+	rc = resolve_w(run, n, e->name, -1, 0, true, false, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (!S_ISREG(res.st.st_mode)) {
@@ -229,8 +229,8 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 			fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
 			if (!empty)
 				goto by_path;
-			if (fd == -1000)	/* as in do_chmod */
-				return CR_V_ERR(ENOENT);
+			if (fd == -1000)	/* the cwd: as in do_chmod */
+				goto by_path;
 		}
 		if (fd < 0)
 			return CR_V_ERR(-fd);
@@ -242,7 +242,7 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 	}
 by_path:
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
-		       &res);
+		       flags & AT_EMPTY_PATH, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	rc = utimensat(res.dirfd, res.name, times,
