@@ -42,7 +42,9 @@ class _Echo(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _upstream(t):
+def _upstream(t, base=None):
+    """A TLS upstream on 127.0.0.1 (handler class base, by default the
+    echo): (server, request log, its certificate)."""
     cert, key = t.path("cert.pem"), t.path("key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
                     "-nodes", "-keyout", key, "-out", cert, "-days", "2",
@@ -50,7 +52,7 @@ def _upstream(t):
                     "subjectAltName=DNS:localhost,IP:127.0.0.1"],
                    check=True, capture_output=True)
     log = []
-    handler = type("Echo", (_Echo,), {"log": log})
+    handler = type("Up", (base or _Echo,), {"log": log})
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)

@@ -9,11 +9,9 @@ import http.server
 import json
 import os
 import secrets
-import ssl
-import subprocess
-import threading
 
 from harness import CFG, eq, true, contains, not_contains, test
+from test_f3_broker import _upstream as f3_upstream
 
 
 class _Up(http.server.BaseHTTPRequestHandler):
@@ -65,20 +63,7 @@ class _Up(http.server.BaseHTTPRequestHandler):
 
 
 def _upstream(t):
-    cert, key = t.path("cert.pem"), t.path("key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
-                    "-nodes", "-keyout", key, "-out", cert, "-days", "2",
-                    "-subj", "/CN=localhost", "-addext",
-                    "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    log = []
-    handler = type("Up", (_Up,), {"log": log})
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(cert, key)
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, log, cert
+    return f3_upstream(t, _Up)
 
 
 def _policy(t, port, cert, host="127.0.0.1", name="policy.json"):
