@@ -1324,6 +1324,19 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 		walk_tick(run);
 }
 
+void cr_budget_stall_tick(struct cr_run *run)
+{
+	if (!run->budgets || run->ending)
+		return;
+	if (cr_run_ms(run) >= lim(run, CR_LIM_WALL))
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "wall",
+			   "the wall-time limit fired");
+	else
+		poll_tasks(run);
+	if (run->ending)
+		cr_tasks_kill_all(run);
+}
+
 int cr_budget_setup(struct cr_run *run)
 {
 	struct cr_budgets *b = calloc(1, sizeof(*b));

@@ -74,6 +74,10 @@ int cr_budget_setup(struct cr_run *run);
 /* Area finisher, after the tree is reaped: last measurement, usage; frees
  * the area's state. */
 void cr_budget_finish(struct cr_run *run);
+/* stall.c's step, while the loop waits in a call: measure the tree and
+ * judge wall, cpu and memory as a tick does (no reaping, no ptrace); on a
+ * breach every task is killed. */
+void cr_budget_stall_tick(struct cr_run *run);
 
 /* The per-process rlimit backstops the child sets before exec, computed
  * by the supervisor (the child makes system calls only): how many of out

@@ -111,6 +111,9 @@ static void drain(struct cr_run *run, struct cr_stream *s)
 
 void cr_cleanup(struct cr_run *run)
 {
+	/* 0. The watchdog no longer stands in for the loop (stall.c): what
+	 *    its step reads is about to go. */
+	cr_stall_detach();
 	/* 1. Stop answering new requests: the loop has stopped reading the
 	 *    listener; tasks blocked in a notification die with the tree. */
 	run->ending = true;

@@ -439,6 +439,7 @@ int cr_run_main(int argc, char **argv)
 		goto finish;
 	}
 	/* After the child exists (fork from one thread only). */
+	cr_stall_attach(&run);
 	rc = cr_guard_setup();
 	if (rc < 0)
 		fprintf(stderr, "corral: warning: no deadline for the loop's socket calls: %s\n",

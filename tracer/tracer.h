@@ -598,6 +598,16 @@ void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
  * is still going wall budget + 60 s after it started. */
 int cr_watchdog_start(const struct cr_run *run);
 
+/* tracer/stall.c: a call the program can hold up (a file's inode lock) is
+ * bracketed by cr_slow_begin/cr_slow_end (errno kept); meanwhile the
+ * watchdog's cr_stall_step keeps the budgets for the loop. The run is
+ * attached once its tasks exist, detached when cleanup starts. */
+void cr_stall_attach(struct cr_run *run);
+void cr_stall_detach(void);
+void cr_slow_begin(void);
+void cr_slow_end(void);
+void cr_stall_step(void);
+
 /* tracer/taskid.c */
 char *cr_task_id_new(void);
 

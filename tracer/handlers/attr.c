@@ -55,10 +55,12 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 			if (!rc) {
 				mode = cr_fs_top_mode(run, n, sys, NULL, fd, &st,
 						      mode & 07777);
+				cr_slow_begin();
 				rc = fchmod(fd, cr_fs_safe_mode(run, n, sys, NULL,
 								mode,
 								S_ISDIR(st.st_mode))) < 0 ?
 				     errno : 0;
+				cr_slow_end();
 			}
 			close(fd);
 			return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
@@ -86,7 +88,9 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 		mode = cr_fs_safe_mode(run, n, sys, res.path, mode,
 				       S_ISDIR(st.st_mode));
 		cr_fs_fdpath(fd, p, sizeof(p));
+		cr_slow_begin();
 		rc = chmod(p, mode & 07777) < 0 ? errno : 0;
+		cr_slow_end();
 	}
 	cr_fsres_free(&res);
 	close(fd);
@@ -138,10 +142,13 @@ static struct cr_verdict do_chown(struct cr_run *run,
 	rc = fstat(fd, &st) < 0 ? errno :
 	     -cr_fs_top_chown(run, n, sys, res.path, fd, &st,
 			      (uid_t)n->data.args[ui], (gid_t)n->data.args[ui + 1]);
-	if (!rc)
+	if (!rc) {
+		cr_slow_begin();
 		rc = fchownat(fd, "", (uid_t)n->data.args[ui],
 			      (gid_t)n->data.args[ui + 1], AT_EMPTY_PATH) < 0 ?
 		     errno : 0;
+		cr_slow_end();
+	}
 	close(fd);
 	cr_fsres_free(&res);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
@@ -195,7 +202,9 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 	close(fd);
 	if (wfd < 0)
 		return CR_V_ERR(errno);
+	cr_slow_begin();
 	rc = ftruncate(wfd, (off_t)n->data.args[1]) < 0 ? errno : 0;
+	cr_slow_end();
 	close(wfd);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }
@@ -235,8 +244,11 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 		if (fd < 0)
 			return CR_V_ERR(-fd);
 		rc = -cr_fs_fd_writable(run, n, sys, fd);
-		if (!rc)
+		if (!rc) {
+			cr_slow_begin();
 			rc = futimens(fd, times) < 0 ? errno : 0;
+			cr_slow_end();
+		}
 		close(fd);
 		return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 	}
@@ -245,8 +257,10 @@ by_path:
 		       flags & AT_EMPTY_PATH, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
+	cr_slow_begin();
 	rc = utimensat(res.dirfd, res.name, times,
 		       res.via_link ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+	cr_slow_end();
 	cr_fsres_free(&res);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }
@@ -377,8 +391,11 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 			mode = cr_fs_safe_mode(run, n, e->name, NULL, mode,
 					       S_ISDIR(st.st_mode));
 		}
-		if (!rc)
+		if (!rc) {
+			cr_slow_begin();
 			rc = fchmod(fd, mode) < 0 ? -errno : 0;
+			cr_slow_end();
+		}
 	}
 	close(fd);
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
@@ -400,9 +417,12 @@ struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry 
 		     cr_fs_top_chown(run, n, e->name, NULL, fd, &st,
 				     (uid_t)n->data.args[1], (gid_t)n->data.args[2]);
 	}
-	if (!rc)
+	if (!rc) {
+		cr_slow_begin();
 		rc = fchown(fd, (uid_t)n->data.args[1], (gid_t)n->data.args[2]) < 0 ?
 		     -errno : 0;
+		cr_slow_end();
+	}
 	close(fd);
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
 }

@@ -71,11 +71,15 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 			of |= O_NOFOLLOW;
 	}
 	how.flags = (uint64_t)(unsigned)of;
+	/* O_TRUNC takes the file's inode lock, which the program's own
+	 * write can hold (tracer/stall.c). */
+	cr_slow_begin();
 	if (res->via_link)
 		fd = openat(res->dirfd, res->name, of & ~O_NOFOLLOW, how.mode);
 	else
 		fd = (int)syscall(SYS_openat2, res->dirfd, res->name, &how,
 				  sizeof(how));
+	cr_slow_end();
 	return fd < 0 ? -errno : fd;
 }
 

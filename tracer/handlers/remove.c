@@ -58,7 +58,9 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 			cr_fsres_free(&res);
 			return CR_V_ERR(-rc);
 		}
+		cr_slow_begin();
 		rc = unlinkat(res.dirfd, res.name, flags);
+		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, keep, rc == 0);
 		if (!rc) {
@@ -134,17 +136,22 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		   a.st.st_ino == b.st.st_ino) {
 		/* Two names of one file: rename does nothing and succeeds
 		 * (rename(2)), and no name goes. */
+		cr_slow_begin();
 		rc = (int)syscall(SYS_renameat2, a.dirfd, a.name, b.dirfd,
 				  b.name, flags);
+		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 	} else if (link) {
 		if (S_ISDIR(a.st.st_mode))
 			v = CR_V_ERR(EPERM);
 		else if (b.exists)
 			v = CR_V_ERR(EEXIST);
-		else
+		else {
+			cr_slow_begin();
 			v = linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0 ?
 			    CR_V_ERR(errno) : CR_V_VAL(0);
+			cr_slow_end();
+		}
 		if (v.kind == CR_V_VALUE)
 			cr_fs_note_created(run, &b);
 	} else if (b.exists && S_ISREG(b.st.st_mode) &&
@@ -162,8 +169,10 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			cr_fsres_free(&b);
 			return CR_V_ERR(-rc);
 		}
+		cr_slow_begin();
 		rc = (int)syscall(SYS_renameat2, a.dirfd, a.name, b.dirfd,
 				  b.name, flags);
+		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, keep, rc == 0);
 		if (!rc) {
@@ -262,8 +271,10 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 		rc = cr_budget_on_create(run, (pid_t)n->pid);
 	if (!rc) {
 		cr_fs_fdpath(fd, p, sizeof(p));
+		cr_slow_begin();
 		rc = linkat(AT_FDCWD, p, b.dirfd, b.name, AT_SYMLINK_FOLLOW) < 0 ?
 		     -errno : 0;
+		cr_slow_end();
 		if (rc)
 			cr_budget_on_remove(run);
 		else

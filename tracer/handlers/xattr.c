@@ -142,10 +142,14 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 			errno = -rc;
 			break;
 		}
+		cr_slow_begin();
 		r = setxattr(p, name, buf, size, (int)n->data.args[4]);
+		cr_slow_end();
 		break;
 	case X_REMOVE:
+		cr_slow_begin();
 		r = removexattr(p, name);
+		cr_slow_end();
 		break;
 	}
 	rc = r < 0 ? errno : 0;
@@ -302,9 +306,12 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 			 !cr_notif_valid(run, n->id))
 			rc = -EFAULT;
 	}
-	if (!rc)
+	if (!rc) {
+		cr_slow_begin();
 		rc = (set ? fsetxattr(fd, name, buf, size, (int)n->data.args[4]) :
 			    fremovexattr(fd, name)) < 0 ? -errno : 0;
+		cr_slow_end();
+	}
 	free(buf);
 	close(fd);
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
