@@ -250,3 +250,32 @@ def id_queries_answer_absent_for_outside_processes(t):
         true(res.get(c, "").endswith("ok"),
              "%s of the run's own pid: %r" % (c, res.get(c)))
     eq(denials_of(r), [], "denials of the run's own queries")
+
+
+@test
+def inotify_on_a_device_is_refused(t):
+    """A device node (/dev/null, /dev/urandom) is a meeting point of every
+    program of the host: an inotify watch on it reported when programs
+    outside the run opened, read, wrote and closed it (a probing session
+    counted 117 IN_OPEN in 3 s from an outside loop, none recorded). Now
+    refused (EACCES, a denial); a watch on a workspace file still works."""
+    code = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "ifd = libc.inotify_init1(0)\n"
+        "for p in (b'/dev/null', b'/dev/urandom'):\n"
+        "    wd = libc.inotify_add_watch(ifd, p, 0xfff)\n"
+        "    print(p.decode(), wd, os.strerror(ctypes.get_errno()) if wd < 0 else '')\n"
+        "open('mine', 'w').close()\n"
+        "wd = libc.inotify_add_watch(ifd, b'mine', 0xfff)\n"
+        "open('mine', 'w').close()\n"
+        "print('mine', wd > 0, len(os.read(ifd, 4096)) > 0)\n")
+    run = t.corral(["run", "--json", "--", "python3", "-c", code])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), "/dev/null -1 Permission denied\n"
+       "/dev/urandom -1 Permission denied\nmine True True\n", "stdout")
+    got = {d.get("target") for d in denials_of(r, "inotify_add_watch", "fs")
+           if "device" in (d.get("reason") or "")}
+    eq(got, {"/dev/null", "/dev/urandom"}, "inotify denials")
+    t.assert_next_run_ok()

@@ -251,9 +251,29 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 		return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res.acc));
 	}
 	fd = cr_fs_opath(&res, false);
-	cr_fsres_free(&res);
-	if (fd < 0)
+	if (fd < 0) {
+		cr_fsres_free(&res);
 		return CR_V_ERR(-fd);
+	}
+	/* A device node (/dev/null, /dev/urandom, a terminal) is a meeting
+	 * point of every program of the host, never the run's own: a watch
+	 * reports when others open, read, write and close it. Judged on the
+	 * inode opened. */
+	{
+		struct stat st;
+
+		if (fstat(fd, &st) < 0 || S_ISCHR(st.st_mode) ||
+		    S_ISBLK(st.st_mode)) {
+			close(fd);
+			res.refused = true;
+			cr_fs_deny(run, n, e->name, &res,
+				   "watching a device is refused");
+			cr_fsres_free(&res);
+			return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules,
+							   res.acc));
+		}
+	}
+	cr_fsres_free(&res);
 	ifd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	if (ifd < 0) {
 		close(fd);
