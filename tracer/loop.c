@@ -93,10 +93,14 @@ static void on_signal(struct cr_run *run)
 			switch (si[i].ssi_signo) {
 			case SIGCHLD:
 				break;	/* reaped below, whatever woke us */
-			default:
+			default: {
+				char sn[24];
+
 				cr_run_end(run, CR_ST_CANCELLED, NULL, "cancelled by %s",
-					   sigabbrev_np((int)si[i].ssi_signo));
+					   cr_signame((int)si[i].ssi_signo, sn,
+						      sizeof(sn)) + 3);
 				break;
+			}
 			}
 		}
 	} while (n == (ssize_t)sizeof(si));

@@ -133,6 +133,33 @@ void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 	free(s);
 }
 
+const char *cr_signame(int sig, char *buf, size_t len)
+{
+	const char *ab = sigabbrev_np(sig);
+
+	/* glibc names no real-time signal: SIGRTMIN+N, as kill -l does. */
+	if (ab)
+		snprintf(buf, len, "SIG%s", ab);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, len, "SIG%d", sig);
+	return buf;
+}
+
+void *cr_json_bytes(const char *buf, size_t len)
+{
+	char *s = malloc(len * 4 + 1);
+	cJSON *j;
+
+	if (!s)
+		return cJSON_CreateString("<out of memory>");
+	escape(buf, len, false, s, len * 4 + 1);
+	j = cJSON_CreateString(s);
+	free(s);
+	return j;
+}
+
 void cr_text_inert(char *text, size_t size)
 {
 	char copy[1024];
@@ -174,11 +201,13 @@ static void settle(struct cr_run *run, int *code)
 			snprintf(run->message, sizeof(run->message),
 				 "the program exited with status %d", *code);
 		} else {
+			char sn[24];
+
 			run->status = CR_ST_PROGRAM_ERROR;
 			*code = 128 + WTERMSIG(st);
 			snprintf(run->message, sizeof(run->message),
-				 "the program was killed by SIG%s",
-				 sigabbrev_np(WTERMSIG(st)) ?: "?");
+				 "the program was killed by %s",
+				 cr_signame(WTERMSIG(st), sn, sizeof(sn)));
 		}
 		return;
 	}
@@ -247,11 +276,11 @@ static cJSON *build(struct cr_run *run, int code)
 	else
 		cJSON_AddNullToObject(r, "exit_code");
 	if (exited && run->have_exit && WIFSIGNALED(st)) {
-		char name[16];
+		char name[24];
 
-		snprintf(name, sizeof(name), "SIG%s",
-			 sigabbrev_np(WTERMSIG(st)) ?: "UNKNOWN");
-		cJSON_AddStringToObject(r, "signal", name);
+		cJSON_AddStringToObject(r, "signal",
+					cr_signame(WTERMSIG(st), name,
+						   sizeof(name)));
 	} else {
 		cJSON_AddNullToObject(r, "signal");
 	}

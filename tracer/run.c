@@ -88,9 +88,12 @@ static void audit_start(struct cr_run *run)
 	cJSON_AddStringToObject(f, "syscall_profile_version",
 				cfg->cls->profile->version);
 	cmd = cJSON_AddArrayToObject(f, "command");
+	/* The caller's bytes, escaped as the result escapes them: an
+	 * argument that is not UTF-8 made a line that was not JSON. */
 	for (char **a = cfg->argv; cmd && a && *a; a++)
-		cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
-	cJSON_AddStringToObject(f, "workspace", cfg->workspace);
+		cJSON_AddItemToArray(cmd, cr_json_bytes(*a, strlen(*a)));
+	cr_json_add_bytes(f, "workspace", cfg->workspace ? cfg->workspace : "",
+			  cfg->workspace ? strlen(cfg->workspace) : 0);
 	cJSON_AddBoolToObject(f, "workspace_private", cfg->ws_private);
 	cr_io_audit_start(run, f);	/* inputs, digests: tracer/io/ */
 	cr_audit_event(run, "start", f);

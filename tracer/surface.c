@@ -136,6 +136,7 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
 	struct user_regs_struct regs;
 	char name[64] = "unknown", why[200];
 	const char *abi = "i386 or x32";
+	bool out_of_range = false;
 
 	if (run->surface->foreign_abi_seen)
 		return;
@@ -145,21 +146,32 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
 		 * is in orig_rax. Faulted on an absent entry: still in rax. */
 		uint64_t nr = no_entry ? regs.rax & 0xffffffff : regs.orig_rax;
 		bool x32 = nr & __X32_SYSCALL_BIT;
-		char *s = seccomp_syscall_resolve_num_arch(
+		/* An x86_64 `syscall` with a number no table has (bit 31
+		 * set): killed by the same guard as x32's. */
+		bool wild = !no_entry && !x32 && (nr & 0x80000000u);
+		char *s = wild ? NULL : seccomp_syscall_resolve_num_arch(
 			x32 ? SCMP_ARCH_X32 : SCMP_ARCH_X86,
 			(int)(x32 ? nr : nr & 0xffffffff));
 
-		abi = x32 ? "x32" : "i386";
+		abi = wild ? "out-of-range number" : x32 ? "x32" : "i386";
+		out_of_range = wild;
 		if (s)
 			snprintf(name, sizeof(name), "%s", s);
+		else if (wild)
+			snprintf(name, sizeof(name), "syscall_0x%" PRIx64,
+				 nr & 0xffffffff);
 		else
 			snprintf(name, sizeof(name), "%s_%" PRIu64, abi,
 				 nr & ~(uint64_t)__X32_SYSCALL_BIT);
 		free(s);
 	}
-	snprintf(why, sizeof(why),
-		 "%s system call from an x86_64 program: foreign ABIs bypass the filter's rules, so the process was killed%s",
-		 abi, no_entry ? " (this kernel has no i386 entry: it faulted)" : "");
+	if (out_of_range)
+		snprintf(why, sizeof(why),
+			 "a system call number no x86_64 table has: the filter's guard against foreign ABIs takes it as one, so the process was killed");
+	else
+		snprintf(why, sizeof(why),
+			 "%s system call from an x86_64 program: foreign ABIs bypass the filter's rules, so the process was killed%s",
+			 abi, no_entry ? " (this kernel has no i386 entry: it faulted)" : "");
 	cr_deny(run, tid, name, NULL, "syscall", why);
 	cr_run_end(run, CR_ST_POLICY_DENIED, NULL,
 		   "the program made a foreign-ABI (%s) system call (%s); it was killed",
@@ -298,9 +310,11 @@ static bool foreign_trap(pid_t tid, int sig)
  * entered the kernel. A thread of the dying process could rewrite that
  * code before it is read; that only changes the report of a call that
  * was refused either way. */
-static bool native_kill(pid_t tid)
+static bool native_kill(struct cr_run *run, pid_t tid)
 {
 	struct user_regs_struct regs;
+	struct seccomp_data d = { .arch = AUDIT_ARCH_X86_64 };
+	uint32_t act;
 	long word;
 
 	if (ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
@@ -311,9 +325,24 @@ static bool native_kill(pid_t tid)
 		return false;
 	errno = 0;
 	word = ptrace(PTRACE_PEEKTEXT, tid, (void *)(regs.rip - 2), 0);
-	if (errno)
+	if (errno || (word & 0xffff) != 0x050f)	/* 0f 05: syscall */
 		return false;
-	return (word & 0xffff) == 0x050f;	/* 0f 05: syscall */
+	/* An x86_64 call corral's own filter kills (a number past the
+	 * x32 guard, 0x80000000-0xbfffffff: an earlier build reported
+	 * it as the program's own death, with no denial) is ours. */
+	d.nr = (int)regs.orig_rax;
+	d.instruction_pointer = regs.rip;
+	d.args[0] = regs.rdi;
+	d.args[1] = regs.rsi;
+	d.args[2] = regs.rdx;
+	d.args[3] = regs.r10;
+	d.args[4] = regs.r8;
+	d.args[5] = regs.r9;
+	if (run->filter && cr_filter_eval(run->filter, &d, &act) == 0 &&
+	    ((act & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_KILL_PROCESS ||
+	     (act & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_KILL_THREAD))
+		return false;
+	return true;
 }
 
 void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status)
@@ -342,7 +371,7 @@ void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status)
 
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &st) == 0 &&
 		    WIFSIGNALED((int)st) && WTERMSIG((int)st) == SIGSYS &&
-		    !s->sigsys_signalled && !native_kill(tid))
+		    !s->sigsys_signalled && !native_kill(run, tid))
 			foreign_abi(run, tid, true, false);
 		if (tid == s->stack_tid)
 			s->stack_tid = 0;

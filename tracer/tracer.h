@@ -521,6 +521,10 @@ int cr_result_check(const struct cr_run_config *cfg);
 void cr_text_inert(char *text, size_t size);
 void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 		       size_t len);
+/* "SIGINT", "SIGRTMIN+3" (into buf; returned). */
+const char *cr_signame(int sig, char *buf, size_t len);
+/* The same as a new string item (a cJSON *), for arrays. */
+void *cr_json_bytes(const char *buf, size_t len);
 
 /* tracer/audit.c: a chain of events (seq, prev = SHA-256 of the line
  * before); the last one, cleanup, is marked final. */

@@ -126,3 +126,78 @@ def file_size_limit_of_the_caller_kills_no_record(t):
     r = t.result(run)
     eq(r.get("status"), "ok", "with a hard limit of 10 GiB (message %r)" %
        r.get("message"))
+
+
+@test
+def report_audit_start_escapes_the_command(t):
+    """The audit trail's start event wrote the command and the workspace
+    raw: an argument that is not UTF-8 made a line that was not JSON
+    (while `corral audit verify` still said intact). Now escaped as the
+    result escapes it."""
+    audit = t.path("audit.jsonl")
+    arg = b"\xff\xfe\xc0\x80-x"
+    run = t.corral(["run", "--json", "--audit", audit, "--",
+                    "/bin/echo", os.fsdecode(arg)])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    with open(audit, "rb") as f:
+        lines = f.read().splitlines()
+    events = []
+    for ln in lines:
+        try:
+            events.append(json.loads(ln.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise Fail("an audit line is not JSON (%s): %s" % (e, _show(ln)))
+    start = [e for e in events if e.get("event") == "start"]
+    eq(len(start), 1, "start events")
+    eq(decode(start[0]["command"][1]), arg, "the argument, decoded")
+
+
+@test
+def report_real_time_signal_is_named(t):
+    """A death by a real-time signal was "SIGUNKNOWN" in the result and
+    "SIG?" in the message (glibc names none of them)."""
+    run = t.corral(["run", "--json", "--", "python3", "-c",
+                    "import os, signal\n"
+                    "os.kill(os.getpid(), signal.SIGRTMIN + 3)\n"])
+    r = t.result(run)
+    eq(r.get("signal"), "SIGRTMIN+3", "signal")
+    eq(r.get("exit_code"), None, "exit_code")
+    true("SIGRTMIN+3" in (r.get("message") or ""),
+         "message %r" % r.get("message"))
+
+
+@test
+def report_output_bytes_count_what_the_pipe_held(t):
+    """When the output budget's allowance is spent corral closes the pipe;
+    what the program's write() had already put in it was written, but
+    went uncounted: 1 MiB with a pipe grown by F_SETPIPE_SZ. Now counted
+    (a write racing with the close itself can still be missed: the
+    bound below allows a few of the program's 64 KiB writes)."""
+    code = (
+        "import os, signal, fcntl\n"
+        "signal.signal(signal.SIGPIPE, signal.SIG_IGN)\n"
+        "fcntl.fcntl(1, 1031, 1 << 20)\n"
+        "n = 0\n"
+        "chunk = b'B' * 65536\n"
+        "try:\n"
+        "    while True:\n"
+        "        n += os.write(1, chunk)\n"
+        "except OSError:\n"
+        "    pass\n"
+        "with open('n.txt', 'w') as f:\n"
+        "    f.write('%d' % n)\n")
+    ws = t.path("ws")
+    os.makedirs(ws)
+    run = t.corral(["run", "--json", "-w", ws, "--limit", "output=1MiB",
+                    "--", "python3", "-c", code])
+    r = t.result(run)
+    with open(os.path.join(ws, "n.txt")) as f:
+        accepted = int(f.read())
+    got = r["usage"]["output_bytes"]
+    true(accepted > (2 << 20), "the program wrote %d bytes" % accepted)
+    true(got <= accepted + 16, "output_bytes %d over the %d written" %
+         (got, accepted))
+    true(accepted - got <= 4 * 65536,
+         "output_bytes %d: %d of the %d bytes written went uncounted" %
+         (got, accepted - got, accepted))

@@ -243,6 +243,25 @@ def surface_x32_getpid_is_stopped(t):
 
 
 @test
+def surface_out_of_range_number_is_corrals_kill(t):
+    # Numbers 0x80000000-0xbfffffff from an x86_64 `syscall` are killed by
+    # corral's filter (the guard against x32 compares the whole number);
+    # an earlier build took that for the program's own seccomp kill:
+    # program_error, no denial, nothing in the audit trail.
+    run = t.corral(["run", "--json", "--", "python3", "-c",
+                    "import ctypes\nprint('before', flush=True)\n"
+                    "ctypes.CDLL(None).syscall(0x80000000)\n"
+                    "print('after')\n"])
+    r = t.result(run)
+    eq(run.code, 126, "exit status")
+    eq(r.get("status"), "policy_denied", "status")
+    eq(r.get("stdout"), "before\n", "stdout")
+    d = find_denial(r, "syscall_0x80000000", "syscall")
+    contains(d.get("reason", ""), "no x86_64 table", "reason")
+    t.assert_next_run_ok()
+
+
+@test
 def surface_own_sigsys_is_the_programs(t):
     # A SIGSYS the program sends itself is its own death, not a policy
     # denial: the filter's kill is told apart from it.

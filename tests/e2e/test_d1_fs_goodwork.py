@@ -10,6 +10,7 @@ must not wander outside either.
 import os
 import re
 import subprocess
+import socket
 
 from harness import Fail, eq, true, contains, test, _show
 from test_d0_fs_attacks import FsFix, q, denials
@@ -597,4 +598,82 @@ def fs_good_empty_path_forms_on_an_fd(t):
     contains(out, "statx0 %s: ok" % fx.ro_file, "statx of a read-root file")
     contains(out, "fchmodat2 %s: EACCES" % fx.ro_file, "chmod refused")
     contains(out, "utimensat %s: EACCES" % fx.ro_file, "utimes refused")
+    fx.check()
+
+
+@test
+def fs_good_creation_modes_follow_umask_and_default_acl(t):
+    """The supervisor creates files, directories, FIFOs and unix sockets
+    for the program: each must get the mode the kernel would give the
+    program. A unix bind ignored the umask (0777: any local user could
+    connect to a socket made under umask 077), and under a directory
+    with a default ACL the umask was applied where the kernel skips it.
+    Compared with the same script run natively."""
+    fx = FsFix(t)
+    script = (
+        "import os, socket, stat, struct\n"
+        "def m(p):\n"
+        "    return '%s %o' % (p, stat.S_IMODE(os.lstat(p).st_mode))\n"
+        "os.umask(0o077)\n"
+        "s = socket.socket(socket.AF_UNIX); s.bind('s077')\n"
+        "os.umask(0o022)\n"
+        "d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind('d022')\n"
+        "os.mkdir('shared')\n"
+        "acl = struct.pack('<I', 2) + b''.join(\n"
+        "    struct.pack('<HHI', tag, 7, 0xffffffff) for tag in (1, 4, 0x20))\n"
+        "os.setxattr('shared', 'system.posix_acl_default', acl)\n"
+        "os.umask(0o077)\n"
+        "open('shared/f', 'w').close()\n"
+        "os.mkdir('shared/d')\n"
+        "os.mkfifo('shared/p')\n"
+        "a = socket.socket(socket.AF_UNIX); a.bind('shared/s')\n"
+        "open('plain', 'w').close()\n"
+        "for p in ('s077', 'd022', 'shared/f', 'shared/d', 'shared/p',\n"
+        "          'shared/s', 'plain'):\n"
+        "    print(m(p))\n")
+    natws = os.path.join(fx.root, "natws")
+    os.mkdir(natws)
+
+    def pre():
+        os.chdir(natws)
+    nat = t.native(["python3", "-c", script], preexec=pre)
+    eq(nat.code, 0, "native (%r)" % nat.err[-300:])
+    contains(nat.out.decode(), "s077 700\n", "native socket mode (setup)")
+    contains(nat.out.decode(), "shared/f 666\n", "native ACL mode (setup)")
+    run = fx.run(["python3", "-c", script])
+    r = _ok(fx, run, "creation modes")
+    eq(r.get("stdout"), nat.out.decode(), "stdout")
+    fx.check()
+
+
+@test
+def fs_unix_connect_outside_every_root_looks_absent(t):
+    """A unix socket path outside every root answers ENOENT, as any path
+    there does (a missing /dev/log or daemon socket is ENOENT natively);
+    it answered EACCES. A socket that exists there answers the same, and
+    is recorded."""
+    fx = FsFix(t)
+    host = os.path.join(fx.root, "host.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(host)
+    srv.listen(1)
+    os.chmod(host, 0o777)
+    try:
+        code = (
+            "import errno, socket, sys\n"
+            "for p in sys.argv[1:]:\n"
+            "    c = socket.socket(socket.AF_UNIX)\n"
+            "    try:\n"
+            "        c.connect(p); print(p, 'connected')\n"
+            "    except OSError as e:\n"
+            "        print(p, errno.errorcode[e.errno])\n")
+        run = fx.run(["python3", "-c", code, "/nonexistent-dir/x.sock",
+                      host])
+        r = _ok(fx, run, "unix connects")
+        eq(r.get("stdout"), "/nonexistent-dir/x.sock ENOENT\n%s ENOENT\n"
+           % host, "stdout")
+        true(any(d.get("target") == host for d in denials(r)),
+             "no denial for the host socket: %s" % _show(r.get("denials")))
+    finally:
+        srv.close()
     fx.check()

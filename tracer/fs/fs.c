@@ -348,8 +348,9 @@ int cr_fs_setup(struct cr_run *run)
 	/* What a supervisor killed with -9 left in /dev/shm goes now. */
 	cr_fs_shm_sweep();
 	cr_fs_held_setup(run);
-	/* The supervisor creates files for the program: the program's umask
-	 * is applied by hand, so ours must not apply twice. */
+	/* The supervisor creates files for the program under the program's
+	 * umask, set around each creation (cr_fs_umask_enter); in between,
+	 * none of ours applies. */
 	run->caller_umask = umask(0);
 	return 0;
 }
@@ -606,6 +607,16 @@ void cr_fs_deny(struct cr_run *run, const struct seccomp_notif *n,
 {
 	cr_deny(run, (pid_t)n->pid, syscall, res->path[0] ? res->path : NULL,
 		res->layer ? res->layer : "fs", why);
+}
+
+void cr_fs_umask_enter(pid_t tid)
+{
+	umask(cr_fs_task_umask(tid));
+}
+
+void cr_fs_umask_leave(void)
+{
+	umask(0);
 }
 
 mode_t cr_fs_task_umask(pid_t tid)

@@ -139,6 +139,12 @@ int cr_fs_top_xattr(struct cr_run *run, const struct seccomp_notif *n,
 		    const struct stat *st, const char *name);
 /* The task's umask, from /proc/<tid>/status (022 if unreadable). */
 mode_t cr_fs_task_umask(pid_t tid);
+/* Around a creation corral performs (open O_CREAT, mkdir, mknod, a unix
+ * bind): the process's umask is the task's, so the kernel applies it as
+ * for the program, and skips it under a directory's default ACL, as for
+ * the program. Only the loop thread creates files. */
+void cr_fs_umask_enter(pid_t tid);
+void cr_fs_umask_leave(void);
 /* Remember a /dev/shm name this run created. */
 void cr_fs_shm_created(struct cr_run *run, const char *name);
 bool cr_fs_shm_ours(const struct cr_run *run, const char *name);

@@ -92,12 +92,13 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 		cr_fsres_free(&res);
 		return CR_V_ERR(-rc);
 	}
-	mode &= ~cr_fs_task_umask((pid_t)n->pid) | S_IFMT;
 	mode = (mode & S_IFMT) | cr_fs_safe_mode(run, n, sys, res.path,
 						 mode & 07777, dir);
+	cr_fs_umask_enter((pid_t)n->pid);
 	rc = dir ? mkdirat(res.dirfd, res.name, mode & 07777) :
 		   mknodat(res.dirfd, res.name, mode, 0);
 	rc = rc < 0 ? errno : 0;
+	cr_fs_umask_leave();
 	if (!rc)
 		cr_fs_note_created(run, &res);
 	cr_fsres_free(&res);

@@ -15,6 +15,7 @@
 #include <sys/time.h>
 
 #include "handlers.h"
+#include "../fs/fs.h"
 #include "../net/net.h"
 #include "../budget.h"
 
@@ -182,7 +183,8 @@ static bool is_abstract_or_unnamed(const union cr_sockaddr *a, socklen_t len)
  */
 static int unix_path_resolve(struct cr_run *run, pid_t tid,
 			     const union cr_sockaddr *a, socklen_t alen,
-			     bool for_bind, char *out, size_t outlen, int *hold)
+			     bool for_bind, char *out, size_t outlen, int *hold,
+			     int *refusal)
 {
 	struct cr_netstate *ns = run->net;
 	size_t plen = alen - offsetof(struct sockaddr_un, sun_path);
@@ -233,8 +235,17 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 		strcpy(norm + nl, c);
 		nl += strlen(c);
 	}
-	if (nl <= wl + 1 || strncmp(norm, ns->ws_real, wl) || norm[wl] != '/')
-		return -EXDEV;	/* outside the workspace */
+	*refusal = EACCES;
+	if (nl <= wl + 1 || strncmp(norm, ns->ws_real, wl) || norm[wl] != '/') {
+		/* Outside the workspace; outside every root it looks
+		 * absent, as any path there does (a missing /dev/log or
+		 * daemon socket is ENOENT natively). */
+		if (run->fs && !cr_path_within("/proc", 5, norm, nl))
+			*refusal = cr_fsrules_refusal(&run->fs->rules,
+				cr_fsrules_access(&run->fs->rules,
+						  nl ? norm : "/", nl ? nl : 1));
+		return -EXDEV;
+	}
 	rel = norm + wl + 1;
 	slash = strrchr(rel, '/');
 	if (slash) {
@@ -286,7 +297,7 @@ static struct cr_verdict unix_target(struct cr_run *run,
 {
 	size_t off = offsetof(struct sockaddr_un, sun_path);
 	union cr_sockaddr alias;
-	int rc;
+	int rc, refusal = EACCES;
 
 	*ok = false;
 	memset(&alias, 0, sizeof(alias));
@@ -349,11 +360,12 @@ static struct cr_verdict unix_target(struct cr_run *run,
 	     !strncmp(a->un.sun_path, "/run/nscd/socket", sizeof(a->un.sun_path))))
 		return v_err(ENOENT);
 	rc = unix_path_resolve(run, (pid_t)n->pid, a, alen, for_bind,
-			       out->un.sun_path, sizeof(out->un.sun_path), hold);
+			       out->un.sun_path, sizeof(out->un.sun_path), hold,
+			       &refusal);
 	if (rc == -EXDEV)
 		return cr_net_deny(run, n, e, a, alen, "fs",
 			    "unix sockets are reachable only inside the workspace",
-			    EACCES);
+			    refusal);
 	if (rc < 0)
 		return v_err(-rc);
 	*outlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
@@ -735,7 +747,12 @@ static struct cr_verdict unix_bind(struct cr_run *run,
 			return v_err(-rc);
 		counted = true;
 	}
+	/* The socket's mode is 0777 less the umask, the program's (an
+	 * earlier build bound under corral's umask 0: 0777, which any
+	 * local user could connect to). */
+	cr_fs_umask_enter((pid_t)n->pid);
 	v = v_rc(bind(s->dup, &t->sa, tl));
+	cr_fs_umask_leave();
 	if (counted && v.kind != CR_V_VALUE)
 		cr_budget_on_remove(run);
 	return v;

@@ -47,6 +47,7 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 			   RESOLVE_NO_MAGICLINKS,
 	};
 	int of = flags;
+	bool creating;
 	int fd;
 
 	if (of & O_PATH) {
@@ -63,10 +64,11 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 			of |= O_NONBLOCK;
 	}
 	of |= O_CLOEXEC | O_NOCTTY;
-	if ((of & O_CREAT) || (of & __O_TMPFILE) == __O_TMPFILE) {
+	creating = (of & O_CREAT) || (of & __O_TMPFILE) == __O_TMPFILE;
+	if (creating) {
 		how.mode = cr_fs_safe_mode(run, n, "open", res->path,
-					   mode & ~cr_fs_task_umask((pid_t)n->pid) & 07777,
-					   false);
+					   mode & 07777, false);
+		cr_fs_umask_enter((pid_t)n->pid);
 		if (of & O_CREAT)
 			of |= O_NOFOLLOW;
 	}
@@ -80,6 +82,8 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 		fd = (int)syscall(SYS_openat2, res->dirfd, res->name, &how,
 				  sizeof(how));
 	cr_slow_end();
+	if (creating)
+		cr_fs_umask_leave();	/* umask() leaves errno alone */
 	return fd < 0 ? -errno : fd;
 }
 
