@@ -111,10 +111,25 @@ static const struct cr_syscall_entry *matching(const struct cr_syscall_entry *e,
 #define CR_ERESTARTSYS 512
 #define CR_ERESTARTNOINTR 513
 
+void cr_regs_seccomp_data(const struct user_regs_struct *r,
+			  struct seccomp_data *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->arch = AUDIT_ARCH_X86_64;
+	d->nr = (int)r->orig_rax;
+	d->instruction_pointer = r->rip;
+	d->args[0] = r->rdi;
+	d->args[1] = r->rsi;
+	d->args[2] = r->rdx;
+	d->args[3] = r->r10;
+	d->args[4] = r->r8;
+	d->args[5] = r->r9;
+}
+
 void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
 {
 	struct user_regs_struct r;
-	struct seccomp_data d = { .arch = AUDIT_ARCH_X86_64 };
+	struct seccomp_data d;
 	uint32_t act;
 
 	if (!run->filter ||
@@ -122,14 +137,7 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
 	    r.rax != (unsigned long long)-CR_ERESTARTSYS ||
 	    (long long)r.orig_rax < 0 || r.orig_rax == SYS_recvfrom)
 		return;
-	d.nr = (int)r.orig_rax;
-	d.instruction_pointer = r.rip;
-	d.args[0] = r.rdi;
-	d.args[1] = r.rsi;
-	d.args[2] = r.rdx;
-	d.args[3] = r.r10;
-	d.args[4] = r.r8;
-	d.args[5] = r.r9;
+	cr_regs_seccomp_data(&r, &d);
 	if (cr_filter_eval(run->filter, &d, &act) ||
 	    (act & SECCOMP_RET_ACTION_FULL) != SECCOMP_RET_USER_NOTIF)
 		return;

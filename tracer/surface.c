@@ -313,7 +313,7 @@ static bool foreign_trap(pid_t tid, int sig)
 static bool native_kill(struct cr_run *run, pid_t tid)
 {
 	struct user_regs_struct regs;
-	struct seccomp_data d = { .arch = AUDIT_ARCH_X86_64 };
+	struct seccomp_data d;
 	uint32_t act;
 	long word;
 
@@ -330,14 +330,7 @@ static bool native_kill(struct cr_run *run, pid_t tid)
 	/* An x86_64 call corral's own filter kills (a number past the
 	 * x32 guard, 0x80000000-0xbfffffff: an earlier build reported
 	 * it as the program's own death, with no denial) is ours. */
-	d.nr = (int)regs.orig_rax;
-	d.instruction_pointer = regs.rip;
-	d.args[0] = regs.rdi;
-	d.args[1] = regs.rsi;
-	d.args[2] = regs.rdx;
-	d.args[3] = regs.r10;
-	d.args[4] = regs.r8;
-	d.args[5] = regs.r9;
+	cr_regs_seccomp_data(&regs, &d);
 	if (run->filter && cr_filter_eval(run->filter, &d, &act) == 0 &&
 	    ((act & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_KILL_PROCESS ||
 	     (act & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_KILL_THREAD))

@@ -451,6 +451,10 @@ void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
 /* At a signal-delivery stop of tid: a notified call the signal withdrew
  * before corral received it is made again after the handler, not EINTR. */
 void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid);
+/* The seccomp_data an x86_64 call of these registers gives the filter. */
+struct user_regs_struct;
+void cr_regs_seccomp_data(const struct user_regs_struct *r,
+			  struct seccomp_data *d);
 
 /* corral's own soft RLIMIT_NOFILE is raised to the hard limit, at most
  * this (run.c): every area's share of descriptors scales with it. */

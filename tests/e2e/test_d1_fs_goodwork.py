@@ -490,13 +490,7 @@ os.rename("f", "g")
 os.symlink("g", "l")
 print(open("l").read().strip(), len(os.getcwd()) > 4096)
 '''
-    natws = os.path.join(fx.root, "natws")
-    os.mkdir(natws)
-
-    def pre():
-        os.chdir(natws)
-    nat = t.native(["python3", "-c", script], preexec=pre)
-    eq(nat.code, 0, "native (%r)" % nat.err[-300:])
+    nat = _native_beside(t, fx, ["python3", "-c", script])
     run = fx.run(["python3", "-c", script])
     r = fx.result(run, statuses=None)
     true(r.get("status") in ("ok", "program_error"), "status %r (%s)" % (
@@ -531,17 +525,24 @@ for n in names:
         assert f.read() == n
 print(sorted(n.hex() for n in os.listdir(b".")))
 '''
+    nat = _native_beside(t, fx, ["python3", "-c", script])
+    run = fx.run(["python3", "-c", script])
+    r = _ok(fx, run, "odd names")
+    eq(r.get("stdout"), nat.out.decode(), "stdout")
+    fx.check()
+
+
+def _native_beside(t, fx, argv):
+    """argv run natively in a fresh directory beside the workspace, for a
+    side-by-side comparison; it must succeed."""
     natws = os.path.join(fx.root, "natws")
     os.mkdir(natws)
 
     def pre():
         os.chdir(natws)
-    nat = t.native(["python3", "-c", script], preexec=pre)
+    nat = t.native(argv, preexec=pre)
     eq(nat.code, 0, "native (%r)" % nat.err[-300:])
-    run = fx.run(["python3", "-c", script])
-    r = _ok(fx, run, "odd names")
-    eq(r.get("stdout"), nat.out.decode(), "stdout")
-    fx.check()
+    return nat
 
 
 @test
@@ -555,13 +556,7 @@ def fs_good_umask_cloexec(t):
               "python3 -c 'import os; fd = os.open(\"b\", os.O_RDONLY); "
               "print(os.get_inheritable(fd)); os.execv(\"/bin/ls\", "
               "[\"ls\", \"/proc/self/fd\"])'")
-    natws = os.path.join(fx.root, "natws")
-    os.mkdir(natws)
-
-    def pre():
-        os.chdir(natws)
-    nat = t.native(["sh", "-c", script], preexec=pre)
-    eq(nat.code, 0, "native (%r)" % nat.err[-300:])
+    nat = _native_beside(t, fx, ["sh", "-c", script])
     run = fx.sh(script)
     r = _ok(fx, run, "umask and O_CLOEXEC")
     eq(r.get("stdout"), nat.out.decode(), "stdout")
@@ -631,13 +626,7 @@ def fs_good_creation_modes_follow_umask_and_default_acl(t):
         "for p in ('s077', 'd022', 'shared/f', 'shared/d', 'shared/p',\n"
         "          'shared/s', 'plain'):\n"
         "    print(m(p))\n")
-    natws = os.path.join(fx.root, "natws")
-    os.mkdir(natws)
-
-    def pre():
-        os.chdir(natws)
-    nat = t.native(["python3", "-c", script], preexec=pre)
-    eq(nat.code, 0, "native (%r)" % nat.err[-300:])
+    nat = _native_beside(t, fx, ["python3", "-c", script])
     contains(nat.out.decode(), "s077 700\n", "native socket mode (setup)")
     contains(nat.out.decode(), "shared/f 666\n", "native ACL mode (setup)")
     run = fx.run(["python3", "-c", script])
