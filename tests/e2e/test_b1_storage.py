@@ -436,3 +436,31 @@ def _tag(path):
         return os.getxattr(path, "user.corral.run")
     except OSError:
         return None
+
+
+@test
+def storage_file_held_by_an_access_mode_3_fd_counts(t):
+    # open(name, 3): neither read nor write, so the fd counts in neither
+    # of the inode's reader and writer counts, and the held-files ledger
+    # (which asks those counts) let go of an unlinked file held only so,
+    # parked in a unix socket's queue: 8 GiB held under disk=20MiB ended
+    # ok. Such an open is now made O_RDWR, which it needs anyway.
+    code = (
+        "import os, socket, time\n"
+        "fd = os.open('big', os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "fd3 = os.open('big', 3)\n"
+        "os.unlink('big')\n"
+        "a, b = socket.socketpair()\n"
+        "socket.send_fds(a, [b'x'], [fd3])\n"
+        "os.close(fd3)\n"
+        "os.posix_fallocate(fd, 0, 256 << 20)\n"
+        "os.close(fd)\n"
+        "time.sleep(3)\n"
+        "print('held', flush=True)\n")
+    run = t.corral(["run", "--json", "--env", "CRMARK=" + t.marker,
+                    "--limit", "disk=20MiB", "--limit", "wall=40s", "--",
+                    "python3", "-c", code])
+    r = t.result(run)
+    assert_counted(t, run, r)
+    ge(r["usage"]["disk_bytes"], 256 * MIB, "usage.disk_bytes")
+    t.assert_next_run_ok()

@@ -156,6 +156,15 @@ static struct cr_verdict do_open(struct cr_run *run,
 	if (run)
 		return CR_V_CONT;
 #endif
+	/* Access mode 3 (neither read nor write: ioctls only) needs read
+	 * and write permission, and its fd counts in neither of the
+	 * inode's reader and writer counts: the held-files ledger, which
+	 * asks those counts whether the run still holds an unlinked file,
+	 * let go of 8 GiB held so. Opened as O_RDWR, which it needs anyway
+	 * (F_GETFL shows O_RDWR; docs/compatibility.md). O_PATH keeps its
+	 * own meaning. */
+	if ((flags & O_ACCMODE) == O_ACCMODE && !(flags & O_PATH))
+		flags = (flags & ~O_ACCMODE) | O_RDWR;
 	if (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)))
 		how |= CR_RES_FOLLOW;
 	if (flags & O_CREAT)
