@@ -166,7 +166,7 @@ int cr_fs_shm_dir(struct cr_run *run)
 		fs->tops = nt;
 	if (fd < 0 || !nt || fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
 	    (st.st_mode & 077)) {
-		int e = fd < 0 ? errno : EACCES;
+		int e = fd < 0 ? errno : !nt ? ENOMEM : EACCES;
 
 		if (fd >= 0)
 			close(fd);
