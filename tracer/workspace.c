@@ -171,8 +171,8 @@ void cr_workspace_unlock(struct cr_run_config *cfg, bool removed)
 	cfg->ws_lockfd = -1;
 }
 
-/* The lock file's content: one line per /dev/shm object the run made,
- * "INODE NAME". Appended by the supervisor only (the program cannot reach
+/* The lock file's content: one line per /dev/shm entry the run made (its
+ * private directory there, fs/shm.c), "INODE NAME". Appended by the supervisor only (the program cannot reach
  * the file); a line cut short by a kill is ignored. */
 void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
 			   const char *name)
@@ -193,9 +193,9 @@ void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
 }
 
 /* Hook: what a dead run held outside its workspace, swept with it. Today
- * the /dev/shm objects its lock file lists: each removed when it is still
- * the same object (inode) and this user's; a name taken since by another
- * object is left alone. The list is the record only where tmpfs has no
+ * the /dev/shm entries its lock file lists (its private directory, with
+ * all in it): each removed when it is still the same inode and this
+ * user's; a name taken since by another object is left alone. The list is the record only where tmpfs has no
  * user xattrs (before 6.6): elsewhere every object corral made carries
  * its tag and the tag sweep (cr_fs_shm_sweep) decides, so an object
  * without a tag is not corral's, whatever a lock file says. */
@@ -223,9 +223,15 @@ static void sweep_run_extra(int lockfd)
 		if (!*name || strchr(name, '/') || !strcmp(name, ".") ||
 		    !strcmp(name, ".."))
 			continue;
-		if (fstatat(shm, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    st.st_ino == ino && st.st_uid == getuid() &&
-		    S_ISREG(st.st_mode) && cr_fs_shm_untaggable(shm, name))
+		if (fstatat(shm, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    st.st_ino != ino || st.st_uid != getuid() ||
+		    !cr_fs_shm_untaggable(shm, name))
+			continue;
+		/* The run's private directory (fs/shm.c), or an object an
+		 * earlier build made by the program's name. */
+		if (S_ISDIR(st.st_mode))
+			cr_fs_shm_remove_dir(shm, name);
+		else if (S_ISREG(st.st_mode))
 			unlinkat(shm, name, 0);
 	}
 	close(shm);

@@ -7,6 +7,7 @@ it), nothing left on the host (the storage freed, no process, no /dev/shm
 entry), the next run works. Known-good cases pass fds between workers and
 share memory across processes as test runners do."""
 
+import glob
 import os
 import signal
 
@@ -213,6 +214,13 @@ def shm_name(t):
     return "b1-" + t.marker[-12:]
 
 
+def run_shm(name):
+    """Where the run's /dev/shm/NAME really is: NAME in its private
+    directory /dev/shm/.corral-<hex> (tracer/fs/shm.c), or None."""
+    got = glob.glob("/dev/shm/.corral-*/" + glob.escape(name))
+    return got[0] if len(got) == 1 else None
+
+
 @test
 def storage_dev_shm_fill_counts(t):
     # 180 MiB in /dev/shm under disk=10MiB memory=64MiB: counted against
@@ -221,7 +229,7 @@ def storage_dev_shm_fill_counts(t):
     run, r = hoard(t, ["disk=10MiB", "memory=64MiB"], "shm", name, 180)
     assert_counted(t, run, r)
     ge(r["usage"]["disk_bytes"], 10 * MIB, "usage.disk_bytes")
-    true(not os.path.exists("/dev/shm/" + name),
+    true(not os.path.exists("/dev/shm/" + name) and not run_shm(name),
          "/dev/shm/%s left behind" % name)
     t.assert_next_run_ok()
 
@@ -229,9 +237,9 @@ def storage_dev_shm_fill_counts(t):
 @test
 def storage_dev_shm_swept_after_sigkill(t):
     # corral is killed (-9) while its run holds a /dev/shm object: the next
-    # run's start removes it (its tag names a supervisor that is gone).
+    # run's start removes the run's private directory there with the
+    # object (its tag names a supervisor that is gone).
     name = shm_name(t)
-    path = "/dev/shm/" + name
     tmp = t.path("tmp")
     os.mkdir(tmp, 0o700)
     p = t.spawn(["run", "--json", "--env", "CRMARK=" + t.marker,
@@ -239,10 +247,14 @@ def storage_dev_shm_swept_after_sigkill(t):
                 ["--", t.prog("hoard"), "shm", name, "4"],
                 env={"TMPDIR": tmp})
     try:
-        true(wait_for(lambda: os.path.exists(path), 20),
-             "the program never made %s" % path)
-        contains(os.getxattr(path, "user.corral.run").decode(),
-                 "%d " % p.pid, "the object's tag")
+        true(wait_for(lambda: run_shm(name), 20),
+             "the program never made /dev/shm/%s" % name)
+        path = run_shm(name)
+        priv = os.path.dirname(path)
+        contains(os.getxattr(priv, "user.corral.run").decode(),
+                 "%d " % p.pid, "the private directory's tag")
+        true(not os.path.exists("/dev/shm/" + name),
+             "the object is at the program's name in /dev/shm")
     finally:
         os.kill(p.pid, signal.SIGKILL)
         t.finish(p, timeout=10)
@@ -250,20 +262,22 @@ def storage_dev_shm_swept_after_sigkill(t):
     t.no_marker_processes("after SIGKILL to corral", grace=5.0)
     true(os.path.exists(path), "nothing to sweep: %s already gone" % path)
     t.assert_next_run_ok()
-    true(not os.path.exists(path), "%s not swept by the next run" % path)
+    true(not os.path.lexists(priv), "%s not swept by the next run" % priv)
 
 
 @test
 def storage_dev_shm_tag_cannot_be_changed(t):
-    # The program cannot strip the tag of its object (to outlive a killed
-    # supervisor) nor write one.
+    # The program cannot strip the tag of its /dev/shm directory (to
+    # outlive a killed supervisor) nor write one: an open of /dev/shm is
+    # that directory.
     name = shm_name(t)
     script = (
         "import os\n"
         "p = '/dev/shm/%s'\n"
         "fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)\n"
-        "print(len(os.getxattr(p, 'user.corral.run')) > 0)\n"
-        "for f in (lambda: os.removexattr(p, 'user.corral.run'),\n"
+        "d = os.open('/dev/shm', os.O_RDONLY | os.O_DIRECTORY)\n"
+        "print(len(os.getxattr(d, 'user.corral.run')) > 0)\n"
+        "for f in (lambda: os.removexattr(d, 'user.corral.run'),\n"
         "          lambda: os.setxattr(fd, 'user.corral.run', b'1 1'),\n"
         "          lambda: os.setxattr(p, 'user.corral.x', b'1')):\n"
         "    try:\n"
@@ -278,7 +292,7 @@ def storage_dev_shm_tag_cannot_be_changed(t):
     eq(r.get("stdout"), "True\n1\n1\n1\nb'ok'\n", "stdout")
     reasons = {d["reason"] for d in r["denials"]}
     contains(" ".join(reasons), "corral's own attributes", "denials")
-    true(not os.path.exists("/dev/shm/" + name), "object left behind")
+    true(not run_shm(name), "object left behind")
     t.assert_next_run_ok()
 
 
@@ -390,7 +404,7 @@ def storage_dev_shm_second_name_counts_and_goes(t):
     try:
         contains(r.get("stdout", ""), "linkat 0 ", "the second name")
         eq(r.get("limit"), "disk", "limit (message %r)" % r.get("message"))
-        true(not os.path.exists("/dev/shm/" + b),
+        true(not os.path.exists("/dev/shm/" + b) and not run_shm(b),
              "/dev/shm/%s outlived the run" % b)
     finally:
         for n in (a, b):
@@ -402,8 +416,9 @@ def storage_dev_shm_second_name_counts_and_goes(t):
 @test
 def storage_dev_shm_read_only_object_is_tagged(t):
     # A user xattr needs write permission: an object made 0400 went
-    # untagged, so a killed supervisor's object was never swept. corral
-    # lends its owner bits for the tag.
+    # untagged, so a killed supervisor's object was never swept. The tag
+    # is now on the run's private directory, made by corral before the
+    # program sees it, and a 0400 object in it goes with it.
     a, b = shm_name(t) + "-a", shm_name(t) + "-b"
     path = t.write("relink.py", SHM_RELINK)
     tmp = t.path("tmp")
@@ -412,13 +427,13 @@ def storage_dev_shm_read_only_object_is_tagged(t):
                  "--env", "CRMARK=" + t.marker, "--",
                  "/usr/bin/python3", path, a, b, "1", "400", "30"],
                 env={"TMPDIR": tmp})
-    target = "/dev/shm/" + b
     try:
-        true(wait_for(lambda: os.path.exists(target), 20),
-             "the program never made %s" % target)
+        true(wait_for(lambda: run_shm(b), 20),
+             "the program never made /dev/shm/%s" % b)
+        target = run_shm(b)
         eq(oct(os.stat(target).st_mode & 0o777), oct(0o400), "its mode")
-        true(wait_for(lambda: _tag(target) is not None, 5),
-             "the read-only object's tag")
+        true(_tag(os.path.dirname(target)) is not None,
+             "the private directory's tag")
     finally:
         os.kill(p.pid, signal.SIGKILL)
         t.finish(p, timeout=10)

@@ -16,10 +16,12 @@ would end the run:
   it holds stay on the host for good, whatever the disk budget was.
 """
 
+import ctypes
 import os
 import subprocess
 
-from harness import CFG, eq, true, test, workspaces, check_result_shape, _show
+from harness import CFG, eq, true, test, workspaces, check_result_shape, _show, \
+    wait_for
 
 MIB = 1 << 20
 
@@ -163,4 +165,179 @@ def storage_xattrs_of_a_dev_shm_object_count(t):
           "tmpfs" in (d.get("reason") or "")],
          "no denial for the attributes past the bound: %s" %
          _show(r.get("denials")))
+    t.assert_next_run_ok()
+
+
+# ---- /dev/shm names the user's other programs use ----
+
+SHM_PEER = r'''
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.sem_open.restype = ctypes.c_void_p
+what, name, sig = sys.argv[1], sys.argv[2], sys.argv[3]
+path = "/dev/shm/" + name
+
+
+def say(s):
+    print(s, flush=True)
+
+
+def wait(f):
+    # The test makes f once it has done its part outside the run.
+    p = os.path.join(sig, f)
+    for _ in range(1200):
+        if os.path.exists(p):
+            return
+        time.sleep(0.05)
+    say("no " + f)
+
+
+def ready():
+    open(os.path.join(sig, "ready"), "w").close()
+
+
+if what == "attach":
+    # shm_open(name, O_CREAT | O_RDWR): a program attaching to its state.
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as e:
+        say("open %d" % e.errno)
+        sys.exit(0)
+    say("size %d %r" % (os.fstat(fd).st_size, os.pread(fd, 64, 0)))
+    os.pwrite(fd, b"RUN-WROTE", 0)
+    os.ftruncate(fd, 0)
+elif what == "plant":
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, b"RUN-DATA")
+    ready()
+    wait("go")
+    fd2 = os.open(path, os.O_RDWR)
+    say("later %r" % os.pread(fd2, 64, 0))
+    os.pwrite(fd2, b"RUN-OVERWROTE", 0)
+elif what == "sem":
+    s = libc.sem_open(("/" + name).encode(), ctypes.c_int(os.O_CREAT),
+                      ctypes.c_uint(0o600), ctypes.c_uint(0))
+    say("sem_open %s" % ("failed %d" % ctypes.get_errno()
+                         if s in (None, 2**64 - 1) else "ok"))
+    ready()
+    wait("go")
+'''
+
+
+def shm_peer(t, what, name):
+    """Start the run's side of a /dev/shm meeting; its signal directory."""
+    script = t.write("shm_peer.py", SHM_PEER)
+    sig = t.path("sig")
+    os.mkdir(sig, 0o700)
+    p = t.spawn(["run", "--json", "--env", "CRMARK=" + t.marker,
+                 "--limit", "wall=60s", "--ro", t.tmp, "--rw", sig, "--",
+                 "python3", script, what, name, sig])
+    return p, sig
+
+
+def shm_gone(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+@test
+def storage_dev_shm_host_object_is_not_the_runs(t):
+    """A program of the user (outside corral, same uid) holds
+    /dev/shm/NAME; the run's shm_open(NAME, O_CREAT | O_RDWR) is the run's
+    own new object: never the host program's content, and the host
+    program's object stays as it was (an earlier build refused the open,
+    so a program could not use the name at all, and let the reverse order
+    hand the run the other program's object: the next test)."""
+    name = "crsh-" + t.marker[-12:]
+    path = "/dev/shm/" + name
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, b"HOST-SECRET")
+        script = t.write("shm_peer.py", SHM_PEER)
+        run = t.corral(["run", "--json", "--ro", t.tmp, "--", "python3",
+                        script, "attach", name, t.tmp])
+        r = t.result(run)
+        eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+        eq(r.get("stdout"), "size 0 b''\n", "what the run's open gave it")
+        eq(os.pread(fd, 64, 0), b"HOST-SECRET", "the host object's data")
+        true(os.path.exists(path), "the host object is gone")
+        eq(os.fstat(fd).st_ino, os.stat(path).st_ino, "the host object")
+    finally:
+        os.close(fd)
+        shm_gone(path)
+    t.assert_next_run_ok()
+
+
+@test
+def storage_dev_shm_run_object_is_not_the_hosts(t):
+    """The reverse order (the probe's squat): the run makes /dev/shm/NAME
+    and writes it; a program of the user opening NAME meanwhile read the
+    run's data and wrote into it, and one that unlinked the name and made
+    it anew with O_EXCL had its new object opened, overwritten and, at the
+    run's cleanup, unlinked by name. Now the host program meets its own
+    object, and the run keeps its own."""
+    name = "crsh-" + t.marker[-12:]
+    path = "/dev/shm/" + name
+    p, sig = shm_peer(t, "plant", name)
+    try:
+        true(wait_for(lambda: os.path.exists(os.path.join(sig, "ready")), 30),
+             "the run never made its object")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        got = os.pread(fd, 64, 0)
+        os.close(fd)
+        # The careful form: unlink, then O_EXCL.
+        os.unlink(path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"HOST-DATA")
+        open(os.path.join(sig, "go"), "w").close()
+        run = t.finish(p)
+        r = t.result(run)
+        eq(got, b"", "what the host program found at the name")
+        eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+        eq(r.get("stdout"), "later b'RUN-DATA'\n", "the run's second open")
+        eq(os.pread(fd, 64, 0), b"HOST-DATA", "the host object's data")
+        true(os.path.exists(path), "the run's cleanup removed the host "
+             "program's object")
+        eq(os.fstat(fd).st_ino, os.stat(path).st_ino, "the host object")
+        os.close(fd)
+    finally:
+        if p.returncode is None:
+            open(os.path.join(sig, "go"), "a").close()
+            t.finish(p)
+        shm_gone(path)
+    t.assert_next_run_ok()
+
+
+@test
+def storage_dev_shm_semaphore_is_not_squatted(t):
+    """The run pre-creates the named semaphore /NAME with value 0; a
+    program of the user that asks sem_open(/NAME, O_CREAT, 0600, 1) got the
+    run's, held at 0 (locked out). Now it gets its own, at 1."""
+    name = "crsem-" + t.marker[-12:]
+    path = "/dev/shm/sem." + name
+    p, sig = shm_peer(t, "sem", name)
+    try:
+        true(wait_for(lambda: os.path.exists(os.path.join(sig, "ready")), 30),
+             "the run never made its semaphore")
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.sem_open.restype = ctypes.c_void_p
+        s = libc.sem_open(("/" + name).encode(), ctypes.c_int(os.O_CREAT),
+                          ctypes.c_uint(0o600), ctypes.c_uint(1))
+        true(s not in (None, 2**64 - 1), "sem_open: %d" % ctypes.get_errno())
+        rc = libc.sem_trywait(ctypes.c_void_p(s))
+        eq((rc, ctypes.get_errno() if rc else 0), (0, 0), "sem_trywait")
+        open(os.path.join(sig, "go"), "w").close()
+        run = t.finish(p)
+        r = t.result(run)
+        eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+        eq(r.get("stdout"), "sem_open ok\n", "the run's sem_open")
+        true(os.path.exists(path), "the run's cleanup removed the host "
+             "program's semaphore")
+    finally:
+        if p.returncode is None:
+            open(os.path.join(sig, "go"), "a").close()
+            t.finish(p)
+        shm_gone(path)
     t.assert_next_run_ok()

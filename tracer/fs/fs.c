@@ -4,11 +4,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <cJSON.h>
 
 #include "fs.h"
@@ -268,7 +266,7 @@ int cr_fs_setup(struct cr_run *run)
 	if (!fs)
 		return -ENOMEM;
 	run->fs = fs;
-	fs->root_fd = fs->proc_fd = fs->shm_fd = -1;
+	fs->root_fd = fs->proc_fd = fs->shm_fd = fs->shm_priv = -1;
 	fs->rules.hide = c->fs_hide;
 	rc = add_list(fs, &memo, &c->fs_read, CR_FS_R);
 	if (!rc)
@@ -381,20 +379,9 @@ void cr_fs_finish(struct cr_run *run)
 		return;
 	cr_fs_fifo_finish(run);
 	cr_fs_held_finish(fs);
-	/* POSIX shm objects and semaphores of the run die with it (a name
-	 * made by mkdir is an empty directory: nothing may go below it). */
-	for (size_t i = 0; i < fs->nshm; i++) {
-		if (fs->shm_fd >= 0) {
-			char path[PATH_MAX];
-
-			snprintf(path, sizeof(path), "/proc/self/fd/%d/%s",
-				 fs->shm_fd, fs->shm_names[i]);
-			if (unlink(path) < 0 && (errno == EISDIR || errno == EPERM))
-				rmdir(path);
-		}
-		free(fs->shm_names[i]);
-	}
-	free(fs->shm_names);
+	/* POSIX shm objects and semaphores of the run die with it: its
+	 * private directory in /dev/shm goes, with all in it (shm.c). */
+	cr_fs_shm_finish(fs);
 	free(fs->shm_real);
 	for (size_t i = 0; fs->root_fds && i < fs->rules.nroots; i++)
 		if (fs->root_fds[i] >= 0)
@@ -417,188 +404,6 @@ void cr_fs_finish(struct cr_run *run)
 		close(fs->shm_fd);
 	free(fs);
 	run->fs = NULL;
-}
-
-static void shm_tag(struct cr_fsstate *fs, const char *name);
-
-void cr_fs_shm_created(struct cr_run *run, const char *name)
-{
-	struct cr_fsstate *fs = run->fs;
-	char **nv;
-
-	if (cr_fs_shm_ours(run, name))
-		return;
-	/* Written down beside the workspace too: if corral is killed, the
-	 * next run or `corral gc` removes it (tracer/workspace.c). */
-	cr_workspace_note_shm(run->cfg, fs->shm_fd, name);
-	nv = realloc(fs->shm_names, (fs->nshm + 1) * sizeof(*nv));
-	if (!nv)
-		return;
-	fs->shm_names = nv;
-	nv[fs->nshm] = strdup(name);
-	if (nv[fs->nshm])
-		fs->nshm++;
-	shm_tag(fs, name);
-}
-
-/* ---- /dev/shm: measured, tagged, swept ----
- *
- * /dev/shm is a tmpfs shared by every process of the host, outside every
- * writable root: the walk never sees it, so the run's objects there are
- * measured by name (their blocks count against disk, like memfds and
- * other files without a root: tmpfs pages are memory that no process's
- * resident size shows once unmapped).
- *
- * Each object the run makes carries a user xattr naming the supervisor
- * (pid and start time). cleanup removes the run's objects; when the
- * supervisor itself was killed (-9) it cannot, and the next supervisor's
- * sweep (cr_fs_shm_sweep, at every run's start and for `corral gc`)
- * removes the objects of ours whose tagged supervisor is gone. The sweep
- * trusts only tags: an object of the user's other programs has none. A
- * program cannot write the tag (handlers/xattr.c refuses the name), so it
- * can neither strip its own nor mark something else: it reaches only its
- * own objects. On a kernel without user xattrs on tmpfs (before 6.6) no
- * tag is set and a killed supervisor's objects stay. */
-
-#define CR_SHM_TAG "user.corral.run"
-
-/* "PID STARTTIME" of a live process, from /proc/PID/stat (field 22), or
- * -1 (gone, or a zombie: a supervisor killed with -9 whose parent has not
- * waited for it yet is gone too). */
-static int proc_ident(pid_t pid, char *out, size_t len)
-{
-	char path[64], buf[1024], *p, state;
-	unsigned long long start;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return -1;
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			 &state, &start) != 2 || state == 'Z' || state == 'X')
-		return -1;
-	snprintf(out, len, "%d %llu", (int)pid, start);
-	return 0;
-}
-
-static void shm_tag(struct cr_fsstate *fs, const char *name)
-{
-	char path[PATH_MAX], id[64];
-
-	if (fs->shm_fd < 0 || proc_ident(getpid(), id, sizeof(id)))
-		return;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", fs->shm_fd, name);
-	if (lsetxattr(path, CR_SHM_TAG, id, strlen(id), 0) == 0 ||
-	    (errno != EACCES && errno != EPERM))
-		return;
-	{
-		/* A user xattr needs write permission on the file: an object
-		 * made read-only (mode 0400) went untagged, so no later sweep
-		 * removed it. Our own file: its owner bits are lent for the
-		 * moment, on exactly that inode. */
-		int o = openat(fs->shm_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		char fp[64];
-		struct stat st;
-
-		if (o < 0)
-			return;
-		snprintf(fp, sizeof(fp), "/proc/self/fd/%d", o);
-		if (fstat(o, &st) == 0 && (S_ISREG(st.st_mode) ||
-					   S_ISDIR(st.st_mode)) &&
-		    st.st_uid == geteuid() &&
-		    chmod(fp, (st.st_mode & 07777) | S_IWUSR) == 0) {
-			setxattr(fp, CR_SHM_TAG, id, strlen(id), 0);
-			chmod(fp, st.st_mode & 07777);
-		}
-		close(o);
-	}
-}
-
-bool cr_fs_shm_untaggable(int shm, const char *name)
-{
-	char path[PATH_MAX], tag[64];
-
-	if (snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", shm, name) >=
-	    (int)sizeof(path))
-		return false;
-	return lgetxattr(path, CR_SHM_TAG, tag, sizeof(tag)) < 0 &&
-	       (errno == ENOTSUP || errno == EOPNOTSUPP);
-}
-
-int cr_fs_shm_sweep(void)
-{
-	DIR *d = opendir("/dev/shm");
-	struct dirent *de;
-	int removed = 0;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		char path[PATH_MAX], tag[64], now[64];
-		struct stat st;
-		ssize_t l;
-		int pid;
-
-		if (de->d_name[0] == '.' &&
-		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-			continue;
-		snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
-		if (lstat(path, &st) < 0 || st.st_uid != geteuid())
-			continue;
-		l = lgetxattr(path, CR_SHM_TAG, tag, sizeof(tag) - 1);
-		if (l <= 0)
-			continue;
-		tag[l] = 0;
-		if (sscanf(tag, "%d", &pid) != 1 || pid <= 0)
-			continue;
-		/* Its supervisor still runs (same pid, same start): not ours
-		 * to touch. */
-		if (!proc_ident(pid, now, sizeof(now)) && !strcmp(now, tag))
-			continue;
-		if (S_ISDIR(st.st_mode) ? rmdir(path) == 0 : unlink(path) == 0)
-			removed++;
-	}
-	closedir(d);
-	return removed;
-}
-
-uint64_t cr_fs_shm_bytes(struct cr_run *run)
-{
-	struct cr_fsstate *fs = run->fs;
-	uint64_t total = 0;
-
-	for (size_t i = 0; fs && fs->shm_fd >= 0 && i < fs->nshm; i++) {
-		struct stat st;
-
-		if (fstatat(fs->shm_fd, fs->shm_names[i], &st,
-			    AT_SYMLINK_NOFOLLOW) == 0)
-			total += (uint64_t)st.st_blocks * 512;
-	}
-	return total;
-}
-
-void cr_fs_note_removed(struct cr_run *run, const struct cr_fsres *res)
-{
-	struct cr_fsstate *fs = run->fs;
-
-	if (res->plen <= 9 || memcmp(res->path, "/dev/shm/", 9))
-		return;
-	/* Forget it: the name may be reused by another process later, and
-	 * cleanup must not remove that one. */
-	for (size_t i = 0; i < fs->nshm; i++)
-		if (!strcmp(fs->shm_names[i], res->name)) {
-			free(fs->shm_names[i]);
-			fs->shm_names[i] = fs->shm_names[--fs->nshm];
-			return;
-		}
-}
-
-bool cr_fs_shm_ours(const struct cr_run *run, const char *name)
-{
-	for (size_t i = 0; i < run->fs->nshm; i++)
-		if (!strcmp(run->fs->shm_names[i], name))
-			return true;
-	return false;
 }
 
 void cr_fs_deny(struct cr_run *run, const struct seccomp_notif *n,

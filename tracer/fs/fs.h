@@ -36,8 +36,11 @@ struct cr_fsstate {
 	int root_fd;		/* "/", O_PATH; owned */
 	int proc_fd;		/* "/proc", O_PATH; owned */
 	int shm_fd;		/* "/dev/shm", O_PATH, or -1; owned */
-	char **shm_names;	/* owned: /dev/shm entries this run created */
-	size_t nshm;
+	int shm_priv;		/* the run's directory in it, O_PATH, or -1
+				 * until first used (shm.c); owned */
+	char shm_pname[48];	/* its name, ".corral-<hex>" */
+	char shm_ppath[64];	/* "/dev/shm/" and that name */
+	size_t shm_pplen;
 	struct cr_fsfifo *fifo;	/* owned: blocking FIFO opens, fifo.c */
 	int *root_fds;		/* owned: per rules.roots[i], O_PATH dir or -1 */
 	bool *root_deny;	/* a deny subtree lies inside roots[i] */
@@ -145,22 +148,32 @@ mode_t cr_fs_task_umask(pid_t tid);
  * the program. Only the loop thread creates files. */
 void cr_fs_umask_enter(pid_t tid);
 void cr_fs_umask_leave(void);
-/* Remember a /dev/shm name this run created. */
-void cr_fs_shm_created(struct cr_run *run, const char *name);
-bool cr_fs_shm_ours(const struct cr_run *run, const char *name);
+/* shm.c: the run's /dev/shm is a private directory in it: /dev/shm/NAME
+ * of the program is NAME there. cr_fs_shm_dir: its O_PATH fd (the fs
+ * area's), made at first use; -errno when it cannot be made. */
+int cr_fs_shm_dir(struct cr_run *run);
+/* Is name (len bytes) the private directory's own name? */
+bool cr_fs_shm_is_pname(const struct cr_fsstate *fs, const char *name,
+			size_t len);
+/* A kernel path (an fd's) at or inside the private directory rewritten
+ * in place to the program's /dev/shm path. */
+void cr_fs_shm_canon(const struct cr_fsstate *fs, char *path, size_t *len);
+/* Cleanup: the private directory goes, with all in it. */
+void cr_fs_shm_finish(struct cr_fsstate *fs);
 /* Blocks of the run's /dev/shm objects, in bytes (the disk budget). */
 uint64_t cr_fs_shm_bytes(struct cr_run *run);
-/* Remove the /dev/shm objects of this user whose tag names a supervisor
- * that is gone (killed before its cleanup). Called at every run's start;
- * `corral gc` calls it too. Returns how many were removed. */
+/* Remove the /dev/shm directories (and objects of earlier builds) of this
+ * user whose tag names a supervisor that is gone (killed before its
+ * cleanup). Called at every run's start; `corral gc` calls it too.
+ * Returns how many were removed. */
 int cr_fs_shm_sweep(void);
+/* Remove the run directory NAME of /dev/shm (dirfd shm) with all in it:
+ * only a ".corral-" directory of this user, no link followed. 0 or -1. */
+int cr_fs_shm_remove_dir(int shm, const char *name);
 /* True when the object NAME of /dev/shm (dirfd shm) cannot carry corral's
  * tag: this tmpfs has no user xattrs, so a lock file's list is the only
- * record of the objects a killed run made. */
+ * record of the directory a killed run made. */
 bool cr_fs_shm_untaggable(int shm, const char *name);
-/* After a successful creation/removal: keep the /dev/shm list exact. */
-void cr_fs_note_created(struct cr_run *run, const struct cr_fsres *res);
-void cr_fs_note_removed(struct cr_run *run, const struct cr_fsres *res);
 /* Open a FIFO on a worker thread; answered when it completes. */
 struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 				  const struct seccomp_notif *n,

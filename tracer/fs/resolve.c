@@ -206,17 +206,24 @@ static unsigned dev_access(struct cr_run *run, pid_t tid, const char *p,
 	}
 	if (n == 3 && !memcmp(rel, "shm", 3))
 		return CR_FS_STAT | CR_FS_W;	/* entries: see below */
-	if (n > 4 && !memcmp(rel, "shm/", 4) && !memchr(rel + 4, '/', n - 4)) {
-		char name[NAME_MAX + 1];
+	if (n > 4 && !memcmp(rel, "shm/", 4)) {
+		const struct cr_fsstate *fs = run->fs;
+		const char *nm = rel + 4;
+		size_t nl = n - 4, pl = fs->shm_pplen - 9;
 
-		if (n - 4 > NAME_MAX)
+		/* The kernel's name of the run's private directory, and of
+		 * each object in it: an fd's path (fchmod, a listing). */
+		if (fs->shm_priv >= 0 && nl >= pl &&
+		    !memcmp(nm, fs->shm_pname, pl) &&
+		    (nl == pl || (nm[pl] == '/' &&
+				  !memchr(nm + pl + 1, '/', nl - pl - 1))))
+			return CR_FS_R | CR_FS_W | CR_FS_STAT;
+		/* /dev/shm/NAME as the program names it: NAME in the run's
+		 * private directory (the walk translates, fs/shm.c), so
+		 * whatever is there is the run's own. Nothing below. */
+		if (nl > NAME_MAX || memchr(nm, '/', nl))
 			return 0;
-		memcpy(name, rel + 4, n - 4);
-		name[n - 4] = 0;
-		/* Objects this run made are its own; a new name may only be
-		 * created (the open handler forces O_EXCL). */
-		return cr_fs_shm_ours(run, name) ? CR_FS_R | CR_FS_W | CR_FS_STAT :
-		       CR_FS_NEW;
+		return CR_FS_R | CR_FS_W | CR_FS_STAT;
 	}
 	return 0;
 }
@@ -466,6 +473,8 @@ static int start(struct walk *w, int dirfd, bool absolute)
 	if (n > 10 && !strcmp(w->cur + n - 10, " (deleted)"))
 		return -ENOENT;
 	w->clen = (size_t)n;
+	/* The run's private /dev/shm directory is /dev/shm to the program. */
+	cr_fs_shm_canon(w->run->fs, w->cur, &w->clen);
 	return 0;
 }
 
@@ -570,6 +579,19 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 		if (w->how & CR_RES_NO_SYMLINKS)
 			return -ELOOP;
 		return splice_in(w, sub, (size_t)l) ?: 1;	/* 1: walk on */
+	}
+	if (w->clen == 8 && !memcmp(w->cur, "/dev/shm", 8)) {
+		/* /dev/shm/NAME is NAME in the run's private directory
+		 * (fs/shm.c): the names the user's other programs meet
+		 * there are never the run's. That directory's own name,
+		 * met in an fd's path, is /dev/shm itself. */
+		int p = cr_fs_shm_dir(w->run);
+
+		if (p < 0)
+			return p;
+		walk_set(w, p, true);
+		if (cr_fs_shm_is_pname(w->run->fs, name, nlen))
+			return last ? finish_here(w, res) : 1;
 	}
 	plen = join(cand, w->cur, w->clen, name, nlen);
 	acc = cr_fs_access(w->run, w->tid, cand, plen);
@@ -688,7 +710,11 @@ static int dotdot(struct walk *w)
 			return -EXDEV;
 		return 0;			/* IN_ROOT: clamp */
 	}
-	fd = openat(w->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* Above /dev/shm is /dev, whichever directory stands for it
+	 * (the private one, step). */
+	fd = openat(w->clen == 8 && !memcmp(w->cur, "/dev/shm", 8) &&
+		    w->run->fs->shm_fd >= 0 ? w->run->fs->shm_fd : w->fd, "..",
+		    O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	walk_set(w, fd, false);

@@ -20,17 +20,9 @@ int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *r
 	return (cr_fs_access(run, tid, res->path, plen) & CR_FS_W) != 0;
 }
 
-void cr_fs_note_created(struct cr_run *run, const struct cr_fsres *res)
-{
-	if (res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9))
-		cr_fs_shm_created(run, res->name);
-}
-
-/* /dev/shm is emptied by name at cleanup and swept by tag after a killed
- * supervisor; a tag (a user xattr) sits only on files and directories,
- * which is all POSIX shared memory and semaphores make. A symlink, FIFO or
- * socket there would outlive a killed run, and a link at a name another
- * program of the user opens would redirect it: refused. */
+/* In /dev/shm (the run's private directory there, fs/shm.c) only files
+ * and directories are made: all POSIX shared memory and semaphores make,
+ * and nothing the removal of a dead run's directory has to judge. */
 static bool shm_kind_refused(struct cr_run *run, const struct seccomp_notif *n,
 			     const char *sys, struct cr_fsres *res,
 			     mode_t type)
@@ -99,8 +91,6 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 		   mknodat(res.dirfd, res.name, mode, 0);
 	rc = rc < 0 ? errno : 0;
 	cr_fs_umask_leave();
-	if (!rc)
-		cr_fs_note_created(run, &res);
 	cr_fsres_free(&res);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }

@@ -134,11 +134,15 @@ static bool keep(struct cr_run *run, enum dkind k, const char *name)
 			return true;
 		if (!dlen || dlen + 1 + nl >= sizeof(p))
 			return false;
+		/* /dev/shm itself holds other programs' objects: the run's
+		 * are in its private directory (fs/shm.c), which is what an
+		 * open of /dev/shm gives it. */
+		if (dlen == 8 && !memcmp(dpath, "/dev/shm", 8))
+			return false;
 		memcpy(p, dpath, dlen);
 		p[dlen] = '/';
 		memcpy(p + (dlen == 1 ? 1 : dlen + 1), name, nl + 1);
-		/* Visible, not merely creatable (another process's
-		 * /dev/shm name is CR_FS_NEW only: absent). */
+		/* Visible, not merely creatable. */
 		return (cr_fs_access(run, dtid, p, dlen == 1 ? 1 + nl :
 				     dlen + 1 + nl) &
 			(CR_FS_STAT | CR_FS_R | CR_FS_W | CR_FS_X)) != 0;

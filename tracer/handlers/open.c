@@ -87,11 +87,6 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	return fd < 0 ? -errno : fd;
 }
 
-static bool in_shm(const struct cr_fsres *res)
-{
-	return res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9);
-}
-
 /* /dev/ptmx, /dev/pts/ptmx, /dev/pts/<n>, /dev/tty (checked by the rules:
  * the run's own ptys and controlling terminal only). */
 static bool is_pty_path(const struct cr_fsres *res)
@@ -146,7 +141,6 @@ static struct cr_verdict do_open(struct cr_run *run,
 {
 	struct cr_fsres res;
 	unsigned how = resolve, need;
-	bool shm_new = false;
 	int rc, fd;
 
 #ifdef CR_TEST_BYPASS_OPEN
@@ -211,19 +205,6 @@ static struct cr_verdict do_open(struct cr_run *run,
 	if (res.exists && S_ISCHR(res.st.st_mode) && is_pty_path(&res) &&
 	    (res.acc & CR_FS_R))
 		res.acc |= CR_FS_W;
-	if (in_shm(&res) && !cr_fs_shm_ours(run, res.name)) {
-		/* A name this run did not make: only a new object, made
-		 * with O_EXCL so a pre-existing one is never opened. */
-		if (res.exists) {
-			res.refused = true;
-			cr_fs_deny(run, n, sys, &res, "a /dev/shm object of another process");
-			rc = -cr_fsrules_refusal(&run->fs->rules, res.acc);
-			goto out;
-		}
-		flags |= O_EXCL;
-		shm_new = true;
-		res.acc |= CR_FS_W;
-	}
 	if ((res.acc & need) != need) {
 		res.refused = true;
 		cr_fs_deny(run, n, sys, &res,
@@ -249,6 +230,22 @@ static struct cr_verdict do_open(struct cr_run *run,
 		cr_fsres_free(&res);
 		goto send;
 	}
+	/* /dev/shm itself opens as the run's private directory in it
+	 * (fs/shm.c): its listing is of the run's objects only, and a
+	 * name opened through the fd is one of them. */
+	if (res.exists && S_ISDIR(res.st.st_mode) && res.plen == 8 &&
+	    !memcmp(res.path, "/dev/shm", 8)) {
+		int p = cr_fs_shm_dir(run);
+
+		if (p < 0) {
+			rc = p;
+			goto out;
+		}
+		cr_fsres_free(&res);
+		res.dirfd = p;
+		res.dirfd_borrowed = true;
+		strcpy(res.name, ".");
+	}
 	/* Every creation is counted against the files budget before it is
 	 * made (tracer/budget.c). */
 	if (!res.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid)))
@@ -263,8 +260,6 @@ static struct cr_verdict do_open(struct cr_run *run,
 	/* A file born without a name: the ledger follows it (fs/held.c). */
 	if ((flags & __O_TMPFILE) == __O_TMPFILE)
 		cr_fs_held_add(run, fd);
-	if (shm_new)
-		cr_fs_note_created(run, &res);
 	cr_fsres_free(&res);
 send:
 	{

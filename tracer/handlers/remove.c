@@ -63,10 +63,8 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, keep, rc == 0);
-		if (!rc) {
-			cr_fs_note_removed(run, &res);
+		if (!rc)
 			cr_budget_on_remove(run);
-		}
 	}
 	cr_fsres_free(&res);
 	return v;
@@ -152,8 +150,6 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			    CR_V_ERR(errno) : CR_V_VAL(0);
 			cr_slow_end();
 		}
-		if (v.kind == CR_V_VALUE)
-			cr_fs_note_created(run, &b);
 	} else if (b.exists && S_ISREG(b.st.st_mode) &&
 		   !(flags & RENAME_EXCHANGE) &&
 		   (rc = cr_fs_held_room(run))) {
@@ -188,9 +184,6 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			      now.st_dev == a.st.st_dev &&
 			      now.st_ino == a.st.st_ino))
 				cr_budget_on_remove(run);
-			cr_fs_note_created(run, &b);
-			if (!(flags & RENAME_EXCHANGE))
-				cr_fs_note_removed(run, &a);
 		}
 	}
 	cr_fsres_free(&a);
@@ -264,9 +257,10 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 		}
 	}
 	/* A name given to an open file is an entry made, as by link(2):
-	 * counted, and in /dev/shm tagged (an earlier build did neither, so
-	 * a second name of a run's /dev/shm object, the first unlinked,
-	 * outlived the run uncounted). */
+	 * counted (an earlier build did not, and a second name of a run's
+	 * /dev/shm object, the first unlinked, outlived the run uncounted;
+	 * in /dev/shm it is made in the run's private directory, which
+	 * cleanup removes whole). */
 	if (!rc)
 		rc = cr_budget_on_create(run, (pid_t)n->pid);
 	if (!rc) {
@@ -277,8 +271,6 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 		cr_slow_end();
 		if (rc)
 			cr_budget_on_remove(run);
-		else
-			cr_fs_note_created(run, &b);
 	}
 	cr_fsres_free(&b);
 	close(fd);

@@ -19,7 +19,7 @@
 enum xop { X_GET, X_SET, X_LIST, X_REMOVE };
 
 /* corral's own attributes (the tag that lets a later sweep find what a
- * killed supervisor left in /dev/shm, fs/fs.c): the program may read them,
+ * killed supervisor left in /dev/shm, fs/shm.c): the program may read them,
  * never write or remove them. Prefix matched case-sensitively, as the
  * kernel stores names. */
 static bool corral_name(const char *name)
