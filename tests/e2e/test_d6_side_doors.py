@@ -279,3 +279,43 @@ def inotify_on_a_device_is_refused(t):
            if "device" in (d.get("reason") or "")}
     eq(got, {"/dev/null", "/dev/urandom"}, "inotify denials")
     t.assert_next_run_ok()
+
+
+@test
+def interface_ioctls_are_refused(t):
+    """Socket ioctls on any Internet or unix socket told the run the
+    host's interfaces: addresses (SIOCGIFCONF, SIOCGIFADDR), MACs
+    (SIOCGIFHWADDR), netmasks, flags, the ARP table (SIOCGARP) and the
+    card's driver and counters (SIOCETHTOOL), all of which the refusal of
+    netlink keeps hidden, unrecorded. Now "no such device", recorded;
+    interface names and indexes (if_nametoindex) and the socket's own
+    queries (SIOCATMARK, SIOCOUTQNSD) still work."""
+    code = (
+        "import errno, fcntl, socket, struct\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "def q(name, cmd, arg):\n"
+        "    try:\n"
+        "        fcntl.ioctl(s.fileno(), cmd, arg); print(name, 'ok')\n"
+        "    except OSError as e:\n"
+        "        print(name, errno.errorcode[e.errno])\n"
+        "ifr = struct.pack('16s24x', b'lo')\n"
+        "q('conf', 0x8912, struct.pack('iL', 0, 0))\n"
+        "q('addr', 0x8915, ifr)\n"
+        "q('hwaddr', 0x8927, ifr)\n"
+        "q('flags', 0x8913, ifr)\n"
+        "q('arp', 0x8954, bytes(68))\n"
+        "q('ethtool', 0x8946, ifr)\n"
+        "q('wireless', 0x8b01, ifr)\n"
+        "print('index', socket.if_nametoindex('lo'))\n"
+        "t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
+        "print('outqnsd', len(fcntl.ioctl(t.fileno(), 0x894b, b'\\0' * 4)))\n")
+    run = t.corral(["run", "--json", "--", "python3", "-c", code])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), "conf ENODEV\naddr ENODEV\nhwaddr ENODEV\n"
+       "flags ENODEV\narp ENODEV\nethtool ENODEV\nwireless ENODEV\n"
+       "index 1\noutqnsd 4\n", "stdout")
+    got = {d.get("target") for d in denials_of(r, "ioctl", "net")}
+    true({"ioctl 0x8912", "ioctl 0x8927", "ioctl 0x8954"} <= got,
+         "interface ioctl denials: %s" % _show(r.get("denials")))
+    t.assert_next_run_ok()

@@ -174,6 +174,7 @@ CR_HANDLER(cr_h_prctl_sched_core);
 CR_HANDLER(cr_h_fcntl_owner);
 /* socket.c */
 CR_HANDLER(cr_h_socket);
+CR_HANDLER(cr_h_sockios);
 /* pidfd.c: SO_PEERPIDFD and the pidfs ioctls */
 CR_HANDLER(cr_h_peer_pidfd);
 CR_HANDLER(cr_h_pidfd_ioctl);

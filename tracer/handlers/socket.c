@@ -65,3 +65,38 @@ CR_HANDLER(cr_h_socket)
 		    "only TCP stream and UDP datagram Internet sockets",
 		    domain, type, proto);
 }
+
+/*
+ * The socket ioctls (0x89xx) and the wireless ones (0x8bxx), by their
+ * number alone (a register): those of the socket itself go on (signal
+ * owner queries, the out-of-band mark, timestamps, unsent bytes); the
+ * interface, ARP, ethtool and MII queries describe the host's interfaces
+ * (addresses, MACs, the LAN's neighbours, traffic counters), which the
+ * refusal of netlink keeps hidden too: "no such device". Interface names
+ * and indexes (SIOCGIFNAME, SIOCGIFINDEX: if_nametoindex) stay, as
+ * docs/threat-model.md lists them visible. Setting calls need
+ * CAP_NET_ADMIN, which a run never has.
+ */
+CR_HANDLER(cr_h_sockios)
+{
+	unsigned cmd = (unsigned)n->data.args[1];
+	char target[32];
+
+	switch (cmd) {
+	case 0x8903:	/* FIOGETOWN */
+	case 0x8904:	/* SIOCGPGRP */
+	case 0x8905:	/* SIOCATMARK */
+	case 0x8906:	/* SIOCGSTAMP_OLD */
+	case 0x8907:	/* SIOCGSTAMPNS_OLD */
+	case 0x8910:	/* SIOCGIFNAME */
+	case 0x8933:	/* SIOCGIFINDEX */
+	case 0x894b:	/* SIOCOUTQNSD */
+		return CR_V_CONT;
+	default:
+		break;
+	}
+	snprintf(target, sizeof(target), "ioctl 0x%x", cmd);
+	cr_deny(run, (pid_t)n->pid, e->name, target, "net",
+		"queries of the host's network interfaces are refused");
+	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = ENODEV };
+}
