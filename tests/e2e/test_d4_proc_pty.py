@@ -433,3 +433,30 @@ def pty_broad_root_keeps_terminals_out(t):
     finally:
         os.close(m)
         os.close(s)
+
+
+@test
+def proc_caller_stdin_pipe_is_not_written(t):
+    """The caller's stdin pipe, reopened through /proc/self/fd/0, opened
+    for writing: the run put lines into the caller's data (a
+    `producer | while read x; do corral run ...; done` loop read them as
+    its own). Now the caller's pipe reopens read-only; other pipes of the
+    run keep the kernel's behaviour."""
+    code = (
+        "import errno, os\n"
+        "try:\n"
+        "    fd = os.open('/proc/self/fd/0', os.O_WRONLY)\n"
+        "    os.write(fd, b'injected\\n'); os.close(fd); print('opened')\n"
+        "except OSError as e:\n"
+        "    print('write-open', errno.errorcode[e.errno])\n"
+        "r, w = os.pipe()\n"
+        "fd = os.open('/proc/self/fd/%d' % r, os.O_WRONLY)\n"
+        "os.write(fd, b'own'); print('own pipe', os.read(r, 3))\n"
+        "print('stdin', repr(os.read(0, 100)))\n")
+    run = t.corral(["run", "--json", "--", "python3", "-c", code],
+                   stdin="job-1\n")
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), "write-open EACCES\nown pipe b'own'\n"
+       "stdin b'job-1\\n'\n", "stdout")
+    t.assert_next_run_ok()

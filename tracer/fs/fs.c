@@ -268,6 +268,14 @@ int cr_fs_setup(struct cr_run *run)
 	run->fs = fs;
 	fs->root_fd = fs->proc_fd = fs->shm_fd = fs->shm_priv = -1;
 	fs->rules.hide = c->fs_hide;
+	{
+		struct stat in;
+
+		if (fstat(0, &in) == 0 && S_ISFIFO(in.st_mode)) {
+			fs->stdin_pipe_dev = in.st_dev;
+			fs->stdin_pipe_ino = in.st_ino;
+		}
+	}
 	rc = add_list(fs, &memo, &c->fs_read, CR_FS_R);
 	if (!rc)
 		rc = add_list(fs, &memo, &c->fs_write, CR_FS_R | CR_FS_W);

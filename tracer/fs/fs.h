@@ -55,6 +55,10 @@ struct cr_fsstate {
 	size_t nalias;
 	struct cr_fstop *tops;	/* owned: the writable roots' tops */
 	size_t ntops;
+	/* The caller's stdin when a pipe the program inherits: reopened
+	 * through /proc/<pid>/fd, read-only (resolve.c: pipe_link). */
+	dev_t stdin_pipe_dev;
+	ino_t stdin_pipe_ino;
 };
 
 /* A root the policy names through a symlink ("/lib" on a merged-/usr host)

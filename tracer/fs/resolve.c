@@ -538,6 +538,12 @@ static int pipe_link(struct walk *w, const char *nm, const char *cand,
 	memcpy(res->path, cand, plen + 1);
 	res->plen = plen;
 	res->acc = cr_fs_access(w->run, w->tid, cand, plen);
+	/* The caller's own stdin pipe is the caller's data: read, never
+	 * written into (a run reopened it O_WRONLY and put lines into the
+	 * caller's `producer | while read` loop). */
+	if (st.st_ino == w->run->fs->stdin_pipe_ino &&
+	    st.st_dev == w->run->fs->stdin_pipe_dev && st.st_ino)
+		res->acc &= ~CR_FS_W;
 	return 0;
 }
 
