@@ -133,6 +133,17 @@ void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 	free(s);
 }
 
+static void add_bytes_item(cJSON *arr, const char *text)
+{
+	size_t len = strlen(text);
+	char *s = malloc(len * 4 + 1);
+
+	if (s)
+		escape(text, len, false, s, len * 4 + 1);
+	cJSON_AddItemToArray(arr, cJSON_CreateString(s ? s : "<out of memory>"));
+	free(s);
+}
+
 void cr_text_inert(char *text, size_t size)
 {
 	char copy[1024];
@@ -310,8 +321,12 @@ static cJSON *build(struct cr_run *run, int code)
 		if (dn->nstack) {
 			cJSON *sk = cJSON_AddArrayToObject(o, "stack");
 
+			/* Names are the program's bytes: escaped. */
 			for (size_t k = 0; sk && k < dn->nstack; k++)
-				cJSON_AddItemToArray(sk, cJSON_CreateString(dn->stack[k]));
+				add_bytes_item(sk, dn->stack[k]);
+		} else if (dn->stack_missing) {
+			cJSON_AddStringToObject(o, "stack_unavailable",
+						dn->stack_missing);
 		}
 		cJSON_AddItemToArray(d, o);
 	}
