@@ -339,8 +339,13 @@ static cJSON *build(struct cr_run *run, int code)
 		if (dn->nstack) {
 			cJSON *sk = cJSON_AddArrayToObject(o, "stack");
 
+			/* Names are the program's bytes: escaped. */
 			for (size_t k = 0; sk && k < dn->nstack; k++)
-				cJSON_AddItemToArray(sk, cJSON_CreateString(dn->stack[k]));
+				cJSON_AddItemToArray(sk, cr_json_bytes(
+					dn->stack[k], strlen(dn->stack[k])));
+		} else if (dn->stack_missing) {
+			cJSON_AddStringToObject(o, "stack_unavailable",
+						dn->stack_missing);
 		}
 		cJSON_AddItemToArray(d, o);
 	}

@@ -1,6 +1,5 @@
 /* tracer/surface.c: the syscall profile's answers, foreign-ABI deaths mapped
  * to policy_denied, --stacks unwinding, and pid helpers for the handlers. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,65 +14,12 @@
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
-#include <libunwind-ptrace.h>
 
 #include "surface.h"
 
 #ifndef __X32_SYSCALL_BIT
 #define __X32_SYSCALL_BIT 0x40000000
 #endif
-
-/*
- * libunwind is loaded only for --stacks: linked in, its four libraries
- * (libunwind-ptrace, libunwind-x86_64, libunwind, liblzma) were mapped and
- * relocated at every start of corral, for a feature most runs never use.
- * Only the types come from the header; the calls go through these
- * pointers, resolved by their real (architecture-prefixed) names.
- */
-static struct {
-	void *arch, *lib;
-	unw_addr_space_t (*create_addr_space)(unw_accessors_t *, int);
-	void (*destroy_addr_space)(unw_addr_space_t);
-	int (*init_remote)(unw_cursor_t *, unw_addr_space_t, void *);
-	int (*get_reg)(unw_cursor_t *, int, unw_word_t *);
-	int (*get_proc_name)(unw_cursor_t *, char *, size_t, unw_word_t *);
-	int (*step)(unw_cursor_t *);
-	unw_accessors_t *accessors;
-	void *(*upt_create)(pid_t);
-	void (*upt_destroy)(void *);
-} unw;
-
-static int load_unwind(char *msg, size_t msglen)
-{
-#define UNW_SYM(field, name) \
-	(*(void **)&unw.field = dlsym(unw.arch, name)) != NULL
-	if (unw.lib)
-		return 0;
-	/* libunwind-ptrace does not name the library it calls into: that one
-	 * is loaded first, its symbols global. */
-	unw.arch = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_GLOBAL);
-	unw.lib = unw.arch ? dlopen("libunwind-ptrace.so.0", RTLD_NOW | RTLD_LOCAL) :
-		  NULL;
-	if (unw.lib && UNW_SYM(create_addr_space, "_Ux86_64_create_addr_space") &&
-	    UNW_SYM(destroy_addr_space, "_Ux86_64_destroy_addr_space") &&
-	    UNW_SYM(init_remote, "_Ux86_64_init_remote") &&
-	    UNW_SYM(get_reg, "_Ux86_64_get_reg") &&
-	    UNW_SYM(get_proc_name, "_Ux86_64_get_proc_name") &&
-	    UNW_SYM(step, "_Ux86_64_step") &&
-	    (*(void **)&unw.accessors = dlsym(unw.lib, "_UPT_accessors")) &&
-	    (*(void **)&unw.upt_create = dlsym(unw.lib, "_UPT_create")) &&
-	    (*(void **)&unw.upt_destroy = dlsym(unw.lib, "_UPT_destroy")))
-		return 0;
-#undef UNW_SYM
-	snprintf(msg, msglen, "--stacks needs libunwind-ptrace.so.0 (%s)",
-		 dlerror() ?: "a symbol is missing");
-	if (unw.lib)
-		dlclose(unw.lib);
-	if (unw.arch)
-		dlclose(unw.arch);
-	unw.lib = unw.arch = NULL;
-	return -ENOENT;
-}
 
 int cr_surface_setup(struct cr_run *run)
 {
@@ -86,7 +32,7 @@ int cr_surface_setup(struct cr_run *run)
 		     run->cfg->cls->profile : cr_profile_default();
 	s->stacks = run->cfg->stacks;
 	run->surface = s;
-	if (s->stacks && (rc = load_unwind(run->message, sizeof(run->message))))
+	if (s->stacks && (rc = cr_unwind_load(run->message, sizeof(run->message))))
 		return rc;
 	return 0;
 }
@@ -186,8 +132,9 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
  * killable only (WAIT_KILLABLE_RECV), so the interrupt does not end it;
  * the answer does, and on its way back to user mode, before running one
  * more instruction, the task stops with the same stack and an instruction
- * pointer just past the system call. It is unwound there with libunwind's
- * ptrace accessors, and the ordinary state machine continues it.
+ * pointer just past the system call. Its registers, stack and maps are
+ * copied there and unwound by a confined helper (unwind.c), and the
+ * ordinary state machine continues it.
  * (Interrupting after the answer loses the race with a task that returns
  * to user mode first: measured, a third of the stops never came.) Only the
  * first occurrence of each denial is unwound, one at a time. On a kernel
@@ -198,51 +145,26 @@ static void unwind(struct cr_run *run, pid_t tid)
 {
 	struct cr_surface *s = run->surface;
 	struct cr_denial *d;
-	unw_addr_space_t as;
-	unw_cursor_t c;
-	void *ui;
 	uint64_t t0 = cr_now_ns();
 
 	s->stack_tid = 0;
 	if (s->stack_denial >= run->ndenials)
 		return;
 	d = &run->denials[s->stack_denial];
-	if (d->stack || !unw.lib)
+	if (d->stack || d->stack_missing)
 		return;
-	as = unw.create_addr_space(unw.accessors, 0);
-	if (!as)
-		return;
-	ui = unw.upt_create(tid);
-	if (!ui) {
-		unw.destroy_addr_space(as);
+	/* The loop waits for the helper: at most CR_STACK_WAIT_NS a stack
+	 * and CR_STACKS_WAIT_NS a run, so a program that makes every
+	 * unwinder late holds the budgets' enforcement back that long only. */
+	if (s->stack_ns >= CR_STACKS_WAIT_NS) {
+		d->stack_missing = "the run's time for unwinding is spent";
 		return;
 	}
-	d->stack = calloc(CR_STACK_FRAMES, sizeof(*d->stack));
-	if (d->stack && unw.init_remote(&c, as, ui) == 0) {
-		do {
-			unw_word_t ip = 0, off = 0;
-			char fn[128];
-
-			if (unw.get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
-				break;
-			if (unw.get_proc_name(&c, fn, sizeof(fn), &off) == 0) {
-				if (asprintf(&d->stack[d->nstack], "%s+0x%lx (0x%lx)",
-					     fn, (unsigned long)off,
-					     (unsigned long)ip) < 0)
-					break;
-			} else if (asprintf(&d->stack[d->nstack], "0x%lx",
-					    (unsigned long)ip) < 0) {
-				break;
-			}
-			d->nstack++;
-		} while (d->nstack < CR_STACK_FRAMES && unw.step(&c) > 0);
-	}
-	if (d->stack && !d->nstack) {
-		free(d->stack);
-		d->stack = NULL;
-	}
-	unw.upt_destroy(ui);
-	unw.destroy_addr_space(as);
+	cr_unwind_take(tid, CR_STACKS_WAIT_NS - s->stack_ns < CR_STACK_WAIT_NS ?
+			    CR_STACKS_WAIT_NS - s->stack_ns : CR_STACK_WAIT_NS,
+		       &d->stack, &d->nstack, &d->stack_missing);
+	if (d->nstack)
+		d->stack_missing = NULL;
 	s->stack_ns += cr_now_ns() - t0;
 	s->stacks_taken++;
 }

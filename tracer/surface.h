@@ -6,6 +6,9 @@
 #include "tracer.h"
 
 #define CR_STACK_FRAMES 8
+/* The loop's wait for the unwinder: per stack, and in all per run. */
+#define CR_STACK_WAIT_NS (500ull * 1000 * 1000)
+#define CR_STACKS_WAIT_NS (2000ull * 1000 * 1000)
 
 struct cr_surface {
 	const struct cr_profile *profile;	/* borrowed (static) */
@@ -13,7 +16,7 @@ struct cr_surface {
 	pid_t stack_tid;		/* waiting for its stop, 0: none */
 	size_t stack_denial;		/* index into run->denials */
 	bool stack_interrupted;		/* PTRACE_INTERRUPT sent */
-	uint64_t stack_ns;		/* time spent unwinding, for docs */
+	uint64_t stack_ns;		/* time spent unwinding (bounded a run) */
 	unsigned stacks_taken;
 	/* A SIGSYS went through a signal-delivery stop: a later death by
 	 * SIGSYS may be that signal rather than the filter's kill. */
@@ -41,6 +44,15 @@ void cr_surface_on_gone(struct cr_run *run, pid_t tid, int status,
 void cr_surface_answering(struct cr_run *run, const struct seccomp_notif *n);
 /* notify.c: a new denial was recorded at index i for tid. */
 void cr_surface_denied(struct cr_run *run, pid_t tid, size_t i);
+
+/* unwind.c: libunwind, loaded at set-up for --stacks (0, or -ENOENT with
+ * why in msg). */
+int cr_unwind_load(char *msg, size_t msglen);
+/* The top frames of tid, in a ptrace-stop, unwound by a confined helper
+ * the loop waits for wait_ns at most: 0 with frames (owned), or -errno
+ * with why (static) the stack is missing. */
+int cr_unwind_take(pid_t tid, uint64_t wait_ns, char ***frames, size_t *n,
+		   const char **why);
 
 /* Where a pid named by a call points, seen from the calling task. */
 enum cr_target {

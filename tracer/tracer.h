@@ -207,6 +207,7 @@ struct cr_denial {
 	uint64_t count;		/* times this denial happened */
 	char **stack;		/* owned, --stacks: the caller's top frames */
 	size_t nstack;
+	const char *stack_missing;	/* static: why --stacks has none */
 };
 
 #define CR_MAX_DENIALS 256

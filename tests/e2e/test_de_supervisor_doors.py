@@ -12,10 +12,24 @@ one loop thread. Probe: tests/progs/supervisor_doors.c.
   200 ms: 200 of them held the loop 40 s, past the wall budget, and memory
   made resident meanwhile went unseen.
 
+- With --stacks, libunwind unwound the caller of each denial inside the
+  supervisor's loop thread, opening by path the files the program's maps
+  name and parsing them unchecked: a FIFO at a deleted mapping's name
+  hung corral until its watchdog (no budget enforced meanwhile, no
+  result); a symbol table with offsets past the file crashed it (SIGSEGV,
+  no result); a symbol name that is not UTF-8 went raw into the result,
+  which stopped being JSON. Probe: tests/progs/stack_doors.c, whose binary
+  the tests copy and edit (section headers only: exec ignores them).
+
 Each case failed on the build before its fix, Landlock on and off.
 """
 
-from harness import eq, true, lt, contains, test, _show
+import json
+import os
+import shutil
+import struct
+
+from harness import Fail, eq, true, lt, contains, test, _show
 
 MIB = 1 << 20
 
@@ -97,4 +111,156 @@ def supervisor_lingering_closes_do_not_hide_memory(t):
                    ["wall=30s", "memory=256MiB"], timeout=150)
     limited(r, "memory")
     lt(run.elapsed, 30, "seconds until corral returned")
+    t.assert_next_run_ok()
+
+
+# ---------------------------------------------------------------------------
+# --stacks: the unwinder meets what the program controls
+
+STUB = b"zzzzzzzzzzzzzzzzSTUB"
+
+
+def stack_run(t, prog, args, limits=(), timeout=120):
+    opts = ["run", "--json", "--stacks", "-w", t.path("ws")]
+    for lim in limits:
+        opts += ["--limit", lim]
+    return t.corral(opts + t.prog_roots() + ["--exec", os.path.dirname(prog),
+                                             "--", prog] + args,
+                    timeout=timeout)
+
+
+def patched(t, name, edit):
+    """A copy of stack_doors, its ELF section data edited by edit(b, shdrs)
+    (shdrs: (type, header offset, sh_offset, sh_size) of each section)."""
+    b = bytearray(open(t.prog("stack_doors"), "rb").read())
+    shoff, = struct.unpack_from("<Q", b, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", b, 0x3a)
+    shdrs = []
+    for i in range(shnum):
+        h = shoff + i * shentsize
+        typ, = struct.unpack_from("<I", b, h + 4)
+        off, size = struct.unpack_from("<QQ", b, h + 0x18)
+        shdrs.append((typ, h, off, size))
+    edit(b, shdrs)
+    d = t.path("bin")
+    os.makedirs(d, exist_ok=True)
+    p = os.path.join(d, name)
+    with open(p, "wb") as f:
+        f.write(b)
+    os.chmod(p, 0o755)
+    os.chmod(d, 0o755)
+    return p
+
+
+def the_denial(r, secret):
+    ds = [d for d in r.get("denials") or [] if d.get("target") == secret]
+    true(ds, "a denial of %s: %s" % (secret, _show(r.get("denials"), 600)))
+    for fr in ds[0].get("stack") or []:
+        true(isinstance(fr, str) and fr, "stack frame %r" % (fr,))
+    return ds[0]
+
+
+@test
+def supervisor_stacks_fifo_does_not_hang_corral(t):
+    """A denial taken in a stub mapped from a workspace file that was
+    unlinked, with a FIFO made at the name the maps show for it ("...
+    (deleted)"); then a child touches 256 MiB under memory=64MiB. Before:
+    corral blocked opening the FIFO, no budget was enforced (the child
+    grew past 500 MiB), and at wall + 60 s the watchdog ended corral: no
+    result. Now the unwinder runs in a confined helper that opens only
+    regular files, without blocking: the denial is recorded and the memory
+    budget ends the run."""
+    secret = t.path("secret")
+    run = stack_run(t, t.prog("stack_doors"), ["fifo", secret, "256"],
+                    ["memory=64MiB", "wall=10s"], timeout=150)
+    r = t.result(run)
+    contains(r.get("stdout") or "", "stub openat: -", "the stub's call")
+    limited(r, "memory")
+    the_denial(r, secret)
+    t.assert_next_run_ok()
+
+
+@test
+def supervisor_stacks_corrupt_symtab_does_not_crash_corral(t):
+    """The program's own executable with its .symtab's offset 1 GiB past
+    the file's end, then (a second binary) every symbol's name offset at
+    0x7ffffff0. Before: corral died of SIGSEGV in libunwind reading the
+    symbol table (no result, the audit chain left open). Now the helper
+    that reads it may die; the run's result is whole and names the
+    denial."""
+    def far_offset(b, shdrs):
+        for typ, h, off, size in shdrs:
+            if typ == 2:	# SHT_SYMTAB
+                struct.pack_into("<Q", b, h + 0x18, len(b) + (1 << 30))
+
+    def far_names(b, shdrs):
+        for typ, h, off, size in shdrs:
+            if typ == 2:
+                for k in range(off, off + size, 24):
+                    struct.pack_into("<I", b, k, 0x7ffffff0)
+
+    secret = t.path("secret")
+    for name, edit in (("far_offset", far_offset), ("far_names", far_names)):
+        audit = t.path(name + ".jsonl")
+        prog = patched(t, name, edit)
+        run = t.corral(["run", "--json", "--stacks", "--audit", audit,
+                        "-w", t.path("ws"), "--exec", t.path("bin"), "--",
+                        prog, "name", secret])
+        r = t.result(run)
+        eq(r.get("status"), "ok", "%s: status (message %r)"
+           % (name, r.get("message")))
+        eq(run.code, 0, "%s: corral's exit status" % name)
+        contains(r.get("stdout") or "", "openat: -", "%s: the call" % name)
+        the_denial(r, secret)
+        with open(audit) as f:
+            ev = [json.loads(line)["event"] for line in f]
+        eq(ev[-1], "cleanup", "%s: the audit trail's last event" % name)
+    t.assert_next_run_ok()
+
+
+@test
+def supervisor_stacks_names_are_escaped(t):
+    """A function whose symbol name was patched to bytes that are not
+    UTF-8 (and a quote). Before: the name went raw into denials[].stack
+    and the result was not JSON (UTF-8 required). Now names are escaped
+    as every other name of the program's is (\\xNN)."""
+    bad = b'\xff\xfe"\xc0\x80\xed\xa0\x80zzzzzzzzSTUB'
+    eq(len(bad), len(STUB), "the patched name keeps its length")
+
+    def rename(b, shdrs):
+        hits = 0
+        for typ, h, off, size in shdrs:
+            if typ == 3:	# SHT_STRTAB
+                i = b.find(STUB + b"\0", off, off + size)
+                if i >= 0:
+                    b[i:i + len(STUB)] = bad
+                    hits += 1
+        true(hits, "the function's name in a string table")
+
+    secret = t.path("secret")
+    prog = patched(t, "badname", rename)
+    res = t.path("res.json")
+    # The loop waits for the unwinder a bounded time: on a loaded host a
+    # stack may come late ("timed out"); that is tried again, twice.
+    for attempt in range(3):
+        run = t.corral(["run", "--json", "--stacks", "--result", res,
+                        "-w", t.path("ws"), "--exec", t.path("bin"), "--",
+                        prog, "name", secret])
+        with open(res, "rb") as f:
+            raw = f.read()
+        try:
+            r = json.loads(raw)
+        except ValueError as e:
+            raise Fail("the result file is not JSON: %s" % e)
+        json.loads(run.out)
+        eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+        d = the_denial(r, secret)
+        if d.get("stack_unavailable") != "the unwinder timed out":
+            break
+    st = d.get("stack") or []
+    true(any("zzzzzzzzSTUB" in f for f in st), "a frame names the "
+         "function: %s (%r)" % (_show(st, 600), d.get("stack_unavailable")))
+    for f in st:
+        if "zzzzzzzzSTUB" in f:
+            true(f.startswith('\\xff\\xfe"\\xc0\\x80'), "escaped: %r" % f)
     t.assert_next_run_ok()
