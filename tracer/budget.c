@@ -851,10 +851,11 @@ static void measure_sockets(struct cr_run *run)
 
 	if (b->sock_unmeasurable)
 		return;
-	/* The run's UDP sockets the supervisor holds a duplicate of: their
-	 * queues live on after the program closed its descriptors. */
-	if (run->net && run->net->nudp) {
-		size_t need = b->nsock + run->net->nudp;
+	/* The run's UDP sockets the supervisor holds a duplicate of (members
+	 * and DNS clients): their queues live on after the program closed
+	 * its descriptors. */
+	if (run->net && (run->net->nudp || run->net->nclients)) {
+		size_t need = b->nsock + run->net->nudp + run->net->nclients;
 
 		if (need > b->sockcap) {
 			uint64_t *g = realloc(b->sockinos, need * sizeof(*g));
@@ -866,6 +867,9 @@ static void measure_sockets(struct cr_run *run)
 		}
 		b->nsock += cr_net_udp_inodes(run->net, b->sockinos + b->nsock,
 					      b->sockcap - b->nsock);
+		b->nsock += cr_dns_client_inodes(run->net,
+						 b->sockinos + b->nsock,
+						 b->sockcap - b->nsock);
 	}
 	rc = cr_sockmem_measure(b->sockmem, b->sockinos, b->nsock, &bytes);
 	if (!rc)

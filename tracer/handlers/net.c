@@ -493,7 +493,7 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 			   "the program opened more than %s connections", b);
 		return v_err(ECONNREFUSED);
 	}
-	if (ns->npending >= CR_NET_MAX_PENDING)
+	if (!cr_proxy_room(run))
 		return v_err(EAGAIN);
 	/* Local and immediate: the listener's backlog is far larger than
 	 * what may be pending, so even a blocking socket does not wait. */
@@ -530,13 +530,11 @@ static void bind_loopback(struct cr_netstate *ns, int dup, uint64_t ino,
 		bind(dup, &l.sa, cr_net_loopback(family, &l));
 }
 
-static void dns_register(struct cr_run *run, int dup)
+/* A failure leaves the socket unknown to the responder, which then ignores
+ * it: fail closed (the program's lookup times out). */
+static void dns_register(struct cr_run *run, const struct cr_sock *s)
 {
-	union cr_sockaddr l;
-	socklen_t ll = sizeof(l);
-
-	if (getsockname(dup, &l.sa, &ll) == 0)
-		cr_dns_client(run->net, &l);
+	cr_dns_client(run->net, s->dup, s->ino, s->type == SOCK_STREAM);
 }
 
 /* A unix stream connect waits while the listener's backlog is full, and
@@ -613,8 +611,12 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	switch (a.sa.sa_family) {
 	case AF_UNSPEC:	/* dissolve an association: names nothing */
 		v = v_rc(connect(s.dup, &a.sa, alen));
-		if (v.kind == CR_V_VALUE)
+		if (v.kind == CR_V_VALUE) {
 			cr_net_udp_disconnected(ns, s.dup, s.ino);
+			/* Its port may be free now: answers no longer go
+			 * there. */
+			cr_dns_client_drop(ns, s.ino);
+		}
 		break;
 	case AF_INET:
 	case AF_INET6:
@@ -662,7 +664,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 					 inet_len(a.sa.sa_family)));
 			if (v.kind == CR_V_VALUE ||
 			    (v.kind == CR_V_ERRNO && v.error == EINPROGRESS)) {
-				dns_register(run, s.dup);
+				dns_register(run, &s);
 				cr_net_peer_set(ns, s.ino, &a, alen, true);
 			}
 		} else if (s.type == SOCK_STREAM) {
@@ -678,7 +680,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 			v = v_rc(connect(s.dup, &ns->daddr[idx].sa,
 					 inet_len(a.sa.sa_family)));
 			if (v.kind == CR_V_VALUE) {
-				dns_register(run, s.dup);
+				dns_register(run, &s);
 				cr_net_peer_set(ns, s.ino, &a, alen, true);
 			}
 		} else {
@@ -1110,7 +1112,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			return false;
 		}
 		bind_loopback(ns, s->dup, s->ino, a->sa.sa_family);
-		dns_register(run, s->dup);
+		dns_register(run, s);
 		/* Answers will say they came from here (recvfrom). A
 		 * connected socket keeps its getpeername answer. */
 		if (!cr_net_peer_get(ns, s->ino, &(socklen_t){ 0 }, true))

@@ -36,6 +36,14 @@ struct tcpdns {
 	size_t outlen;
 };
 
+/* A program socket allowed to ask, by its bound address. */
+struct cr_net_dnsclient {
+	union cr_sockaddr a;
+	uint64_t ino;
+	int dup;		/* owned: a datagram socket, held; -1 */
+	bool tcp;		/* a stream to the TCP responder */
+};
+
 struct cr_net_dnsq {
 	bool used;
 	uint16_t id;		/* ours, towards the upstream */
@@ -61,6 +69,9 @@ static uint16_t get16(const uint8_t *p)
 }
 
 static void tcp_flush(struct cr_run *run, struct tcpdns *tc);
+static struct cr_net_dnsclient *known_client(const struct cr_netstate *ns,
+					     const union cr_sockaddr *a,
+					     bool tcp);
 
 static void reply(struct cr_run *run, const struct origin *o,
 		  const uint8_t *msg, size_t len)
@@ -78,50 +89,110 @@ static void reply(struct cr_run *run, const struct origin *o,
 		tcp_flush(run, tc);
 		return;
 	}
+	/* Only to an address a held socket of the run still has: a record
+	 * that went took its socket's port with it, and whoever binds that
+	 * port next is not the one that asked. */
+	if (!known_client(run->net, &o->client, false))
+		return;
 	/* Datagrams: a full socket buffer loses the answer and the client
 	 * asks again, as with any DNS server. */
 	sendto(run->net->dfd[o->idx], msg, len, MSG_DONTWAIT, &o->client.sa,
 	       o->clen);
 }
 
-static bool known_client(const struct cr_netstate *ns,
-			 const union cr_sockaddr *a)
+static bool same_addr(const union cr_sockaddr *c, const union cr_sockaddr *a)
 {
-	for (size_t i = 0; i < ns->nclients; i++) {
-		const union cr_sockaddr *c = &ns->clients[i];
-
-		if (c->sa.sa_family != a->sa.sa_family)
-			continue;
-		if (a->sa.sa_family == AF_INET &&
-		    c->in4.sin_port == a->in4.sin_port &&
-		    c->in4.sin_addr.s_addr == a->in4.sin_addr.s_addr)
-			return true;
-		if (a->sa.sa_family == AF_INET6 &&
-		    c->in6.sin6_port == a->in6.sin6_port &&
-		    !memcmp(&c->in6.sin6_addr, &a->in6.sin6_addr, 16))
-			return true;
-	}
+	if (c->sa.sa_family != a->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET)
+		return c->in4.sin_port == a->in4.sin_port &&
+		       c->in4.sin_addr.s_addr == a->in4.sin_addr.s_addr;
+	if (a->sa.sa_family == AF_INET6)
+		return c->in6.sin6_port == a->in6.sin6_port &&
+		       !memcmp(&c->in6.sin6_addr, &a->in6.sin6_addr, 16);
 	return false;
 }
 
-int cr_dns_client(struct cr_netstate *ns, const union cr_sockaddr *local)
+/* The record of the program's socket at address a (datagram or stream). */
+static struct cr_net_dnsclient *known_client(const struct cr_netstate *ns,
+					     const union cr_sockaddr *a,
+					     bool tcp)
 {
-	if (known_client(ns, local))
+	for (size_t i = 0; i < ns->nclients; i++)
+		if (ns->clients[i].tcp == tcp && same_addr(&ns->clients[i].a, a))
+			return &ns->clients[i];
+	return NULL;
+}
+
+/* Forget records [i, i + n): the held sockets are let go (their queries
+ * still in flight are then never answered: reply() finds no record). */
+static void forget(struct cr_netstate *ns, size_t i, size_t n)
+{
+	for (size_t k = i; k < i + n; k++)
+		if (ns->clients[k].dup >= 0)
+			close(ns->clients[k].dup);
+	memmove(ns->clients + i, ns->clients + i + n,
+		(ns->nclients - i - n) * sizeof(*ns->clients));
+	ns->nclients -= n;
+}
+
+int cr_dns_client(struct cr_netstate *ns, int dup, uint64_t ino, bool tcp)
+{
+	struct cr_net_dnsclient *c;
+	union cr_sockaddr local;
+	socklen_t ll = sizeof(local);
+
+	memset(&local, 0, sizeof(local));
+	if (getsockname(dup, &local.sa, &ll) < 0)
+		return -errno;
+	c = known_client(ns, &local, tcp);
+	if (c && c->ino == ino)
 		return 0;
+	if (c)		/* an older socket's address, now this one's */
+		forget(ns, (size_t)(c - ns->clients), 1);
 	if (!ns->clients) {
 		ns->clients = calloc(CR_NET_MAX_DNS_CLIENTS, sizeof(*ns->clients));
 		if (!ns->clients)
 			return -ENOMEM;
 	}
-	if (ns->nclients == CR_NET_MAX_DNS_CLIENTS) {
-		/* Forget the oldest half: a long-lived client re-registers
-		 * with its next send. */
-		memmove(ns->clients, ns->clients + CR_NET_MAX_DNS_CLIENTS / 2,
-			(CR_NET_MAX_DNS_CLIENTS / 2) * sizeof(*ns->clients));
-		ns->nclients = CR_NET_MAX_DNS_CLIENTS / 2;
-	}
-	ns->clients[ns->nclients++] = *local;
+	if (ns->nclients == CR_NET_MAX_DNS_CLIENTS)
+		/* Forget the oldest half: a datagram client re-registers
+		 * with its next send through corral. */
+		forget(ns, 0, CR_NET_MAX_DNS_CLIENTS / 2);
+	c = &ns->clients[ns->nclients];
+	c->a = local;
+	c->ino = ino;
+	c->tcp = tcp;
+	c->dup = -1;
+	/* A datagram socket is held while its record lives: its port cannot
+	 * pass to another socket (the run's UDP sockets never share a port:
+	 * udp.c), so the address answers go to stays the one that asked,
+	 * even after the program closed it with a question in flight. A
+	 * stream socket is checked by inode at its accept instead. */
+	if (!tcp && (c->dup = fcntl(dup, F_DUPFD_CLOEXEC, 0)) < 0)
+		return -errno;
+	ns->nclients++;
 	return 0;
+}
+
+void cr_dns_client_drop(struct cr_netstate *ns, uint64_t ino)
+{
+	for (size_t i = 0; i < ns->nclients;)
+		if (!ns->clients[i].tcp && ns->clients[i].ino == ino)
+			forget(ns, i, 1);
+		else
+			i++;
+}
+
+size_t cr_dns_client_inodes(const struct cr_netstate *ns, uint64_t *out,
+			    size_t cap)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; ns && i < ns->nclients && k < cap; i++)
+		if (ns->clients[i].dup >= 0)
+			out[k++] = ns->clients[i].ino;
+	return k;
 }
 
 /* The table is made by the first query sent upstream (~80 KB: zeroed at
@@ -259,7 +330,7 @@ static void on_query(struct cr_run *run, uint32_t events, void *arg)
 			return;
 		/* Only sockets the program sent through our handlers may ask:
 		 * the responder is no open resolver for the rest of the host. */
-		if (!known_client(ns, &o.client))
+		if (!known_client(ns, &o.client, false))
 			continue;
 		handle_query(run, m, (size_t)len, &o);
 	}
@@ -341,6 +412,32 @@ static void on_tcp_client(struct cr_run *run, uint32_t events, void *arg)
 	}
 }
 
+/*
+ * Is the connection accepted from peer the run's: the record its connect
+ * made (taken: one accept per connect), and the socket at the other end of
+ * this very connection the one recorded (sock_diag). A socket that went
+ * leaves its address free for a stranger to connect from; its inode is
+ * then another, or 0 for one closed before the accept, which had no one
+ * left to read an answer either.
+ */
+static bool tcp_client_take(struct cr_netstate *ns, int idx,
+			    const union cr_sockaddr *peer, socklen_t pl)
+{
+	struct cr_net_dnsclient *c = known_client(ns, peer, true);
+	struct cr_net_ep self, other;
+	uint64_t ino, want;
+
+	if (!c)
+		return false;
+	want = c->ino;
+	forget(ns, (size_t)(c - ns->clients), 1);
+	if (!cr_net_ep_of(peer, pl, &self) ||
+	    !cr_net_ep_of(&ns->taddr[idx], idx ? sizeof(struct sockaddr_in6) :
+			  sizeof(struct sockaddr_in), &other))
+		return false;
+	return cr_net_tcp_inode(&self, &other, &ino) == 1 && ino && ino == want;
+}
+
 static void on_tcp_accept(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_netstate *ns = run->net;
@@ -358,7 +455,7 @@ static void on_tcp_accept(struct cr_run *run, uint32_t events, void *arg)
 				continue;
 			return;
 		}
-		if (!known_client(ns, &peer) ||
+		if (!tcp_client_take(ns, idx, &peer, pl) ||
 		    ns->ntcps >= CR_NET_MAX_DNS_CLIENTS ||
 		    !(tc = calloc(1, sizeof(*tc)))) {
 			close(fd);
@@ -581,6 +678,8 @@ void cr_dns_finish(struct cr_run *run)
 		close(ns->upfd);
 	ns->upfd = -1;
 	free(ns->dnsq);
+	if (ns->clients)
+		forget(ns, 0, ns->nclients);
 	free(ns->clients);
 	ns->dnsq = NULL;
 	ns->clients = NULL;

@@ -367,12 +367,8 @@ void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 	c->live = true;
 }
 
-/* The inode of the socket whose own end is `self` and whose peer is
- * `other` (sock_diag's exact lookup) in *ino: 1 found (inode 0 for one no
- * file holds any more: closed, orphaned, TIME_WAIT), 0 none, -1 when the
- * kernel could not be asked (fail closed). */
-static int diag_inode(const struct cr_net_ep *self,
-		      const struct cr_net_ep *other, uint64_t *ino)
+int cr_net_tcp_inode(const struct cr_net_ep *self,
+		     const struct cr_net_ep *other, uint64_t *ino)
 {
 	struct {
 		struct nlmsghdr h;
@@ -448,7 +444,7 @@ bool cr_net_local_client_take(struct cr_netstate *ns,
 		if (c->live && ep_same(&c->local, peer) &&
 		    ep_same(&c->remote, local)) {
 			uint64_t now;
-			int found = diag_inode(peer, local, &now);
+			int found = cr_net_tcp_inode(peer, local, &now);
 
 			c->live = false;
 			return c->ino && found >= 0 && (now == 0 || now == c->ino);

@@ -55,6 +55,7 @@ struct cr_net_wait;
 struct cr_net_udp;
 struct cr_net_flag;
 struct tcpdns;
+struct cr_net_dnsclient;
 
 /* A TCP endpoint, IPv4-mapped IPv6 addresses already made IPv4. */
 struct cr_net_ep {
@@ -93,7 +94,7 @@ struct cr_netstate {
 	uint16_t next_id;
 	struct tcpdns *tcps;		/* owned list: TCP clients */
 	size_t ntcps;
-	union cr_sockaddr *clients;	/* owned: sockets allowed to query */
+	struct cr_net_dnsclient *clients;	/* owned: sockets allowed to query */
 	size_t nclients;
 	struct cr_net_learned *learned;	/* owned ring */
 	size_t nlearned, learned_next;
@@ -166,12 +167,23 @@ int cr_proxy_setup(struct cr_run *run);
  * the TLS server name before relaying. */
 int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
 		    socklen_t destlen, uint64_t ino, bool check_sni);
+/* May one more connect be recorded? Records whose held socket is no
+ * longer connecting are swept when the table is full. */
+bool cr_proxy_room(struct cr_run *run);
 void cr_proxy_finish(struct cr_run *run);
 
 /* tracer/net/dns.c */
 int cr_dns_setup(struct cr_run *run);
-/* A program socket (bound at `local`) may now query the responder. */
-int cr_dns_client(struct cr_netstate *ns, const union cr_sockaddr *local);
+/* The program's socket (our duplicate dup, inode ino; tcp: a stream to the
+ * TCP responder) may now query the responder from its bound address. A
+ * datagram socket is held (a duplicate kept) while its record lives. */
+int cr_dns_client(struct cr_netstate *ns, int dup, uint64_t ino, bool tcp);
+/* connect(AF_UNSPEC) gave the datagram socket ino's port up: forget it. */
+void cr_dns_client_drop(struct cr_netstate *ns, uint64_t ino);
+/* The inodes of the datagram clients held (at most cap), for the memory
+ * measure: their queues outlive the program's descriptors. */
+size_t cr_dns_client_inodes(const struct cr_netstate *ns, uint64_t *out,
+			    size_t cap);
 void cr_dns_finish(struct cr_run *run);
 /* Pure, for tests: answer a query for a name not on the list. */
 
@@ -227,6 +239,12 @@ bool cr_net_local_port(const struct cr_netstate *ns, int family,
 bool cr_net_published(const struct cr_netstate *ns, uint16_t port);
 int cr_net_local_listener(const struct cr_netstate *ns,
 			  const struct cr_net_ep *dst);
+/* The inode of the TCP socket whose own end is `self` and whose peer is
+ * `other` (sock_diag's exact lookup) in *ino: 1 found (inode 0 for one no
+ * file holds any more: closed, orphaned, TIME_WAIT), 0 none, -1 when the
+ * kernel could not be asked (fail closed). */
+int cr_net_tcp_inode(const struct cr_net_ep *self,
+		     const struct cr_net_ep *other, uint64_t *ino);
 void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 			 const struct cr_net_ep *local,
 			 const struct cr_net_ep *remote);

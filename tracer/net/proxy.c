@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -18,13 +19,14 @@
 #define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 /* Where one accepted connection must go, recorded by the connect handler
- * under the program socket's local address (unique while it is open). */
+ * under the program socket's local address, with the socket itself held
+ * until its connection is accepted (on_accept). */
 struct cr_net_pending {
 	union cr_sockaddr local;	/* the program socket's own address */
 	union cr_sockaddr dest;		/* what it asked for, as decided */
 	socklen_t destlen;
 	uint64_t ino;
-	uint64_t since_ms;
+	int dup;			/* owned: the program's socket */
 	bool check_sni;			/* allowed by name, not by address */
 };
 
@@ -368,6 +370,31 @@ fail:
 	conn_close(run, c, true);
 }
 
+/*
+ * Is the connection accepted from peer the one the record's socket made:
+ * is the socket at its other end (sock_diag's exact lookup) the recorded
+ * inode? The address alone is not enough: a connect whose SYN never
+ * reaches the listener (a TCP-MD5 key on the program's socket, say) leaves
+ * its record, and once that socket is gone any local process can bind its
+ * port and connect from there. The socket is held while its record lives,
+ * so the run's own connection always has the inode, even when the program
+ * closed it before the accept; a stranger's has its own, or 0 once closed.
+ */
+static bool is_ours(const struct cr_netstate *ns, int idx,
+		    const struct cr_net_pending *p,
+		    const union cr_sockaddr *peer, socklen_t pl)
+{
+	struct cr_net_ep self, other;
+	uint64_t ino;
+
+	if (!cr_net_ep_of(peer, pl, &self) ||
+	    !cr_net_ep_of(&ns->laddr[idx], idx ? sizeof(struct sockaddr_in6) :
+			  sizeof(struct sockaddr_in), &other))
+		return false;
+	return cr_net_tcp_inode(&self, &other, &ino) == 1 && ino &&
+	       ino == p->ino;
+}
+
 static void on_accept(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_netstate *ns = run->net;
@@ -398,11 +425,50 @@ static void on_accept(struct cr_run *run, uint32_t events, void *arg)
 		}
 		{
 			struct cr_net_pending p = ns->pending[i];
+			bool ours = is_ours(ns, idx, &p, &peer, pl);
 
+			/* Taken either way: a socket that is not the
+			 * recorded one holds the address, so the recorded
+			 * one's connection is gone. */
 			ns->pending[i] = ns->pending[--ns->npending];
-			start_conn(run, fd, &p);
+			close(p.dup);
+			if (ours)
+				start_conn(run, fd, &p);
+			else
+				close(fd);
 		}
 	}
+}
+
+/* Is the held socket still connecting or connected? Its SYN may never
+ * have arrived (nothing else takes a record away), and it failed or was
+ * dissolved since: the record can never be claimed by it. */
+static bool still_connecting(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
+		return false;
+	return ti.tcpi_state == TCP_SYN_SENT || ti.tcpi_state == TCP_ESTABLISHED;
+}
+
+bool cr_proxy_room(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+
+	/* Swept only when full: a record costs one descriptor and nothing
+	 * per connect until then. */
+	if (ns->npending < CR_NET_MAX_PENDING)
+		return true;
+	for (size_t i = 0; i < ns->npending;)
+		if (!still_connecting(ns->pending[i].dup)) {
+			close(ns->pending[i].dup);
+			ns->pending[i] = ns->pending[--ns->npending];
+		} else {
+			i++;
+		}
+	return ns->npending < CR_NET_MAX_PENDING;
 }
 
 int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
@@ -412,7 +478,7 @@ int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
 	struct cr_net_pending *p;
 	socklen_t ll = sizeof(p->local);
 
-	if (ns->npending >= CR_NET_MAX_PENDING)
+	if (!cr_proxy_room(run))
 		return -EAGAIN;
 	/* Made by the first connection (~120 KB zeroed at set-up was ~30
 	 * page faults of every run's start, ~0.5 ms on a guest). */
@@ -421,13 +487,13 @@ int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
 		return -ENOMEM;
 	p = &ns->pending[ns->npending];
 	memset(p, 0, sizeof(*p));
-	if (getsockname(dup, &p->local.sa, &ll) < 0)
+	if (getsockname(dup, &p->local.sa, &ll) < 0 ||
+	    (p->dup = fcntl(dup, F_DUPFD_CLOEXEC, 0)) < 0)
 		return -errno;
 	p->dest = *dest;
 	p->destlen = destlen;
 	p->ino = ino;
 	p->check_sni = check_sni;
-	p->since_ms = cr_run_ms(run);
 	ns->npending++;
 	return 0;
 }
@@ -481,6 +547,9 @@ void cr_proxy_finish(struct cr_run *run)
 			close(ns->lfd[i]);
 			ns->lfd[i] = -1;
 		}
+	for (size_t i = 0; i < ns->npending; i++)
+		close(ns->pending[i].dup);
+	ns->npending = 0;
 	free(ns->pending);
 	ns->pending = NULL;
 }
