@@ -58,6 +58,10 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 			cr_fsres_free(&res);
 			return CR_V_ERR(-rc);
 		}
+		/* A file that keeps other names: a walk that met one of
+		 * them counted only its share (budget.c). */
+		if (!(flags & AT_REMOVEDIR) && res.st.st_nlink > 1)
+			cr_budget_on_placed(run, &res);
 		cr_slow_begin();
 		rc = unlinkat(res.dirfd, res.name, flags);
 		cr_slow_end();
@@ -152,8 +156,10 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			    CR_V_ERR(errno) : CR_V_VAL(0);
 			cr_slow_end();
 		}
-		if (v.kind == CR_V_VALUE)
+		if (v.kind == CR_V_VALUE) {
 			cr_fs_note_created(run, &b);
+			cr_budget_on_placed(run, &b);
+		}
 	} else if (b.exists && S_ISREG(b.st.st_mode) &&
 		   !(flags & RENAME_EXCHANGE) &&
 		   (rc = cr_fs_held_room(run))) {
@@ -169,6 +175,9 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			cr_fsres_free(&b);
 			return CR_V_ERR(-rc);
 		}
+		if (b.exists && !(flags & RENAME_EXCHANGE) &&
+		    !S_ISDIR(b.st.st_mode) && b.st.st_nlink > 1)
+			cr_budget_on_placed(run, &b);	/* see do_unlink */
 		cr_slow_begin();
 		rc = (int)syscall(SYS_renameat2, a.dirfd, a.name, b.dirfd,
 				  b.name, flags);
@@ -191,6 +200,11 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			cr_fs_note_created(run, &b);
 			if (!(flags & RENAME_EXCHANGE))
 				cr_fs_note_removed(run, &a);
+			/* The object moved, maybe behind the walk (budget.c);
+			 * an exchange moved two. */
+			cr_budget_on_placed(run, &b);
+			if (flags & RENAME_EXCHANGE)
+				cr_budget_on_placed(run, &a);
 		}
 	}
 	cr_fsres_free(&a);
@@ -275,10 +289,12 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 		rc = linkat(AT_FDCWD, p, b.dirfd, b.name, AT_SYMLINK_FOLLOW) < 0 ?
 		     -errno : 0;
 		cr_slow_end();
-		if (rc)
+		if (rc) {
 			cr_budget_on_remove(run);
-		else
+		} else {
 			cr_fs_note_created(run, &b);
+			cr_budget_on_placed(run, &b);
+		}
 	}
 	cr_fsres_free(&b);
 	close(fd);
