@@ -1723,6 +1723,14 @@ void cr_budget_on_placed(struct cr_run *run, const struct cr_fsres *res)
 		b->redo = true;
 }
 
+void cr_budget_on_unnamed(struct cr_run *run, const struct stat *st)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (b && b->ws && (S_ISDIR(st->st_mode) || st->st_nlink <= 1))
+		cr_walkset_forget(b->ws, st->st_dev, st->st_ino);
+}
+
 void cr_budget_on_remove(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;

@@ -3,6 +3,8 @@
 #ifndef CORRAL_BUDGET_H
 #define CORRAL_BUDGET_H
 
+#include <sys/stat.h>
+
 #include "tracer.h"
 #include "child.h"
 
@@ -91,6 +93,8 @@ int cr_walkset_see(struct cr_walkset *w, dev_t dev, ino_t ino,
  * pass; one followed already is not added again. 0, -E2BIG when full,
  * -ENOMEM. */
 int cr_walkset_place(struct cr_walkset *w, int fd, dev_t dev, ino_t ino);
+/* Stop following an object (its last name went). */
+void cr_walkset_forget(struct cr_walkset *w, dev_t dev, ino_t ino);
 size_t cr_walkset_nplaced(const struct cr_walkset *w);
 int cr_walkset_placed_fd(const struct cr_walkset *w, size_t i);
 
@@ -173,6 +177,11 @@ void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
  * behind the walker). */
 struct cr_fsres;
 void cr_budget_on_placed(struct cr_run *run, const struct cr_fsres *res);
+/* The last name of the object st describes (res's lstat before) just
+ * went: the pass stops following it. Its storage is the ledger's
+ * business from now on (fs/held.c), and a handle of ours must not keep it
+ * on the disk. */
+void cr_budget_on_unnamed(struct cr_run *run, const struct stat *st);
 /* An entry of a writable root was removed (unlink, rmdir, a rename onto an
  * existing name): the files count is of entries the run added, net. */
 void cr_budget_on_remove(struct cr_run *run);

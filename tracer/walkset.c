@@ -162,6 +162,16 @@ int cr_walkset_place(struct cr_walkset *w, int fd, dev_t dev, ino_t ino)
 	return 0;
 }
 
+void cr_walkset_forget(struct cr_walkset *w, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; i < w->np; i++)
+		if (w->p[i].dev == (uint64_t)dev && w->p[i].ino == (uint64_t)ino) {
+			close(w->p[i].fd);
+			w->p[i] = w->p[--w->np];
+			return;
+		}
+}
+
 size_t cr_walkset_nplaced(const struct cr_walkset *w)
 {
 	return w->np;

@@ -70,6 +70,7 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		if (!rc) {
 			cr_fs_note_removed(run, &res);
 			cr_budget_on_remove(run);
+			cr_budget_on_unnamed(run, &res.st);
 		}
 	}
 	cr_fsres_free(&res);
@@ -195,8 +196,10 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			    !(fstatat(a.dirfd, a.name, &now,
 				      AT_SYMLINK_NOFOLLOW) == 0 &&
 			      now.st_dev == a.st.st_dev &&
-			      now.st_ino == a.st.st_ino))
+			      now.st_ino == a.st.st_ino)) {
 				cr_budget_on_remove(run);
+				cr_budget_on_unnamed(run, &b.st);
+			}
 			cr_fs_note_created(run, &b);
 			if (!(flags & RENAME_EXCHANGE))
 				cr_fs_note_removed(run, &a);
