@@ -673,9 +673,11 @@ static void poll_tasks(struct cr_run *run)
  * each directory with O_NOFOLLOW | O_DIRECTORY relative to its parent's fd,
  * so a directory swapped for a symlink is never followed out of the
  * workspace, and lstat-like fstatat(AT_SYMLINK_NOFOLLOW) sizes the entries.
- * An entry moved during a pass can be seen twice (counted too high) or not
- * at all in that pass; the hooks of the filesystem layer make creation
- * counts exact. A directory the program made unreadable is measured with
+ * A pass spread over ticks lets the loop move entries between two of its
+ * slices: one met twice counts once (the pass keeps the inodes it met), and
+ * one given a name behind the walker is measured at the end of the pass
+ * (walk_fixup); the hooks of the filesystem layer make creation counts
+ * exact. A directory the program made unreadable is measured with
  * the owner's bits lent for the moment (walk_locked); one we still cannot
  * read would hide what is below it, so it stops the run (fail closed). */
 
