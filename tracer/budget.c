@@ -84,6 +84,15 @@ struct cr_budgets {
 	DIR *stack[CR_BUDGET_WALK_DEPTH];
 	int depth;
 	uint64_t w_bytes, w_files;	/* the pass in progress */
+	struct cr_walkset *ws;		/* owned: what the pass met and
+					 * what moved while it ran */
+	size_t seen_max;		/* inodes a pass may remember */
+	bool tracking;			/* a pass spread over ticks: the
+					 * loop may move things meanwhile */
+	bool redo;			/* the pass could not follow what
+					 * moved: redo it in one go */
+	bool fixing;			/* measuring what the pass missed */
+	size_t fix_left;		/* ...at most this many entries more */
 	uint64_t base_bytes, base_files;
 	uint64_t disk, files;		/* added, by the last complete pass */
 	uint64_t hook_files, hook_bytes;
@@ -664,9 +673,11 @@ static void poll_tasks(struct cr_run *run)
  * each directory with O_NOFOLLOW | O_DIRECTORY relative to its parent's fd,
  * so a directory swapped for a symlink is never followed out of the
  * workspace, and lstat-like fstatat(AT_SYMLINK_NOFOLLOW) sizes the entries.
- * An entry moved during a pass can be seen twice (counted too high) or not
- * at all in that pass; the hooks of the filesystem layer make creation
- * counts exact. A directory the program made unreadable is measured with
+ * A pass spread over ticks lets the loop move entries between two of its
+ * slices: one met twice counts once (the pass keeps the inodes it met), and
+ * one given a name behind the walker is measured at the end of the pass
+ * (walk_fixup); the hooks of the filesystem layer make creation counts
+ * exact. A directory the program made unreadable is measured with
  * the owner's bits lent for the moment (walk_locked); one we still cannot
  * read would hide what is below it, so it stops the run (fail closed). */
 
@@ -677,6 +688,10 @@ static void walk_reset(struct cr_budgets *b)
 	b->w_bytes = b->w_files = 0;
 	b->root = 0;
 	b->in_pass = false;
+	b->redo = false;
+	b->fixing = false;
+	if (b->ws)
+		cr_walkset_clear(b->ws, b->seen_max);
 }
 
 static int walk_push(struct cr_budgets *b, int fd)
@@ -721,6 +736,47 @@ static bool skippable(int parent, const char *name, uid_t uid)
 
 static int walk_sync(struct cr_budgets *b, int fd, int depth);
 
+/* Count an entry the pass meets. False when the pass met its inode before
+ * (it was moved while the pass ran) and must not count it again: a
+ * directory is then not entered again either. A file of several names
+ * adds its share per name, never more than its blocks in all. */
+static bool count_entry(struct cr_budgets *b, const struct stat *st)
+{
+	uint64_t blocks = (uint64_t)st->st_blocks * 512;
+	uint64_t add = entry_bytes(st), *counted;
+	int rc;
+
+	if (b->fixing) {
+		if (!b->fix_left) {
+			b->redo = true;
+			return false;
+		}
+		b->fix_left--;
+	}
+	if (!b->tracking) {
+		b->w_files++;
+		b->w_bytes += add;
+		return true;
+	}
+	rc = cr_walkset_see(b->ws, st->st_dev, st->st_ino, &counted);
+	if (rc < 0) {
+		/* Cannot remember it: counted as met, and the pass is
+		 * redone in one go at its end. */
+		b->redo = true;
+		b->w_files++;
+		b->w_bytes += add;
+		return true;
+	}
+	if (rc == 1 && (S_ISDIR(st->st_mode) || st->st_nlink <= 1))
+		return false;
+	if (add > blocks - (*counted < blocks ? *counted : blocks))
+		add = blocks - (*counted < blocks ? *counted : blocks);
+	*counted += add;
+	b->w_files++;
+	b->w_bytes += add;
+	return true;
+}
+
 /* A directory of ours whose owner may not list or search it. */
 static bool locked(const struct stat *st, uid_t uid)
 {
@@ -735,31 +791,34 @@ static bool locked(const struct stat *st, uid_t uid)
  * program may move), measure everything beneath in one go and put the mode
  * back. Synchronous on purpose: every call the program makes on a path is
  * performed by this thread, so none of them can meet the lent mode. */
-static int walk_locked(struct cr_budgets *b, int parent, const char *name,
-		       int depth)
+static int walk_lent(struct cr_budgets *b, int opath, int depth)
 {
 	char p[64];
 	struct stat st;
-	int opath, fd, rc;
+	int fd, rc;
+
+	if (fstat(opath, &st) < 0 || st.st_uid != b->uid)
+		return -EACCES;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", opath);
+	if (chmod(p, (st.st_mode & 07777) | S_IRUSR | S_IXUSR) < 0)
+		return -errno;
+	fd = openat(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rc = fd < 0 ? -errno : walk_sync(b, fd, depth);
+	if (chmod(p, st.st_mode & 07777) < 0 && !rc)
+		rc = -errno;
+	return rc;
+}
+
+static int walk_locked(struct cr_budgets *b, int parent, const char *name,
+		       int depth)
+{
+	int opath, rc;
 
 	opath = openat(parent, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 	if (opath < 0)
 		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ?
 		       0 : -errno;
-	if (fstat(opath, &st) < 0 || st.st_uid != b->uid) {
-		close(opath);
-		return -EACCES;
-	}
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", opath);
-	if (chmod(p, (st.st_mode & 07777) | S_IRUSR | S_IXUSR) < 0) {
-		rc = -errno;
-		close(opath);
-		return rc;
-	}
-	fd = openat(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	rc = fd < 0 ? -errno : walk_sync(b, fd, depth);
-	if (chmod(p, st.st_mode & 07777) < 0 && !rc)
-		rc = -errno;
+	rc = walk_lent(b, opath, depth);
 	close(opath);
 	return rc;
 }
@@ -782,7 +841,7 @@ static int walk_sync(struct cr_budgets *b, int fd, int depth)
 		close(fd);
 		return rc;
 	}
-	for (;;) {
+	while (!b->redo) {
 		struct stat st;
 		int sub;
 
@@ -800,9 +859,7 @@ static int walk_sync(struct cr_budgets *b, int fd, int depth)
 			rc = -errno;
 			break;
 		}
-		b->w_files++;
-		b->w_bytes += entry_bytes(&st);
-		if (!S_ISDIR(st.st_mode))
+		if (!count_entry(b, &st) || !S_ISDIR(st.st_mode))
 			continue;
 		if (locked(&st, b->uid)) {
 			rc = walk_locked(b, dirfd(d), de->d_name, depth + 1);
@@ -1115,6 +1172,73 @@ static uint64_t deleted_bytes(struct cr_run *run)
 	return b->deleted;
 }
 
+/* A directory the end of a pass measures (opath: its O_PATH handle), as
+ * the walk would: with the owner's bits lent when they are missing, one
+ * of another user's that we may not read skipped. */
+static int fixup_dir(struct cr_budgets *b, int opath, const struct stat *st)
+{
+	int fd;
+
+	if (locked(st, b->uid))
+		return walk_lent(b, opath, 1);
+	fd = openat(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		return walk_sync(b, fd, 1);
+	if (errno == EACCES && st->st_uid == b->uid)
+		return walk_lent(b, opath, 1);
+	return errno == EACCES ? 0 : -errno;
+}
+
+/* The end of a pass spread over ticks: each object the run gave a name
+ * to while it ran (moved, linked, made) and the walk did not meet is
+ * measured now, wherever it is; a directory with its whole subtree,
+ * nothing met twice. A file followed is counted whole: its other names,
+ * met or not, cannot make it count less. Synchronous, so nothing moves
+ * meanwhile. Whatever cannot be done within CR_BUDGET_FIXUP_MAX entries,
+ * or fails, sets b->redo: the caller redoes the pass in one go. */
+static void walk_fixup(struct cr_budgets *b)
+{
+	size_t n = cr_walkset_nplaced(b->ws);
+
+	b->fixing = true;
+	b->fix_left = CR_BUDGET_FIXUP_MAX;
+	for (size_t i = 0; i < n && !b->redo; i++) {
+		int fd = cr_walkset_placed_fd(b->ws, i);
+		uint64_t blocks, *counted;
+		struct stat st;
+		int rc;
+
+		if (fstat(fd, &st) < 0) {
+			b->redo = true;
+			break;
+		}
+		if (!st.st_nlink)
+			continue;	/* no name left: the ledger's, if held */
+		if (!b->fix_left) {
+			b->redo = true;
+			break;
+		}
+		b->fix_left--;
+		rc = cr_walkset_see(b->ws, st.st_dev, st.st_ino, &counted);
+		if (rc < 0) {
+			b->redo = true;
+			break;
+		}
+		if (rc == 1 && S_ISDIR(st.st_mode))
+			continue;	/* the walk went through it */
+		if (rc == 0)
+			b->w_files++;
+		blocks = (uint64_t)st.st_blocks * 512;
+		if (blocks > *counted) {
+			b->w_bytes += blocks - *counted;
+			*counted = blocks;
+		}
+		if (S_ISDIR(st.st_mode) && fixup_dir(b, fd, &st) < 0)
+			b->redo = true;
+	}
+	b->fixing = false;
+}
+
 /* Advance the walk by at most `budget` entries. Returns 1 when a pass over
  * every root just completed, 0 when it is still going, -errno when a root
  * cannot be measured (the pass is abandoned). */
@@ -1136,6 +1260,8 @@ static int walk_step(struct cr_run *run, size_t budget)
 			int fd;
 
 			if (b->root == b->nroots) {
+				if (b->tracking && !b->redo)
+					walk_fixup(b);
 				b->w_bytes += deleted_bytes(run);
 				b->in_pass = false;
 				return 1;
@@ -1173,8 +1299,8 @@ static int walk_step(struct cr_run *run, size_t budget)
 			rc = -errno;
 			goto fail;
 		}
-		b->w_files++;
-		b->w_bytes += entry_bytes(&st);
+		if (!count_entry(b, &st))
+			continue;
 		if (locked(&st, b->uid)) {
 			rc = walk_locked(b, dirfd(d), de->d_name, b->depth);
 			if (rc)
@@ -1254,6 +1380,8 @@ static void unmeasurable(struct cr_run *run, int rc)
  * time, so walking takes at most ~1/(1+IDLE) of a core however large the
  * workspace grows, and a small workspace is still walked every tick. Past
  * half of the disk or files budget the wait shrinks to IDLE_NEAR times. */
+static int walk_full(struct cr_run *run);
+
 static void walk_tick(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
@@ -1266,6 +1394,14 @@ static void walk_tick(struct cr_run *run)
 		b->pass_cpu_ns = 0;
 	t0 = cr_thread_cpu_ns();
 	rc = walk_step(run, CR_BUDGET_WALK_PER_TICK);
+	/* What moved during the pass could not be followed: the whole pass
+	 * again, in one go (the program's renames wait for it), its cost
+	 * counted in the pass's. */
+	if (rc == 1 && b->redo) {
+		int full = walk_full(run);
+
+		rc = full < 0 ? full : 1;
+	}
 	b->pass_cpu_ns += cr_thread_cpu_ns() - t0;
 	if (rc < 0) {
 		unmeasurable(run, rc);
@@ -1296,14 +1432,19 @@ static int add_walk_root(struct cr_budgets *b, const char *root)
 	return 0;
 }
 
+/* Nothing moves while it runs: it needs neither the set of what it met
+ * nor what moved. */
 static int walk_full(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
+	bool tracking = b->tracking;
 	int rc;
 
+	b->tracking = false;
 	walk_reset(b);
 	while ((rc = walk_step(run, 1 << 20)) == 0)
 		;
+	b->tracking = tracking;
 	return rc < 0 ? rc : 0;
 }
 
@@ -1392,6 +1533,24 @@ int cr_budget_setup(struct cr_run *run)
 	b->base_bytes = b->w_bytes;
 	b->base_files = b->w_files;
 	b->w_bytes = b->w_files = 0;
+	/* A pass meets more inodes only past the files budget, which ends
+	 * the run; and followed objects take descriptors of ours. */
+	b->seen_max = lim(run, CR_LIM_FILES) > SIZE_MAX / 4 - b->base_files ?
+		      SIZE_MAX / 4 :
+		      (size_t)(b->base_files + lim(run, CR_LIM_FILES)) +
+		      CR_BUDGET_WALK_PER_TICK;
+	{
+		struct rlimit rl;
+		size_t pmax = CR_BUDGET_PLACED_MAX;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur / 16 < pmax)
+			pmax = rl.rlim_cur / 16;
+		b->ws = cr_walkset_new(pmax < 16 ? 16 : pmax);
+		if (!b->ws)
+			return -ENOMEM;
+		b->tracking = true;
+	}
 	b->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (b->timerfd < 0)
 		return -errno;
@@ -1408,6 +1567,7 @@ static void cr_budget_free(struct cr_run *run)
 	if (!b)
 		return;
 	walk_reset(b);
+	cr_walkset_free(b->ws);
 	for (size_t i = 0; i < b->nzombies; i++)
 		close(b->zombies[i]);
 	free(b->zombies);
@@ -1544,6 +1704,37 @@ int cr_budget_on_create(struct cr_run *run, pid_t pid)
 	}
 	b->hook_files++;
 	return 0;
+}
+
+void cr_budget_on_placed(struct cr_run *run, const struct cr_fsres *res)
+{
+	struct cr_budgets *b = run->budgets;
+	struct stat st;
+	int fd;
+
+	/* A pass done within one tick cannot meet a move: only one spread
+	 * over ticks is in progress while the loop serves the program. */
+	if (!b || !b->in_pass || !b->tracking || b->redo || res->via_link ||
+	    (res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9)))
+		return;
+	fd = openat(res->dirfd, res->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		/* Cannot follow it: the pass is redone in one go. */
+		if (fd >= 0)
+			close(fd);
+		b->redo = true;
+		return;
+	}
+	if (cr_walkset_place(b->ws, fd, st.st_dev, st.st_ino))
+		b->redo = true;
+}
+
+void cr_budget_on_unnamed(struct cr_run *run, const struct stat *st)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (b && b->ws && (S_ISDIR(st->st_mode) || st->st_nlink <= 1))
+		cr_walkset_forget(b->ws, st->st_dev, st->st_ino);
 }
 
 void cr_budget_on_remove(struct cr_run *run)

@@ -3,6 +3,8 @@
 #ifndef CORRAL_BUDGET_H
 #define CORRAL_BUDGET_H
 
+#include <sys/stat.h>
+
 #include "tracer.h"
 #include "child.h"
 
@@ -20,6 +22,12 @@
 /* Deeper directories cannot be measured with the walk's fd stack; a run
  * that makes one is stopped ("files"): fail closed, never undercount. */
 #define CR_BUDGET_WALK_DEPTH 128
+/* Objects given a new name (moved, linked, made) during one pass that
+ * the pass follows (an O_PATH descriptor each, and at most 1/16 of the
+ * supervisor's RLIMIT_NOFILE), and entries the end of a pass may measure
+ * for them; past either the pass is redone in one go (walkset.c). */
+#define CR_BUDGET_PLACED_MAX 1024
+#define CR_BUDGET_FIXUP_MAX 8192
 /* Writable roots measured (the workspace, the class's, --rw). */
 #define CR_BUDGET_MAX_ROOTS 32
 /* /proc descriptors kept open across ticks (two per task at most). */
@@ -67,6 +75,28 @@ void cr_sockmem_kind(struct cr_sockmem *s, int domain, int type, int proto);
  * the passed ones; forgets passed sockets that no longer exist. */
 int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 		       size_t ntables, uint64_t *bytes);
+
+/* walkset.c: what a pass of the disk walk measured, and the objects the
+ * run placed in the writable roots while it ran. */
+struct cr_walkset;
+/* At most placed_max objects followed per pass. */
+struct cr_walkset *cr_walkset_new(size_t placed_max);
+void cr_walkset_free(struct cr_walkset *w);
+/* A new pass: nothing seen (at most max inodes will be), nothing placed. */
+void cr_walkset_clear(struct cr_walkset *w, size_t max);
+/* The pass meets an inode: 0 the first time, 1 when met before; *counted
+ * is then the bytes the pass counted for it so far. -E2BIG or -ENOMEM
+ * when it cannot be held. */
+int cr_walkset_see(struct cr_walkset *w, dev_t dev, ino_t ino,
+		   uint64_t **counted);
+/* Follow an object (fd: an O_PATH descriptor of it, consumed) for the
+ * pass; one followed already is not added again. 0, -E2BIG when full,
+ * -ENOMEM. */
+int cr_walkset_place(struct cr_walkset *w, int fd, dev_t dev, ino_t ino);
+/* Stop following an object (its last name went). */
+void cr_walkset_forget(struct cr_walkset *w, dev_t dev, ino_t ino);
+size_t cr_walkset_nplaced(const struct cr_walkset *w);
+int cr_walkset_placed_fd(const struct cr_walkset *w, size_t i);
 
 /* Area set-up, before the child exists: measures the workspace's baseline
  * and starts the poll timer. 0 or -errno. */
@@ -137,6 +167,21 @@ int cr_budget_on_send_fd(struct cr_run *run, int fd);
  * from now on (the listings of kinds the run never made are skipped). */
 void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
 			      int proto);
+/* The filesystem layer is about to change, or just changed, the names of
+ * the object res names (in a writable root; /dev/shm is measured apart):
+ * a creation, a rename's
+ * or link's new name, both names of an exchange, a name about to be
+ * removed from a file that keeps others. A pass of the disk walk in
+ * progress measures it at its end wherever it went, unless the walk met
+ * it (a pass spread over ticks could otherwise be dodged by moving data
+ * behind the walker). */
+struct cr_fsres;
+void cr_budget_on_placed(struct cr_run *run, const struct cr_fsres *res);
+/* The last name of the object st describes (res's lstat before) just
+ * went: the pass stops following it. Its storage is the ledger's
+ * business from now on (fs/held.c), and a handle of ours must not keep it
+ * on the disk. */
+void cr_budget_on_unnamed(struct cr_run *run, const struct stat *st);
 /* An entry of a writable root was removed (unlink, rmdir, a rename onto an
  * existing name): the files count is of entries the run added, net. */
 void cr_budget_on_remove(struct cr_run *run);

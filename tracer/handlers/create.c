@@ -91,6 +91,8 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 		   mknodat(res.dirfd, res.name, mode, 0);
 	rc = rc < 0 ? errno : 0;
 	cr_fs_umask_leave();
+	if (!rc)
+		cr_budget_on_placed(run, &res);
 	cr_fsres_free(&res);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }
@@ -152,6 +154,8 @@ static struct cr_verdict do_symlink(struct cr_run *run,
 	rc = -cr_budget_on_create(run, (pid_t)n->pid);
 	if (!rc)
 		rc = symlinkat(target, res.dirfd, res.name) < 0 ? errno : 0;
+	if (!rc)
+		cr_budget_on_placed(run, &res);
 	cr_fsres_free(&res);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }

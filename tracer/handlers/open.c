@@ -260,6 +260,8 @@ static struct cr_verdict do_open(struct cr_run *run,
 	/* A file born without a name: the ledger follows it (fs/held.c). */
 	if ((flags & __O_TMPFILE) == __O_TMPFILE)
 		cr_fs_held_add(run, fd);
+	else if (!res.exists)
+		cr_budget_on_placed(run, &res);
 	cr_fsres_free(&res);
 send:
 	{

@@ -58,13 +58,19 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 			cr_fsres_free(&res);
 			return CR_V_ERR(-rc);
 		}
+		/* A file that keeps other names: a walk that met one of
+		 * them counted only its share (budget.c). */
+		if (!(flags & AT_REMOVEDIR) && res.st.st_nlink > 1)
+			cr_budget_on_placed(run, &res);
 		cr_slow_begin();
 		rc = unlinkat(res.dirfd, res.name, flags);
 		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, keep, rc == 0);
-		if (!rc)
+		if (!rc) {
 			cr_budget_on_remove(run);
+			cr_budget_on_unnamed(run, &res.st);
+		}
 	}
 	cr_fsres_free(&res);
 	return v;
@@ -150,6 +156,8 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			    CR_V_ERR(errno) : CR_V_VAL(0);
 			cr_slow_end();
 		}
+		if (v.kind == CR_V_VALUE)
+			cr_budget_on_placed(run, &b);
 	} else if (b.exists && S_ISREG(b.st.st_mode) &&
 		   !(flags & RENAME_EXCHANGE) &&
 		   (rc = cr_fs_held_room(run))) {
@@ -165,6 +173,9 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			cr_fsres_free(&b);
 			return CR_V_ERR(-rc);
 		}
+		if (b.exists && !(flags & RENAME_EXCHANGE) &&
+		    !S_ISDIR(b.st.st_mode) && b.st.st_nlink > 1)
+			cr_budget_on_placed(run, &b);	/* see do_unlink */
 		cr_slow_begin();
 		rc = (int)syscall(SYS_renameat2, a.dirfd, a.name, b.dirfd,
 				  b.name, flags);
@@ -182,8 +193,15 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			    !(fstatat(a.dirfd, a.name, &now,
 				      AT_SYMLINK_NOFOLLOW) == 0 &&
 			      now.st_dev == a.st.st_dev &&
-			      now.st_ino == a.st.st_ino))
+			      now.st_ino == a.st.st_ino)) {
 				cr_budget_on_remove(run);
+				cr_budget_on_unnamed(run, &b.st);
+			}
+			/* The object moved, maybe behind the walk (budget.c);
+			 * an exchange moved two. */
+			cr_budget_on_placed(run, &b);
+			if (flags & RENAME_EXCHANGE)
+				cr_budget_on_placed(run, &a);
 		}
 	}
 	cr_fsres_free(&a);
@@ -269,8 +287,11 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 		rc = linkat(AT_FDCWD, p, b.dirfd, b.name, AT_SYMLINK_FOLLOW) < 0 ?
 		     -errno : 0;
 		cr_slow_end();
-		if (rc)
+		if (rc) {
 			cr_budget_on_remove(run);
+		} else {
+			cr_budget_on_placed(run, &b);
+		}
 	}
 	cr_fsres_free(&b);
 	close(fd);
