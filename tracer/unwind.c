@@ -19,6 +19,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -123,6 +124,7 @@ static struct {
 static struct mapping {
 	unsigned long lo, hi, off, ino;
 	char dev[16];
+	unsigned maj, min;	/* dev, parsed */
 	const char *name;
 	size_t nlen;
 } *mappings;
@@ -182,10 +184,34 @@ static int snapshot(pid_t tid)
 
 /* ---- the helper ---- */
 
+/* Is st the inode of a mapping of the snapshot (its device and inode
+ * number as the maps line gives them)? want: that mapping's; NULL: any
+ * (libunwind opens a mapping's file by its name, or by
+ * /proc/<pid>/root/ and the name: the name does not matter, the inode
+ * does). */
+static bool is_mapped(const struct stat *st, const struct mapping *want)
+{
+	for (size_t i = 0; i < nmappings; i++) {
+		const struct mapping *m = want ? want : &mappings[i];
+
+		if (m->maj == major(st->st_dev) && m->min == minor(st->st_dev) &&
+		    m->ino == (unsigned long)st->st_ino)
+			return true;
+		if (want)
+			break;
+	}
+	return false;
+}
+
 /* Opens a name the program chose: regular files only, without blocking
  * and without the side effects of opening a FIFO or a device (an O_PATH
- * look first, then a reopen of that very inode). */
-static long open_plain(int dirfd, const char *path)
+ * look first, then a reopen of that very inode), and only the inode the
+ * task mapped under that name: a link planted at a mapping's name (a
+ * deleted file's "NAME (deleted)") led the helper to any file the user
+ * can read, whose bytes came back as frame addresses. check false: the
+ * snapshot's own maps copy. */
+static long open_plain(int dirfd, const char *path, bool check,
+		       const struct mapping *want)
 {
 	char fdpath[32] = "/proc/self/fd/";
 	struct stat st;
@@ -197,7 +223,8 @@ static long open_plain(int dirfd, const char *path)
 	p = syscall(SYS_openat, dirfd, path, O_PATH | O_CLOEXEC);
 	if (p < 0)
 		return -errno;
-	if (syscall(SYS_fstat, p, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (syscall(SYS_fstat, p, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (check && !is_mapped(&st, want))) {
 		syscall(SYS_close, p);
 		return -ENXIO;
 	}
@@ -232,9 +259,10 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 
 		/* A fresh open file description, at offset 0. */
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", snap.maps_fd);
-		rc = open_plain(AT_FDCWD, fdpath);
+		rc = open_plain(AT_FDCWD, fdpath, false, NULL);
 	} else {
-		rc = open_plain((int)g[REG_RDI], path);
+		rc = path ? open_plain((int)g[REG_RDI], path, true, NULL) :
+			    -EFAULT;
 	}
 	g[REG_RAX] = rc;
 	errno = saved;
@@ -252,7 +280,8 @@ static void parse_maps(void)
 
 		if (sscanf(l, "%lx-%lx %7s %lx %15s %lu %n", &m.lo, &m.hi, perms,
 			   &m.off, m.dev, &m.ino, &name) >= 6 && name &&
-		    l[name] == '/' && m.ino && m.lo < m.hi) {
+		    l[name] == '/' && m.ino && m.lo < m.hi &&
+		    sscanf(m.dev, "%x:%x", &m.maj, &m.min) == 2) {
 			m.name = l + name;
 			m.nlen = nl ? (size_t)(nl - m.name) : strlen(m.name);
 			if (nmappings == cap) {
@@ -300,7 +329,7 @@ static int file_read(unsigned long addr, void *out, size_t len)
 			close(snap.file_fd);
 		memcpy(path, m->name, m->nlen);
 		path[m->nlen] = 0;
-		snap.file_fd = (int)open_plain(AT_FDCWD, path);
+		snap.file_fd = (int)open_plain(AT_FDCWD, path, true, m);
 		snap.file_ino = m->ino;
 		snprintf(snap.file_dev, sizeof(snap.file_dev), "%s", m->dev);
 		snap.page_len = 0;
@@ -503,6 +532,8 @@ static void helper(int answer, pid_t parent)
 	lim.rlim_cur = lim.rlim_max = vm + (256UL << 20);
 	if (!vm || setrlimit(RLIMIT_AS, &lim) < 0)
 		_exit(2);
+	/* Before any open: on_sigsys judges names against this table. */
+	parse_maps();
 	sa.sa_handler = NULL;
 	sa.sa_sigaction = on_sigsys;
 	sa.sa_flags = SA_SIGINFO;

@@ -235,6 +235,17 @@ def shm_peer(t, what, name):
     return p, sig
 
 
+def shm_peer_ready(t, what, name, thing):
+    """shm_peer, once the run has made its object (thing, for the
+    message)."""
+    p, sig = shm_peer(t, what, name)
+    if not wait_for(lambda: os.path.exists(os.path.join(sig, "ready")), 30):
+        p.kill()
+        t.finish(p)
+        true(False, "the run never made its " + thing)
+    return p, sig
+
+
 def shm_gone(path):
     try:
         os.unlink(path)
@@ -280,10 +291,8 @@ def storage_dev_shm_run_object_is_not_the_hosts(t):
     object, and the run keeps its own."""
     name = "crsh-" + t.marker[-12:]
     path = "/dev/shm/" + name
-    p, sig = shm_peer(t, "plant", name)
+    p, sig = shm_peer_ready(t, "plant", name, "object")
     try:
-        true(wait_for(lambda: os.path.exists(os.path.join(sig, "ready")), 30),
-             "the run never made its object")
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         got = os.pread(fd, 64, 0)
         os.close(fd)
@@ -317,10 +326,8 @@ def storage_dev_shm_semaphore_is_not_squatted(t):
     run's, held at 0 (locked out). Now it gets its own, at 1."""
     name = "crsem-" + t.marker[-12:]
     path = "/dev/shm/sem." + name
-    p, sig = shm_peer(t, "sem", name)
+    p, sig = shm_peer_ready(t, "sem", name, "semaphore")
     try:
-        true(wait_for(lambda: os.path.exists(os.path.join(sig, "ready")), 30),
-             "the run never made its semaphore")
         libc = ctypes.CDLL(None, use_errno=True)
         libc.sem_open.restype = ctypes.c_void_p
         s = libc.sem_open(("/" + name).encode(), ctypes.c_int(os.O_CREAT),

@@ -163,6 +163,8 @@ class DnsServer:
     """A loopback upstream resolver (UDP) answering every A query with one
     address; it records the names it is asked."""
 
+    gate = None		# a threading.Event every answer waits for
+
     def __init__(self, answer):
         self.answer = answer
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -191,7 +193,12 @@ class DnsServer:
             if an:
                 out += struct.pack(">HHHIH", 0xc00c, 1, 1, 60, 4) + \
                     socket.inet_aton(self.answer)
-            self.sock.sendto(out, peer)
+            if self.gate is not None:
+                self.gate.wait(60)
+            try:
+                self.sock.sendto(out, peer)
+            except OSError:
+                return
 
     def close(self):
         self.sock.close()
@@ -582,43 +589,17 @@ print("program done")
 """
 
 
-class GatedDns:
-    """A loopback upstream resolver (UDP) that holds every answer until
-    opened, then answers A queries with 203.0.113.7."""
+class GatedDns(DnsServer):
+    """DnsServer for 203.0.113.7 that holds every answer until its gate
+    opens."""
 
     def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.asked = []
         self.gate = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                m, peer = self.sock.recvfrom(2048)
-            except OSError:
-                return
-            off = 12
-            try:
-                while m[off]:
-                    off += m[off] + 1
-            except IndexError:
-                continue
-            self.asked.append(m[12:off])
-            self.gate.wait(60)
-            out = m[:2] + struct.pack(">HHHHH", 0x8180, 1, 1, 0, 0) + \
-                m[12:off + 5] + struct.pack(">HHHIH", 0xc00c, 1, 1, 60, 4) + \
-                socket.inet_aton("203.0.113.7")
-            try:
-                self.sock.sendto(out, peer)
-            except OSError:
-                return
+        super().__init__("203.0.113.7")
 
     def close(self):
         self.gate.set()
-        self.sock.close()
+        super().close()
 
 
 def proc_peer(table, port, state):

@@ -264,3 +264,27 @@ def supervisor_stacks_names_are_escaped(t):
         if "zzzzzzzzSTUB" in f:
             true(f.startswith('\\xff\\xfe"\\xc0\\x80'), "escaped: %r" % f)
     t.assert_next_run_ok()
+
+
+@test
+def supervisor_stacks_read_only_the_mapped_file(t):
+    """The unwinder reads code and frames the stack copy lacks from the
+    file a mapping names. A program mapped a workspace file, unlinked it,
+    put a link at the name the maps show ("f (deleted)") to a file outside
+    every root, and took a denial with its frame pointer in the mapping:
+    the helper followed the link and the target's bytes came back as a
+    frame's address (a private key, 8 bytes a denial). Now the helper
+    opens only the inode the task mapped."""
+    secret = t.path("outside", "key")
+    os.makedirs(os.path.dirname(secret))
+    with open(secret, "wb") as f:
+        f.write(b"01234567SECRET42" + b"x" * 4080)
+    word = "0x%x" % int.from_bytes(b"SECRET42", "little")
+    denied = t.path("nothing-here")
+    run = stack_run(t, t.prog("stack_doors"), ["leak", secret, denied])
+    r = t.result(run)
+    contains(r.get("stdout") or "", "leak openat: -", "the stub's call")
+    d = the_denial(r, denied)
+    for fr in d.get("stack") or []:
+        true(word not in fr, "a frame carries the secret's bytes: %r" % fr)
+    t.assert_next_run_ok()

@@ -8,6 +8,12 @@
  *   name PATH      open PATH by a raw openat in zzzzzzzzzzzzzzzzSTUB (the
  *                  tests patch this binary's symbol table and that name),
  *                  print "openat: N".
+ *   leak TARGET PATH  map ./f (empty, shared) after an anonymous page,
+ *                  unlink it, make "f (deleted)" a link to TARGET, then
+ *                  open PATH (denied) from code that set the stack pointer
+ *                  at the mapping and the frame pointer into it: an
+ *                  unwinder that reads "the mapped file" by its name
+ *                  reads TARGET's word at offset 8 as a return address.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -70,14 +76,57 @@ static int fifo(const char *path, long mib)
 	return 0;
 }
 
+static int leak(const char *target, const char *path)
+{
+	/* push rbp; push rbx; mov rbx, rsp; mov rsp, rcx; mov rbp, r8;
+	 * mov eax, 257 (openat); syscall; mov rsp, rbx; pop rbx; pop rbp;
+	 * ret */
+	static const unsigned char code[] = {
+		0x55, 0x53, 0x48, 0x89, 0xe3, 0x48, 0x89, 0xcc, 0x4c, 0x89,
+		0xc5, 0xb8, 0x01, 0x01, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89,
+		0xdc, 0x5b, 0x5d, 0xc3 };
+	long (*go)(long, const char *, long, char *, char *);
+	char cwd[2048], name[2100];
+	unsigned char *c;
+	char *x, *f;
+	int fd;
+
+	fd = open("f", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	x = mmap(NULL, 4096 * 4, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fd < 0 || x == MAP_FAILED)
+		return perror("f"), 1;
+	f = x + 4096;
+	if (mmap(f, 4096 * 2, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != f)
+		return perror("mmap f"), 1;
+	close(fd);
+	if (!getcwd(cwd, sizeof(cwd)) || unlink("f") < 0)
+		return perror("unlink"), 1;
+	snprintf(name, sizeof(name), "%s/f (deleted)", cwd);
+	if (symlink(target, name) < 0)
+		return perror("symlink"), 1;
+	c = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return perror("mmap"), 1;
+	memcpy(c, code, sizeof(code));
+	if (mprotect(c, 4096, PROT_READ | PROT_EXEC) < 0)
+		return perror("mprotect"), 1;
+	go = (long (*)(long, const char *, long, char *, char *))(void *)c;
+	printf("leak openat: %ld\n", go(AT_FDCWD, path, 0, f - 8, f));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "leak"))
+		return leak(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "fifo"))
 		return fifo(argv[2], atol(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "name")) {
 		printf("openat: %ld\n", zzzzzzzzzzzzzzzzSTUB(argv[2]));
 		return 0;
 	}
-	fprintf(stderr, "usage: stack_doors fifo PATH MIB | name PATH\n");
+	fprintf(stderr, "usage: stack_doors fifo PATH MIB | name PATH | leak TARGET PATH\n");
 	return 2;
 }
