@@ -18,9 +18,10 @@ would end the run:
 
 import ctypes
 import os
+import shutil
 import subprocess
 
-from harness import CFG, eq, true, test, workspaces, check_result_shape, _show, \
+from harness import CFG, eq, true, contains, test, workspaces, check_result_shape, _show, \
     wait_for
 
 MIB = 1 << 20
@@ -348,3 +349,32 @@ def storage_dev_shm_semaphore_is_not_squatted(t):
             t.finish(p)
         shm_gone(path)
     t.assert_next_run_ok()
+
+
+@test
+def storage_workspace_under_dev_shm_is_itself(t):
+    """A workspace (or --rw root) the caller puts under /dev/shm is that
+    directory, not the run's private /dev/shm directory: translated, an
+    absolute path into it missed it (cat "$PWD/a": ENOENT), and files made
+    under it went into the private directory, where anything below 8
+    levels was neither counted nor removed (100 MiB under disk=10MiB ended
+    ok and outlived the run and `corral gc`)."""
+    ws = "/dev/shm/crws-" + t.marker[-12:]
+    os.mkdir(ws, 0o700)
+    try:
+        script = ('echo hi > a; cat "$PWD/a"; P="$PWD/1/2/3/4/5/6/7/8/9/10"; '
+                  'mkdir -p "$P" && head -c 33554432 /dev/zero > "$P/big"; '
+                  'echo wrote')
+        run = t.corral(["run", "--json", "-w", ws, "--limit", "disk=10MiB",
+                        "--", "sh", "-c", script])
+        r = t.result(run)
+        eq(r.get("status"), "limit_exceeded",
+           "status (message %r, stderr %r)" % (r.get("message"),
+                                                r.get("stderr")))
+        eq(r.get("limit"), "disk", "limit")
+        contains(r.get("stdout") or "", "hi\n", "the absolute path's read")
+        true(os.path.exists(os.path.join(ws, "a")),
+             "the file is in the workspace itself")
+        t.assert_next_run_ok()
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)

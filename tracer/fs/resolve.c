@@ -547,6 +547,22 @@ static int pipe_link(struct walk *w, const char *nm, const char *cand,
 	return 0;
 }
 
+/* Is path (a name directly in /dev/shm) a root the caller named there, or
+ * on the way to one? */
+static bool shm_root_at(const struct cr_fsstate *fs, const char *path,
+			size_t len)
+{
+	for (size_t i = 0; i < fs->rules.nroots; i++) {
+		const struct cr_fsroot *r = &fs->rules.roots[i];
+
+		if (r->len > 9 && !memcmp(r->path, "/dev/shm/", 9) &&
+		    (cr_path_within(r->path, r->len, path, len) ||
+		     cr_path_within(path, len, r->path, r->len)))
+			return true;
+	}
+	return false;
+}
+
 static int step(struct walk *w, const char *name, size_t nlen, bool last,
 		struct cr_fsres *res)
 {
@@ -586,11 +602,16 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			return -ELOOP;
 		return splice_in(w, sub, (size_t)l) ?: 1;	/* 1: walk on */
 	}
-	if (w->clen == 8 && !memcmp(w->cur, "/dev/shm", 8)) {
+	if (w->clen == 8 && !memcmp(w->cur, "/dev/shm", 8) &&
+	    !shm_root_at(w->run->fs, cand,
+			 join(cand, w->cur, w->clen, name, nlen))) {
 		/* /dev/shm/NAME is NAME in the run's private directory
 		 * (fs/shm.c): the names the user's other programs meet
 		 * there are never the run's. That directory's own name,
-		 * met in an fd's path, is /dev/shm itself. */
+		 * met in an fd's path, is /dev/shm itself. A root the
+		 * caller named under /dev/shm (-w /dev/shm/job) is itself:
+		 * translated, the run's files went into the private
+		 * directory, out of the walk's and the cleanup's reach. */
 		int p = cr_fs_shm_dir(w->run);
 
 		if (p < 0)
