@@ -179,6 +179,16 @@ static int mem_bound(struct rlimit *old)
 	return setrlimit(RLIMIT_AS, &lim) < 0 ? -errno : 0;
 }
 
+#ifdef __SANITIZE_ADDRESS__
+/* make asan: an allocation past the bound returns NULL, as libc's does,
+ * where AddressSanitizer would abort the supervisor by default. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+#endif
+
 struct ex {
 	struct cr_io_place *p;
 	struct archive *a;
