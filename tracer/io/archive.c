@@ -150,16 +150,28 @@ static const char *type_name(mode_t t)
  * is read: what it has mapped then (libarchive loaded) plus this. An
  * allocation past it fails, and the decoder's error refuses the input.
  * zstd is bounded by libzstd itself (windows past 128 MiB are refused).
+ * corral's own record of each entry (a path of up to PATH_MAX, the
+ * entry, its index slots) gets room of its own, per entry the files
+ * budget allows (at most a million): 40 000 entries of 3.7 KB paths
+ * held 150 MiB.
  */
 #define CR_IO_DECODE_MEM (256ull << 20)
+#define CR_IO_ENTRY_MEM (PATH_MAX + 512ull)
+
+/* What decoding and the records may take, for max_files entries. */
+static unsigned long long mem_room(uint64_t max_files)
+{
+	return CR_IO_DECODE_MEM +
+	       (max_files < 1000000 ? max_files : 1000000) * CR_IO_ENTRY_MEM;
+}
 
 /* Lower the soft RLIMIT_AS to that (never raise it); *old is the limit to
  * put back before anything else runs. The supervisor is single-threaded
  * here and the program does not exist yet: nothing else feels it. */
-static int mem_bound(struct rlimit *old)
+static int mem_bound(struct rlimit *old, uint64_t max_files)
 {
 	struct rlimit lim;
-	unsigned long long pages;
+	unsigned long long pages, room = mem_room(max_files);
 	long pg = sysconf(_SC_PAGESIZE);
 	FILE *f;
 	int n;
@@ -174,8 +186,8 @@ static int mem_bound(struct rlimit *old)
 	if (n != 1 || pg <= 0)
 		return -EIO;
 	lim = *old;
-	if (pages * (unsigned long long)pg + CR_IO_DECODE_MEM < lim.rlim_cur)
-		lim.rlim_cur = pages * (unsigned long long)pg + CR_IO_DECODE_MEM;
+	if (pages * (unsigned long long)pg + room < lim.rlim_cur)
+		lim.rlim_cur = pages * (unsigned long long)pg + room;
 	return setrlimit(RLIMIT_AS, &lim) < 0 ? -errno : 0;
 }
 
@@ -230,7 +242,7 @@ static const char *la_why(struct ex *x, char *buf, size_t len)
 	if (la.err_no(x->a) != ENOMEM)
 		return e ? e : "corrupt";
 	snprintf(buf, len, "decoding needs more memory than corral gives it (%llu MiB: a declared dictionary or window too large): %s",
-		 CR_IO_DECODE_MEM >> 20, e ? e : "out of memory");
+		 mem_room(x->p->max_files) >> 20, e ? e : "out of memory");
 	return buf;
 }
 
@@ -415,7 +427,7 @@ int cr_io_archive_extract(struct cr_io_place *p, int fd, const char *label,
 	la.read_support_format_tar(x.a);
 	la.read_support_format_zip(x.a);
 	enable_filters(x.a);
-	if ((rc = mem_bound(&old))) {
+	if ((rc = mem_bound(&old, p->max_files))) {
 		cr_errf(p->why, sizeof(p->why), "input %s: cannot bound the memory of decoding: %s",
 			label, strerror(-rc));
 		la.read_free(x.a);
