@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <archive.h>
 #include <archive_entry.h>
@@ -42,6 +44,9 @@ static struct {
 	int (*read_data_block)(la_arch *, const void **, size_t *, la_int64_t *);
 	int (*read_free)(la_arch *);
 	const char *(*error_string)(la_arch *);
+	int (*err_no)(la_arch *);
+	la_int64_t (*filter_bytes)(la_arch *, int);
+	int (*filter_count)(la_arch *);
 	const char *(*entry_pathname)(la_entry *);
 	const char *(*entry_pathname_utf8)(la_entry *);
 	const char *(*entry_hardlink)(la_entry *);
@@ -69,7 +74,8 @@ static int la_load(char *why, size_t len)
 		SYM(read_support_filter_compress), SYM(read_support_format_tar),
 		SYM(read_support_format_zip), SYM(read_new), SYM(read_open_fd),
 		SYM(read_next_header), SYM(read_data_block), SYM(read_free),
-		SYM(error_string), SYM(entry_pathname), SYM(entry_pathname_utf8),
+		SYM(error_string), { "archive_errno", offsetof(__typeof__(la), err_no) },
+		SYM(filter_bytes), SYM(filter_count), SYM(entry_pathname), SYM(entry_pathname_utf8),
 		SYM(entry_hardlink), SYM(entry_symlink), SYM(entry_filetype),
 		SYM(entry_perm), SYM(entry_size), SYM(entry_size_is_set),
 #undef SYM
@@ -133,6 +139,68 @@ static const char *type_name(mode_t t)
 	}
 }
 
+/*
+ * What decoding may take. libarchive 3.6.2 gives liblzma no memory limit
+ * (UINT64_MAX, and no option to set one): a .tar.xz whose block header
+ * declared a 2 GiB dictionary had it allocated and filled, and corral
+ * reached 2 GiB resident from a 305 KB archive. .lzma and lzip headers,
+ * zip's lzma, xz and PPMd entries declare their sizes too, in any layer
+ * of a chain of filters, where no header can be read before libarchive
+ * reads it. So corral's address space itself is bounded while an archive
+ * is read: what it has mapped then (libarchive loaded) plus this. An
+ * allocation past it fails, and the decoder's error refuses the input.
+ * zstd is bounded by libzstd itself (windows past 128 MiB are refused).
+ * corral's own record of each entry (a path of up to PATH_MAX, the
+ * entry, its index slots) gets room of its own, per entry the files
+ * budget allows (at most a million): 40 000 entries of 3.7 KB paths
+ * held 150 MiB.
+ */
+#define CR_IO_DECODE_MEM (256ull << 20)
+#define CR_IO_ENTRY_MEM (PATH_MAX + 512ull)
+
+/* What decoding and the records may take, for max_files entries. */
+static unsigned long long mem_room(uint64_t max_files)
+{
+	return CR_IO_DECODE_MEM +
+	       (max_files < 1000000 ? max_files : 1000000) * CR_IO_ENTRY_MEM;
+}
+
+/* Lower the soft RLIMIT_AS to that (never raise it); *old is the limit to
+ * put back before anything else runs. The supervisor is single-threaded
+ * here and the program does not exist yet: nothing else feels it. */
+static int mem_bound(struct rlimit *old, uint64_t max_files)
+{
+	struct rlimit lim;
+	unsigned long long pages, room = mem_room(max_files);
+	long pg = sysconf(_SC_PAGESIZE);
+	FILE *f;
+	int n;
+
+	if (getrlimit(RLIMIT_AS, old) < 0)
+		return -errno;
+	f = fopen("/proc/self/statm", "re");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu", &pages);
+	fclose(f);
+	if (n != 1 || pg <= 0)
+		return -EIO;
+	lim = *old;
+	if (pages * (unsigned long long)pg + room < lim.rlim_cur)
+		lim.rlim_cur = pages * (unsigned long long)pg + room;
+	return setrlimit(RLIMIT_AS, &lim) < 0 ? -errno : 0;
+}
+
+#ifdef __SANITIZE_ADDRESS__
+/* make asan: an allocation past the bound returns NULL, as libc's does,
+ * where AddressSanitizer would abort the supervisor by default. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+#endif
+
 struct ex {
 	struct cr_io_place *p;
 	struct archive *a;
@@ -165,6 +233,48 @@ static int place_error(struct ex *x, const char *entry, int rc)
 	return cr_io_place_error(x->p, x->label, entry, rc);
 }
 
+/* libarchive's reason for a failed read: an allocation past the bound
+ * above (a declared dictionary or window too large) says so. */
+static const char *la_why(struct ex *x, char *buf, size_t len)
+{
+	const char *e = la.error_string(x->a);
+
+	if (la.err_no(x->a) != ENOMEM)
+		return e ? e : "corrupt";
+	snprintf(buf, len, "decoding needs more memory than corral gives it (%llu MiB: a declared dictionary or window too large): %s",
+		 mem_room(x->p->max_files) >> 20, e ? e : "out of memory");
+	return buf;
+}
+
+/*
+ * The data of an entry that places no file (a pax hard link keeps its
+ * declared size; any entry may carry data libarchive would skip): read
+ * here and counted against the disk budget, never written. Left unread,
+ * libarchive inflated it unseen to reach the next header: 10 GiB of a
+ * hard link's data in 17 KB kept the supervisor busy 74 s, outside every
+ * budget, deaf to SIGTERM.
+ */
+static int drain(struct ex *x, const char *entry)
+{
+	char why[200];
+
+	for (;;) {
+		const void *buf;
+		size_t len;
+		la_int64_t off;
+		int r = la.read_data_block(x->a, &buf, &len, &off), rc;
+
+		if (r == ARCHIVE_EOF)
+			return 0;
+		if (r < ARCHIVE_WARN)
+			return refuse(x, entry, -EPERM, "unreadable data: %s",
+				      la_why(x, why, sizeof(why)));
+		if ((rc = cr_io_place_check(x->p)) ||
+		    (rc = cr_io_place_skip(x->p, len)))
+			return place_error(x, entry, rc);
+	}
+}
+
 static int data(struct ex *x, const char *entry, struct archive_entry *e)
 {
 	int fd = cr_io_place_file(x->p, x->path, x->skip,
@@ -182,9 +292,11 @@ static int data(struct ex *x, const char *entry, struct archive_entry *e)
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r < ARCHIVE_WARN || off < 0) {
+			char why[200];
+
 			close(fd);
 			return refuse(x, entry, -EPERM, "unreadable data: %s",
-				      la.error_string(x->a) ?: "corrupt");
+				      la_why(x, why, sizeof(why)));
 		}
 		rc = cr_io_place_write(x->p, fd, buf, len, (uint64_t)off);
 		if (rc)
@@ -255,7 +367,7 @@ static int one(struct ex *x, struct archive_entry *e)
 			return refuse(x, raw, -EPERM,
 				      "a hard link to %s, which is not an earlier file of the archive",
 				      cr_str_quote(hl, q, sizeof(q)));
-		return rc ? place_error(x, raw, rc) : 0;
+		return rc ? place_error(x, raw, rc) : drain(x, raw);
 	}
 	switch (type) {
 	case AE_IFDIR:
@@ -263,7 +375,7 @@ static int one(struct ex *x, struct archive_entry *e)
 		if (rc < 0)
 			return place_error(x, raw, rc);
 		close(rc);
-		return 0;
+		return drain(x, raw);
 	case AE_IFREG:
 		if (!x->name[0])
 			return refuse(x, raw, -EPERM, "a file named as the destination itself");
@@ -279,7 +391,7 @@ static int one(struct ex *x, struct archive_entry *e)
 				      "a symbolic link to %s, which leaves the destination",
 				      cr_str_quote(t ? t : "", q, sizeof(q)));
 		rc = cr_io_place_symlink(x->p, x->path, x->skip, t);
-		return rc ? place_error(x, raw, rc) : 0;
+		return rc ? place_error(x, raw, rc) : drain(x, raw);
 	}
 	default:
 		return refuse(x, raw, -EPERM, "%s (only files, directories and links are extracted)",
@@ -287,43 +399,84 @@ static int one(struct ex *x, struct archive_entry *e)
 	}
 }
 
+/*
+ * What one header read may decode for free: a pax or GNU header naming a
+ * path and a link target of PATH_MAX each, with room. Past it the bytes
+ * count as skipped data: libarchive reads up to 32 special headers of
+ * 1 MiB each for one entry, all inside one call.
+ */
+#define CR_IO_HEADER_FREE (16 << 10)
+
 int cr_io_archive_extract(struct cr_io_place *p, int fd, const char *label,
 			  const char *dest)
 {
 	struct ex x = { .p = p, .label = label, .dest = dest,
 			.skip = dest[0] ? strlen(dest) + 1 : 0 };
 	struct archive_entry *e;
+	struct rlimit old;
+	char why[200];
 	int rc = 0, r;
 
 	if ((rc = la_load(p->why, sizeof(p->why))))
 		return rc;
 	/* A hard link may name only what this archive placed. */
-	p->scope = p->n;
+	cr_io_place_scope(p);
 	x.a = la.read_new();
 	if (!x.a)
 		return -ENOMEM;
 	la.read_support_format_tar(x.a);
 	la.read_support_format_zip(x.a);
 	enable_filters(x.a);
-	if (la.read_open_fd(x.a, fd, 65536) != ARCHIVE_OK) {
-		cr_errf(p->why, sizeof(p->why), "input %s: not a tar or zip archive: %s",
-			label, la.error_string(x.a) ?: "unknown format");
+	if ((rc = mem_bound(&old, p->max_files))) {
+		cr_errf(p->why, sizeof(p->why), "input %s: cannot bound the memory of decoding: %s",
+			label, strerror(-rc));
 		la.read_free(x.a);
-		return -EPERM;
+		return rc;
+	}
+	if (la.read_open_fd(x.a, fd, 65536) != ARCHIVE_OK) {
+		if (la.err_no(x.a) == ENOMEM)
+			cr_errf(p->why, sizeof(p->why), "input %s: %s", label,
+				la_why(&x, why, sizeof(why)));
+		else
+			cr_errf(p->why, sizeof(p->why), "input %s: not a tar or zip archive: %s",
+				label, la.error_string(x.a) ?: "unknown format");
+		rc = -EPERM;
 	}
 	while (!rc) {
+		la_int64_t at = la.filter_bytes(x.a, 0), d;
+
+		/* Between entries too: a call of libarchive's decodes at
+		 * most the headers below, then comes back here. */
+		if ((rc = cr_io_place_check(p))) {
+			rc = place_error(&x, NULL, rc);
+			break;
+		}
 		r = la.read_next_header(x.a, &e);
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r < ARCHIVE_WARN) {
 			cr_errf(p->why, sizeof(p->why),
 				"input %s: unreadable archive after %zu entries: %s",
-				label, p->n, la.error_string(x.a) ?: "corrupt");
+				label, p->n, la_why(&x, why, sizeof(why)));
 			rc = -EPERM;
+			break;
+		}
+		/* Headers decoded (a filter inflated them; a plain file's
+		 * bytes cost only their reading). */
+		d = la.filter_bytes(x.a, 0) - at;
+		if (la.filter_count(x.a) > 1 && at >= 0 && d > CR_IO_HEADER_FREE &&
+		    (rc = cr_io_place_skip(p, (uint64_t)(d - CR_IO_HEADER_FREE)))) {
+			rc = place_error(&x, la.entry_pathname(e) ?: "?", rc);
 			break;
 		}
 		rc = one(&x, e);
 	}
 	la.read_free(x.a);
+	/* Before anything else runs, the program above all. */
+	if (setrlimit(RLIMIT_AS, &old) < 0 && !rc) {
+		rc = -errno;
+		cr_errf(p->why, sizeof(p->why), "input %s: cannot restore the address-space limit: %s",
+			label, strerror(-rc));
+	}
 	return rc;
 }

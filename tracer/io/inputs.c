@@ -4,8 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 
 #include "io.h"
@@ -329,6 +332,10 @@ static int copy_dir(struct walk *w, int dirfd, int depth)
 		srel = srel_of(w);
 		if (entry_hidden(w, srel))
 			continue;
+		if ((rc = cr_io_place_check(w->p))) {
+			rc = cr_io_place_error(w->p, w->in->from, srel, rc);
+			break;
+		}
 		if (fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			rc = cr_io_place_error(w->p, w->in->from, srel, -errno);
 			break;
@@ -536,6 +543,29 @@ static int place_one(struct cr_run *run, struct cr_io_place *p,
 	return 0;
 }
 
+/* Placing's own deadline and cancellation, read between blocks and
+ * entries (place.c, archive.c). */
+static int check(struct cr_io_place *p)
+{
+	uint64_t now = cr_now_ns();
+	struct signalfd_siginfo si;
+
+	if (now >= p->deadline_ns)
+		return -ETIME;
+	/* The signals run.c gives the loop, read here before the loop
+	 * exists (every 10 ms at most). No child exists yet: a SIGCHLD
+	 * read here is nobody's. */
+	if (p->sigfd < 0 || now - p->sig_ns < 10000000ull)
+		return 0;
+	p->sig_ns = now;
+	while (read(p->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (si.ssi_signo != SIGCHLD) {
+			p->signo = (int)si.ssi_signo;
+			return -ECANCELED;
+		}
+	return 0;
+}
+
 int cr_io_inputs_place(struct cr_run *run)
 {
 	struct cr_io *io = run->io;
@@ -544,6 +574,12 @@ int cr_io_inputs_place(struct cr_run *run)
 		.umask = run->caller_umask,
 		.max_bytes = cfg->limits.v[CR_LIM_DISK],
 		.max_files = cfg->limits.v[CR_LIM_FILES],
+		/* Placing runs before the wall timer: it gets the wall
+		 * budget of its own, and the signals that cancel a run
+		 * cancel it (run.c blocked them into sigfd already). */
+		.check = check,
+		.deadline_ms = cfg->limits.v[CR_LIM_WALL],
+		.sigfd = run->sigfd,
 	};
 	cr_autoclose int ws = open(cfg->workspace, O_PATH | O_DIRECTORY |
 				   O_NOFOLLOW | O_CLOEXEC);
@@ -559,6 +595,9 @@ int cr_io_inputs_place(struct cr_run *run)
 		return -EIO;
 	}
 	p.ws_fd = ws;
+	p.deadline_ns = cr_now_ns();
+	p.deadline_ns += p.deadline_ms < (UINT64_MAX - p.deadline_ns) / 1000000u ?
+			 p.deadline_ms * 1000000u : UINT64_MAX - p.deadline_ns;
 	size_t i;
 
 	for (i = 0; !rc && i < io->nin; i++)
@@ -576,8 +615,18 @@ int cr_io_inputs_place(struct cr_run *run)
 		cr_io_place_undo(&p);
 		for (size_t k = 0; k < io->nin; k++)
 			io->in[k].kind = NULL;	/* none of them is there */
-		cr_run_end(run, rc == -EPERM ? CR_ST_POLICY_DENIED :
-			   CR_ST_PLATFORM_FAILURE, NULL, "%s", p.why);
+		if (rc == -ECANCELED) {
+			char sn[24];
+
+			cr_run_end(run, CR_ST_CANCELLED, NULL, "cancelled by %s (while input %s was placed)",
+				   cr_signame(p.signo, sn, sizeof(sn)) + 3,
+				   io->in[i - 1].from);
+		} else if (rc == -ETIME) {
+			cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "wall", "%s", p.why);
+		} else {
+			cr_run_end(run, rc == -EPERM ? CR_ST_POLICY_DENIED :
+				   CR_ST_PLATFORM_FAILURE, NULL, "%s", p.why);
+		}
 	}
 	cr_io_place_free(&p);
 	return rc;

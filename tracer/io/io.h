@@ -52,9 +52,19 @@ struct cr_io_place {
 	struct cr_io_entry *e;	/* owned: everything created, in order */
 	size_t n, cap;
 	uint64_t bytes, max_bytes;	/* every input together: disk budget */
+	uint64_t skipped;	/* decoded, never written: counted with bytes */
 	uint64_t files, max_files;	/* and files budget */
 	uint64_t entries;	/* archive entries read, placing or not */
 	size_t scope;		/* hard links name entries from here on only */
+	size_t *ix;		/* owned: files of the scope by path, index + 1 */
+	size_t ixcap, ixn;	/* slots (a power of two, or 0), used */
+	/* Between blocks and entries (inputs.c): 0, -ETIME or -ECANCELED. */
+	int (*check)(struct cr_io_place *p);
+	uint64_t deadline_ns;	/* placing ends by then (CLOCK_MONOTONIC) */
+	uint64_t deadline_ms;	/* the budget behind it, for the message */
+	uint64_t sig_ns;	/* the signalfd was last read then */
+	int sigfd;		/* the run's signalfd, borrowed; or -1 */
+	int signo;		/* the signal that cancelled placing */
 	struct cr_sha256 *h;	/* owned: the file being written */
 	uint64_t hoff;		/* bytes of it digested */
 	char why[512];		/* the refusal, one line */
@@ -95,6 +105,15 @@ int cr_io_place_link(struct cr_io_place *p, const char *rel, size_t skip,
 		     const char *earlier);
 /* Count one more entry: -EDQUOT past the files budget. */
 int cr_io_place_count(struct cr_io_place *p);
+/* Count n bytes decoded and never written (an archive's data that is
+ * skipped) against the same budget as written bytes: -EFBIG past it. */
+int cr_io_place_skip(struct cr_io_place *p, uint64_t n);
+/* Between blocks and entries: p->check's answer (-ETIME past the
+ * deadline, -ECANCELED once a signal that cancels the run is read, with
+ * p->signo), else 0. */
+int cr_io_place_check(struct cr_io_place *p);
+/* Hard links made from now on may name only files placed from now on. */
+void cr_io_place_scope(struct cr_io_place *p);
 /* p->why says why placing entry (NULL: the input itself) of input label
  * failed with rc; returns -EPERM when the input is refused for what it
  * holds, rc for a failure of the host. */
