@@ -699,9 +699,7 @@ def dns_gone(t, how):
                 except OSError:
                     break
         eq(got, [], "what the stranger on the run's old port received")
-        eq([d for d in denials_of(r, "dns")
-            if "stranger" in str(d.get("target"))], [],
-           "the stranger's question recorded as the run's denial")
+        no_stranger_denial(r)
     finally:
         if stranger:
             stranger.close()
@@ -768,33 +766,46 @@ print("program done")
         ws_wait(ws, "gone", "its close")
         stranger = take_port(socket.SOCK_STREAM, port)
         true(stranger, "the closed socket's port taken")
-        got = b""
-        if stranger:
-            stranger.settimeout(30)
-            try:
-                stranger.connect(responder)
-                q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + \
-                    b"\x08stranger\x04test\0\0\1\0\1"
-                stranger.sendall(struct.pack(">H", len(q)) + q)
-                stranger.shutdown(socket.SHUT_WR)
-                while True:
-                    b = stranger.recv(2048)
-                    if not b:
-                        break
-                    got += b
-            except OSError:
-                pass
+        q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + \
+            b"\x08stranger\x04test\0\0\1\0\1"
+        got = stranger_exchange(stranger, responder,
+                                struct.pack(">H", len(q)) + q)
         ws_mark(ws, "done")
         r = t.result(t.finish(p, timeout=90))
         contains(r.get("stdout") or "", "program done", "the program's end")
         eq(got, b"", "what the stranger received")
-        eq([d for d in denials_of(r, "dns")
-            if "stranger" in str(d.get("target"))], [],
-           "the stranger's question recorded as the run's denial")
+        no_stranger_denial(r)
     finally:
         if stranger:
             stranger.close()
         dns.close()
+
+
+def no_stranger_denial(r):
+    eq([d for d in denials_of(r, "dns")
+        if "stranger" in str(d.get("target"))], [],
+       "the stranger's question recorded as the run's denial")
+
+
+def stranger_exchange(sock, addr, data):
+    """What a stranger's TCP socket (None: it never got the port) receives
+    after connecting to addr and sending data, until EOF."""
+    got = b""
+    if not sock:
+        return got
+    sock.settimeout(30)
+    try:
+        sock.connect(addr)
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        while True:
+            b = sock.recv(2048)
+            if not b:
+                break
+            got += b
+    except OSError:
+        pass
+    return got
 
 
 def stale_proxy(t, how):
@@ -811,20 +822,7 @@ def stale_proxy(t, how):
         stranger = take_port(socket.SOCK_STREAM, port)
         if how == "unspec":
             true(stranger, "the dissolved socket's port taken")
-        got = b""
-        if stranger:
-            stranger.settimeout(30)
-            try:
-                stranger.connect(proxy)
-                stranger.sendall(b"STRANGER-BYTES")
-                stranger.shutdown(socket.SHUT_WR)
-                while True:
-                    b = stranger.recv(2048)
-                    if not b:
-                        break
-                    got += b
-            except OSError:
-                pass
+        got = stranger_exchange(stranger, proxy, b"STRANGER-BYTES")
         ws_mark(ws, "done")
         r = t.result(t.finish(p, timeout=90))
         out = r.get("stdout") or ""
