@@ -464,12 +464,22 @@ static void poll_tasks(struct cr_run *run);
  * drops the address space too: it is read at the exec's notification,
  * through the calling thread (a failed exec only makes the next check
  * come sooner). */
+/* The initial process until its first exec runs in corral's own memory
+ * (spawn.c): that is not the program's. An earlier build counted it at
+ * the first exec's notification: a run whose inputs grew corral past the
+ * memory budget (40 000 archive entries under the sanitizer build) ended
+ * on "memory" before the program started. */
+static bool ours(const struct cr_task *t)
+{
+	return t->initial && !t->execed;
+}
+
 static void memory_leaving(struct cr_run *run, struct cr_budgets *b,
 			   struct cr_task *t, bool any_thread)
 {
 	uint64_t v, pt;
 
-	if (run->ending ||
+	if (run->ending || ours(t) ||
 	    (!any_thread && !t->leader && t->b.tgid &&
 	     cr_tasks_find(&run->tasks, t->b.tgid)))
 		return;
@@ -610,7 +620,8 @@ static void poll_tasks(struct cr_run *run)
 			t->b.cpu_ns = v;
 		live += t->b.cpu_ns;
 		t->b.rss = 0;
-		if (t->leader && measured(run, t, read_rss(b, t, &v, &pt)) && v) {
+		if (t->leader && !ours(t) &&
+		    measured(run, t, read_rss(b, t, &v, &pt)) && v) {
 			t->b.rss = v;
 			t->b.mem_tick = b->tick;
 			rss += v;

@@ -477,6 +477,8 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 				  "exec refused: %s", bad);
 	}
 
+	/* From here its memory is its own (budget.c). */
+	t->execed = true;
 	/* A non-leader thread that execs takes over the leader's tid; its
 	 * old tid vanishes without an exit report. */
 	if (ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &former) == 0 &&

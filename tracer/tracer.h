@@ -158,6 +158,9 @@ struct cr_task {
 	enum cr_task_state state;
 	bool leader;
 	bool initial;		/* the first process of the run */
+	bool execed;		/* past an exec: until its first, the
+				 * initial process shares corral's memory
+				 * (clone(CLONE_VM), spawn.c) */
 	bool seen;		/* a stop or event of its own has arrived */
 	uint64_t start;		/* start time (clock ticks after boot, field
 				 * 22 of /proc/TID/stat); 0: unknown */
