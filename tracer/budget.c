@@ -1725,8 +1725,12 @@ void cr_budget_on_placed(struct cr_run *run, const struct cr_fsres *res)
 
 	/* A pass done within one tick cannot meet a move: only one spread
 	 * over ticks is in progress while the loop serves the program. */
+	/* The run's own /dev/shm objects (/dev/shm/NAME, in its private
+	 * directory) are measured apart (fs/shm.c); a root the caller
+	 * named under /dev/shm is walked like any other. */
 	if (!b || !b->in_pass || !b->tracking || b->redo || res->via_link ||
-	    (res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9)))
+	    (res->plen > 9 && !memcmp(res->path, "/dev/shm/", 9) &&
+	     !memchr(res->path + 9, '/', res->plen - 9)))
 		return;
 	fd = openat(res->dirfd, res->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {

@@ -8,6 +8,7 @@ run beside them under the default budgets."""
 import json
 import os
 import re
+import shutil
 import subprocess
 
 from harness import (CFG, eq, ne, contains, not_contains, true, lt, ge, test,
@@ -462,25 +463,25 @@ def budget_disk_counts_only_what_the_run_adds(t):
 
 # ---- disk: a pass spread over ticks, and what moves meanwhile ----
 
-def dodge(t, mode, mib=256, secs=8, xfill=0):
+def dodge(t, mode, mib=256, secs=8, xfill=0, extra=()):
     """walk_dodge: a big file kept behind the walker of a pass spread over
     ticks (inotify shows where it is), removed before the program exits."""
     run = t.corral(["run", "--json", "--env", "CRMARK=" + t.marker,
                     "--limit", "disk=20MiB", "--limit", "files=20000",
-                    "--limit", "wall=60s"] + t.prog_roots() +
+                    "--limit", "wall=60s"] + list(extra) + t.prog_roots() +
                    ["--", t.prog("walk_dodge"), mode, str(mib), str(secs),
                     "4500", str(xfill)], timeout=120)
     return run, t.result(run)
 
 
-def assert_dodge_counted(t, mode, xfill=0):
+def assert_dodge_counted(t, mode, xfill=0, extra=()):
     # The loop performs the program's renames, links and creations
     # between two slices of a pass; an earlier build let a program move
     # 4 GiB from the part of the tree not walked yet to the part walked
     # already, and back after the pass: "ok" under disk=20MiB with
     # disk_bytes 128 KiB. The end of each pass now measures what moved
     # or was made while it ran.
-    run, r = dodge(t, mode, xfill=xfill)
+    run, r = dodge(t, mode, xfill=xfill, extra=extra)
     assert_breach(t, run, r, "disk")
     ge(r["usage"]["disk_bytes"], 256 * MIB, "usage.disk_bytes")
     not_contains(r.get("stdout", ""), "dodged", "stdout")
@@ -503,6 +504,19 @@ def budget_disk_big_tree_moved_behind_the_walk_counts(t):
 @test
 def budget_disk_file_moved_behind_the_walk_counts(t):
     assert_dodge_counted(t, "file")
+
+
+@test
+def budget_disk_file_moved_behind_the_walk_under_dev_shm_counts(t):
+    # The same in a workspace the caller put under /dev/shm: the moves
+    # there went unfollowed, taken for the run's own /dev/shm objects
+    # (measured apart), and the dodge held again.
+    ws = "/dev/shm/crwalk-" + t.marker[-12:]
+    os.mkdir(ws, 0o700)
+    try:
+        assert_dodge_counted(t, "file", extra=["-w", ws])
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
 
 
 @test
