@@ -93,6 +93,15 @@ static void on_signal(struct cr_run *run)
 			switch (si[i].ssi_signo) {
 			case SIGCHLD:
 				break;	/* reaped below, whatever woke us */
+			case SIGTSTP:
+				/* Job control: the tree stops with corral
+				 * (never on its own: it runs in a process
+				 * group of its own, and unsupervised it
+				 * would run unmeasured), and goes on when
+				 * corral is continued. */
+				cr_tasks_freeze(run);
+				raise(SIGSTOP);
+				break;
 			default: {
 				char sn[24];
 

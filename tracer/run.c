@@ -99,41 +99,61 @@ static void audit_start(struct cr_run *run)
 	cr_audit_event(run, "start", f);
 }
 
-/* Signals the supervisor handles through its loop; blocked from the start so
- * none is lost between spawn and the first epoll_wait. */
-static int setup_signals(struct cr_run *run)
+/* The signals the supervisor handles through its loop. Every signal whose
+ * default would end corral without its one cleanup path (no result, no
+ * closing audit events, the workspace and lock left for a later run) is a
+ * cancellation: the tree dies either way (its filter's listener goes with
+ * corral), the record should not. SIGTSTP (^Z, or `kill -TSTP`) stops the
+ * tree with corral (loop.c). SIGKILL and SIGSTOP cannot be caught. */
+static void loop_signals(sigset_t *set)
 {
-	sigset_t set;
+	static const int sigs[] = {
+		SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+		SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPWR, SIGSTKFLT,
+		SIGTRAP, SIGSYS, SIGTSTP,
+	};
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	/* Every signal whose default would end corral without its one
-	 * cleanup path (no result, no closing audit events, the workspace
-	 * and lock left for a later run) is a cancellation: the tree dies
-	 * either way (its filter's listener goes with corral), the record
-	 * should not. SIGKILL cannot be caught; the caller's SIGSTOP and
-	 * SIGTSTP stop the supervisor, as they would any program. */
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	sigaddset(&set, SIGALRM);
-	sigaddset(&set, SIGVTALRM);
-	sigaddset(&set, SIGPROF);
-	sigaddset(&set, SIGXCPU);
-	sigaddset(&set, SIGPWR);
-	sigaddset(&set, SIGSTKFLT);
-	sigaddset(&set, SIGTRAP);
-	sigaddset(&set, SIGSYS);
+	sigemptyset(set);
+	for (size_t i = 0; i < CR_ARRAY_SIZE(sigs); i++)
+		sigaddset(set, sigs[i]);
 	/* The real-time signals too, but the guard's and the closer's own
 	 * (tracer/guard.c), which their handlers take. */
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
 		if (sig != SIGRTMIN + 4 && sig != SIGRTMIN + 5)
-			sigaddset(&set, sig);
+			sigaddset(set, sig);
+}
+
+/* First thing in a run: a cancel that comes while the options are read or
+ * an old workspace is swept (~100 ms for a big one) waits for the loop
+ * instead of killing corral with no result, or, where the caller's shell
+ * left SIGINT ignored (a background job), being dropped: a blocked signal
+ * is queued whatever its disposition.
+ *
+ * A supervisor stopped by job control while its tree runs on is no
+ * supervisor: no budget is measured and no limit fires until it is
+ * continued. corral never reads the terminal, and the program's output
+ * must not stop it either (a run in the background of a terminal with
+ * `stty tostop` was stopped by the program's first line while a child it
+ * had started went on allocating): SIGTTOU and SIGTTIN are ignored, so
+ * the echo goes through. The child sets every disposition back
+ * (child.c). */
+static int block_signals(void)
+{
+	sigset_t set;
+
+	loop_signals(&set);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
+	signal(SIGTTOU, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
+	return 0;
+}
+
+static int setup_signals(struct cr_run *run)
+{
+	sigset_t set;
+
+	loop_signals(&set);
 	/* A closed reader of our stdout must be an error, not our death;
 	 * so must a write past the caller's file-size limit (the echo to a
 	 * file, the result, the audit trail: EFBIG, reported, where SIGXFSZ
@@ -278,6 +298,10 @@ int cr_run_main(int argc, char **argv)
 	run.landlock_fd = -1;
 	run.out.fd = run.err.fd = -1;
 
+	if (block_signals() < 0) {
+		fprintf(stderr, "corral: cannot block signals: %s\n", strerror(errno));
+		return CR_EXIT_USAGE;
+	}
 	rc = cr_options_load(argc, argv, &cfg, err, sizeof(err), &env_args,
 			     &nenv, &ws);
 	if (rc == -ECANCELED) {

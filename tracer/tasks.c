@@ -351,6 +351,20 @@ size_t cr_tasks_kill_all(struct cr_run *run)
 	return n;
 }
 
+/* Every task into a ptrace stop (PTRACE_INTERRUPT: no signal, nothing the
+ * program can see but time), where it waits for the loop to continue it as
+ * it continues any trap stop (EV_TRAP_STOP; one in group-stop re-traps as
+ * EV_GROUP_STOP and stays stopped). A task created meanwhile starts in its
+ * own first stop. */
+void cr_tasks_freeze(struct cr_run *run)
+{
+	struct cr_tasks *t = &run->tasks;
+
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i].tid)
+			ptrace(PTRACE_INTERRUPT, t->slots[i].tid, 0, 0);
+}
+
 /* ---- the ptrace state machine ----
  *
  * Each wait status is classified into an event; a table indexed by the

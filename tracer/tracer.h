@@ -408,6 +408,7 @@ uint64_t cr_tasks_start_time(pid_t tid);
 bool cr_tasks_reap(struct cr_run *run);
 /* SIGKILL every known process; returns how many signals were sent. */
 size_t cr_tasks_kill_all(struct cr_run *run);
+void cr_tasks_freeze(struct cr_run *run);
 void cr_task_kill(struct cr_run *run, struct cr_task *t);
 /* The thread group of a task of the run, or 0 when tid is not one. */
 pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid);

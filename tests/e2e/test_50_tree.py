@@ -2,6 +2,7 @@
 
 import os
 import signal
+import time
 
 from harness import (eq, contains, true, lt, ge, test, processes, wait_for,
                      kill_pids, check_result_shape)
@@ -143,3 +144,139 @@ def sigint_streaming_cancels(t):
     left = processes(t.marker)
     kill_pids(pid for pid, _ in left)
     eq(left, [], "marker processes once corral returned")
+
+
+# ---- job control and early cancels: the tree is never left unsupervised ----
+
+_SPIN = r"""
+import os, sys, time
+def spin():
+    end = time.time() + float(sys.argv[1])
+    while time.time() < end:
+        pass
+pid = os.fork()
+if pid == 0:
+    os.setsid()          # out of corral's process group and terminal
+    spin()
+    os._exit(0)
+spin()
+os.waitpid(pid, 0)
+"""
+
+
+def _state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _cpu_ticks(marker, exclude):
+    """CPU clock ticks used so far by each process carrying marker."""
+    out = {}
+    for pid, _ in processes(marker, exclude=exclude):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                v = f.read().rsplit(")", 1)[1].split()
+            out[pid] = int(v[11]) + int(v[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+@test
+def sigtstp_to_corral_stops_the_tree_with_it(t):
+    # ^Z (or kill -TSTP) stops corral; a tree in a process group of its own
+    # that makes no call corral answers went on running unmeasured (an
+    # earlier build: 1 GB under memory=64MiB until `fg`). Now it waits,
+    # stopped, until corral is continued.
+    t.write("spin.py", _SPIN)
+    p = t.spawn(["run", "--json", "--ro", t.tmp, "--limit", "wall=60s", "--",
+                 "python3", t.path("spin.py"), "5", t.marker])
+    try:
+        true(wait_for(lambda: len(_cpu_ticks(t.marker, (p.pid,))) >= 2 or
+                      p.poll() is not None, 20), "both processes spinning")
+        os.kill(p.pid, signal.SIGTSTP)
+        true(wait_for(lambda: _state(p.pid) == "T", 10), "corral stopped")
+        time.sleep(0.3)
+        before = _cpu_ticks(t.marker, (p.pid,))
+        time.sleep(1.5)
+        after = _cpu_ticks(t.marker, (p.pid,))
+        eq(len(before), 2, "processes of the tree")
+        eq(after, before, "CPU ticks of the tree while corral is stopped")
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    run = t.finish(p, timeout=30)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status once continued")
+    eq(run.code, 0, "exit status")
+    t.assert_next_run_ok()
+
+
+@test
+def sigttou_and_sigttin_do_not_stop_corral(t):
+    # The program's output echoed to a terminal with `stty tostop` raised
+    # SIGTTOU, which stopped corral while the tree ran on.
+    t.write("spin.py", _SPIN)
+    p = t.spawn(["run", "--json", "--ro", t.tmp, "--",
+                 "python3", t.path("spin.py"), "2", t.marker])
+    try:
+        true(wait_for(lambda: len(_cpu_ticks(t.marker, (p.pid,))) >= 2 or
+                      p.poll() is not None, 20), "both processes spinning")
+        for sig in (signal.SIGTTOU, signal.SIGTTIN):
+            os.kill(p.pid, sig)
+            time.sleep(0.3)
+            true(_state(p.pid) not in ("T", "t"),
+                 "corral not stopped by %s (state %s)" % (sig.name, _state(p.pid)))
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    run = t.finish(p, timeout=30)
+    eq(t.result(run).get("status"), "ok", "status")
+
+
+def _stale_workspace(t, tmp, files):
+    """A private workspace of `files` files left by a corral killed with -9:
+    the next run's sweep removes it before that run is set up."""
+    p = t.spawn(["run", "--", "sh", "-c",
+                 "mkdir d && cd d && i=0; while [ $i -lt %d ]; do "
+                 ": > f$i; i=$((i+1)); done; echo up; exec sleep 60" % files],
+                env={"TMPDIR": tmp})
+    line = p.stdout.readline()
+    os.kill(p.pid, signal.SIGKILL)
+    p.communicate(timeout=20)
+    eq(line, b"up\n", "the killed run made its files")
+
+
+def _early_cancel(t, sig, ignored):
+    tmp = t.path("tmp")
+    os.mkdir(tmp, 0o700)
+    _stale_workspace(t, tmp, 6000)
+    pre = (lambda: signal.signal(sig, signal.SIG_IGN)) if ignored else None
+    # Sent while the new run sweeps the old workspace, before its loop.
+    p = t.spawn(["run", "--json", "--", "sleep", "30"], env={"TMPDIR": tmp},
+                preexec=pre)
+    time.sleep(0.03)
+    os.kill(p.pid, sig)
+    run = t.finish(p, timeout=40)
+    eq(run.code, 130, "exit status")
+    r = t.result(run)
+    eq(r.get("status"), "cancelled", "status")
+    contains(r.get("message", ""), sig.name[3:], "message")
+    lt(run.elapsed, 20, "seconds")
+    eq([n for n in os.listdir(tmp) if n.startswith("corral-")], [],
+       "workspaces left in TMPDIR")
+
+
+@test
+def sigterm_during_start_up_cancels_the_run(t):
+    # An earlier build died of it (exit 143, no result, an empty audit,
+    # the old workspace half removed).
+    _early_cancel(t, signal.SIGTERM, False)
+
+
+@test
+def sigint_during_start_up_cancels_even_when_inherited_ignored(t):
+    # A background job of a script inherits SIGINT ignored; a cancel that
+    # came before the loop was dropped and the run reported ok.
+    _early_cancel(t, signal.SIGINT, True)
