@@ -1116,3 +1116,64 @@ def io_artifacts_below_a_locked_directory_are_named(t):
     eq(r.get("artifacts_skipped_dropped"), 0, "dropped")
     eq(r.get("cleanup", {}).get("workspace_removed"), True,
        "cleanup.workspace_removed")
+
+
+_BIG = ("for n in 1 2 3; do head -c 83886080 /dev/zero > big$n; done")
+
+
+def _export_started(t, out, p):
+    """Wait until the first big artifact is in the output directory."""
+    def first():
+        try:
+            return os.path.getsize(os.path.join(out, "big1")) == 83886080
+        except OSError:
+            return False
+    true(wait_for(lambda: first() or p.poll() is not None, 60, interval=0.002),
+         "the export started")
+    true(p.poll() is None, "corral still exporting")
+
+
+@test
+def io_artifacts_cancel_stops_the_export(t):
+    """SIGTERM while artifacts are copied out: an earlier build went on to
+    the end (up to the collection's 20 s bound) and reported ok, exit 0,
+    with no trace of the cancel. Now the export stops there, the rest is
+    skipped as cancelled and the run ends cancelled (130)."""
+    out = t.path("out")
+    p = t.spawn(["run", "--json", "--limit", "disk=1GiB", "--output", "big*",
+                 "--output-dir", out, "--", "sh", "-c", _BIG])
+    _export_started(t, out, p)
+    os.kill(p.pid, signal.SIGTERM)
+    run = t.finish(p, timeout=60)
+    r = t.result(run)
+    eq(run.code, 130, "exit status")
+    eq(r.get("status"), "cancelled", "status")
+    contains(r.get("message", ""), "cancelled by TERM while the artifacts were exported", "message")
+    reasons = [s["reason"] for s in r.get("artifacts_skipped", [])]
+    true(any("cancelled" in x for x in reasons), "a skipped artifact says cancelled: %r" % reasons)
+    lt(len(r.get("artifacts", [])), 3, "artifacts exported")
+    eq([n for n in os.listdir(out) if n.startswith(".corral-")], [],
+       "temporaries left in the output directory")
+
+
+@test
+def io_artifacts_kill_mid_export_leaves_no_partial_file(t):
+    """corral killed with -9 while it copies an artifact: an earlier build
+    left a partial .corral-<hex> in the output directory that no sweep
+    knew of. The copy now has no name until it is whole."""
+    tmp = t.path("tmp")
+    os.mkdir(tmp, 0o700)
+    out = t.path("out")
+    p = t.spawn(["run", "--limit", "disk=1GiB", "--output", "big*",
+                 "--output-dir", out, "--", "sh", "-c", _BIG],
+                env={"TMPDIR": tmp})
+    _export_started(t, out, p)
+    os.kill(p.pid, signal.SIGKILL)
+    t.finish(p, timeout=30)
+    left = os.listdir(out)
+    eq([n for n in left if n.startswith(".corral-")], [],
+       "temporaries left in the output directory")
+    for n in left:
+        eq(os.path.getsize(os.path.join(out, n)), 83886080, "size of %s" % n)
+    ok = t.corral(["run", "--", "true"], env={"TMPDIR": tmp})
+    eq(ok.code, 0, "the next run")

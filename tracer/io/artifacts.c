@@ -7,7 +7,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <unistd.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/openat2.h>
@@ -51,9 +54,35 @@ struct collect {
 	uint64_t deadline_ns;		/* CLOCK_MONOTONIC */
 	struct stat result_dir, audit;	/* corral's own records, or st_nlink 0 */
 	const char *result_name;
-	bool timed_out;
+	bool timed_out;			/* or cancelled: nothing more */
+	int signo;			/* the cancel that stopped it, or 0 */
+	uint64_t sig_ns;		/* when sigfd was last read */
 	char rel[PATH_MAX];
 };
+
+/* A cancel (the signals run.c gives the loop, read here every 10 ms at
+ * most) stops the export where it is: the caller who sends SIGTERM while
+ * gigabytes are copied out does not wait up to the collection's time
+ * bound and then read "ok". The tree is gone: a SIGCHLD read here is
+ * nobody's. */
+static bool cancelled(struct collect *x)
+{
+	struct signalfd_siginfo si;
+	uint64_t now;
+
+	if (x->signo)
+		return true;
+	now = cr_now_ns();
+	if (x->run->sigfd < 0 || now - x->sig_ns < 10000000ull)
+		return false;
+	x->sig_ns = now;
+	while (read(x->run->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (si.ssi_signo != SIGCHLD) {
+			x->signo = (int)si.ssi_signo;
+			return true;
+		}
+	return false;
+}
 
 static size_t split(char *s, char **c, size_t max)
 {
@@ -230,17 +259,48 @@ static int out_parent(struct collect *x, const char **leaf)
 	return fd;
 }
 
-/* Copy src to a fresh name beside the final one, then rename it there. */
+/* A fresh name in dir ("tmp" receives it). With flags, the file is made
+ * there and its fd returned; without, the name is one nothing has now (a
+ * link takes it next) and 0 is returned. -1 when none could be had. */
+static int fresh_name(int dir, char tmp[64], int flags, mode_t mode)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		uint64_t rnd = 0;
+		int fd;
+
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd ^= (uint64_t)cr_now_ns();
+		snprintf(tmp, 64, ".corral-%016llx", (unsigned long long)rnd);
+		if (!flags) {
+			if (fstatat(dir, tmp, &(struct stat){ 0 },
+				    AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+				return 0;
+			continue;
+		}
+		fd = cr_io_beneath(dir, tmp, flags, mode);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}
+
+/* Copy src into a file with no name (O_TMPFILE) in the output directory
+ * and link it at its final name once whole: a corral killed with -9
+ * mid-copy leaves nothing there (an earlier build left a partial
+ * .corral-<hex> that no sweep knew of). Where the filesystem has no
+ * O_TMPFILE, a fresh name beside the final one, renamed there. */
 static const char *export(struct collect *x, int src, const struct stat *st,
 			  struct cr_io_artifact *a)
 {
 	const char *leaf;
 	cr_autoclose int dir = out_parent(x, &leaf);
-	char tmp[64], buf[65536];
+	char tmp[64] = "", buf[65536], lnk[64];
 	struct cr_sha256 *h;
-	uint64_t total = 0, rnd = 0;
+	uint64_t total = 0;
 	const char *why = NULL;
-	int fd = -1;
+	mode_t mode = st->st_mode & 0777 & ~x->run->caller_umask;
+	bool named = false;
+	int fd;
 
 	if (dir == -EPERM || (dir >= 0 && reserved(x, dir, leaf)))
 		return "its name in the output directory is corral's result file or audit trail";
@@ -248,23 +308,27 @@ static const char *export(struct collect *x, int src, const struct stat *st,
 		return dir == -ELOOP || dir == -ENOTDIR ?
 		       "the output directory has a link or a file on its path" :
 		       "cannot make its directory in the output directory";
-	/* Not worth a copy; the rename below still decides, atomically. */
+	/* Not worth a copy; the link or rename below still decides,
+	 * atomically. */
 	if (!x->run->cfg->output_overwrite &&
 	    fstatat(dir, leaf, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) == 0)
 		return "already in the output directory (not overwritten)";
-	for (int tries = 0; fd < 0 && tries < 8; tries++) {
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd ^= (uint64_t)cr_now_ns();
-		snprintf(tmp, sizeof(tmp), ".corral-%016llx", (unsigned long long)rnd);
-		fd = cr_io_beneath(dir, tmp, O_WRONLY | O_CREAT | O_EXCL,
-			     st->st_mode & 0777 & ~x->run->caller_umask);
+	fd = cr_io_beneath(dir, ".", O_WRONLY | O_TMPFILE, mode);
+	if (fd < 0) {
+		fd = fresh_name(dir, tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
+		named = true;
 	}
 	if (fd < 0)
 		return "cannot create it in the output directory";
 	h = cr_sha256_new();
 	for (;;) {
-		ssize_t n = read(src, buf, sizeof(buf));
+		ssize_t n;
 
+		if (cancelled(x)) {
+			why = "cancelled: collection stopped here";
+			break;
+		}
+		n = read(src, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -285,14 +349,33 @@ static const char *export(struct collect *x, int src, const struct stat *st,
 		total += (uint64_t)n;
 	}
 	cr_sha256_final(h, a->sha);
+	if (!why && !named) {
+		/* Linked where it goes, or (to replace what is there) under a
+		 * fresh name first, then renamed over it. */
+		snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", fd);
+		if (!x->run->cfg->output_overwrite) {
+			if (linkat(AT_FDCWD, lnk, dir, leaf, AT_SYMLINK_FOLLOW) < 0)
+				why = errno == EEXIST ?
+				      "already in the output directory (not overwritten)" :
+				      "cannot be put in the output directory";
+		} else if (fresh_name(dir, tmp, 0, 0) < 0 ||
+			   linkat(AT_FDCWD, lnk, dir, tmp, AT_SYMLINK_FOLLOW) < 0) {
+			why = "cannot be put in the output directory";
+			tmp[0] = 0;
+		} else {
+			named = true;
+		}
+	}
 	close(fd);
-	if (!why && renameat2(dir, tmp, dir, leaf,
-			      x->run->cfg->output_overwrite ? 0 : RENAME_NOREPLACE) < 0)
+	if (!why && named && renameat2(dir, tmp, dir, leaf,
+				       x->run->cfg->output_overwrite ? 0 :
+				       RENAME_NOREPLACE) < 0)
 		why = errno == EEXIST ?
 		      "already in the output directory (not overwritten)" :
 		      "cannot be put in the output directory";
 	if (why) {
-		unlinkat(dir, tmp, 0);
+		if (named && tmp[0])
+			unlinkat(dir, tmp, 0);
 		return why;
 	}
 	a->bytes = total;
@@ -415,14 +498,17 @@ static void walk(struct collect *x, int dirfd, bool inherited, int depth)
 			}
 			continue;
 		}
-		if (x->timed_out || cr_now_ns() > x->deadline_ns) {
+		if (x->timed_out || cr_now_ns() > x->deadline_ns ||
+		    cancelled(x)) {
 			/* Named once, where it stopped; the rest is not
 			 * looked at. */
 			struct cr_io_artifact *a = x->timed_out ? NULL :
 						   add(x, NULL);
 
 			if (a) {	/* past the skipped list's cap too */
-				a->skipped = "over the artifacts' time bound: collection stopped here";
+				a->skipped = x->signo ?
+					"cancelled: collection stopped here" :
+					"over the artifacts' time bound: collection stopped here";
 				x->io->nskipped++;
 			}
 			x->timed_out = true;
@@ -517,4 +603,23 @@ void cr_io_artifacts_collect(struct cr_run *run)
 	for (size_t i = 0; i < x.ng; i++)
 		free(x.g[i].buf);
 	free(x.g);
+	if (x.signo && (run->status == CR_ST_OK ||
+			run->status == CR_ST_PROGRAM_ERROR)) {
+		/* The program's own end is in the result (exit_code); what
+		 * the caller asked last was to stop. A limit or a denial
+		 * stays the run's end: the skipped artifacts say why. */
+		char sn[24], msg[sizeof(run->message)];
+		int k = snprintf(msg, sizeof(msg), "cancelled by %s while the artifacts were exported (",
+				 cr_signame(x.signo, sn, sizeof(sn)) + 3);
+
+		if (k > 0 && (size_t)k < sizeof(msg) - 2) {
+			size_t room = sizeof(msg) - (size_t)k - 2;
+			size_t l = strnlen(run->message, room);
+
+			memcpy(msg + k, run->message, l);
+			memcpy(msg + k + l, ")", 2);
+		}
+		memcpy(run->message, msg, sizeof(msg));
+		run->status = CR_ST_CANCELLED;
+	}
 }

@@ -25,7 +25,8 @@ int cr_io_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = (flags & O_CREAT) ? mode : 0,
+		.mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ?
+			mode : 0,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 			   RESOLVE_NO_MAGICLINKS,
 	};
