@@ -116,6 +116,20 @@ static void on_signal(struct cr_run *run)
 	run->reap_more = cr_tasks_reap(run);
 }
 
+int cr_loop_cancel_pending(struct cr_run *run)
+{
+	struct signalfd_siginfo si;
+
+	while (run->sigfd >= 0 &&
+	       read(run->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGTSTP)
+			raise(SIGSTOP);	/* no tree to freeze */
+		else if (si.ssi_signo != SIGCHLD)
+			return (int)si.ssi_signo;
+	}
+	return 0;
+}
+
 static void on_exec_report(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct { int stage, err, fd; } m;

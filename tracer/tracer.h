@@ -514,6 +514,10 @@ void cr_loop_unwatch(struct cr_run *run, struct cr_watch *w);
 void cr_loop_free(struct cr_run *run);
 /* At cleanup, once the tree is gone: the exec report the loop left. */
 void cr_loop_exec_settle(struct cr_run *run);
+/* While no task of the run lives (inputs placed, artifacts exported): the
+ * first cancelling signal pending on sigfd, or 0. SIGCHLD is nobody's;
+ * SIGTSTP stops corral there and then. */
+int cr_loop_cancel_pending(struct cr_run *run);
 int cr_loop(struct cr_run *run);
 
 /* tracer/cleanup.c */

@@ -442,6 +442,38 @@ def io_extraction_cancelled_by_sigterm(t):
 
 
 @test
+def io_extraction_stopped_by_sigtstp_is_not_cancelled(t):
+    """^Z while an archive is extracted stops corral (no tree exists yet)
+    and the extraction goes on when it is continued: SIGTSTP is one of the
+    signals read from the signalfd, and must not be taken for a cancel."""
+    p, ws, a, marker = _slow_extraction(t, ["--limit", "wall=600s"])
+    true(wait_for(lambda: os.path.isdir(os.path.join(ws, "in")), 30),
+         "extraction started")
+    time.sleep(0.3)
+    os.kill(p.pid, signal.SIGTSTP)
+    stopped = wait_for(lambda: _proc_state(p.pid) == "T", 10)
+    os.kill(p.pid, signal.SIGCONT)
+    true(stopped, "corral stopped (state %s)" % _proc_state(p.pid))
+    true(wait_for(lambda: _proc_state(p.pid) not in ("T", "gone"), 10),
+         "corral continued")
+    time.sleep(0.3)
+    os.kill(p.pid, signal.SIGTERM)
+    run = t.finish(p, timeout=30)
+    r = t.result(run)
+    eq(r.get("status"), "cancelled", "status")
+    contains(r.get("message", ""), "cancelled by TERM", "message")
+    true(not os.path.exists(marker), "the program ran")
+
+
+def _proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+@test
 def io_extraction_has_a_deadline(t):
     """Extraction runs before the wall timer starts: it had no deadline at
     all (usage.wall_ms ~20 after 74 s). It is bounded by the wall budget

@@ -67,7 +67,6 @@ struct collect {
  * nobody's. */
 static bool cancelled(struct collect *x)
 {
-	struct signalfd_siginfo si;
 	uint64_t now;
 
 	if (x->signo)
@@ -76,12 +75,8 @@ static bool cancelled(struct collect *x)
 	if (x->run->sigfd < 0 || now - x->sig_ns < 10000000ull)
 		return false;
 	x->sig_ns = now;
-	while (read(x->run->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		if (si.ssi_signo != SIGCHLD) {
-			x->signo = (int)si.ssi_signo;
-			return true;
-		}
-	return false;
+	x->signo = cr_loop_cancel_pending(x->run);
+	return x->signo != 0;
 }
 
 static size_t split(char *s, char **c, size_t max)

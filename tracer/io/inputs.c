@@ -548,7 +548,6 @@ static int place_one(struct cr_run *run, struct cr_io_place *p,
 static int check(struct cr_io_place *p)
 {
 	uint64_t now = cr_now_ns();
-	struct signalfd_siginfo si;
 
 	if (now >= p->deadline_ns)
 		return -ETIME;
@@ -558,12 +557,8 @@ static int check(struct cr_io_place *p)
 	if (p->sigfd < 0 || now - p->sig_ns < 10000000ull)
 		return 0;
 	p->sig_ns = now;
-	while (read(p->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		if (si.ssi_signo != SIGCHLD) {
-			p->signo = (int)si.ssi_signo;
-			return -ECANCELED;
-		}
-	return 0;
+	p->signo = cr_loop_cancel_pending(p->run);
+	return p->signo ? -ECANCELED : 0;
 }
 
 int cr_io_inputs_place(struct cr_run *run)
@@ -580,6 +575,7 @@ int cr_io_inputs_place(struct cr_run *run)
 		.check = check,
 		.deadline_ms = cfg->limits.v[CR_LIM_WALL],
 		.sigfd = run->sigfd,
+		.run = run,
 	};
 	cr_autoclose int ws = open(cfg->workspace, O_PATH | O_DIRECTORY |
 				   O_NOFOLLOW | O_CLOEXEC);

@@ -65,6 +65,7 @@ struct cr_io_place {
 	uint64_t sig_ns;	/* the signalfd was last read then */
 	int sigfd;		/* the run's signalfd, borrowed; or -1 */
 	int signo;		/* the signal that cancelled placing */
+	struct cr_run *run;	/* borrowed (its sigfd), or NULL */
 	struct cr_sha256 *h;	/* owned: the file being written */
 	uint64_t hoff;		/* bytes of it digested */
 	char why[512];		/* the refusal, one line */
