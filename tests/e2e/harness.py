@@ -171,6 +171,16 @@ def denials_of(r, syscall=None, layer=None):
             if (syscall is None or d.get("syscall") == syscall) and
             (layer is None or d.get("layer") == layer)]
 
+def proc_state(pid):
+    """The state letter of /proc/PID/stat ("T" stopped, "t" traced), or
+    "gone"."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 def wait_for(cond, timeout, interval=0.05):
     """Poll cond() until it returns a true value or timeout seconds pass;
     returns the last value."""

@@ -5,7 +5,7 @@ import signal
 import time
 
 from harness import (eq, contains, true, lt, ge, test, processes, wait_for,
-                     kill_pids, check_result_shape)
+                     kill_pids, check_result_shape, proc_state)
 
 
 @test
@@ -164,14 +164,6 @@ os.waitpid(pid, 0)
 """
 
 
-def _state(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
-
-
 def _cpu_ticks(marker, exclude):
     """CPU clock ticks used so far by each process carrying marker."""
     out = {}
@@ -198,7 +190,7 @@ def sigtstp_to_corral_stops_the_tree_with_it(t):
         true(wait_for(lambda: len(_cpu_ticks(t.marker, (p.pid,))) >= 2 or
                       p.poll() is not None, 20), "both processes spinning")
         os.kill(p.pid, signal.SIGTSTP)
-        true(wait_for(lambda: _state(p.pid) == "T", 10), "corral stopped")
+        true(wait_for(lambda: proc_state(p.pid) == "T", 10), "corral stopped")
         time.sleep(0.3)
         before = _cpu_ticks(t.marker, (p.pid,))
         time.sleep(1.5)
@@ -227,8 +219,8 @@ def sigttou_and_sigttin_do_not_stop_corral(t):
         for sig in (signal.SIGTTOU, signal.SIGTTIN):
             os.kill(p.pid, sig)
             time.sleep(0.3)
-            true(_state(p.pid) not in ("T", "t"),
-                 "corral not stopped by %s (state %s)" % (sig.name, _state(p.pid)))
+            true(proc_state(p.pid) not in ("T", "t"),
+                 "corral not stopped by %s (state %s)" % (sig.name, proc_state(p.pid)))
     finally:
         os.kill(p.pid, signal.SIGCONT)
     run = t.finish(p, timeout=30)

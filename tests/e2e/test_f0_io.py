@@ -18,7 +18,7 @@ import zipfile
 import zlib
 
 from harness import CFG, eq, ne, true, contains, not_contains, test, lt, \
-    wait_for
+    wait_for, proc_state
 
 
 # ---- helpers ----
@@ -451,10 +451,10 @@ def io_extraction_stopped_by_sigtstp_is_not_cancelled(t):
          "extraction started")
     time.sleep(0.3)
     os.kill(p.pid, signal.SIGTSTP)
-    stopped = wait_for(lambda: _proc_state(p.pid) == "T", 10)
+    stopped = wait_for(lambda: proc_state(p.pid) == "T", 10)
     os.kill(p.pid, signal.SIGCONT)
-    true(stopped, "corral stopped (state %s)" % _proc_state(p.pid))
-    true(wait_for(lambda: _proc_state(p.pid) not in ("T", "gone"), 10),
+    true(stopped, "corral stopped (state %s)" % proc_state(p.pid))
+    true(wait_for(lambda: proc_state(p.pid) not in ("T", "gone"), 10),
          "corral continued")
     time.sleep(0.3)
     os.kill(p.pid, signal.SIGTERM)
@@ -463,14 +463,6 @@ def io_extraction_stopped_by_sigtstp_is_not_cancelled(t):
     eq(r.get("status"), "cancelled", "status")
     contains(r.get("message", ""), "cancelled by TERM", "message")
     true(not os.path.exists(marker), "the program ran")
-
-
-def _proc_state(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 @test
