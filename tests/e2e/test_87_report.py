@@ -34,11 +34,30 @@ def report_exec_name_stays_inert(t):
     escaped now, on both sides."""
     ws = t.path("ws")
     os.makedirs(ws)
-    name = "\x1b[2J\x1b[H\x1b]0;corral: ok\x07\x1b[32mcorral: ok\x1b[0m\udcff\udcfe (deleted)"
+    # The exec stop refuses an image whose file lost its name (deleted):
+    # the program unlinks its hostile-named link while the kernel loads
+    # it, until one exec lands in that window (a file really named
+    # "... (deleted)" runs now: exec_program_named_like_a_deleted_mapping_runs).
+    name = "\x1b[2J\x1b[H\x1b]0;corral: ok\x07\x1b[32mcorral: ok\x1b[0m\udcff\udcfe"
     script = ("import os,shutil\n"
               "n=%r.encode('utf-8','surrogateescape')\n"
-              "shutil.copy('/bin/true', n)\n"
-              "os.execv(n, [n])\n" % name)
+              "shutil.copy('/bin/true', 'base')\n"
+              "if os.path.lexists(n):\n"
+              "    os.unlink(n)\n"
+              "for i in range(3000):\n"
+              "    os.link('base', n)\n"
+              "    r, w = os.pipe()\n"
+              "    pid = os.fork()\n"
+              "    if pid == 0:\n"
+              "        os.write(w, b'x')\n"
+              "        try:\n"
+              "            os.execv(n, [n])\n"
+              "        except OSError:\n"
+              "            os._exit(3)\n"
+              "    os.read(r, 1)\n"
+              "    os.unlink(n)\n"
+              "    os.waitpid(pid, 0)\n"
+              "    os.close(r); os.close(w)\n" % name)
     run = t.corral(["run", "--json", "-w", ws, "--", "python3", "-c", script])
     try:
         r = json.loads(run.out.decode("utf-8"))

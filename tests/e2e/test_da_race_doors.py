@@ -538,3 +538,73 @@ def exec_32bit_interpreter_is_judged_too(t):
     true(d and d[0].get("target") == t.path("secret.txt"),
          "the 32-bit interpreter outside the roots is recorded: %s" %
          _show(r.get("denials")))
+
+
+@test
+def exec_loader_of_an_image_of_any_class_byte_is_judged(t):
+    """The kernel loads an x86-64 image whatever its EI_CLASS byte says
+    (binfmt_elf reads e_machine only); corral chose the header's layout by
+    that byte, so an image marked class 0, 1 or 3 had its loader (PT_INTERP)
+    opened by the kernel unjudged: EACCES for an existing path outside
+    every root, ENOENT for a missing one, no denial. The layout is now
+    chosen as the kernel chooses it."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    secret = stage(t)
+    src = t.write("e.c", "int main(void){return 0;}\n")
+    names = []
+    for cls in (0, 1, 3):
+        for tag, target in (("s", secret), ("m", t.path("nothere"))):
+            exe = os.path.join(ws, "c%d%s" % (cls, tag))
+            subprocess.run(["gcc", "-o", exe, "-Wl,--dynamic-linker=%s" %
+                            target, src], check=True)
+            with open(exe, "r+b") as f:
+                f.seek(4)
+                f.write(bytes([cls]))
+            names.append("./c%d%s" % (cls, tag))
+    t.write("ws/chain.py", CHAIN_PROG)
+    run = t.corral(["run", "--json", "-w", ws, "--",
+                    "python3", "chain.py"] + names)
+    r = t.result(run)
+    out = r.get("stdout") or ""
+    errs = {ln.split()[0]: ln.split()[-1] for ln in out.splitlines()
+            if "errno" in ln}
+    eq(sorted(errs), sorted(names), "every image refused: %s" % _show(out))
+    eq(set(errs.values()), {"2"},
+       "existing and missing loaders answer alike (ENOENT): %s" % _show(out))
+    true(denials_of(r, syscall="execve", layer="exec"),
+         "no exec denial: %s" % _show(r.get("denials")))
+
+
+@test
+def exec_shebang_cut_by_the_kernels_buffer_is_enoexec(t):
+    """A #! line whose interpreter name runs past the kernel's 256-byte
+    buffer with no space, tab or newline in it: the kernel answers ENOEXEC
+    (a shell then runs the file as a script). corral judged the cut name
+    and refused it (EACCES, a denial, the run policy_denied)."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    t.write("ws/long", "#!/" + "a" * 300 + "\necho ran\n", 0o755)
+    t.write("ws/chain.py", CHAIN_PROG)
+    run = t.corral(["run", "--json", "-w", ws, "--", "sh", "-c",
+                    "python3 chain.py ./long; ./long"])
+    r = t.result(run)
+    eq(r.get("stdout"), "./long errno 8\nran\n", "the kernel's answer, then sh")
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(denials_of(r, syscall="execve"), [], "denials")
+
+
+@test
+def exec_program_named_like_a_deleted_mapping_runs(t):
+    """/proc shows a mapping whose file has no name with " (deleted)"
+    after it, and corral refuses such an image; a workspace program really
+    named "x (deleted)" was killed at its exec."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    src = t.write("e.c", "int main(void){return 7;}\n")
+    subprocess.run(["gcc", "-o", os.path.join(ws, "x (deleted)"), src],
+                   check=True)
+    run = t.corral(["run", "--json", "-w", ws, "--", "./x (deleted)"])
+    r = t.result(run)
+    eq(r.get("exit_code"), 7, "exit code (status %r, message %r)" %
+       (r.get("status"), r.get("message")))

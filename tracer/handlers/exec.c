@@ -3,10 +3,13 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 
@@ -76,6 +79,45 @@ static int elf32_interp(int fd, const unsigned char *buf, size_t len,
 	return 0;
 }
 
+/* A 64-bit image's PT_INTERP (the table read from buf, or from fd past it). */
+static int elf64_interp(int fd, const unsigned char *buf, size_t len,
+			char *out, size_t outlen)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr *ph, *heap = NULL;
+	size_t tlen;
+	int rc = 0;
+
+	memcpy(&eh, buf, sizeof(eh));
+	if (eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
+	    eh.e_phnum > 65536 / sizeof(Elf64_Phdr))
+		return 0;
+	tlen = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
+	if (eh.e_phoff <= (uint64_t)len && tlen <= len - eh.e_phoff &&
+	    eh.e_phoff % _Alignof(Elf64_Phdr) == 0) {
+		ph = (Elf64_Phdr *)(void *)(buf + eh.e_phoff);
+	} else {
+		heap = malloc(tlen);
+		if (!heap || pread(fd, heap, tlen, (off_t)eh.e_phoff) !=
+			     (ssize_t)tlen) {
+			free(heap);
+			return 0;
+		}
+		ph = heap;
+	}
+	for (unsigned k = 0; k < eh.e_phnum; k++) {
+		if (ph[k].p_type != PT_INTERP)
+			continue;
+		if (ph[k].p_filesz >= 2 && ph[k].p_filesz <= outlen &&
+		    pread(fd, out, ph[k].p_filesz, (off_t)ph[k].p_offset) ==
+		    (ssize_t)ph[k].p_filesz && !out[ph[k].p_filesz - 1])
+			rc = 2;	/* else the kernel refuses it */
+		break;
+	}
+	free(heap);
+	return rc;
+}
+
 /* The interpreter fd's image asks for: a #! line's first word (1), or an
  * ELF's PT_INTERP (2), in out; 0 when none, -1 when unreadable. */
 static int image_interp(int fd, char *out, size_t outlen)
@@ -97,48 +139,37 @@ static int image_interp(int fd, char *out, size_t outlen)
 			;
 		if (j == i || j - i >= outlen)
 			return 0;	/* the kernel's ENOEXEC or ENAMETOOLONG */
+		/* A full buffer with no newline must show a space, tab or NUL
+		 * after the name within its first 255 bytes, or the kernel
+		 * takes the name for cut (ENOEXEC: a shell then runs the
+		 * file as a script); the cut name is not what it opens. */
+		if (len >= 256 && j >= 255 && !memchr(buf, '\n', 256))
+			return 0;
 		memcpy(out, buf + i, j - i);
 		out[j - i] = 0;
 		return 1;
 	}
-	if (len >= (ssize_t)sizeof(Elf32_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) &&
-	    buf[EI_CLASS] == ELFCLASS32)
-		return elf32_interp(fd, buf, (size_t)len, out, outlen);
-	if (len >= (ssize_t)sizeof(Elf64_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) &&
-	    buf[EI_CLASS] == ELFCLASS64) {
-		Elf64_Ehdr eh;
-		Elf64_Phdr *ph, *heap = NULL;
-		size_t tlen;
-		int rc = 0;
+	if (len >= (ssize_t)sizeof(Elf32_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG)) {
+		/* The header's layout as the kernel chooses it: binfmt_elf
+		 * takes any image whose e_machine is this machine's, and
+		 * never looks at EI_CLASS; the compat loader takes the 32-bit
+		 * ones. Chosen by EI_CLASS, an x86-64 image marked class 0, 1
+		 * or 3 had its loader opened by the kernel unjudged: the
+		 * execve's errno told an existing path outside every root
+		 * from a missing one. Where neither layout fits, the kernel
+		 * loads no ELF (ENOEXEC) and no interpreter is opened. */
+		uint16_t mach;
+		Elf64_Ehdr e64;
 
-		memcpy(&eh, buf, sizeof(eh));
-		if (eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
-		    eh.e_phnum > 65536 / sizeof(Elf64_Phdr))
-			return 0;
-		tlen = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-		if (eh.e_phoff <= (uint64_t)len && tlen <= (size_t)len - eh.e_phoff &&
-		    eh.e_phoff % _Alignof(Elf64_Phdr) == 0) {
-			ph = (Elf64_Phdr *)(void *)(buf + eh.e_phoff);
-		} else {
-			heap = malloc(tlen);
-			if (!heap || pread(fd, heap, tlen, (off_t)eh.e_phoff) !=
-				     (ssize_t)tlen) {
-				free(heap);
-				return 0;
-			}
-			ph = heap;
+		memcpy(&mach, buf + offsetof(Elf32_Ehdr, e_machine), sizeof(mach));
+		if (mach == EM_X86_64 && len >= (ssize_t)sizeof(Elf64_Ehdr)) {
+			memcpy(&e64, buf, sizeof(e64));
+			if (e64.e_phentsize == sizeof(Elf64_Phdr))
+				return elf64_interp(fd, buf, (size_t)len, out, outlen);
 		}
-		for (unsigned k = 0; k < eh.e_phnum; k++) {
-			if (ph[k].p_type != PT_INTERP)
-				continue;
-			if (ph[k].p_filesz >= 2 && ph[k].p_filesz <= outlen &&
-			    pread(fd, out, ph[k].p_filesz, (off_t)ph[k].p_offset) ==
-			    (ssize_t)ph[k].p_filesz && !out[ph[k].p_filesz - 1])
-				rc = 2;	/* else the kernel refuses it */
-			break;
-		}
-		free(heap);
-		return rc;
+		if (mach == EM_X86_64 || mach == EM_386 || mach == 6 /* EM_486 */)
+			return elf32_interp(fd, buf, (size_t)len, out, outlen);
+		return 0;
 	}
 	return 0;	/* no interpreter (or another format: i386 and x32
 			 * images are killed by the filter's arch check) */
@@ -379,6 +410,20 @@ struct cr_verdict cr_h_chdir(struct cr_run *run, const struct cr_syscall_entry *
 	return rc ? CR_V_ERR(rc) : CR_V_CONT;
 }
 
+/* A mapping's name as /proc shows it ends in " (deleted)" when its file has
+ * no name left: such an image cannot be judged by path. A file really so
+ * named (the mapping's own device and inode at that path) is judged as any
+ * other: an earlier build killed a workspace program named "x (deleted)". */
+static bool gone(const char *file, size_t len, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (len <= 10 || strcmp(file + len - 10, " (deleted)"))
+		return false;
+	return !ino || stat(file, &st) < 0 || st.st_dev != dev ||
+	       st.st_ino != ino;
+}
+
 /* At PTRACE_EVENT_EXEC: every file mapped executable (the program and its
  * ELF interpreter; for a script, its interpreter) must be allowed to run. */
 int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen)
@@ -407,14 +452,18 @@ int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen)
 		char perms[8] = "", *file;
 		size_t len;
 
-		if (sscanf(line, "%*s %7s", perms) != 1 || perms[2] != 'x')
+		unsigned maj = 0, mnr = 0;
+		unsigned long long ino = 0;
+
+		if (sscanf(line, "%*s %7s %*s %x:%x %llu", perms, &maj, &mnr,
+			   &ino) != 4 || perms[2] != 'x')
 			continue;
 		file = strchr(line, '/');
 		if (!file)
 			continue;	/* [vdso], anonymous */
 		len = strcspn(file, "\n");
 		file[len] = 0;
-		if ((len > 10 && !strcmp(file + len - 10, " (deleted)")) ||
+		if (gone(file, len, makedev(maj, mnr), (ino_t)ino) ||
 		    !(cr_fs_access(run, pid, file, len) & CR_FS_X)) {
 			snprintf(bad, badlen, "%s", file);
 			rc = -EACCES;
@@ -422,6 +471,7 @@ int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen)
 	}
 	fclose(f);
 	if (!rc) {
+		struct stat ex;
 		ssize_t l;
 
 		snprintf(path, sizeof(path), "/proc/%d/exe", pid);
@@ -431,7 +481,9 @@ int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen)
 			return -ESRCH;
 		}
 		line[l] = 0;
-		if (line[0] != '/' || (l > 10 && !strcmp(line + l - 10, " (deleted)")) ||
+		if (stat(path, &ex) < 0)
+			ex.st_ino = 0;	/* judged gone below if so named */
+		if (line[0] != '/' || gone(line, (size_t)l, ex.st_dev, ex.st_ino) ||
 		    !(cr_fs_access(run, pid, line, (size_t)l) & CR_FS_X)) {
 			snprintf(bad, badlen, "%s", line);
 			rc = -EACCES;
