@@ -1,0 +1,126 @@
+"""Errno parity with the kernel: where corral allows a call, or refuses one
+on an object the program can see that the kernel would refuse anyway, the
+program gets the errno the kernel gives. Each test runs one small Python
+program natively and under corral, each in a fresh directory of its own
+(the workspace under corral), and compares the answers line by line.
+"""
+
+import os
+
+from harness import Fail, eq, contains, test, _show
+
+PY = "/usr/bin/python3"
+
+# Put at the top of every probe: `t(name, fn)` prints "name ok" or
+# "name ERRNO" (the symbolic name), so both runs print comparable lines.
+PRELUDE = r'''
+import ctypes, errno, os, stat, sys
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+
+def t(name, fn):
+    try:
+        r = fn()
+        print(name, "ok" if r is None or isinstance(r, int) and r >= 0
+              else r)
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+
+def sysc(*args):
+    """A raw call through libc's syscall(): raises OSError on -1."""
+    r = libc.syscall(*args)
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+'''
+
+
+def _lines(text):
+    return [ln for ln in text.splitlines() if ln]
+
+
+def parity(t, body, name="probe", extra=(), want=None):
+    """Run PRELUDE + body natively and under corral (-w a fresh directory
+    each) and compare what they print. want: {case: answer} the native run
+    must give (the test's own premise: the kernel's errno it is about).
+    Returns (native lines, corral lines, result)."""
+    src = PRELUDE + body
+    outs = []
+    for side in ("native", "corral"):
+        ws = t.path("%s-%s" % (name, side))
+        os.makedirs(ws)
+        os.chmod(ws, 0o755)
+        script = os.path.join(ws, ".probe.py")
+        with open(script, "w") as f:
+            f.write(src)
+        if side == "native":
+            r = t.native([PY, script, ws])
+            res = None
+        else:
+            r = t.corral(["run", "--json", "-w", ws] + list(extra) +
+                         ["--", PY, script, "."])
+            res = t.result(r)
+            if res.get("stdout") is None:
+                raise Fail("no stdout in the result: %s" % _show(res))
+        out = r.out.decode() if res is None else res["stdout"]
+        if side == "native":
+            eq(r.code, 0, "native exit (stderr %r)" % r.err[-600:])
+        else:
+            eq(res.get("exit_code"), 0,
+               "exit under corral (stderr %r)" % res.get("stderr", "")[-600:])
+        outs.append(_lines(out))
+    nat, cor = outs
+    for k, v in (want or {}).items():
+        contains(nat, "%s %s" % (k, v), "native answer (test premise)")
+    eq(cor, nat, "answers under corral vs native")
+    return nat, cor, res
+
+
+# ---- 1. open of an existing directory for writing: EISDIR first ----
+
+OPEN_DIR = r'''
+W = os.O_WRONLY
+for p in ("/etc", "/usr/share", "/", "/proc", "/usr"):
+    t("creat-ro " + p, lambda: os.close(os.open(p, os.O_RDONLY | os.O_CREAT)))
+    t("wronly " + p, lambda: os.close(os.open(p, W)))
+    t("rdwr " + p, lambda: os.close(os.open(p, os.O_RDWR)))
+    t("creat-wr " + p, lambda: os.close(os.open(p, W | os.O_CREAT)))
+    t("trunc " + p, lambda: os.close(os.open(p, os.O_RDONLY | os.O_TRUNC)))
+    t("excl " + p, lambda: os.close(os.open(p, os.O_CREAT | os.O_EXCL)))
+    t("rdonly " + p, lambda: os.close(os.open(p, os.O_RDONLY)))
+    t("path-wr " + p, lambda: os.close(os.open(p, os.O_PATH | W)))
+os.mkdir("d")
+t("wronly ws/d", lambda: os.close(os.open("d", W)))
+t("creat ws/d", lambda: os.close(os.open("d", os.O_CREAT | os.O_RDONLY)))
+# A read-only file stays EACCES under corral's rules; a directory named
+# with a trailing slash and O_CREAT is EISDIR both ways.
+t("creat-slash /etc/", lambda: os.close(os.open("/etc/", os.O_CREAT)))
+'''
+
+
+@test
+def errno_parity_open_dir_eisdir(t):
+    """open() of a visible directory with O_CREAT, a write mode or O_TRUNC
+    answers EISDIR, as the kernel's do_open does before any permission
+    check (it answered EACCES: util-linux flock falls back to a read-only
+    open on EISDIR only); O_PATH and plain read-only opens are unchanged."""
+    parity(t, OPEN_DIR, want={"creat-ro /etc": "EISDIR",
+                              "wronly /usr/share": "EISDIR",
+                              "trunc /": "EISDIR",
+                              "excl /etc": "EEXIST"})
+
+
+@test
+def errno_parity_flock_dir(t):
+    """`flock /etc true` and `flock /usr true` work as natively: flock(1)
+    opens O_RDONLY|O_CREAT and retries read-only on EISDIR."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    cmd = "flock /etc true && flock /usr true && flock / echo locked"
+    nat = t.native(["sh", "-c", cmd])
+    eq((nat.code, nat.out), (0, b"locked\n"), "native (test premise)")
+    r = t.corral(["run", "--json", "-w", ws, "--", "sh", "-c", cmd])
+    res = t.result(r)
+    eq((res.get("exit_code"), res.get("stdout")), (0, "locked\n"),
+       "under corral (stderr %r)" % res.get("stderr"))
