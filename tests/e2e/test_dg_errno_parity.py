@@ -124,3 +124,50 @@ def errno_parity_flock_dir(t):
     res = t.result(r)
     eq((res.get("exit_code"), res.get("stdout")), (0, "locked\n"),
        "under corral (stderr %r)" % res.get("stderr"))
+
+
+# ---- 2. the /proc listing shows what a lookup reaches ----
+
+PROC_LIST = r'''
+names = [n for n in os.listdir("/proc") if not n.isdigit()]
+for n in sorted(names):
+    print("L", n)
+for n in sys.argv[2:]:
+    t("S " + n, lambda: os.lstat("/proc/" + n) and None)
+'''
+
+
+@test
+def errno_parity_proc_listing(t):
+    """A listing of /proc shows a name that is not a pid only when a lookup
+    of it answers (self, cpuinfo, sys...): a name every lookup answers
+    ENOENT for (acpi, kallsyms, vmstat...) is not listed either, so `find`
+    and `ls -R` no longer print errors for names they were just shown."""
+    native = sorted(n for n in os.listdir("/proc") if not n.isdigit())
+    for n in ("self", "cpuinfo", "kallsyms"):
+        contains(native, n, "native /proc listing (test premise)")
+    ws = t.path("ws")
+    os.makedirs(ws)
+    script = os.path.join(ws, ".probe.py")
+    with open(script, "w") as f:
+        f.write(PRELUDE + PROC_LIST)
+    r = t.corral(["run", "--json", "-w", ws, "--", PY, script, "."] + native)
+    res = t.result(r)
+    eq(res.get("exit_code"), 0, "exit (stderr %r)" % res.get("stderr"))
+    listed, found = set(), set()
+    for ln in _lines(res.get("stdout", "")):
+        k, name, *rest = ln.split(" ")
+        if k == "L":
+            listed.add(name)
+        elif rest == ["ok"]:
+            found.add(name)
+        else:
+            eq(rest, ["ENOENT"], "lookup of /proc/%s" % name)
+    for n in ("self", "thread-self", "cpuinfo", "meminfo", "sys"):
+        contains(listed, n, "names listed under corral")
+    for n in ("kallsyms", "kcore", "acpi"):
+        if n in native:
+            true_absent = n not in listed and n not in found
+            eq(true_absent, True, "/proc/%s absent under corral" % n)
+    eq(sorted(listed - {".", ".."}), sorted(found),
+       "listed names vs names a lookup reaches")
