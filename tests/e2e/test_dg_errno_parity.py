@@ -73,7 +73,11 @@ def parity(t, body, name="probe", extra=(), want=None):
     nat, cor = outs
     for k, v in (want or {}).items():
         contains(nat, "%s %s" % (k, v), "native answer (test premise)")
-    eq(cor, nat, "answers under corral vs native")
+    if cor != nat:
+        diff = [(a, b) for a, b in zip(cor, nat) if a != b]
+        raise Fail("answers under corral vs native differ (corral, native): "
+                   "%s; %d vs %d lines" % (_show(diff, 1500), len(cor),
+                                           len(nat)))
     return nat, cor, res
 
 
@@ -171,3 +175,43 @@ def errno_parity_proc_listing(t):
             eq(true_absent, True, "/proc/%s absent under corral" % n)
     eq(sorted(listed - {".", ".."}), sorted(found),
        "listed names vs names a lookup reaches")
+
+
+# ---- 3. AT_EMPTY_PATH forms the kernel accepts ----
+
+EMPTY_PATH = r'''
+AT_EMPTY_PATH = 0x1000
+with open("f", "w") as fh:
+    fh.write("x")
+os.mkdir("d")
+u, g = os.getuid(), os.getgid()
+fds = {"file": os.open("f", os.O_RDONLY), "dir": os.open("d", os.O_RDONLY),
+       "path": os.open("f", os.O_PATH), "ro": os.open("/etc/passwd", os.O_RDONLY)}
+buf = ctypes.create_string_buffer(256)
+for k, fd in fds.items():
+    for ug in ((u, g), (-1, -1), (u, -1)):
+        if k == "ro":
+            continue    # a read root's file: see errno_parity_visible_refusals
+        t("fchownat %s %r" % (k, ug), lambda: sysc(260, fd, b"", ug[0], ug[1],
+                                                  AT_EMPTY_PATH))
+    for m, mn in ((os.R_OK, "R"), (os.W_OK, "W"), (os.X_OK, "X"), (0, "F")):
+        t("faccessat2 %s %s" % (k, mn), lambda: sysc(439, fd, b"", m,
+                                                      AT_EMPTY_PATH))
+    t("newfstatat-null " + k, lambda: sysc(262, fd, None, buf, AT_EMPTY_PATH))
+    t("newfstatat-empty " + k, lambda: sysc(262, fd, b"", buf, AT_EMPTY_PATH))
+    t("statx-null " + k, lambda: sysc(332, fd, None, AT_EMPTY_PATH, 0, buf))
+t("fchownat badflag", lambda: sysc(260, fds["file"], b"", u, g, 0x8000))
+'''
+
+
+@test
+def errno_parity_empty_path_forms(t):
+    """fchownat(fd, "", AT_EMPTY_PATH) acts on the fd as fchown does (it
+    answered EINVAL), faccessat2(fd, "", AT_EMPTY_PATH) of a file answers
+    as the kernel (it answered ENOTDIR), and newfstatat(fd, NULL,
+    AT_EMPTY_PATH) is taken as "" wherever the kernel takes it so, as
+    statx's was (it answered EFAULT)."""
+    parity(t, EMPTY_PATH, want={"fchownat file (%d, %d)" % (os.getuid(),
+                                                             os.getgid()): "ok",
+                                "faccessat2 file R": "ok",
+                                "faccessat2 file X": "EACCES"})

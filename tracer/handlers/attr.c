@@ -120,6 +120,10 @@ struct cr_verdict cr_h_fchmodat2(struct cr_run *run,
 	return do_chmod(run, n, e->name, 0, 1, (mode_t)n->data.args[2], flags);
 }
 
+static struct cr_verdict chown_fd(struct cr_run *run,
+				  const struct seccomp_notif *n, const char *sys,
+				  int fd, uid_t uid, gid_t gid);
+
 static struct cr_verdict do_chown(struct cr_run *run,
 				  const struct seccomp_notif *n, const char *sys,
 				  int diri, int pathi, int ui, int flags)
@@ -128,6 +132,18 @@ static struct cr_verdict do_chown(struct cr_run *run,
 	struct stat st;
 	int rc, fd;
 
+	if ((flags & AT_EMPTY_PATH) && diri >= 0) {
+		/* fchownat(fd, "", uid, gid, AT_EMPTY_PATH): fchown(fd),
+		 * as fchmodat2's AT_EMPTY_PATH is fchmod(fd). */
+		bool empty;
+
+		fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
+		if (empty && fd != -1000)
+			return chown_fd(run, n, sys, fd,
+					(uid_t)n->data.args[ui],
+					(gid_t)n->data.args[ui + 1]);
+		/* "" of the cwd (fd -1000): resolved below, as stat does. */
+	}
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
 		       flags & AT_EMPTY_PATH, &res);
 	if (rc)
@@ -171,8 +187,8 @@ struct cr_verdict cr_h_fchownat(struct cr_run *run, const struct cr_syscall_entr
 {
 	int flags = (int)n->data.args[4];
 
-	if (flags & AT_EMPTY_PATH)
-		return CR_V_ERR(EINVAL);	/* fchown(fd) is the fd call */
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+		return CR_V_ERR(EINVAL);
 	return do_chown(run, n, e->name, 0, 1, 2, flags);
 }
 
@@ -344,24 +360,50 @@ struct cr_verdict cr_h_utime(struct cr_run *run, const struct cr_syscall_entry *
  * kernel, and the program may own files in a read-only root (its own
  * project under --ro, or every system file when run as root): so these are
  * decided on where the fd really points, and performed on a copy of it. */
-int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
-		      const char *sys, int fd)
+/* Where fd really points: its path in path (empty for a pipe or socket,
+ * which no root rules), the access the rules grant there (every bit for
+ * no path). */
+static unsigned fd_access(struct cr_run *run, pid_t tid, int fd,
+			  char *path, size_t size)
 {
-	char p[64], path[PATH_MAX];
+	char p[64];
 	ssize_t len;
 
+	path[0] = 0;
 	cr_fs_fdpath(fd, p, sizeof(p));
-	len = readlink(p, path, sizeof(path) - 1);
-	if (len <= 0)
-		return -EBADF;
+	len = readlink(p, path, size - 1);
+	if (len <= 0) {
+		path[0] = 0;
+		return 0;
+	}
 	path[len] = 0;
 	if (len > 10 && !strcmp(path + len - 10, " (deleted)")) {
 		len -= 10;
 		path[len] = 0;
 	}
-	if (path[0] != '/')
-		return 0;	/* a pipe or socket of the program's own */
-	if (!(cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_W)) {
+	if (path[0] != '/') {
+		path[0] = 0;
+		return CR_FS_R | CR_FS_W | CR_FS_X | CR_FS_STAT;
+	}
+	return cr_fs_access(run, tid, path, (size_t)len);
+}
+
+unsigned cr_fs_fd_access(struct cr_run *run, pid_t tid, int fd)
+{
+	char path[PATH_MAX];
+
+	return fd_access(run, tid, fd, path, sizeof(path));
+}
+
+int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, int fd)
+{
+	char path[PATH_MAX];
+	unsigned acc = fd_access(run, (pid_t)n->pid, fd, path, sizeof(path));
+
+	if (!acc && !path[0])
+		return -EBADF;
+	if (!(acc & CR_FS_W)) {
 		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
 			"write outside the writable roots");
 		/* The program holds the fd: the object is not hidden from it. */
@@ -401,30 +443,38 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
 }
 
-struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
-			      const struct seccomp_notif *n)
+/* fchown(fd) and fchownat(fd, "", AT_EMPTY_PATH): on our copy of the
+ * task's fd (consumed). */
+static struct cr_verdict chown_fd(struct cr_run *run,
+				  const struct seccomp_notif *n, const char *sys,
+				  int fd, uid_t uid, gid_t gid)
 {
-	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	int rc;
 
 	if (fd < 0)
 		return CR_V_ERR(-fd);
-	rc = cr_fs_fd_writable(run, n, e->name, fd);
+	rc = cr_fs_fd_writable(run, n, sys, fd);
 	if (!rc) {
 		struct stat st;
 
 		rc = fstat(fd, &st) < 0 ? -errno :
-		     cr_fs_top_chown(run, n, e->name, NULL, fd, &st,
-				     (uid_t)n->data.args[1], (gid_t)n->data.args[2]);
+		     cr_fs_top_chown(run, n, sys, NULL, fd, &st, uid, gid);
 	}
 	if (!rc) {
 		cr_slow_begin();
-		rc = fchown(fd, (uid_t)n->data.args[1], (gid_t)n->data.args[2]) < 0 ?
-		     -errno : 0;
+		rc = fchown(fd, uid, gid) < 0 ? -errno : 0;
 		cr_slow_end();
 	}
 	close(fd);
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	return chown_fd(run, n, e->name,
+			cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]),
+			(uid_t)n->data.args[1], (gid_t)n->data.args[2]);
 }
 
 /*
