@@ -215,3 +215,45 @@ def errno_parity_empty_path_forms(t):
                                                              os.getgid()): "ok",
                                 "faccessat2 file R": "ok",
                                 "faccessat2 file X": "EACCES"})
+
+
+# ---- 4. a last component "." or ".." ----
+
+DOTS = r'''
+os.makedirs("q/e/f")
+os.makedirs("r/e")
+for name, fn in [
+        ("rmdir q/e/..", lambda: os.rmdir("q/e/..")),
+        ("rmdir q/e/f/..", lambda: os.rmdir("q/e/f/..")),
+        ("rmdir q/e/../", lambda: os.rmdir("q/e/../")),
+        ("rmdir ..", lambda: os.rmdir("..")),
+        ("rmdir q/e/.", lambda: os.rmdir("q/e/.")),
+        ("rmdir .", lambda: os.rmdir(".")),
+        ("rmdir q/./e/f/../..", lambda: os.rmdir("q/./e/f/../..")),
+        ("unlink q/e/..", lambda: os.unlink("q/e/..")),
+        ("unlink q/e/.", lambda: os.unlink("q/e/.")),
+        ("link r/e/.. n1", lambda: os.link("r/e/..", "n1")),
+        ("link r/e/. n2", lambda: os.link("r/e/.", "n2")),
+        ("link r/e n3", lambda: os.link("r/e", "n3")),
+        ("link .. n4", lambda: os.link("..", "n4")),
+        ("link f r/e/..", lambda: open("f", "w").close() or
+         os.link("f", "r/e/..")),
+        ("link f r/e/.", lambda: os.link("f", "r/e/.")),
+        ("rename q/e/.. x", lambda: os.rename("q/e/..", "x")),
+        ("rename q/e/f q/e/..", lambda: os.rename("q/e/f", "q/e/..")),
+        ("rename q/e/. x", lambda: os.rename("q/e/.", "x"))]:
+    t(name, fn)
+t("exists after", lambda: print(sorted(os.listdir(".")), sorted(os.listdir("q/e"))))
+'''
+
+
+@test
+def errno_parity_dot_components(t):
+    """A path whose last component is "." or "..": rmdir("x/..") answers
+    ENOTEMPTY and rmdir of "." EINVAL, as the kernel's do_rmdir does by
+    the last component (".." answered EINVAL); link("d/..", new) and
+    link("d/.", new) answer EPERM, a directory source, and EEXIST only
+    when the new name is one (the source's dots answered EEXIST)."""
+    parity(t, DOTS, want={"rmdir q/e/..": "ENOTEMPTY",
+                          "link r/e/.. n1": "EPERM",
+                          "link f r/e/..": "EEXIST"})

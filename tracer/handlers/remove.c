@@ -23,6 +23,37 @@ static struct cr_verdict refuse(struct cr_run *run, const struct seccomp_notif *
 	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res->acc));
 }
 
+/* A refusal where the kernel would itself fail first with kerr (0: it
+ * would not): its errno, the object being visible (policy/fsrules.c). */
+static struct cr_verdict refuse_as(struct cr_run *run,
+				   const struct seccomp_notif *n,
+				   const char *sys, struct cr_fsres *res,
+				   int kerr)
+{
+	res->refused = true;
+	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
+	return CR_V_ERR(cr_fsrules_refusal_as(&run->fs->rules, res->acc,
+					      kerr));
+}
+
+/* What the kernel's do_linkat answers before any permission is asked:
+ * EEXIST for a new name that exists (filename_create), EXDEV across
+ * mounts, then EPERM for a directory (vfs_link, and may_linkat's
+ * protected_hardlinks for a file one neither owns nor may read and
+ * write, not judged here). */
+static int link_kerr(const struct cr_fsres *a, const struct cr_fsres *b)
+{
+	struct stat d;
+
+	if (b->exists)
+		return EEXIST;
+	if (!S_ISDIR(a->st.st_mode))
+		return 0;
+	if (fstat(b->dirfd, &d) < 0)
+		return 0;
+	return d.st_dev == a->st.st_dev ? EPERM : EXDEV;
+}
+
 static struct cr_verdict do_unlink(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const char *sys, int diri, int pathi,
@@ -38,7 +69,12 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (!strcmp(res.name, ".")) {
-		v = CR_V_ERR(flags & AT_REMOVEDIR ? EINVAL : EISDIR);
+		/* What the kernel's do_rmdir says by the last component
+		 * ("x/.." is a directory with an entry, x); unlink of any
+		 * of them is EISDIR. */
+		v = CR_V_ERR(!(flags & AT_REMOVEDIR) ? EISDIR :
+			     res.last == CR_LAST_DOTDOT ? ENOTEMPTY :
+			     res.last == CR_LAST_ROOT ? EBUSY : EINVAL);
 	} else if (!res.exists) {
 		v = CR_V_ERR(ENOENT);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res)) {
@@ -123,12 +159,17 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		/* A new name ending in '/' must become a directory: a link
 		 * never does, a rename only when it moves one. */
 		v = CR_V_ERR(link ? ENOENT : ENOTDIR);
-	} else if (!strcmp(a.name, ".") || !strcmp(b.name, ".")) {
-		v = CR_V_ERR(link ? EEXIST : EBUSY);
+	} else if (link && !strcmp(b.name, ".")) {
+		/* A new name that is no name ("d/.", "d/..", "/") exists:
+		 * the kernel's filename_create. A source "d/.." is a
+		 * directory, refused with EPERM below, as vfs_link does. */
+		v = CR_V_ERR(EEXIST);
+	} else if (!link && (!strcmp(a.name, ".") || !strcmp(b.name, "."))) {
+		v = CR_V_ERR(EBUSY);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
-		v = refuse(run, n, sys, &a);
+		v = refuse_as(run, n, sys, &a, link ? link_kerr(&a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
-		v = refuse(run, n, sys, &b);
+		v = refuse_as(run, n, sys, &b, link ? link_kerr(&a, &b) : 0);
 	} else if (link && !b.exists &&
 		   (rc = cr_budget_on_create(run, (pid_t)n->pid))) {
 		/* A link adds a name; a rename to a new name only moves one
@@ -146,10 +187,10 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 	} else if (link) {
-		if (S_ISDIR(a.st.st_mode))
-			v = CR_V_ERR(EPERM);
-		else if (b.exists)
+		if (b.exists)
 			v = CR_V_ERR(EEXIST);
+		else if (S_ISDIR(a.st.st_mode))
+			v = CR_V_ERR(EPERM);
 		else {
 			cr_slow_begin();
 			v = linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0 ?
