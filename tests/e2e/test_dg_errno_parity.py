@@ -257,3 +257,28 @@ def errno_parity_dot_components(t):
     parity(t, DOTS, want={"rmdir q/e/..": "ENOTEMPTY",
                           "link r/e/.. n1": "EPERM",
                           "link f r/e/..": "EEXIST"})
+
+
+# ---- 5. mknod of no file type ----
+
+MKNOD = r'''
+for name, mode in (("badtype", 0o170000 | 0o600), ("type-a", 0o120000 | 0o600),
+                   ("dir", stat.S_IFDIR | 0o700), ("reg", stat.S_IFREG | 0o600),
+                   ("fifo", stat.S_IFIFO | 0o600), ("none", 0o600),
+                   ("chr", stat.S_IFCHR | 0o600), ("blk", stat.S_IFBLK | 0o600)):
+    dev = os.makedev(1, 3) if name in ("chr", "blk") else 0
+    t("mknod " + name, lambda: os.mknod("n-" + name, mode, dev))
+    if not dev:     # a device node is refused before its path is looked at
+        t("mknod-outside " + name, lambda: os.mknod("/nonexistent/n", mode))
+'''
+
+
+@test
+def errno_parity_mknod_types(t):
+    """mknod of a mode with no valid file type answers EINVAL and of a
+    directory EPERM before the path is looked at, as the kernel's
+    may_mknod does (every unlisted type answered EPERM, "device nodes are
+    refused"); device nodes stay refused with EPERM."""
+    parity(t, MKNOD, want={"mknod badtype": "EINVAL", "mknod dir": "EPERM",
+                           "mknod-outside badtype": "EINVAL",
+                           "mknod chr": "EPERM"})
