@@ -282,3 +282,102 @@ def errno_parity_mknod_types(t):
     parity(t, MKNOD, want={"mknod badtype": "EINVAL", "mknod dir": "EPERM",
                            "mknod-outside badtype": "EINVAL",
                            "mknod chr": "EPERM"})
+
+
+# ---- 6. refusals on visible objects the kernel would refuse anyway ----
+
+VISIBLE = r'''
+AT_FDCWD, UTIME_OMIT = -100, (1 << 30) - 2
+with open("f", "w") as fh:
+    fh.write("x")
+for p in ("/usr/bin/env", "/etc", "/", "/etc/passwd", "/usr/bin/passwd"):
+    t("chown-noop " + p, lambda: os.chown(p, -1, -1))
+    t("lchown-noop " + p, lambda: os.chown(p, -1, -1, follow_symlinks=False))
+    t("chown-uid " + p, lambda: os.chown(p, os.getuid(), -1))
+    t("chown-gid " + p, lambda: os.chown(p, -1, os.getgid()))
+    t("chmod " + p, lambda: os.chmod(p, 0o755))
+    t("utime-explicit " + p, lambda: os.utime(p, (1, 1)))
+    t("utime-now " + p, lambda: os.utime(p, None))
+    t("truncate " + p, lambda: os.truncate(p, 0))
+    t("link-onto " + p, lambda: os.link("f", p))
+    t("symlink-onto " + p, lambda: os.symlink("f", p))
+    t("mkdir-onto " + p, lambda: os.mkdir(p))
+    t("mkfifo-onto " + p, lambda: os.mkfifo(p))
+t("truncate /usr", lambda: os.truncate("/usr", 0))
+t("truncate /dev/null", lambda: os.truncate("/dev/null", 0))
+t("chown-noop /nonexistent", lambda: os.chown("/usr/nonexistent", -1, -1))
+omit = (ctypes.c_long * 4)(0, UTIME_OMIT, 0, UTIME_OMIT)
+t("utimensat-omit /usr/nonexistent",
+  lambda: sysc(280, AT_FDCWD, b"/usr/nonexistent", omit, 0))
+t("utimensat-omit /etc/passwd",
+  lambda: sysc(280, AT_FDCWD, b"/etc/passwd", omit, 0))
+fd = os.open("/etc/passwd", os.O_RDONLY)
+t("fchown-noop fd", lambda: os.fchown(fd, -1, -1))
+t("fchownat-empty-noop fd", lambda: sysc(260, fd, b"", -1, -1, 0x1000))
+t("fchown-uid fd", lambda: os.fchown(fd, os.getuid(), -1))
+t("fchmod fd", lambda: os.fchmod(fd, 0o644))
+t("fchmodat2-empty fd", lambda: sysc(452, fd, b"", 0o644, 0x1000))
+t("futimens-explicit fd", lambda: os.utime(fd, (1, 1)))
+t("futimens-now fd", lambda: os.utime(fd, None))
+'''
+
+
+@test
+def errno_parity_visible_refusals(t):
+    """A change the rules refuse of an object the program can see answers
+    what the kernel would answer first: EPERM for chmod, chown and
+    explicit times of a file the task does not own, EEXIST for a new name
+    that exists, EISDIR for truncate of a directory, and chown(-1, -1),
+    which the kernel allows on any file without set-id bits, succeeds
+    (all answered EACCES)."""
+    parity(t, VISIBLE, want={"chown-noop /usr/bin/env": "ok",
+                             "chown-noop /usr/bin/passwd": "EPERM",
+                             "chmod /etc/passwd": "EPERM",
+                             "utime-explicit /usr/bin/env": "EPERM",
+                             "utime-now /usr/bin/env": "EACCES",
+                             "link-onto /etc/passwd": "EEXIST",
+                             "truncate /usr": "EISDIR",
+                             "fchmod fd": "EPERM"})
+
+
+OWN_RO = r'''
+p = sys.argv[2] + "/mine"
+t("chown-noop", lambda: os.chown(p, -1, -1))
+t("chown-own", lambda: os.chown(p, os.getuid(), os.getgid()))
+t("chmod", lambda: os.chmod(p, 0o600))
+t("utime-explicit", lambda: os.utime(p, (1, 1)))
+t("truncate", lambda: os.truncate(p, 0))
+fd = os.open(p, os.O_RDONLY)
+t("fchown-noop", lambda: os.fchown(fd, -1, -1))
+t("fchmod", lambda: os.fchmod(fd, 0o600))
+'''
+
+
+@test
+def errno_parity_own_file_in_read_root_stays_refused(t):
+    """What the kernel would allow (the program's own file in a read-only
+    root) stays refused with EACCES and unchanged; only chown(-1, -1),
+    which changes nothing, succeeds."""
+    ro = t.path("ro")
+    os.makedirs(ro)
+    mine = os.path.join(ro, "mine")
+    with open(mine, "w") as f:
+        f.write("keep")
+    os.chmod(mine, 0o644)
+    os.utime(mine, (1000000000, 1000000000))
+    ws = t.path("ws")
+    os.makedirs(ws)
+    script = os.path.join(ws, ".probe.py")
+    with open(script, "w") as f:
+        f.write(PRELUDE + OWN_RO)
+    r = t.corral(["run", "--json", "-w", ws, "--ro", ro, "--",
+                  PY, script, ".", ro])
+    res = t.result(r)
+    eq(res.get("exit_code"), 0, "exit (stderr %r)" % res.get("stderr"))
+    eq(_lines(res.get("stdout", "")),
+       ["chown-noop ok", "chown-own EACCES", "chmod EACCES",
+        "utime-explicit EACCES", "truncate EACCES", "fchown-noop ok",
+        "fchmod EACCES"], "answers")
+    st = os.stat(mine)
+    eq((oct(st.st_mode & 0o7777), st.st_mtime, st.st_size),
+       (oct(0o644), 1000000000.0, 4), "the file after the run")

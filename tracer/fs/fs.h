@@ -152,6 +152,10 @@ int cr_fs_top_chown(struct cr_run *run, const struct seccomp_notif *n,
 int cr_fs_top_xattr(struct cr_run *run, const struct seccomp_notif *n,
 		    const char *sys, const char *target, int fd,
 		    const struct stat *st, const char *name);
+/* The task's filesystem uid, from /proc/<tid>/status: 0, or -1 when it
+ * cannot be read or the task holds a capability (the owner checks of
+ * chmod, chown and utimes are then not the kernel's last word). */
+int cr_fs_task_fsuid(pid_t tid, uid_t *fsuid);
 /* The task's umask, from /proc/<tid>/status (022 if unreadable). */
 mode_t cr_fs_task_umask(pid_t tid);
 /* Around a creation corral performs (open O_CREAT, mkdir, mknod, a unix
