@@ -303,6 +303,7 @@ for p in ("/usr/bin/env", "/etc", "/", "/etc/passwd", "/usr/bin/passwd"):
     t("symlink-onto " + p, lambda: os.symlink("f", p))
     t("mkdir-onto " + p, lambda: os.mkdir(p))
     t("mkfifo-onto " + p, lambda: os.mkfifo(p))
+    t("link-from " + p, lambda: os.link(p, "hl-" + p.replace("/", "_")))
 t("truncate /usr", lambda: os.truncate("/usr", 0))
 t("truncate /dev/null", lambda: os.truncate("/dev/null", 0))
 t("chown-noop /nonexistent", lambda: os.chown("/usr/nonexistent", -1, -1))
@@ -327,7 +328,8 @@ def errno_parity_visible_refusals(t):
     """A change the rules refuse of an object the program can see answers
     what the kernel would answer first: EPERM for chmod, chown and
     explicit times of a file the task does not own, EEXIST for a new name
-    that exists, EISDIR for truncate of a directory, and chown(-1, -1),
+    that exists, EPERM for a link to a file fs.protected_hardlinks keeps
+    or to a directory, EISDIR for truncate of a directory, and chown(-1, -1),
     which the kernel allows on any file without set-id bits, succeeds
     (all answered EACCES)."""
     parity(t, VISIBLE, want={"chown-noop /usr/bin/env": "ok",
@@ -337,6 +339,7 @@ def errno_parity_visible_refusals(t):
                              "utime-now /usr/bin/env": "EACCES",
                              "link-onto /etc/passwd": "EEXIST",
                              "truncate /usr": "EISDIR",
+                             "link-from /etc/passwd": "EPERM",
                              "fchmod fd": "EPERM"})
 
 

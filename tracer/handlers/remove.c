@@ -36,22 +36,53 @@ static struct cr_verdict refuse_as(struct cr_run *run,
 					      kerr));
 }
 
+/* fs.protected_hardlinks (may_linkat): a link to a file the task
+ * neither owns nor may read and write, or that is set-user-ID or
+ * executable set-group-ID, is refused with EPERM. Unknown (no sysctl, a
+ * capability, an unreadable status): false. */
+static bool hardlink_protected(pid_t tid, const struct cr_fsres *a)
+{
+	const mode_t sgx = S_ISGID | S_IXGRP;
+	char buf[8];
+	uid_t fsuid;
+	bool safe;
+	int fd;
+
+	if (cr_read_small(AT_FDCWD, "/proc/sys/fs/protected_hardlinks", buf,
+			  sizeof(buf)) < 1 || buf[0] == '0')
+		return false;
+	if (cr_fs_task_fsuid(tid, &fsuid) || fsuid == a->st.st_uid)
+		return false;
+	if (!S_ISREG(a->st.st_mode) || (a->st.st_mode & S_ISUID) ||
+	    (a->st.st_mode & sgx) == sgx)
+		return true;
+	fd = cr_fs_opath(a, false);
+	if (fd < 0)
+		return false;
+	/* The supervisor runs as the program's user, without capability. */
+	safe = faccessat(fd, "", R_OK | W_OK, AT_EMPTY_PATH | AT_EACCESS) == 0;
+	close(fd);
+	return !safe;
+}
+
 /* What the kernel's do_linkat answers before any permission is asked:
  * EEXIST for a new name that exists (filename_create), EXDEV across
- * mounts, then EPERM for a directory (vfs_link, and may_linkat's
- * protected_hardlinks for a file one neither owns nor may read and
- * write, not judged here). */
-static int link_kerr(const struct cr_fsres *a, const struct cr_fsres *b)
+ * mounts, EPERM for a source protected_hardlinks keeps (may_linkat),
+ * then EPERM for a directory (vfs_link). */
+static int link_kerr(pid_t tid, const struct cr_fsres *a,
+		     const struct cr_fsres *b)
 {
 	struct stat d;
 
 	if (b->exists)
 		return EEXIST;
-	if (!S_ISDIR(a->st.st_mode))
-		return 0;
 	if (fstat(b->dirfd, &d) < 0)
 		return 0;
-	return d.st_dev == a->st.st_dev ? EPERM : EXDEV;
+	if (d.st_dev != a->st.st_dev)
+		return EXDEV;
+	if (S_ISDIR(a->st.st_mode) || hardlink_protected(tid, a))
+		return EPERM;
+	return 0;
 }
 
 static struct cr_verdict do_unlink(struct cr_run *run,
@@ -167,9 +198,9 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 	} else if (!link && (!strcmp(a.name, ".") || !strcmp(b.name, "."))) {
 		v = CR_V_ERR(EBUSY);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
-		v = refuse_as(run, n, sys, &a, link ? link_kerr(&a, &b) : 0);
+		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
-		v = refuse_as(run, n, sys, &b, link ? link_kerr(&a, &b) : 0);
+		v = refuse_as(run, n, sys, &b, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (link && !b.exists &&
 		   (rc = cr_budget_on_create(run, (pid_t)n->pid))) {
 		/* A link adds a name; a rename to a new name only moves one
