@@ -101,3 +101,10 @@ int cr_fsrules_refusal(const struct cr_fsrules *r, unsigned acc)
 		return ENOENT;
 	return EACCES;
 }
+
+int cr_fsrules_refusal_as(const struct cr_fsrules *r, unsigned acc, int kerr)
+{
+	int e = cr_fsrules_refusal(r, acc);
+
+	return e == EACCES && kerr > 0 ? kerr : e;
+}

@@ -47,4 +47,10 @@ unsigned cr_fsrules_access(const struct cr_fsrules *r, const char *path,
  * visible object used beyond its access. */
 int cr_fsrules_refusal(const struct cr_fsrules *r, unsigned acc);
 
+/* The same refusal where the kernel, asked, would itself fail first with
+ * kerr (EISDIR, EPERM, EEXIST...; 0 when it would not): kerr in place of
+ * EACCES, since the object is visible and its type and owner no secret;
+ * ENOENT still where cr_fsrules_refusal says ENOENT. */
+int cr_fsrules_refusal_as(const struct cr_fsrules *r, unsigned acc, int kerr);
+
 #endif

@@ -48,9 +48,14 @@ TEST_IMPL(fsrules_access)
 	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/tmp/ws/.git/hooks/x")), ENOENT);
 	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/tmp")), EACCES);
 	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/usr/lib")), EACCES);
+	/* the kernel's own errno only where the object is visible */
+	ASSERT_EQ(cr_fsrules_refusal_as(&r, acc(&r, "/usr/lib"), EISDIR), EISDIR);
+	ASSERT_EQ(cr_fsrules_refusal_as(&r, acc(&r, "/usr/lib"), 0), EACCES);
+	ASSERT_EQ(cr_fsrules_refusal_as(&r, acc(&r, "/home/u/.ssh"), EISDIR), ENOENT);
 	r.hide = true;
 	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/tmp")), ENOENT);
 	ASSERT_EQ(cr_fsrules_refusal(&r, acc(&r, "/usr/lib")), ENOENT);
+	ASSERT_EQ(cr_fsrules_refusal_as(&r, acc(&r, "/usr/lib"), EPERM), ENOENT);
 	/* the same root twice unions */
 	ASSERT_EQ(cr_fsrules_add(&r, "/usr", CR_FS_W), 0);
 	ASSERT_UEQ(acc(&r, "/usr/lib"), CR_FS_R | CR_FS_W | CR_FS_STAT);

@@ -442,3 +442,23 @@ mode_t cr_fs_task_umask(pid_t tid)
 	p = strstr(buf, "\nUmask:");
 	return p ? (mode_t)strtoul(p + 7, NULL, 8) & 0777 : 022;
 }
+
+int cr_fs_task_fsuid(pid_t tid, uid_t *fsuid)
+{
+	char path[64], buf[4096], *p;
+	unsigned long r, e, sv, f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strstr(buf, "\nUid:");
+	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &r, &e, &sv, &f) != 4)
+		return -1;
+	/* A capability (CAP_FOWNER, CAP_CHOWN) would let the kernel allow
+	 * what the owner check refuses: then nothing is said. */
+	p = strstr(buf, "\nCapEff:");
+	if (!p || strtoull(p + 8, NULL, 16) != 0)
+		return -1;
+	*fsuid = (uid_t)f;
+	return 0;
+}

@@ -80,6 +80,13 @@ struct cr_fsalias {
 #define CR_RES_SLASH_OK		0x40u	/* a trailing '/' on a non-directory is
 					 * the caller's to judge (O_CREAT) */
 
+/* The last component of a path, as the kernel's nd->last_type: rmdir and
+ * link answer by it ("x/.." is ENOTEMPTY to rmdir, "/" EBUSY). */
+#define CR_LAST_NORM	0	/* a name */
+#define CR_LAST_DOT	1	/* "." */
+#define CR_LAST_DOTDOT	2	/* ".." */
+#define CR_LAST_ROOT	3	/* no component at all: "/", "" */
+
 struct cr_fsres {
 	int dirfd;		/* O_PATH directory holding the object: owned,
 				 * unless dirfd_borrowed (a root's own fd) */
@@ -91,6 +98,7 @@ struct cr_fsres {
 	bool exists;		/* lstat of name succeeded */
 	struct stat st;		/* that lstat */
 	bool trailing_slash;	/* the path ended in '/' */
+	unsigned char last;	/* CR_LAST_*: what the last component was */
 	bool refused;		/* -EACCES/-ENOENT came from the rules, at path */
 	const char *layer;	/* "fs" or "proc" for a refusal */
 	char link_text[64];	/* /proc/self as a link: the caller's answer */
@@ -144,6 +152,10 @@ int cr_fs_top_chown(struct cr_run *run, const struct seccomp_notif *n,
 int cr_fs_top_xattr(struct cr_run *run, const struct seccomp_notif *n,
 		    const char *sys, const char *target, int fd,
 		    const struct stat *st, const char *name);
+/* The task's filesystem uid, from /proc/<tid>/status: 0, or -1 when it
+ * cannot be read or the task holds a capability (the owner checks of
+ * chmod, chown and utimes are then not the kernel's last word). */
+int cr_fs_task_fsuid(pid_t tid, uid_t *fsuid);
 /* The task's umask, from /proc/<tid>/status (022 if unreadable). */
 mode_t cr_fs_task_umask(pid_t tid);
 /* Around a creation corral performs (open O_CREAT, mkdir, mknod, a unix

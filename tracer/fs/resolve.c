@@ -478,10 +478,12 @@ static int start(struct walk *w, int dirfd, bool absolute)
 	return 0;
 }
 
-static int finish_here(struct walk *w, struct cr_fsres *res)
+static int finish_here(struct walk *w, struct cr_fsres *res,
+		       unsigned char last)
 {
 	if (fstat(w->fd, &res->st) < 0)
 		return -errno;
+	res->last = last;
 	res->exists = true;
 	res->dirfd = w->fd;
 	res->dirfd_borrowed = w->borrowed;
@@ -618,7 +620,7 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			return p;
 		walk_set(w, p, true);
 		if (cr_fs_shm_is_pname(w->run->fs, name, nlen))
-			return last ? finish_here(w, res) : 1;
+			return last ? finish_here(w, res, CR_LAST_NORM) : 1;
 	}
 	plen = join(cand, w->cur, w->clen, name, nlen);
 	acc = cr_fs_access(w->run, w->tid, cand, plen);
@@ -905,6 +907,7 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 {
 	struct walk w = { .run = run, .tid = tid, .how = how, .fd = -1 };
 	size_t plen = strlen(path);
+	unsigned char lt = CR_LAST_ROOT;	/* until a component is met */
 	int rc;
 
 	cr_fsres_init(res);
@@ -942,7 +945,7 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		while (*r == '/')
 			r++;
 		if (!*r) {
-			rc = finish_here(&w, res);
+			rc = finish_here(&w, res, lt);
 			break;
 		}
 		end = strchr(r, '/');
@@ -955,9 +958,12 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 				q++;
 			last = !*q;
 		}
+		lt = CR_LAST_NORM;
 		if (n == 1 && r[0] == '.') {
+			lt = CR_LAST_DOT;
 			continue;
 		} else if (n == 2 && r[0] == '.' && r[1] == '.') {
+			lt = CR_LAST_DOTDOT;
 			rc = dotdot(&w);
 			if (!rc && !cr_fs_access(run, tid, w.cur, w.clen))
 				rc = refuse(&w, res, w.cur, w.clen, "fs");

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
 #include <linux/fs.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -14,20 +17,112 @@
 
 #include "../fs/fsops.h"
 
+/* What the kernel would answer first for an attribute change of the
+ * inode behind fd (st its stat) that the rules refuse: EROFS on a
+ * read-only mount (mnt_want_write comes before anything), then, for a
+ * change only the owner may make (chmod, chown, explicit times), EPERM
+ * when the task's fsuid is not the owner (setattr_prepare). 0: nothing
+ * the kernel would say first, and the refusal stays EACCES. The object
+ * is visible, its owner no secret. */
+static int attr_kerr(pid_t tid, int fd, const struct stat *st, bool owner)
+{
+	struct statfs sf;
+	uid_t fsuid;
+
+	if (fstatfs(fd, &sf) == 0 && (sf.f_flags & ST_RDONLY))
+		return EROFS;
+	if (owner && cr_fs_task_fsuid(tid, &fsuid) == 0 && fsuid != st->st_uid)
+		return EPERM;
+	return 0;
+}
+
+/* chown(obj, -1, -1) asks the kernel for no check on an inode without
+ * set-user-ID, set-group-ID or file capabilities (which it would clear,
+ * an owner's change): it succeeds on any such file, and so does ours,
+ * without acting (the kernel would touch its ctime only). */
+static bool chown_noop(int fd, const struct stat *st, uid_t uid, gid_t gid)
+{
+	char p[64];
+
+	if (uid != (uid_t)-1 || gid != (gid_t)-1)
+		return false;
+	if (S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
+		return true;
+	if (st->st_mode & (S_ISUID | S_ISGID))
+		return false;
+	cr_fs_fdpath(fd, p, sizeof(p));
+	return getxattr(p, "security.capability", NULL, 0) < 0 &&
+	       (errno == ENODATA || errno == EOPNOTSUPP);
+}
+
+/* How a refused change is answered (resolve_w). */
+enum wkind {
+	WK_WRITE,	/* EACCES (EROFS first) */
+	WK_OWNER,	/* the owner's: EPERM to anyone else */
+	WK_TRUNCATE,	/* EISDIR, EINVAL by type first */
+	WK_CHOWN_NOOP,	/* chown(-1, -1): done without acting */
+};
+
 /* Metadata of an object is changed through an O_PATH fd on exactly that
  * object ("/proc/self/fd/N" or AT_EMPTY_PATH), or with AT_SYMLINK_NOFOLLOW
- * on a name we resolved: a link swapped in meanwhile is never followed. */
+ * on a name we resolved: a link swapped in meanwhile is never followed.
+ * 0: res is the object, in a writable root; 1: a no-op the kernel allows
+ * (res freed); else -errno, for a refusal what the kernel would answer
+ * first where the object is visible (only the errno changes). */
 static int resolve_w(struct cr_run *run, const struct seccomp_notif *n,
 		     const char *sys, int diri, int pathi, bool follow,
-		     bool empty_ok, struct cr_fsres *res)
+		     bool empty_ok, enum wkind k, struct cr_fsres *res)
 {
 	int rc = cr_fs_arg(run, n, sys, diri, pathi,
 			   (follow ? CR_RES_FOLLOW : 0) |
-			   (empty_ok ? CR_RES_EMPTY_PATH : 0), CR_FS_W, res);
+			   (empty_ok ? CR_RES_EMPTY_PATH : 0), 0, res);
+	int kerr = 0, fd;
 
-	if (!rc && !res->exists) {
+	if (rc)
+		return rc;
+	if (!res->exists) {
 		cr_fsres_free(res);
 		return -ENOENT;
+	}
+	if (res->acc & CR_FS_W)
+		return 0;
+	if (k == WK_TRUNCATE && !S_ISREG(res->st.st_mode))
+		kerr = S_ISDIR(res->st.st_mode) ? EISDIR : EINVAL;
+	if (!kerr && cr_fsrules_refusal(&run->fs->rules, res->acc) == EACCES &&
+	    (fd = cr_fs_opath(res, res->via_link)) >= 0) {
+		struct stat st;
+
+		if (fstat(fd, &st) == 0) {
+			kerr = attr_kerr((pid_t)n->pid, fd, &st,
+					 k == WK_OWNER || k == WK_CHOWN_NOOP);
+			if (k == WK_CHOWN_NOOP && kerr != EROFS &&
+			    chown_noop(fd, &st, (uid_t)-1, (gid_t)-1)) {
+				close(fd);
+				cr_fsres_free(res);
+				return 1;
+			}
+		}
+		close(fd);
+	}
+	res->refused = true;
+	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
+	cr_fsres_free(res);
+	return -cr_fsrules_refusal_as(&run->fs->rules, res->acc, kerr);
+}
+
+/* The fd forms' check (cr_fs_fd_writable), with the kernel's errno in
+ * place of a visible refusal's EACCES, as resolve_w. */
+static int fd_writable_as(struct cr_run *run, const struct seccomp_notif *n,
+			  const char *sys, int fd, bool owner)
+{
+	int rc = cr_fs_fd_writable(run, n, sys, fd);
+	struct stat st;
+
+	if (rc == -EACCES && fstat(fd, &st) == 0) {
+		int kerr = attr_kerr((pid_t)n->pid, fd, &st, owner);
+
+		if (kerr)
+			rc = -kerr;
 	}
 	return rc;
 }
@@ -49,7 +144,7 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 		if (empty && fd != -1000) {
 			if (fd < 0)
 				return CR_V_ERR(-fd);
-			rc = -cr_fs_fd_writable(run, n, sys, fd);
+			rc = -fd_writable_as(run, n, sys, fd, true);
 			if (!rc && fstat(fd, &st) < 0)
 				rc = errno;
 			if (!rc) {
@@ -68,7 +163,7 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 		/* "" of the cwd (fd -1000): resolved below, as stat does. */
 	}
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
-		       flags & AT_EMPTY_PATH, &res);
+		       flags & AT_EMPTY_PATH, WK_OWNER, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (S_ISLNK(res.st.st_mode)) {
@@ -120,6 +215,10 @@ struct cr_verdict cr_h_fchmodat2(struct cr_run *run,
 	return do_chmod(run, n, e->name, 0, 1, (mode_t)n->data.args[2], flags);
 }
 
+static struct cr_verdict chown_fd(struct cr_run *run,
+				  const struct seccomp_notif *n, const char *sys,
+				  int fd, uid_t uid, gid_t gid);
+
 static struct cr_verdict do_chown(struct cr_run *run,
 				  const struct seccomp_notif *n, const char *sys,
 				  int diri, int pathi, int ui, int flags)
@@ -128,10 +227,25 @@ static struct cr_verdict do_chown(struct cr_run *run,
 	struct stat st;
 	int rc, fd;
 
+	if ((flags & AT_EMPTY_PATH) && diri >= 0) {
+		/* fchownat(fd, "", uid, gid, AT_EMPTY_PATH): fchown(fd),
+		 * as fchmodat2's AT_EMPTY_PATH is fchmod(fd). */
+		bool empty;
+
+		fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
+		if (empty && fd != -1000)
+			return chown_fd(run, n, sys, fd,
+					(uid_t)n->data.args[ui],
+					(gid_t)n->data.args[ui + 1]);
+		/* "" of the cwd (fd -1000): resolved below, as stat does. */
+	}
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
-		       flags & AT_EMPTY_PATH, &res);
+		       flags & AT_EMPTY_PATH,
+		       (uid_t)n->data.args[ui] == (uid_t)-1 &&
+		       (gid_t)n->data.args[ui + 1] == (gid_t)-1 ?
+		       WK_CHOWN_NOOP : WK_OWNER, &res);
 	if (rc)
-		return CR_V_ERR(-rc);
+		return rc > 0 ? CR_V_VAL(0) : CR_V_ERR(-rc);
 	/* On an fd of the object (a link itself when not followed), the
 	 * inode judged: a name swapped meanwhile changes nothing. */
 	fd = cr_fs_opath(&res, false);
@@ -171,8 +285,8 @@ struct cr_verdict cr_h_fchownat(struct cr_run *run, const struct cr_syscall_entr
 {
 	int flags = (int)n->data.args[4];
 
-	if (flags & AT_EMPTY_PATH)
-		return CR_V_ERR(EINVAL);	/* fchown(fd) is the fd call */
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+		return CR_V_ERR(EINVAL);
 	return do_chown(run, n, e->name, 0, 1, 2, flags);
 }
 
@@ -185,7 +299,7 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 
 	if ((int64_t)n->data.args[1] < 0)
 		return CR_V_ERR(EINVAL);
-	rc = resolve_w(run, n, e->name, -1, 0, true, false, &res);
+	rc = resolve_w(run, n, e->name, -1, 0, true, false, WK_TRUNCATE, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (!S_ISREG(res.st.st_mode)) {
@@ -217,6 +331,13 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 				    const struct timespec *times, int flags)
 {
 	struct cr_fsres res;
+	/* A time set to a value rather than to now is the owner's to set
+	 * (ATTR_TIMES_SET); now needs write permission only. */
+	bool explicit = times &&
+		((times[0].tv_nsec != UTIME_NOW &&
+		  times[0].tv_nsec != UTIME_OMIT) ||
+		 (times[1].tv_nsec != UTIME_NOW &&
+		  times[1].tv_nsec != UTIME_OMIT));
 	int rc;
 
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
@@ -243,7 +364,7 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 		}
 		if (fd < 0)
 			return CR_V_ERR(-fd);
-		rc = -cr_fs_fd_writable(run, n, sys, fd);
+		rc = -fd_writable_as(run, n, sys, fd, explicit);
 		if (!rc) {
 			cr_slow_begin();
 			rc = futimens(fd, times) < 0 ? errno : 0;
@@ -254,7 +375,8 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 	}
 by_path:
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
-		       flags & AT_EMPTY_PATH, &res);
+		       flags & AT_EMPTY_PATH, explicit ? WK_OWNER : WK_WRITE,
+		       &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	cr_slow_begin();
@@ -293,6 +415,9 @@ struct cr_verdict cr_h_utimensat(struct cr_run *run,
 
 	if (!null && cr_mem_read((pid_t)n->pid, n->data.args[2], ts, sizeof(ts)))
 		return CR_V_ERR(EFAULT);
+	/* Nothing to do: the kernel does not even look at the path. */
+	if (!null && ts[0].tv_nsec == UTIME_OMIT && ts[1].tv_nsec == UTIME_OMIT)
+		return CR_V_VAL(0);
 	return do_utimens(run, n, e->name, 0, 1, null ? NULL : ts,
 			  (int)n->data.args[3]);
 }
@@ -344,24 +469,50 @@ struct cr_verdict cr_h_utime(struct cr_run *run, const struct cr_syscall_entry *
  * kernel, and the program may own files in a read-only root (its own
  * project under --ro, or every system file when run as root): so these are
  * decided on where the fd really points, and performed on a copy of it. */
-int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
-		      const char *sys, int fd)
+/* Where fd really points: its path in path (empty for a pipe or socket,
+ * which no root rules), the access the rules grant there (every bit for
+ * no path). */
+static unsigned fd_access(struct cr_run *run, pid_t tid, int fd,
+			  char *path, size_t size)
 {
-	char p[64], path[PATH_MAX];
+	char p[64];
 	ssize_t len;
 
+	path[0] = 0;
 	cr_fs_fdpath(fd, p, sizeof(p));
-	len = readlink(p, path, sizeof(path) - 1);
-	if (len <= 0)
-		return -EBADF;
+	len = readlink(p, path, size - 1);
+	if (len <= 0) {
+		path[0] = 0;
+		return 0;
+	}
 	path[len] = 0;
 	if (len > 10 && !strcmp(path + len - 10, " (deleted)")) {
 		len -= 10;
 		path[len] = 0;
 	}
-	if (path[0] != '/')
-		return 0;	/* a pipe or socket of the program's own */
-	if (!(cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_W)) {
+	if (path[0] != '/') {
+		path[0] = 0;
+		return CR_FS_R | CR_FS_W | CR_FS_X | CR_FS_STAT;
+	}
+	return cr_fs_access(run, tid, path, (size_t)len);
+}
+
+unsigned cr_fs_fd_access(struct cr_run *run, pid_t tid, int fd)
+{
+	char path[PATH_MAX];
+
+	return fd_access(run, tid, fd, path, sizeof(path));
+}
+
+int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
+		      const char *sys, int fd)
+{
+	char path[PATH_MAX];
+	unsigned acc = fd_access(run, (pid_t)n->pid, fd, path, sizeof(path));
+
+	if (!acc && !path[0])
+		return -EBADF;
+	if (!(acc & CR_FS_W)) {
 		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
 			"write outside the writable roots");
 		/* The program holds the fd: the object is not hidden from it. */
@@ -378,7 +529,7 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 
 	if (fd < 0)
 		return CR_V_ERR(-fd);
-	rc = cr_fs_fd_writable(run, n, e->name, fd);
+	rc = fd_writable_as(run, n, e->name, fd, true);
 	if (!rc) {
 		struct stat st;
 		mode_t mode = (mode_t)n->data.args[1] & 07777;
@@ -401,30 +552,51 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
 }
 
-struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
-			      const struct seccomp_notif *n)
+/* fchown(fd) and fchownat(fd, "", AT_EMPTY_PATH): on our copy of the
+ * task's fd (consumed). */
+static struct cr_verdict chown_fd(struct cr_run *run,
+				  const struct seccomp_notif *n, const char *sys,
+				  int fd, uid_t uid, gid_t gid)
 {
-	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	int rc;
 
 	if (fd < 0)
 		return CR_V_ERR(-fd);
-	rc = cr_fs_fd_writable(run, n, e->name, fd);
+	if (uid == (uid_t)-1 && gid == (gid_t)-1 &&
+	    !(cr_fs_fd_access(run, (pid_t)n->pid, fd) & CR_FS_W) &&
+	    cr_fsrules_refusal(&run->fs->rules, CR_FS_STAT) == EACCES) {
+		/* A no-op on a file the program holds (see chown_noop). */
+		struct stat st;
+
+		if (fstat(fd, &st) == 0 &&
+		    attr_kerr((pid_t)n->pid, fd, &st, false) != EROFS &&
+		    chown_noop(fd, &st, uid, gid)) {
+			close(fd);
+			return CR_V_VAL(0);
+		}
+	}
+	rc = fd_writable_as(run, n, sys, fd, true);
 	if (!rc) {
 		struct stat st;
 
 		rc = fstat(fd, &st) < 0 ? -errno :
-		     cr_fs_top_chown(run, n, e->name, NULL, fd, &st,
-				     (uid_t)n->data.args[1], (gid_t)n->data.args[2]);
+		     cr_fs_top_chown(run, n, sys, NULL, fd, &st, uid, gid);
 	}
 	if (!rc) {
 		cr_slow_begin();
-		rc = fchown(fd, (uid_t)n->data.args[1], (gid_t)n->data.args[2]) < 0 ?
-		     -errno : 0;
+		rc = fchown(fd, uid, gid) < 0 ? -errno : 0;
 		cr_slow_end();
 	}
 	close(fd);
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
+}
+
+struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n)
+{
+	return chown_fd(run, n, e->name,
+			cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]),
+			(uid_t)n->data.args[1], (gid_t)n->data.args[2]);
 }
 
 /*

@@ -55,8 +55,12 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 	mode_t type = mode & S_IFMT;
 	int rc;
 
+	/* The kernel's may_mknod, before the path is looked at: no file
+	 * type is EINVAL, a directory EPERM (mkdir makes those). */
 	if (!dir && type != 0 && type != S_IFREG && type != S_IFIFO &&
-	    type != S_IFSOCK) {
+	    type != S_IFSOCK && type != S_IFCHR && type != S_IFBLK)
+		return CR_V_ERR(type == S_IFDIR ? EPERM : EINVAL);
+	if (!dir && (type == S_IFCHR || type == S_IFBLK)) {
 		char path[PATH_MAX] = "";
 
 		cr_fs_read_path(run, n, pathi, path, sizeof(path));

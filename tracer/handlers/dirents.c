@@ -100,6 +100,7 @@ static int kind_of(struct cr_run *run, int fd, pid_t tid)
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
+	dtid = tid;
 	if (!S_ISDIR(st.st_mode))
 		return CR_DK_PLAIN;	/* the kernel's ENOTDIR */
 	if (st.st_ino != 1)
@@ -147,10 +148,24 @@ static bool keep(struct cr_run *run, enum dkind k, const char *name)
 				     dlen + 1 + nl) &
 			(CR_FS_STAT | CR_FS_R | CR_FS_W | CR_FS_X)) != 0;
 	}
+	if (k == CR_DK_PROC) {
+		char p[6 + NAME_MAX + 1] = "/proc/";
+		size_t nl = strlen(name);
+
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			return true;
+		if (nl > NAME_MAX)
+			return false;
+		/* Exactly what a lookup of /proc/NAME may reach (the /proc
+		 * rule of fs/resolve.c, the one list of names): the run's
+		 * pids, self, cpuinfo...; what every lookup answers ENOENT
+		 * for (acpi, kallsyms, other pids) is not listed either. */
+		memcpy(p + 6, name, nl + 1);
+		return (cr_fs_access(run, dtid, p, 6 + nl) &
+			(CR_FS_STAT | CR_FS_R | CR_FS_W | CR_FS_X)) != 0;
+	}
 	if (!all_digits(name))
-		return true;	/* self, sys, ptmx, ".": names, not processes */
-	if (k == CR_DK_PROC)
-		return cr_tasks_ours(&run->tasks, (pid_t)atoi(name)) != NULL;
+		return true;	/* ptmx, ".": names, not ptys */
 	{
 		int m = cr_fs_pty_master(run, (unsigned)atoi(name));
 

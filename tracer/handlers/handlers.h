@@ -135,6 +135,9 @@ struct cr_verdict cr_h_fremovexattr(struct cr_run *run, const struct cr_syscall_
 int cr_h_empty_path(struct cr_run *run, const struct seccomp_notif *n,
 		    int pathi, int diri, bool null_ok, bool *is_empty);
 /* attr.c: may metadata be changed through this fd (a copy of the task's)? */
+/* The access the rules grant where the task's fd (our copy) points:
+ * every bit for a pipe or socket, 0 when it cannot be named. */
+unsigned cr_fs_fd_access(struct cr_run *run, pid_t tid, int fd);
 int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
 		      const char *sys, int fd);
 

@@ -196,8 +196,9 @@ static struct cr_verdict do_open(struct cr_run *run,
 	 * only the entries that lead into a root (dirents.c), so what lies
 	 * outside stays absent. /proc keeps its own rules. */
 	if (need == CR_FS_R && res.exists && S_ISDIR(res.st.st_mode) &&
-	    (res.acc & CR_FS_STAT) && (flags & O_ACCMODE) == O_RDONLY &&
-	    !(flags & (O_CREAT | O_TRUNC)) &&
+	    (res.acc & CR_FS_STAT) &&
+	    ((flags & O_PATH) ||	/* which ignores the other flags */
+	     ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)))) &&
 	    !cr_path_within("/proc", 5, res.path, res.plen))
 		need = CR_FS_STAT;
 	/* A terminal of the run opens for writing too: through its master,
@@ -206,11 +207,23 @@ static struct cr_verdict do_open(struct cr_run *run,
 	    (res.acc & CR_FS_R))
 		res.acc |= CR_FS_W;
 	if ((res.acc & need) != need) {
+		/* The kernel's do_open answers EISDIR for an existing
+		 * directory opened with O_CREAT, a write mode or O_TRUNC
+		 * before it asks for any permission (util-linux flock
+		 * falls back to a read-only open on EISDIR only). O_PATH
+		 * asks for no access; O_TMPFILE names the directory to
+		 * create in. Only the errno of the refusal changes. */
+		int kerr = res.exists && S_ISDIR(res.st.st_mode) &&
+			   !(flags & O_PATH) &&
+			   (flags & __O_TMPFILE) != __O_TMPFILE &&
+			   ((flags & (O_CREAT | O_TRUNC)) ||
+			    (flags & O_ACCMODE) != O_RDONLY) ? EISDIR : 0;
+
 		res.refused = true;
 		cr_fs_deny(run, n, sys, &res,
 			   need & CR_FS_W ? "write outside the writable roots" :
 			   "read outside the readable roots");
-		rc = -cr_fsrules_refusal(&run->fs->rules, res.acc);
+		rc = -cr_fsrules_refusal_as(&run->fs->rules, res.acc, kerr);
 		goto out;
 	}
 	if (res.exists && S_ISFIFO(res.st.st_mode) && !(flags & (O_NONBLOCK | O_PATH))) {

@@ -23,6 +23,68 @@ static struct cr_verdict refuse(struct cr_run *run, const struct seccomp_notif *
 	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res->acc));
 }
 
+/* A refusal where the kernel would itself fail first with kerr (0: it
+ * would not): its errno, the object being visible (policy/fsrules.c). */
+static struct cr_verdict refuse_as(struct cr_run *run,
+				   const struct seccomp_notif *n,
+				   const char *sys, struct cr_fsres *res,
+				   int kerr)
+{
+	res->refused = true;
+	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
+	return CR_V_ERR(cr_fsrules_refusal_as(&run->fs->rules, res->acc,
+					      kerr));
+}
+
+/* fs.protected_hardlinks (may_linkat): a link to a file the task
+ * neither owns nor may read and write, or that is set-user-ID or
+ * executable set-group-ID, is refused with EPERM. Unknown (no sysctl, a
+ * capability, an unreadable status): false. */
+static bool hardlink_protected(pid_t tid, const struct cr_fsres *a)
+{
+	const mode_t sgx = S_ISGID | S_IXGRP;
+	char buf[8];
+	uid_t fsuid;
+	bool safe;
+	int fd;
+
+	if (cr_read_small(AT_FDCWD, "/proc/sys/fs/protected_hardlinks", buf,
+			  sizeof(buf)) < 1 || buf[0] == '0')
+		return false;
+	if (cr_fs_task_fsuid(tid, &fsuid) || fsuid == a->st.st_uid)
+		return false;
+	if (!S_ISREG(a->st.st_mode) || (a->st.st_mode & S_ISUID) ||
+	    (a->st.st_mode & sgx) == sgx)
+		return true;
+	fd = cr_fs_opath(a, false);
+	if (fd < 0)
+		return false;
+	/* The supervisor runs as the program's user, without capability. */
+	safe = faccessat(fd, "", R_OK | W_OK, AT_EMPTY_PATH | AT_EACCESS) == 0;
+	close(fd);
+	return !safe;
+}
+
+/* What the kernel's do_linkat answers before any permission is asked:
+ * EEXIST for a new name that exists (filename_create), EXDEV across
+ * mounts, EPERM for a source protected_hardlinks keeps (may_linkat),
+ * then EPERM for a directory (vfs_link). */
+static int link_kerr(pid_t tid, const struct cr_fsres *a,
+		     const struct cr_fsres *b)
+{
+	struct stat d;
+
+	if (b->exists)
+		return EEXIST;
+	if (fstat(b->dirfd, &d) < 0)
+		return 0;
+	if (d.st_dev != a->st.st_dev)
+		return EXDEV;
+	if (S_ISDIR(a->st.st_mode) || hardlink_protected(tid, a))
+		return EPERM;
+	return 0;
+}
+
 static struct cr_verdict do_unlink(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const char *sys, int diri, int pathi,
@@ -38,7 +100,12 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (!strcmp(res.name, ".")) {
-		v = CR_V_ERR(flags & AT_REMOVEDIR ? EINVAL : EISDIR);
+		/* What the kernel's do_rmdir says by the last component
+		 * ("x/.." is a directory with an entry, x); unlink of any
+		 * of them is EISDIR. */
+		v = CR_V_ERR(!(flags & AT_REMOVEDIR) ? EISDIR :
+			     res.last == CR_LAST_DOTDOT ? ENOTEMPTY :
+			     res.last == CR_LAST_ROOT ? EBUSY : EINVAL);
 	} else if (!res.exists) {
 		v = CR_V_ERR(ENOENT);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res)) {
@@ -123,12 +190,17 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		/* A new name ending in '/' must become a directory: a link
 		 * never does, a rename only when it moves one. */
 		v = CR_V_ERR(link ? ENOENT : ENOTDIR);
-	} else if (!strcmp(a.name, ".") || !strcmp(b.name, ".")) {
-		v = CR_V_ERR(link ? EEXIST : EBUSY);
+	} else if (link && !strcmp(b.name, ".")) {
+		/* A new name that is no name ("d/.", "d/..", "/") exists:
+		 * the kernel's filename_create. A source "d/.." is a
+		 * directory, refused with EPERM below, as vfs_link does. */
+		v = CR_V_ERR(EEXIST);
+	} else if (!link && (!strcmp(a.name, ".") || !strcmp(b.name, "."))) {
+		v = CR_V_ERR(EBUSY);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
-		v = refuse(run, n, sys, &a);
+		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
-		v = refuse(run, n, sys, &b);
+		v = refuse_as(run, n, sys, &b, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (link && !b.exists &&
 		   (rc = cr_budget_on_create(run, (pid_t)n->pid))) {
 		/* A link adds a name; a rename to a new name only moves one
@@ -146,10 +218,10 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 	} else if (link) {
-		if (S_ISDIR(a.st.st_mode))
-			v = CR_V_ERR(EPERM);
-		else if (b.exists)
+		if (b.exists)
 			v = CR_V_ERR(EEXIST);
+		else if (S_ISDIR(a.st.st_mode))
+			v = CR_V_ERR(EPERM);
 		else {
 			cr_slow_begin();
 			v = linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0 ?

@@ -72,7 +72,10 @@ static struct cr_verdict do_stat(struct cr_run *run,
 
 	if ((flags & AT_EMPTY_PATH) && diri >= 0) {
 		bool empty;
-		int fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
+		/* A NULL path counts as "" where statx takes it so: the
+		 * kernel does for newfstatat too (6.11+). */
+		int fd = cr_h_empty_path(run, n, pathi, diri, statx_null_ok(),
+					 &empty);
 
 		if (empty && fd != -1000) {
 			if (fd < 0)
@@ -209,6 +212,43 @@ static struct cr_verdict do_access(struct cr_run *run,
 
 	if (mode & ~(R_OK | W_OK | X_OK))
 		return CR_V_ERR(EINVAL);
+	if ((flags & AT_EMPTY_PATH) && diri >= 0) {
+		/* faccessat2(fd, "", mode, AT_EMPTY_PATH) of a file the task
+		 * holds: judged where the fd points, then asked of the
+		 * kernel on our copy. A directory fd takes the resolver
+		 * below (its /proc and ancestor rules). */
+		bool empty;
+		int fd = cr_h_empty_path(run, n, pathi, diri, false, &empty);
+		struct stat st;
+
+		if (empty && fd != -1000) {
+			if (fd < 0)
+				return CR_V_ERR(-fd);
+			if (fstat(fd, &st) < 0) {
+				rc = errno;
+				close(fd);
+				return CR_V_ERR(rc);
+			}
+			if (!S_ISDIR(st.st_mode)) {
+				unsigned want = 0;
+
+				if (mode & R_OK)
+					want |= CR_FS_R;
+				if (mode & W_OK)
+					want |= CR_FS_W;
+				if (mode & X_OK)
+					want |= CR_FS_X;
+				rc = (cr_fs_fd_access(run, (pid_t)n->pid, fd) &
+				      want) != want ? EACCES :
+				     syscall(SYS_faccessat2, fd, "", mode,
+					     (flags & AT_EACCESS) |
+					     AT_EMPTY_PATH) < 0 ? errno : 0;
+				close(fd);
+				return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+			}
+			close(fd);
+		}
+	}
 	rc = cr_fs_arg(run, n, sys, diri, pathi,
 		       (flags & AT_SYMLINK_NOFOLLOW ? 0 : CR_RES_FOLLOW) |
 		       (flags & AT_EMPTY_PATH ? CR_RES_EMPTY_PATH : 0),

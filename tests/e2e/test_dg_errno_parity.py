@@ -1,0 +1,386 @@
+"""Errno parity with the kernel: where corral allows a call, or refuses one
+on an object the program can see that the kernel would refuse anyway, the
+program gets the errno the kernel gives. Each test runs one small Python
+program natively and under corral, each in a fresh directory of its own
+(the workspace under corral), and compares the answers line by line.
+"""
+
+import os
+
+from harness import Fail, eq, contains, test, _show
+
+PY = "/usr/bin/python3"
+
+# Put at the top of every probe: `t(name, fn)` prints "name ok" or
+# "name ERRNO" (the symbolic name), so both runs print comparable lines.
+PRELUDE = r'''
+import ctypes, errno, os, stat, sys
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+
+def t(name, fn):
+    try:
+        r = fn()
+        print(name, "ok" if r is None or isinstance(r, int) and r >= 0
+              else r)
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+
+def sysc(*args):
+    """A raw call through libc's syscall(): raises OSError on -1."""
+    r = libc.syscall(*args)
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+'''
+
+
+def _lines(text):
+    return [ln for ln in text.splitlines() if ln]
+
+
+def parity(t, body, name="probe", extra=(), want=None):
+    """Run PRELUDE + body natively and under corral (-w a fresh directory
+    each) and compare what they print. want: {case: answer} the native run
+    must give (the test's own premise: the kernel's errno it is about).
+    Returns (native lines, corral lines, result)."""
+    src = PRELUDE + body
+    outs = []
+    for side in ("native", "corral"):
+        ws = t.path("%s-%s" % (name, side))
+        os.makedirs(ws)
+        os.chmod(ws, 0o755)
+        script = os.path.join(ws, ".probe.py")
+        with open(script, "w") as f:
+            f.write(src)
+        if side == "native":
+            r = t.native([PY, script, ws])
+            res = None
+        else:
+            r = t.corral(["run", "--json", "-w", ws] + list(extra) +
+                         ["--", PY, script, "."])
+            res = t.result(r)
+            if res.get("stdout") is None:
+                raise Fail("no stdout in the result: %s" % _show(res))
+        out = r.out.decode() if res is None else res["stdout"]
+        if side == "native":
+            eq(r.code, 0, "native exit (stderr %r)" % r.err[-600:])
+        else:
+            eq(res.get("exit_code"), 0,
+               "exit under corral (stderr %r)" % res.get("stderr", "")[-600:])
+        outs.append(_lines(out))
+    nat, cor = outs
+    for k, v in (want or {}).items():
+        contains(nat, "%s %s" % (k, v), "native answer (test premise)")
+    if cor != nat:
+        diff = [(a, b) for a, b in zip(cor, nat) if a != b]
+        raise Fail("answers under corral vs native differ (corral, native): "
+                   "%s; %d vs %d lines" % (_show(diff, 1500), len(cor),
+                                           len(nat)))
+    return nat, cor, res
+
+
+# ---- 1. open of an existing directory for writing: EISDIR first ----
+
+OPEN_DIR = r'''
+W = os.O_WRONLY
+for p in ("/etc", "/usr/share", "/", "/proc", "/usr"):
+    t("creat-ro " + p, lambda: os.close(os.open(p, os.O_RDONLY | os.O_CREAT)))
+    t("wronly " + p, lambda: os.close(os.open(p, W)))
+    t("rdwr " + p, lambda: os.close(os.open(p, os.O_RDWR)))
+    t("creat-wr " + p, lambda: os.close(os.open(p, W | os.O_CREAT)))
+    t("trunc " + p, lambda: os.close(os.open(p, os.O_RDONLY | os.O_TRUNC)))
+    t("excl " + p, lambda: os.close(os.open(p, os.O_CREAT | os.O_EXCL)))
+    t("rdonly " + p, lambda: os.close(os.open(p, os.O_RDONLY)))
+    t("path-wr " + p, lambda: os.close(os.open(p, os.O_PATH | W)))
+os.mkdir("d")
+t("wronly ws/d", lambda: os.close(os.open("d", W)))
+t("creat ws/d", lambda: os.close(os.open("d", os.O_CREAT | os.O_RDONLY)))
+# A read-only file stays EACCES under corral's rules; a directory named
+# with a trailing slash and O_CREAT is EISDIR both ways.
+t("creat-slash /etc/", lambda: os.close(os.open("/etc/", os.O_CREAT)))
+'''
+
+
+@test
+def errno_parity_open_dir_eisdir(t):
+    """open() of a visible directory with O_CREAT, a write mode or O_TRUNC
+    answers EISDIR, as the kernel's do_open does before any permission
+    check (it answered EACCES: util-linux flock falls back to a read-only
+    open on EISDIR only); O_PATH and plain read-only opens are unchanged."""
+    parity(t, OPEN_DIR, want={"creat-ro /etc": "EISDIR",
+                              "wronly /usr/share": "EISDIR",
+                              "trunc /": "EISDIR",
+                              "excl /etc": "EEXIST"})
+
+
+@test
+def errno_parity_flock_dir(t):
+    """`flock /etc true` and `flock /usr true` work as natively: flock(1)
+    opens O_RDONLY|O_CREAT and retries read-only on EISDIR."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    cmd = "flock /etc true && flock /usr true && flock / echo locked"
+    nat = t.native(["sh", "-c", cmd])
+    eq((nat.code, nat.out), (0, b"locked\n"), "native (test premise)")
+    r = t.corral(["run", "--json", "-w", ws, "--", "sh", "-c", cmd])
+    res = t.result(r)
+    eq((res.get("exit_code"), res.get("stdout")), (0, "locked\n"),
+       "under corral (stderr %r)" % res.get("stderr"))
+
+
+# ---- 2. the /proc listing shows what a lookup reaches ----
+
+PROC_LIST = r'''
+names = [n for n in os.listdir("/proc") if not n.isdigit()]
+for n in sorted(names):
+    print("L", n)
+for n in sys.argv[2:]:
+    t("S " + n, lambda: os.lstat("/proc/" + n) and None)
+'''
+
+
+@test
+def errno_parity_proc_listing(t):
+    """A listing of /proc shows a name that is not a pid only when a lookup
+    of it answers (self, cpuinfo, sys...): a name every lookup answers
+    ENOENT for (acpi, kallsyms, vmstat...) is not listed either, so `find`
+    and `ls -R` no longer print errors for names they were just shown."""
+    native = sorted(n for n in os.listdir("/proc") if not n.isdigit())
+    for n in ("self", "cpuinfo", "kallsyms"):
+        contains(native, n, "native /proc listing (test premise)")
+    ws = t.path("ws")
+    os.makedirs(ws)
+    script = os.path.join(ws, ".probe.py")
+    with open(script, "w") as f:
+        f.write(PRELUDE + PROC_LIST)
+    r = t.corral(["run", "--json", "-w", ws, "--", PY, script, "."] + native)
+    res = t.result(r)
+    eq(res.get("exit_code"), 0, "exit (stderr %r)" % res.get("stderr"))
+    listed, found = set(), set()
+    for ln in _lines(res.get("stdout", "")):
+        k, name, *rest = ln.split(" ")
+        if k == "L":
+            listed.add(name)
+        elif rest == ["ok"]:
+            found.add(name)
+        else:
+            eq(rest, ["ENOENT"], "lookup of /proc/%s" % name)
+    for n in ("self", "thread-self", "cpuinfo", "meminfo", "sys"):
+        contains(listed, n, "names listed under corral")
+    for n in ("kallsyms", "kcore", "acpi"):
+        if n in native:
+            true_absent = n not in listed and n not in found
+            eq(true_absent, True, "/proc/%s absent under corral" % n)
+    eq(sorted(listed - {".", ".."}), sorted(found),
+       "listed names vs names a lookup reaches")
+
+
+# ---- 3. AT_EMPTY_PATH forms the kernel accepts ----
+
+EMPTY_PATH = r'''
+AT_EMPTY_PATH = 0x1000
+with open("f", "w") as fh:
+    fh.write("x")
+os.mkdir("d")
+u, g = os.getuid(), os.getgid()
+fds = {"file": os.open("f", os.O_RDONLY), "dir": os.open("d", os.O_RDONLY),
+       "path": os.open("f", os.O_PATH), "ro": os.open("/etc/passwd", os.O_RDONLY)}
+buf = ctypes.create_string_buffer(256)
+for k, fd in fds.items():
+    for ug in ((u, g), (-1, -1), (u, -1)):
+        if k == "ro":
+            continue    # a read root's file: see errno_parity_visible_refusals
+        t("fchownat %s %r" % (k, ug), lambda: sysc(260, fd, b"", ug[0], ug[1],
+                                                  AT_EMPTY_PATH))
+    for m, mn in ((os.R_OK, "R"), (os.W_OK, "W"), (os.X_OK, "X"), (0, "F")):
+        t("faccessat2 %s %s" % (k, mn), lambda: sysc(439, fd, b"", m,
+                                                      AT_EMPTY_PATH))
+    t("newfstatat-null " + k, lambda: sysc(262, fd, None, buf, AT_EMPTY_PATH))
+    t("newfstatat-empty " + k, lambda: sysc(262, fd, b"", buf, AT_EMPTY_PATH))
+    t("statx-null " + k, lambda: sysc(332, fd, None, AT_EMPTY_PATH, 0, buf))
+t("fchownat badflag", lambda: sysc(260, fds["file"], b"", u, g, 0x8000))
+'''
+
+
+@test
+def errno_parity_empty_path_forms(t):
+    """fchownat(fd, "", AT_EMPTY_PATH) acts on the fd as fchown does (it
+    answered EINVAL), faccessat2(fd, "", AT_EMPTY_PATH) of a file answers
+    as the kernel (it answered ENOTDIR), and newfstatat(fd, NULL,
+    AT_EMPTY_PATH) is taken as "" wherever the kernel takes it so, as
+    statx's was (it answered EFAULT)."""
+    parity(t, EMPTY_PATH, want={"fchownat file (%d, %d)" % (os.getuid(),
+                                                             os.getgid()): "ok",
+                                "faccessat2 file R": "ok",
+                                "faccessat2 file X": "EACCES"})
+
+
+# ---- 4. a last component "." or ".." ----
+
+DOTS = r'''
+os.makedirs("q/e/f")
+os.makedirs("r/e")
+for name, fn in [
+        ("rmdir q/e/..", lambda: os.rmdir("q/e/..")),
+        ("rmdir q/e/f/..", lambda: os.rmdir("q/e/f/..")),
+        ("rmdir q/e/../", lambda: os.rmdir("q/e/../")),
+        ("rmdir ..", lambda: os.rmdir("..")),
+        ("rmdir q/e/.", lambda: os.rmdir("q/e/.")),
+        ("rmdir .", lambda: os.rmdir(".")),
+        ("rmdir q/./e/f/../..", lambda: os.rmdir("q/./e/f/../..")),
+        ("unlink q/e/..", lambda: os.unlink("q/e/..")),
+        ("unlink q/e/.", lambda: os.unlink("q/e/.")),
+        ("link r/e/.. n1", lambda: os.link("r/e/..", "n1")),
+        ("link r/e/. n2", lambda: os.link("r/e/.", "n2")),
+        ("link r/e n3", lambda: os.link("r/e", "n3")),
+        ("link .. n4", lambda: os.link("..", "n4")),
+        ("link f r/e/..", lambda: open("f", "w").close() or
+         os.link("f", "r/e/..")),
+        ("link f r/e/.", lambda: os.link("f", "r/e/.")),
+        ("rename q/e/.. x", lambda: os.rename("q/e/..", "x")),
+        ("rename q/e/f q/e/..", lambda: os.rename("q/e/f", "q/e/..")),
+        ("rename q/e/. x", lambda: os.rename("q/e/.", "x"))]:
+    t(name, fn)
+t("exists after", lambda: print(sorted(os.listdir(".")), sorted(os.listdir("q/e"))))
+'''
+
+
+@test
+def errno_parity_dot_components(t):
+    """A path whose last component is "." or "..": rmdir("x/..") answers
+    ENOTEMPTY and rmdir of "." EINVAL, as the kernel's do_rmdir does by
+    the last component (".." answered EINVAL); link("d/..", new) and
+    link("d/.", new) answer EPERM, a directory source, and EEXIST only
+    when the new name is one (the source's dots answered EEXIST)."""
+    parity(t, DOTS, want={"rmdir q/e/..": "ENOTEMPTY",
+                          "link r/e/.. n1": "EPERM",
+                          "link f r/e/..": "EEXIST"})
+
+
+# ---- 5. mknod of no file type ----
+
+MKNOD = r'''
+for name, mode in (("badtype", 0o170000 | 0o600), ("type-a", 0o120000 | 0o600),
+                   ("dir", stat.S_IFDIR | 0o700), ("reg", stat.S_IFREG | 0o600),
+                   ("fifo", stat.S_IFIFO | 0o600), ("none", 0o600),
+                   ("chr", stat.S_IFCHR | 0o600), ("blk", stat.S_IFBLK | 0o600)):
+    dev = os.makedev(1, 3) if name in ("chr", "blk") else 0
+    t("mknod " + name, lambda: os.mknod("n-" + name, mode, dev))
+    if not dev:     # a device node is refused before its path is looked at
+        t("mknod-outside " + name, lambda: os.mknod("/nonexistent/n", mode))
+'''
+
+
+@test
+def errno_parity_mknod_types(t):
+    """mknod of a mode with no valid file type answers EINVAL and of a
+    directory EPERM before the path is looked at, as the kernel's
+    may_mknod does (every unlisted type answered EPERM, "device nodes are
+    refused"); device nodes stay refused with EPERM."""
+    parity(t, MKNOD, want={"mknod badtype": "EINVAL", "mknod dir": "EPERM",
+                           "mknod-outside badtype": "EINVAL",
+                           "mknod chr": "EPERM"})
+
+
+# ---- 6. refusals on visible objects the kernel would refuse anyway ----
+
+VISIBLE = r'''
+AT_FDCWD, UTIME_OMIT = -100, (1 << 30) - 2
+with open("f", "w") as fh:
+    fh.write("x")
+for p in ("/usr/bin/env", "/etc", "/", "/etc/passwd", "/usr/bin/passwd"):
+    t("chown-noop " + p, lambda: os.chown(p, -1, -1))
+    t("lchown-noop " + p, lambda: os.chown(p, -1, -1, follow_symlinks=False))
+    t("chown-uid " + p, lambda: os.chown(p, os.getuid(), -1))
+    t("chown-gid " + p, lambda: os.chown(p, -1, os.getgid()))
+    t("chmod " + p, lambda: os.chmod(p, 0o755))
+    t("utime-explicit " + p, lambda: os.utime(p, (1, 1)))
+    t("utime-now " + p, lambda: os.utime(p, None))
+    t("truncate " + p, lambda: os.truncate(p, 0))
+    t("link-onto " + p, lambda: os.link("f", p))
+    t("symlink-onto " + p, lambda: os.symlink("f", p))
+    t("mkdir-onto " + p, lambda: os.mkdir(p))
+    t("mkfifo-onto " + p, lambda: os.mkfifo(p))
+    t("link-from " + p, lambda: os.link(p, "hl-" + p.replace("/", "_")))
+t("truncate /usr", lambda: os.truncate("/usr", 0))
+t("truncate /dev/null", lambda: os.truncate("/dev/null", 0))
+t("chown-noop /nonexistent", lambda: os.chown("/usr/nonexistent", -1, -1))
+omit = (ctypes.c_long * 4)(0, UTIME_OMIT, 0, UTIME_OMIT)
+t("utimensat-omit /usr/nonexistent",
+  lambda: sysc(280, AT_FDCWD, b"/usr/nonexistent", omit, 0))
+t("utimensat-omit /etc/passwd",
+  lambda: sysc(280, AT_FDCWD, b"/etc/passwd", omit, 0))
+fd = os.open("/etc/passwd", os.O_RDONLY)
+t("fchown-noop fd", lambda: os.fchown(fd, -1, -1))
+t("fchownat-empty-noop fd", lambda: sysc(260, fd, b"", -1, -1, 0x1000))
+t("fchown-uid fd", lambda: os.fchown(fd, os.getuid(), -1))
+t("fchmod fd", lambda: os.fchmod(fd, 0o644))
+t("fchmodat2-empty fd", lambda: sysc(452, fd, b"", 0o644, 0x1000))
+t("futimens-explicit fd", lambda: os.utime(fd, (1, 1)))
+t("futimens-now fd", lambda: os.utime(fd, None))
+'''
+
+
+@test
+def errno_parity_visible_refusals(t):
+    """A change the rules refuse of an object the program can see answers
+    what the kernel would answer first: EPERM for chmod, chown and
+    explicit times of a file the task does not own, EEXIST for a new name
+    that exists, EPERM for a link to a file fs.protected_hardlinks keeps
+    or to a directory, EISDIR for truncate of a directory, and chown(-1, -1),
+    which the kernel allows on any file without set-id bits, succeeds
+    (all answered EACCES)."""
+    parity(t, VISIBLE, want={"chown-noop /usr/bin/env": "ok",
+                             "chown-noop /usr/bin/passwd": "EPERM",
+                             "chmod /etc/passwd": "EPERM",
+                             "utime-explicit /usr/bin/env": "EPERM",
+                             "utime-now /usr/bin/env": "EACCES",
+                             "link-onto /etc/passwd": "EEXIST",
+                             "truncate /usr": "EISDIR",
+                             "link-from /etc/passwd": "EPERM",
+                             "fchmod fd": "EPERM"})
+
+
+OWN_RO = r'''
+p = sys.argv[2] + "/mine"
+t("chown-noop", lambda: os.chown(p, -1, -1))
+t("chown-own", lambda: os.chown(p, os.getuid(), os.getgid()))
+t("chmod", lambda: os.chmod(p, 0o600))
+t("utime-explicit", lambda: os.utime(p, (1, 1)))
+t("truncate", lambda: os.truncate(p, 0))
+fd = os.open(p, os.O_RDONLY)
+t("fchown-noop", lambda: os.fchown(fd, -1, -1))
+t("fchmod", lambda: os.fchmod(fd, 0o600))
+'''
+
+
+@test
+def errno_parity_own_file_in_read_root_stays_refused(t):
+    """What the kernel would allow (the program's own file in a read-only
+    root) stays refused with EACCES and unchanged; only chown(-1, -1),
+    which changes nothing, succeeds."""
+    ro = t.path("ro")
+    os.makedirs(ro)
+    mine = os.path.join(ro, "mine")
+    with open(mine, "w") as f:
+        f.write("keep")
+    os.chmod(mine, 0o644)
+    os.utime(mine, (1000000000, 1000000000))
+    ws = t.path("ws")
+    os.makedirs(ws)
+    script = os.path.join(ws, ".probe.py")
+    with open(script, "w") as f:
+        f.write(PRELUDE + OWN_RO)
+    r = t.corral(["run", "--json", "-w", ws, "--ro", ro, "--",
+                  PY, script, ".", ro])
+    res = t.result(r)
+    eq(res.get("exit_code"), 0, "exit (stderr %r)" % res.get("stderr"))
+    eq(_lines(res.get("stdout", "")),
+       ["chown-noop ok", "chown-own EACCES", "chmod EACCES",
+        "utime-explicit EACCES", "truncate EACCES", "fchown-noop ok",
+        "fchmod EACCES"], "answers")
+    st = os.stat(mine)
+    eq((oct(st.st_mode & 0o7777), st.st_mtime, st.st_size),
+       (oct(0o644), 1000000000.0, 4), "the file after the run")
