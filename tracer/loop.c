@@ -1,6 +1,9 @@
 /* tracer/loop.c: the supervisor's event loop: the seccomp listener and one
  * epoll over signals, the wall timer and the pipes, until the run ends. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "tracer.h"
 
@@ -79,6 +83,54 @@ void cr_loop_free(struct cr_run *run)
 	reap_watches(run, true);
 }
 
+/* ppid, process group and session of pid, from /proc/PID/stat; -1 when
+ * it cannot be read. */
+static int proc_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid)
+{
+	char path[64], buf[512], *p;
+	int ppid_, pgrp_, sid_;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0 ||
+	    !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 2, "%*c %d %d %d", &ppid_, &pgrp_, &sid_) != 3)
+		return -1;
+	*ppid = ppid_;
+	*pgrp = pgrp_;
+	*sid = sid_;
+	return 0;
+}
+
+/* The kernel discards SIGTSTP sent to an orphaned process group (no member
+ * has a parent in another group of the session: nobody could continue
+ * it); so does corral, which would otherwise stop itself and the tree for
+ * good (started under setsid, say). Read from /proc, only when SIGTSTP
+ * comes. Unreadable: not orphaned, as the common case is. */
+static bool pgrp_orphaned(void)
+{
+	pid_t me = getpgrp(), sid = getsid(0);
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	bool orphaned = true;
+
+	if (!d)
+		return false;
+	while (orphaned && (de = readdir(d))) {
+		pid_t pp, pg, ps, qp, qg, qs;
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 ||
+		    proc_ids((pid_t)pid, &pp, &pg, &ps) < 0 || pg != me)
+			continue;
+		if (pp > 0 && proc_ids(pp, &qp, &qg, &qs) == 0 && qg != me &&
+		    qs == sid)
+			orphaned = false;
+	}
+	closedir(d);
+	return orphaned;
+}
+
 /* Read in batches: a read that does not fill the buffer emptied the
  * signalfd, so the usual wake-up (one SIGCHLD) costs one read, not a
  * second one that answers EAGAIN. */
@@ -94,6 +146,8 @@ static void on_signal(struct cr_run *run)
 			case SIGCHLD:
 				break;	/* reaped below, whatever woke us */
 			case SIGTSTP:
+				if (pgrp_orphaned())
+					break;
 				/* Job control: the tree stops with corral
 				 * (never on its own: it runs in a process
 				 * group of its own, and unsupervised it
@@ -122,8 +176,10 @@ int cr_loop_cancel_pending(struct cr_run *run)
 
 	while (run->sigfd >= 0 &&
 	       read(run->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo == SIGTSTP)
-			raise(SIGSTOP);	/* no tree to freeze */
+		if (si.ssi_signo == SIGTSTP) {
+			if (!pgrp_orphaned())
+				raise(SIGSTOP);	/* no tree to freeze */
+		}
 		else if (si.ssi_signo != SIGCHLD)
 			return (int)si.ssi_signo;
 	}

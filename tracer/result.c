@@ -209,6 +209,26 @@ static void settle(struct cr_run *run, int *code)
 				 "the program was killed by %s",
 				 cr_signame(WTERMSIG(st), sn, sizeof(sn)));
 		}
+		if (run->export_cancel) {
+			/* Cancelled while the artifacts were exported: the
+			 * caller's last word, with the program's own end
+			 * (exit_code, signal) kept beside it. */
+			char sn[24], msg[sizeof(run->message)];
+			int k = snprintf(msg, sizeof(msg),
+					 "cancelled by %s while the artifacts were exported (",
+					 cr_signame(run->export_cancel, sn, sizeof(sn)) + 3);
+
+			if (k > 0 && (size_t)k < sizeof(msg) - 2) {
+				size_t l = strnlen(run->message,
+						   sizeof(msg) - (size_t)k - 2);
+
+				memcpy(msg + k, run->message, l);
+				memcpy(msg + k + l, ")", 2);
+			}
+			memcpy(run->message, msg, sizeof(msg));
+			run->status = CR_ST_CANCELLED;
+			*code = CR_EXIT_CANCELLED;
+		}
 		return;
 	}
 	switch (run->status) {
@@ -243,7 +263,8 @@ static cJSON *build(struct cr_run *run, int code)
 	const struct cr_run_config *cfg = run->cfg;
 	cJSON *r = cJSON_CreateObject(), *u, *d, *c;
 	int st = run->exit_status;
-	bool exited = run->status == CR_ST_OK || run->status == CR_ST_PROGRAM_ERROR;
+	bool exited = run->status == CR_ST_OK || run->status == CR_ST_PROGRAM_ERROR ||
+		      run->export_cancel;
 	struct rusage ru = { 0 };
 
 	if (!r)

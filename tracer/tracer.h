@@ -286,6 +286,9 @@ struct cr_run {
 	int platform_errno;
 	uint64_t end_ms;		/* wall time when the run ended */
 	int exit_code;			/* corral's own, once settled */
+	int export_cancel;		/* the signal that stopped the artifacts'
+					 * export of a run the program ended, or 0
+					 * (io/artifacts.c; result.c settles it) */
 
 	/* per-area state (owned, may be NULL) */
 	struct cr_budgets *budgets;

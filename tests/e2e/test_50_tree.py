@@ -272,3 +272,22 @@ def sigint_during_start_up_cancels_even_when_inherited_ignored(t):
     # A background job of a script inherits SIGINT ignored; a cancel that
     # came before the loop was dropped and the run reported ok.
     _early_cancel(t, signal.SIGINT, True)
+
+
+@test
+def sigtstp_to_an_orphaned_corral_is_discarded(t):
+    """The kernel discards SIGTSTP sent to an orphaned process group (no
+    one could continue it). corral started under setsid stopped itself and
+    froze the tree for good on it: the wall limit never fired."""
+    p = t.spawn(["run", "--json", "--limit", "wall=20s", "--", "sleep", "1.5"],
+                start_new_session=True)
+    try:
+        time.sleep(0.5)
+        os.kill(p.pid, signal.SIGTSTP)
+        time.sleep(0.3)
+        true(proc_state(p.pid) not in ("T", "t"),
+             "corral not stopped (state %s)" % proc_state(p.pid))
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    run = t.finish(p, timeout=30)
+    eq(t.result(run).get("status"), "ok", "status")

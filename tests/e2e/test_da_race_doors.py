@@ -608,3 +608,34 @@ def exec_program_named_like_a_deleted_mapping_runs(t):
     r = t.result(run)
     eq(r.get("exit_code"), 7, "exit code (status %r, message %r)" %
        (r.get("status"), r.get("message")))
+
+
+@test
+def exec_shebang_name_ending_at_the_buffers_last_byte_is_judged(t):
+    """A #! name whose space sits at the buffer's last byte (offset 255),
+    no newline before: the kernel opens that name. An earlier fix took it
+    for cut and left it unjudged: EACCES for an existing host path, ENOENT
+    for a missing one, no denial."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    secret = stage(t)
+    names = []
+    for tag, target in (("s", secret), ("m", t.path("nothere"))):
+        pad = 255 - 2 - len(target)
+        # "#!" + "/" * pad + target: slashes keep the path the same.
+        line = "#!" + "/" * pad + target
+        true(len(line) == 255, "line length %d" % len(line))
+        t.write("ws/x" + tag, line + " " + "a" * 100, 0o755)
+        names.append("./x" + tag)
+    t.write("ws/chain.py", CHAIN_PROG)
+    run = t.corral(["run", "--json", "-w", ws, "--",
+                    "python3", "chain.py"] + names)
+    r = t.result(run)
+    out = r.get("stdout") or ""
+    errs = {ln.split()[0]: ln.split()[-1] for ln in out.splitlines()
+            if "errno" in ln}
+    eq(sorted(errs), sorted(names), "both refused: %s" % _show(out))
+    eq(set(errs.values()), {"2"},
+       "existing and missing interpreters answer alike: %s" % _show(out))
+    true(denials_of(r, syscall="execve", layer="exec"),
+         "no exec denial: %s" % _show(r.get("denials")))

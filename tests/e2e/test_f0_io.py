@@ -1172,7 +1172,8 @@ def io_artifacts_cancel_stops_the_export(t):
     r = t.result(run)
     eq(run.code, 130, "exit status")
     eq(r.get("status"), "cancelled", "status")
-    contains(r.get("message", ""), "cancelled by TERM while the artifacts were exported", "message")
+    contains(r.get("message", ""), "cancelled by TERM while the artifacts were exported (the program exited with status 0)", "message")
+    eq(r.get("exit_code"), 0, "the program's own exit code, kept")
     reasons = [s["reason"] for s in r.get("artifacts_skipped", [])]
     true(any("cancelled" in x for x in reasons), "a skipped artifact says cancelled: %r" % reasons)
     lt(len(r.get("artifacts", [])), 3, "artifacts exported")

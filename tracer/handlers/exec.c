@@ -140,10 +140,12 @@ static int image_interp(int fd, char *out, size_t outlen)
 		if (j == i || j - i >= outlen)
 			return 0;	/* the kernel's ENOEXEC or ENAMETOOLONG */
 		/* A full buffer with no newline must show a space, tab or NUL
-		 * after the name within its first 255 bytes, or the kernel
-		 * takes the name for cut (ENOEXEC: a shell then runs the
-		 * file as a script); the cut name is not what it opens. */
-		if (len >= 256 && j >= 255 && !memchr(buf, '\n', 256))
+		 * after the name within its 256 bytes (the kernel's
+		 * next_terminator reads up to the last one, inclusive), or the
+		 * kernel takes the name for cut (ENOEXEC: a shell then runs
+		 * the file as a script); the cut name is not what it opens.
+		 * A name ending at the last byte is opened, and judged. */
+		if (len >= 256 && j >= 256 && !memchr(buf, '\n', 256))
 			return 0;
 		memcpy(out, buf + i, j - i);
 		out[j - i] = 0;

@@ -598,23 +598,10 @@ void cr_io_artifacts_collect(struct cr_run *run)
 	for (size_t i = 0; i < x.ng; i++)
 		free(x.g[i].buf);
 	free(x.g);
+	/* The program's own end stays in the result (result.c: settle);
+	 * what the caller asked last was to stop. A limit or a denial stays
+	 * the run's end: the skipped artifacts say why. */
 	if (x.signo && (run->status == CR_ST_OK ||
-			run->status == CR_ST_PROGRAM_ERROR)) {
-		/* The program's own end is in the result (exit_code); what
-		 * the caller asked last was to stop. A limit or a denial
-		 * stays the run's end: the skipped artifacts say why. */
-		char sn[24], msg[sizeof(run->message)];
-		int k = snprintf(msg, sizeof(msg), "cancelled by %s while the artifacts were exported (",
-				 cr_signame(x.signo, sn, sizeof(sn)) + 3);
-
-		if (k > 0 && (size_t)k < sizeof(msg) - 2) {
-			size_t room = sizeof(msg) - (size_t)k - 2;
-			size_t l = strnlen(run->message, room);
-
-			memcpy(msg + k, run->message, l);
-			memcpy(msg + k + l, ")", 2);
-		}
-		memcpy(run->message, msg, sizeof(msg));
-		run->status = CR_ST_CANCELLED;
-	}
+			run->status == CR_ST_PROGRAM_ERROR))
+		run->export_cancel = x.signo;
 }
