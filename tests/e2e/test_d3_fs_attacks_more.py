@@ -494,3 +494,52 @@ def fs_root_named_through_a_fixed_link(t):
     want_denial(r, targets=(real_dir + "/private.txt",),
                 what="the deny entry")
     fx.check()
+
+
+@test
+def fs_policy_deny_subtree_cannot_be_moved_out(t):
+    """A deny entry is a path: inside a writable root, renaming a
+    directory above it moved the subtree to a path no entry names (mv a
+    b, then b/secret/file read and written). Such a rename is refused, an
+    exchange too; the subtree stays where the rule is."""
+    import json
+    from harness import CFG
+    rw = t.path("rw")
+    os.makedirs(os.path.join(rw, "a", "secret"))
+    os.makedirs(os.path.join(rw, "c"))
+    token = "deny-moved-%d" % os.getpid()
+    with open(os.path.join(rw, "a", "secret", "file"), "w") as f:
+        f.write(token + "\n")
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    pol["classes"]["default"]["fs"]["deny"] = [os.path.join(rw, "a", "secret")]
+    pfile = t.path("deny.json")
+    with open(pfile, "w") as f:
+        json.dump(pol, f)
+    script = ("import ctypes, os\n"
+              "os.chdir(%r)\n"
+              "def tryit(what, f):\n"
+              "    try:\n"
+              "        f(); print(what, 'ok')\n"
+              "    except OSError as e:\n"
+              "        print(what, e.errno)\n"
+              "tryit('rename', lambda: os.rename('a', 'b'))\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "def exch():\n"
+              "    if libc.renameat2(-100, b'c', -100, b'a', 2) < 0:\n"
+              "        raise OSError(ctypes.get_errno(), 'exchange')\n"
+              "tryit('exchange', exch)\n"
+              "for p in ('a/secret/file', 'b/secret/file', 'c/secret/file'):\n"
+              "    try:\n"
+              "        print(p, open(p).read().strip())\n"
+              "    except OSError as e:\n"
+              "        print(p, e.errno)\n" % rw)
+    run = t.corral(["run", "--json", "--policy", pfile, "--rw", rw, "--",
+                    "python3", "-c", script])
+    r = t.result(run)
+    out = r.get("stdout") or ""
+    true(token not in out, "the denied file was read: %s" % _show(out))
+    eq(out, "rename 13\nexchange 13\na/secret/file 2\nb/secret/file 2\n"
+       "c/secret/file 2\n", "answers")
+    true(os.path.exists(os.path.join(rw, "a", "secret", "file")),
+         "the subtree is where it was")

@@ -161,6 +161,23 @@ struct cr_verdict cr_h_unlinkat(struct cr_run *run, const struct cr_syscall_entr
 	return do_unlink(run, n, e->name, 0, 1, (int)n->data.args[2]);
 }
 
+/* A deny entry (a subtree refused even inside a writable root) is a path:
+ * renaming a directory above it moved the subtree out from under the rule
+ * (mv a b, then b/secret read and written). Such a rename is refused;
+ * renaming the subtree itself already is (cr_fs_entry_writable). */
+static bool holds_deny(const struct cr_run *run, const struct cr_fsres *r)
+{
+	const struct cr_fsrules *fr = &run->fs->rules;
+
+	if (!r->exists || !S_ISDIR(r->st.st_mode))
+		return false;
+	for (size_t j = 0; j < fr->ndeny; j++)
+		if (cr_path_within(r->path, r->plen, fr->deny[j],
+				   strlen(fr->deny[j])))
+			return true;
+	return false;
+}
+
 /* Two paths: both resolved without following the last component, both
  * entries inside writable roots. A link gives write access to its target,
  * so link's source must be writable too (a hard link from a read-only root
@@ -201,6 +218,13 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
 		v = refuse_as(run, n, sys, &b, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
+	} else if (!link && (holds_deny(run, &a) ||
+			     ((flags & RENAME_EXCHANGE) && holds_deny(run, &b)))) {
+		struct cr_fsres *m = holds_deny(run, &a) ? &a : &b;
+
+		m->refused = true;
+		cr_fs_deny(run, n, sys, m, "would move a denied subtree");
+		v = CR_V_ERR(EACCES);
 	} else if (link && !b.exists &&
 		   (rc = cr_budget_on_create(run, (pid_t)n->pid))) {
 		/* A link adds a name; a rename to a new name only moves one
