@@ -384,3 +384,29 @@ def errno_parity_own_file_in_read_root_stays_refused(t):
     st = os.stat(mine)
     eq((oct(st.st_mode & 0o7777), st.st_mtime, st.st_size),
        (oct(0o644), 1000000000.0, 4), "the file after the run")
+
+
+@test
+def errno_parity_null_path_of_the_cwd(t):
+    """statx and newfstatat with AT_FDCWD, a NULL path and AT_EMPTY_PATH
+    state the cwd (6.11+); corral read the NULL path: EFAULT."""
+    parity(t, r'''
+buf = ctypes.create_string_buffer(512)
+t("newfstatat", lambda: sysc(262, -100, None, buf, 0x1000))
+t("statx", lambda: sysc(332, -100, None, 0x1000, 0xfff, buf))
+''', name="nullcwd", want={"newfstatat": "ok", "statx": "ok"})
+
+
+@test
+def errno_parity_memfd_metadata(t):
+    """The run's memfd shows as "/memfd:NAME (deleted)": corral took it for
+    a host file outside every root, and fchmod, fchown and faccessat2 on
+    it were refused (EACCES)."""
+    parity(t, r'''
+fd = os.memfd_create("x")
+os.write(fd, b"hello")
+t("fchmod", lambda: os.fchmod(fd, 0o600))
+t("fchown", lambda: os.fchown(fd, -1, -1))
+t("faccessat2", lambda: sysc(439, fd, b"", 4, 0x1000))
+t("fstat", lambda: os.fstat(fd).st_size)
+''', name="memfd", want={"fchmod": "ok", "faccessat2": "ok"})

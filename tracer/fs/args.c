@@ -45,9 +45,11 @@ int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 	int rc;
 
 	cr_fsres_init(res);
-	rc = cr_fs_read_path(run, n, pathi, path, sizeof(path));
-	if (rc)
+	if ((how & CR_RES_NULL_EMPTY) && !n->data.args[pathi])
+		path[0] = 0;
+	else if ((rc = cr_fs_read_path(run, n, pathi, path, sizeof(path))))
 		return rc;
+	how &= ~CR_RES_NULL_EMPTY;
 	/* /dev/tty is the caller's controlling terminal. The program starts
 	 * with none: answer as the kernel would. Only a pty of the run that a
 	 * process made its own terminal (setsid + TIOCSCTTY) is one; the open

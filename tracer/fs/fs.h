@@ -79,6 +79,9 @@ struct cr_fsalias {
 #define CR_RES_EMPTY_PATH	0x20u	/* AT_EMPTY_PATH: "" names dirfd itself */
 #define CR_RES_SLASH_OK		0x40u	/* a trailing '/' on a non-directory is
 					 * the caller's to judge (O_CREAT) */
+#define CR_RES_NULL_EMPTY	0x80u	/* cr_fs_arg: a NULL path is "" (statx
+					 * and newfstatat with AT_EMPTY_PATH,
+					 * 6.11+) */
 
 /* The last component of a path, as the kernel's nd->last_type: rmdir and
  * link answer by it ("x/.." is ENOTEMPTY to rmdir, "/" EBUSY). */

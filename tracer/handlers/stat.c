@@ -87,7 +87,9 @@ static struct cr_verdict do_stat(struct cr_run *run,
 	}
 	rc = cr_fs_arg(run, n, sys, diri, pathi,
 		       (flags & AT_SYMLINK_NOFOLLOW ? 0 : CR_RES_FOLLOW) |
-		       (flags & AT_EMPTY_PATH ? CR_RES_EMPTY_PATH : 0),
+		       (flags & AT_EMPTY_PATH ? CR_RES_EMPTY_PATH : 0) |
+		       ((flags & AT_EMPTY_PATH) && diri >= 0 && statx_null_ok() ?
+			CR_RES_NULL_EMPTY : 0),
 		       CR_FS_STAT, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
@@ -157,7 +159,9 @@ struct cr_verdict cr_h_statx(struct cr_run *run, const struct cr_syscall_entry *
 	}
 	rc = cr_fs_arg(run, n, e->name, 0, 1,
 		       (flags & AT_SYMLINK_NOFOLLOW ? 0 : CR_RES_FOLLOW) |
-		       (flags & AT_EMPTY_PATH ? CR_RES_EMPTY_PATH : 0),
+		       (flags & AT_EMPTY_PATH ? CR_RES_EMPTY_PATH : 0) |
+		       ((flags & AT_EMPTY_PATH) && statx_null_ok() ?
+			CR_RES_NULL_EMPTY : 0),
 		       CR_FS_STAT, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
