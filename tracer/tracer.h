@@ -277,6 +277,7 @@ struct cr_run {
 
 	/* how the run ends: the first reason wins */
 	bool ending;
+	int helpers_rc;		/* the broker's start (run.c: start_helpers) */
 	enum cr_status status;
 	const char *limit;		/* contract limit name, static */
 	char message[256];
@@ -386,7 +387,9 @@ void cr_syscalls_resolve(void);
 const char *cr_syscall_name(int nr, char *buf, size_t len);
 
 /* tracer/spawn.c */
-int cr_spawn(struct cr_run *run, const struct cr_filter *f);
+/* meanwhile: called once the child exists, while it sets itself up. */
+int cr_spawn(struct cr_run *run, const struct cr_filter *f,
+	     void (*meanwhile)(struct cr_run *));
 
 /* tracer/tasks.c */
 int cr_tasks_init(struct cr_tasks *t);

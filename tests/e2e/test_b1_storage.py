@@ -140,6 +140,28 @@ def storage_ledger_is_bounded(t):
 
 
 @test
+def storage_tmpfile_in_tmp_counts(t):
+    # tmpfile()'s O_TMPFILE open of /tmp is made in the workspace
+    # (test_d1: fs_good_tmpfile_*): the file has no name anywhere, and is
+    # counted as every file without a name is.
+    script = (
+        "import ctypes, os, time\n"
+        "libc = ctypes.CDLL(None)\n"
+        "libc.tmpfile.restype = ctypes.c_void_p\n"
+        "libc.fileno.argtypes = [ctypes.c_void_p]\n"
+        "fd = libc.fileno(libc.tmpfile())\n"
+        "for i in range(64):\n"
+        "    os.write(fd, b'x' * (1 << 20))\n"
+        "os.fsync(fd)\n"
+        "time.sleep(20)\n")
+    run = t.corral(["run", "--json", "--limit", "disk=16MiB",
+                    "--limit", "wall=40s", "--env", "CRMARK=" + t.marker,
+                    "--", "python3", "-c", script], timeout=60)
+    assert_counted(t, run, t.result(run))
+    t.assert_next_run_ok()
+
+
+@test
 def storage_memfd_behaves_as_native(t):
     # memfds are made by the supervisor: name, flags, seals, size, mapping
     # and close-on-exec as the kernel gives them.

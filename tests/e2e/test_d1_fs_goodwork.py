@@ -9,8 +9,10 @@ must not wander outside either.
 
 import os
 import re
+import shutil
 import subprocess
 import socket
+import tempfile
 
 from harness import Fail, eq, true, contains, test, _show
 from test_d0_fs_attacks import FsFix, q, denials
@@ -666,3 +668,73 @@ def fs_unix_connect_outside_every_root_looks_absent(t):
     finally:
         srv.close()
     fx.check()
+
+
+TMPFILE_SCRIPT = r'''
+import ctypes, errno, os
+libc = ctypes.CDLL(None)
+libc.tmpfile.restype = ctypes.c_void_p
+libc.fileno.argtypes = [ctypes.c_void_p]
+f = libc.tmpfile()
+print("tmpfile", bool(f))
+fd = libc.fileno(f)
+os.write(fd, b"hello")
+os.lseek(fd, 0, 0)
+print(os.read(fd, 5).decode(), os.fstat(fd).st_nlink)
+t = os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+print(oct(os.fstat(t).st_mode & 0o777))
+def err(path, flags):
+    try:
+        os.open(path, flags, 0o600)
+        return "opened"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+print("rdonly", err("/tmp", os.O_TMPFILE | os.O_RDONLY))
+print("below", err("/tmp/no-such-dir-e2e", os.O_TMPFILE | os.O_RDWR))
+print("creat", err("/tmp/e2e-named-%d" % os.getpid(), os.O_CREAT | os.O_WRONLY))
+print(sorted(os.listdir(".")))
+'''
+
+
+def _tmpfile_in(t, fx_ws_parent):
+    """The script and `make -O -j2` in a workspace under fx_ws_parent."""
+    ws = tempfile.mkdtemp(prefix="e2e-tmpfile-", dir=fx_ws_parent)
+    try:
+        with open(os.path.join(ws, "t.py"), "w") as f:
+            f.write(TMPFILE_SCRIPT)
+        with open(os.path.join(ws, "Makefile"), "w") as f:
+            f.write("all: a b\na:\n\t@echo A1; echo A2\n"
+                    "b:\n\t@echo B1; echo B2\n")
+        run = t.corral(["run", "--json", "-w", ws, "--", "sh", "-c",
+                        "python3 t.py && make -s -O -j2"], timeout=60)
+        r = t.result(run)
+        eq(r.get("status"), "ok", "status (stderr %r, denials %r)" %
+           (r.get("stderr", "")[-400:], r.get("denials")))
+        out = r.get("stdout", "")
+        eq(out.split("\n")[:7],
+           ["tmpfile True", "hello 0", "0o600", "rdonly EINVAL",
+            "below ENOENT", "creat ENOENT", "['Makefile', 't.py']"],
+           "tmpfile() and O_TMPFILE of /tmp (stdout %r)" % out)
+        # make -O holds each job's output in a tmpfile(): whole, in order.
+        true("A1\nA2\n" in out and "B1\nB2\n" in out,
+             "make -O output kept together: %r" % out)
+        eq(sorted(os.listdir(ws)), ["Makefile", "t.py"],
+           "nothing named left in the workspace")
+        # Only the names outside the run were refused, not /tmp itself.
+        targets = sorted(d.get("target", "") for d in r.get("denials", []))
+        true(all(x.startswith("/tmp/") for x in targets),
+             "denials only for the names below /tmp: %r" % targets)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+@test
+def fs_good_tmpfile_in_tmp_is_made_in_the_workspace(t):
+    """glibc's tmpfile() ignores TMPDIR and opens /tmp with O_TMPFILE;
+    /tmp is not the run's, so tmpfile() failed and GNU make -O (each
+    job's output in a tmpfile) failed with it. An O_TMPFILE open of /tmp
+    itself is now made in the workspace: no name anywhere, nothing of
+    the host's /tmp reached, a name below /tmp still absent. Both where
+    /tmp is seen (the workspace's ancestor) and where it is not."""
+    _tmpfile_in(t, t.tmp)
+    _tmpfile_in(t, "/var/tmp")

@@ -36,12 +36,25 @@ int cr_fs_read_path(struct cr_run *run, const struct seccomp_notif *n,
 	return 0;
 }
 
+/* "/tmp" itself, as glibc's tmpfile() names it (also "//tmp/"). */
+static bool names_tmp(const char *p)
+{
+	if (*p != '/')
+		return false;
+	p += strspn(p, "/");
+	if (strncmp(p, "tmp", 3))
+		return false;
+	p += 3;
+	return p[strspn(p, "/")] == 0;
+}
+
 int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 	      const char *sys, int diri, int pathi, unsigned how,
 	      unsigned need, struct cr_fsres *res)
 {
 	char path[PATH_MAX];
 	int dirfd = diri < 0 ? AT_FDCWD : (int)n->data.args[diri];
+	bool quiet_tmp = how & CR_RES_TMP_QUIET;
 	int rc;
 
 	cr_fsres_init(res);
@@ -49,7 +62,7 @@ int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 		path[0] = 0;
 	else if ((rc = cr_fs_read_path(run, n, pathi, path, sizeof(path))))
 		return rc;
-	how &= ~CR_RES_NULL_EMPTY;
+	how &= ~(CR_RES_NULL_EMPTY | CR_RES_TMP_QUIET);
 	/* /dev/tty is the caller's controlling terminal. The program starts
 	 * with none: answer as the kernel would. Only a pty of the run that a
 	 * process made its own terminal (setsid + TIOCSCTTY) is one; the open
@@ -64,7 +77,9 @@ int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 	if (!strncmp(sys, "execve", 6))
 		res->layer = "exec";
 	if (rc) {
-		if (res->refused)
+		res->tmp_refused = res->refused && quiet_tmp &&
+				   names_tmp(path);
+		if (res->refused && !res->tmp_refused)
 			cr_fs_deny(run, n, sys, res, "outside every root");
 		return rc;
 	}

@@ -82,6 +82,9 @@ struct cr_fsalias {
 #define CR_RES_NULL_EMPTY	0x80u	/* cr_fs_arg: a NULL path is "" (statx
 					 * and newfstatat with AT_EMPTY_PATH,
 					 * 6.11+) */
+#define CR_RES_TMP_QUIET	0x100u	/* cr_fs_arg: a refusal at /tmp itself
+					 * is the caller's to record (an
+					 * O_TMPFILE open: handlers/open.c) */
 
 /* The last component of a path, as the kernel's nd->last_type: rmdir and
  * link answer by it ("x/.." is ENOTEMPTY to rmdir, "/" EBUSY). */
@@ -109,6 +112,8 @@ struct cr_fsres {
 				 * name is "self/fd/<linkfd>" under /proc, to be
 				 * followed, as the kernel would */
 	int linkfd;		/* owned: our O_PATH fd of that pipe */
+	bool tmp_refused;	/* CR_RES_TMP_QUIET: the path was "/tmp" itself,
+				 * refused there and not recorded */
 };
 
 int cr_fs_setup(struct cr_run *run);

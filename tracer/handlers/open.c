@@ -134,6 +134,45 @@ static int open_pty(struct cr_run *run, const struct seccomp_notif *n,
 	return fd;
 }
 
+static bool is_tmpfile(int flags)
+{
+	return (flags & __O_TMPFILE) == __O_TMPFILE;
+}
+
+/*
+ * glibc's tmpfile() ignores TMPDIR and asks for an O_TMPFILE file in
+ * /tmp, which is not the run's (docs/compatibility.md): GNU make -O, and
+ * every C program with a scratch file, failed. The file has no name and
+ * none is shown, so it is made in the workspace instead, where TMPDIR
+ * points and the program could make the same one itself: counted by the
+ * held-files ledger as any other, nothing of the host's /tmp reached.
+ * res becomes the workspace's resolution; -ENOENT (and the refusal
+ * recorded) if it cannot be had.
+ */
+static int tmp_to_workspace(struct cr_run *run, const struct seccomp_notif *n,
+			    const char *sys, struct cr_fsres *res)
+{
+	const char *ws = run->cfg->workspace;
+	int rc;
+
+	cr_fsres_free(res);
+	rc = ws ? cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, ws,
+				CR_RES_FOLLOW, res) : -ENOENT;
+	if (!rc && (!res->exists || !S_ISDIR(res->st.st_mode) ||
+		    !(res->acc & CR_FS_W)))
+		rc = -ENOENT;
+	if (rc) {
+		cr_fsres_free(res);
+		cr_fsres_init(res);
+		memcpy(res->path, "/tmp", 5);
+		res->plen = 4;
+		res->refused = true;
+		cr_fs_deny(run, n, sys, res, "outside every root");
+		return -ENOENT;
+	}
+	return 0;
+}
+
 static struct cr_verdict do_open(struct cr_run *run,
 				 const struct seccomp_notif *n, const char *sys,
 				 int diri, int pathi, int flags, mode_t mode,
@@ -163,7 +202,11 @@ static struct cr_verdict do_open(struct cr_run *run,
 		how |= CR_RES_FOLLOW;
 	if (flags & O_CREAT)
 		how |= CR_RES_SLASH_OK;
+	if (is_tmpfile(flags))
+		how |= CR_RES_TMP_QUIET;
 	rc = cr_fs_arg(run, n, sys, diri, pathi, how, 0, &res);
+	if (rc && res.tmp_refused)
+		rc = tmp_to_workspace(run, n, sys, &res);	/* /tmp unseen */
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (!res.exists && !(flags & O_CREAT)) {
@@ -206,7 +249,14 @@ static struct cr_verdict do_open(struct cr_run *run,
 	if (res.exists && S_ISCHR(res.st.st_mode) && is_pty_path(&res) &&
 	    (res.acc & CR_FS_R))
 		res.acc |= CR_FS_W;
-	if ((res.acc & need) != need) {
+	if ((res.acc & need) != need && is_tmpfile(flags) && res.exists &&
+	    S_ISDIR(res.st.st_mode) && res.plen == 4 &&
+	    !memcmp(res.path, "/tmp", 4)) {
+		/* /tmp is seen (an ancestor of the workspace), not writable. */
+		rc = tmp_to_workspace(run, n, sys, &res);
+		if (rc)
+			goto out;
+	} else if ((res.acc & need) != need) {
 		/* The kernel's do_open answers EISDIR for an existing
 		 * directory opened with O_CREAT, a write mode or O_TRUNC
 		 * before it asks for any permission (util-linux flock
