@@ -240,15 +240,30 @@ def _stale_workspace(t, tmp, files):
     eq(line, b"up\n", "the killed run made its files")
 
 
+def _blocked(pid, sig):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("SigBlk:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except OSError:
+        pass
+    return False
+
+
 def _early_cancel(t, sig, ignored):
     tmp = t.path("tmp")
     os.mkdir(tmp, 0o700)
     _stale_workspace(t, tmp, 6000)
     pre = (lambda: signal.signal(sig, signal.SIG_IGN)) if ignored else None
-    # Sent while the new run sweeps the old workspace, before its loop.
+    # Sent while the new run sweeps the old workspace, before its loop:
+    # once corral has blocked it (its first act in `run`; before that the
+    # signal's default would end any program, and a sanitizer build or a
+    # loaded machine takes longer than a fixed pause to get there).
     p = t.spawn(["run", "--json", "--", "sleep", "30"], env={"TMPDIR": tmp},
                 preexec=pre)
-    time.sleep(0.03)
+    true(wait_for(lambda: _blocked(p.pid, sig), 20, 0.001),
+         "corral blocked %s" % sig.name)
     os.kill(p.pid, sig)
     run = t.finish(p, timeout=40)
     eq(run.code, 130, "exit status")
