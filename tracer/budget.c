@@ -194,7 +194,7 @@ static int read_task_file(struct cr_budgets *b, int *slot, const char *path,
 
 static void task_close_fds(struct cr_budgets *b, struct cr_task *t)
 {
-	int *slots[] = { &t->b.fd_cpu, &t->b.fd_mem };
+	int *slots[] = { &t->b.fd_cpu, &t->b.fd_mem, &t->b.fd_status };
 
 	for (size_t i = 0; i < CR_ARRAY_SIZE(slots); i++)
 		if (*slots[i]) {
@@ -232,32 +232,32 @@ static int read_thread_cpu(struct cr_budgets *b, struct cr_task *t,
 	return 0;
 }
 
-/* Bytes of page tables of the process t belongs to: kernel memory no RSS
- * shows. A program can make gigabytes of them with almost no resident
- * page (read one byte every 2 MiB of a huge PROT_READ mapping, which
- * RLIMIT_DATA does not cover, then MADV_DONTNEED it: measured 513 MiB of
- * page tables for 1.5 MiB resident). /proc/.../status costs four times
- * statm, so it is read only when the address space is large enough for
- * its page tables to matter: they are at most one 4 KiB page per 2 MiB of
- * it (plus upper levels, a fraction of that). */
-static uint64_t read_pte(struct cr_budgets *b, struct cr_task *t,
-			 uint64_t size_pages)
+/* Bytes of page tables of the process t belongs to (VmPTE): kernel memory
+ * no RSS shows. A program can make as many as its address space with
+ * almost no resident page: single pages mapped one per 2 MiB each need a
+ * table page of their own (measured: 256 MiB of tables per process for a
+ * 3 MiB peak RSS), and a huge PROT_READ mapping read every 2 MiB and
+ * dropped makes 4 MiB per 2 GiB. /proc/.../status costs four times
+ * statm: poll_tasks reads it only when the tables could matter. */
+static int read_pte(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes)
 {
 	char path[64], buf[4096], *p;
+	int rc;
 
-	if (size_pages / 512 * (uint64_t)b->page < CR_BUDGET_PTE_READ_MIN)
-		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", t->tid, t->tid);
-	if (read_small(path, buf, sizeof(buf)) < 0)
-		return 0;	/* gone: the caller's statm reading decides */
+	rc = read_task_file(b, &t->b.fd_status, path, buf, sizeof(buf));
+	if (rc < 0)
+		return rc;
 	p = strstr(buf, "\nVmPTE:");
-	return p ? strtoull(p + 7, NULL, 10) * 1024 : 0;
+	/* No VmPTE line: a zombie, or a kernel thread; nothing mapped. */
+	*bytes = p ? strtoull(p + 7, NULL, 10) * 1024 : 0;
+	return 0;
 }
 
 /* Resident bytes of the process t belongs to (t may be any thread), and
- * its page tables when they may matter. */
+ * its address space. */
 static int read_rss(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes,
-		    uint64_t *pte)
+		    uint64_t *vsize)
 {
 	char path[64], buf[256];
 	unsigned long long size, res;
@@ -270,7 +270,7 @@ static int read_rss(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes,
 	if (sscanf(buf, "%llu %llu", &size, &res) != 2)
 		return -EIO;
 	*bytes = res * (uint64_t)b->page;
-	*pte = read_pte(b, t, size);
+	*vsize = size * (uint64_t)b->page;
 	return 0;
 }
 
@@ -477,14 +477,18 @@ static bool ours(const struct cr_task *t)
 static void memory_leaving(struct cr_run *run, struct cr_budgets *b,
 			   struct cr_task *t, bool any_thread)
 {
-	uint64_t v, pt;
+	uint64_t v, vs, pt = 0;
 
 	if (run->ending || ours(t) ||
 	    (!any_thread && !t->leader && t->b.tgid &&
 	     cr_tasks_find(&run->tasks, t->b.tgid)))
 		return;
-	if (read_rss(b, t, &v, &pt) < 0)
+	if (read_rss(b, t, &v, &vs) < 0)
 		return;		/* gone: nothing left to hold */
+	/* Its page tables, where they could matter (poll_tasks). */
+	if (b->rss + b->exit_rss + v + CR_BUDGET_PTE_BOUND * vs >
+	    lim(run, CR_LIM_MEMORY) && read_pte(b, t, &pt) < 0)
+		pt = 0;
 	b->exit_rss += v + pt;
 	if (b->rss + b->exit_rss > lim(run, CR_LIM_MEMORY))
 		poll_tasks(run);
@@ -601,7 +605,7 @@ static void poll_tasks(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
-	uint64_t live = 0, rss = 0, pte = 0, pt;
+	uint64_t live = 0, rss = 0, pte = 0, vsum = 0, vs;
 	bool via_thread = false;
 
 	b->tick++;
@@ -621,11 +625,13 @@ static void poll_tasks(struct cr_run *run)
 		live += t->b.cpu_ns;
 		t->b.rss = 0;
 		if (t->leader && !ours(t) &&
-		    measured(run, t, read_rss(b, t, &v, &pt)) && v) {
+		    measured(run, t, read_rss(b, t, &v, &vs)) && v) {
 			t->b.rss = v;
 			t->b.mem_tick = b->tick;
+			t->b.size_tick = b->tick;
+			t->b.vsize = vs;
 			rss += v;
-			pte += pt;
+			vsum += vs;
 		}
 	}
 	/* Pass 2: a process whose leader has exited while other threads run
@@ -642,12 +648,29 @@ static void poll_tasks(struct cr_run *run)
 		l = t->b.tgid ? cr_tasks_find(ts, t->b.tgid) : NULL;
 		if (l && l->b.mem_tick == b->tick)
 			continue;
-		if (measured(run, t, read_rss(b, t, &v, &pt)) && v) {
+		if (measured(run, t, read_rss(b, t, &v, &vs)) && v) {
 			rss += v;
-			pte += pt;
+			vsum += vs;
+			t->b.size_tick = b->tick;
+			t->b.vsize = vs;
 			via_thread = true;
 			if (l)
 				l->b.mem_tick = b->tick;
+		}
+	}
+	/* Page tables, when the bound of every process's could carry the
+	 * tree past the budget: each process counted above, through the task
+	 * it was counted by. Not per process: many processes with small
+	 * address spaces add up (the bound is per run). */
+	if (rss + b->sockbytes + CR_BUDGET_PTE_BOUND * vsum >
+	    lim(run, CR_LIM_MEMORY)) {
+		for (size_t i = 0; i < ts->cap; i++) {
+			struct cr_task *t = &ts->slots[i];
+			uint64_t v;
+
+			if (t->tid && t->b.size_tick == b->tick &&
+			    measured(run, t, read_pte(b, t, &v)))
+				pte += v;
 		}
 	}
 	/* Over budget by the cheap measure: judge by the fair one before

@@ -43,10 +43,10 @@
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024
-/* A process's page tables (VmPTE) are read when its address space could
- * need this much of them (one 4 KiB page per 2 MiB mapped): 4 MiB, i.e.
- * 2 GiB of address space. */
-#define CR_BUDGET_PTE_READ_MIN (4ull << 20)
+/* Page tables of every level are at most one 4 KiB page per mapped page
+ * each (a page alone in its 2 MiB, 1 GiB and 512 GiB spans): a bound of
+ * this many times a process's address space. */
+#define CR_BUDGET_PTE_BOUND 3
 /* RLIMIT_DATA is twice the memory budget, and at least this much past it. */
 #define CR_BUDGET_DATA_SLACK_MIN (64ull << 20)
 /* ...plus room for thread stacks, which RLIMIT_DATA counts though they are

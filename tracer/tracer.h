@@ -141,8 +141,11 @@ struct cr_task_budget {
 	uint64_t cpu_ns;	/* this thread's CPU time, last read */
 	uint64_t rss;		/* its process's resident bytes (leaders) */
 	uint64_t mem_tick;	/* the poll that last counted its memory */
+	uint64_t size_tick;	/* the poll that counted a process through it */
+	uint64_t vsize;		/* ...and its address space then, bytes */
 	pid_t tgid;		/* 0 until read */
-	int fd_cpu, fd_mem;	/* open /proc files, fd + 1; 0: none; owned */
+	int fd_cpu, fd_mem, fd_status;	/* open /proc files, fd + 1; 0:
+					 * none; owned */
 	bool creating;		/* holds a fork/vfork/clone reservation */
 	bool creating_proc;	/* ...for a process, not a thread */
 	bool announced;		/* its parent's fork event has been seen */

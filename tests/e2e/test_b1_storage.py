@@ -394,6 +394,19 @@ def storage_page_tables_count(t):
     t.assert_next_run_ok()
 
 
+@test
+def storage_sparse_page_tables_count(t):
+    # Page tables as large as the address space: single pages mapped one
+    # per 2 MiB, each needing a table page of its own, read and dropped.
+    # Four processes with 16 MiB of address space and 16 MiB of tables
+    # each, almost nothing resident: the tables were read only for an
+    # address space past 2 GiB, and a run held 256 MiB of them per
+    # process (2 GiB at processes=8) under memory=64MiB.
+    run, r = hoard(t, ["memory=48MiB"], "sparse", 4, 4000)
+    assert_counted(t, run, r, "memory")
+    t.assert_next_run_ok()
+
+
 SHM_RELINK = r"""
 import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)

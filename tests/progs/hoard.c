@@ -29,6 +29,11 @@
  *   hoard ptables GIB         page tables without resident pages: one byte
  *                             read per 2 MiB of a GIB GiB PROT_READ mapping,
  *                             each page dropped again (MADV_DONTNEED)
+ *   hoard sparse PROCS N      page tables as large as the address space:
+ *                             PROCS processes, each mapping N single pages
+ *                             one per 2 MiB (each its own page-table page),
+ *                             each read and dropped; a few MiB of address
+ *                             space make MiBs of tables
  *   hoard unlinked N          N empty files created, kept open, unlinked
  *   hoard pass N MIB          known good: N times, a worker receives a
  *                             socket and an unlinked file of MIB MiB over
@@ -333,6 +338,40 @@ static void ptables(long gib)
 	hold();
 }
 
+static void sparse(long procs, long n)
+{
+	/* High in the address space, clear of the heap and libraries. */
+	char *const base = (char *)(0x100000000000ul);
+	volatile char sink;
+	long made = 0;
+
+	for (long i = 1; i < procs; i++) {
+		pid_t p = fork();
+
+		if (p < 0) {
+			printf("fork: %s\n", strerror(errno));
+			exit(1);
+		}
+		if (p == 0)
+			break;
+	}
+	for (long k = 0; k < n; k++) {
+		char *a = base + ((size_t)k << 21);
+		char *m = mmap(a, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+			       MAP_FIXED_NOREPLACE, -1, 0);
+
+		if (m == MAP_FAILED)
+			break;
+		sink = *m;
+		madvise(m, 4096, MADV_DONTNEED);
+		made++;
+	}
+	(void)sink;
+	printf("held %ld\n", made * 4096 >> 20);
+	fflush(stdout);
+	hold();
+}
+
 static void unlinked(long n)
 {
 	struct rlimit rl;
@@ -433,6 +472,8 @@ int main(int argc, char **argv)
 		tcp(atol(argv[2]), true);
 	else if (argc >= 3 && !strcmp(argv[1], "ptables"))
 		ptables(atol(argv[2]));
+	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
+		sparse(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 3 && !strcmp(argv[1], "unlinked"))
 		unlinked(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "pass"))
