@@ -45,6 +45,8 @@ static int keep(struct cr_run *run, struct cr_stream *s, const char *p,
 	if (take) {
 		char *nb;
 
+		if (s->echo_fd >= 0)
+			cr_echo_need(run);
 		/* The echo thread reads the buffer: it moves under its lock. */
 		cr_echo_lock(run);
 		nb = realloc(s->buf, s->len + take);

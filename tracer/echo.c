@@ -1,6 +1,7 @@
 /* tracer/echo.c: streams the program's captured output to corral's own
  * stdout and stderr from a thread, so a reader that stops never stalls the loop. */
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,13 +116,11 @@ static void *echo_main(void *arg)
 	return NULL;
 }
 
-int cr_echo_start(struct cr_run *run)
+static int echo_start(struct cr_run *run)
 {
 	struct cr_echo *e;
 	int rc;
 
-	if (run->out.echo_fd < 0 && run->err.echo_fd < 0)
-		return 0;	/* --json: everything is captured, nothing echoed */
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -137,6 +136,23 @@ int cr_echo_start(struct cr_run *run)
 	}
 	run->echo = e;
 	return 0;
+}
+
+/* A run whose program writes nothing (or with --json, where nothing is
+ * echoed) never makes the thread: making it and ending it cost ~0.5 ms of
+ * every run's start-up and exit (docs/performance.md). */
+void cr_echo_need(struct cr_run *run)
+{
+	int rc;
+
+	if (run->echo || run->echo_tried ||
+	    (run->out.echo_fd < 0 && run->err.echo_fd < 0))
+		return;
+	run->echo_tried = true;
+	rc = echo_start(run);
+	if (rc < 0)
+		fprintf(stderr, "corral: warning: no echo thread (%s): output is echoed by the loop\n",
+			strerror(-rc));
 }
 
 void cr_echo_lock(struct cr_run *run)

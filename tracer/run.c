@@ -280,10 +280,10 @@ static void run_free(struct cr_run *run)
 	run->child_mem = NULL;
 }
 
-/* The helper threads and the loop's deadline timer, started while the
- * child sets itself up (cr_spawn): their ~0.3 ms no longer delays the
+/* The watchdog and broker threads and the loop's deadline timer, started
+ * while the child sets itself up (cr_spawn), off the path to the
  * program's first call. After the child exists: it is made with one
- * thread in corral. */
+ * thread in corral. The echo thread waits for the first output (echo.c). */
 static void start_helpers(struct cr_run *run)
 {
 	int rc;
@@ -298,10 +298,6 @@ static void start_helpers(struct cr_run *run)
 		fprintf(stderr, "corral: warning: no watchdog thread: %s\n",
 			strerror(-rc));
 	run->helpers_rc = cr_broker_start(run);
-	rc = cr_echo_start(run);
-	if (rc < 0)
-		fprintf(stderr, "corral: warning: no echo thread (%s): output is echoed by the loop\n",
-			strerror(-rc));
 }
 
 int cr_run_main(int argc, char **argv)

@@ -256,6 +256,7 @@ struct cr_run {
 	struct cr_tasks tasks;
 	struct cr_stream out, err;
 	struct cr_echo *echo;		/* owned, tracer/echo.c; NULL if none */
+	bool echo_tried;		/* cr_echo_need has tried to start it */
 	struct cr_watch *watches;	/* owned list, see loop.c */
 	struct cr_watch *out_watch, *err_watch,
 			*exec_watch, *stdin_watch;	/* borrowed */
@@ -496,8 +497,10 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	     const char *target, const char *layer, const char *reason);
 
 /* tracer/echo.c: the echo of captured output to corral's stdout/stderr,
- * written by a thread started after the child exists (not with --json). */
-int cr_echo_start(struct cr_run *run);
+ * written by a thread started at the program's first output (not with
+ * --json). cr_echo_need: before the first bytes are kept; the thread is
+ * tried once, and where it cannot start the loop echoes in place. */
+void cr_echo_need(struct cr_run *run);
 /* Around any change of a stream's buffer; push with the lock held. */
 void cr_echo_lock(struct cr_run *run);
 void cr_echo_unlock(struct cr_run *run);
