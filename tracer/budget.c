@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,11 @@ struct cr_budgets {
 	uint64_t disk, files;		/* added, by the last complete pass */
 	uint64_t hook_files, hook_bytes;
 	uint64_t disk_peak;		/* the most judged during the run */
+	const char *fail_root;		/* borrowed from roots: where the
+					 * last failed pass stopped */
+	char *fail_dir;			/* owned: ...at a directory of
+					 * another user the run may write
+					 * beneath and we may not list */
 
 	/* memory out of any RSS: socket queues (sockmem.c) */
 	struct cr_sockmem *sockmem;	/* owned */
@@ -713,7 +719,9 @@ static void poll_tasks(struct cr_run *run)
  * (walk_fixup); the hooks of the filesystem layer make creation counts
  * exact. A directory the program made unreadable is measured with
  * the owner's bits lent for the moment (walk_locked); one we still cannot
- * read would hide what is below it, so it stops the run (fail closed). */
+ * read would hide what is below it, so it stops the run (fail closed),
+ * unless it is another user's that the run cannot even search
+ * (walk_unlisted). */
 
 static void walk_reset(struct cr_budgets *b)
 {
@@ -755,17 +763,6 @@ static uint64_t entry_bytes(const struct stat *st)
 	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
 		bytes /= st->st_nlink;
 	return bytes;
-}
-
-/* Can a directory we may not read be skipped? Only when the run cannot
- * have made it so: it belongs to another user. One of ours could have been
- * made unreadable by the program to hide what is below it. */
-static bool skippable(int parent, const char *name, uid_t uid)
-{
-	struct stat st;
-
-	return fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       st.st_uid != uid;
 }
 
 static int walk_sync(struct cr_budgets *b, int fd, int depth);
@@ -857,6 +854,60 @@ static int walk_locked(struct cr_budgets *b, int parent, const char *name,
 	return rc;
 }
 
+/* A directory of another user that we may not list (opath: an O_PATH
+ * handle of it). Not listing it is safe only if the run cannot reach
+ * beneath it either: every path call of the run that makes, opens for
+ * writing, links or renames is performed by this supervisor, with these
+ * very credentials, so when we may not search the directory, no name
+ * beneath it can be made, grown or linked by the run, and it is skipped
+ * (0). One we may search but not list (a drop box: 0733, 1733, or 0711
+ * over a file the run may write) lets the run create and grow files by
+ * name that no pass would ever see, its names divide the blocks of files
+ * linked there, and what was left there before the run can grow too: the
+ * pass cannot measure the roots (-EACCES, fail closed; its path is kept
+ * for the message). The kernel judges the search itself (a lookup of "."
+ * in it), groups and ACLs included. */
+static int other_unlisted(struct cr_budgets *b, int opath)
+{
+	char p[64], path[PATH_MAX];
+	ssize_t n;
+	int fd = openat(opath, ".", O_PATH | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == EACCES ? 0 : -errno;
+	close(fd);
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", opath);
+	n = readlink(p, path, sizeof(path) - 1);
+	path[n > 0 ? n : 0] = 0;
+	free(b->fail_dir);
+	b->fail_dir = n > 0 ? strdup(path) : NULL;	/* for the message */
+	return -EACCES;
+}
+
+/* A directory the walk met and may not open for listing (EACCES): one of
+ * ours, whatever its name now leads to, is measured with the owner's bits
+ * lent (the program may have made it unreadable to hide what is below);
+ * one of another user's as other_unlisted says. */
+static int walk_unlisted(struct cr_budgets *b, int parent, const char *name,
+			 int depth)
+{
+	struct stat st;
+	int opath, rc;
+
+	opath = openat(parent, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	if (opath < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ?
+		       0 : -errno;	/* replaced meanwhile */
+	if (fstat(opath, &st) < 0)
+		rc = -errno;
+	else if (st.st_uid == b->uid)
+		rc = walk_lent(b, opath, depth);
+	else
+		rc = other_unlisted(b, opath);
+	close(opath);
+	return rc;
+}
+
 /* Measure a whole subtree now (fd is consumed); the counts go to the pass
  * in progress. */
 static int walk_sync(struct cr_budgets *b, int fd, int depth)
@@ -905,10 +956,9 @@ static int walk_sync(struct cr_budgets *b, int fd, int depth)
 			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub >= 0)
 			rc = walk_sync(b, sub, depth + 1);
-		else if (errno == EACCES && st.st_uid == b->uid)
-			rc = walk_locked(b, dirfd(d), de->d_name, depth + 1);
-		else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
-			 !(errno == EACCES && st.st_uid != b->uid))
+		else if (errno == EACCES)
+			rc = walk_unlisted(b, dirfd(d), de->d_name, depth + 1);
+		else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
 			rc = -errno;
 		if (rc)
 			break;
@@ -1208,7 +1258,7 @@ static uint64_t deleted_bytes(struct cr_run *run)
 
 /* A directory the end of a pass measures (opath: its O_PATH handle), as
  * the walk would: with the owner's bits lent when they are missing, one
- * of another user's that we may not read skipped. */
+ * of another user's that we may not read as other_unlisted says. */
 static int fixup_dir(struct cr_budgets *b, int opath, const struct stat *st)
 {
 	int fd;
@@ -1218,9 +1268,10 @@ static int fixup_dir(struct cr_budgets *b, int opath, const struct stat *st)
 	fd = openat(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0)
 		return walk_sync(b, fd, 1);
-	if (errno == EACCES && st->st_uid == b->uid)
-		return walk_lent(b, opath, 1);
-	return errno == EACCES ? 0 : -errno;
+	if (errno != EACCES)
+		return -errno;
+	return st->st_uid == b->uid ? walk_lent(b, opath, 1) :
+	       other_unlisted(b, opath);
 }
 
 /* The end of a pass spread over ticks: each object the run gave a name
@@ -1284,6 +1335,9 @@ static int walk_step(struct cr_run *run, size_t budget)
 	if (!b->in_pass) {
 		walk_reset(b);
 		b->in_pass = true;
+		b->fail_root = NULL;
+		free(b->fail_dir);
+		b->fail_dir = NULL;
 	}
 	while (budget) {
 		DIR *d;
@@ -1304,6 +1358,17 @@ static int walk_step(struct cr_run *run, size_t budget)
 				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0 && errno == ENOENT)
 				continue;	/* an absent root holds nothing */
+			if (fd < 0 && errno == ENOTDIR &&
+			    fstatat(AT_FDCWD, b->roots[b->root - 1], &st,
+				    AT_SYMLINK_NOFOLLOW) == 0 &&
+			    !S_ISDIR(st.st_mode)) {
+				/* A root that is one file (--rw FILE): its
+				 * blocks. The run may write it, never
+				 * rename or remove it (its parent is not
+				 * a root). */
+				count_entry(b, &st);
+				continue;
+			}
 			if (fd < 0 && errno == EACCES)	/* chmod 0 on a root */
 				rc = walk_locked(b, AT_FDCWD, b->roots[b->root - 1], 0);
 			else
@@ -1347,11 +1412,9 @@ static int walk_step(struct cr_run *run, size_t budget)
 			if (fd < 0 && (errno == ENOENT || errno == ENOTDIR ||
 				       errno == ELOOP))
 				continue;	/* replaced meanwhile */
-			if (fd < 0 && errno == EACCES &&
-			    skippable(dirfd(d), de->d_name, b->uid))
-				continue;
 			if (fd < 0 && errno == EACCES) {
-				rc = walk_locked(b, dirfd(d), de->d_name, b->depth);
+				rc = walk_unlisted(b, dirfd(d), de->d_name,
+						   b->depth);
 				if (rc)
 					goto fail;
 				continue;
@@ -1363,6 +1426,9 @@ static int walk_step(struct cr_run *run, size_t budget)
 	}
 	return 0;
 fail:
+	/* The reset forgets which root the pass was in: the messages
+	 * name it. */
+	b->fail_root = b->roots[b->root ? b->root - 1 : 0];
 	walk_reset(b);
 	return rc;
 }
@@ -1398,15 +1464,23 @@ static void judge_disk(struct cr_run *run, bool complete)
 
 static void unmeasurable(struct cr_run *run, int rc)
 {
+	struct cr_budgets *b = run->budgets;
+
 	if (run->ending)
 		return;
 	enum cr_limit_id id = rc == -ELOOP ? CR_LIM_FILES : CR_LIM_DISK;
 
-	cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
-		   "the %s budget cannot be enforced: the workspace cannot be measured (%s: %s)",
-		   cr_limit_name(id),
-		   rc == -ELOOP ? "directories nested too deep" : "an unreadable entry",
-		   strerror(-rc));
+	if (b->fail_dir)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget cannot be enforced: %s, in the writable root %s, belongs to another user and may be written beneath but not listed",
+			   cr_limit_name(id), b->fail_dir,
+			   b->fail_root ? b->fail_root : "?");
+	else
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget cannot be enforced: the writable root %s cannot be measured (%s: %s)",
+			   cr_limit_name(id), b->fail_root ? b->fail_root : "?",
+			   rc == -ELOOP ? "directories nested too deep" :
+			   "an unreadable entry", strerror(-rc));
 }
 
 /* A pass costs the supervisor CPU in proportion to what the roots hold;
@@ -1558,10 +1632,15 @@ int cr_budget_setup(struct cr_run *run)
 	/* What the workspace holds before the run is not the run's. */
 	rc = walk_full(run);
 	if (rc) {
-		snprintf(run->message, sizeof(run->message),
-			 "cannot measure the writable root %s for the disk budget: %s",
-			 b->root ? b->roots[b->root - 1] : run->cfg->workspace,
-			 strerror(-rc));
+		if (b->fail_dir)
+			snprintf(run->message, sizeof(run->message),
+				 "cannot measure the writable root %s for the disk budget: %s is another user's directory that may be written beneath but not listed (make it readable or unsearchable, or leave it out of the roots)",
+				 b->fail_root, b->fail_dir);
+		else
+			snprintf(run->message, sizeof(run->message),
+				 "cannot measure the writable root %s for the disk budget: %s",
+				 b->fail_root ? b->fail_root :
+				 run->cfg->workspace, strerror(-rc));
 		return rc;
 	}
 	b->base_bytes = b->w_bytes;
@@ -1601,6 +1680,7 @@ static void cr_budget_free(struct cr_run *run)
 	if (!b)
 		return;
 	walk_reset(b);
+	free(b->fail_dir);
 	cr_walkset_free(b->ws);
 	for (size_t i = 0; i < b->nzombies; i++)
 		close(b->zombies[i]);

@@ -14,15 +14,20 @@ would end the run:
 - past 4096 levels the workspace removal (empty_dir) gives up with ELOOP,
   and `corral gc` uses the same function: the private workspace and what
   it holds stay on the host for good, whatever the disk budget was.
+
+And directories of another user in a writable root that the run may
+search and write but the walk may not list (a drop box): the walk skipped
+them, so what the run wrote beneath them was never counted.
 """
 
 import ctypes
 import os
 import shutil
 import subprocess
+import tempfile
 
 from harness import CFG, eq, true, contains, test, workspaces, check_result_shape, _show, \
-    wait_for
+    wait_for, lt
 
 MIB = 1 << 20
 
@@ -378,3 +383,246 @@ def storage_workspace_under_dev_shm_is_itself(t):
         t.assert_next_run_ok()
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+# ---- directories of another user in a writable root (the walk's blind spots) ----
+
+HUNDRED_MIB = 100 * MIB
+
+
+def _as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def _marked_anywhere(marker):
+    """Processes of any uid whose command line or environment holds marker
+    (the harness's own check looks at the test's uid only)."""
+    m = marker.encode()
+    found = []
+    for ent in os.listdir("/proc"):
+        if not ent.isdigit() or int(ent) == os.getpid():
+            continue
+        for f in ("cmdline", "environ"):
+            try:
+                with open("/proc/%s/%s" % (ent, f), "rb") as fh:
+                    if m in fh.read(1 << 20):
+                        found.append(int(ent))
+                        break
+            except OSError:
+                pass
+    return found
+
+
+def _blocks_under(path):
+    """Bytes allocated beneath path (as root: every directory is read)."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for n in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+class _NobodyTree:
+    """A directory tree the unprivileged uid can reach (the root tier's
+    TMPDIR cannot be), with the workspace ws owned by it; removed after."""
+
+    def __init__(self, t):
+        self.t = t
+        self.base = tempfile.mkdtemp(prefix="crdbx-", dir="/tmp")
+        os.chmod(self.base, 0o755)
+        self.ws = os.path.join(self.base, "ws")
+        self.tmp = os.path.join(self.base, "tmp")
+        for d in (self.ws, self.tmp):
+            os.mkdir(d, 0o755)
+            os.chown(d, 65534, 65534)
+
+    def run(self, mode, opts, script, spawn=False):
+        """corral as uid 65534, TMPDIR its own, the workspace ws."""
+        args = ["run", "--landlock=" + mode, "--json", "--env",
+                "CRMARK=" + self.t.marker, "--limit", "wall=60s", "-w",
+                self.ws] + opts + ["--", "sh", "-c", script]
+        env = {"TMPDIR": self.tmp, "HOME": self.tmp}
+        if spawn:
+            return self.t.spawn(args, env=env, preexec=_as_nobody)
+        run = self.t.corral(args, env=env, preexec=_as_nobody, timeout=90)
+        return run, self.t.result(run)
+
+    def close(self):
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+DROP_BOX_CASES = (
+    # name, mode of the root-owned directory "box", what the run does
+    ("create", 0o733,
+     "head -c %d /dev/zero > box/f; echo wrote; sleep 1" % HUNDRED_MIB),
+    ("sticky", 0o1733,
+     "head -c %d /dev/zero > box/f; echo wrote; sleep 1" % HUNDRED_MIB),
+    # A file of the run's uid left there before the run, grown by name.
+    ("grow", 0o711,
+     "head -c %d /dev/zero >> box/f; echo wrote; sleep 1" % HUNDRED_MIB),
+    # 99 names in the box make the walk count the file's blocks /100.
+    ("link", 0o733,
+     ": > big; i=1; while [ $i -lt 100 ]; do ln big box/l$i; i=$((i+1)); "
+     "done; head -c %d /dev/zero >> big; echo wrote; sleep 1" % HUNDRED_MIB),
+)
+
+
+@test(root=True)
+def storage_walk_drop_box_refuses_the_run(t):
+    """A root-owned directory in the workspace that the run's uid may
+    search (and write) but not list: a drop box (0733, 1733), or 0711 over
+    a file of the run's left there. The walk skipped every directory of
+    another user it could not list, so what the run wrote beneath it was
+    never counted: 100 MiB under disk=10MiB ended `ok` with
+    usage.disk_bytes 0, and 99 hard links into the box made a 100 MiB file
+    in the workspace count 1 MiB. Now such a directory cannot be measured:
+    the run is refused before the program starts (platform_failure, the
+    message names it), as a writable root itself that cannot be listed
+    always was; a directory the run cannot even search is still skipped,
+    so the same workspace runs once the box is 0700. Both Landlock modes
+    (root-only tests run once)."""
+    for mode in ("auto", "off"):
+        for name, bits, script in DROP_BOX_CASES:
+            what = "%s, landlock %s" % (name, mode)
+            tree = _NobodyTree(t)
+            try:
+                box = os.path.join(tree.ws, "box")
+                os.mkdir(box)
+                if name == "grow":
+                    with open(os.path.join(box, "f"), "w"):
+                        pass
+                    os.chown(os.path.join(box, "f"), 65534, 65534)
+                os.chmod(box, bits)
+                run, r = tree.run(mode, ["--limit", "disk=10MiB"], script)
+                check_result_shape(r)
+                lt(_blocks_under(tree.ws), 2 * MIB,
+                   "%s: bytes the run left in the workspace (status %r, "
+                   "usage.disk_bytes %r, stdout %r)" %
+                   (what, r.get("status"), r["usage"]["disk_bytes"],
+                    r.get("stdout")))
+                eq(r.get("status"), "platform_failure", what + ": status")
+                contains(r.get("message") or "", box + " is another user's",
+                         what + ": message")
+                eq(r.get("stdout"), "", what + ": the program ran")
+                true(wait_for(lambda: not _marked_anywhere(t.marker), 2.0),
+                     what + ": processes left")
+                # Not searchable: nothing below it can be reached, and the
+                # workspace serves again.
+                os.chmod(box, 0o700)
+                run, r = tree.run(mode, ["--limit", "disk=10MiB"],
+                                  "echo fine")
+                eq((r.get("status"), r.get("stdout")), ("ok", "fine\n"),
+                   what + ": a run with the box closed (message %r)" %
+                   r.get("message"))
+            finally:
+                tree.close()
+    # A writable root that is itself such a box: the message names it,
+    # not the workspace.
+    tree = _NobodyTree(t)
+    try:
+        box = os.path.join(tree.base, "rwbox")
+        os.mkdir(box)
+        os.chmod(box, 0o1733)
+        run, r = tree.run("auto", ["--rw", box], "echo ran")
+        eq(r.get("status"), "platform_failure", "--rw box: status")
+        contains(r.get("message") or "", "writable root %s for" % box,
+                 "--rw box: message")
+    finally:
+        tree.close()
+    eq(_marked_anywhere(t.marker), [], "processes left")
+    t.assert_next_run_ok()
+
+
+@test(root=True)
+def storage_walk_drop_box_opened_mid_run_ends_the_run(t):
+    """The box is 0700 when the run starts (skipped: nothing below it can
+    be reached) and its owner opens it to 0733 while the run goes on; the
+    run then writes 100 MiB into it under disk=10MiB. Before: `ok`,
+    usage.disk_bytes 0. Now the next pass that meets it ends the run
+    (limit_exceeded, disk), whatever the Landlock mode."""
+    for mode in ("auto", "off"):
+        tree = _NobodyTree(t)
+        p = None
+        try:
+            box = os.path.join(tree.ws, "box")
+            os.mkdir(box, 0o700)
+            p = tree.run(mode, ["--limit", "disk=10MiB"],
+                         "touch ready; while [ ! -e go ]; do sleep 0.05; "
+                         "done; head -c %d /dev/zero > box/f; echo wrote; "
+                         "sleep 3" % HUNDRED_MIB, spawn=True)
+            if not wait_for(lambda: os.path.exists(
+                    os.path.join(tree.ws, "ready")), 30):
+                p.kill()
+                t.finish(p)
+                true(False, "the run never started (landlock %s)" % mode)
+            os.chmod(box, 0o733)
+            with open(os.path.join(tree.ws, "go"), "w"):
+                pass
+            run = t.finish(p, timeout=90)
+            r = t.result(run)
+            check_result_shape(r)
+            eq((r.get("status"), r.get("limit")), ("limit_exceeded", "disk"),
+               "landlock %s: status and limit (message %r, "
+               "usage.disk_bytes %r, %d bytes in the box)" %
+               (mode, r.get("message"), r["usage"]["disk_bytes"],
+                _blocks_under(box)))
+            contains(r.get("message") or "", box, "message")
+            true(wait_for(lambda: not _marked_anywhere(t.marker), 2.0),
+                 "landlock %s: processes left: %r" %
+                 (mode, _marked_anywhere(t.marker)))
+        finally:
+            if p is not None and p.returncode is None:
+                p.kill()
+                t.finish(p)
+            tree.close()
+    t.assert_next_run_ok()
+
+
+@test
+def storage_walk_failing_rw_root_is_named(t):
+    """A --rw root the walk cannot measure (a tree deeper than its 128
+    levels) refuses the run: the message named the workspace, whatever
+    root failed (the walk's reset had forgotten which). Now it names the
+    root."""
+    rw = t.path("deep")
+    cur = rw
+    for _ in range(135):
+        cur = os.path.join(cur, "d")
+    os.makedirs(cur)
+    run = t.corral(["run", "--json", "--rw", rw, "--", "echo", "ran"])
+    r = t.result(run)
+    eq(r.get("status"), "platform_failure", "status")
+    contains(r.get("message") or "", "cannot measure the writable root %s "
+             "for the disk budget" % rw, "message")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_walk_single_file_rw_root_counts(t):
+    """A --rw root that is one file (docs/policy.md allows it) could not
+    be used with a disk budget, which the default class has: every such
+    run was refused ("cannot measure the writable root ...: Not a
+    directory"). Now the walk counts the file's blocks: a small write
+    works, 100 MiB under disk=10MiB ends the run."""
+    f = t.write("one.log", "")
+    run = t.corral(["run", "--json", "--rw", f, "--", "sh", "-c",
+                    "echo abc > %s; cat %s" % (f, f)])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "abc\n"),
+       "a small write (message %r)" % r.get("message"))
+    run = t.corral(["run", "--json", "--env", "CRMARK=" + t.marker,
+                    "--limit", "disk=10MiB", "--rw", f, "--", "sh", "-c",
+                    "head -c %d /dev/zero > %s; echo wrote; sleep 3" %
+                    (HUNDRED_MIB, f)], timeout=90)
+    r = t.result(run)
+    check_result_shape(r)
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "disk"),
+       "status and limit (message %r, usage.disk_bytes %r)" %
+       (r.get("message"), r["usage"]["disk_bytes"]))
+    t.no_marker_processes("after the breach")
+    t.assert_next_run_ok()
