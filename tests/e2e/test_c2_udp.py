@@ -338,6 +338,64 @@ tryit("other", socket.AF_INET, ("127.0.0.2", p4), False)
 
 
 @test
+def udp_lite_twin_of_a_host_port_reaches_nothing(t):
+    """UDP and UDP-Lite keep separate port tables, so a UDP-Lite socket of
+    the run may bind the number of a host's UDP service. The run's UDP set
+    matched address and port only: the twin made the host's port one of
+    the run's own, and the run's UDP sends reached the host service, and
+    its replies came back, with no denial. Each protocol now reaches only
+    its own members. Found by a side-by-side session of CPython's suite."""
+    h4, h6 = HostUDP(), HostUDP(socket.AF_INET6)
+    try:
+        prog = r'''
+import socket, sys
+LITE = socket.IPPROTO_UDPLITE
+for fam, host, port in ((socket.AF_INET, "127.0.0.1", int(sys.argv[1])),
+                        (socket.AF_INET6, "::1", int(sys.argv[2]))):
+    u = socket.socket(fam, socket.SOCK_DGRAM)
+    u.bind((host, 0))
+    l = socket.socket(fam, socket.SOCK_DGRAM, LITE)
+    l.bind((host, port))                  # the host port's number, legal
+    print("twin bound", l.getsockname()[1] == port)
+    for what, act in (("lite-to-udp", lambda: l.sendto(b"x", u.getsockname())),
+                      ("udp-to-host", lambda: u.sendto(b"leak", (host, port))),
+                      ("udp-connect", lambda: (u.connect((host, port)),
+                                               u.send(b"leak")))):
+        try:
+            act()
+            print(what, "sent")
+        except OSError as e:
+            print(what, "errno", e.errno)
+    # Each protocol still reaches its own: a run's UDP-Lite pair and a
+    # run's UDP pair on one port number.
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind((host, 0))
+    n = s.getsockname()[1]
+    sl = socket.socket(fam, socket.SOCK_DGRAM, LITE)
+    sl.bind((host, n))
+    sl.settimeout(5)
+    s.settimeout(5)
+    socket.socket(fam, socket.SOCK_DGRAM, LITE).sendto(b"lite", (host, n))
+    socket.socket(fam, socket.SOCK_DGRAM).sendto(b"udp", (host, n))
+    print("same number", sl.recvfrom(100)[0], s.recvfrom(100)[0])
+'''
+        run, r = loop_run(t, prog, [str(h4.port), str(h6.port)])
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        out = r["stdout"]
+        for what in ("lite-to-udp", "udp-to-host", "udp-connect"):
+            eq(out.count("%s errno 111\n" % what), 2, "%s refused (%r)" %
+               (what, out))
+        eq(out.count("twin bound True\n"), 2, "twins bound")
+        eq(out.count("same number b'lite' b'udp'\n"), 2,
+           "each protocol reaches its own (%r)" % out)
+        eq(h4.received() + h6.received(), 0, "datagrams the host got")
+        eq(r["status"], "ok", "status")
+    finally:
+        h4.close()
+        h6.close()
+
+
+@test
 def udp_filter_and_sharing_refused(t):
     prog = r'''
 import socket, struct

@@ -370,7 +370,7 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		ep_loopback(&dst);
 	if (!cr_net_ep_loopback(&dst))
 		return 0;
-	if (!cr_net_udp_member(run->net, &dst)) {
+	if (!cr_net_udp_member(run->net, &dst, s->protocol)) {
 		*v = cr_net_deny(run, n, e, a, alen, "net",
 				 "loopback is open only to the run's own UDP sockets (a host service's port is refused)",
 				 ECONNREFUSED);

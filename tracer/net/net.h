@@ -272,9 +272,10 @@ int cr_net_udp_dns_only(struct cr_netstate *ns, int dup, uint64_t ino);
  * called before a send or connect from src to dst is performed. */
 int cr_net_udp_hear(struct cr_netstate *ns, const struct cr_net_ep *dst,
 		    uint64_t src_ino);
-/* Is dst (loopback) a member's bound address? */
+/* Is dst (loopback) the bound address of a member of protocol proto
+ * (IPPROTO_UDP or IPPROTO_UDPLITE: their port tables are apart)? */
 bool cr_net_udp_member(const struct cr_netstate *ns,
-		       const struct cr_net_ep *dst);
+		       const struct cr_net_ep *dst, int proto);
 /* Member ino is now connected to peer (NULL: to nothing). */
 void cr_net_udp_connected(struct cr_netstate *ns, uint64_t ino,
 			  const struct cr_net_ep *peer);

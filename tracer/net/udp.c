@@ -40,6 +40,13 @@
  * filters that named it are rebuilt without it, and only then is it
  * closed.
  *
+ * UDP and UDP-Lite keep separate port tables: a UDP-Lite socket of the
+ * run may hold the number of a host's UDP service. A member is therefore
+ * its protocol, address and port, and every lookup names the protocol of
+ * the socket that sends; an earlier build matched address and port only,
+ * and a run's UDP sends reached a host UDP service through the run's
+ * UDP-Lite socket of the same number, both ways.
+ *
  * The program cannot change a filter: setsockopt of SO_ATTACH_FILTER and
  * its relatives on an internet datagram socket is refused (the handler),
  * and io_uring is refused outright. Sends to loopback go only to members.
@@ -48,6 +55,7 @@
 struct cr_net_udp {
 	int dup;		/* owned */
 	uint64_t ino;
+	int proto;		/* IPPROTO_UDP or IPPROTO_UDPLITE */
 	struct cr_net_ep ep;	/* bound (always loopback) */
 	bool wildcard;		/* the program asked for 0.0.0.0 or [::] */
 	bool connected;		/* to peer, a member's address */
@@ -94,11 +102,13 @@ static uint32_t word(const uint8_t *a, int i)
 /* The sources m hears (NULL: a DNS client, only the responders): the DNS
  * responders and the members that sent to it through the supervisor. */
 static size_t sources(const struct cr_netstate *ns, const struct cr_net_udp *m,
-		      struct cr_net_ep *out, size_t cap)
+		      int proto, struct cr_net_ep *out, size_t cap)
 {
 	size_t k = 0;
 
-	for (int i = 0; i < 2; i++) {
+	/* The DNS responder is a UDP socket: a UDP-Lite socket hears its
+	 * port's number only from another UDP-Lite socket, never its. */
+	for (int i = 0; proto == IPPROTO_UDP && i < 2; i++) {
 		socklen_t l = i ? sizeof(struct sockaddr_in6) :
 				  sizeof(struct sockaddr_in);
 
@@ -217,13 +227,25 @@ static int attach(int fd, const struct prog *p)
 	       -errno : 0;
 }
 
+static int sock_proto(int fd)
+{
+	int proto = 0;
+	socklen_t l = sizeof(proto);
+
+	return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) < 0 ?
+	       -errno : proto;
+}
+
 static int attach_sources(int fd, const struct cr_netstate *ns,
 			  const struct cr_net_udp *m)
 {
 	struct cr_net_ep src[CR_NET_MAX_UDP + 2];
 	struct prog p;
-	int rc = build(src, sources(ns, m, src, CR_NET_MAX_UDP + 2), &p);
+	int proto = m ? m->proto : sock_proto(fd), rc;
 
+	if (proto < 0)
+		return proto;
+	rc = build(src, sources(ns, m, proto, src, CR_NET_MAX_UDP + 2), &p);
 	if (rc)
 		return rc;
 	rc = attach(fd, &p);
@@ -306,7 +328,8 @@ static int held_inodes(struct cr_run *run, uint64_t **out, size_t *nout)
 	return 0;
 }
 
-static bool is_member(const struct cr_netstate *ns, const struct cr_net_ep *ep);
+static bool is_member(const struct cr_netstate *ns, const struct cr_net_ep *ep,
+		      int proto);
 
 /* Kept member m forgets the sources that are no longer members: its new
  * filter is on before their addresses are freed. One that cannot be
@@ -316,7 +339,7 @@ static void forget_gone(struct cr_netstate *ns, struct cr_net_udp *m)
 	size_t k = 0;
 
 	for (size_t j = 0; j < m->nsrcs; j++)
-		if (is_member(ns, &m->srcs[j]))
+		if (is_member(ns, &m->srcs[j], m->proto))
 			m->srcs[k++] = m->srcs[j];
 	if (k == m->nsrcs)
 		return;
@@ -413,7 +436,7 @@ int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 	struct cr_net_udp *m = find(ns, ino);
 	struct cr_net_ep ep;
 	union cr_sockaddr lo;
-	int off = 0, rc, keep;
+	int off = 0, rc, keep, proto;
 
 	if (m) {
 		/* Already a member: a second bind fails as the kernel's. */
@@ -434,6 +457,9 @@ int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 		ns->udp = g;
 		ns->capudp = cap;
 	}
+	proto = sock_proto(dup);
+	if (proto != IPPROTO_UDP && proto != IPPROTO_UDPLITE)
+		return proto < 0 ? proto : -EINVAL;
 	/* The filter before the port: no datagram is queued unfiltered. */
 	rc = attach_sources(dup, ns, NULL);
 	if (rc)
@@ -470,6 +496,7 @@ int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 	memset(m, 0, sizeof(*m));
 	m->dup = keep;
 	m->ino = ino;
+	m->proto = proto;
 	m->ep = ep;
 	m->wildcard = wildcard;
 	return 0;
@@ -483,29 +510,31 @@ int cr_net_udp_dns_only(struct cr_netstate *ns, int dup, uint64_t ino)
 }
 
 static struct cr_net_udp *at(const struct cr_netstate *ns,
-			     const struct cr_net_ep *ep)
+			     const struct cr_net_ep *ep, int proto)
 {
 	for (size_t i = 0; i < ns->nudp; i++)
-		if (same_ep(&ns->udp[i].ep, ep))
+		if (ns->udp[i].proto == proto && same_ep(&ns->udp[i].ep, ep))
 			return &ns->udp[i];
 	return NULL;
 }
 
-static bool is_member(const struct cr_netstate *ns, const struct cr_net_ep *ep)
+static bool is_member(const struct cr_netstate *ns, const struct cr_net_ep *ep,
+		      int proto)
 {
-	return at(ns, ep) != NULL;
+	return at(ns, ep, proto) != NULL;
 }
 
 bool cr_net_udp_member(const struct cr_netstate *ns,
-		       const struct cr_net_ep *dst)
+		       const struct cr_net_ep *dst, int proto)
 {
-	return is_member(ns, dst);
+	return is_member(ns, dst, proto);
 }
 
 int cr_net_udp_hear(struct cr_netstate *ns, const struct cr_net_ep *dst,
 		    uint64_t src_ino)
 {
-	struct cr_net_udp *d = at(ns, dst), *src = find(ns, src_ino);
+	struct cr_net_udp *src = find(ns, src_ino);
+	struct cr_net_udp *d = src ? at(ns, dst, src->proto) : NULL;
 	int rc;
 
 	if (!d || !src)
