@@ -201,3 +201,59 @@ def dh_threads_and_their_clocks_cost_no_notification(t):
     lt(many["usage"]["supervisor_notifications"] -
        few["usage"]["supervisor_notifications"], 20,
        "notifications added by 3960 hand-offs and 11880 clock reads")
+
+
+JAVA = "/usr/bin/java"
+THREAD_MX = """
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+
+public class Tm {
+    public static void main(String[] a) throws Exception {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        Thread t = new Thread(() -> {
+            long x = 0;
+            for (long i = 0; i < 200_000_000L; i++) x += i;
+            if (x == 42) System.out.println();
+        });
+        t.start();
+        t.join(50);
+        long other = mx.getThreadCpuTime(t.getId());
+        t.join();
+        long sum = 0;
+        for (long id : mx.getAllThreadIds()) {
+            long c = mx.getThreadCpuTime(id);
+            if (c > 0) sum += c;
+        }
+        System.out.println("supported " + mx.isThreadCpuTimeSupported());
+        System.out.println("other " + (other >= 0));
+        System.out.println("self " + (mx.getCurrentThreadCpuTime() > 0));
+        System.out.println("all " + (sum > 0));
+    }
+}
+"""
+
+
+@test
+def dh_java_thread_cpu_times_work(t):
+    """Java's ThreadMXBean reads its threads' CPU clocks (another thread's,
+    its own, all of them) as natively, with no clock call refused. Needs
+    a JDK at /usr/bin/java (the development machine has one); without it
+    there is nothing to check."""
+    if not os.path.exists(JAVA):
+        print("no %s: nothing to check" % JAVA)
+        return
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    with open(os.path.join(ws, "Tm.java"), "w") as f:
+        f.write(THREAD_MX)
+    r = t.result(t.corral(["run", "--json", "-w", ws, "--limit", "wall=60s",
+                           "--", JAVA, "Tm.java"], timeout=90))
+    eq(r.get("status"), "ok", "status (%r, stderr %s)" % (
+        r.get("message"), _show((r.get("stderr") or "")[-600:])))
+    eq(answers(r.get("stdout")), {"supported": "true", "other": "true",
+                                  "self": "true", "all": "true"},
+       "ThreadMXBean's answers")
+    eq([x for x in denials_of(r, layer="proc")
+        if x.get("syscall") in CLOCK_CALLS], [], "clock denials")
