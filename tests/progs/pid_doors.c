@@ -9,7 +9,8 @@
  *   pid_doors futex NAME=PID...
  *       For each PID, FUTEX_LOCK_PI (100 ms timeout), FUTEX_TRYLOCK_PI and
  *       FUTEX_LOCK_PI2 on a word naming PID as the owner, private and
- *       shared; then the glibc view: a PTHREAD_PRIO_INHERIT mutex's init.
+ *       shared (and LOCK_PI2 on CLOCK_REALTIME with the register's upper
+ *       half set); then the glibc view: a PTHREAD_PRIO_INHERIT mutex's init.
  *   pid_doors goodwork
  *       The CPU clocks a program may read of its own: each thread's (by
  *       pthread_getcpuclockid from another thread), its own process's by
@@ -122,6 +123,21 @@ static void futexes(const char *name, pid_t pid)
 			       (long)&ts, 0, 0);
 			say(name, call, r, errno);
 		}
+	}
+	/* FUTEX_LOCK_PI2 on CLOCK_REALTIME, with garbage in the register's
+	 * upper half (the kernel reads the op's 32 bits). */
+	{
+		static uint32_t word;
+		struct timespec ts;
+		long r;
+
+		word = (uint32_t)pid;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec++;
+		r = sc(SYS_futex, (long)&word,
+		       (long)(0xdead00000000ULL | 13 | FUTEX_CLOCK_REALTIME |
+			      FUTEX_PRIVATE_FLAG), 0, (long)&ts, 0, 0);
+		say(name, "lock_pi2_rt_upper", r, errno);
 	}
 }
 
