@@ -94,7 +94,10 @@ static int build_table(scmp_filter_ctx ctx, int fast)
 			}
 		} else if (e->arg >= 0 && e->notall) {
 			/* "Not every bit of notall set": one rule per bit,
-			 * that bit clear and the rest of the condition. */
+			 * that bit clear and the rest of the condition. The
+			 * bits must be outside the mask (a table error). */
+			if (e->mask & e->notall)
+				rc = -EINVAL;
 			for (int b = 0; !rc && b < 64; b++) {
 				struct scmp_arg_cmp cmp = {
 					.arg = (unsigned)e->arg,
@@ -103,8 +106,7 @@ static int build_table(scmp_filter_ctx ctx, int fast)
 					.datum_b = e->value,
 				};
 
-				if ((e->notall & (1ULL << b)) &&
-				    !(e->mask & (1ULL << b)))
+				if (e->notall & (1ULL << b))
 					rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY,
 								    e->nr, 1, &cmp);
 			}
