@@ -92,6 +92,24 @@ static int build_table(scmp_filter_ctx ctx, int fast)
 					rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY,
 								    e->nr, 1, &cmp);
 			}
+		} else if (e->arg >= 0 && e->notall) {
+			/* "Not every bit of notall set": one rule per bit,
+			 * that bit clear and the rest of the condition. The
+			 * bits must be outside the mask (a table error). */
+			if (e->mask & e->notall)
+				rc = -EINVAL;
+			for (int b = 0; !rc && b < 64; b++) {
+				struct scmp_arg_cmp cmp = {
+					.arg = (unsigned)e->arg,
+					.op = SCMP_CMP_MASKED_EQ,
+					.datum_a = e->mask | 1ULL << b,
+					.datum_b = e->value,
+				};
+
+				if (e->notall & (1ULL << b))
+					rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY,
+								    e->nr, 1, &cmp);
+			}
 		} else if (e->arg >= 0) {
 			struct scmp_arg_cmp cmp = {
 				.arg = (unsigned)e->arg,
@@ -108,9 +126,19 @@ static int build_table(scmp_filter_ctx ctx, int fast)
 	for (size_t i = 0; !rc && i < cr_nsyscall_errnos; i++) {
 		const struct cr_syscall_errno *e = &cr_syscall_errnos[i];
 
-		if (e->nr >= 0)
-			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(e->error),
-					      e->nr, 0);
+		struct scmp_arg_cmp cmp = {
+			.arg = (unsigned)(e->arg < 0 ? 0 : e->arg),
+			.op = SCMP_CMP_MASKED_EQ,
+			.datum_a = e->mask,
+			.datum_b = e->value,
+		};
+
+		if (e->nr < 0)
+			continue;
+		rc = e->arg < 0 ?
+			seccomp_rule_add(ctx, SCMP_ACT_ERRNO(e->error), e->nr, 0) :
+			seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(e->error),
+					       e->nr, 1, &cmp);
 	}
 	return rc;
 }

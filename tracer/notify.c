@@ -88,7 +88,9 @@ static const struct cr_syscall_entry *matching(const struct cr_syscall_entry *e,
 		const struct cr_syscall_entry *o = &cr_syscalls[i];
 
 		if (o->nr == e->nr && o->arg >= 0 && o->arg < 6 && !o->nonzero &&
-		    (n->data.args[o->arg] & o->mask) == o->value)
+		    (n->data.args[o->arg] & o->mask) == o->value &&
+		    (!o->notall ||
+		     (n->data.args[o->arg] & o->notall) != o->notall))
 			return o;
 	}
 	return e;

@@ -17,13 +17,18 @@ struct cr_syscall_entry cr_syscalls[] = {
 #define CR_SYSCALL_ARG_NZ(n, a, h, st, why) \
 	{ .name = #n, .nr = -1, .handler = h, .stance = st, .reason = why, \
 	  .arg = a, .nonzero = true },
+#define CR_SYSCALL_ARG_NOTALL(n, a, m, v, b, h, st, why) \
+	{ .name = #n, .nr = -1, .handler = h, .stance = st, .reason = why, \
+	  .arg = a, .mask = m, .value = v, .notall = b },
 #include "syscalls.def"
 };
 const size_t cr_nsyscalls = CR_ARRAY_SIZE(cr_syscalls);
 
 struct cr_syscall_errno cr_syscall_errnos[] = {
 #define CR_SYSCALL(n, h, st, why)
-#define CR_SYSCALL_ERRNO(n, e) { .name = #n, .nr = -1, .error = e },
+#define CR_SYSCALL_ERRNO(n, e) { .name = #n, .nr = -1, .error = e, .arg = -1 },
+#define CR_SYSCALL_ERRNO_ARG(n, a, m, v, e) \
+	{ .name = #n, .nr = -1, .error = e, .arg = a, .mask = m, .value = v },
 #include "syscalls.def"
 };
 const size_t cr_nsyscall_errnos = CR_ARRAY_SIZE(cr_syscall_errnos);

@@ -105,12 +105,15 @@ struct cr_syscall_entry {
 	int arg;		/* >= 0: notify only when (args[arg] & mask) == value */
 	uint64_t mask, value;
 	bool nonzero;		/* instead: notify only when args[arg] != 0 */
+	uint64_t notall;	/* if set, also: not every bit of it is set */
 };
 
 struct cr_syscall_errno {
 	const char *name;
 	int nr;
 	int error;
+	int arg;		/* >= 0: only when (args[arg] & mask) == value */
+	uint64_t mask, value;
 };
 
 /* The fast path of one entry (syscalls.def, CR_SYSCALL_FAST). */

@@ -17,7 +17,9 @@ struct def_entry {
 static const struct def_entry def_entries[] = {
 #define CR_SYSCALL(n, h, st, why) { #n, st, false },
 #define CR_SYSCALL_ARG(n, a, m, v, h, st, why) { #n, st, true },
+#define CR_SYSCALL_ARG_NOTALL(n, a, m, v, b, h, st, why) { #n, st, true },
 #define CR_SYSCALL_ERRNO(n, e) { #n, -1, false },
+#define CR_SYSCALL_ERRNO_ARG(n, a, m, v, e) { #n, -1, true },
 /* The network area's "notify when the argument is set" entries. */
 #define CR_SYSCALL_ARG_NZ(n, a, h, st, why) { #n, st, true },
 #include "../../tracer/syscalls.def"

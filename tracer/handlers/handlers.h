@@ -164,6 +164,7 @@ CR_HANDLER(cr_h_pidfd_send_signal);
 CR_HANDLER(cr_h_setpgid);
 /* proc.c */
 CR_HANDLER(cr_h_pidfd_getfd);
+CR_HANDLER(cr_h_cpuclock);
 CR_HANDLER(cr_h_process_madvise);
 CR_HANDLER(cr_h_process_vm);
 CR_HANDLER(cr_h_proc_pid);

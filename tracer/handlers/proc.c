@@ -1,8 +1,9 @@
 /* tracer/handlers/proc.c: pidfd_getfd, process_madvise, process_vm_readv,
  * process_vm_writev, kcmp, prlimit64, get_robust_list, sched_set* and
  * sched_get*, getpgid, getsid, get/setpriority, ioprio_get/set, capget,
- * prctl(PR_SET_DUMPABLE, PR_SCHED_CORE): calls that name or hide from
- * another process. */
+ * prctl(PR_SET_DUMPABLE, PR_SCHED_CORE), clock_gettime, clock_getres,
+ * clock_nanosleep and timer_create on a process CPU clock: calls that name
+ * or hide from another process. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -114,6 +115,45 @@ CR_HANDLER(cr_h_proc_pid)
 	}
 	/* A table entry without a row here: fail closed. */
 	return refuse(run, n, e->name, "internal: no pid rule for this call", 0);
+}
+
+/*
+ * A process CPU clock, (~pid << 3) | type in the 32-bit clockid (the
+ * filter notifies only those whose pid is not 0). A process of the run
+ * (or the caller's own number, or a dead child of the run not yet waited
+ * for) runs in the kernel: the verdict is from a register, and the number
+ * cannot name another process meanwhile, because a traced task's pid is
+ * held by its zombie until corral, its tracer, has reaped it (the window
+ * after that is the one documented at the top of this file). Any other
+ * pid answers EINVAL, as the kernel does for a free pid (glibc's
+ * clock_getcpuclockid turns it into ESRCH), and is recorded.
+ */
+CR_HANDLER(cr_h_cpuclock)
+{
+	int32_t id = (int32_t)(uint32_t)n->data.args[0];
+	pid_t pid;
+	char target[48];
+
+	/* Not a process clock (the filter's condition, checked again), or a
+	 * clock named by an fd (type 3, CLOCKFD: the caller's own fd). */
+	if (id >= 0 || (id & 4) || (id & 3) == 3)
+		return (struct cr_verdict){ .kind = CR_V_CONTINUE };
+	pid = (pid_t)~(id >> 3);
+	switch (cr_surface_target(run, (pid_t)n->pid, pid)) {
+	case CR_TARGET_SELF:
+	case CR_TARGET_RUN:
+	case CR_TARGET_ZOMBIE:
+		return (struct cr_verdict){ .kind = CR_V_CONTINUE };
+	default:
+		break;
+	}
+	if (!cr_tasks_was_ours(&run->tasks, pid)) {
+		snprintf(target, sizeof(target), "cpu clock of pid %ld",
+			 (long)pid);
+		cr_deny(run, (pid_t)n->pid, e->name, target, "proc",
+			"the target is not a process of the run");
+	}
+	return err(EINVAL);
 }
 
 /* setpriority(which, who, prio), ioprio_set(which, who, prio) and their
