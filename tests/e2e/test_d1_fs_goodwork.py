@@ -738,3 +738,38 @@ def fs_good_tmpfile_in_tmp_is_made_in_the_workspace(t):
     /tmp is seen (the workspace's ancestor) and where it is not."""
     _tmpfile_in(t, t.tmp)
     _tmpfile_in(t, "/var/tmp")
+
+
+@test
+def fs_tmpfile_in_tmp_stays_refused_where_the_policy_denies_tmp(t):
+    """A class that denies /tmp means it: tmpfile()'s O_TMPFILE open of
+    /tmp is refused and recorded, as every other spelling of /tmp is,
+    rather than made in the workspace unrecorded (found by a probing
+    session)."""
+    import json
+    from harness import CFG
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    pol["classes"]["default"]["fs"]["deny"] = ["/tmp"]
+    pfile = t.path("deny-tmp.json")
+    with open(pfile, "w") as f:
+        json.dump(pol, f)
+    ws = tempfile.mkdtemp(prefix="e2e-tmpdeny-", dir="/var/tmp")
+    try:
+        script = ("import errno, os\n"
+                  "try:\n"
+                  "    os.open('/tmp', os.O_TMPFILE | os.O_RDWR, 0o600)\n"
+                  "    print('opened')\n"
+                  "except OSError as e:\n"
+                  "    print(errno.errorcode[e.errno])\n")
+        run = t.corral(["run", "--json", "--policy", pfile, "-w", ws, "--",
+                        "python3", "-c", script])
+        r = t.result(run)
+        eq(r.get("stdout"), "ENOENT\n", "O_TMPFILE of a denied /tmp (stderr %r)"
+           % r.get("stderr"))
+        true(any(d.get("target") == "/tmp" and d.get("syscall") == "openat"
+                 for d in r.get("denials", [])),
+             "a denial for /tmp: %r" % r.get("denials"))
+        eq(os.listdir(ws), [], "nothing in the workspace")
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)

@@ -152,12 +152,19 @@ static bool is_tmpfile(int flags)
 static int tmp_to_workspace(struct cr_run *run, const struct seccomp_notif *n,
 			    const char *sys, struct cr_fsres *res)
 {
+	const struct cr_fsrules *r = &run->fs->rules;
 	const char *ws = run->cfg->workspace;
-	int rc;
+	int rc = ws ? 0 : -ENOENT;
 
+	/* A policy that denies /tmp (or a subtree holding it) means it:
+	 * refused and recorded, as every other spelling is. */
+	for (size_t i = 0; !rc && i < r->ndeny; i++)
+		if (cr_path_within(r->deny[i], strlen(r->deny[i]), "/tmp", 4))
+			rc = -ENOENT;
 	cr_fsres_free(res);
-	rc = ws ? cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, ws,
-				CR_RES_FOLLOW, res) : -ENOENT;
+	if (!rc)
+		rc = cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, ws,
+				   CR_RES_FOLLOW, res);
 	if (!rc && (!res->exists || !S_ISDIR(res->st.st_mode) ||
 		    !(res->acc & CR_FS_W)))
 		rc = -ENOENT;
