@@ -1540,6 +1540,35 @@ static int add_walk_root(struct cr_budgets *b, const char *root)
 	return 0;
 }
 
+/* A root inside another (--rw WS/sub beside -w WS), or named twice, is
+ * walked as part of the outer one only: the full passes (the baseline
+ * and the last word) do not remember inodes, and counted it twice, so a
+ * run ended on "disk" at half its budget (found by a probing session).
+ * The workspace, first, is never the one dropped for an equal root. */
+static void nested_roots_out(struct cr_budgets *b)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < b->nroots; i++) {
+		bool inner = false;
+
+		for (size_t j = 0; j < b->nroots && !inner; j++) {
+			size_t li = strlen(b->roots[i]), lj = strlen(b->roots[j]);
+
+			if (i == j || !cr_path_within(b->roots[j], lj,
+						      b->roots[i], li))
+				continue;
+			/* Equal paths: the first one stays. */
+			inner = li != lj || j < i;
+		}
+		if (inner)
+			free(b->roots[i]);
+		else
+			b->roots[k++] = b->roots[i];
+	}
+	b->nroots = k;
+}
+
 /* Nothing moves while it runs: it needs neither the set of what it met
  * nor what moved. */
 static int walk_full(struct cr_run *run)
@@ -1629,6 +1658,7 @@ int cr_budget_setup(struct cr_run *run)
 		rc = add_walk_root(b, run->cfg->extra_rw.v[i]);
 	if (rc)
 		return rc;
+	nested_roots_out(b);
 	/* What the workspace holds before the run is not the run's. */
 	rc = walk_full(run);
 	if (rc) {

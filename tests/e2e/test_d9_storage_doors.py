@@ -626,3 +626,40 @@ def storage_walk_single_file_rw_root_counts(t):
        (r.get("message"), r["usage"]["disk_bytes"]))
     t.no_marker_processes("after the breach")
     t.assert_next_run_ok()
+
+
+@test
+def storage_walk_nested_writable_roots_count_once(t):
+    """A writable root inside another (-w WS --rw WS/sub, or WS/f) was
+    walked twice by the full passes, so 10 MiB written there counted 20
+    and a run ended on "disk" at half its budget (found by a probing
+    session). It counts once; the budget still holds past it."""
+    ws = t.path("ws")
+    os.makedirs(os.path.join(ws, "sub"))
+    f = os.path.join(ws, "f")
+    with open(f, "w"):
+        pass
+    for inner, target in ((os.path.join(ws, "sub"), "sub/x"), (f, "f")):
+        run = t.corral(["run", "--json", "-w", ws, "--rw", inner,
+                        "--limit", "disk=16MiB", "--", "sh", "-c",
+                        "head -c %d /dev/zero > %s && echo wrote" %
+                        (10 << 20, target)], timeout=60)
+        r = t.result(run)
+        eq((r.get("status"), r.get("stdout")), ("ok", "wrote\n"),
+           "10 MiB under disk=16MiB with --rw %s (message %r, disk_bytes %r)"
+           % (inner, r.get("message"), r["usage"]["disk_bytes"]))
+        true(r["usage"]["disk_bytes"] < 12 << 20,
+             "counted once: %r" % r["usage"]["disk_bytes"])
+        os.unlink(os.path.join(ws, target))
+        if target == "f":
+            with open(f, "w"):
+                pass
+    run = t.corral(["run", "--json", "-w", ws, "--rw", os.path.join(ws, "sub"),
+                    "--env", "CRMARK=" + t.marker,
+                    "--limit", "disk=16MiB", "--", "sh", "-c",
+                    "head -c %d /dev/zero > sub/y; sleep 3" % (40 << 20)],
+                   timeout=60)
+    r = t.result(run)
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "disk"),
+       "40 MiB under disk=16MiB still ends the run")
+    t.no_marker_processes("after the breach")
