@@ -47,6 +47,9 @@
  * each (a page alone in its 2 MiB, 1 GiB and 512 GiB spans): a bound of
  * this many times a process's address space. */
 #define CR_BUDGET_PTE_BOUND 3
+/* Kernel memory of a live task counted against memory: its stack (16 KiB
+ * on x86-64) and its descriptors in slab (~8 KiB measured). */
+#define CR_BUDGET_TASK_KERNEL (24ull << 10)
 /* RLIMIT_DATA is twice the memory budget, and at least this much past it. */
 #define CR_BUDGET_DATA_SLACK_MIN (64ull << 20)
 /* ...plus room for thread stacks, which RLIMIT_DATA counts though they are

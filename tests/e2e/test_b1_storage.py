@@ -407,6 +407,17 @@ def storage_sparse_page_tables_count(t):
     t.assert_next_run_ok()
 
 
+
+@test
+def storage_task_kernel_memory_counts(t):
+    # Each task's kernel stack and descriptors (~24 KiB) are in no RSS:
+    # 2000 threads on the smallest stacks held ~48 MiB of kernel memory
+    # for ~18 MiB resident, and a run under memory=24MiB ended on its
+    # wall limit, ok by memory.
+    run, r = hoard(t, ["memory=24MiB", "processes=4096"], "threads", 2000)
+    assert_counted(t, run, r, "memory")
+    t.assert_next_run_ok()
+
 SHM_RELINK = r"""
 import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)

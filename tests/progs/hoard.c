@@ -34,6 +34,9 @@
  *                             one per 2 MiB (each its own page-table page),
  *                             each read and dropped; a few MiB of address
  *                             space make MiBs of tables
+ *   hoard threads N           N threads on the smallest stacks, each
+ *                             waiting: kernel stacks and task descriptors
+ *                             (~24 KiB a task) for a few KiB of RSS
  *   hoard unlinked N          N empty files created, kept open, unlinked
  *   hoard pass N MIB          known good: N times, a worker receives a
  *                             socket and an unlinked file of MIB MiB over
@@ -45,6 +48,8 @@
  * ends the run. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -372,6 +377,32 @@ static void sparse(long procs, long n)
 	hold();
 }
 
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void threads(long n)
+{
+	pthread_attr_t a;
+	long made = 0;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN);
+	for (long i = 0; i < n; i++) {
+		pthread_t th;
+
+		if (pthread_create(&th, &a, idle_thread, NULL))
+			break;
+		made++;
+	}
+	printf("held %ld\n", made * 24 >> 10);
+	hold();
+}
+
 static void unlinked(long n)
 {
 	struct rlimit rl;
@@ -474,6 +505,8 @@ int main(int argc, char **argv)
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
 		sparse(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 3 && !strcmp(argv[1], "threads"))
+		threads(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unlinked"))
 		unlinked(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "pass"))
