@@ -773,3 +773,38 @@ def fs_tmpfile_in_tmp_stays_refused_where_the_policy_denies_tmp(t):
         eq(os.listdir(ws), [], "nothing in the workspace")
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+@test
+def fs_good_tmpfile_named_through_proc_self_fd(t):
+    """open(2)'s way of giving an O_TMPFILE a name without a capability:
+    linkat(AT_FDCWD, "/proc/self/fd/N", AT_FDCWD, name, AT_SYMLINK_FOLLOW).
+    The walk cannot follow a link to a file without a name, so it failed
+    ENOENT under corral (found by a probing session); it now names the
+    caller's own fd, as AT_EMPTY_PATH does. A file outside the writable
+    roots named the same way is still not linked in."""
+    fx = FsFix(t)
+    script = (
+        "import ctypes, errno, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def link(src, dst):\n"
+        "    if libc.linkat(-100, src.encode(), -100, dst.encode(), 0x400) < 0:\n"
+        "        return errno.errorcode[ctypes.get_errno()]\n"
+        "    return 'linked'\n"
+        "forms = ('/proc/self/fd/%d', '/dev/fd/%d', '/proc/%d/fd/%%d' % os.getpid())\n"
+        "for i, form in enumerate(forms):\n"
+        "    fd = os.open('.', os.O_TMPFILE | os.O_RDWR, 0o600)\n"
+        "    os.write(fd, form.encode())\n"
+        "    name = 'n%d' % i\n"
+        "    print(link(form % fd, name), open(name).read() == form)\n"
+        "    os.close(fd)\n"
+        "ro = os.open('/etc/hostname', os.O_RDONLY)\n"
+        "print('ro', link('/proc/self/fd/%d' % ro, 'host'), os.path.exists('host'))\n")
+    run = fx.run(["python3", "-c", script])
+    r = _ok(fx, run, "link through /proc/self/fd")
+    out = r.get("stdout", "")
+    eq(out.split("\n")[:3], ["linked True"] * 3, "the three forms (%r)" % out)
+    true(out.split("\n")[3].startswith("ro ") and
+         out.split("\n")[3].endswith(" False") and "linked" not in out.split("\n")[3],
+         "a read-only root's file is not linked in: %r" % out)
+    fx.check()

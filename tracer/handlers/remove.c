@@ -2,7 +2,9 @@
  * renameat2, link, linkat: entries changed only inside writable roots. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -334,17 +336,48 @@ struct cr_verdict cr_h_link(struct cr_run *run, const struct cr_syscall_entry *e
 	return do_two(run, n, e->name, -1, 0, -1, 1, 0, true);
 }
 
+/* N when p names the caller's own descriptor N absolutely:
+ * "/proc/self/fd/N", "/proc/thread-self/fd/N", "/dev/fd/N" or
+ * "/proc/<its pid or tid>/fd/N"; else -1. */
+static int own_fd_path(struct cr_run *run, pid_t tid, const char *p)
+{
+	const struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+	const char *rest = NULL;
+	char *end;
+	long v;
+
+	if (!strncmp(p, "/dev/fd/", 8)) {
+		rest = p + 8;
+	} else if (!strncmp(p, "/proc/", 6)) {
+		p += 6;
+		if (!strncmp(p, "self/fd/", 8)) {
+			rest = p + 8;
+		} else if (!strncmp(p, "thread-self/fd/", 15)) {
+			rest = p + 15;
+		} else if (*p >= '1' && *p <= '9') {
+			v = strtol(p, &end, 10);
+			if (!strncmp(end, "/fd/", 4) && t &&
+			    (v == tid || v == t->tgid))
+				rest = end + 4;
+		}
+	}
+	if (!rest || *rest < '0' || *rest > '9')
+		return -1;
+	v = strtol(rest, &end, 10);
+	return *end || v > INT_MAX ? -1 : (int)v;
+}
+
 /* linkat(fd, "", ..., AT_EMPTY_PATH): give a name to an open file, e.g. an
  * O_TMPFILE. Allowed when the fd's file lives in a writable root; done
  * through "/proc/self/fd/N", which needs no capability. */
 static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif *n,
-				 const char *sys)
+				 const char *sys, int taskfd)
 {
 	struct cr_fsres b;
 	char p[64];
 	int fd, rc;
 
-	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	fd = cr_fs_task_fd(run, (pid_t)n->pid, taskfd);
 	if (fd < 0)
 		return CR_V_ERR(-fd);
 	rc = cr_fs_fd_writable(run, n, sys, fd);
@@ -405,7 +438,22 @@ struct cr_verdict cr_h_linkat(struct cr_run *run, const struct cr_syscall_entry 
 		char c = 1;
 
 		if (!cr_mem_read((pid_t)n->pid, n->data.args[1], &c, 1) && !c)
-			return link_fd(run, n, e->name);
+			return link_fd(run, n, e->name, (int)n->data.args[0]);
+	}
+	if (flags & AT_SYMLINK_FOLLOW) {
+		char old[64];
+		int fd;
+
+		/* The form open(2) gives for naming an O_TMPFILE without a
+		 * capability: linkat(AT_FDCWD, "/proc/self/fd/N", ...,
+		 * AT_SYMLINK_FOLLOW). The walk cannot follow a link to a file
+		 * without a name (ENOENT), so the caller's own fd is taken, as
+		 * for AT_EMPTY_PATH. The path is read once and not looked at
+		 * again: the fd named is the one linked. */
+		if (cr_mem_read_str((pid_t)n->pid, n->data.args[1], old,
+				    sizeof(old)) == 0 &&
+		    (fd = own_fd_path(run, (pid_t)n->pid, old)) >= 0)
+			return link_fd(run, n, e->name, fd);
 	}
 	return do_two(run, n, e->name, 0, 1, 2, 3, flags & AT_SYMLINK_FOLLOW, true);
 }
