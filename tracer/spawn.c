@@ -321,6 +321,19 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f,
 		   PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC |
 		   PTRACE_O_TRACEEXIT) < 0) {
 		rc = -errno;
+		/* A child that failed at once (its cwd unreachable, say)
+		 * may be exiting or gone before the seize (EPERM, ESRCH):
+		 * its own report says why, not ptrace. One that reports
+		 * ready was refused by ptrace indeed. */
+		close(rep[1]);
+		rep[1] = -1;
+		if (read_msg(rep[0], &m, 1000) == 0 && m.stage != CR_ST_READY) {
+			snprintf(run->message, sizeof(run->message),
+				 "the child failed %s: %s", stage_name(m.stage),
+				 strerror(m.err));
+			rc = -m.err;
+			goto kill;
+		}
 		snprintf(run->message, sizeof(run->message),
 			 "cannot trace the child (%s): ptrace is restricted on this host (Yama ptrace_scope 3, or a seccomp profile refusing ptrace)",
 			 strerror(-rc));

@@ -138,3 +138,29 @@ def standard_fds_closed_at_start(t):
         contains(out, fd, "program's descriptors")
     true("anon_inode" not in out, "no supervisor descriptor as a standard fd: %r" % out)
     t.assert_next_run_ok()
+
+
+@test
+def child_failing_before_ready_is_reported_as_itself(t):
+    """A child that fails before it is ready (a workspace it cannot
+    enter) may be exiting before the supervisor seizes it; the seize then
+    fails, and corral blamed ptrace ("ptrace is restricted on this host")
+    in some runs (found by a probing session). Its own report is read
+    first: every run names the working directory."""
+    if os.geteuid() == 0:
+        return  # root enters a mode-000 directory: nothing fails
+    ws = t.path("ws0")
+    os.mkdir(ws)
+    os.chmod(ws, 0)
+    try:
+        msgs = set()
+        for _ in range(25):
+            run = t.corral(["run", "--json", "--landlock=off", "-w", ws,
+                            "--", "/bin/true"])
+            r = t.result(run)
+            eq(r.get("status"), "platform_failure", "status")
+            msgs.add(r.get("message", "").split(":")[0])
+        eq(sorted(msgs), ["the child failed entering the working directory"],
+           "messages")
+    finally:
+        os.chmod(ws, 0o700)
