@@ -1653,6 +1653,7 @@ static const struct inet_sockopt *inet_sockopt_refused(int level, int opt,
  * the first send or connect, and any local user may then send it
  * datagrams: refused there. The sharing and filter options: share_sockopt.
  * Internet sockets' route, interface and handshake options: inet_sockopts.
+ * SO_ZEROCOPY: ENOPROTOOPT, a kernel without it (send then copies).
  * Every other call of these numbers is performed here, on our duplicate,
  * with the value read once (EMULATED: a thread could swap the fd number or
  * the value after a check).
@@ -1695,7 +1696,11 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		free(val);
 		return v;
 	}
-	if ((s.domain == AF_INET || s.domain == AF_INET6) &&
+	if (level == SOL_SOCKET && opt == SO_ZEROCOPY)
+		v = cr_net_deny(run, n, e, NULL, 0, "net",
+				"MSG_ZEROCOPY would pin the program's pages in socket queues, past every budget",
+				ENOPROTOOPT);
+	else if ((s.domain == AF_INET || s.domain == AF_INET6) &&
 	    (rule = inet_sockopt_refused(level, opt, val, len)))
 		v = cr_net_deny(run, n, e, NULL, 0, "net", rule->why, rule->err);
 	else if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
