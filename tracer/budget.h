@@ -47,6 +47,9 @@
  * each (a page alone in its 2 MiB, 1 GiB and 512 GiB spans): a bound of
  * this many times a process's address space. */
 #define CR_BUDGET_PTE_BOUND 3
+/* A PSS judgement (every process's smaps_rollup) is free again only
+ * after this many times its own CPU cost has passed (tracer/budget.c). */
+#define CR_BUDGET_PSS_IDLE 30
 /* RLIMIT_DATA is twice the memory budget, and at least this much past it. */
 #define CR_BUDGET_DATA_SLACK_MIN (64ull << 20)
 /* ...plus room for thread stacks, which RLIMIT_DATA counts though they are
