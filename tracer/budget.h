@@ -50,6 +50,9 @@
 /* Kernel memory of a live task counted against memory: its stack (16 KiB
  * on x86-64) and its descriptors in slab (~8 KiB measured). */
 #define CR_BUDGET_TASK_KERNEL (24ull << 10)
+/* A PSS judgement (every process's smaps_rollup) is free again only
+ * after this many times its own CPU cost has passed (tracer/budget.c). */
+#define CR_BUDGET_PSS_IDLE 30
 /* RLIMIT_DATA is twice the memory budget, and at least this much past it. */
 #define CR_BUDGET_DATA_SLACK_MIN (64ull << 20)
 /* ...plus room for thread stacks, which RLIMIT_DATA counts though they are

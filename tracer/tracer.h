@@ -146,6 +146,10 @@ struct cr_task_budget {
 	uint64_t mem_tick;	/* the poll that last counted its memory */
 	uint64_t size_tick;	/* the poll that counted a process through it */
 	uint64_t vsize;		/* ...and its address space then, bytes */
+	uint64_t pss_rss;	/* its resident bytes, last reading... */
+	uint64_t pss_grown;	/* ...and their growth, summed tick by
+				 * tick, since PSS judgement number... */
+	uint64_t pss_gen;	/* ...pss_gen (0: none) */
 	pid_t tgid;		/* 0 until read */
 	int fd_cpu, fd_mem, fd_status;	/* open /proc files, fd + 1; 0:
 					 * none; owned */

@@ -315,6 +315,33 @@ def budget_memory_shared_anonymous(t):
 
 
 @test
+def budget_memory_pss_judgement_is_paced(t):
+    """60 forked processes share 100 MiB: the RSS sum (~6 GiB) is over
+    memory=128MiB, the PSS is not. Every 50 ms tick judged by PSS again
+    (smaps_rollup of every process, all their page tables walked), so a
+    sleeping program made corral burn a core, uncharged. Measured on the
+    build this was written against: supervisor_cpu_ms 5 900-8 700 in a
+    10 s hold (~700 after). Now the last judgement plus each process's growth
+    since stands in, and a judgement is free only every 30 times its
+    cost."""
+    run, r = hog(t, ["memory=128MiB", "wall=10s"], "memforked", 100, 60, 0)
+    eq(r.get("limit"), "wall", "limit (message %r)" % r.get("message"))
+    contains(r.get("stdout", ""), "forked 60", "the tree was made")
+    lt(r["usage"]["supervisor_cpu_ms"], 3000, "usage.supervisor_cpu_ms")
+    t.assert_next_run_ok()
+
+
+@test
+def budget_memory_pss_estimate_still_ends_growth(t):
+    """The same tree judged under the budget by PSS, then each of 30
+    children touches 8 MiB of its own: past the budget by PSS, and the
+    estimate between judgements must not hide it."""
+    run, r = hog(t, ["memory=128MiB", "wall=30s"], "memforked", 100, 30, 8)
+    assert_breach(t, run, r, "memory")
+    t.assert_next_run_ok()
+
+
+@test
 def budget_memfd_counts_against_disk(t):
     # memfds written but never mapped are in no process's RSS; they are
     # unlinked tmpfs files held open, so the disk budget counts them.

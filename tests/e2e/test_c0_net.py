@@ -633,6 +633,42 @@ for name in ("allowed.test", "secret.attacker.example"):
 
 
 @test
+def net_dns_flood_charged_to_net_bytes(t):
+    """Every query for an allowed name was asked of the upstream again,
+    and nothing counted it: a program repeating one name drove unbounded
+    traffic at the operator's resolver. Measured on the build this was
+    written against: status ok, usage.net_bytes 0, the upstream asked
+    thousands of times in 5 s under net-bytes=4KiB. Now each forwarded
+    query and each answer is charged to net-bytes and the run ends at it."""
+    dns = DnsServer({"allowed.test": ["203.0.113.7"]})
+    try:
+        prog = DNS_CLIENT.split("for name in sys.argv")[0] + r'''
+import time
+print("first", query("allowed.test", True), flush=True)
+end = time.time() + 5
+n = 0
+while time.time() < end:
+    query("allowed.test", True)
+    n += 1
+print("sent", n)
+'''
+        run, r = net_run(t, [], prog,
+                         ["--allow-net", "allowed.test:443"] +
+                         budget(nbytes="4KiB"),
+                         env={"CORRAL_DNS_UPSTREAM": "127.0.0.1:%d" % dns.port})
+        contains(r["stdout"], "first rcode=0 ips=203.0.113.7",
+                 "an ordinary lookup is answered")
+        eq(r["status"], "limit_exceeded", "status (%s)" % r["message"])
+        eq(r["limit"], "net-bytes", "limit")
+        ge(r["usage"]["net_bytes"], 4096, "usage.net_bytes")
+        # Queries are 30 bytes, answers 46: about 54 exchanges fit.
+        lt(len(dns.asked), 80, "queries the upstream saw")
+        lt(r["usage"]["net_bytes"], 4096 + 600, "usage.net_bytes")
+    finally:
+        dns.close()
+
+
+@test
 def net_bytes_budget(t):
     srv = TcpServer(bulk_handler(10 << 20))
     try:

@@ -42,6 +42,11 @@
  *                                  at once: HOW 0 exits 0, HOW 1 execs
  *                                  /bin/true, HOW 2 unmaps it, sleeps
  *                                  200 ms and exits 0; prints nothing
+ *   budget_hog memforked MIB PROCS GROW  touches MIB MiB of private memory,
+ *                                  then forks into PROCS processes sharing
+ *                                  it (RSS sum PROCS x MIB, PSS ~MIB);
+ *                                  after 2 s each child touches GROW MiB of
+ *                                  its own (0: none), then all wait
  *
  * Every mode prints what it managed on stdout ("made N") as it goes,
  * unbuffered, and then waits (pause) so corral, not the program, ends the
@@ -202,6 +207,34 @@ static void mem(long mib, long procs)
 		if (fork() == 0)
 			touch(mib);
 	touch(mib);
+}
+
+static void memforked(long mib, long procs, long grow)
+{
+	size_t len = (size_t)mib << 20;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		exit(1);
+	memset(p, 1, len);
+	for (long i = 1; i < procs; i++) {
+		if (fork() != 0)
+			continue;
+		if (grow > 0) {
+			char *q;
+
+			sleep(2);
+			q = mmap(NULL, (size_t)grow << 20,
+				 PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (q != MAP_FAILED)
+				memset(q, 2, (size_t)grow << 20);
+		}
+		hold();
+	}
+	printf("forked %ld\n", procs);
+	hold();
 }
 
 static void cpu(long procs)
@@ -587,6 +620,8 @@ int main(int argc, char **argv)
 		hidden(a);
 	else if (!strcmp(argv[1], "memburst"))
 		memburst(a, b);
+	else if (!strcmp(argv[1], "memforked"))
+		memforked(a, b, c);
 	else
 		return 2;
 	return 0;

@@ -1,7 +1,8 @@
 /* tracer/net/dns.c: the in-process DNS responder: the program's queries to
  * any port-53 address arrive here; allowed names are asked of the upstream
- * resolver, the rest get NXDOMAIN and never leave; answers are checked for
- * closed addresses (rebinding) and teach the allow decision. */
+ * resolver (both ways charged to net-bytes), the rest get NXDOMAIN and never
+ * leave; answers are checked for closed addresses (rebinding) and teach the
+ * allow decision. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -305,7 +306,11 @@ static void handle_query(struct cr_run *run, const uint8_t *m, size_t mlen,
 		fwd[2] = 1;	/* RD */
 		put16(fwd + 4, 1);
 		memcpy(fwd + 12, s->question, s->qlen);
-		if (send(ns->upfd, fwd, 12 + s->qlen, MSG_DONTWAIT) < 0)
+		/* Charged before it leaves: past the budget nothing more
+		 * is asked of the operator's resolver (a program repeating
+		 * one allowed name would otherwise drive it without end). */
+		if (!cr_net_charge(run, 12 + s->qlen) ||
+		    send(ns->upfd, fwd, 12 + s->qlen, MSG_DONTWAIT) < 0)
 			s->used = false;
 	}
 }
@@ -501,6 +506,12 @@ static void on_upstream(struct cr_run *run, uint32_t events, void *arg)
 					      s->qlen, s->qtype, DNS_TTL_MAX,
 					      &ans))
 			continue;
+		/* The answer is the run's traffic too; past the budget the
+		 * run ends and it is not passed on. */
+		if (!cr_net_charge(run, (uint64_t)len)) {
+			s->used = false;
+			continue;
+		}
 		fam = s->qtype == CR_DNS_A ? AF_INET : AF_INET6;
 		for (size_t i = 0; i < ans.naddrs; i++) {
 			const char *why = cr_net_addr_closed(fam, ans.addrs[i]);

@@ -161,6 +161,10 @@ void cr_net_peer_drop(struct cr_netstate *ns, uint64_t ino);
 
 /* tracer/net/proxy.c */
 int cr_proxy_setup(struct cr_run *run);
+/* Charge n bytes of the run's network traffic (the proxy's, and the DNS
+ * responder's exchanges with the upstream) to net-bytes; past the budget
+ * the run ends limit_exceeded and false is returned. */
+bool cr_net_charge(struct cr_run *run, uint64_t n);
 /* After the program's socket (our duplicate dup) was connected to the
  * proxy listener: remember where it wanted to go. */
 /* check_sni: allowed by a name, not by an address rule: the proxy checks

@@ -123,6 +123,20 @@ static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
 
 enum pump_rc { PUMP_OK, PUMP_ERR, PUMP_BREACH };
 
+bool cr_net_charge(struct cr_run *run, uint64_t n)
+{
+	uint64_t lim = run->cfg->limits.v[CR_LIM_NET_BYTES];
+	char b[32];
+
+	run->usage.net_bytes += n;
+	if (run->usage.net_bytes <= lim)
+		return true;
+	cr_limit_format(CR_LIM_NET_BYTES, lim, b, sizeof(b));
+	cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "net-bytes",
+		   "the network byte budget (%s) was spent", b);
+	return false;
+}
+
 /* Move what can move from fd[d] to fd[!d] without blocking: the pipe is
  * filled from the source while it has room and drained into the sink while
  * the sink takes it, until neither moves. Bytes are counted as they leave
@@ -164,21 +178,11 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 				c->eof[d] = true;
 				moved = true;
 			} else if (n > 0) {
-				run->usage.net_bytes += (uint64_t)n;
 				c->bytes[d] += (uint64_t)n;
 				c->inpipe[d] += (size_t)n;
 				moved = true;
-				if (run->usage.net_bytes > lim) {
-					char b[32];
-
-					cr_limit_format(CR_LIM_NET_BYTES, lim, b,
-							sizeof(b));
-					cr_run_end(run, CR_ST_LIMIT_EXCEEDED,
-						   "net-bytes",
-						   "the network byte budget (%s) was spent",
-						   b);
+				if (!cr_net_charge(run, (uint64_t)n))
 					return PUMP_BREACH;
-				}
 			}
 		}
 		if (c->eof[d] && !c->inpipe[d] && !c->shut[d]) {
