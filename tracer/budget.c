@@ -690,7 +690,7 @@ static void poll_tasks(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
-	uint64_t live = 0, rss = 0, pte = 0, vsum = 0, vs;
+	uint64_t live = 0, rss = 0, pte = 0, vsum = 0, vs, extra;
 	bool via_thread = false;
 
 	b->tick++;
@@ -763,26 +763,29 @@ static void poll_tasks(struct cr_run *run)
 				pte += v;
 		}
 	}
+	/* Each task's kernel stack and descriptors (task_struct and the
+	 * rest): unreclaimable kernel memory no RSS shows, ~24 KiB a task
+	 * measured (2040 bare threads, 16 KiB of stack and ~8 KiB of slab
+	 * each, held 48 MiB under memory=8MiB; found by a probing session).
+	 * Like page tables and socket bytes, never shared: outside the PSS
+	 * judgement, but part of what calls for one. */
+	extra = pte + b->sockbytes +
+		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL;
 	/* Over budget by the cheap measure: judge by the fair one before
 	 * ending the run. Forked workers share most of their pages (a
 	 * multiprocessing pool of Pythons is 30 MiB each by RSS, a few by
 	 * PSS); an RSS sum would stop real work the host can well afford.
 	 * Only past the budget, and paced by its cost (pss_judge). */
-	if (rss + pte + b->sockbytes > lim(run, CR_LIM_MEMORY) && !via_thread) {
+	if (rss + extra > lim(run, CR_LIM_MEMORY) && !via_thread) {
 		b->pss_judged = true;
-		rss = pss_judge(run, rss, pte + b->sockbytes);
+		rss = pss_judge(run, rss, extra);
 	} else if (via_thread) {
 		b->pss_have = false;	/* a process counted another way */
 	}
 	/* Page tables are the process's own, never shared: added as they
 	 * are, after any PSS judgement; so are the bytes waiting in the
-	 * run's unix sockets (last fd scan). */
-	rss += pte + b->sockbytes;
-	/* Each task's kernel stack and descriptors (task_struct and the
-	 * rest): unreclaimable kernel memory no RSS shows, ~24 KiB a task
-	 * measured (2040 bare threads, 16 KiB of stack and ~8 KiB of slab
-	 * each, held 48 MiB under memory=8MiB; found by a probing session). */
-	rss += (uint64_t)ts->count * CR_BUDGET_TASK_KERNEL;
+	 * run's unix sockets (last fd scan) and the tasks' kernel memory. */
+	rss += extra;
 	b->cpu_ns = b->cpu_dead_ns + live;
 	b->rss = rss;
 	if (rss > b->peak_rss)
