@@ -798,13 +798,16 @@ def fs_good_tmpfile_named_through_proc_self_fd(t):
         "    name = 'n%d' % i\n"
         "    print(link(form % fd, name), open(name).read() == form)\n"
         "    os.close(fd)\n"
+        "print('badfd', link('/proc/self/fd/999', 'never'))\n"
         "ro = os.open('/etc/hostname', os.O_RDONLY)\n"
         "print('ro', link('/proc/self/fd/%d' % ro, 'host'), os.path.exists('host'))\n")
     run = fx.run(["python3", "-c", script])
     r = _ok(fx, run, "link through /proc/self/fd")
     out = r.get("stdout", "")
     eq(out.split("\n")[:3], ["linked True"] * 3, "the three forms (%r)" % out)
-    true(out.split("\n")[3].startswith("ro ") and
-         out.split("\n")[3].endswith(" False") and "linked" not in out.split("\n")[3],
+    eq(out.split("\n")[3], "badfd ENOENT",
+       "a descriptor not open is a name that does not exist, as natively")
+    true(out.split("\n")[4].startswith("ro ") and
+         out.split("\n")[4].endswith(" False") and "linked" not in out.split("\n")[4],
          "a read-only root's file is not linked in: %r" % out)
     fx.check()

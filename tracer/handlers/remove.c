@@ -371,13 +371,17 @@ static int own_fd_path(struct cr_run *run, pid_t tid, const char *p)
  * O_TMPFILE. Allowed when the fd's file lives in a writable root; done
  * through "/proc/self/fd/N", which needs no capability. */
 static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif *n,
-				 const char *sys, int taskfd)
+				 const char *sys, int taskfd, bool by_path)
 {
 	struct cr_fsres b;
 	char p[64];
 	int fd, rc;
 
 	fd = cr_fs_task_fd(run, (pid_t)n->pid, taskfd);
+	/* Named as /proc/self/fd/N, a descriptor not open is a name that
+	 * does not exist. */
+	if (fd == -EBADF && by_path)
+		fd = -ENOENT;
 	if (fd < 0)
 		return CR_V_ERR(-fd);
 	rc = cr_fs_fd_writable(run, n, sys, fd);
@@ -438,7 +442,7 @@ struct cr_verdict cr_h_linkat(struct cr_run *run, const struct cr_syscall_entry 
 		char c = 1;
 
 		if (!cr_mem_read((pid_t)n->pid, n->data.args[1], &c, 1) && !c)
-			return link_fd(run, n, e->name, (int)n->data.args[0]);
+			return link_fd(run, n, e->name, (int)n->data.args[0], false);
 	}
 	if (flags & AT_SYMLINK_FOLLOW) {
 		char old[64];
@@ -453,7 +457,7 @@ struct cr_verdict cr_h_linkat(struct cr_run *run, const struct cr_syscall_entry 
 		if (cr_mem_read_str((pid_t)n->pid, n->data.args[1], old,
 				    sizeof(old)) == 0 &&
 		    (fd = own_fd_path(run, (pid_t)n->pid, old)) >= 0)
-			return link_fd(run, n, e->name, fd);
+			return link_fd(run, n, e->name, fd, true);
 	}
 	return do_two(run, n, e->name, 0, 1, 2, 3, flags & AT_SYMLINK_FOLLOW, true);
 }
