@@ -96,7 +96,8 @@ static const char *const default_allow[] = {
 	/* Listed for the table, which answers them EINVAL in the filter
 	 * (zero-copy pins folios no budget sees); programs fall back to
 	 * read and write. */
-	"sendfile", "splice", "tee", "vmsplice", "getdents", "getdents64", "ioctl", "pipe", "pipe2",
+	"sendfile", "splice", "tee", "vmsplice",
+	"getdents", "getdents64", "ioctl", "pipe", "pipe2",
 	"eventfd", "eventfd2",
 	/* Native AIO reads and writes open descriptors only (unlike io_uring
 	 * it cannot open, connect or resolve a path). */
