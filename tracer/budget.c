@@ -103,6 +103,10 @@ struct cr_budgets {
 	uint64_t base_bytes, base_files;
 	uint64_t disk, files;		/* added, by the last complete pass */
 	uint64_t hook_files, hook_bytes;
+	/* Allocations charged before any measure saw them: made since the
+	 * current fd scan started (al_pend, al_snap of it at the start), and
+	 * seen by a completed scan but not yet by a completed walk. */
+	uint64_t al_pend, al_snap, al_scan;
 	uint64_t disk_peak;		/* the most judged during the run */
 	const char *fail_root;		/* borrowed from roots: where the
 					 * last failed pass stopped */
@@ -1235,6 +1239,7 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 
 	if (!b->fs_on) {
 		b->fs_on = true;
+		b->al_snap = b->al_pend;
 		b->fs_slot = 0;
 		b->fs_total = 0;
 		b->fs_nseen = 0;
@@ -1307,6 +1312,9 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 		fdscan_entry(b, de);
 	}
 	b->deleted = fdscan_finish(run);
+	b->al_scan += b->al_snap;
+	b->al_pend -= b->al_snap;
+	b->al_snap = 0;
 	b->fs_on = false;
 	return true;
 }
@@ -1539,11 +1547,13 @@ static void judge_disk(struct cr_run *run, bool complete)
 	if (complete) {
 		b->files = files;
 		b->disk = disk;
+		b->al_scan = 0;
 	}
 	if (b->hook_files > files)
 		files = b->hook_files;
 	if (b->hook_bytes > disk)
 		disk = b->hook_bytes;
+	disk += b->al_pend + b->al_scan;
 	if (disk > b->disk_peak)
 		b->disk_peak = disk;
 	if (files > lim(run, CR_LIM_FILES))
@@ -1997,6 +2007,26 @@ int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes)
 		return -EDQUOT;
 	}
 	b->hook_bytes += bytes;
+	return 0;
+}
+
+int cr_budget_on_alloc(struct cr_run *run, pid_t pid, uint64_t bytes)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t disk;
+
+	(void)pid;
+	if (!b)
+		return -EDQUOT;
+	b->al_pend += bytes;
+	disk = (b->disk > b->hook_bytes ? b->disk : b->hook_bytes) +
+	       b->al_pend + b->al_scan;
+	if (disk > b->disk_peak)
+		b->disk_peak = disk;
+	if (disk > lim(run, CR_LIM_DISK)) {
+		breach_how(run, CR_LIM_DISK, disk, true);
+		return -EDQUOT;
+	}
 	return 0;
 }
 

@@ -159,6 +159,11 @@ int cr_budget_on_create(struct cr_run *run, pid_t pid);
  * grew a file by `bytes` (e.g. a write it performed). 0, or -EDQUOT when the
  * disk budget is spent (the run is then ended). */
 int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes);
+/* The supervisor just allocated `bytes` of memory-backed storage for the
+ * program (fallocate on tmpfs, handlers/alloc.c): charged until an fd scan
+ * and then a walk have measured it. 0, or -EDQUOT when the disk budget is
+ * spent (the run is then ended). */
+int cr_budget_on_alloc(struct cr_run *run, pid_t pid, uint64_t bytes);
 /* The ledger of files without a name (fs/held.c) keeps a new entry: the
  * next fd scan comes as soon as its pacing by cost allows. */
 void cr_budget_rescan_soon(struct cr_run *run);
