@@ -622,9 +622,10 @@ static int tree_pss(struct cr_run *run, uint64_t *bytes)
  * fall does not cancel a later rise), and the whole RSS of a process it
  * did not see. A page newly mapped adds at most its size to the PSS and
  * exactly that to its mapper's RSS; a mapping dropped lowers the PSS or
- * leaves it; so only a process that drops shared pages and maps as many
- * new ones within one tick gets past it, for at most until the next paced
- * judgement (pss_judge). */
+ * leaves it; so a process that drops shared pages and maps as many new
+ * ones, tick after tick, keeps its RSS flat and gets past it: for at most
+ * until the next judgement, never more than CR_BUDGET_PSS_MAX_GAP_MS after
+ * the last (pss_judge). */
 static uint64_t pss_estimate(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
@@ -649,9 +650,10 @@ static uint64_t pss_estimate(struct cr_run *run)
  * it by PSS had it paid every tick, uncharged (16 s of supervisor CPU in
  * 25 s under cpu=2s). So after a judgement the estimate above serves
  * while it stays under the budget, and a judgement is free only once
- * 30 times its cost has passed; one the estimate forces sooner (the
- * tree grew towards the budget) is made at once, never guessed, and its
- * CPU is charged to the run's cpu budget. */
+ * 30 times its cost has passed, or 1 s (CR_BUDGET_PSS_MAX_GAP_MS), the
+ * sooner; one the estimate forces sooner (the tree grew towards the
+ * budget), or one dearer than 1/30 s, has its CPU charged to the run's
+ * cpu budget (a program that makes judgements dear pays for them). */
 static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 {
 	struct cr_budgets *b = run->budgets;
@@ -669,8 +671,10 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 	t0 = cr_thread_cpu_ns();
 	rc = tree_pss(run, &pss);
 	cost = cr_thread_cpu_ns() - t0;
-	if (early)
+	if (early || cost * CR_BUDGET_PSS_IDLE > CR_BUDGET_PSS_MAX_GAP_MS * 1000000ull) {
 		b->cpu_dead_ns += cost;
+		cost = CR_BUDGET_PSS_MAX_GAP_MS * 1000000ull / CR_BUDGET_PSS_IDLE;
+	}
 	b->pss_next_ns = now + cost * CR_BUDGET_PSS_IDLE;
 	b->pss_have = false;
 	if (rc || pss >= rss)

@@ -53,6 +53,11 @@
 /* A PSS judgement (every process's smaps_rollup) is free again only
  * after this many times its own CPU cost has passed (tracer/budget.c). */
 #define CR_BUDGET_PSS_IDLE 30
+/* ...but never more than this long after the last, whatever it cost: a
+ * program can make judgements dear (many VMAs) and fool the estimate in
+ * between (shared pages turned private at a flat RSS); a judgement dearer
+ * than the pace allows is charged to the run's cpu budget. */
+#define CR_BUDGET_PSS_MAX_GAP_MS 1000
 /* RLIMIT_DATA is twice the memory budget, and at least this much past it. */
 #define CR_BUDGET_DATA_SLACK_MIN (64ull << 20)
 /* ...plus room for thread stacks, which RLIMIT_DATA counts though they are
