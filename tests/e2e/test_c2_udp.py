@@ -325,8 +325,14 @@ tryit("other", socket.AF_INET, ("127.0.0.2", p4), False)
 '''
         run, r = loop_run(t, prog, [str(h4.port), str(h6.port)])
         eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
-        for what in ("v4", "v4c", "any", "mapped", "v6", "other"):
+        # A connect is refused; an unconnected send answers its length
+        # as the kernel's would (no socket there, and an unconnected
+        # socket never hears of it): the datagram is dropped by corral's
+        # sink, the refusal recorded, nothing reaches the host.
+        for what in ("v4c", "v6"):
             contains(r["stdout"], "%s errno 111\n" % what, what)
+        for what in ("v4", "any", "mapped", "other"):
+            contains(r["stdout"], "%s sent\n" % what, what)
         eq(sum(d["count"] for d in denials(r, None, "net")), 6,
            "net denials (%r)" %
            r["denials"])
@@ -382,9 +388,11 @@ for fam, host, port in ((socket.AF_INET, "127.0.0.1", int(sys.argv[1])),
         run, r = loop_run(t, prog, [str(h4.port), str(h6.port)])
         eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
         out = r["stdout"]
-        for what in ("lite-to-udp", "udp-to-host", "udp-connect"):
+        for what in ("lite-to-udp", "udp-connect"):
             eq(out.count("%s errno 111\n" % what), 2, "%s refused (%r)" %
                (what, out))
+        eq(out.count("udp-to-host sent\n"), 2, "udp-to-host dropped (%r)" %
+           out)
         eq(out.count("twin bound True\n"), 2, "twins bound")
         eq(out.count("same number b'lite' b'udp'\n"), 2,
            "each protocol reaches its own (%r)" % out)
@@ -461,4 +469,47 @@ print("tcp reuseaddr", tcp.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR))
        "tcp reuseaddr 1\n", "what the run said")
     eq(sum(d["count"] for d in denials(r, "setsockopt", "net")), 4,
        "setsockopt denials (%r)" % r["denials"])
+    eq(r["status"], "ok", "status")
+
+
+CLOSED_PORT = r'''
+import socket, sys
+# Ports nobody holds (the test bound them outside and closed them).
+for fam, host, port in ((socket.AF_INET, "127.0.0.1", int(sys.argv[1])),
+                        (socket.AF_INET6, "::1", int(sys.argv[2]))):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    for i in range(3):
+        try:
+            print(fam.name, "sendto", s.sendto(b"x" * 100, (host, port)))
+        except OSError as e:
+            print(fam.name, "sendto errno", e.errno)
+    m = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        print(fam.name, "sendmsg", m.sendmsg([b"ab", b"cd"], [], 0,
+                                             (host, port)))
+    except OSError as e:
+        print(fam.name, "sendmsg errno", e.errno)
+'''
+
+
+@test
+def udp_send_to_closed_port_as_the_kernel(t):
+    """An unconnected sendto/sendmsg to a loopback UDP port no socket
+    holds: the kernel answers the length every time (the ICMP error
+    reaches only a connected socket); so does corral, natively and
+    under corral side by side (trio's test_send_to_closed_local_port,
+    Twisted's test_badConnect). The refusal is still recorded."""
+    ports = []
+    for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        p = socket.socket(fam, socket.SOCK_DGRAM)
+        p.bind((host, 0))
+        ports.append(str(p.getsockname()[1]))
+        p.close()
+    want = subprocess.run([PY, "-c", CLOSED_PORT] + ports,
+                          capture_output=True, text=True, timeout=60).stdout
+    eq(want.count("sendto 100\n"), 6, "native answers (%r)" % want)
+    run, r = loop_run(t, CLOSED_PORT, ports)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], want, "answers against native")
+    true(denials(r, None, "net"), "refusals recorded (%r)" % r["denials"])
     eq(r["status"], "ok", "status")

@@ -230,10 +230,12 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 bool cr_net_udp_proto(const struct cr_sock *s);
 /* A UDP connect or send naming address a: 0 when it is not for loopback
  * (not decided here); 1 when it goes to a UDP socket of the run, with s
- * made a member and the address to use in *t; -1 with *v the refusal. */
+ * made a member and the address to use in *t (for a send to a port no
+ * socket of the run holds: corral's sink, the refusal recorded); -1 with
+ * *v the refusal. */
 int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		     const struct cr_syscall_entry *e, struct cr_sock *s,
-		     const union cr_sockaddr *a, socklen_t alen,
+		     const union cr_sockaddr *a, socklen_t alen, bool send,
 		     union cr_sockaddr *t, socklen_t *tl, struct cr_verdict *v);
 struct cr_verdict cr_h_accept(struct cr_run *run,
 			      const struct cr_syscall_entry *e,

@@ -357,7 +357,7 @@ bool cr_net_udp_proto(const struct cr_sock *s)
 
 int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		     const struct cr_syscall_entry *e, struct cr_sock *s,
-		     const union cr_sockaddr *a, socklen_t alen,
+		     const union cr_sockaddr *a, socklen_t alen, bool send,
 		     union cr_sockaddr *t, socklen_t *tl, struct cr_verdict *v)
 {
 	struct cr_net_ep dst;
@@ -374,6 +374,13 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		*v = cr_net_deny(run, n, e, a, alen, "net",
 				 "loopback is open only to the run's own UDP sockets (a host service's port is refused)",
 				 ECONNREFUSED);
+		/* A send (not a connect) of plain UDP: as the kernel, the
+		 * length, the datagram dropped (cr_net_udp_sink). UDP-Lite
+		 * ports are another space, where corral's sink's number could
+		 * be a host service's: refused. */
+		if (send && s->protocol == IPPROTO_UDP &&
+		    cr_net_udp_sink(run->net, s->domain, t, tl) == 0)
+			return 1;
 		return -1;
 	}
 	rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain, NULL, 0, false);

@@ -637,7 +637,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		if (s.type == SOCK_DGRAM && !(s.protocol == IPPROTO_UDP && port == 53)) {
 			struct cr_net_ep dst;
 
-			rc = cr_net_udp_local(run, n, e, &s, &a, alen, &t, &tl, &v);
+			rc = cr_net_udp_local(run, n, e, &s, &a, alen, false, &t, &tl, &v);
 			if (rc > 0) {
 				v = v_rc(connect(s.dup, &t.sa, tl));
 				if (v.kind == CR_V_VALUE && cr_net_ep_of(&t, tl, &dst))
@@ -1092,7 +1092,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		}
 		if (port != 53 || s->protocol != IPPROTO_UDP) {
 			socklen_t tl = 0;
-			int rc = cr_net_udp_local(run, n, e, s, a, alen,
+			int rc = cr_net_udp_local(run, n, e, s, a, alen, true,
 						  &m->name, &tl, v);
 
 			if (rc < 0)

@@ -117,6 +117,11 @@ struct cr_netstate {
 	size_t nwaits;
 	/* the run's UDP sockets and their source filter (udp.c) */
 	struct cr_net_udp *udp;		/* owned array */
+	/* Where an unconnected send to a loopback UDP port no socket of the
+	 * run holds goes: a socket per family bound by corral, never read,
+	 * its receive buffer the least (udp.c, cr_net_udp_sink). */
+	int sink[2];			/* owned, made at first use */
+	union cr_sockaddr saddr[2];
 	size_t nudp, capudp;
 	/* sharing options remembered, not applied (local.c) */
 	struct cr_net_flag *flags;	/* owned array, CR_NET_MAX_FLAGS */
@@ -292,6 +297,10 @@ bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
  * queues count against memory even when no task holds them any more. */
 size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
 			 size_t cap);
+/* corral's socket that drops a send to a loopback UDP port no socket of
+ * the run holds; its address in *t, *tl. 0 or -errno. */
+int cr_net_udp_sink(struct cr_netstate *ns, int domain, union cr_sockaddr *t,
+		    socklen_t *tl);
 void cr_net_udp_finish(struct cr_netstate *ns);
 
 /* tracer/net/iface.c: the host's interfaces and its own addresses */

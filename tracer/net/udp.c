@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "net.h"
@@ -653,8 +655,55 @@ size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
 	return k;
 }
 
+/* An unconnected socket never hears of a datagram nobody took (the
+ * ICMP error is reported only to a connected one): the kernel answers the
+ * send with its length. corral cannot let it reach a host service's port,
+ * so it sends it to its own socket of that family and protocol (UDP),
+ * which drops it: the receive buffer at its least and never read, the
+ * kernel discards what does not fit. 0 with *t, *tl set, or -errno. */
+int cr_net_udp_sink(struct cr_netstate *ns, int domain, union cr_sockaddr *t,
+		    socklen_t *tl)
+{
+	int i = domain == AF_INET6, fd, one = 1;
+	socklen_t l = i ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	union cr_sockaddr a;
+
+	if (ns->sink[i] < 0) {
+		memset(&a, 0, sizeof(a));
+		if (i) {
+			a.in6.sin6_family = AF_INET6;
+			a.in6.sin6_addr = in6addr_loopback;
+		} else {
+			a.in4.sin_family = AF_INET;
+			a.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		}
+		fd = socket(domain, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    IPPROTO_UDP);
+		if (fd < 0)
+			return -errno;
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){ 0 },
+			       sizeof(int)) < 0 ||
+		    (i && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				     sizeof(one)) < 0) ||
+		    bind(fd, &a.sa, l) < 0 || getsockname(fd, &a.sa, &l) < 0) {
+			int err = errno;
+
+			close(fd);
+			return -err;
+		}
+		ns->sink[i] = fd;
+		ns->saddr[i] = a;
+	}
+	*t = ns->saddr[i];
+	*tl = i ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	return 0;
+}
+
 void cr_net_udp_finish(struct cr_netstate *ns)
 {
+	for (int i = 0; i < 2; i++)
+		if (ns->sink[i] >= 0)
+			close(ns->sink[i]);
 	for (size_t i = 0; i < ns->nudp; i++) {
 		close(ns->udp[i].dup);
 		free(ns->udp[i].srcs);
