@@ -658,7 +658,8 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 {
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
-	uint64_t now = cr_now_ns(), t0, cost, pss;
+	const uint64_t max_gap = CR_BUDGET_PSS_MAX_GAP_MS * 1000000ull;
+	uint64_t now = cr_now_ns(), t0, cost, wait, pss;
 	bool early = now < b->pss_next_ns;
 	int rc;
 
@@ -671,11 +672,10 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 	t0 = cr_thread_cpu_ns();
 	rc = tree_pss(run, &pss);
 	cost = cr_thread_cpu_ns() - t0;
-	if (early || cost * CR_BUDGET_PSS_IDLE > CR_BUDGET_PSS_MAX_GAP_MS * 1000000ull) {
+	wait = cost * CR_BUDGET_PSS_IDLE;
+	if (early || wait > max_gap)
 		b->cpu_dead_ns += cost;
-		cost = CR_BUDGET_PSS_MAX_GAP_MS * 1000000ull / CR_BUDGET_PSS_IDLE;
-	}
-	b->pss_next_ns = now + cost * CR_BUDGET_PSS_IDLE;
+	b->pss_next_ns = now + (wait < max_gap ? wait : max_gap);
 	b->pss_have = false;
 	if (rc || pss >= rss)
 		return rss;	/* the RSS sum errs high */

@@ -58,6 +58,7 @@ CR_HANDLER(cr_h_fallocate)
 	pid_t pid = (pid_t)n->pid;
 	int mode = (int)n->data.args[1];
 	int64_t off = (int64_t)n->data.args[2], len = (int64_t)n->data.args[3];
+	bool span = off >= 0 && len > 0 && off <= INT64_MAX - len;
 	int fd, rc;
 	struct rlimit rl;
 
@@ -66,8 +67,8 @@ CR_HANDLER(cr_h_fallocate)
 		return CR_V_ERR(-fd);
 	/* The kernel checks the size against the caller's RLIMIT_FSIZE
 	 * (EFBIG and SIGXFSZ); the supervisor's own is not the program's. */
-	if (!(mode & FALLOC_FL_KEEP_SIZE) && off >= 0 && len > 0 &&
-	    off <= INT64_MAX - len && prlimit(pid, RLIMIT_FSIZE, NULL, &rl) == 0 &&
+	if (span && !(mode & FALLOC_FL_KEEP_SIZE) &&
+	    prlimit(pid, RLIMIT_FSIZE, NULL, &rl) == 0 &&
 	    rl.rlim_cur != RLIM_INFINITY && (uint64_t)(off + len) > rl.rlim_cur) {
 		struct stat st;
 
@@ -79,8 +80,7 @@ CR_HANDLER(cr_h_fallocate)
 		}
 	}
 	cr_slow_begin();
-	if (off >= 0 && len > 0 && off <= INT64_MAX - len &&
-	    !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE |
+	if (span && !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE |
 		      FALLOC_FL_INSERT_RANGE)) && in_memory(fd))
 		rc = grow_steps(run, pid, fd, mode, (uint64_t)off, (uint64_t)len);
 	else
