@@ -53,7 +53,10 @@ struct cr_budgets {
 	uint64_t pending_procs;		/* ...of them for processes */
 	pid_t gone_early[CR_BUDGET_GONE_EARLY];	/* ring, 0: empty */
 	size_t gone_next;
-	int *zombies;			/* owned pidfds of unreaped zombies */
+	struct cr_zombie {
+		int fd;			/* owned pidfd */
+		pid_t pid;
+	} *zombies;			/* unreaped zombies */
 	size_t nzombies, zcap;
 	uint64_t peak_tasks, peak_procs;
 
@@ -369,9 +372,9 @@ static void prune_zombies(struct cr_budgets *b)
 	size_t j = 0;
 
 	for (size_t i = 0; i < b->nzombies; i++) {
-		if (syscall(SYS_pidfd_send_signal, b->zombies[i], 0, NULL, 0) < 0 &&
+		if (syscall(SYS_pidfd_send_signal, b->zombies[i].fd, 0, NULL, 0) < 0 &&
 		    errno == ESRCH)
-			close(b->zombies[i]);
+			close(b->zombies[i].fd);
 		else
 			b->zombies[j++] = b->zombies[i];
 	}
@@ -387,7 +390,7 @@ static void keep_zombie(struct cr_run *run, struct cr_task *t)
 		return;	/* fully reaped (we were its parent), or a thread */
 	if (b->nzombies == b->zcap) {
 		size_t cap = b->zcap ? b->zcap * 2 : 64;
-		int *z = realloc(b->zombies, cap * sizeof(*z));
+		struct cr_zombie *z = realloc(b->zombies, cap * sizeof(*z));
 
 		if (!z) {
 			/* Cannot track it: count it as a process that
@@ -399,8 +402,26 @@ static void keep_zombie(struct cr_run *run, struct cr_task *t)
 		b->zombies = z;
 		b->zcap = cap;
 	}
-	b->zombies[b->nzombies++] = t->pidfd;
+	b->zombies[b->nzombies].fd = t->pidfd;
+	b->zombies[b->nzombies++].pid = t->tid;
 	t->pidfd = -1;	/* ours now: cr_tasks_remove must not close it */
+}
+
+/* Is pid a process of the run that has ended and waits for its real parent
+ * (a task of the run) to collect it? Its pidfd pins its struct pid: while
+ * signal 0 through it succeeds, the number is still that zombie's, so an
+ * object opened by number before this answer is the zombie's own. */
+bool cr_budget_zombie(struct cr_run *run, pid_t pid)
+{
+	struct cr_budgets *b = run->budgets;
+
+	for (size_t i = 0; b && pid > 0 && i < b->nzombies; i++)
+		if (b->zombies[i].pid == pid &&
+		    syscall(SYS_pidfd_send_signal, b->zombies[i].fd, 0, NULL,
+			    0) == 0)
+			return true;	/* an older entry of the number may
+					 * wait for its prune: look on */
+	return false;
 }
 
 static void settle(struct cr_run *run, struct cr_task *t)
@@ -1817,7 +1838,7 @@ static void cr_budget_free(struct cr_run *run)
 	free(b->fail_dir);
 	cr_walkset_free(b->ws);
 	for (size_t i = 0; i < b->nzombies; i++)
-		close(b->zombies[i]);
+		close(b->zombies[i].fd);
 	free(b->zombies);
 	cr_sockmem_free(b->sockmem);
 	free(b->sockinos);

@@ -150,6 +150,7 @@ void cr_budget_on_exec(struct cr_run *run, struct cr_task *leader,
 /* Was tid reaped before its parent's fork event announced it? (Then the
  * event must not add it back.) Forgets it. */
 bool cr_budget_gone_early(struct cr_run *run, pid_t tid);
+bool cr_budget_zombie(struct cr_run *run, pid_t pid);
 /* The task is about to leave the table. */
 void cr_budget_on_gone(struct cr_run *run, struct cr_task *t);
 

@@ -460,3 +460,50 @@ def proc_caller_stdin_pipe_is_not_written(t):
     eq(r.get("stdout"), "write-open EACCES\nown pipe b'own'\n"
        "stdin b'job-1\\n'\n", "stdout")
     t.assert_next_run_ok()
+
+
+ZOMBIE = r'''
+import os, subprocess, time
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+st = None
+for _ in range(4000):      # until the child has ended (bounded, no timing)
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError as e:
+        st = "err %d" % e.errno
+    if st == "Z":
+        break
+    time.sleep(0.005)
+print("stat", st)
+print("listed", str(pid) in os.listdir("/proc"))
+with open("/proc/%d/status" % pid) as f:
+    print("status", [l.split()[1] for l in f if l.startswith("State:")])
+print("exists", os.path.exists("/proc/%d/cmdline" % pid))
+print("ps", subprocess.run(["ps", "-o", "pid=,s=", "-p", str(pid)],
+      capture_output=True, text=True).stdout.split()[1:])
+print("kill", os.kill(pid, 0))
+_, s = os.waitpid(pid, 0)
+print("code", os.WEXITSTATUS(s))
+print("after", os.path.exists("/proc/%d" % pid), str(pid) in os.listdir("/proc"))
+'''
+
+
+@test
+def proc_zombie_child_shows_as_natively(t):
+    """A child of the run that has ended and waits for its parent is
+    shown in /proc as the kernel shows it (state Z; ps's <defunct>)
+    until the parent collects it, then gone. It was absent from the
+    moment the supervisor saw it end (psutil's zombie tests, ps)."""
+    fx = FsFix(t)
+    want = ("stat Z\nlisted True\nstatus ['Z']\nexists True\nps ['Z']\n"
+            "kill None\ncode 7\nafter False False\n")
+    nat = fx.native(["python3", "-c", ZOMBIE])
+    eq(nat.out.decode(), want, "natively")
+    run = fx.run(["python3", "-c", ZOMBIE])
+    r = _ok(fx, run, "zombie")
+    eq(r.get("stdout"), want, "under corral")
+    eq(r.get("denials") or [], [], "denials")
+    t.assert_next_run_ok()

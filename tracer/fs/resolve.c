@@ -11,6 +11,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 
+#include "../budget.h"
 #include "fs.h"
 
 #define CR_MAX_LINKS 40
@@ -126,10 +127,20 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 		const char *sub = rel + n;
 		char num[16];
 
+		if (n >= sizeof(num))
+			return 0;
 		memcpy(num, rel, n);
 		num[n] = 0;
-		if (!cr_tasks_ours(&run->tasks, (pid_t)atoi(num)))
-			return 0;
+		if (!cr_tasks_ours(&run->tasks, (pid_t)atoi(num))) {
+			/* A process of the run that has ended and waits
+			 * for its parent is shown, as the kernel shows it
+			 * (state Z, ps's <defunct>); the walk asks again
+			 * once the directory is open (zombie_dir), so a
+			 * number freed and taken meanwhile is not what
+			 * gets read or written. */
+			if (!cr_budget_zombie(run, (pid_t)atoi(num)))
+				return 0;
+		}
 		/* Not the host's sockets: /proc/<pid>/net lists every
 		 * connection of the machine, a map of local services. */
 		if (!strncmp(sub, "/task/", 6))
@@ -565,6 +576,36 @@ static bool shm_root_at(const struct cr_fsstate *fs, const char *path,
 	return false;
 }
 
+/*
+ * /proc/<pid> of a zombie of the run (proc_access admitted it by number):
+ * its directory is opened, and only then asked about again. While the
+ * zombie's pidfd still answers, the number is still the zombie's, so the
+ * directory opened before is too; and a /proc/<pid> directory is bound to
+ * its process, not its number: what is read through it later is the
+ * zombie's or nothing. Collected meanwhile: absent, as the kernel says.
+ */
+static int zombie_dir(struct walk *w, const char *nm, const char *cand,
+		      size_t plen, bool last, struct cr_fsres *res)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_BENEATH,
+	};
+	int fd = (int)syscall(SYS_openat2, w->fd, nm, &how, sizeof(how));
+
+	if (fd < 0)
+		return -errno;
+	if (!cr_budget_zombie(w->run, (pid_t)atoi(nm))) {
+		close(fd);
+		return -ENOENT;
+	}
+	walk_set(w, fd, false);
+	memcpy(w->cur, cand, plen + 1);
+	w->clen = plen;
+	return last ? finish_here(w, res, CR_LAST_NORM) : 1;
+}
+
 static int step(struct walk *w, const char *name, size_t nlen, bool last,
 		struct cr_fsres *res)
 {
@@ -624,6 +665,13 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 	}
 	plen = join(cand, w->cur, w->clen, name, nlen);
 	acc = cr_fs_access(w->run, w->tid, cand, plen);
+	/* A process of the run collected by its parent: its number is free
+	 * (or still its own), and the kernel answers ENOENT, unrecorded, as
+	 * kill() of it answers ESRCH (a lister racing a wait, ps). */
+	if (!acc && w->clen == 5 && !strcmp(w->cur, "/proc") &&
+	    is_num(name, nlen) && cr_tasks_was_ours(&w->run->tasks,
+						    (pid_t)atoi(name)))
+		return -ENOENT;
 	if (!acc) {
 		/* Name the whole path the program was after, not just the
 		 * first component outside: that is what a user can act on. */
@@ -693,6 +741,10 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			}
 			return splice_in(w, target, (size_t)tl) ?: 1;
 		}
+		if (w->clen == 5 && !strcmp(w->cur, "/proc") &&
+		    is_num(name, nlen) &&
+		    !cr_tasks_ours(&w->run->tasks, (pid_t)atoi(nm)))
+			return zombie_dir(w, nm, cand, plen, last, res);
 		res->exists = true;
 		res->st = st;
 		if (last)
