@@ -410,3 +410,46 @@ t("fchown", lambda: os.fchown(fd, -1, -1))
 t("faccessat2", lambda: sysc(439, fd, b"", 4, 0x1000))
 t("fstat", lambda: os.fstat(fd).st_size)
 ''', name="memfd", want={"fchmod": "ok", "faccessat2": "ok"})
+
+
+# ---- /dev/tty without a controlling terminal ----
+
+DEV_TTY = r'''
+try:
+    os.setsid()     # no controlling terminal, natively as under corral
+except OSError:
+    pass
+t("exists", lambda: print("exists", os.path.exists("/dev/tty")))
+t("stat", lambda: print("stat", oct(os.stat("/dev/tty").st_mode),
+                        os.major(os.stat("/dev/tty").st_rdev)))
+t("lstat //", lambda: print("lstat", oct(os.lstat("/dev//tty").st_mode)))
+t("access rw", lambda: print("access", os.access("/dev/tty", os.R_OK | os.W_OK)))
+t("access x", lambda: print("access x", os.access("/dev/tty", os.X_OK)))
+t("readlink", lambda: os.readlink("/dev/tty"))
+t("open", lambda: os.close(os.open("/dev/tty", os.O_RDWR)))
+t("open //", lambda: os.close(os.open("/dev//tty", os.O_RDONLY)))
+d = os.open("/dev", os.O_RDONLY | os.O_DIRECTORY)
+t("open at /dev", lambda: os.close(os.open("tty", os.O_WRONLY, dir_fd=d)))
+'''
+
+
+@test
+def errno_parity_dev_tty_node(t):
+    """/dev/tty without a controlling terminal: stat, access and readlink
+    see the node as natively, every open answers ENXIO (they all answered
+    ENXIO, and /dev//tty or tty at a /dev descriptor ENOENT, since the
+    check matched the path's text). An O_PATH open stays ENXIO under
+    corral where the kernel gives a descriptor: ADDFD carries a read-only
+    open, and opened by the supervisor /dev/tty is corral's terminal."""
+    parity(t, DEV_TTY, name="devtty",
+           want={"stat": "ok", "access": "True", "readlink": "EINVAL",
+                 "open": "ENXIO", "open //": "ENXIO", "open at /dev": "ENXIO"})
+    r = t.result(t.corral(["run", "--json", "--", PY, "-c",
+                           "import os, errno\ntry:\n os.setsid()\n"
+                           "except OSError: pass\ntry:\n"
+                           " os.open('/dev/tty', os.O_PATH); print('fd')\n"
+                           "except OSError as e:\n"
+                           " print(errno.errorcode[e.errno])\n"]))
+    eq(r.get("stdout"), "ENXIO\n", "O_PATH of /dev/tty under corral")
+    eq(r.get("denials") or [], [], "no denial: the kernel's answer")
+    t.assert_next_run_ok()

@@ -63,15 +63,6 @@ int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 	else if ((rc = cr_fs_read_path(run, n, pathi, path, sizeof(path))))
 		return rc;
 	how &= ~(CR_RES_NULL_EMPTY | CR_RES_TMP_QUIET);
-	/* /dev/tty is the caller's controlling terminal. The program starts
-	 * with none: answer as the kernel would. Only a pty of the run that a
-	 * process made its own terminal (setsid + TIOCSCTTY) is one; the open
-	 * handler then opens that pty's slave through its master, never
-	 * /dev/tty itself, which here would be corral's own terminal. */
-	if (!strcmp(path, "/dev/tty") && cr_fs_pty_ctty(run, (pid_t)n->pid) < 0) {
-		cr_fsres_init(res);
-		return -ENXIO;
-	}
 	rc = cr_fs_resolve(run, (pid_t)n->pid, dirfd, path, how, res);
 	/* A path refused for an exec is an exec denial, wherever it led. */
 	if (!strncmp(sys, "execve", 6))

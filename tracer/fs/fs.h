@@ -245,5 +245,8 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags);
 /* The /dev/pts index of the task's controlling terminal when it is one of
  * the run's ptys, else -ENXIO (no terminal, or another one). */
 int cr_fs_pty_ctty(struct cr_run *run, pid_t tid);
+/* Is res a terminal node by the rules' place: /dev/tty, /dev/ptmx,
+ * /dev/pts/<n>, /dev/pts/ptmx (resolved path, any type)? */
+bool cr_fs_pty_path(const struct cr_fsres *res);
 
 #endif

@@ -176,6 +176,12 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 	return s;
 }
 
+bool cr_fs_pty_path(const struct cr_fsres *res)
+{
+	return !strcmp(res->path, "/dev/tty") || !strcmp(res->path, "/dev/ptmx") ||
+	       (res->plen > 9 && !memcmp(res->path, "/dev/pts/", 9));
+}
+
 int cr_fs_pty_ctty(struct cr_run *run, pid_t tid)
 {
 	char path[32], buf[1024], *p;

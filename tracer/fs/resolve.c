@@ -177,8 +177,10 @@ static unsigned pty_access(struct cr_run *run, pid_t tid, const char *rel,
 		return rw;	/* a new pty, opened by the supervisor */
 	if (n == 3 && !memcmp(rel, "pts", 3))
 		return CR_FS_R | CR_FS_STAT;	/* listed with the run's only */
+	/* The node is seen (stat, access) as natively; what opening it
+	 * gives is the open handler's (the caller's terminal or ENXIO). */
 	if (n == 3 && !memcmp(rel, "tty", 3))
-		return cr_fs_pty_ctty(run, tid) >= 0 ? rw : 0;
+		return cr_fs_pty_ctty(run, tid) >= 0 ? rw : CR_FS_STAT;
 	if (n > 4 && n < 14 && !memcmp(rel, "pts/", 4) &&
 	    strspn(rel + 4, "0123456789") == n - 4) {
 		int m = cr_fs_pty_master(run, (unsigned)strtoul(rel + 4, NULL, 10));

@@ -87,14 +87,6 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	return fd < 0 ? -errno : fd;
 }
 
-/* /dev/ptmx, /dev/pts/ptmx, /dev/pts/<n>, /dev/tty (checked by the rules:
- * the run's own ptys and controlling terminal only). */
-static bool is_pty_path(const struct cr_fsres *res)
-{
-	return !strcmp(res->path, "/dev/tty") || !strcmp(res->path, "/dev/ptmx") ||
-	       (res->plen > 9 && !memcmp(res->path, "/dev/pts/", 9));
-}
-
 /* A new master is opened here and its index remembered; a slave is never
  * opened by its path but through the run's master (fs/pty.c), and /dev/tty
  * means the slave of the run's pty the caller made its terminal. */
@@ -241,6 +233,19 @@ static struct cr_verdict do_open(struct cr_run *run,
 		goto out;
 	}
 	need = need_for(flags, res.exists);
+	/* /dev/tty is the caller's controlling terminal, and the program
+	 * starts with none: its open answers as the kernel's (stat and
+	 * access see the node, as natively). Only a pty of the run that a
+	 * process made its own terminal (setsid + TIOCSCTTY) is one, and
+	 * open_pty opens that pty's slave through its master: never
+	 * /dev/tty itself, which opened here would be corral's terminal
+	 * (an O_PATH open too: ADDFD carries a read-only open). */
+	if (res.exists && S_ISCHR(res.st.st_mode) &&
+	    !strcmp(res.path, "/dev/tty") &&
+	    cr_fs_pty_ctty(run, (pid_t)n->pid) < 0) {
+		rc = -ENXIO;
+		goto out;
+	}
 	/* An ancestor of a root (the workspace's parents, /etc above its
 	 * listed files) opens read-only as a directory: its listing shows
 	 * only the entries that lead into a root (dirents.c), so what lies
@@ -253,7 +258,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 		need = CR_FS_STAT;
 	/* A terminal of the run opens for writing too: through its master,
 	 * so what is opened is exactly what the rules found (open_pty). */
-	if (res.exists && S_ISCHR(res.st.st_mode) && is_pty_path(&res) &&
+	if (res.exists && S_ISCHR(res.st.st_mode) && cr_fs_pty_path(&res) &&
 	    (res.acc & CR_FS_R))
 		res.acc |= CR_FS_W;
 	if ((res.acc & need) != need && is_tmpfile(flags) && res.exists &&
@@ -291,7 +296,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 		cr_fsres_free(&res);
 		return v;
 	}
-	if (res.exists && S_ISCHR(res.st.st_mode) && is_pty_path(&res)) {
+	if (res.exists && S_ISCHR(res.st.st_mode) && cr_fs_pty_path(&res)) {
 		fd = open_pty(run, n, sys, &res, flags);
 		if (fd < 0) {
 			rc = fd;
