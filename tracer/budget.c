@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -87,9 +88,11 @@ struct cr_budgets {
 	bool fs_on;			/* an fd scan in progress: */
 	size_t fs_slot;			/* the task slot to read next */
 	DIR *fs_dir;			/* owned: the fd table being read */
+	pid_t fs_tid;			/* ...the task whose table it is */
 	uint64_t fs_total, fs_cpu;
-	struct cr_fdseen { dev_t dev; ino_t ino; } *fs_seen;	/* owned */
-	size_t fs_nseen;
+	struct cr_fdseen { dev_t dev; ino_t ino; } *fs_seen;	/* owned;
+					 * hash set, {0, 0} empty */
+	size_t fs_nseen, fs_seencap;	/* cap: a power of two */
 	uid_t uid;
 	DIR *stack[CR_BUDGET_WALK_DEPTH];
 	int depth;
@@ -123,6 +126,9 @@ struct cr_budgets {
 	bool sock_unmeasurable;		/* the kernel has no sock_diag */
 	uint64_t *sockinos;		/* the fd scan's socket inodes */
 	size_t nsock, sockcap;
+	/* ...and pipe buffers (fdscan_pipe) */
+	uint64_t pipebytes;		/* by the last complete fd scan */
+	uint64_t fs_pipes;		/* the scan under way's sum */
 };
 
 static uint64_t lim(const struct cr_run *run, enum cr_limit_id id)
@@ -781,7 +787,7 @@ static void poll_tasks(struct cr_run *run)
 	 * tree past the budget: each process counted above, through the task
 	 * it was counted by. Not per process: many processes with small
 	 * address spaces add up (the bound is per run). */
-	if (rss + b->sockbytes + CR_BUDGET_PTE_BOUND * vsum >
+	if (rss + b->sockbytes + b->pipebytes + CR_BUDGET_PTE_BOUND * vsum >
 	    lim(run, CR_LIM_MEMORY)) {
 		for (size_t i = 0; i < ts->cap; i++) {
 			struct cr_task *t = &ts->slots[i];
@@ -798,7 +804,7 @@ static void poll_tasks(struct cr_run *run)
 	 * each, held 48 MiB under memory=8MiB; found by a probing session).
 	 * Like page tables and socket bytes, never shared: outside the PSS
 	 * judgement, but part of what calls for one. */
-	extra = pte + b->sockbytes +
+	extra = pte + b->sockbytes + b->pipebytes +
 		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL;
 	/* Over budget by the cheap measure: judge by the fair one before
 	 * ending the run. Forked workers share most of their pages (a
@@ -1192,10 +1198,101 @@ static bool shares_leader_files(const struct cr_task *t)
 	       syscall(SYS_kcmp, t->tgid, t->tid, KCMP_FILES, 0, 0) == 0;
 }
 
-static void fdscan_entry(struct cr_budgets *b, struct dirent *de)
+static size_t seen_slot(const struct cr_fdseen *set, size_t cap,
+			dev_t dev, ino_t ino)
 {
+	size_t i = (size_t)(((uint64_t)ino * 0x9E3779B97F4A7C15ull) ^
+			    (uint64_t)dev) & (cap - 1);
+
+	while ((set[i].dev || set[i].ino) &&
+	       (set[i].dev != dev || set[i].ino != ino))
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+/* Twice the room, the entries moved over; false when it cannot grow. */
+static bool seen_grow(struct cr_budgets *b)
+{
+	size_t cap = b->fs_seencap ? b->fs_seencap * 2 : CR_BUDGET_SEEN_MIN;
+	struct cr_fdseen *set;
+
+	if (cap > CR_BUDGET_SEEN_MAX)
+		return false;
+	set = calloc(cap, sizeof(*set));
+	if (!set)
+		return false;
+	for (size_t i = 0; i < b->fs_seencap; i++)
+		if (b->fs_seen[i].dev || b->fs_seen[i].ino)
+			set[seen_slot(set, cap, b->fs_seen[i].dev,
+				      b->fs_seen[i].ino)] = b->fs_seen[i];
+	free(b->fs_seen);
+	b->fs_seen = set;
+	b->fs_seencap = cap;
+	return true;
+}
+
+/* Was this file met before in the scan under way? Remembered if not
+ * (while the set can hold it: past that, met again, counted again, an
+ * error towards stopping). */
+static bool fdscan_seen(struct cr_budgets *b, const struct stat *st,
+			bool remember)
+{
+	size_t i;
+
+	if (b->fs_seen) {
+		i = seen_slot(b->fs_seen, b->fs_seencap, st->st_dev, st->st_ino);
+		if (b->fs_seen[i].dev || b->fs_seen[i].ino)
+			return true;
+	}
+	if (!remember ||
+	    ((b->fs_nseen + 1) * 2 > b->fs_seencap && !seen_grow(b) &&
+	     (b->fs_nseen + 1) * 4 > b->fs_seencap * 3))
+		return false;	/* kept at most 3/4 full */
+	i = seen_slot(b->fs_seen, b->fs_seencap, st->st_dev, st->st_ino);
+	b->fs_seen[i] = (struct cr_fdseen){ st->st_dev, st->st_ino };
+	b->fs_nseen++;
+	return false;
+}
+
+/*
+ * A pipe (or FIFO) in a task's table: what its buffers hold is kernel
+ * memory in no process's RSS. 4000 pipes of 64 KiB each per process held
+ * 177 MiB under memory=64MiB (and a pipe grows to pipe-max-size, 1 MiB,
+ * with F_SETPIPE_SZ). Read on a copy of the task's descriptor (the same
+ * open file: no reader or writer is added, so nobody's EOF or EPIPE
+ * changes): FIONREAD bytes are queued in at most that many buffers (a
+ * write into a packet-mode pipe takes a page of its own, however small),
+ * and at most F_GETPIPE_SZ's worth: the smaller of the two is charged,
+ * an error towards stopping. An empty pipe holds no buffer page (the
+ * one page it may cache after a read is not counted: docs/limits.md).
+ * splice, tee and vmsplice are refused, so no buffer holds another
+ * file's pages.
+ */
+static void fdscan_pipe(struct cr_run *run, const struct stat *st,
+			const char *name)
+{
+	struct cr_budgets *b = run->budgets;
+	int fd, queued = 0;
+	long cap;
+
+	if (fdscan_seen(b, st, true))
+		return;
+	fd = cr_tasks_getfd(run, b->fs_tid, atoi(name));
+	if (fd < 0)
+		return;		/* closed meanwhile */
+	cap = fcntl(fd, F_GETPIPE_SZ);
+	if (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0 && cap > 0) {
+		uint64_t bound = (uint64_t)queued * (uint64_t)b->page;
+
+		b->fs_pipes += bound < (uint64_t)cap ? bound : (uint64_t)cap;
+	}
+	close(fd);
+}
+
+static void fdscan_entry(struct cr_run *run, struct dirent *de)
+{
+	struct cr_budgets *b = run->budgets;
 	struct stat st;
-	bool dup = false;
 
 	/* The magic link leads to the open file itself, deleted or not;
 	 * stat never opens it. */
@@ -1204,15 +1301,10 @@ static void fdscan_entry(struct cr_budgets *b, struct dirent *de)
 		return;
 	if (S_ISSOCK(st.st_mode))
 		note_socket(b, st.st_ino);
-	if (!S_ISREG(st.st_mode) || st.st_nlink)
+	if (S_ISFIFO(st.st_mode))
+		fdscan_pipe(run, &st, de->d_name);
+	if (!S_ISREG(st.st_mode) || st.st_nlink || fdscan_seen(b, &st, true))
 		return;
-	for (size_t k = 0; b->fs_seen && k < b->fs_nseen && !dup; k++)
-		dup = b->fs_seen[k].dev == st.st_dev &&
-		      b->fs_seen[k].ino == st.st_ino;
-	if (dup)
-		return;
-	if (b->fs_seen && b->fs_nseen < CR_BUDGET_DELETED_SEEN)
-		b->fs_seen[b->fs_nseen++] = (struct cr_fdseen){ st.st_dev, st.st_ino };
 	b->fs_total += (uint64_t)st.st_blocks * 512;
 }
 
@@ -1227,14 +1319,10 @@ static uint64_t fdscan_finish(struct cr_run *run)
 	cr_fs_held_prune(run);
 	for (size_t i = 0; run->fs && i < run->fs->nheld; i++) {
 		struct stat st;
-		bool dup = false;
 
 		if (fstat(run->fs->held[i].fd, &st) < 0 || st.st_nlink)
 			continue;	/* named again: the walk sees it */
-		for (size_t k = 0; b->fs_seen && k < b->fs_nseen && !dup; k++)
-			dup = b->fs_seen[k].dev == st.st_dev &&
-			      b->fs_seen[k].ino == st.st_ino;
-		if (!dup)
+		if (!fdscan_seen(b, &st, false))
 			total += (uint64_t)st.st_blocks * 512;
 	}
 	/* POSIX shared memory and semaphores the run made in /dev/shm: a
@@ -1269,9 +1357,12 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 		b->fs_total = 0;
 		b->fs_nseen = 0;
 		b->nsock = 0;
-		if (!b->fs_seen)
-			b->fs_seen = malloc(CR_BUDGET_DELETED_SEEN *
-					    sizeof(*b->fs_seen));
+		b->fs_pipes = 0;
+		if (b->fs_seen)
+			memset(b->fs_seen, 0,
+			       b->fs_seencap * sizeof(*b->fs_seen));
+		else
+			seen_grow(b);	/* none: every file counted */
 	}
 	for (;;) {
 		struct dirent *de;
@@ -1286,6 +1377,7 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 			t = &ts->slots[b->fs_slot++];
 			if (!t->tid || shares_leader_files(t))
 				continue;
+			b->fs_tid = t->tid;
 			snprintf(path, sizeof(path), "/proc/%d/task/%d/fd",
 				 t->tid, t->tid);
 			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1334,9 +1426,10 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 			continue;
 		}
 		budget--;
-		fdscan_entry(b, de);
+		fdscan_entry(run, de);
 	}
 	b->deleted = fdscan_finish(run);
+	b->pipebytes = b->fs_pipes;
 	b->al_scan += b->al_snap;
 	b->al_pend -= b->al_snap;
 	b->al_snap = 0;

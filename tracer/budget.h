@@ -32,8 +32,11 @@
 #define CR_BUDGET_MAX_ROOTS 32
 /* /proc descriptors kept open across ticks (two per task at most). */
 #define CR_BUDGET_FD_CACHE 512
-/* Open unlinked files told apart per pass (past that, counted each time). */
-#define CR_BUDGET_DELETED_SEEN 4096
+/* Open unlinked files and pipes told apart per fd scan (past that,
+ * counted each time met): a hash set that grows to this many entries
+ * (16 bytes each), from CR_BUDGET_SEEN_MIN. */
+#define CR_BUDGET_SEEN_MAX (1u << 20)
+#define CR_BUDGET_SEEN_MIN 1024u
 /* The fd tables are read at most every MIN_MS, and after IDLE times the
  * cost of the last reading. */
 #define CR_BUDGET_FDSCAN_MIN_MS 500
