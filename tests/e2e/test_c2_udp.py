@@ -325,13 +325,12 @@ tryit("other", socket.AF_INET, ("127.0.0.2", p4), False)
 '''
         run, r = loop_run(t, prog, [str(h4.port), str(h6.port)])
         eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
-        # A connect is refused; an unconnected send answers its length
-        # as the kernel's would (no socket there, and an unconnected
-        # socket never hears of it): the datagram is dropped by corral's
-        # sink, the refusal recorded, nothing reaches the host.
-        for what in ("v4c", "v6"):
-            contains(r["stdout"], "%s errno 111\n" % what, what)
-        for what in ("v4", "any", "mapped", "other"):
+        # Every send answers as to a closed port: an unconnected one its
+        # length (its datagram dropped by corral's sink), a connect and
+        # its first send succeed (pointed at corral's refuser, which the
+        # kernel answers with ICMP port unreachable); the refusal is
+        # recorded, nothing reaches the host.
+        for what in ("v4", "v4c", "any", "mapped", "v6", "other"):
             contains(r["stdout"], "%s sent\n" % what, what)
         eq(sum(d["count"] for d in denials(r, None, "net")), 6,
            "net denials (%r)" %
@@ -388,11 +387,14 @@ for fam, host, port in ((socket.AF_INET, "127.0.0.1", int(sys.argv[1])),
         run, r = loop_run(t, prog, [str(h4.port), str(h6.port)])
         eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
         out = r["stdout"]
-        for what in ("lite-to-udp", "udp-connect"):
-            eq(out.count("%s errno 111\n" % what), 2, "%s refused (%r)" %
+        eq(out.count("lite-to-udp errno 111\n"), 2, "lite-to-udp refused "
+           "(%r)" % out)
+        # As to a closed port: an unconnected send answers its length
+        # (corral's sink), a connect and its first send succeed (corral's
+        # refuser answers with the ICMP error); the host gets nothing.
+        for what in ("udp-to-host", "udp-connect"):
+            eq(out.count("%s sent\n" % what), 2, "%s dropped (%r)" %
                (what, out))
-        eq(out.count("udp-to-host sent\n"), 2, "udp-to-host dropped (%r)" %
-           out)
         eq(out.count("twin bound True\n"), 2, "twins bound")
         eq(out.count("same number b'lite' b'udp'\n"), 2,
            "each protocol reaches its own (%r)" % out)
@@ -513,3 +515,77 @@ def udp_send_to_closed_port_as_the_kernel(t):
     eq(r["stdout"], want, "answers against native")
     true(denials(r, None, "net"), "refusals recorded (%r)" % r["denials"])
     eq(r["status"], "ok", "status")
+
+
+CONNECT_CLOSED = r'''
+import errno, socket, sys, time
+def name(e):
+    return errno.errorcode.get(e.errno, e.errno)
+def refused(s):
+    """Send until the kernel reports the ICMP error (bounded)."""
+    for i in range(300):
+        try:
+            s.send(b"x")
+        except OSError as e:
+            return name(e)
+        time.sleep(0.01)
+    return "never"
+for fam, host, outside in ((socket.AF_INET, "127.0.0.1", int(sys.argv[1])),
+                           (socket.AF_INET6, "::1", int(sys.argv[2]))):
+    # A port bound here and closed (the usual way to find a free one),
+    # and one the test bound outside and closed.
+    p = socket.socket(fam, socket.SOCK_DGRAM)
+    p.bind((host, 0))
+    closed = p.getsockname()[1]
+    p.close()
+    for what, port in (("closed here", closed), ("closed outside", outside)):
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.connect((host, port))
+        print(fam.name, what, "peer", s.getpeername()[:2] == (host, port))
+        print(fam.name, what, "first send", s.send(b"x"))
+        print(fam.name, what, "then", refused(s))
+        s.send(b"y")
+        s.settimeout(5)
+        try:
+            s.recv(10)
+            print(fam.name, what, "recv data")
+        except OSError as e:
+            print(fam.name, what, "recv", name(e))
+        # Connected again, to a socket that is there: it hears.
+        q = socket.socket(fam, socket.SOCK_DGRAM)
+        q.bind((host, 0))
+        s.connect(q.getsockname())
+        print(fam.name, what, "peer now", s.getpeername() == q.getsockname())
+        s.send(b"hello")
+        q.settimeout(5)
+        print(fam.name, what, "got", q.recvfrom(10)[0])
+        s.close()
+        q.close()
+'''
+
+
+@test
+def udp_connect_to_closed_port_as_the_kernel(t):
+    """A connect to a loopback UDP port no socket holds succeeds in the
+    kernel; its first send too, and a later call answers ECONNREFUSED
+    (the ICMP error). corral answered ECONNREFUSED at once (Twisted's
+    test_connectionRefused), and a port the run had bound and closed
+    still took datagrams (corral's duplicate held it). Now both answer
+    as natively, side by side; getpeername names the port asked for;
+    the refusal is recorded and nothing leaves the run."""
+    ports = []
+    for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        p = socket.socket(fam, socket.SOCK_DGRAM)
+        p.bind((host, 0))
+        ports.append(str(p.getsockname()[1]))
+        p.close()
+    want = subprocess.run([PY, "-c", CONNECT_CLOSED] + ports,
+                          capture_output=True, text=True, timeout=60).stdout
+    eq(want.count("then ECONNREFUSED\n"), 4, "native answers (%r)" % want)
+    eq(want.count("recv ECONNREFUSED\n"), 4, "native answers (%r)" % want)
+    run, r = loop_run(t, CONNECT_CLOSED, ports)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], want, "answers against native")
+    true(denials(r, None, "net"), "refusals recorded (%r)" % r["denials"])
+    eq(r["status"], "ok", "status")
+    t.assert_next_run_ok()

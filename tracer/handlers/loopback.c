@@ -370,6 +370,14 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		ep_loopback(&dst);
 	if (!cr_net_ep_loopback(&dst))
 		return 0;
+	/* A connect to a member the program has closed, whose port only
+	 * corral's duplicate still holds: the kernel would find the port
+	 * closed (a free port is found by binding and closing a socket).
+	 * Members no task holds are let go first; a scan of the tables,
+	 * made for connects only (sends stay cheap: an unconnected send
+	 * to a closed port answers its length either way). */
+	if (!send && cr_net_udp_member(run->net, &dst, s->protocol))
+		cr_net_udp_collect(run);
 	if (!cr_net_udp_member(run->net, &dst, s->protocol)) {
 		*v = cr_net_deny(run, n, e, a, alen, "net",
 				 "loopback is open only to the run's own UDP sockets (a host service's port is refused)",
@@ -379,8 +387,17 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		 * ports are another space, where corral's sink's number could
 		 * be a host service's: refused. */
 		if (send && s->protocol == IPPROTO_UDP &&
-		    cr_net_udp_sink(run->net, s->domain, t, tl) == 0)
+		    cr_net_udp_sink(run->net, s->domain, false, t, tl) == 0)
 			return 1;
+		/* A connect: pointed at corral's refuser, which the kernel
+		 * answers as a closed port (connect succeeds, a later call
+		 * says ECONNREFUSED); the socket gets its own port first,
+		 * as any member does (its source filter). */
+		if (!send && s->protocol == IPPROTO_UDP &&
+		    cr_net_udp_adopt(run, s->dup, s->ino, s->domain, NULL, 0,
+				     false) == 0 &&
+		    cr_net_udp_sink(run->net, s->domain, true, t, tl) == 0)
+			return 2;
 		return -1;
 	}
 	rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain, NULL, 0, false);

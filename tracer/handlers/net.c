@@ -614,8 +614,9 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		if (v.kind == CR_V_VALUE) {
 			cr_net_udp_disconnected(ns, s.dup, s.ino);
 			/* Its port may be free now: answers no longer go
-			 * there. */
+			 * there; and it has no peer to name. */
 			cr_dns_client_drop(ns, s.ino);
+			cr_net_peer_drop(ns, s.ino);
 		}
 		break;
 	case AF_INET:
@@ -638,10 +639,22 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 			struct cr_net_ep dst;
 
 			rc = cr_net_udp_local(run, n, e, &s, &a, alen, false, &t, &tl, &v);
-			if (rc > 0) {
+			if (rc == 2) {
+				/* To a port no socket of the run holds: the
+				 * denial is recorded, the kernel's answer
+				 * given (cr_net_udp_sink); getpeername names
+				 * the port the program asked for. */
 				v = v_rc(connect(s.dup, &t.sa, tl));
-				if (v.kind == CR_V_VALUE && cr_net_ep_of(&t, tl, &dst))
+				if (v.kind == CR_V_VALUE) {
+					cr_net_udp_connected(ns, s.ino, NULL);
+					cr_net_peer_set(ns, s.ino, &a, alen, true);
+				}
+			} else if (rc > 0) {
+				v = v_rc(connect(s.dup, &t.sa, tl));
+				if (v.kind == CR_V_VALUE && cr_net_ep_of(&t, tl, &dst)) {
 					cr_net_udp_connected(ns, s.ino, &dst);
+					cr_net_peer_drop(ns, s.ino);
+				}
 			}
 			if (rc)
 				break;

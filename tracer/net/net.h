@@ -117,11 +117,14 @@ struct cr_netstate {
 	size_t nwaits;
 	/* the run's UDP sockets and their source filter (udp.c) */
 	struct cr_net_udp *udp;		/* owned array */
-	/* Where an unconnected send to a loopback UDP port no socket of the
-	 * run holds goes: a socket per family bound by corral, never read,
-	 * its receive buffer the least (udp.c, cr_net_udp_sink). */
-	int sink[2];			/* owned, made at first use */
-	union cr_sockaddr saddr[2];
+	/* Where a send to a loopback UDP port no socket of the run holds
+	 * goes ([0]: unconnected, dropped) and what a connect to one is
+	 * pointed at ([1]: refused by the kernel's ICMP): sockets per family
+	 * bound by corral, never read, their receive buffers the least
+	 * (udp.c, cr_net_udp_sink). */
+	int sink[2][2];			/* [kind][family]; owned, made at
+					 * first use */
+	union cr_sockaddr saddr[2][2];
 	size_t nudp, capudp;
 	/* sharing options remembered, not applied (local.c) */
 	struct cr_net_flag *flags;	/* owned array, CR_NET_MAX_FLAGS */
@@ -298,10 +301,14 @@ bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
 			 size_t cap);
 /* corral's socket that drops a send to a loopback UDP port no socket of
- * the run holds; its address in *t, *tl. 0 or -errno. */
-int cr_net_udp_sink(struct cr_netstate *ns, int domain, union cr_sockaddr *t,
-		    socklen_t *tl);
+ * the run holds, or (refuse) whose port the kernel answers with ICMP
+ * port unreachable; its address in *t, *tl. 0 or -errno. */
+int cr_net_udp_sink(struct cr_netstate *ns, int domain, bool refuse,
+		    union cr_sockaddr *t, socklen_t *tl);
 void cr_net_udp_finish(struct cr_netstate *ns);
+/* Let go of the members no task of the run holds any more (a scan of the
+ * tasks' descriptor tables). */
+void cr_net_udp_collect(struct cr_run *run);
 
 /* tracer/net/iface.c: the host's interfaces and its own addresses */
 /* May a run name this interface (0: none) or this source address

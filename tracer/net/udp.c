@@ -351,6 +351,13 @@ static void forget_gone(struct cr_netstate *ns, struct cr_net_udp *m)
 }
 
 /* Let go of the members no task of the run holds any more. */
+static void collect(struct cr_run *run);
+
+void cr_net_udp_collect(struct cr_run *run)
+{
+	collect(run);
+}
+
 static void collect(struct cr_run *run)
 {
 	struct cr_netstate *ns = run->net;
@@ -660,15 +667,25 @@ size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
  * send with its length. corral cannot let it reach a host service's port,
  * so it sends it to its own socket of that family and protocol (UDP),
  * which drops it: the receive buffer at its least and never read, the
- * kernel discards what does not fit. 0 with *t, *tl set, or -errno. */
-int cr_net_udp_sink(struct cr_netstate *ns, int domain, union cr_sockaddr *t,
-		    socklen_t *tl)
+ * kernel discards what does not fit.
+ *
+ * A connect to such a port succeeds in the kernel, and the refusal comes
+ * later: the first datagram draws an ICMP port unreachable, and the
+ * socket's next call answers ECONNREFUSED. So the program's socket is
+ * connected to the refuser, corral's socket connected to its own address:
+ * the kernel delivers a datagram to a connected socket only from its
+ * peer, so one from anywhere else finds no socket on that port and is
+ * answered with the ICMP error (never rate-limited on loopback). The
+ * port stays corral's while the run lasts (no SO_REUSEADDR), so no other
+ * program can take it. 0 with *t, *tl set, or -errno. */
+int cr_net_udp_sink(struct cr_netstate *ns, int domain, bool refuse,
+		    union cr_sockaddr *t, socklen_t *tl)
 {
-	int i = domain == AF_INET6, fd, one = 1;
+	int i = domain == AF_INET6, k = refuse, fd, one = 1;
 	socklen_t l = i ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 	union cr_sockaddr a;
 
-	if (ns->sink[i] < 0) {
+	if (ns->sink[k][i] < 0) {
 		memset(&a, 0, sizeof(a));
 		if (i) {
 			a.in6.sin6_family = AF_INET6;
@@ -685,25 +702,27 @@ int cr_net_udp_sink(struct cr_netstate *ns, int domain, union cr_sockaddr *t,
 			       sizeof(int)) < 0 ||
 		    (i && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
 				     sizeof(one)) < 0) ||
-		    bind(fd, &a.sa, l) < 0 || getsockname(fd, &a.sa, &l) < 0) {
+		    bind(fd, &a.sa, l) < 0 || getsockname(fd, &a.sa, &l) < 0 ||
+		    (refuse && connect(fd, &a.sa, l) < 0)) {
 			int err = errno;
 
 			close(fd);
 			return -err;
 		}
-		ns->sink[i] = fd;
-		ns->saddr[i] = a;
+		ns->sink[k][i] = fd;
+		ns->saddr[k][i] = a;
 	}
-	*t = ns->saddr[i];
+	*t = ns->saddr[k][i];
 	*tl = i ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 	return 0;
 }
 
 void cr_net_udp_finish(struct cr_netstate *ns)
 {
-	for (int i = 0; i < 2; i++)
-		if (ns->sink[i] >= 0)
-			close(ns->sink[i]);
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 2; i++)
+			if (ns->sink[k][i] >= 0)
+				close(ns->sink[k][i]);
 	for (size_t i = 0; i < ns->nudp; i++) {
 		close(ns->udp[i].dup);
 		free(ns->udp[i].srcs);
