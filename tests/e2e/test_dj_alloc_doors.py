@@ -100,6 +100,13 @@ print("punched_small", os.fstat(fd).st_blocks * 512 <= 4 << 20)
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 say("fsize", lambda: os.posix_fallocate(w, 0, 8 << 20))
+# The kernel's earlier checks come before the size's: a read-only fd
+# past the limit is EBADF, an unknown mode EOPNOTSUPP, both unsignalled.
+say("fsize_readonly", lambda: os.posix_fallocate(r, 0, 8 << 20))
+def badmode():
+    if libc.fallocate(w, 0x4000, ctypes.c_long(0), ctypes.c_long(8 << 20)) < 0:
+        raise OSError(ctypes.get_errno(), "mode")
+say("fsize_badmode", badmode)
 '''
 
 
@@ -108,8 +115,10 @@ def dj_alloc_answers_as_the_kernel(t):
     """What fallocate answers is the kernel's, run natively and under
     corral side by side: a memfd and a workspace file allocated (sizes
     and blocks), EBADF on a read-only or closed fd, EINVAL on a zero or
-    negative length, a hole punched, EFBIG past RLIMIT_FSIZE; the next
-    run works."""
+    negative length, a hole punched, EFBIG past RLIMIT_FSIZE (and the
+    kernel's earlier errno first: EBADF for a read-only fd, EOPNOTSUPP
+    for an unknown mode, where corral answered EFBIG); the next run
+    works."""
     import subprocess
     path = t.write("answers.py", ANSWERS)
     nat = t.path("native")

@@ -66,8 +66,12 @@ CR_HANDLER(cr_h_fallocate)
 	if (fd < 0)
 		return CR_V_ERR(-fd);
 	/* The kernel checks the size against the caller's RLIMIT_FSIZE
-	 * (EFBIG and SIGXFSZ); the supervisor's own is not the program's. */
-	if (span && !(mode & FALLOC_FL_KEEP_SIZE) &&
+	 * (EFBIG and SIGXFSZ); the supervisor's own is not the program's.
+	 * Only where the kernel's earlier checks pass (vfs_fallocate: a
+	 * mode it knows that grows the file, a descriptor open for
+	 * writing, a regular file): their errno comes first. */
+	if (span && (mode & ~FALLOC_FL_ZERO_RANGE) == 0 &&
+	    (fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY &&
 	    prlimit(pid, RLIMIT_FSIZE, NULL, &rl) == 0 &&
 	    rl.rlim_cur != RLIM_INFINITY && (uint64_t)(off + len) > rl.rlim_cur) {
 		struct stat st;
