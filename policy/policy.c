@@ -473,7 +473,7 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 {
 	static const char *const class_keys[] = {
 		"fs", "net", "limits", "env", "syscalls", "artifacts", "alerts",
-		"env_secrets", "credentials", "landlock", NULL
+		"env_secrets", "credentials", "landlock", "data-backstop", NULL
 	};
 	static const char *const art_keys[] = { "files", "bytes", NULL };
 	static const char *const fs_keys[] = {
@@ -482,6 +482,7 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	};
 	static const char *const net_keys[] = { "allow", NULL };
 	const cJSON *fs, *net, *limits, *hide, *sys, *art, *v, *ll, *strict, *fopen_;
+	const cJSON *backstop;
 	char q[96];
 	int rc;
 
@@ -517,6 +518,14 @@ static int parse_class(const struct cr_jdoc *d, const cJSON *item,
 	fopen_ = cr_jdoc_get(fs, "fast-open");
 	if (fopen_ && (rc = cr_jdoc_want_bool(d, fopen_, &c->fs_fast_open)))
 		return rc;
+	backstop = cr_jdoc_get(item, "data-backstop");
+	if (backstop) {
+		bool on = true;
+
+		if ((rc = cr_jdoc_want_bool(d, backstop, &on)))
+			return rc;
+		c->no_data_backstop = !on;
+	}
 	ll = cr_jdoc_get(item, "landlock");
 	if (ll) {
 		cr_autofree char *mode = NULL;
@@ -1009,6 +1018,11 @@ static void print_class(struct out *o, int depth, const struct cr_class *c,
 		put_text(o, ",\n");
 		print_key(o, depth + 1, "landlock");
 		print_str(o, cr_landlock_mode_name(c->landlock));
+	}
+	if (c->no_data_backstop) {
+		put_text(o, ",\n");
+		print_key(o, depth + 1, "data-backstop");
+		put_text(o, "false");
 	}
 	put_text(o, "\n");
 	indent(o, depth);

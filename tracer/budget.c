@@ -2164,7 +2164,11 @@ int cr_budget_on_alloc(struct cr_run *run, pid_t pid, uint64_t bytes)
  *   stack (8 MiB reserved each by glibc), so a process of 150 threads
  *   could not start its 151st under 2 x 512 MiB (CPython's test_queue).
  *   The tick, not this, is the measure; the bound only stops one
- *   allocation far past it.
+ *   allocation far past it. Lifted on the operator's word
+ *   (--no-data-backstop, a class's "data-backstop": false): a sanitizer
+ *   build maps its shadow (15 TiB, MAP_NORESERVE), which RLIMIT_DATA
+ *   counts, and cannot start under any finite value; the tick alone then
+ *   bounds an allocation burst (docs/limits.md).
  * - RLIMIT_FSIZE 16 GiB past the disk budget: it bounds a file's size,
  *   while the budget counts blocks, and sparse files are ordinary (CPython's
  *   test_io and test_mmap make 2-4 GiB ones with a few pages written;
@@ -2178,7 +2182,7 @@ static rlim_t past(uint64_t v, uint64_t add)
 	       RLIM_INFINITY : (rlim_t)(v + add);
 }
 
-size_t cr_budget_child_rlimits(const struct cr_limits *l,
+size_t cr_budget_child_rlimits(const struct cr_limits *l, bool data_backstop,
 			       struct cr_child_rlimit out[CR_BUDGET_RLIMITS])
 {
 	uint64_t mem = l->v[CR_LIM_MEMORY];
@@ -2189,6 +2193,9 @@ size_t cr_budget_child_rlimits(const struct cr_limits *l,
 	rlim_t cpu = past(l->v[CR_LIM_CPU] / 1000, 2);
 
 	out[0] = (struct cr_child_rlimit){ RLIMIT_DATA, { data, data } };
+	/* Lifted: the caller's own limit, as the program would have it. */
+	if (!data_backstop && getrlimit(RLIMIT_DATA, &out[0].lim) < 0)
+		out[0].lim.rlim_cur = out[0].lim.rlim_max = RLIM_INFINITY;
 	out[1] = (struct cr_child_rlimit){ RLIMIT_FSIZE, { fsize, fsize } };
 	out[2] = (struct cr_child_rlimit){ RLIMIT_CPU, { cpu, cpu } };
 	/* Never above the hard limit the caller gave corral: an

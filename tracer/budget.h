@@ -126,7 +126,7 @@ void cr_budget_stall_tick(struct cr_run *run);
 /* The per-process rlimit backstops the child sets before exec, computed
  * by the supervisor (the child makes system calls only): how many of out
  * were filled. */
-size_t cr_budget_child_rlimits(const struct cr_limits *lim,
+size_t cr_budget_child_rlimits(const struct cr_limits *lim, bool data_backstop,
 			       struct cr_child_rlimit out[CR_BUDGET_RLIMITS]);
 
 /* ---- processes: reservations, settled by the ptrace state machine ---- */

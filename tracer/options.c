@@ -13,7 +13,7 @@ enum {
 	OPT_LIMIT, OPT_ENV, OPT_INPUT, OPT_OUTPUT, OPT_OUTPUT_DIR, OPT_JSON,
 	OPT_RESULT, OPT_AUDIT, OPT_ID, OPT_REQUEST, OPT_HELP, OPT_STACKS,
 	OPT_PUBLISH, OPT_OUTPUT_OVERWRITE, OPT_REQUIRE, OPT_WS_UNSAFE,
-	OPT_LANDLOCK, OPT_STRICT_METADATA, OPT_FAST_OPEN,
+	OPT_LANDLOCK, OPT_STRICT_METADATA, OPT_FAST_OPEN, OPT_NO_DATA_BACKSTOP,
 };
 
 static const struct option longopts[] = {
@@ -43,6 +43,7 @@ static const struct option longopts[] = {
 	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
 	{ "strict-metadata", no_argument, NULL, OPT_STRICT_METADATA },
 	{ "fast-open", no_argument, NULL, OPT_FAST_OPEN },
+	{ "no-data-backstop", no_argument, NULL, OPT_NO_DATA_BACKSTOP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -55,7 +56,8 @@ static const char usage[] =
 	"  --input SRC[:DEST], --output GLOB, --output-dir DIR, --output-overwrite,\n"
 	"  --json, --result FILE, --audit FILE, --id ID, --request FILE, --stacks,\n"
 	"  --require LEVEL (full: refuse to start without every protection),\n"
-	"  --landlock=auto|off|require, --strict-metadata, --fast-open\n";
+	"  --landlock=auto|off|require, --strict-metadata, --fast-open,\n"
+	"  --no-data-backstop (sanitizer builds: no RLIMIT_DATA)\n";
 
 #define bad(err, len, ...) (cr_errf(err, len, __VA_ARGS__), -EINVAL)
 
@@ -91,6 +93,7 @@ struct cr_cli {
 	int landlock;		/* -1: the class's */
 	bool strict_metadata;
 	bool fast_open;
+	bool no_data_backstop;
 };
 
 static int load_request(struct cr_run_config *cfg, const char *file,
@@ -258,6 +261,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 			break;
 		case OPT_STRICT_METADATA: cli.strict_metadata = true; break;
 		case OPT_FAST_OPEN: cli.fast_open = true; break;
+		case OPT_NO_DATA_BACKSTOP: cli.no_data_backstop = true; break;
 		case OPT_RESULT: cfg->result_file = optarg; break;
 		case OPT_AUDIT: cfg->audit_file = optarg; break;
 		case OPT_ID: cli.id = optarg; break;
@@ -342,6 +346,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 			cfg->cls->landlock;
 	cfg->strict_metadata = cli.strict_metadata || cfg->cls->fs_strict_metadata;
 	cfg->fast_open = cli.fast_open || cfg->cls->fs_fast_open;
+	cfg->data_backstop = !cli.no_data_backstop && !cfg->cls->no_data_backstop;
 
 	if (cli.id && !cr_task_id_valid(cli.id)) {
 		cr_errf(err, errlen,

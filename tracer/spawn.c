@@ -296,7 +296,8 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f,
 		rc = -errno;
 		goto out;
 	}
-	a->nrlim = 2 + cr_budget_child_rlimits(&cfg->limits, a->rlim + 2);
+	a->nrlim = 2 + cr_budget_child_rlimits(&cfg->limits, cfg->data_backstop,
+						 a->rlim + 2);
 	a->drop_caps = drop_caps;
 	a->ncaps = drop_caps ? (unsigned)cap_max_bits() : 0;
 	/* A task that has received a notification waits killably, so a

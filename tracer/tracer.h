@@ -56,6 +56,8 @@ struct cr_run_config {
 	enum cr_landlock_mode landlock;	/* the class's, or --landlock */
 	bool strict_metadata;		/* the class's, or --strict-metadata */
 	bool fast_open;			/* the class's, or --fast-open */
+	bool data_backstop;		/* RLIMIT_DATA set (not lifted by
+					 * --no-data-backstop or the class) */
 };
 
 /* ---- verdicts: what a syscall handler decides; only the loop answers ---- */

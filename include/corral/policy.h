@@ -91,6 +91,8 @@ struct cr_class {
 					 * would allow the fast path */
 	bool fs_fast_open;		/* read-only opens left to the kernel
 					 * too where Landlock is applied */
+	bool no_data_backstop;		/* "data-backstop": false: no
+					 * RLIMIT_DATA (sanitizer builds) */
 	enum cr_landlock_mode landlock;
 	struct cr_strlist net_allow;	/* destinations as written (validated) */
 	struct cr_limits limits;

@@ -795,3 +795,66 @@ def budget_wall_holds_while_the_loop_waits_on_a_held_file(t):
          "usage.wall_ms %d: the wall limit named past 1 s + %d ms" %
          (r["usage"]["wall_ms"], CPU_SLACK_MS))
     t.assert_next_run_ok()
+
+
+ASAN_SRC = r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+	char *p = malloc(16);
+	if (argc > 1 && !strcmp(argv[1], "overflow"))
+		p[16] = 1;      /* one past the end: ASan reports it */
+	if (argc > 1 && !strcmp(argv[1], "hog")) {
+		for (;;) {      /* fill memory as fast as it can */
+			char *q = malloc(1 << 20);
+			memset(q, 1, 1 << 20);
+		}
+	}
+	strcpy(p, "asan-ok");
+	puts(p);
+	free(p);
+	return 0;
+}
+'''
+
+
+@test
+def budget_sanitizer_build_runs_with_the_backstop_lifted(t):
+    """A program built with AddressSanitizer maps a 15 TiB shadow, which
+    RLIMIT_DATA counts: under the memory backstop it cannot start (rc 1,
+    ReserveShadowMemoryRange); with --no-data-backstop it runs, finds its
+    overflow, and a hog is still ended by the memory budget (the tick
+    alone). LeakSanitizer stops the world with ptrace, which no traced
+    program can: ASAN_OPTIONS=detect_leaks=0, as under strace or gdb.
+    The result says the backstop was lifted."""
+    src = t.write("asan.c", ASAN_SRC)
+    exe = t.path("asan")
+    cc = subprocess.run(["gcc", "-fsanitize=address", "-g", "-O0", "-o", exe,
+                         src], capture_output=True, text=True, timeout=120)
+    eq(cc.returncode, 0, "gcc -fsanitize=address (stderr %r)" % cc.stderr)
+    os.chmod(exe, 0o755)
+    base = ["run", "--json", "--ro", t.tmp, "--exec", t.tmp,
+            "--env", "ASAN_OPTIONS=detect_leaks=0", "--limit", "wall=60s"]
+    r = t.result(t.corral(base + ["--", exe]))
+    eq(r.get("status"), "program_error",
+       "with the backstop: no start (stderr %r)" % r.get("stderr", "")[-300:])
+    contains(r.get("stderr", ""), "ReserveShadowMemoryRange", "ASan's reason")
+    eq(r["assurance"]["mechanisms"]["data_backstop"]["active"], True,
+       "backstop reported")
+    lifted = base + ["--no-data-backstop"]
+    r = t.result(t.corral(lifted + ["--", exe]))
+    eq((r.get("status"), r.get("stdout")), ("ok", "asan-ok\n"),
+       "lifted: runs (stderr %r)" % r.get("stderr", "")[-300:])
+    mech = r["assurance"]["mechanisms"]["data_backstop"]
+    eq((mech["active"], mech["counts"]), (False, False), "lifted, reported")
+    eq(r["assurance"]["level"], "full", "the level does not depend on it")
+    r = t.result(t.corral(lifted + ["--", exe, "overflow"]))
+    eq(r.get("status"), "program_error", "overflow found")
+    contains(r.get("stderr", ""), "heap-buffer-overflow", "ASan's report")
+    r = t.result(t.corral(lifted + ["--limit", "memory=64MiB", "--",
+                                    exe, "hog"], timeout=90))
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "memory"),
+       "a hog still ends on memory (stderr %r)" % r.get("stderr", "")[-300:])
+    t.assert_next_run_ok()

@@ -236,7 +236,7 @@ TEST_IMPL(policy_unknown_keys)
 					 "[], \"syscall\": \"x\""),
 			  "t.json:10: classes.x.syscall: unknown key "
 			  "(expected one of: fs, net, limits, env, syscalls, "
-			  "artifacts, alerts, env_secrets, credentials, landlock)");
+			  "artifacts, alerts, env_secrets, credentials, landlock, data-backstop)");
 	ASSERT_POLICY_ERR(cr_test_policy("{\"raed\": []}", NULL, NULL, NULL),
 			  "t.json:5: classes.x.fs.raed: unknown key (expected "
 			  "one of: read, write, exec, deny, hide, strict-metadata, "
@@ -713,18 +713,21 @@ TEST_IMPL(policy_landlock_keys)
 	ASSERT_EQ(c->landlock, CR_LL_AUTO);
 	ASSERT_EQ(c->fs_strict_metadata, false);
 	ASSERT_EQ(c->fs_fast_open, false);
+	ASSERT_EQ(c->no_data_backstop, false);
 	json = cr_policy_to_json(p);
 	ASSERT(json != NULL);
 	/* The defaults print nothing new: older policies normalise as before. */
 	ASSERT(strstr(json, "landlock") == NULL);
 	ASSERT(strstr(json, "strict-metadata") == NULL);
+	ASSERT(strstr(json, "data-backstop") == NULL);
 	free(json);
 	cr_policy_free(p);
 	p = NULL;
 
 	snprintf(text, sizeof(text), "{\"version\": \"v\", \"classes\": "
-		 "{\"x\": {\"landlock\": \"require\", \"fs\": "
-		 "{\"strict-metadata\": true, \"fast-open\": true}, %s}}}", lim);
+		 "{\"x\": {\"landlock\": \"require\", \"data-backstop\": false, "
+		 "\"fs\": {\"strict-metadata\": true, \"fast-open\": true}, "
+		 "%s}}}", lim);
 	why = parse_ok(text, &p);
 	if (why)
 		FAIL_("%s", why);
@@ -732,7 +735,9 @@ TEST_IMPL(policy_landlock_keys)
 	ASSERT_EQ(c->landlock, CR_LL_REQUIRE);
 	ASSERT_EQ(c->fs_strict_metadata, true);
 	ASSERT_EQ(c->fs_fast_open, true);
+	ASSERT_EQ(c->no_data_backstop, true);
 	ASSERT_OK_(round_trip(p, &json));
+	ASSERT_CONTAINS(json, "\"data-backstop\": false");
 	ASSERT_CONTAINS(json, "\"landlock\": \"require\"");
 	ASSERT_CONTAINS(json, "\"strict-metadata\": true");
 	ASSERT_CONTAINS(json, "\"fast-open\": true");
@@ -751,6 +756,10 @@ TEST_IMPL(policy_landlock_keys)
 		 "{\"x\": {\"fs\": {\"strict-metadata\": 1}, %s}}}", lim);
 	ASSERT_POLICY_ERR(text, "t.json:1: classes.x.fs.strict-metadata: "
 			  "expected true or false, got a number");
+	snprintf(text, sizeof(text), "{\"version\": \"v\", \"classes\": "
+		 "{\"x\": {\"data-backstop\": \"off\", %s}}}", lim);
+	ASSERT_POLICY_ERR(text, "t.json:1: classes.x.data-backstop: "
+			  "expected true or false, got a string");
 	ASSERT_EQ(cr_landlock_mode_parse("off"), CR_LL_OFF);
 	ASSERT_EQ(cr_landlock_mode_parse("auto"), CR_LL_AUTO);
 	ASSERT_EQ(cr_landlock_mode_parse("Off"), -1);

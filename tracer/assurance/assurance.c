@@ -24,7 +24,7 @@ struct mech {
 enum {
 	M_SECCOMP_NOTIFY, M_FD_INJECTION, M_KILLABLE_WAIT, M_PTRACE_SEIZE,
 	M_NO_NEW_PRIVS, M_CAPS_DROPPED, M_ARCH_CHECK, M_LANDLOCK,
-	M_DELEGATED_CGROUP, M_NAMESPACES, M__COUNT
+	M_DELEGATED_CGROUP, M_NAMESPACES, M_DATA_BACKSTOP, M__COUNT
 };
 
 struct cr_assurance {
@@ -209,6 +209,10 @@ int cr_assurance_observe(struct cr_run *run, pid_t child,
 	    "never used: budgets are measured from /proc (docs/limits.md); `corral probe` says whether one is available");
 	set(&a->m[M_NAMESPACES], "namespaces", false, false,
 	    "never used: corral needs no namespace");
+	set(&a->m[M_DATA_BACKSTOP], "data_backstop", run->cfg->data_backstop,
+	    false, "%s", run->cfg->data_backstop ?
+	    "RLIMIT_DATA per process past the memory budget (docs/limits.md)" :
+	    "lifted by the operator (--no-data-backstop or the class): the caller's RLIMIT_DATA; the memory budget's tick alone bounds a burst");
 
 	if (!(s.seen & 1))
 		snprintf(a->m[M_SECCOMP_NOTIFY].detail,
