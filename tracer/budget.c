@@ -1654,6 +1654,9 @@ static uint64_t over(uint64_t v, uint64_t base)
 	return v > base ? v - base : 0;
 }
 
+static int alloc_confirm(struct cr_run *run);
+static void unmeasurable(struct cr_run *run, int rc);
+
 /* Judge what is known: a pass in progress already proves at least its
  * partial sums exist. */
 static void judge_disk(struct cr_run *run, bool complete)
@@ -1672,6 +1675,19 @@ static void judge_disk(struct cr_run *run, bool complete)
 	if (b->hook_bytes > disk)
 		disk = b->hook_bytes;
 	disk += b->al_pend + b->al_scan;
+	/* Over only with allocations charged: they may be in the pass's
+	 * figure too (alloc_confirm measures again before a breach). */
+	if (disk > lim(run, CR_LIM_DISK) && b->al_pend + b->al_scan) {
+		int rc = alloc_confirm(run);
+
+		if (rc < 0) {
+			unmeasurable(run, rc);
+			return;
+		}
+		files = b->hook_files > b->files ? b->hook_files : b->files;
+		disk = (b->hook_bytes > b->disk ? b->hook_bytes : b->disk) +
+		       b->al_pend + b->al_scan;
+	}
 	if (disk > b->disk_peak)
 		b->disk_peak = disk;
 	if (files > lim(run, CR_LIM_FILES))
@@ -2128,17 +2144,61 @@ int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes)
 	return 0;
 }
 
+static uint64_t alloc_judged(const struct cr_budgets *b)
+{
+	return (b->disk > b->hook_bytes ? b->disk : b->hook_bytes) +
+	       b->al_pend + b->al_scan;
+}
+
+/*
+ * The charges say the run is past its disk budget; but a charge may
+ * already be in what was measured since (a file with a name, met by a
+ * pass after it grew: a 200 MiB fallocate in the workspace was judged
+ * 409 MiB). So before a breach everything is measured again, now, in one
+ * go: the fd scan under way is finished, a new one made, then a full
+ * pass; both start after every charge, so the charges are dropped and the
+ * figure is exact. Its CPU is the run's (a program at the edge of its
+ * budget could otherwise have the supervisor walk for it at every call).
+ * 0, or -errno when a root cannot be measured (the run then ends).
+ */
+static int alloc_confirm(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t t0 = cr_thread_cpu_ns();
+	int rc;
+
+	if (b->fs_on)
+		fdscan_run(run, SIZE_MAX);	/* started before the charge */
+	fdscan_run(run, SIZE_MAX);
+	rc = walk_full(run);
+	if (!rc) {
+		b->files = over(b->w_files, b->base_files);
+		b->disk = over(b->w_bytes, b->base_bytes);
+		b->al_scan = 0;
+	}
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+	return rc;
+}
+
 int cr_budget_on_alloc(struct cr_run *run, pid_t pid, uint64_t bytes)
 {
 	struct cr_budgets *b = run->budgets;
 	uint64_t disk;
+	int rc;
 
 	(void)pid;
 	if (!b)
 		return -EDQUOT;
 	b->al_pend += bytes;
-	disk = (b->disk > b->hook_bytes ? b->disk : b->hook_bytes) +
-	       b->al_pend + b->al_scan;
+	disk = alloc_judged(b);
+	if (disk > lim(run, CR_LIM_DISK)) {
+		rc = alloc_confirm(run);
+		if (rc < 0) {
+			unmeasurable(run, rc);
+			return -EDQUOT;
+		}
+		disk = alloc_judged(b);
+	}
 	if (disk > b->disk_peak)
 		b->disk_peak = disk;
 	if (disk > lim(run, CR_LIM_DISK)) {

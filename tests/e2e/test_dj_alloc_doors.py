@@ -22,12 +22,17 @@ GREEDY = r'''
 import os, sys, time
 kind, wait = sys.argv[1], float(sys.argv[2])
 time.sleep(wait)
+size = 4 << 30
 if kind == "memfd":
     fd = os.memfd_create("big")
+elif kind.startswith("file"):
+    fd = os.open("big.bin", os.O_RDWR | os.O_CREAT, 0o600)
+    if kind == "file-small":
+        size = 40 << 20
 else:
     fd = os.open("/dev/shm/corral-alloc-door", os.O_RDWR | os.O_CREAT, 0o600)
 try:
-    os.posix_fallocate(fd, 0, 4 << 30)
+    os.posix_fallocate(fd, 0, size)
     print("fallocate ok")
 except OSError as e:
     print("fallocate", e.errno)
@@ -64,6 +69,29 @@ def dj_alloc_dev_shm_charged_as_made(t):
     """The same on a /dev/shm object (before: 6 GiB allocated in one
     call, ended 0.5 s later)."""
     greedy(t, "shm", 0)
+
+
+@test
+def dj_alloc_workspace_file_charged_as_made(t):
+    """posix_fallocate of 4 GiB on a file of the workspace (ext4 here)
+    under disk=64MiB: the kernel allocated it in one call (2.6 ms) and
+    the walk saw it after: the run ended at 4 GiB of the host's disk (and
+    RLIMIT_FSIZE let each file have budget + 16 GiB). Now it ends within
+    a step. A 40 MiB allocation under the same budget runs to its end,
+    charged once (the walk's figure and the charge were added up: a
+    200 MiB fallocate under the default 256 MiB was judged 409 MiB)."""
+    greedy(t, "file", 0)
+    path = t.write("greedy.py", GREEDY)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--limit", "wall=30s",
+                    "--limit", "disk=64MiB", "--", PY, path, "file-small",
+                    "0"], timeout=60)
+    r = t.result(run)
+    check_result_shape(r)
+    eq((r.get("status"), r.get("stdout")), ("ok", "fallocate ok\n"),
+       "40 MiB under disk=64MiB (stderr %s)" % _show(r.get("stderr")))
+    disk = r.get("usage", {}).get("disk_bytes") or 0
+    true(40 * MIB <= disk < 48 * MIB, "disk_bytes %d: the file, once" % disk)
+    t.assert_next_run_ok()
 
 
 ANSWERS = r'''

@@ -11,9 +11,11 @@
  *   dir     a directory X holding the file goes R/X -> P/X, then back
  *   file    the file itself goes R/blob -> P/blob, then back
  *   link    the same with link() and unlink() instead of rename()
- *   create  the file is made (fallocate) as P/blob, then removed
+ *   create  the file is made (written) as P/blob, then removed
  * In dir mode X also holds XFILL empty files (0 by default). The file
- * (MIB MiB, fallocate) is made the first time P is behind the walker. After SECONDS it prints "held MIB MiB, N passes dodged",
+ * (MIB MiB, written: an allocation is charged as it is made, so only data
+ * written behind the walker can hide) is made the first time P is behind
+ * the walker. After SECONDS it prints "held MIB MiB, N passes dodged",
  * removes the file (so that no last measurement sees it) and exits 0. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -48,10 +50,15 @@ static void die(const char *what)
 
 static void make_blob(const char *path)
 {
+	static char chunk[1 << 20];
 	int fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0644);
 
-	if (fd < 0 || fallocate(fd, 0, 0, (off_t)mib << 20) < 0)
+	if (fd < 0)
 		die(path);
+	memset(chunk, 'b', sizeof(chunk));
+	for (long i = 0; i < mib; i++)
+		if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+			die(path);
 	close(fd);
 }
 
