@@ -11,6 +11,9 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
 #include <linux/capability.h>
 
 #include "handlers.h"
@@ -62,6 +65,81 @@ static struct cr_verdict absent(struct cr_run *run,
 	return err(ESRCH);
 }
 
+/*
+ * A query about a zombie of the run (ended, not yet waited for by its
+ * parent): the kernel answers it, and so does corral, but not by a
+ * CONTINUE, since the parent may collect it at any moment and the number
+ * go to another process. The call is made here, into buffers of ours;
+ * then the zombie's pidfd, which the budgets keep, is asked whether the
+ * number is still its own: if so the answer was about it, and only then
+ * is it written into the caller. Otherwise the kernel's answer for a
+ * collected child, ESRCH. What each query writes: out, the first outlen
+ * bytes (0: a value only); sched_getattr says its own size.
+ */
+#define CR_ZQ_MASK 8192		/* sched_getaffinity: bytes asked at most */
+
+static struct cr_verdict zombie_query(struct cr_run *run,
+				      const struct seccomp_notif *n,
+				      const char *name, pid_t pid)
+{
+	union {
+		unsigned char b[CR_ZQ_MASK];
+		uint32_t size;	/* struct sched_attr's first field */
+	} out;
+	const __u64 *a = n->data.args;
+	uint64_t uaddr = 0;
+	size_t outlen = 0;
+	long rc;
+
+	memset(&out, 0, sizeof(out));
+	if (!strcmp(name, "getpgid") || !strcmp(name, "getsid") ||
+	    !strcmp(name, "sched_getscheduler")) {
+		rc = syscall(n->data.nr, pid);
+	} else if (!strcmp(name, "getpriority") ||
+		   !strcmp(name, "ioprio_get")) {
+		rc = syscall(n->data.nr, a[0], pid);
+	} else if (!strcmp(name, "sched_getparam") ||
+		   !strcmp(name, "sched_rr_get_interval")) {
+		uaddr = a[1];
+		outlen = !strcmp(name, "sched_getparam") ?
+			 sizeof(struct sched_param) : sizeof(struct timespec);
+		rc = syscall(n->data.nr, pid, uaddr ? out.b : NULL);
+	} else if (!strcmp(name, "sched_getaffinity")) {
+		size_t len = (size_t)a[1] > CR_ZQ_MASK ? CR_ZQ_MASK : (size_t)a[1];
+
+		uaddr = a[2];
+		rc = syscall(n->data.nr, pid, len, uaddr ? out.b : NULL);
+		if (rc > 0)
+			outlen = (size_t)rc;
+	} else if (!strcmp(name, "sched_getattr")) {
+		size_t len = (size_t)a[2] > 4096 ? 4096 : (size_t)a[2];
+
+		uaddr = a[1];
+		rc = syscall(n->data.nr, pid, uaddr ? out.b : NULL, len, a[3]);
+		if (rc == 0)
+			outlen = out.size <= len ? out.size : len;
+	} else if (!strcmp(name, "prlimit64") && !a[2]) {
+		uaddr = a[3];
+		outlen = uaddr ? sizeof(struct rlimit) : 0;
+		rc = syscall(n->data.nr, pid, a[1], NULL, uaddr ? out.b : NULL);
+	} else {
+		return err(ESRCH);	/* a change, or a call on its memory */
+	}
+	if (rc < 0)
+		rc = -errno;
+	if (!cr_budget_zombie(run, pid))
+		return err(ESRCH);	/* collected meanwhile */
+	if (rc < 0)
+		return err((int)-rc);
+	if (uaddr && outlen) {
+		int w = cr_mem_write((pid_t)n->pid, uaddr, out.b, outlen);
+
+		if (w)
+			return err(-w);
+	}
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = rc };
+}
+
 /* Which arguments of each call are pids (0 means the caller). */
 static const struct {
 	const char *name;
@@ -106,7 +184,9 @@ CR_HANDLER(cr_h_proc_pid)
 			case CR_TARGET_OUTSIDE:
 				return absent(run, n, e->name, pid);
 			case CR_TARGET_ZOMBIE:
-				return err(ESRCH);
+				return pid_args[i].args[1] < 0 ?
+				       zombie_query(run, n, e->name, pid) :
+				       err(ESRCH);
 			default:
 				break;
 			}
@@ -179,7 +259,8 @@ CR_HANDLER(cr_h_proc_prio)
 		case CR_TARGET_OUTSIDE:
 			return absent(run, n, e->name, who);
 		case CR_TARGET_ZOMBIE:
-			return err(ESRCH);
+			return query ? zombie_query(run, n, e->name, who) :
+			       err(ESRCH);
 		default:
 			break;
 		}

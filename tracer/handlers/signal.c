@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 
 #include "handlers.h"
+#include "../budget.h"
 #include "../surface.h"
 
 /*
@@ -300,27 +301,30 @@ CR_HANDLER(cr_h_sigqueue)
 
 /* The pidfd is opened by corral while the number is known to be ours, and
  * installed in the caller: it then names that task for good, whatever
- * happens to the number. */
+ * happens to the number. A zombie of the run (its parent may collect it
+ * at any moment) gets one too, as from the kernel, when the zombie's own
+ * pidfd, kept by the budgets, still answers after the open: the number
+ * was the zombie's throughout. */
 CR_HANDLER(cr_h_pidfd_open)
 {
 	pid_t caller = (pid_t)n->pid, pid = (pid_t)(int)n->data.args[0];
 	unsigned flags = (unsigned)n->data.args[1];
+	enum cr_target tg;
 	struct cr_verdict v;
 	int fd;
 
 	if (pid <= 0)
 		return err(EINVAL);
-	switch (cr_surface_target(run, caller, pid)) {
-	case CR_TARGET_OUTSIDE:
+	tg = cr_surface_target(run, caller, pid);
+	if (tg == CR_TARGET_OUTSIDE)
 		return outside(run, n, e->name, "proc", pid);
-	case CR_TARGET_ZOMBIE:
-		return err(ESRCH);	/* it may be waited for any moment */
-	default:
-		break;
-	}
 	fd = (int)syscall(SYS_pidfd_open, pid, flags);
 	if (fd < 0)
 		return err(errno);
+	if (tg == CR_TARGET_ZOMBIE && !cr_budget_zombie(run, pid)) {
+		close(fd);
+		return err(ESRCH);	/* collected meanwhile */
+	}
 	v = cr_notif_send_fd(run, n, fd, true);
 	close(fd);
 	return v;
