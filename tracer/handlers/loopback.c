@@ -380,7 +380,7 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		cr_net_udp_collect(run);
 	if (!cr_net_udp_member(run->net, &dst, s->protocol)) {
 		*v = cr_net_deny(run, n, e, a, alen, "net",
-				 "loopback is open only to the run's own UDP sockets (a host service's port is refused)",
+				 "loopback is open only to the run's own UDP sockets (another port, a host service's or none, is refused and answered as a closed port)",
 				 ECONNREFUSED);
 		/* A send (not a connect) of plain UDP: as the kernel, the
 		 * length, the datagram dropped (cr_net_udp_sink). UDP-Lite
