@@ -501,16 +501,24 @@ def udp_send_to_closed_port_as_the_kernel(t):
     reaches only a connected socket); so does corral, natively and
     under corral side by side (trio's test_send_to_closed_local_port,
     Twisted's test_badConnect). The refusal is still recorded."""
+    closed_side_by_side(t, CLOSED_PORT, {"sendto 100\n": 6})
+
+
+def closed_side_by_side(t, prog, premise):
+    """prog run natively and in the run with a v4 and a v6 loopback port
+    nobody holds (bound outside and closed); the same answers, premise
+    {line: count} holding natively, the refusals recorded."""
     ports = []
     for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
         p = socket.socket(fam, socket.SOCK_DGRAM)
         p.bind((host, 0))
         ports.append(str(p.getsockname()[1]))
         p.close()
-    want = subprocess.run([PY, "-c", CLOSED_PORT] + ports,
+    want = subprocess.run([PY, "-c", prog] + ports,
                           capture_output=True, text=True, timeout=60).stdout
-    eq(want.count("sendto 100\n"), 6, "native answers (%r)" % want)
-    run, r = loop_run(t, CLOSED_PORT, ports)
+    for line, count in premise.items():
+        eq(want.count(line), count, "native answers (%r)" % want)
+    run, r = loop_run(t, prog, ports)
     eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
     eq(r["stdout"], want, "answers against native")
     true(denials(r, None, "net"), "refusals recorded (%r)" % r["denials"])
@@ -573,19 +581,6 @@ def udp_connect_to_closed_port_as_the_kernel(t):
     still took datagrams (corral's duplicate held it). Now both answer
     as natively, side by side; getpeername names the port asked for;
     the refusal is recorded and nothing leaves the run."""
-    ports = []
-    for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-        p = socket.socket(fam, socket.SOCK_DGRAM)
-        p.bind((host, 0))
-        ports.append(str(p.getsockname()[1]))
-        p.close()
-    want = subprocess.run([PY, "-c", CONNECT_CLOSED] + ports,
-                          capture_output=True, text=True, timeout=60).stdout
-    eq(want.count("then ECONNREFUSED\n"), 4, "native answers (%r)" % want)
-    eq(want.count("recv ECONNREFUSED\n"), 4, "native answers (%r)" % want)
-    run, r = loop_run(t, CONNECT_CLOSED, ports)
-    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
-    eq(r["stdout"], want, "answers against native")
-    true(denials(r, None, "net"), "refusals recorded (%r)" % r["denials"])
-    eq(r["status"], "ok", "status")
+    closed_side_by_side(t, CONNECT_CLOSED, {"then ECONNREFUSED\n": 4,
+                                            "recv ECONNREFUSED\n": 4})
     t.assert_next_run_ok()
