@@ -125,7 +125,8 @@ def punch():
 say("punch", punch)
 print("punched_size", os.fstat(fd).st_size)
 print("punched_small", os.fstat(fd).st_blocks * 512 <= 4 << 20)
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+xfsz = []
+signal.signal(signal.SIGXFSZ, lambda s, f: xfsz.append(s))
 resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 say("fsize", lambda: os.posix_fallocate(w, 0, 8 << 20))
 # The kernel's earlier checks come before the size's: a read-only fd
@@ -135,6 +136,18 @@ def badmode():
     if libc.fallocate(w, 0x4000, ctypes.c_long(0), ctypes.c_long(8 << 20)) < 0:
         raise OSError(ctypes.get_errno(), "mode")
 say("fsize_badmode", badmode)
+print("signals", len(xfsz))
+# Past the filesystem's largest file: EFBIG before the size limit, so
+# no signal, and nothing allocated (KEEP_SIZE too).
+def huge(mode):
+    def f():
+        if libc.fallocate(w, mode, ctypes.c_long(0), ctypes.c_long(1 << 50)) < 0:
+            raise OSError(ctypes.get_errno(), "huge")
+    return f
+blocks = os.fstat(w).st_blocks
+say("huge", huge(0))
+say("huge_keep_size", huge(FALLOC_FL_KEEP_SIZE))
+print("huge_signals", len(xfsz), "blocks_same", os.fstat(w).st_blocks == blocks)
 '''
 
 
@@ -145,8 +158,10 @@ def dj_alloc_answers_as_the_kernel(t):
     and blocks), EBADF on a read-only or closed fd, EINVAL on a zero or
     negative length, a hole punched, EFBIG past RLIMIT_FSIZE (and the
     kernel's earlier errno first: EBADF for a read-only fd, EOPNOTSUPP
-    for an unknown mode, where corral answered EFBIG); the next run
-    works."""
+    for an unknown mode, where corral answered EFBIG; past the largest
+    file EFBIG without SIGXFSZ and nothing allocated, where corral sent
+    the signal, or stepped a KEEP_SIZE allocation to the disk budget);
+    the next run works."""
     import subprocess
     path = t.write("answers.py", ANSWERS)
     nat = t.path("native")
