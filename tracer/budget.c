@@ -113,7 +113,11 @@ struct cr_budgets {
 	 * current fd scan started (al_pend, al_snap of it at the start), and
 	 * seen by a completed scan but not yet by a completed walk. */
 	uint64_t al_pend, al_snap, al_scan;
-	uint64_t disk_peak;		/* the most judged during the run */
+	uint64_t disk_peak;		/* the most measured during the run
+					 * (charges not yet measured are
+					 * judged, not recorded: a run
+					 * that allocates and frees small
+					 * files all day holds few) */
 	const char *fail_root;		/* borrowed from roots: where the
 					 * last failed pass stopped */
 	char *fail_dir;			/* owned: ...at a directory of
@@ -1674,6 +1678,8 @@ static void judge_disk(struct cr_run *run, bool complete)
 		files = b->hook_files;
 	if (b->hook_bytes > disk)
 		disk = b->hook_bytes;
+	if (disk > b->disk_peak)
+		b->disk_peak = disk;
 	disk += b->al_pend + b->al_scan;
 	/* Over only with allocations charged: they may be in the pass's
 	 * figure too (alloc_confirm measures again before a breach). */
@@ -1687,9 +1693,9 @@ static void judge_disk(struct cr_run *run, bool complete)
 		files = b->hook_files > b->files ? b->hook_files : b->files;
 		disk = (b->hook_bytes > b->disk ? b->hook_bytes : b->disk) +
 		       b->al_pend + b->al_scan;
+		if (disk > b->disk_peak)
+			b->disk_peak = disk;
 	}
-	if (disk > b->disk_peak)
-		b->disk_peak = disk;
 	if (files > lim(run, CR_LIM_FILES))
 		breach(run, CR_LIM_FILES, files);
 	else if (disk > lim(run, CR_LIM_DISK))
@@ -2198,9 +2204,9 @@ int cr_budget_on_alloc(struct cr_run *run, pid_t pid, uint64_t bytes)
 			return -EDQUOT;
 		}
 		disk = alloc_judged(b);
+		if (disk > b->disk_peak)
+			b->disk_peak = disk;	/* measured just now */
 	}
-	if (disk > b->disk_peak)
-		b->disk_peak = disk;
 	if (disk > lim(run, CR_LIM_DISK)) {
 		breach_how(run, CR_LIM_DISK, disk, true);
 		return -EDQUOT;

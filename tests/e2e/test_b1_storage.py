@@ -96,11 +96,15 @@ def storage_memfds_in_a_socket_queue_count(t):
 @test
 def storage_file_in_a_socket_in_flight_counts(t):
     # The file is queued in socket pair B; B's end is queued in pair C;
-    # every descriptor of B and of the file is closed.
+    # every descriptor of B and of the file is closed; then it is filled
+    # through a mapping (an allocation is charged as made, so the data is
+    # written where no fd table shows it). Past the budget is what shows
+    # it was counted: the run may end while the file is being filled.
     before = free_bytes(CFG.tmpdir)
     run, r = hoard(t, ["disk=64MiB"], "nested", 300)
     assert_counted(t, run, r)
-    ge(r["usage"]["disk_bytes"], 300 * MIB, "usage.disk_bytes")
+    true(r["usage"]["disk_bytes"] > 64 * MIB, "usage.disk_bytes %d" %
+         r["usage"]["disk_bytes"])
     assert_freed(lambda: free_bytes(CFG.tmpdir), before, 200 * MIB,
                  "disk space")
     t.assert_next_run_ok()
@@ -108,11 +112,13 @@ def storage_file_in_a_socket_in_flight_counts(t):
 
 @test
 def storage_deleted_file_held_by_a_mapping_counts(t):
-    # One page of a 300 MiB file mapped, the fd closed, the file unlinked:
-    # no fd table shows it and its pages are in nobody's RSS.
+    # A 300 MiB file mapped, the fd closed, the file unlinked, then filled
+    # through the mapping: no fd table shows it, and its pages are
+    # counted in RSS only while resident (written back, they are not).
     run, r = hoard(t, ["disk=64MiB"], "mapped", 300)
     assert_counted(t, run, r)
-    ge(r["usage"]["disk_bytes"], 300 * MIB, "usage.disk_bytes")
+    true(r["usage"]["disk_bytes"] > 64 * MIB, "usage.disk_bytes %d" %
+         r["usage"]["disk_bytes"])
     t.assert_next_run_ok()
 
 

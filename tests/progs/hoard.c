@@ -7,8 +7,14 @@
  *   hoard memfd MIB COUNT     the same with memfds
  *   hoard nested MIB          a file sent into socket pair B, one end of B
  *                             sent into pair C, B's ends and the file closed
- *   hoard mapped MIB          a file of MIB MiB, one page of it mapped, the
- *                             fd closed, the file unlinked
+ *                             and unlinked, then filled with MIB MiB through
+ *                             a mapping, which is then unmapped
+ *   hoard mapped MIB          a file mapped, the fd closed, the file
+ *                             unlinked, then MIB MiB written through the
+ *                             mapping
+ * (nested and mapped fill the file once it is hidden: an allocation is
+ * charged as it is made, so only data written where no fd table shows it
+ * tests what they are for)
  *   hoard shm NAME MIB        /dev/shm/NAME filled with MIB MiB
  *   hoard sockbuf N           N unix socket pairs, each filled one way as far
  *                             as the kernel lets (SO_SNDBUF raised)
@@ -146,9 +152,29 @@ static void hoard(long mib, long count, bool memfd)
 	hold();
 }
 
+/* A sparse file of mib MiB, mapped shared and writable: nothing is
+ * allocated until the mapping is written. */
+static char *sparse_map(const char *name, long mib, int *fdp)
+{
+	int fd = open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	char *p;
+
+	if (fd < 0 || ftruncate(fd, mib * MIB) < 0) {
+		printf("sparse %s: %s\n", name, strerror(errno));
+		exit(1);
+	}
+	p = mmap(NULL, (size_t)mib * MIB, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	if (p == MAP_FAILED)
+		exit(1);
+	*fdp = fd;
+	return p;
+}
+
 static void nested(long mib)
 {
-	int b[2], c[2], fd = filled("nested", mib, false);
+	int b[2], c[2], fd;
+	char *p = sparse_map("nested", mib, &fd);
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, b) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM, 0, c) < 0 ||
@@ -158,19 +184,22 @@ static void nested(long mib)
 	unlink("nested");
 	close(b[0]);
 	close(b[1]);
+	memset(p, 'n', (size_t)mib * MIB);
+	msync(p, (size_t)mib * MIB, MS_SYNC);
+	munmap(p, (size_t)mib * MIB);
 	printf("held %ld\n", mib);
 	hold();
 }
 
 static void mapped(long mib)
 {
-	int fd = filled("mapped", mib, false);
-	void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	int fd;
+	char *p = sparse_map("mapped", mib, &fd);
 
-	if (p == MAP_FAILED)
-		exit(1);
 	close(fd);
 	unlink("mapped");
+	memset(p, 'm', (size_t)mib * MIB);
+	msync(p, (size_t)mib * MIB, MS_SYNC);
 	printf("held %ld\n", mib);
 	hold();
 }
