@@ -122,6 +122,7 @@ struct cr_netstate {
 	 * pointed at ([1]: refused by the kernel's ICMP): sockets per family
 	 * bound by corral, never read, their receive buffers the least
 	 * (udp.c, cr_net_udp_sink). */
+	uint64_t collect_next_ns;	/* cr_net_udp_collect's pace */
 	int sink[2][2];			/* [kind][family]; owned, made at
 					 * first use */
 	union cr_sockaddr saddr[2][2];
@@ -307,7 +308,7 @@ int cr_net_udp_sink(struct cr_netstate *ns, int domain, bool refuse,
 		    union cr_sockaddr *t, socklen_t *tl);
 void cr_net_udp_finish(struct cr_netstate *ns);
 /* Let go of the members no task of the run holds any more (a scan of the
- * tasks' descriptor tables). */
+ * tasks' descriptor tables), paced by its cost (udp.c). */
 void cr_net_udp_collect(struct cr_run *run);
 
 /* tracer/net/iface.c: the host's interfaces and its own addresses */
