@@ -1267,8 +1267,9 @@ static bool fdscan_seen(struct cr_budgets *b, const struct stat *st,
  * changes): FIONREAD bytes are queued in at most that many buffers (a
  * write into a packet-mode pipe takes a page of its own, however small),
  * and at most F_GETPIPE_SZ's worth: the smaller of the two is charged,
- * an error towards stopping. An empty pipe holds no buffer page (the
- * one page it may cache after a read is not counted: docs/limits.md).
+ * an error towards stopping; plus CR_BUDGET_PIPE_KERNEL for what any
+ * pipe holds, queued or not (16 processes x 9 900 empty pipes held
+ * ~935 MiB of the host's memory under memory=64MiB, counted nothing).
  * splice, tee and vmsplice are refused, so no buffer holds another
  * file's pages.
  */
@@ -1285,6 +1286,8 @@ static void fdscan_pipe(struct cr_run *run, const struct stat *st,
 	if (fd < 0)
 		return;		/* closed meanwhile */
 	cap = fcntl(fd, F_GETPIPE_SZ);
+	if (cap > 0)
+		b->fs_pipes += CR_BUDGET_PIPE_KERNEL;
 	if (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0 && cap > 0) {
 		uint64_t bound = (uint64_t)queued * (uint64_t)b->page;
 

@@ -53,6 +53,10 @@
 /* Kernel memory of a live task counted against memory: its stack (16 KiB
  * on x86-64) and its descriptors in slab (~8 KiB measured). */
 #define CR_BUDGET_TASK_KERNEL (24ull << 10)
+/* What a pipe holds in the kernel besides the data it queues: its ring,
+ * the page it keeps after a read, its inode, dentry and two files (4 x
+ * 9 000 pipes, each written and read once: 3-5 KiB each, measured). */
+#define CR_BUDGET_PIPE_KERNEL (6u << 10)
 /* A PSS judgement (every process's smaps_rollup) is free again only
  * after this many times its own CPU cost has passed (tracer/budget.c). */
 #define CR_BUDGET_PSS_IDLE 30
