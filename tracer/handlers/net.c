@@ -1502,6 +1502,12 @@ static bool opt_set(const void *val, uint64_t len)
 	return opt_int(val, len) != 0;
 }
 
+/* IP options given at all (an empty value clears them). */
+static bool opt_nonempty(const void *val, uint64_t len)
+{
+	return len > 0;
+}
+
 static bool opt_devname(const void *val, uint64_t len)
 {
 	return !cr_net_ifname_ok(val ? val : "", val ? (size_t)len : 0);
@@ -1625,6 +1631,11 @@ struct inet_sockopt {
 static const struct inet_sockopt inet_sockopts[] = {
 	{ IPPROTO_IPV6, IPV6_RTHDR, opt_always, EPERM, RTHDR_WHY },
 	{ IPPROTO_IPV6, IPV6_2292PKTOPTIONS, opt_always, EPERM, RTHDR_WHY },
+	/* IPv4's twin: a loose or strict source route among the options
+	 * picks the first hop of every later send (and of corral's own
+	 * connect). This kernel refuses it to an unprivileged caller; one
+	 * that allows it would not be asked. */
+	{ IPPROTO_IP, IP_OPTIONS, opt_nonempty, EPERM, RTHDR_WHY },
 	{ SOL_SOCKET, SO_BINDTODEVICE, opt_devname, EPERM, WAY_OUT_WHY },
 	{ SOL_SOCKET, SO_BINDTOIFINDEX, opt_ifindex, EPERM, WAY_OUT_WHY },
 	{ IPPROTO_IP, IP_UNICAST_IF, opt_ifindex_be, EPERM, WAY_OUT_WHY },
