@@ -452,4 +452,13 @@ def errno_parity_dev_tty_node(t):
                            " print(errno.errorcode[e.errno])\n"]))
     eq(r.get("stdout"), "ENXIO\n", "O_PATH of /dev/tty under corral")
     eq(r.get("denials") or [], [], "no denial: the kernel's answer")
+    # The shared terminal nodes' access and modification times tell when
+    # any process of the host last used a terminal through them: where
+    # corral answers stat (strict metadata), they are the change time.
+    r = t.result(t.corral(["run", "--json", "--strict-metadata", "--", PY,
+                           "-c", "import os\nfor p in ('/dev/tty', '/dev/ptmx'):\n"
+                           " for st in (os.stat(p), os.lstat(p)):\n"
+                           "  print(st.st_atime_ns == st.st_ctime_ns,"
+                           " st.st_mtime_ns == st.st_ctime_ns)\n"]))
+    eq(r.get("stdout"), "True True\n" * 4, "terminal nodes' times")
     t.assert_next_run_ok()

@@ -62,6 +62,20 @@ static struct cr_verdict write_back(const struct seccomp_notif *n, int argi,
 	return CR_V_VAL(0);
 }
 
+/* /dev/tty and /dev/ptmx are nodes every program of the host uses: their
+ * access and modification times move when any process reads or writes a
+ * terminal through them (a sudo or ssh prompt). Their times are answered
+ * as their change time, which moves only with their owner or mode. Where
+ * the kernel answers stat itself (the Landlock fast path) or for an fd
+ * the program holds (fstat), the times are the kernel's: docs/threat-
+ * model.md. */
+static bool shared_terminal(const struct cr_fsres *res, mode_t mode)
+{
+	return S_ISCHR(mode) &&
+	       (!strcmp(res->path, "/dev/tty") || !strcmp(res->path, "/dev/ptmx") ||
+		!strcmp(res->path, "/dev/pts/ptmx"));
+}
+
 static struct cr_verdict do_stat(struct cr_run *run,
 				 const struct seccomp_notif *n, const char *sys,
 				 int diri, int pathi, int bufi, int flags)
@@ -106,6 +120,8 @@ static struct cr_verdict do_stat(struct cr_run *run,
 		st = res.st;
 		rc = 0;
 	}
+	if (rc == 0 && shared_terminal(&res, st.st_mode))
+		st.st_atim = st.st_mtim = st.st_ctim;
 	cr_fsres_free(&res);
 	if (rc < 0)
 		return CR_V_ERR(errno);
@@ -172,6 +188,9 @@ struct cr_verdict cr_h_statx(struct cr_run *run, const struct cr_syscall_entry *
 	rc = statx(res.dirfd, res.name,
 		   (flags & ~(AT_EMPTY_PATH)) | (res.via_link ? 0 : AT_SYMLINK_NOFOLLOW),
 		   mask, &stx);
+	if (rc == 0 && (stx.stx_mask & STATX_CTIME) &&
+	    shared_terminal(&res, stx.stx_mode))
+		stx.stx_atime = stx.stx_mtime = stx.stx_ctime;
 	cr_fsres_free(&res);
 	if (rc < 0)
 		return CR_V_ERR(errno);
