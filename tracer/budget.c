@@ -434,6 +434,16 @@ bool cr_budget_zombie(struct cr_run *run, pid_t pid)
 	return false;
 }
 
+bool cr_budget_zombie_listed(const struct cr_run *run, pid_t pid)
+{
+	const struct cr_budgets *b = run->budgets;
+
+	for (size_t i = 0; b && pid > 0 && i < b->nzombies; i++)
+		if (b->zombies[i].pid == pid)
+			return true;
+	return false;
+}
+
 static void settle(struct cr_run *run, struct cr_task *t)
 {
 	struct cr_budgets *b = run->budgets;
@@ -1664,6 +1674,13 @@ static uint64_t over(uint64_t v, uint64_t base)
 static int alloc_confirm(struct cr_run *run);
 static void unmeasurable(struct cr_run *run, int rc);
 
+/* The last complete figure with the allocations not yet measured. */
+static uint64_t alloc_judged(const struct cr_budgets *b)
+{
+	return (b->disk > b->hook_bytes ? b->disk : b->hook_bytes) +
+	       b->al_pend + b->al_scan;
+}
+
 /* Judge what is known: a pass in progress already proves at least its
  * partial sums exist. */
 static void judge_disk(struct cr_run *run, bool complete)
@@ -1694,8 +1711,7 @@ static void judge_disk(struct cr_run *run, bool complete)
 			return;
 		}
 		files = b->hook_files > b->files ? b->hook_files : b->files;
-		disk = (b->hook_bytes > b->disk ? b->hook_bytes : b->disk) +
-		       b->al_pend + b->al_scan;
+		disk = alloc_judged(b);
 		if (disk > b->disk_peak)
 			b->disk_peak = disk;
 	}
@@ -2151,12 +2167,6 @@ int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes)
 	}
 	b->hook_bytes += bytes;
 	return 0;
-}
-
-static uint64_t alloc_judged(const struct cr_budgets *b)
-{
-	return (b->disk > b->hook_bytes ? b->disk : b->hook_bytes) +
-	       b->al_pend + b->al_scan;
 }
 
 /*

@@ -158,6 +158,9 @@ void cr_budget_on_exec(struct cr_run *run, struct cr_task *leader,
  * event must not add it back.) Forgets it. */
 bool cr_budget_gone_early(struct cr_run *run, pid_t tid);
 bool cr_budget_zombie(struct cr_run *run, pid_t pid);
+/* Only whether pid is in the list of zombies kept (no system call): a
+ * number never listed is no zombie of the run. */
+bool cr_budget_zombie_listed(const struct cr_run *run, pid_t pid);
 /* The task is about to leave the table. */
 void cr_budget_on_gone(struct cr_run *run, struct cr_task *t);
 

@@ -743,8 +743,11 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			}
 			return splice_in(w, target, (size_t)tl) ?: 1;
 		}
+		/* Listed first: the walk of every /proc/<pid> of the run
+		 * (/proc/self/...) must not ask the kernel twice. */
 		if (w->clen == 5 && !strcmp(w->cur, "/proc") &&
 		    is_num(name, nlen) &&
+		    cr_budget_zombie_listed(w->run, (pid_t)atoi(nm)) &&
 		    !cr_tasks_ours(&w->run->tasks, (pid_t)atoi(nm)))
 			return zombie_dir(w, nm, cand, plen, last, res);
 		res->exists = true;
