@@ -175,13 +175,15 @@ def ipv4_source_route_option_is_refused_by_corral(t):
     its duplicate) would go to the route's first hop. This kernel refuses
     it to an unprivileged caller (EPERM natively too); one that allowed
     it was not asked: corral refuses it itself now, with a net denial,
-    and an empty value (which clears the options) and the other levels'
-    options of the same number (TCP_KEEPIDLE) work as natively."""
+    while other options (record route), an empty value (which clears
+    them) and the other levels' options of the same number (TCP_KEEPIDLE)
+    work as natively."""
     code = (
         "import socket, errno\n"
         "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
         "lsrr = bytes([131, 7, 4]) + socket.inet_aton('127.0.0.2') + b'\\x01'\n"
-        "for name, val in (('lsrr', lsrr), ('empty', b'')):\n"
+        "rr = bytes([7, 7, 4]) + bytes(4) + b'\\x01'\n"
+        "for name, val in (('lsrr', lsrr), ('rr', rr), ('empty', b'')):\n"
         "    try:\n"
         "        s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, val)\n"
         "        print(name, 'ok')\n"
@@ -191,7 +193,8 @@ def ipv4_source_route_option_is_refused_by_corral(t):
         "k.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30)\n"
         "print('keepidle', k.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE))\n")
     r = t.result(t.corral(["run", "--json", "--", "python3", "-c", code]))
-    eq(r.get("stdout"), "lsrr EPERM\nempty ok\nkeepidle 30\n", "answers")
+    eq(r.get("stdout"), "lsrr EPERM\nrr ok\nempty ok\nkeepidle 30\n",
+       "answers")
     nets = [d for d in (r.get("denials") or []) if d.get("layer") == "net"
             and d.get("syscall") == "setsockopt"]
     eq(len(nets), 1, "one net denial, by corral (%s)" % _show(r.get("denials")))

@@ -1502,10 +1502,28 @@ static bool opt_set(const void *val, uint64_t len)
 	return opt_int(val, len) != 0;
 }
 
-/* IP options given at all (an empty value clears them). */
-static bool opt_nonempty(const void *val, uint64_t len)
+/* IPv4 options naming a source route (loose 131, strict 137), or ones
+ * that cannot be read through (the kernel's own parser decides those:
+ * refused, failing closed). Record route and timestamps stay the
+ * kernel's, which lets any user set them. */
+static bool opt_source_route(const void *val, uint64_t len)
 {
-	return len > 0;
+	const unsigned char *o = val;
+
+	if (len && !o)
+		return true;
+	for (uint64_t i = 0; i < len;) {
+		if (o[i] == 0)		/* end of options */
+			return false;
+		if (o[i] == 1) {	/* no-op */
+			i++;
+			continue;
+		}
+		if (o[i] == 131 || o[i] == 137 || i + 1 >= len || o[i + 1] < 2)
+			return true;
+		i += o[i + 1];
+	}
+	return false;
 }
 
 static bool opt_devname(const void *val, uint64_t len)
@@ -1634,8 +1652,9 @@ static const struct inet_sockopt inet_sockopts[] = {
 	/* IPv4's twin: a loose or strict source route among the options
 	 * picks the first hop of every later send (and of corral's own
 	 * connect). This kernel refuses it to an unprivileged caller; one
-	 * that allows it would not be asked. */
-	{ IPPROTO_IP, IP_OPTIONS, opt_nonempty, EPERM, RTHDR_WHY },
+	 * that allows it would not be asked. Other options are the
+	 * kernel's. */
+	{ IPPROTO_IP, IP_OPTIONS, opt_source_route, EPERM, RTHDR_WHY },
 	{ SOL_SOCKET, SO_BINDTODEVICE, opt_devname, EPERM, WAY_OUT_WHY },
 	{ SOL_SOCKET, SO_BINDTOIFINDEX, opt_ifindex, EPERM, WAY_OUT_WHY },
 	{ IPPROTO_IP, IP_UNICAST_IF, opt_ifindex_be, EPERM, WAY_OUT_WHY },
