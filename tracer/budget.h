@@ -53,6 +53,17 @@
 /* Kernel memory of a live task counted against memory: its stack (16 KiB
  * on x86-64) and its descriptors in slab (~8 KiB measured). */
 #define CR_BUDGET_TASK_KERNEL (24ull << 10)
+/* Kernel memory a mapping (VMA) holds: its vm_area_struct and its share
+ * of the maple tree (16 processes x 65 508 PROT_NONE mappings held 254 MiB
+ * of unreclaimable slab: ~250 B each, measured). A mapping covers a page
+ * at least, so a process's count is at most its address space in pages,
+ * and vm.max_map_count. */
+#define CR_BUDGET_VMA_BYTES 256u
+/* A process's mappings are counted again at most every this many ticks,
+ * and all counting waits this many times its own CPU cost after each
+ * count (reading 65 000 mappings costs ~17 ms). */
+#define CR_BUDGET_VMA_TICKS 10
+#define CR_BUDGET_VMA_IDLE 10
 /* What a pipe holds in the kernel besides the data it queues: its ring,
  * the page it keeps after a read, its inode, dentry and two files (4 x
  * 9 000 pipes, each written and read once: 3-5 KiB each, measured). */

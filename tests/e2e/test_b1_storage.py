@@ -415,6 +415,18 @@ def storage_sparse_page_tables_count(t):
 
 
 @test
+def storage_mappings_kernel_memory_counts(t):
+    # Each mapping (VMA) holds ~250 B of slab no RSS shows, up to
+    # vm.max_map_count (65 530) a process: 16 processes splitting a
+    # PROT_NONE reservation into 65 000 single pages each held 254 MiB of
+    # kernel memory for ~1 MiB resident, and ended ok under memory=32MiB
+    # (found by a probing session).
+    run, r = hoard(t, ["memory=32MiB", "processes=32"], "maps", 16, 65000)
+    assert_counted(t, run, r, "memory")
+    t.assert_next_run_ok()
+
+
+@test
 def storage_task_kernel_memory_counts(t):
     # Each task's kernel stack and descriptors (~24 KiB) are in no RSS:
     # 2000 threads on the smallest stacks held ~48 MiB of kernel memory

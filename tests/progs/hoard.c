@@ -40,6 +40,10 @@
  *                             one per 2 MiB (each its own page-table page),
  *                             each read and dropped; a few MiB of address
  *                             space make MiBs of tables
+ *   hoard maps PROCS N        mappings' kernel memory: PROCS processes,
+ *                             each splitting one PROT_NONE reservation
+ *                             into N single-page mappings (every other
+ *                             page made readable), nothing resident
  *   hoard threads N           N threads on the smallest stacks, each
  *                             waiting: kernel stacks and task descriptors
  *                             (~24 KiB a task) for a few KiB of RSS
@@ -406,6 +410,38 @@ static void sparse(long procs, long n)
 	hold();
 }
 
+static void maps(long procs, long n)
+{
+	const size_t pg = 4096;
+	char *base;
+	long made = 0;
+
+	for (long i = 1; i < procs; i++) {
+		pid_t p = fork();
+
+		if (p < 0) {
+			printf("fork: %s\n", strerror(errno));
+			exit(1);
+		}
+		if (p == 0)
+			break;
+	}
+	base = mmap(NULL, (size_t)n * 2 * pg, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED) {
+		printf("mmap: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (long k = 0; k < n; k++) {
+		if (mprotect(base + (size_t)k * 2 * pg, pg, PROT_READ) < 0)
+			break;	/* ENOMEM: vm.max_map_count reached */
+		made++;
+	}
+	printf("held %ld\n", made * 256 >> 20);
+	fflush(stdout);
+	hold();
+}
+
 static void *idle_thread(void *arg)
 {
 	(void)arg;
@@ -534,6 +570,8 @@ int main(int argc, char **argv)
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
 		sparse(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 4 && !strcmp(argv[1], "maps"))
+		maps(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 3 && !strcmp(argv[1], "threads"))
 		threads(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unlinked"))
