@@ -783,7 +783,8 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
  * (~17 ms for 65 000 mappings), which the program chooses: each process
  * is counted again at most every CR_BUDGET_VMA_TICKS, the counting waits
  * CR_BUDGET_VMA_IDLE times its own cost, and that cost is charged to the
- * run's cpu budget. In between, the last count of each process stands. */
+ * run's cpu budget; one poll reads for CR_BUDGET_VMA_SLICE_NS at most. In
+ * between, the last count of each process stands. */
 static uint64_t count_mappings(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
@@ -805,6 +806,10 @@ static uint64_t count_mappings(struct cr_run *run)
 				t->b.vmas = v;
 				t->b.vma_tick = b->tick;
 			}
+			/* One poll's share, however many are due: the
+			 * rest wait for the next, their last counts
+			 * standing meanwhile. */
+			paced = cr_thread_cpu_ns() - t0 > CR_BUDGET_VMA_SLICE_NS;
 		}
 		sum += t->b.vmas * CR_BUDGET_VMA_BYTES;
 	}

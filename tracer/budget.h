@@ -64,6 +64,8 @@
  * count (reading 65 000 mappings costs ~17 ms). */
 #define CR_BUDGET_VMA_TICKS 10
 #define CR_BUDGET_VMA_IDLE 10
+/* ...and one poll counts for this much of its CPU time at most. */
+#define CR_BUDGET_VMA_SLICE_NS (5 * 1000000ull)
 /* What a pipe holds in the kernel besides the data it queues: its ring,
  * the page it keeps after a read, its inode, dentry and two files (4 x
  * 9 000 pipes, each written and read once: 3-5 KiB each, measured). */
