@@ -1219,16 +1219,19 @@ static void note_socket(struct cr_budgets *b, uint64_t ino)
 static void measure_sockets(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
-	uint64_t bytes;
+	uint64_t bytes, piped = 0;
 	int rc;
 
 	if (b->sock_unmeasurable)
 		return;
 	/* The run's UDP sockets the supervisor holds a duplicate of (members
 	 * and DNS clients): their queues live on after the program closed
-	 * its descriptors. */
-	if (run->net && (run->net->nudp || run->net->nclients)) {
-		size_t need = b->nsock + run->net->nudp + run->net->nclients;
+	 * its descriptors. And the proxy's sockets and pipes of each relayed
+	 * connection: what waits there for a slow far end is the run's. */
+	if (run->net && (run->net->nudp || run->net->nclients ||
+			 run->net->nconns)) {
+		size_t need = b->nsock + run->net->nudp + run->net->nclients +
+			      2 * run->net->nconns;
 
 		if (need > b->sockcap) {
 			uint64_t *g = realloc(b->sockinos, need * sizeof(*g));
@@ -1243,10 +1246,12 @@ static void measure_sockets(struct cr_run *run)
 		b->nsock += cr_dns_client_inodes(run->net,
 						 b->sockinos + b->nsock,
 						 b->sockcap - b->nsock);
+		b->nsock += cr_proxy_inodes(run->net, b->sockinos + b->nsock,
+					    b->sockcap - b->nsock, &piped);
 	}
 	rc = cr_sockmem_measure(b->sockmem, b->sockinos, b->nsock, &bytes);
 	if (!rc)
-		b->sockbytes = bytes;
+		b->sockbytes = bytes + piped;
 	else if (rc == -ENOENT || rc == -EPROTONOSUPPORT || rc == -EIO)
 		b->sock_unmeasurable = true;	/* no sock_diag: docs/limits.md */
 }

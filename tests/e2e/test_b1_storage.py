@@ -10,6 +10,8 @@ share memory across processes as test runners do."""
 import glob
 import os
 import signal
+import socket
+import threading
 
 from harness import (CFG, eq, contains, true, ge, test, wait_for,
                      check_result_shape)
@@ -375,6 +377,45 @@ def storage_tcp_send_queues_count(t):
     # SO_SNDBUF raised writing until full: ~190 MiB waits in the clients'
     # send queues. It counts against memory.
     run, r = hoard(t, ["memory=64MiB"], "tcp", 40)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+@test
+def storage_proxy_relay_buffers_count(t):
+    # A granted destination that accepts and never reads: what the run
+    # sends waits in corral's proxy (the accepted socket's receive queue
+    # grows by autotuning, the upstream socket's send queue, the relay
+    # pipes), not in the program's small send buffers. 60 connections
+    # held ~270 MiB of corral's sockets under memory=64MiB, ok with a
+    # 5 MB peak (found by a probing session).
+    lsn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsn.bind(("127.0.0.1", 0))
+    lsn.listen(128)
+    port = lsn.getsockname()[1]
+    held, stop = [], threading.Event()
+
+    def serve():
+        lsn.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c, _ = lsn.accept()
+                held.append(c)	# accepted, never read
+            except OSError:
+                pass
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        run, r = hoard(t, ["memory=64MiB", "net-connections=64",
+                           "net-bytes=10GiB"], "relay", port, 60,
+                       extra=["--allow-net", "127.0.0.1:%d" % port])
+    finally:
+        stop.set()
+        th.join()
+        for c in held:
+            c.close()
+        lsn.close()
     assert_counted(t, run, r, "memory")
     ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
     t.assert_next_run_ok()

@@ -32,6 +32,11 @@
  *   hoard tcpback N           the same with the listener's SO_RCVBUF raised
  *                             and the clients' SO_SNDBUF at its least: the
  *                             bytes wait in connections not accepted yet
+ *   hoard relay PORT N        N connections to 127.0.0.1:PORT (a server
+ *                             outside that never reads, reached through
+ *                             corral's proxy), SO_SNDBUF at 4 KiB, filled
+ *                             in turn until none moves for a second: the
+ *                             bytes wait in the proxy's buffers
  *   hoard ptables GIB         page tables without resident pages: one byte
  *                             read per 2 MiB of a GIB GiB PROT_READ mapping,
  *                             each page dropped again (MADV_DONTNEED)
@@ -59,6 +64,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -354,6 +360,43 @@ static void tcp(long n, bool back)
 	hold();
 }
 
+static void relay(long port, long n)
+{
+	static char buf[1 << 16];
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct pollfd p[256];
+	int small = 4096;
+	long bytes = 0;
+
+	if (n > 256)
+		n = 256;
+	for (long i = 0; i < n; i++) {
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (c < 0 ||
+		    setsockopt(c, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)) ||
+		    connect(c, (struct sockaddr *)&a, sizeof(a)) ||
+		    fcntl(c, F_SETFL, O_NONBLOCK)) {
+			printf("client %ld: %s\n", i, strerror(errno));
+			hold();
+		}
+		p[i] = (struct pollfd){ .fd = c, .events = POLLOUT };
+	}
+	while (poll(p, (nfds_t)n, 1000) > 0)
+		for (long i = 0; i < n; i++) {
+			ssize_t w;
+
+			if ((p[i].revents & POLLOUT) &&
+			    (w = send(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+				bytes += w;
+		}
+	printf("held %ld\n", bytes >> 20);
+	fflush(stdout);
+	hold();
+}
+
 static void ptables(long gib)
 {
 	size_t len = (size_t)gib << 30;
@@ -570,6 +613,8 @@ int main(int argc, char **argv)
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
 		sparse(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 4 && !strcmp(argv[1], "relay"))
+		relay(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 4 && !strcmp(argv[1], "maps"))
 		maps(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 3 && !strcmp(argv[1], "threads"))

@@ -301,6 +301,13 @@ bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
  * queues count against memory even when no task holds them any more. */
 size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
 			 size_t cap);
+/* The inodes of the proxy's sockets of every relayed connection (at most
+ * cap), and the bytes waiting in its relay pipes (proxy.c): what a slow
+ * far end leaves in corral's buffers is the run's, for the memory budget
+ * (a host server that never reads held ~270 MiB of corral's relay
+ * sockets under memory=64MiB, found by a probing session). */
+size_t cr_proxy_inodes(const struct cr_netstate *ns, uint64_t *out,
+		       size_t cap, uint64_t *piped);
 /* corral's socket that drops a send to a loopback UDP port no socket of
  * the run holds, or (refuse) whose port the kernel answers with ICMP
  * port unreachable; its address in *t, *tl. 0 or -errno. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <cJSON.h>
 
@@ -51,6 +52,7 @@ struct cr_net_conn {
 	int tfd;		/* owned: net-conn-time timer */
 	struct cr_watch *tw;
 	uint64_t ino;		/* the program socket, for getpeername */
+	uint64_t own_ino[2];	/* fd[0]'s and fd[1]'s, for the memory budget */
 	char dest[80];		/* for messages */
 	bool by_name;		/* allowed through a name, not an address */
 	uint64_t bytes[2];	/* read from fd[d] */
@@ -347,6 +349,13 @@ static void start_conn(struct cr_run *run, int fd,
 			  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd[1] < 0)
 		goto fail;
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+
+		if (fstat(c->fd[i], &st) < 0)
+			goto fail;
+		c->own_ino[i] = st.st_ino;
+	}
 	/* A connection to the broker is announced to it first: the broker
 	 * serves only peers so announced (tracer/broker/). */
 	if (cr_broker_expect(run, c->fd[1], &p->dest.sa, p->destlen))
@@ -442,6 +451,20 @@ static void on_accept(struct cr_run *run, uint32_t events, void *arg)
 				close(fd);
 		}
 	}
+}
+
+size_t cr_proxy_inodes(const struct cr_netstate *ns, uint64_t *out,
+		       size_t cap, uint64_t *piped)
+{
+	size_t k = 0;
+
+	*piped = 0;
+	for (const struct cr_net_conn *c = ns ? ns->conns : NULL; c; c = c->next) {
+		for (int i = 0; i < 2 && k < cap; i++)
+			out[k++] = c->own_ino[i];
+		*piped += c->inpipe[0] + c->inpipe[1];
+	}
+	return k;
 }
 
 /* Is the held socket still connecting or connected? Its SYN may never
