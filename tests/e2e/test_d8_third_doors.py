@@ -191,13 +191,32 @@ def ipv4_source_route_option_is_refused_by_corral(t):
         "        print(name, errno.errorcode[e.errno])\n"
         "k = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
         "k.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30)\n"
-        "print('keepidle', k.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE))\n")
+        "print('keepidle', k.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE))\n"
+        # The same options as a send's control message (IP_RETOPTS, 7):
+        # a source route refused, record route sent as natively.
+        "rcv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "rcv.bind(('127.0.0.1', 0))\n"
+        "for name, val in (('cmsg-lsrr', lsrr), ('cmsg-rr', rr)):\n"
+        "    try:\n"
+        "        s.sendmsg([b'x'], [(socket.IPPROTO_IP, 7, val)], 0,\n"
+        "                  rcv.getsockname())\n"
+        "        print(name, 'ok')\n"
+        "    except OSError as e:\n"
+        "        print(name, errno.errorcode[e.errno])\n"
+        # An IPv6 option on an IPv4 socket: the kernel's ENOPROTOOPT.
+        "try:\n"
+        "    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RTHDR, bytes(8))\n"
+        "    print('rthdr-on-v4 ok')\n"
+        "except OSError as e:\n"
+        "    print('rthdr-on-v4', errno.errorcode[e.errno])\n")
     r = t.result(t.corral(["run", "--json", "--", "python3", "-c", code]))
-    eq(r.get("stdout"), "lsrr EPERM\nrr ok\nempty ok\nkeepidle 30\n",
-       "answers")
-    nets = [d for d in (r.get("denials") or []) if d.get("layer") == "net"
-            and d.get("syscall") == "setsockopt"]
-    eq(len(nets), 1, "one net denial, by corral (%s)" % _show(r.get("denials")))
+    eq(r.get("stdout"), "lsrr EPERM\nrr ok\nempty ok\nkeepidle 30\n"
+       "cmsg-lsrr EPERM\ncmsg-rr ok\nrthdr-on-v4 ENOPROTOOPT\n", "answers")
+    for call in ("setsockopt", "sendmsg"):
+        nets = [d for d in (r.get("denials") or [])
+                if d.get("layer") == "net" and d.get("syscall") == call]
+        eq(len(nets), 1, "one net denial of %s, by corral (%s)" %
+           (call, _show(r.get("denials"))))
     t.assert_next_run_ok()
 
 @test

@@ -965,6 +965,8 @@ static bool cmsg_way_out(const struct cmsghdr *h)
 	return false;
 }
 
+static bool opt_source_route(const void *val, uint64_t len);
+
 /*
  * Control data, with every SCM_RIGHTS fd number translated from the
  * program's table to a duplicate in ours. The walk is stricter than the
@@ -1003,7 +1005,8 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 		if ((h->cmsg_level == IPPROTO_IPV6 &&
 		     (h->cmsg_type == IPV6_RTHDR ||
 		      h->cmsg_type == IPV6_2292RTHDR)) ||
-		    (h->cmsg_level == IPPROTO_IP && h->cmsg_type == IP_RETOPTS)) {
+		    (h->cmsg_level == IPPROTO_IP && h->cmsg_type == IP_RETOPTS &&
+		     opt_source_route(CMSG_DATA(h), h->cmsg_len - CMSG_LEN(0)))) {
 			cr_deny(run, pid, "sendmsg", NULL, "net",
 				"a routing header would choose the packet's route");
 			return -EPERM;
@@ -1743,8 +1746,9 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		v = cr_net_deny(run, n, e, NULL, 0, "net",
 				"MSG_ZEROCOPY would pin the program's pages in socket queues, past every budget",
 				ENOPROTOOPT);
-	else if ((s.domain == AF_INET || s.domain == AF_INET6) &&
-	    (rule = inet_sockopt_refused(level, opt, val, len)))
+	else if ((s.domain == AF_INET6 ||
+		  (s.domain == AF_INET && level != IPPROTO_IPV6)) &&
+		 (rule = inet_sockopt_refused(level, opt, val, len)))
 		v = cr_net_deny(run, n, e, NULL, 0, "net", rule->why, rule->err);
 	else if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
 	    s.domain == AF_UNIX && s.type == SOCK_DGRAM &&
