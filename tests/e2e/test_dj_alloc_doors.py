@@ -136,6 +136,12 @@ def badmode():
     if libc.fallocate(w, 0x4000, ctypes.c_long(0), ctypes.c_long(8 << 20)) < 0:
         raise OSError(ctypes.get_errno(), "mode")
 say("fsize_badmode", badmode)
+# FALLOC_FL_WRITE_ZEROES (0x80, Linux 6.17+): stepped by corral like the
+# other allocating modes; its answer is the filesystem's, as natively.
+def write_zeroes():
+    if libc.fallocate(w, 0x80, ctypes.c_long(0), ctypes.c_long(8 << 20)) < 0:
+        raise OSError(ctypes.get_errno(), "write-zeroes")
+say("fsize_write_zeroes", write_zeroes)
 print("signals", len(xfsz))
 # Past the filesystem's largest file: EFBIG before the size limit, so
 # no signal, and nothing allocated (KEEP_SIZE too).
