@@ -1229,9 +1229,10 @@ static void measure_sockets(struct cr_run *run)
 	 * its descriptors. And the proxy's sockets and pipes of each relayed
 	 * connection: what waits there for a slow far end is the run's. */
 	if (run->net && (run->net->nudp || run->net->nclients ||
-			 run->net->nconns)) {
+			 run->net->nconns || run->net->nuheld)) {
+		size_t tasks = b->nsock;
 		size_t need = b->nsock + run->net->nudp + run->net->nclients +
-			      2 * run->net->nconns;
+			      2 * run->net->nconns + run->net->nuheld;
 
 		if (need > b->sockcap) {
 			uint64_t *g = realloc(b->sockinos, need * sizeof(*g));
@@ -1248,6 +1249,11 @@ static void measure_sockets(struct cr_run *run)
 						 b->sockcap - b->nsock);
 		b->nsock += cr_proxy_inodes(run->net, b->sockinos + b->nsock,
 					    b->sockcap - b->nsock, &piped);
+		/* Unix clients held until accepted (the sweep asks which
+		 * the tasks still hold: the inodes before these). */
+		b->nsock += cr_unix_held_sweep(run->net, b->sockinos, tasks,
+					       b->sockinos + b->nsock,
+					       b->sockcap - b->nsock);
 	}
 	rc = cr_sockmem_measure(b->sockmem, b->sockinos, b->nsock, &bytes);
 	if (!rc)

@@ -32,6 +32,10 @@
  *   hoard tcpback N           the same with the listener's SO_RCVBUF raised
  *                             and the clients' SO_SNDBUF at its least: the
  *                             bytes wait in connections not accepted yet
+ *   hoard unixpend N          a unix stream listener that never accepts,
+ *                             N clients, SO_SNDBUF raised, each filling its
+ *                             connection and closing: the bytes wait in
+ *                             connections no descriptor names
  *   hoard relay PORT N        N connections to 127.0.0.1:PORT (a server
  *                             outside that never reads, reached through
  *                             corral's proxy), SO_SNDBUF at 4 KiB, filled
@@ -76,6 +80,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -360,6 +365,39 @@ static void tcp(long n, bool back)
 	hold();
 }
 
+static void unixpend(long n)
+{
+	static char buf[1 << 16];
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int big = 4 << 20, lsn = socket(AF_UNIX, SOCK_STREAM, 0);
+	long bytes = 0;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "pend.sock");
+	unlink(a.sun_path);
+	if (lsn < 0 || bind(lsn, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(lsn, (int)n)) {
+		printf("listener: %s\n", strerror(errno));
+		hold();
+	}
+	for (long i = 0; i < n; i++) {
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		ssize_t w;
+
+		if (c < 0 ||
+		    setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)) ||
+		    connect(c, (struct sockaddr *)&a, sizeof(a))) {
+			printf("client %ld: %s\n", i, strerror(errno));
+			hold();
+		}
+		while ((w = write(c, buf, sizeof(buf))) > 0)
+			bytes += w;
+		close(c);
+	}
+	printf("held %ld\n", bytes >> 20);
+	fflush(stdout);
+	hold();
+}
+
 static void relay(long port, long n)
 {
 	static char buf[1 << 16];
@@ -613,6 +651,8 @@ int main(int argc, char **argv)
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
 		sparse(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 3 && !strcmp(argv[1], "unixpend"))
+		unixpend(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "relay"))
 		relay(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 4 && !strcmp(argv[1], "maps"))

@@ -519,6 +519,10 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 			close(fd);
 			continue;
 		}
+		/* Its client, held by corral until now, is let go before
+		 * the program can read: end of file comes as natively. */
+		if (!aa->inet)
+			cr_unix_accepted(run->net, fd);
 		if (pa.sa.sa_family == AF_UNIX)
 			cr_net_unix_fix(run->net, &pa, &pl);
 		if (aa->addr && aa->lenp) {

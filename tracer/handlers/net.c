@@ -705,8 +705,19 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		break;
 	case AF_UNIX:
 		v = unix_target(run, n, e, &s, &a, alen, false, &t, &tl, &hold, &ok);
+		/* A stream client is held until accepted (unixhold.c): with
+		 * no room, refused as a full backlog is. */
+		if (ok && s.type != SOCK_DGRAM && !cr_unix_hold_room(ns)) {
+			ok = false;
+			v = v_err(EAGAIN);
+		}
 		if (ok)
 			v = unix_connect(s.dup, &t, tl);
+		if (ok && v.kind == CR_V_VALUE && s.type != SOCK_DGRAM &&
+		    cr_unix_hold(ns, s.dup, s.ino)) {
+			shutdown(s.dup, SHUT_RDWR);
+			v = v_err(ENOMEM);
+		}
 		if (ok && v.kind == CR_V_VALUE && is_abstract_or_unnamed(&a, alen) &&
 		    !listener_is_ours(s.dup)) {
 			/* The run's name, re-bound by a stranger after the

@@ -130,11 +130,29 @@ struct cr_netstate {
 	/* sharing options remembered, not applied (local.c) */
 	struct cr_net_flag *flags;	/* owned array, CR_NET_MAX_FLAGS */
 	size_t nflags, flag_next;
+	/* unix connections not yet accepted, held (unixhold.c) */
+	struct cr_unix_held *uheld;	/* owned array */
+	size_t nuheld, capuheld;
 	/* abstract unix names (abstract.c) */
 	struct cr_net_aname *anames;	/* owned array, CR_NET_MAX_ANAMES */
 	size_t nanames, aname_next;
 	uint64_t anonce, aseq;
 };
+
+/* tracer/net/unixhold.c: unix stream connections the run made, held by
+ * the supervisor until accepted (their queued bytes stay listed). At most
+ * this many at once (and a sixteenth of the supervisor's descriptors). */
+#define CR_NET_UNIX_HELD_MAX 4096
+struct cr_unix_held;
+bool cr_unix_hold_room(struct cr_netstate *ns);
+int cr_unix_hold(struct cr_netstate *ns, int sock, uint64_t ino);
+/* fd was just accepted by the run: its client is let go. */
+void cr_unix_accepted(struct cr_netstate *ns, int fd);
+/* Let go of those no task holds (tasks: the fd scan's inodes) with
+ * nothing queued; the inodes of the rest (at most cap) go to out. */
+size_t cr_unix_held_sweep(struct cr_netstate *ns, const uint64_t *tasks,
+			  size_t ntasks, uint64_t *out, size_t cap);
+void cr_unix_held_finish(struct cr_netstate *ns);
 
 /* tracer/net/net.c */
 int cr_net_setup(struct cr_run *run);

@@ -1,0 +1,216 @@
+/* tracer/net/unixhold.c: unix stream connections the run made, held open by
+ * the supervisor until accepted, so what waits in them stays counted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/sockios.h>
+#include <linux/unix_diag.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "net.h"
+
+/*
+ * Why: bytes a client writes into a connection no listener has accepted
+ * yet wait in the embryo socket's queue, charged to the client. Once the
+ * program closes the client, the client leaves the kernel's socket list
+ * and the embryo has no inode: nothing the memory budget reads shows
+ * them. One listener with listen(fd, 4096) and clients that fill and
+ * close held 2.5 GB of host memory under memory=64MiB (found by a
+ * probing session).
+ *
+ * How: every unix stream or seqpacket connect is performed by the
+ * supervisor (tracer/handlers/net.c); it keeps a duplicate of the client,
+ * so the client stays listed, with its queue, whatever the program does
+ * with its own descriptor. The duplicate goes when the connection is
+ * accepted by the run (the accept, performed here too, names the client:
+ * released before the accepted socket reaches the program, so the server
+ * reads end of file exactly when it would natively), or when nothing waits
+ * in it (SIOCOUTQ 0) and no task of the run holds it any more (the fd
+ * scan's list). A connection accepted outside the run keeps its duplicate
+ * until its bytes are read: the outside server sees end of file that much
+ * later.
+ */
+
+struct cr_unix_held {
+	int fd;			/* owned */
+	uint64_t ino;
+};
+
+static size_t held_max(void)
+{
+	struct rlimit rl;
+	size_t max = CR_NET_UNIX_HELD_MAX;
+
+	/* A share of the supervisor's descriptors, as the other areas. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 16 < max)
+		max = rl.rlim_cur / 16;
+	return max;
+}
+
+static void drop(struct cr_netstate *ns, size_t i)
+{
+	close(ns->uheld[i].fd);
+	ns->uheld[i] = ns->uheld[--ns->nuheld];
+}
+
+bool cr_unix_hold_room(struct cr_netstate *ns)
+{
+	if (ns->nuheld < held_max())
+		return true;
+	/* Full: let go of those nothing waits in. One the program still
+	 * holds is listed through its own descriptor meanwhile; it is
+	 * counted again only if held again (a rare miss, towards room). */
+	for (size_t i = 0; i < ns->nuheld;) {
+		int q = 0;
+
+		if (ioctl(ns->uheld[i].fd, SIOCOUTQ, &q) == 0 && q == 0)
+			drop(ns, i);
+		else
+			i++;
+	}
+	return ns->nuheld < held_max();
+}
+
+int cr_unix_hold(struct cr_netstate *ns, int sock, uint64_t ino)
+{
+	int fd;
+
+	if (ns->nuheld == ns->capuheld) {
+		size_t cap = ns->capuheld ? ns->capuheld * 2 : 16;
+		struct cr_unix_held *g = realloc(ns->uheld, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		ns->uheld = g;
+		ns->capuheld = cap;
+	}
+	fd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ns->uheld[ns->nuheld++] = (struct cr_unix_held){ fd, ino };
+	return 0;
+}
+
+/* The inode of the socket at the other end of unix socket fd (0: none,
+ * or it cannot be asked): sock_diag's exact lookup. */
+static uint64_t peer_of(int fd)
+{
+	struct {
+		struct nlmsghdr h;
+		struct unix_diag_req r;
+	} req = {
+		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		       .nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_family = AF_UNIX, .udiag_states = ~0u,
+		       .udiag_show = UDIAG_SHOW_PEER,
+		       .udiag_cookie = { ~0u, ~0u } },
+	};
+	union {
+		struct nlmsghdr h;
+		char buf[1024];
+	} u;
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+	struct stat st;
+	uint64_t peer = 0;
+	ssize_t got;
+	int nfd;
+
+	if (fstat(fd, &st) < 0)
+		return 0;
+	req.r.udiag_ino = (uint32_t)st.st_ino;
+	nfd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nfd < 0)
+		return 0;
+	if (sendto(nfd, &req, sizeof(req), 0, (struct sockaddr *)&nl,
+		   sizeof(nl)) != (ssize_t)sizeof(req) ||
+	    (got = recv(nfd, &u, sizeof(u), 0)) < (ssize_t)NLMSG_LENGTH(sizeof(struct unix_diag_msg)) ||
+	    u.h.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    u.h.nlmsg_len > (size_t)got) {
+		close(nfd);
+		return 0;
+	}
+	{
+		const struct unix_diag_msg *m = NLMSG_DATA(&u.h);
+		const struct rtattr *a = (const void *)(m + 1);
+		unsigned int left = (unsigned int)(u.h.nlmsg_len - NLMSG_HDRLEN -
+						   NLMSG_ALIGN(sizeof(*m)));
+		uint32_t p;
+
+		for (; RTA_OK(a, left); a = RTA_NEXT(a, left))
+			if (a->rta_type == UNIX_DIAG_PEER &&
+			    RTA_PAYLOAD(a) >= (int)sizeof(p)) {
+				memcpy(&p, RTA_DATA(a), sizeof(p));
+				peer = p;
+			}
+	}
+	close(nfd);
+	return peer;
+}
+
+void cr_unix_accepted(struct cr_netstate *ns, int fd)
+{
+	uint64_t client;
+
+	if (!ns || !ns->nuheld || !(client = peer_of(fd)))
+		return;
+	for (size_t i = 0; i < ns->nuheld; i++)
+		if (ns->uheld[i].ino == client) {
+			drop(ns, i);
+			return;
+		}
+}
+
+static int cmp_ino(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+size_t cr_unix_held_sweep(struct cr_netstate *ns, const uint64_t *tasks,
+			  size_t ntasks, uint64_t *out, size_t cap)
+{
+	uint64_t *sorted = NULL;
+	size_t k = 0;
+
+	if (!ns || !ns->nuheld)
+		return 0;
+	if (ntasks && (sorted = malloc(ntasks * sizeof(*sorted)))) {
+		memcpy(sorted, tasks, ntasks * sizeof(*sorted));
+		qsort(sorted, ntasks, sizeof(*sorted), cmp_ino);
+	}
+	for (size_t i = 0; i < ns->nuheld;) {
+		int q = -1;
+		bool held_by_task = !sorted ? ntasks != 0 :
+			bsearch(&ns->uheld[i].ino, sorted, ntasks,
+				sizeof(*sorted), cmp_ino) != NULL;
+
+		if (!held_by_task &&
+		    ioctl(ns->uheld[i].fd, SIOCOUTQ, &q) == 0 && q == 0) {
+			drop(ns, i);
+			continue;
+		}
+		if (k < cap)
+			out[k++] = ns->uheld[i].ino;
+		i++;
+	}
+	free(sorted);
+	return k;
+}
+
+void cr_unix_held_finish(struct cr_netstate *ns)
+{
+	while (ns->nuheld)
+		drop(ns, ns->nuheld - 1);
+	free(ns->uheld);
+	ns->uheld = NULL;
+	ns->capuheld = 0;
+}
