@@ -133,6 +133,7 @@ struct cr_budgets {
 	/* ...and pipe buffers (fdscan_pipe) */
 	uint64_t pipebytes;		/* by the last complete fd scan */
 	uint64_t fs_pipes;		/* the scan under way's sum */
+	uint64_t fs_start_ns;		/* when the scan under way began */
 	/* ...and the mappings of every process (count_mappings) */
 	uint64_t map_max;		/* vm.max_map_count */
 	uint64_t vma_next_ns;		/* no count before this */
@@ -1251,7 +1252,11 @@ static void measure_sockets(struct cr_run *run)
 					    b->sockcap - b->nsock, &piped);
 		/* Unix clients held until accepted (the sweep asks which
 		 * the tasks still hold: the inodes before these). */
+		const uint64_t *sent;
+		size_t nsent = cr_sockmem_sent_list(b->sockmem, &sent);
+
 		b->nsock += cr_unix_held_sweep(run->net, b->sockinos, tasks,
+					       sent, nsent, b->fs_start_ns,
 					       b->sockinos + b->nsock,
 					       b->sockcap - b->nsock);
 	}
@@ -1473,6 +1478,7 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 
 	if (!b->fs_on) {
 		b->fs_on = true;
+		b->fs_start_ns = cr_now_ns();
 		b->al_snap = b->al_pend;
 		b->fs_slot = 0;
 		b->fs_total = 0;

@@ -99,6 +99,8 @@ struct cr_sockmem *cr_sockmem_new(void);
 void cr_sockmem_free(struct cr_sockmem *s);
 /* The run passed the socket with this inode: followed until gone. */
 int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino);
+/* The sockets passed and still followed (borrowed; their count). */
+size_t cr_sockmem_sent_list(const struct cr_sockmem *s, const uint64_t **v);
 /* The run made a socket of this family (AF_INET, AF_INET6), type and
  * protocol: its kind is listed from now on. */
 void cr_sockmem_kind(struct cr_sockmem *s, int domain, int type, int proto);

@@ -75,6 +75,12 @@ void cr_sockmem_free(struct cr_sockmem *s)
 	free(s);
 }
 
+size_t cr_sockmem_sent_list(const struct cr_sockmem *s, const uint64_t **v)
+{
+	*v = s ? s->sent : NULL;
+	return s ? s->nsent : 0;
+}
+
 int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino)
 {
 	if (!s)

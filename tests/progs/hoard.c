@@ -32,6 +32,10 @@
  *   hoard tcpback N           the same with the listener's SO_RCVBUF raised
  *                             and the clients' SO_SNDBUF at its least: the
  *                             bytes wait in connections not accepted yet
+ *   hoard dgramclosed N       N unix datagram socket pairs, the sender's
+ *                             SO_SNDBUF raised, filled until EAGAIN, then
+ *                             the sender closed: the datagrams wait at the
+ *                             receiver, charged to a closed socket
  *   hoard unixpend N          a unix stream listener that never accepts,
  *                             N clients, SO_SNDBUF raised, each filling its
  *                             connection and closing: the bytes wait in
@@ -365,6 +369,30 @@ static void tcp(long n, bool back)
 	hold();
 }
 
+static void dgramclosed(long n)
+{
+	static char buf[60000];
+	int big = 1 << 30;
+	long bytes = 0;
+
+	for (long i = 0; i < n; i++) {
+		int sv[2];
+		ssize_t w;
+
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv)) {
+			printf("pair %ld: %s\n", i, strerror(errno));
+			hold();
+		}
+		setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+		while ((w = send(sv[0], buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+			bytes += w;
+		close(sv[0]);	/* sv[1] kept, never read */
+	}
+	printf("held %ld\n", bytes >> 20);
+	fflush(stdout);
+	hold();
+}
+
 static void unixpend(long n)
 {
 	static char buf[1 << 16];
@@ -651,6 +679,8 @@ int main(int argc, char **argv)
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
 		sparse(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 3 && !strcmp(argv[1], "dgramclosed"))
+		dgramclosed(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unixpend"))
 		unixpend(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "relay"))

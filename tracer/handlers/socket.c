@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <netinet/in.h>
 
 #include "handlers.h"
 #include "../budget.h"
+#include "../net/net.h"
 #include "../surface.h"
 
 /*
@@ -39,6 +42,62 @@ static struct cr_verdict deny(struct cr_run *run, const struct seccomp_notif *n,
 	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = error };
 }
 
+/*
+ * An AF_UNIX datagram socket (or pair) is made by the supervisor, which
+ * holds a duplicate of each (tracer/net/unixhold.c): a sender closed with
+ * datagrams waiting at the receiver leaves the kernel's socket list, and
+ * the receiver's own figure is its first datagram's length only, so what
+ * waits would count nowhere. Made with the program's own arguments: the
+ * kernel's errno for a bad type or protocol is what the program gets. A
+ * socketpair's array is tried for writing before anything is made
+ * (EFAULT, nothing made, as natively).
+ */
+static struct cr_verdict unix_dgram_made(struct cr_run *run,
+					 const struct seccomp_notif *n,
+					 bool pair, int type, int proto)
+{
+	pid_t pid = (pid_t)n->pid;
+	bool cloexec = (type & SOCK_CLOEXEC) != 0;
+	int sv[2] = { -1, -1 }, got[2] = { -1, -1 }, cur[2], err = 0;
+	struct cr_verdict v;
+
+	if (!cr_unix_hold_room(run->net) ||
+	    (pair && run->net->nuheld + 1 >= CR_NET_UNIX_HELD_MAX)) {
+		cr_budget_rescan_soon(run);
+		return CR_V_ERR(ENOBUFS);
+	}
+	if (pair && (cr_mem_read(pid, n->data.args[3], cur, sizeof(cur)) ||
+		     cr_mem_write(pid, n->data.args[3], cur, sizeof(cur))))
+		return CR_V_ERR(EFAULT);
+	if (pair ? socketpair(AF_UNIX, type | SOCK_CLOEXEC, proto, sv) < 0 :
+		   (sv[0] = socket(AF_UNIX, type | SOCK_CLOEXEC, proto)) < 0)
+		return CR_V_ERR(errno);
+	for (int i = 0; i < (pair ? 2 : 1) && !err; i++) {
+		struct stat st;
+
+		if (fstat(sv[i], &st) < 0)
+			err = errno;
+		else
+			err = -cr_unix_hold(run->net, sv[i], st.st_ino);
+	}
+	if (!err && !pair) {
+		v = cr_notif_send_fd(run, n, sv[0], cloexec);
+		close(sv[0]);
+		return v;
+	}
+	for (int i = 0; i < 2 && !err; i++)
+		if ((got[i] = cr_notif_add_fd(run, n->id, sv[i], cloexec)) < 0)
+			err = -got[i] == EMFILE ? EMFILE : EIO;
+	for (int i = 0; i < 2; i++)
+		if (sv[i] >= 0)
+			close(sv[i]);
+	if (err)
+		return CR_V_ERR(err);
+	if (cr_mem_write(pid, n->data.args[3], got, sizeof(got)))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL(0);
+}
+
 CR_HANDLER(cr_h_socket)
 {
 	int domain = (int)n->data.args[0];
@@ -47,8 +106,13 @@ CR_HANDLER(cr_h_socket)
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	bool pair = !strcmp(e->name, "socketpair");
 
-	if (domain == AF_UNIX)
-		return cr_surface_chain(run, e, n);
+	if (domain == AF_UNIX) {
+		struct cr_verdict v = cr_surface_chain(run, e, n);
+
+		if (v.kind != CR_V_CONTINUE || base != SOCK_DGRAM || !run->net)
+			return v;
+		return unix_dgram_made(run, n, pair, type, proto);
+	}
 	if (pair || (domain != AF_INET && domain != AF_INET6))
 		return deny(run, n, e->name, EAFNOSUPPORT,
 			    pair ? "socketpair: AF_UNIX only" :

@@ -140,7 +140,8 @@ struct cr_netstate {
 };
 
 /* tracer/net/unixhold.c: unix stream connections the run made, held by
- * the supervisor until accepted (their queued bytes stay listed). At most
+ * the supervisor until accepted, and its unix datagram sockets (their
+ * queued bytes stay listed). At most
  * this many at once (and a sixteenth of the supervisor's descriptors). */
 #define CR_NET_UNIX_HELD_MAX 4096
 struct cr_unix_held;
@@ -148,10 +149,12 @@ bool cr_unix_hold_room(struct cr_netstate *ns);
 int cr_unix_hold(struct cr_netstate *ns, int sock, uint64_t ino);
 /* fd was just accepted by the run: its client is let go. */
 void cr_unix_accepted(struct cr_netstate *ns, int fd);
-/* Let go of those no task holds (tasks: the fd scan's inodes) with
+/* Let go of those held since before scan_ns (the fd scan's start) that
+ * no task holds (tasks: its inodes) and none in flight (sent), with
  * nothing queued; the inodes of the rest (at most cap) go to out. */
 size_t cr_unix_held_sweep(struct cr_netstate *ns, const uint64_t *tasks,
-			  size_t ntasks, uint64_t *out, size_t cap);
+			  size_t ntasks, const uint64_t *sent, size_t nsent,
+			  uint64_t scan_ns, uint64_t *out, size_t cap);
 void cr_unix_held_finish(struct cr_netstate *ns);
 
 /* tracer/net/net.c */
