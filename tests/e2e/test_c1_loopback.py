@@ -312,7 +312,7 @@ except OSError as e:
 '''
 
 
-def _stranger(t, publish, preexec=None):
+def _stranger(t, publish, preexec=None, dual=False):
     ws = t.path("ws")
     os.makedirs(ws, exist_ok=True)
     os.chmod(ws, 0o777)
@@ -328,6 +328,12 @@ def _stranger(t, publish, preexec=None):
                                   's.bind(("127.0.0.1", %d))' % pport)
     else:
         prog = SERVE_PROG
+    if dual:
+        # A dual-stack wildcard: the stranger and the own client come by
+        # IPv4 all the same.
+        prog = prog.replace('s = socket.socket()\ns.bind(("127.0.0.1", 0))',
+                            's = socket.socket(socket.AF_INET6)\n'
+                            's.bind(("::", 0))')
     proc = loop_run(t, prog, extra=extra, spawn=True)
     stranger = None
     try:
@@ -372,6 +378,77 @@ def _assert_dropped(run, r, sout, port):
 @test
 def loopback_stranger_dropped(t):
     _assert_dropped(*_stranger(t, False))
+
+
+@test
+def loopback_stranger_dropped_by_a_dual_stack_wildcard(t):
+    # [::] is bound as the wildcard on the loopback device: a stranger of
+    # the host reaches the kernel's listener by 127.0.0.1 and is dropped
+    # at the accept, as at any listener of the run.
+    run, r, sout, port = _stranger(t, False, dual=True)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "served own False\nserved own\n",
+       "the run served only its own client (by IPv4, a mapped address)")
+    true(sout in ("got b''\n", "error 104\n"),
+         "the stranger was dropped (%r)" % sout)
+    eq(len(denials(r, "accept", "net")), 1,
+       "one accept denial (%r)" % r["denials"])
+
+
+DUAL = r'''
+import socket
+srv = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+srv.bind(("::", 0))
+srv.listen(8)
+port = srv.getsockname()[1]
+print("name", srv.getsockname()[0])
+for host, fam in (("127.0.0.1", socket.AF_INET), ("::1", socket.AF_INET6),
+                  ("127.0.0.2", socket.AF_INET), ("::", socket.AF_INET6)):
+    c = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        c.connect((host, port))
+        c.sendall(b"hi")
+        a, addr = srv.accept()
+        print(host, "ok", a.recv(2), addr[0])
+        a.close()
+    except OSError as e:
+        print(host, "errno", e.errno)
+    c.close()
+s4 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s4.bind(("0.0.0.0", 0))
+s4.listen(4)
+p4 = s4.getsockname()[1]
+print("name4", s4.getsockname()[0])
+for host in ("127.0.0.1", "127.0.0.3", "0.0.0.0"):
+    c = socket.socket()
+    try:
+        c.connect((host, p4))
+        a, addr = s4.accept()
+        print(host, "ok4", addr[0])
+        a.close()
+    except OSError as e:
+        print(host, "errno4", e.errno)
+    c.close()
+'''
+
+
+@test
+def loopback_dual_stack_wildcard_takes_ipv4_clients(t):
+    """A server on [::] (Node's default listen, Python's when asked) takes
+    IPv4 clients natively: corral bound it as [::1], so a client of
+    127.0.0.1 was refused (the ws suite: 195 of 250 tests failing; found
+    by a side-by-side run). A TCP wildcard is now the wildcard on the
+    loopback device (SO_BINDTODEVICE), 0.0.0.0 likewise (every 127/8
+    address reaches it). Compared with a native run."""
+    path = t.write("dual.py", DUAL)
+    want = subprocess.run([PY, path], capture_output=True, text=True,
+                          timeout=60).stdout
+    contains(want, "127.0.0.1 ok b'hi'", "native: %r" % want)
+    run, r = loop_run(t, DUAL)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), want, "answers against native")
+    eq(r.get("denials") or [], [], "no denial")
+    t.assert_next_run_ok()
 
 
 def _as_nobody():

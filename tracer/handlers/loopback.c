@@ -16,8 +16,10 @@
 /*
  * What is allowed and why it stays closed to others (docs/network.md,
  * "Servers on loopback"):
- * - bind: TCP and UDP, to a loopback address; 0.0.0.0 and [::] are bound as
- *   127.0.0.1 and [::1] and getsockname still reports the wildcard. The
+ * - bind: TCP and UDP, to a loopback address; a TCP 0.0.0.0 or [::] stays
+ *   the wildcard restricted to the loopback device (SO_BINDTODEVICE "lo"),
+ *   a UDP one (or where the device is refused) is bound as 127.0.0.1 or
+ *   [::1] and getsockname still reports the wildcard. The
  *   socket's inode is recorded: it is the only proof a listener is the
  *   run's. SO_REUSEPORT is refused (it would let the run share a port with
  *   a host service of the same user).
@@ -112,7 +114,7 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 	struct cr_net_ep ep, real;
 	union cr_sockaddr t;
 	socklen_t tl;
-	bool wildcard;
+	bool wildcard, wildcard_on_lo = false;
 
 	if (a->sa.sa_family != s->domain)
 		return v_err(EAFNOSUPPORT);
@@ -131,9 +133,19 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 		return cr_net_deny(run, n, e, a, alen, "net",
 				   "SO_REUSEPORT is refused: it could share a host service's port",
 				   EACCES);
-	/* The wildcard becomes loopback: reachable from this host only,
-	 * and the accept checks who it is. */
-	if (wildcard)
+	/* A TCP wildcard stays the wildcard, restricted to the loopback
+	 * device (SO_BINDTODEVICE, unprivileged since Linux 5.7): reachable
+	 * from this host only, by every loopback address, and a dual-stack
+	 * [::] by IPv4 clients too, as natively (Node's default listen is
+	 * on [::], its clients go to 127.0.0.1). Once set, only
+	 * CAP_NET_RAW could unset it, and corral refuses the option for
+	 * any other device. Where the kernel refuses the device (or for
+	 * UDP), the wildcard becomes loopback's address. The accept checks
+	 * who it is, either way. */
+	if (wildcard && s->type == SOCK_STREAM &&
+	    setsockopt(s->dup, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3) == 0)
+		wildcard_on_lo = true;
+	if (wildcard && !wildcard_on_lo)
 		ep_loopback(&ep);
 	tl = ep_to_sa(&ep, s->domain, &t);
 	if (s->domain == AF_INET6)
