@@ -32,6 +32,9 @@
  *   hoard tcpback N           the same with the listener's SO_RCVBUF raised
  *                             and the clients' SO_SNDBUF at its least: the
  *                             bytes wait in connections not accepted yet
+ *   hoard epoll N M           N epoll instances, each watching the same M
+ *                             descriptors (dups of one pipe's end): kernel
+ *                             memory per watch, nothing resident
  *   hoard dgramclosed N       N unix datagram socket pairs, the sender's
  *                             SO_SNDBUF raised, filled until EAGAIN, then
  *                             the sender closed: the datagrams wait at the
@@ -83,6 +86,7 @@
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -366,6 +370,42 @@ static void tcp(long n, bool back)
 			printf("held %ld\n", bytes >> 20);
 	}
 	printf("held %ld\n", bytes >> 20);
+	hold();
+}
+
+static void epolls(long n, long m)
+{
+	struct rlimit rl;
+	int p[2], *fds;
+	long made = 0;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	fds = calloc((size_t)m, sizeof(*fds));
+	if (!fds || pipe(p)) {
+		printf("pipe: %s\n", strerror(errno));
+		hold();
+	}
+	for (long i = 0; i < m; i++)
+		if ((fds[i] = dup(p[0])) < 0) {
+			printf("dup: %s\n", strerror(errno));
+			hold();
+		}
+	for (long e = 0; e < n; e++) {
+		int ep = epoll_create1(0);
+
+		for (long i = 0; ep >= 0 && i < m; i++) {
+			struct epoll_event ev = { .events = EPOLLIN };
+
+			if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+				break;
+			made++;
+		}
+	}
+	printf("held %ld\n", made * 208 >> 20);
+	fflush(stdout);
 	hold();
 }
 
@@ -679,6 +719,8 @@ int main(int argc, char **argv)
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
 		sparse(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 4 && !strcmp(argv[1], "epoll"))
+		epolls(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 3 && !strcmp(argv[1], "dgramclosed"))
 		dgramclosed(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unixpend"))
