@@ -43,6 +43,32 @@ def assert_counted(t, run, r, limit="disk"):
     t.no_marker_processes("after the %s limit" % limit)
 
 
+def counted_past(t, limits, budget, *args, extra=()):
+    """hoard's args under limits: ended on memory, past budget bytes, and
+    the next run works."""
+    run, r = hoard(t, limits, *args, extra=extra)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], budget, "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+def side_by_side(t, name, prog):
+    """prog run natively (in a directory of its own) and under corral (in
+    a workspace): (native stdout, corral's result)."""
+    import subprocess
+    path = t.write(name, prog)
+    nat = t.path("native")
+    os.makedirs(nat, exist_ok=True)
+    want = subprocess.run([PY, path], cwd=nat, capture_output=True,
+                          text=True, timeout=60).stdout
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
+                    path], timeout=60)
+    return want, t.result(run)
+
+
 def free_bytes(path):
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize
@@ -333,20 +359,14 @@ def storage_dev_shm_tag_cannot_be_changed(t):
 def storage_unix_socket_buffers_count(t):
     # 400 socket pairs filled one way with SO_SNDBUF raised: ~500 MiB in
     # the kernel, 2 MiB resident. The bytes waiting count against memory.
-    run, r = hoard(t, ["memory=256MiB"], "sockbuf", 400)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 256 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=256MiB"], 256 * MIB, "sockbuf", 400)
 
 
 @test
 def storage_unix_sockets_in_flight_count(t):
     # The same pairs, both ends then sent into a carrier and closed: in no
     # fd table, still followed (the supervisor passed them).
-    run, r = hoard(t, ["memory=256MiB"], "sockflight", 400)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 256 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=256MiB"], 256 * MIB, "sockflight", 400)
 
 
 @test
@@ -354,10 +374,7 @@ def storage_udp_receive_queues_count(t):
     # 50 UDP sockets on loopback, SO_RCVBUF raised, each queue filled and
     # never read: ~200 MiB in the kernel, 2 MiB resident, no --allow-net.
     # The bytes queued count against memory.
-    run, r = hoard(t, ["memory=64MiB"], "udp", 50)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=64MiB"], 64 * MIB, "udp", 50)
 
 
 @test
@@ -366,10 +383,7 @@ def storage_udp_queues_count_after_close(t):
     # shows more than two, but the supervisor's own duplicates (it holds
     # one of each of the run's bound UDP sockets) keep the queues, and
     # they still count.
-    run, r = hoard(t, ["memory=64MiB"], "udpclose", 50)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=64MiB"], 64 * MIB, "udpclose", 50)
 
 
 @test
@@ -377,10 +391,7 @@ def storage_tcp_send_queues_count(t):
     # A loopback listener of the run that never accepts, 40 clients with
     # SO_SNDBUF raised writing until full: ~190 MiB waits in the clients'
     # send queues. It counts against memory.
-    run, r = hoard(t, ["memory=64MiB"], "tcp", 40)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=64MiB"], 64 * MIB, "tcp", 40)
 
 
 @test
@@ -391,10 +402,7 @@ def storage_unix_unaccepted_connections_count(t):
     # clients held ~825 MB under memory=64MiB, ok with an 11 MB peak
     # (found by a probing session). corral now holds each client it
     # connected until the connection is accepted.
-    run, r = hoard(t, ["memory=64MiB"], "unixpend", 100)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=64MiB"], 64 * MIB, "unixpend", 100)
 
 
 @test
@@ -405,10 +413,7 @@ def storage_unix_datagrams_of_a_closed_sender_count(t):
     # 100 pairs held 816 MB under memory=64MiB, ok with a 12 MB peak
     # (found by a probing session). corral now makes the run's unix
     # datagram sockets and holds each until nothing waits in it.
-    run, r = hoard(t, ["memory=64MiB"], "dgramclosed", 100)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=64MiB"], 64 * MIB, "dgramclosed", 100)
 
 
 DGRAM_SAME = r"""
@@ -440,19 +445,8 @@ print(x.getblocking(), fcntl.fcntl(x.fileno(), fcntl.F_GETFD) & 1,
 
 @test
 def storage_unix_datagram_sockets_made_by_corral_answer_as_natively(t):
-    import subprocess
-    path = t.write("dgram_same.py", DGRAM_SAME)
-    nat = t.path("native")
-    os.makedirs(nat, exist_ok=True)
-    want = subprocess.run([PY, path], cwd=nat, capture_output=True,
-                          text=True, timeout=60).stdout
+    want, r = side_by_side(t, "dgram_same.py", DGRAM_SAME)
     contains(want, "b'back'", "native: %r" % want)
-    ws = t.path("ws")
-    os.makedirs(ws, exist_ok=True)
-    os.chmod(ws, 0o777)
-    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
-                    path], timeout=60)
-    r = t.result(run)
     eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
     eq(r.get("stdout"), want, "answers against native")
     t.assert_next_run_ok()
@@ -495,19 +489,8 @@ def storage_unix_held_client_gives_eof_as_natively(t):
     # accepted socket reaches the program: a server reading a closed
     # client's connection sees its bytes and then end of file, not
     # EAGAIN (a held duplicate would keep the connection open).
-    import subprocess
-    path = t.write("unix_eof.py", UNIX_EOF)
-    nat = t.path("native")
-    os.makedirs(nat, exist_ok=True)
-    want = subprocess.run([PY, path], cwd=nat, capture_output=True,
-                          text=True, timeout=60).stdout
+    want, r = side_by_side(t, "unix_eof.py", UNIX_EOF)
     eq(want.count("eof after"), 8, "native: %r" % want)
-    ws = t.path("ws")
-    os.makedirs(ws, exist_ok=True)
-    os.chmod(ws, 0o777)
-    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
-                    path], timeout=60)
-    r = t.result(run)
     eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
     eq(r.get("stdout"), want, "answers against native")
     t.assert_next_run_ok()
@@ -538,18 +521,15 @@ def storage_proxy_relay_buffers_count(t):
     th = threading.Thread(target=serve, daemon=True)
     th.start()
     try:
-        run, r = hoard(t, ["memory=64MiB", "net-connections=64",
-                           "net-bytes=10GiB"], "relay", port, 60,
-                       extra=["--allow-net", "127.0.0.1:%d" % port])
+        counted_past(t, ["memory=64MiB", "net-connections=64",
+                         "net-bytes=10GiB"], 64 * MIB, "relay", port, 60,
+                     extra=["--allow-net", "127.0.0.1:%d" % port])
     finally:
         stop.set()
         th.join()
         for c in held:
             c.close()
         lsn.close()
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
 
 
 @test
@@ -557,10 +537,7 @@ def storage_tcp_unaccepted_connections_count(t):
     # The listener's SO_RCVBUF raised, the clients' send buffers small:
     # ~140 MiB waits in 60 connections never accepted (no descriptor, no
     # inode). Counted as the listener's.
-    run, r = hoard(t, ["memory=64MiB"], "tcpback", 60)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=64MiB"], 64 * MIB, "tcpback", 60)
 
 
 @test
@@ -604,10 +581,7 @@ def storage_epoll_watches_count(t):
     # user's fs.epoll.max_user_watches (5.49 million here: ~1.1 GB): 100
     # instances watching 10 000 descriptors each held 200 MB for ~1 MiB
     # resident. Counted from each instance's fdinfo at the fd scan.
-    run, r = hoard(t, ["memory=64MiB"], "epoll", 100, 10000)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 64 * MIB, "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    counted_past(t, ["memory=64MiB"], 64 * MIB, "epoll", 100, 10000)
 
 
 @test

@@ -525,13 +525,9 @@ static void ptables(long gib)
 	hold();
 }
 
-static void sparse(long procs, long n)
+/* procs processes in all, this one among them, each going on from here. */
+static void fork_into(long procs)
 {
-	/* High in the address space, clear of the heap and libraries. */
-	char *const base = (char *)(0x100000000000ul);
-	volatile char sink;
-	long made = 0;
-
 	for (long i = 1; i < procs; i++) {
 		pid_t p = fork();
 
@@ -542,6 +538,16 @@ static void sparse(long procs, long n)
 		if (p == 0)
 			break;
 	}
+}
+
+static void sparse(long procs, long n)
+{
+	/* High in the address space, clear of the heap and libraries. */
+	char *const base = (char *)(0x100000000000ul);
+	volatile char sink;
+	long made = 0;
+
+	fork_into(procs);
 	for (long k = 0; k < n; k++) {
 		char *a = base + ((size_t)k << 21);
 		char *m = mmap(a, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
@@ -565,16 +571,7 @@ static void maps(long procs, long n)
 	char *base;
 	long made = 0;
 
-	for (long i = 1; i < procs; i++) {
-		pid_t p = fork();
-
-		if (p < 0) {
-			printf("fork: %s\n", strerror(errno));
-			exit(1);
-		}
-		if (p == 0)
-			break;
-	}
+	fork_into(procs);
 	base = mmap(NULL, (size_t)n * 2 * pg, PROT_NONE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (base == MAP_FAILED) {
