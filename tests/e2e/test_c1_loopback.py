@@ -686,6 +686,13 @@ try:
     print("top got", top.recv(9))
 except OSError:
     print("top got nothing")
+for p in ("dir/t.sock/", "dir/sub/", "link/t.sock/"):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(p)
+        print("bind", p, "ok")
+    except OSError as e:
+        print("bind", p, "errno", e.errno)
 '''
 
 
@@ -697,8 +704,9 @@ def unix_paths_through_links_resolve_as_the_kernel(t):
     ~/.git-credential-cache), ".." taken after the link. An earlier build
     normalised ".." first and refused every link: EACCES for the first,
     and "link2/../s.sock" reached the workspace's s.sock instead of
-    dir/s.sock (found by a side-by-side run of git's suite). Compared with
-    a native run."""
+    dir/s.sock (found by a side-by-side run of git's suite). A bind with
+    a trailing slash is the kernel's ENOENT (EADDRINUSE where the name
+    exists), not a socket at the name. Compared with a native run."""
     import subprocess
     path = t.write("links.py", UNIX_LINKS)
     nat = t.path("native")

@@ -235,6 +235,13 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 		cr_fsres_free(&res);
 		return -EXDEV;
 	}
+	/* bind makes a file, never a directory: a trailing slash is the
+	 * kernel's ENOENT, or its EADDRINUSE where the name exists. */
+	if (for_bind && res.trailing_slash) {
+		rc = res.exists ? -EADDRINUSE : -ENOENT;
+		cr_fsres_free(&res);
+		return rc;
+	}
 	pfd = fcntl(res.dirfd, F_DUPFD_CLOEXEC, 0);
 	if (pfd < 0) {
 		rc = -errno;
