@@ -1,5 +1,6 @@
 /* policy/util.c: the small shared utilities declared in util.h: bounded
- * error formatting, bounded whole-file reads and whole writes, lexical paths. */
+ * error formatting, bounded whole-file reads and whole writes, lexical paths,
+ * sorted sets of numbers. */
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -178,4 +179,29 @@ int cr_path_lexical(const char *base, const char *path, char *out,
 			return rc;
 	}
 	return lexical_add(out, outsz, &n, abs, path);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void cr_u64_sort(uint64_t *v, size_t n)
+{
+	if (v && n > 1)
+		qsort(v, n, sizeof(*v), u64_cmp);
+}
+
+const uint64_t *cr_u64_find(const uint64_t *sorted, size_t n, uint64_t x)
+{
+	if (!sorted || !n)
+		return NULL;
+	return bsearch(&x, sorted, n, sizeof(*sorted), u64_cmp);
+}
+
+bool cr_u64_has(const uint64_t *sorted, size_t n, uint64_t x)
+{
+	return cr_u64_find(sorted, n, x) != NULL;
 }

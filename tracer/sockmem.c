@@ -51,18 +51,6 @@ struct cr_sockmem {
 	unsigned absent;	/* internet listings the kernel lacks */
 };
 
-static int cmp_ino(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static bool has(const uint64_t *v, size_t n, uint64_t ino)
-{
-	return n && bsearch(&ino, v, n, sizeof(*v), cmp_ino);
-}
-
 struct cr_sockmem *cr_sockmem_new(void)
 {
 	return calloc(1, sizeof(struct cr_sockmem));
@@ -137,7 +125,7 @@ struct dump {
 
 static bool ours(struct dump *d, uint64_t ino)
 {
-	if (!has(d->ours, d->nours, ino))
+	if (!cr_u64_has(d->ours, d->nours, ino))
 		return false;
 	/* A dump the kernel restarted may list a socket twice. */
 	if (d->nseen < d->nours)
@@ -172,7 +160,7 @@ static void one_unix(struct dump *d, const struct nlmsghdr *h)
 	if (!have_q || m->udiag_state == TCP_LISTEN)
 		return;
 	d->bytes += q.udiag_wqueue;
-	if (!peer || !has(d->ours, d->nours, peer))
+	if (!peer || !cr_u64_has(d->ours, d->nours, peer))
 		d->bytes += q.udiag_rqueue;
 }
 
@@ -335,7 +323,7 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 	memcpy(ours, tables, ntables * sizeof(*ours));
 	if (s && s->nsent)
 		memcpy(ours + ntables, s->sent, s->nsent * sizeof(*ours));
-	qsort(ours, n, sizeof(*ours), cmp_ino);
+	cr_u64_sort(ours, n);
 	d.ours = ours;
 	d.nours = n;
 	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
@@ -356,9 +344,9 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 		/* A sent socket no listing shows any more is gone. */
 		size_t j = 0;
 
-		qsort(d.seen, d.nseen, sizeof(*d.seen), cmp_ino);
+		cr_u64_sort(d.seen, d.nseen);
 		for (size_t i = 0; i < s->nsent; i++)
-			if (has(d.seen, d.nseen, s->sent[i]))
+			if (cr_u64_has(d.seen, d.nseen, s->sent[i]))
 				s->sent[j++] = s->sent[i];
 		s->nsent = j;
 	}

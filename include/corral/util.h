@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -70,5 +72,11 @@ int cr_write_all(int fd, const void *p, size_t n);
  * counting: it may name another file than the kernel would reach. */
 int cr_path_lexical(const char *base, const char *path, char *out,
 		    size_t outsz);
+/* Sets of 64-bit numbers (socket inodes) as sorted arrays: sort v in
+ * place; whether sorted v holds x. */
+void cr_u64_sort(uint64_t *v, size_t n);
+bool cr_u64_has(const uint64_t *sorted, size_t n, uint64_t x);
+/* The element of sorted v equal to x, or NULL. */
+const uint64_t *cr_u64_find(const uint64_t *sorted, size_t n, uint64_t x);
 
 #endif

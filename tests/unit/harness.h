@@ -80,7 +80,8 @@ struct cr_test {
 	X(termsafe_shows_the_rest_as_text)	\
 	X(termsafe_bounded)		\
 	X(termsafe_never_writes_half)	\
-	X(path_lexical)
+	X(path_lexical)		\
+	X(u64_set)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);

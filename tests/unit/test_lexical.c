@@ -1,5 +1,6 @@
 /* tests/unit/test_lexical.c: cr_path_lexical (policy/util.c), the one
- * spelling under which the audit's alerts count a denied path. */
+ * spelling under which the audit's alerts count a denied path; and the
+ * sorted number sets beside it. */
 #include <limits.h>
 
 #include "harness.h"
@@ -53,4 +54,27 @@ TEST_IMPL(path_lexical)
 		ASSERT_EQ(cr_path_lexical("/abc", "defg", small,
 					  sizeof(small)), -ENAMETOOLONG);
 	}
+}
+
+TEST_IMPL(u64_set)
+{
+	uint64_t v[] = { 9, UINT64_MAX, 0, 3, 9, 1ULL << 63, 2 };
+	size_t n = sizeof(v) / sizeof(v[0]);
+
+	cr_u64_sort(v, n);
+	for (size_t i = 1; i < n; i++)
+		ASSERT(v[i - 1] <= v[i]);
+	/* Large values sort above small ones: no subtraction overflow. */
+	ASSERT_UEQ(v[n - 1], UINT64_MAX);
+	ASSERT_UEQ(v[n - 2], 1ULL << 63);
+	ASSERT(cr_u64_has(v, n, 0));
+	ASSERT(cr_u64_has(v, n, UINT64_MAX));
+	ASSERT(cr_u64_has(v, n, 1ULL << 63));
+	ASSERT(!cr_u64_has(v, n, 1));
+	ASSERT(!cr_u64_has(v, n, UINT64_MAX - 1));
+	ASSERT(cr_u64_find(v, n, 3) && *cr_u64_find(v, n, 3) == 3);
+	ASSERT(!cr_u64_find(v, n, 4));
+	ASSERT(!cr_u64_has(NULL, 0, 0));
+	ASSERT(!cr_u64_has(v, 0, 0));
+	cr_u64_sort(NULL, 0);
 }

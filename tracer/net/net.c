@@ -251,17 +251,10 @@ struct peer_live {
 	size_t n;
 };
 
-static int cmp_ino(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int mark_peer(uint64_t ino, void *arg)
 {
 	struct peer_live *pl = arg;
-	uint64_t *hit = bsearch(&ino, pl->inos, pl->n, sizeof(ino), cmp_ino);
+	const uint64_t *hit = cr_u64_find(pl->inos, pl->n, ino);
 
 	if (hit)
 		pl->live[hit - pl->inos] = true;
@@ -283,12 +276,12 @@ static void prune_peers(struct cr_netstate *ns)
 		goto out;
 	for (size_t i = 0; i < pl.n; i++)
 		pl.inos[i] = ns->peers[i].ino;
-	qsort(pl.inos, pl.n, sizeof(*pl.inos), cmp_ino);
+	cr_u64_sort(pl.inos, pl.n);
 	if (cr_net_each_inet_socket(mark_peer, &pl))
 		goto out;
 	for (size_t i = 0; i < ns->npeers; i++) {
-		uint64_t *hit = bsearch(&ns->peers[i].ino, pl.inos, pl.n,
-					sizeof(uint64_t), cmp_ino);
+		const uint64_t *hit = cr_u64_find(pl.inos, pl.n,
+						  ns->peers[i].ino);
 
 		if (hit && pl.live[hit - pl.inos])
 			ns->peers[k++] = ns->peers[i];

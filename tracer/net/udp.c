@@ -264,13 +264,6 @@ static void deafen(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp));
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The socket inodes in the descriptor tables of the run's tasks (a thread
  * made without CLONE_FILES has one apart from its leader's), sorted; -1
  * when a table could not be read (then nothing is dropped). */
@@ -325,7 +318,7 @@ static int held_inodes(struct cr_run *run, uint64_t **out, size_t *nout)
 		closedir(dp);
 	}
 	if (n)
-		qsort(v, n, sizeof(*v), cmp_u64);
+		cr_u64_sort(v, n);
 	*out = v;
 	*nout = n;
 	return 0;
@@ -399,8 +392,8 @@ static void collect(struct cr_run *run)
 	if (rc < 0)
 		return;
 	for (size_t i = 0; i < ns->nudp; i++)
-		ns->udp[i].keep = nheld && bsearch(&ns->udp[i].ino, held, nheld,
-						  sizeof(*held), cmp_u64);
+		ns->udp[i].keep = cr_u64_has(held, nheld,
+						  ns->udp[i].ino);
 	free(held);
 	/* A kept socket connected to a member keeps that member bound:
 	 * else a stranger could take its address and receive the sends. */

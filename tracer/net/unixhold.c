@@ -168,18 +168,6 @@ void cr_unix_accepted(struct cr_netstate *ns, int fd)
 		}
 }
 
-static int cmp_ino(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static bool among(const uint64_t *sorted, size_t n, uint64_t ino)
-{
-	return n && bsearch(&ino, sorted, n, sizeof(*sorted), cmp_ino);
-}
-
 size_t cr_unix_held_sweep(struct cr_netstate *ns, const uint64_t *tasks,
 			  size_t ntasks, const uint64_t *sent, size_t nsent,
 			  uint64_t scan_ns, uint64_t *out, size_t cap)
@@ -196,7 +184,7 @@ size_t cr_unix_held_sweep(struct cr_netstate *ns, const uint64_t *tasks,
 			memcpy(sorted, tasks, ntasks * sizeof(*sorted));
 		if (nsent)
 			memcpy(sorted + ntasks, sent, nsent * sizeof(*sorted));
-		qsort(sorted, n, sizeof(*sorted), cmp_ino);
+		cr_u64_sort(sorted, n);
 	}
 	for (size_t i = 0; i < ns->nuheld;) {
 		int q = -1;
@@ -205,7 +193,7 @@ size_t cr_unix_held_sweep(struct cr_netstate *ns, const uint64_t *tasks,
 		 * no task's table and not in flight, nothing queued: the
 		 * program can no longer write into it. */
 		if (ns->uheld[i].since_ns < scan_ns &&
-		    !among(sorted, n, ns->uheld[i].ino) &&
+		    !cr_u64_has(sorted, n, ns->uheld[i].ino) &&
 		    ioctl(ns->uheld[i].fd, SIOCOUTQ, &q) == 0 && q == 0) {
 			drop(ns, i);
 			continue;
