@@ -140,6 +140,11 @@ struct cr_budgets {
 	/* ...and the mappings of every process (count_mappings) */
 	uint64_t map_max;		/* vm.max_map_count */
 	uint64_t vma_next_ns;		/* no count before this */
+	/* ...and byte-range lock records (count_locks) */
+	uint64_t lk_base;		/* records at the last count, bound */
+	uint64_t lk_posix;		/* POSIX lock calls since */
+	uint64_t lk_ofd;		/* OFD lock calls, ever */
+	uint64_t mem_nolock;		/* the last poll's sum without them */
 };
 
 static uint64_t lim(const struct cr_run *run, enum cr_limit_id id)
@@ -780,6 +785,9 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 	return pss;
 }
 
+static uint64_t lock_bound(const struct cr_budgets *b);
+static bool locks_fit(struct cr_run *run);
+
 /* Kernel memory of the mappings of every process counted this poll: slab
  * no RSS shows, up to vm.max_map_count mappings a process (~16 MiB; 16
  * processes of 65 508 PROT_NONE pages held 254 MiB under memory=32MiB,
@@ -917,7 +925,7 @@ static void poll_tasks(struct cr_run *run)
 	 * Like page tables and socket bytes, never shared: outside the PSS
 	 * judgement, but part of what calls for one. */
 	extra = pte + b->sockbytes + b->pipebytes + b->epollbytes +
-		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL;
+		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL + lock_bound(b);
 	/* Over budget by the cheap measure: judge by the fair one before
 	 * ending the run. Forked workers share most of their pages (a
 	 * multiprocessing pool of Pythons is 30 MiB each by RSS, a few by
@@ -933,6 +941,12 @@ static void poll_tasks(struct cr_run *run)
 	 * are, after any PSS judgement; so are the bytes waiting in the
 	 * run's unix sockets (last fd scan) and the tasks' kernel memory. */
 	rss += extra;
+	/* The locks' bound is what carries the sum past the budget: count
+	 * them (locks_fit) before judging. */
+	b->mem_nolock = rss - lock_bound(b);
+	if (rss > lim(run, CR_LIM_MEMORY) &&
+	    b->mem_nolock <= lim(run, CR_LIM_MEMORY) && locks_fit(run))
+		rss = b->mem_nolock + lock_bound(b);
 	b->cpu_ns = b->cpu_dead_ns + live;
 	b->rss = rss;
 	if (rss > b->peak_rss)
@@ -1430,14 +1444,49 @@ static void fdscan_pipe(struct cr_run *run, const struct stat *st,
  * stopping. (inotify watches, ~103 B each and 192 530 a user here, are
  * left to the kernel's limit.)
  */
+/* The lines of the fdinfo of entry `name` of the fd directory dir that
+ * begin with prefix: their count; -ENOENT when it cannot be opened (the
+ * descriptor closed, the task exiting), -EMFILE or -ENFILE when we are
+ * out of descriptors, or another -errno when the text could not be read
+ * whole (its length is the program's choice). A
+ * line cut by the buffer's end is carried over whole (fdinfo lines are far
+ * shorter than the buffer). */
+static int64_t fdinfo_lines(int dir, const char *name, const char *prefix)
+{
+	char path[NAME_MAX + 16], buf[16384];
+	size_t carry = 0, plen = strlen(prefix);
+	int64_t count = 0;
+	ssize_t got;
+	int fd, e;
+
+	snprintf(path, sizeof(path), "../fdinfo/%s", name);
+	fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EMFILE || errno == ENFILE ? -errno : -ENOENT;
+	while ((got = read(fd, buf + carry, sizeof(buf) - carry - 1)) > 0) {
+		char *p = buf, *end = buf + carry + got, *nl;
+
+		*end = 0;
+		while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+			if (!strncmp(p, prefix, plen))
+				count++;
+			p = nl + 1;
+		}
+		carry = (size_t)(end - p);
+		memmove(buf, p, carry);
+	}
+	e = errno;
+	close(fd);
+	return got < 0 ? -(e == ENOENT ? EIO : e) : count;
+}
+
 static void fdscan_anon(struct cr_run *run, const char *name)
 {
 	struct cr_budgets *b = run->budgets;
-	char lnk[32], path[NAME_MAX + 16], buf[16384];
+	char lnk[32];
 	uint64_t t0, cost;
-	ssize_t l, got;
-	size_t carry = 0;
-	int fd;
+	int64_t got;
+	ssize_t l;
 
 	l = readlinkat(dirfd(b->fs_dir), name, lnk, sizeof(lnk) - 1);
 	if (l <= 0)
@@ -1445,35 +1494,21 @@ static void fdscan_anon(struct cr_run *run, const char *name)
 	lnk[l] = 0;
 	if (strcmp(lnk, "anon_inode:[eventpoll]"))
 		return;
-	snprintf(path, sizeof(path), "../fdinfo/%s", name);
-	fd = openat(dirfd(b->fs_dir), path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;		/* closed meanwhile */
 	t0 = cr_thread_cpu_ns();
-	/* "tfd:" at a line's start; a line cut by the buffer's end is
-	 * carried over whole (lines are far shorter than the buffer). */
-	while ((got = read(fd, buf + carry, sizeof(buf) - carry - 1)) > 0) {
-		char *p = buf, *end = buf + carry + got, *nl;
-
-		*end = 0;
-		while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
-			if (!strncmp(p, "tfd:", 4))
-				b->fs_epoll++;
-			p = nl + 1;
-		}
-		carry = (size_t)(end - p);
-		memmove(buf, p, carry);
-	}
+	got = fdinfo_lines(dirfd(b->fs_dir), name, "tfd:");
 	/* The kernel makes the whole text at the first read: an instance of
 	 * millions of watches costs seconds (480 000: 38 MB in 0.7 s), which
 	 * the program chose, so it is charged to the run; one that cannot be
 	 * read (the text too large to make) counts as the user's limit. */
-	if (got < 0)
+	if (got >= 0)
+		b->fs_epoll += (uint64_t)got;
+	else if (got == -EMFILE || got == -ENFILE)
+		cr_budget_fds_short(run, (int)-got, "read an epoll's fdinfo");
+	else if (got != -ENOENT)	/* not closed meanwhile */
 		b->fs_epoll += b->epoll_max;
 	cost = cr_thread_cpu_ns() - t0;
 	if (cost > 2000000ull)
 		cr_budget_charge_cpu(run, cost);
-	close(fd);
 }
 
 static void fdscan_entry(struct cr_run *run, struct dirent *de)
@@ -1530,6 +1565,123 @@ static bool task_closed(pid_t tid)
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d", tid, tid);
 	return stat(path, &st) == 0 && st.st_uid != geteuid();
+}
+
+/*
+ * Byte-range locks: each record is ~195 B of slab (measured) that no RSS
+ * shows, and the kernel sets no limit on them: a process holding a file
+ * open may keep as many as it can split (every other byte locked; 2
+ * million held +380 MB natively). A lock call adds at most two records (a
+ * range split in three), so the records are bounded by twice the calls;
+ * the calls are notified for that (handlers/lock.c, registers only, then
+ * continued). When that bound could carry the run past its memory budget,
+ * the records are counted: every descriptor's fdinfo shows the locks set
+ * through its open file ("lock:" lines), read in every fd table.
+ *
+ * A POSIX lock belongs to its fd table and goes when the table closes any
+ * descriptor of its file or is freed, so the count sees every one (a
+ * duplicate descriptor shows them again: counted twice, towards
+ * stopping). An OFD lock belongs to the open file, which can outlive
+ * every descriptor (a mapping, a message in flight), so OFD lock calls
+ * are never forgiven by a count: 2 records each, for the run's life.
+ * flock(2) keeps one record per open file, bounded with the files.
+ * Locks set by calls continued but not yet made when the count reads are
+ * bounded by two per task.
+ */
+static uint64_t lock_bound(const struct cr_budgets *b)
+{
+	return (b->lk_base + 2 * (b->lk_posix + b->lk_ofd)) *
+	       CR_BUDGET_LOCK_BYTES;
+}
+
+/* The lock records in every fd table of the run; false when it could not
+ * be done whole (a table closed to us, out of descriptors, or dearer than
+ * CR_BUDGET_LOCK_SLICE_NS: a program can make every descriptor show
+ * thousands of locks), which leaves the bound standing. Its CPU is the
+ * run's. */
+static bool count_locks(struct cr_run *run, uint64_t *out)
+{
+	struct cr_tasks *ts = &run->tasks;
+	uint64_t t0 = cr_thread_cpu_ns(), n = 0;
+	bool ok = true;
+
+	for (size_t i = 0; ok && i < ts->cap; i++) {
+		const struct cr_task *t = &ts->slots[i];
+		struct dirent *de;
+		char path[64];
+		DIR *d;
+		int fd;
+
+		if (!t->tid || shares_leader_files(t))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/fd", t->tid,
+			 t->tid);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    task_closed(t->tid))
+				ok = false;
+			continue;	/* gone or exiting meanwhile */
+		}
+		if (!(d = fdopendir(fd))) {
+			close(fd);
+			ok = false;
+			break;
+		}
+		while (ok && (de = readdir(d))) {
+			int64_t k;
+
+			if (de->d_name[0] == '.')
+				continue;
+			k = fdinfo_lines(dirfd(d), de->d_name, "lock:");
+			if (k >= 0)
+				n += (uint64_t)k;
+			else if (k != -ENOENT)
+				ok = false;
+			if (cr_thread_cpu_ns() - t0 > CR_BUDGET_LOCK_SLICE_NS)
+				ok = false;
+		}
+		closedir(d);
+	}
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+	*out = n;
+	return ok;
+}
+
+/* Do the lock records fit beside the rest of the run's memory (the last
+ * poll's sum)? Counted again first when their bound says they might not:
+ * then the bound starts again from the count. */
+static bool locks_fit(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t max = lim(run, CR_LIM_MEMORY), n;
+
+	if (b->mem_nolock + lock_bound(b) <= max)
+		return true;
+	if (!count_locks(run, &n))
+		return false;
+	b->lk_base = n + 2 * (uint64_t)run->tasks.count;
+	b->lk_posix = 0;
+	return b->mem_nolock + lock_bound(b) <= max;
+}
+
+int cr_budget_on_lock(struct cr_run *run, bool ofd)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!b)
+		return 0;
+	if (ofd)
+		b->lk_ofd++;
+	else
+		b->lk_posix++;
+	if (locks_fit(run))
+		return 0;
+	b->rss = b->mem_nolock + lock_bound(b);	/* the figure judged */
+	if (b->rss > b->peak_rss)
+		b->peak_rss = b->rss;
+	breach(run, CR_LIM_MEMORY, b->rss);
+	return -ENOLCK;
 }
 
 /* Read at most `budget` fd entries; true when the scan completed and

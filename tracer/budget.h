@@ -66,6 +66,11 @@
 #define CR_BUDGET_VMA_IDLE 10
 /* ...and one poll counts for this much of its CPU time at most. */
 #define CR_BUDGET_VMA_SLICE_NS (5 * 1000000ull)
+/* Kernel memory of one byte-range lock record (struct file_lock: 2
+ * million records held +380 MB of slab, measured), and the CPU one count
+ * of them may take before it is given up (the bound then stands). */
+#define CR_BUDGET_LOCK_BYTES 200u
+#define CR_BUDGET_LOCK_SLICE_NS (250 * 1000000ull)
 /* Kernel memory of one epoll watch (epitem and its wait-queue entry:
  * 1 000 000 watches held +200 MB of slab, measured). */
 #define CR_BUDGET_EPOLL_WATCH 208u
@@ -208,6 +213,11 @@ void cr_budget_charge_cpu(struct cr_run *run, uint64_t ns);
  * program: a socket is followed for the memory budget wherever it goes.
  * 0, or -errno to refuse the send. */
 int cr_budget_on_send_fd(struct cr_run *run, int fd);
+/* The program is about to set a byte-range lock (fcntl F_SETLK,
+ * F_SETLKW; ofd: F_OFD_SETLK, F_OFD_SETLKW): 0 to let it, or -ENOLCK when
+ * the records it may add would pass the memory budget (the run is then
+ * ended). */
+int cr_budget_on_lock(struct cr_run *run, bool ofd);
 /* The program asks for an internet socket: its kind's queues are measured
  * from now on (the listings of kinds the run never made are skipped). */
 void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,

@@ -585,6 +585,36 @@ def storage_epoll_watches_count(t):
 
 
 @test
+def storage_byte_range_locks_count(t):
+    # Each byte-range lock record is ~195 B of slab no RSS shows, and the
+    # kernel bounds them by nothing: 500 files with 2 000 one-byte POSIX
+    # locks each held ~190 MB for ~1 MiB resident, `ok` until the wall
+    # limit under memory=32MiB. The calls are counted (two records each at
+    # most), and the records counted from every fdinfo when that bound
+    # could pass the budget.
+    counted_past(t, ["memory=32MiB"], 32 * MIB, "locks", 500, 2000)
+
+
+@test
+def storage_ofd_locks_count(t):
+    # An OFD lock belongs to its open file, which can outlive every
+    # descriptor (a mapping, a message in flight): its calls count for
+    # good.
+    counted_past(t, ["memory=32MiB"], 32 * MIB, "locks", 500, 2000, "ofd")
+
+
+@test
+def storage_lock_churn_runs(t):
+    # A database locks and unlocks the same bytes all day: 200 000 lock
+    # calls bound 80 MB of records under memory=32MiB, the count finds one
+    # at most, and the run goes on.
+    run, r = hoard(t, ["memory=32MiB"], "lockchurn", 100000, timeout=120)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), "churn ok 100000\n", "stdout")
+    t.assert_next_run_ok()
+
+
+@test
 def storage_task_kernel_memory_counts(t):
     # Each task's kernel stack and descriptors (~24 KiB) are in no RSS:
     # 2000 threads on the smallest stacks held ~48 MiB of kernel memory

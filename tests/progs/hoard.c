@@ -60,6 +60,12 @@
  *                             each splitting one PROT_NONE reservation
  *                             into N single-page mappings (every other
  *                             page made readable), nothing resident
+ *   hoard locks FILES N [ofd] byte-range locks' kernel memory: FILES
+ *                             files, each with N one-byte locks (every
+ *                             other byte), POSIX or OFD; nothing resident
+ *   hoard lockchurn N         known good: N lock and unlock calls on one
+ *                             byte of one file (a database's pattern);
+ *                             prints "churn ok N"
  *   hoard threads N           N threads on the smallest stacks, each
  *                             waiting: kernel stacks and task descriptors
  *                             (~24 KiB a task) for a few KiB of RSS
@@ -409,6 +415,52 @@ static void epolls(long n, long m)
 	hold();
 }
 
+static int lock_byte(int fd, int cmd, short type, off_t at)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET,
+			    .l_start = at, .l_len = 1 };
+
+	return fcntl(fd, cmd, &fl);
+}
+
+static void locks(long files, long n, bool ofd)
+{
+	int cmd = ofd ? F_OFD_SETLK : F_SETLK;
+	long made = 0;
+
+	for (long f = 0; f < files; f++) {
+		char name[32];
+		int fd;
+
+		snprintf(name, sizeof(name), "lock%ld", f);
+		fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			printf("open: %s\n", strerror(errno));
+			break;
+		}
+		for (long i = 0; i < n; i++, made++)
+			if (lock_byte(fd, cmd, F_WRLCK, 2 * i) < 0) {
+				printf("lock: %s\n", strerror(errno));
+				hold();
+			}
+	}
+	printf("held %ld\n", made * 195 >> 20);
+	hold();
+}
+
+static void lockchurn(long n)
+{
+	int fd = open("churn", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	for (long i = 0; fd >= 0 && i < n; i++)
+		if (lock_byte(fd, F_SETLK, F_WRLCK, 0) < 0 ||
+		    lock_byte(fd, F_SETLK, F_UNLCK, 0) < 0) {
+			printf("churn: %s at %ld\n", strerror(errno), i);
+			return;
+		}
+	printf(fd < 0 ? "churn: open failed\n" : "churn ok %ld\n", n);
+}
+
 static void dgramclosed(long n)
 {
 	static char buf[60000];
@@ -726,6 +778,11 @@ int main(int argc, char **argv)
 		relay(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 4 && !strcmp(argv[1], "maps"))
 		maps(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 4 && !strcmp(argv[1], "locks"))
+		locks(atol(argv[2]), atol(argv[3]),
+		      argc >= 5 && !strcmp(argv[4], "ofd"));
+	else if (argc >= 3 && !strcmp(argv[1], "lockchurn"))
+		lockchurn(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "threads"))
 		threads(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unlinked"))

@@ -177,6 +177,8 @@ CR_HANDLER(cr_h_flistxattr);
 CR_HANDLER(cr_h_prctl_dumpable);
 CR_HANDLER(cr_h_prctl_sched_core);
 CR_HANDLER(cr_h_fcntl_owner);
+/* lock.c */
+CR_HANDLER(cr_h_fcntl_lock);
 /* socket.c */
 CR_HANDLER(cr_h_socket);
 CR_HANDLER(cr_h_sockios);
