@@ -857,3 +857,96 @@ def proxy_record_of_a_dissolved_socket_serves_no_stranger(t):
     """The same with connect(AF_UNSPEC), which frees the port while
     corral holds the socket: the inode check turns the stranger away."""
     stale_proxy(t, "unspec")
+
+
+SOCKET_MOVES = r'''
+import ctypes, os, socket, sys
+out, ws = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+def tried(what, fn):
+    try:
+        fn()
+        print(what, "ok")
+    except OSError as e:
+        print(what, e.errno)
+def exchange(a, b):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+tried("link", lambda: os.link(out + "/srv.sock", ws + "/h.sock"))
+tried("rename", lambda: os.rename(out + "/srv.sock", ws + "/r.sock"))
+tried("dir", lambda: os.rename(out + "/sub", ws + "/sub"))
+os.mkdir(ws + "/empty")
+tried("exchange", lambda: exchange(ws + "/empty", out + "/sub"))
+tried("file", lambda: os.rename(out + "/plain", ws + "/plain"))
+for name in ("h.sock", "r.sock", "sub/srv.sock", "empty/srv.sock"):
+    c = socket.socket(socket.AF_UNIX)
+    tried("connect " + name, lambda: c.connect(ws + "/" + name))
+    c.close()
+'''
+
+
+@test
+def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
+    """A unix socket is reachable only inside the workspace, judged where
+    its name is. A hard link of an outside server's socket into the
+    workspace (its source in another writable root) reached that server:
+    the session bus or an ssh agent under a writable /tmp (found by a
+    probing session). Now a link or rename of a socket, and a rename of a
+    directory (which may hold sockets), from outside the workspace into it
+    answer EXDEV, as across filesystems (mv copies then), recorded; a
+    file still moves."""
+    out = t.path("out")
+    os.makedirs(out + "/sub", exist_ok=True)
+    os.chmod(out, 0o777)
+    with open(out + "/plain", "w") as f:
+        f.write("x")
+    came = []
+    srvs = []
+    for p in (out + "/srv.sock", out + "/sub/srv.sock"):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(p)
+        s.listen(8)
+        s.settimeout(0.2)
+        srvs.append(s)
+    stop = []
+
+    def serve():
+        while not stop:
+            for s in srvs:
+                try:
+                    c, _ = s.accept()
+                    came.append(1)
+                    c.close()
+                except OSError:
+                    pass
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        ws = t.path("ws")
+        os.makedirs(ws, exist_ok=True)
+        os.chmod(ws, 0o777)
+        prog = t.write("moves.py", SOCKET_MOVES)
+        run = t.corral(["run", "--json", "--ro", t.tmp, "--rw", out,
+                        "-w", ws, "--", PYTHON, prog, out, ws], timeout=60)
+        r = t.result(run)
+        eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+        eq(r.get("stdout"), "link 18\nrename 18\ndir 18\nexchange 18\n"
+           "file ok\nconnect h.sock 2\nconnect r.sock 2\n"
+           "connect sub/srv.sock 2\nconnect empty/srv.sock 2\n",
+           "each move refused EXDEV, nothing reached")
+        eq(came, [], "connections the outside servers accepted")
+        ds = denials_of(r, layer="fs")
+        eq(sorted(d["syscall"] for d in ds),
+           ["link", "rename", "rename", "renameat2"], "denials")
+        true(all("into the workspace" in d["reason"] for d in ds),
+             "reasons %s" % _show(ds))
+        true(os.path.exists(out + "/srv.sock") and
+             os.path.exists(out + "/sub/srv.sock"),
+             "the outside sockets stay where they were")
+    finally:
+        stop.append(1)
+        th.join(2)
+        for s in srvs:
+            s.close()
+    t.assert_next_run_ok()

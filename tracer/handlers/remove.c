@@ -10,6 +10,7 @@
 
 #include "../fs/fsops.h"
 #include "../budget.h"
+#include "../net/net.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -180,6 +181,33 @@ static bool holds_deny(const struct cr_run *run, const struct cr_fsres *r)
 	return false;
 }
 
+/* Whether the entry r is the workspace or lies beneath it; true when the
+ * workspace is not known (the callers then refuse). */
+static bool in_workspace(const struct cr_run *run, const struct cr_fsres *r)
+{
+	const char *ws = run->net ? run->net->ws_real : NULL;
+
+	return !ws || cr_path_within(ws, strlen(ws), r->path, r->plen);
+}
+
+/* A unix socket is reachable only inside the workspace (net.c), judged by
+ * where its name is when it is reached. So no name of another writable
+ * root may bring one in: a hard link or a rename of a socket, or a rename
+ * of a directory (which may hold sockets at any depth: the session bus,
+ * an ssh or gpg agent under a writable /tmp or $XDG_RUNTIME_DIR), from
+ * outside the workspace into it. A hard link of an outside server's
+ * socket into the workspace reached that server (found by a probing
+ * session). Answered EXDEV, as for two filesystems: mv, shutil.move and
+ * package managers then copy, and a copied socket reaches nobody. An
+ * exchange moves both ways. */
+static bool brings_in(const struct cr_run *run, const struct cr_fsres *from,
+		      const struct cr_fsres *to)
+{
+	return from->exists &&
+	       (S_ISSOCK(from->st.st_mode) || S_ISDIR(from->st.st_mode)) &&
+	       !in_workspace(run, from) && in_workspace(run, to);
+}
+
 /* Two paths: both resolved without following the last component, both
  * entries inside writable roots. A link gives write access to its target,
  * so link's source must be writable too (a hard link from a read-only root
@@ -220,6 +248,17 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
 		v = refuse_as(run, n, sys, &b, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
+	} else if (brings_in(run, &a, &b) ||
+		   (!link && (flags & RENAME_EXCHANGE) &&
+		    brings_in(run, &b, &a))) {
+		struct cr_fsres *m = brings_in(run, &a, &b) ? &a : &b;
+
+		m->refused = true;
+		cr_fs_deny(run, n, sys, m,
+			   S_ISSOCK(m->st.st_mode) ?
+			   "a unix socket may not be brought into the workspace from outside it" :
+			   "a directory may not be moved into the workspace from outside it (it may hold unix sockets)");
+		v = CR_V_ERR(EXDEV);
 	} else if (!link && (holds_deny(run, &a) ||
 			     ((flags & RENAME_EXCHANGE) && holds_deny(run, &b)))) {
 		struct cr_fsres *m = holds_deny(run, &a) ? &a : &b;
