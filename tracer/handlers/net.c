@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "handlers.h"
 #include "../fs/fs.h"
+#include "../fs/fsops.h"
 #include "../net/net.h"
 #include "../budget.h"
 
@@ -1714,10 +1716,83 @@ static const struct inet_sockopt *inet_sockopt_refused(int level, int opt,
  * with the value read once (EMULATED: a thread could swap the fd number or
  * the value after a check).
  */
+/*
+ * Options whose value points elsewhere in the program or names one of its
+ * descriptors, at SOL_SOCKET: a classic BPF program (SO_ATTACH_FILTER,
+ * SO_ATTACH_REUSEPORT_CBPF: a struct sock_fprog whose `filter` is the
+ * program's address) and an eBPF program's fd (SO_ATTACH_BPF,
+ * SO_ATTACH_REUSEPORT_EBPF). Performed here, the kernel would read that
+ * address in corral's memory and that number in corral's table: an
+ * earlier build did, so every attach failed EFAULT where it works
+ * natively, and the EFAULT/EINVAL answers mapped corral's address space
+ * (found by a probing session). The instructions are read from the
+ * program into our copy, the fd taken from its table, and the call made
+ * with those, answering as the kernel would (its checks in order:
+ * optlen, a NULL or empty or too long program, then the copy). True when
+ * decided here (*v the answer; *call the call to make, with *fp or *fd).
+ */
+static bool sockopt_by_reference(const struct seccomp_notif *n,
+				 struct cr_run *run, int level, int opt,
+				 const void *val, uint64_t len,
+				 struct sock_fprog *fp, struct sock_filter **ins,
+				 int *fd, struct cr_verdict *v)
+{
+	struct sock_fprog u;
+	int rc, num;
+
+	if (level != SOL_SOCKET)
+		return false;
+	switch (opt) {
+	case SO_ATTACH_FILTER:
+	case SO_ATTACH_REUSEPORT_CBPF:
+		if (len != sizeof(u) || !val) {
+			*v = v_err(EINVAL);
+			return true;
+		}
+		memcpy(&u, val, sizeof(u));
+		if (!u.filter || !u.len || u.len > BPF_MAXINSNS) {
+			*v = v_err(EINVAL);
+			return true;
+		}
+		*ins = malloc((size_t)u.len * sizeof(**ins));
+		if (!*ins) {
+			*v = v_err(ENOMEM);
+			return true;
+		}
+		rc = cr_mem_read((pid_t)n->pid, (uint64_t)(uintptr_t)u.filter,
+				 *ins, (size_t)u.len * sizeof(**ins));
+		if (rc) {
+			*v = v_err(EFAULT);
+			return true;
+		}
+		fp->len = u.len;
+		fp->filter = *ins;
+		return false;
+	case SO_ATTACH_BPF:
+	case SO_ATTACH_REUSEPORT_EBPF:
+		if (len < sizeof(num) || !val) {
+			*v = v_err(EINVAL);
+			return true;
+		}
+		memcpy(&num, val, sizeof(num));
+		*fd = cr_fs_task_fd(run, (pid_t)n->pid, num);
+		if (*fd < 0) {
+			*v = v_err(-*fd);
+			return true;
+		}
+		return false;
+	default:
+		return false;
+	}
+}
+
 struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 				  const struct cr_syscall_entry *e,
 				  const struct seccomp_notif *n)
 {
+	struct sock_filter *ins = NULL;
+	struct sock_fprog fp = { 0 };
+	int ofd = -1;
 	int level = (int)n->data.args[1], opt = (int)n->data.args[2];
 	uint64_t len = (uint32_t)n->data.args[4];
 	const struct inet_sockopt *rule;
@@ -1752,7 +1827,10 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		free(val);
 		return v;
 	}
-	if (level == SOL_SOCKET && opt == SO_ZEROCOPY)
+	if (sockopt_by_reference(n, run, level, opt, val, len, &fp, &ins,
+				 &ofd, &v))
+		;	/* answered */
+	else if (level == SOL_SOCKET && opt == SO_ZEROCOPY)
 		v = cr_net_deny(run, n, e, NULL, 0, "net",
 				"MSG_ZEROCOPY would pin the program's pages in socket queues, past every budget",
 				ENOPROTOOPT);
@@ -1767,8 +1845,15 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		v = cr_net_deny(run, n, e, NULL, 0, "net",
 				"credentials on an unnamed unix datagram socket would autobind it to an abstract name",
 				EACCES);
+	else if (fp.filter)
+		v = v_rc(setsockopt(s.dup, level, opt, &fp, sizeof(fp)));
+	else if (ofd >= 0)
+		v = v_rc(setsockopt(s.dup, level, opt, &ofd, sizeof(ofd)));
 	else
 		v = v_rc(setsockopt(s.dup, level, opt, val, (socklen_t)len));
+	if (ofd >= 0)
+		close(ofd);
+	free(ins);
 	cr_sock_close(&s);
 	free(val);
 	return v;
