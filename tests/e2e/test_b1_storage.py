@@ -614,6 +614,43 @@ def storage_lock_churn_runs(t):
     t.assert_next_run_ok()
 
 
+EPOLL_PASS = r"""
+import os, select, socket
+a, b = socket.socketpair()
+ep = select.epoll()
+try:
+    socket.send_fds(a, [b"e"], [ep.fileno()])
+    print("epoll sent")
+except OSError as e:
+    print("epoll", e.errno)
+r, w = os.pipe()
+socket.send_fds(a, [b"p"], [r])
+msg, fds, _, _ = socket.recv_fds(b, 10, 4)
+print("pipe", msg, len(fds))
+"""
+
+
+@test
+def storage_epoll_instance_is_not_passed(t):
+    # The watches are counted from each instance's fdinfo in the tasks'
+    # tables; one instance sent into a socket and closed held 5 million
+    # watches (~1 GB) in flight, `ok` under memory=32MiB (found by a
+    # probing session). Passing one is refused (EPERM, recorded); a pipe
+    # still passes.
+    prog = t.write("eppass.py", EPOLL_PASS)
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
+                    prog], timeout=60)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), "epoll 1\npipe b'p' 1\n", "stdout")
+    ds = [d for d in r.get("denials") or [] if d.get("syscall") == "sendmsg"]
+    eq(len(ds), 1, "one sendmsg denial: %r" % ds)
+    contains(ds[0]["reason"], "epoll", "reason")
+    t.assert_next_run_ok()
+
+
 @test
 def storage_task_kernel_memory_counts(t):
     # Each task's kernel stack and descriptors (~24 KiB) are in no RSS:

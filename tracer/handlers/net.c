@@ -943,6 +943,24 @@ static bool opath_file(int fd)
 	       S_ISREG(st.st_mode);
 }
 
+/* An epoll instance: its watches (~205 B each, up to the user's
+ * fs.epoll.max_user_watches, ~1.1 GB here) are counted from its fdinfo in
+ * the tasks' tables (tracer/budget.c); sent and closed, one instance in
+ * flight held them all where nothing reads them (found by a probing
+ * session). Passing an epoll instance is rare: refused. */
+static bool epoll_file(int fd)
+{
+	char p[64], lnk[32];
+	ssize_t l;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	l = readlink(p, lnk, sizeof(lnk) - 1);
+	if (l <= 0)
+		return false;
+	lnk[l] = '\0';
+	return !strcmp(lnk, "anon_inode:[eventpoll]");
+}
+
 #define WAY_OUT_WHY "an interface or source address other than loopback would send the packets out of the host"
 
 /* IP_PKTINFO, IPV6_PKTINFO (and its RFC 2292 number) choose the outgoing
@@ -1056,6 +1074,11 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 				if (opath_file(fd)) {
 					cr_deny(run, pid, "sendmsg", NULL, "fs",
 						"an O_PATH descriptor of a file cannot be passed: in flight it would hold the file's storage where nothing can measure it");
+					return -EPERM;
+				}
+				if (epoll_file(fd)) {
+					cr_deny(run, pid, "sendmsg", NULL, "net",
+						"an epoll instance cannot be passed: in flight its watches would hold kernel memory where nothing can measure it");
 					return -EPERM;
 				}
 				memcpy(&fds[i], &fd, sizeof(fd));
