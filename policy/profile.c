@@ -5,7 +5,7 @@
 #include "corral/profile.h"
 
 /*
- * Profile "default", version 2026-11-29.1.
+ * Profile "default", version 2026-12-03.1.
  *
  * Measured, not guessed: `strace -f` over gcc (with -lpthread), make, bash
  * (job control, `kill %1`, command substitution, here-strings), timeout,
@@ -44,6 +44,9 @@ static const char *const default_allow[] = {
 	 * and clone3 stay under the table's rules (namespace flags refused,
 	 * clone3 answered ENOSYS so libc uses clone). */
 	"clone", "clone3", "fork", "vfork", "execve", "execveat", "exit",
+	/* unshare too: namespace flags refused, a private fd table or cwd
+	 * the kernel's (Go's LockOSThread + Unshare(CLONE_FS)). */
+	"unshare",
 	"exit_group", "wait4", "waitid", "getpid", "getppid", "getpgrp",
 	"getpgid", "setpgid", "getsid", "setsid", "prctl", "seccomp",
 	"personality", "umask", "uname", "sysinfo", "getrandom",
@@ -145,7 +148,7 @@ static const char *const default_refuse[] = {
 	"mount", "umount2", "fsopen", "fsconfig", "fsmount", "fspick",
 	"move_mount", "open_tree", "mount_setattr", "pivot_root", "chroot",
 	"fanotify_mark",
-	"unshare", "setns", "name_to_handle_at", "open_by_handle_at",
+	"setns", "name_to_handle_at", "open_by_handle_at",
 	/* host IPC: System V and POSIX message queues are host-wide */
 	"shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop",
 	"semctl", "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open",
@@ -156,7 +159,7 @@ static const char *const default_refuse[] = {
 
 static const struct cr_profile profile_default = {
 	.name = "default",
-	.version = "2026-11-29.1",
+	.version = "2026-12-03.1",
 	.allow = default_allow,
 	.refuse = default_refuse,
 };

@@ -71,6 +71,20 @@
  * of them may take before it is given up (the bound then stands). */
 #define CR_BUDGET_LOCK_BYTES 200u
 #define CR_BUDGET_LOCK_SLICE_NS (250 * 1000000ull)
+/* Kernel memory of a socket itself, queued bytes apart: its sock, inode,
+ * file and their slab neighbours (16 processes x 19 900 of each, measured:
+ * a unix socket of a pair ~3.3 KiB, TCP ~4.1 KiB, UDP ~3.3 KiB); one
+ * figure for all, the dearest. */
+#define CR_BUDGET_SOCK 4608u
+/* ...and of any other open file a descriptor names (its struct file and
+ * what the kind adds: an eventfd ~1.6 KiB, a timerfd, an epoll instance
+ * or a /dev/null open ~1.1 KiB, measured the same way). */
+#define CR_BUDGET_FILE_KERNEL 1536u
+/* A seccomp filter of the program's at its largest (4 096 instructions:
+ * ~88 KiB of slab and vmalloc, measured), and one Landlock rule (~110 B:
+ * 4 million held 435 MiB). */
+#define CR_BUDGET_SECCOMP_FILTER (96u << 10)
+#define CR_BUDGET_LANDLOCK_RULE 128u
 /* Kernel memory of one epoll watch (epitem and its wait-queue entry:
  * 1 000 000 watches held +200 MB of slab, measured). */
 #define CR_BUDGET_EPOLL_WATCH 208u
@@ -218,6 +232,16 @@ int cr_budget_on_send_fd(struct cr_run *run, int fd);
  * the records it may add would pass the memory budget (the run is then
  * ended). */
 int cr_budget_on_lock(struct cr_run *run, bool ofd);
+/* The program is about to make a kernel object corral cannot see go
+ * (a seccomp filter of its own, a Landlock rule or domain): charged to
+ * memory for the run's life. 0, or -ENOMEM when that passes the memory
+ * budget (the run is then ended). */
+enum cr_kobj {
+	CR_KOBJ_SECCOMP,
+	CR_KOBJ_LANDLOCK_RULE,
+	CR_KOBJ_LANDLOCK_DOMAIN,
+};
+int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind);
 /* The program asks for an internet socket: its kind's queues are measured
  * from now on (the listings of kinds the run never made are skipped). */
 void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,

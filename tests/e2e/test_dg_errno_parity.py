@@ -526,3 +526,37 @@ def errno_parity_socket_filter_is_the_programs(t):
                                              "unix at 0x1000": "EFAULT"})
     contains(nat, "unix2 b'one'", "native: the accepting filter passes")
     contains(nat, "unix2 through drop None", "native: the drop drops (a timeout)")
+
+
+# ---- unshare: a private fd table or cwd is the kernel's ----
+
+UNSHARE = r'''
+import threading
+CLONE_FILES, CLONE_FS, CLONE_SYSVSEM = 0x400, 0x200, 0x40000
+t("unshare 0", lambda: sysc(272, 0))
+t("unshare files", lambda: sysc(272, CLONE_FILES))
+t("unshare sysvsem", lambda: sysc(272, CLONE_SYSVSEM))
+t("unshare bad bit", lambda: sysc(272, 0x1))
+os.mkdir("sub")
+with open("sub/f", "w") as f:
+    f.write("in sub")
+def worker():
+    # A thread with a cwd of its own, as Go's LockOSThread + Unshare.
+    t("thread unshare fs", lambda: sysc(272, CLONE_FS))
+    os.chdir("sub")
+    t("thread reads f", lambda: print("thread", open("f").read()))
+th = threading.Thread(target=worker)
+th.start(); th.join()
+t("main cwd kept", lambda: print("main", sorted(os.listdir("."))))
+'''
+
+
+@test
+def errno_parity_unshare_of_own_state(t):
+    """unshare of what a thread shares (its fd table, its cwd and umask,
+    its System V undo list) is the kernel's, and the thread's own cwd is
+    the one its paths resolve from; an earlier build refused every unshare
+    (Go's runtime tests, and programs keeping a cwd per locked thread).
+    Namespaces stay refused (test_a0_surface)."""
+    parity(t, UNSHARE, want={"unshare files": "ok",
+                             "unshare bad bit": "EINVAL"})

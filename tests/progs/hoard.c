@@ -66,6 +66,21 @@
  *   hoard lockchurn N         known good: N lock and unlock calls on one
  *                             byte of one file (a database's pattern);
  *                             prints "churn ok N"
+ *   hoard objects KIND PROCS N  open files' own kernel memory: PROCS
+ *                             processes, each holding N objects of KIND
+ *                             (tcp, udp: unbound sockets; unixpair; eventfd;
+ *                             devnull: opens of /dev/null)
+ *   hoard md5 NSOCK NKEYS     option memory: NSOCK unbound TCP sockets, each
+ *                             given NKEYS TCP-MD5 keys (one per peer)
+ *   hoard backlog KIND L C    L listeners (tcp on 127.0.0.1, or unix), C
+ *                             clients each that connect and close: the
+ *                             connections wait unaccepted, no descriptor
+ *   hoard filters THREADS     seccomp filters of the program's own: each
+ *                             of THREADS threads stacks allow-all filters
+ *                             of 4 090 instructions until the kernel's
+ *                             path limit (seven)
+ *   hoard rules N             Landlock rules: N path-beneath rules on
+ *                             entries of /usr/lib, 1 000 to a ruleset
  *   hoard threads N           N threads on the smallest stacks, each
  *                             waiting: kernel stacks and task descriptors
  *                             (~24 KiB a task) for a few KiB of RSS
@@ -90,6 +105,14 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <dirent.h>
+#include <linux/filter.h>
+#include <linux/landlock.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/epoll.h>
@@ -461,6 +484,206 @@ static void lockchurn(long n)
 	printf(fd < 0 ? "churn: open failed\n" : "churn ok %ld\n", n);
 }
 
+static void nofile_max(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int object(const char *kind)
+{
+	int sv[2];
+
+	if (!strcmp(kind, "tcp"))
+		return socket(AF_INET, SOCK_STREAM, 0);
+	if (!strcmp(kind, "udp"))
+		return socket(AF_INET, SOCK_DGRAM, 0);
+	if (!strcmp(kind, "eventfd"))
+		return eventfd(0, 0);
+	if (!strcmp(kind, "devnull"))
+		return open("/dev/null", O_RDONLY);
+	if (!strcmp(kind, "unixpair"))
+		return socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ? -1 : sv[0];
+	errno = EINVAL;
+	return -1;
+}
+
+static void objects(const char *kind, long procs, long n)
+{
+	nofile_max();
+	for (long p = 0; p < procs; p++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			printf("fork: %s\n", strerror(errno));
+			break;
+		}
+		if (pid)
+			continue;
+		for (long i = 0; i < n; i++)
+			if (object(kind) < 0) {
+				printf("%s %ld: %s\n", kind, i, strerror(errno));
+				break;
+			}
+		hold();
+	}
+	printf("held %ld\n", procs * n * 4 >> 10);
+	hold();
+}
+
+static void md5keys(long nsock, long nkeys)
+{
+	long keys = 0;
+
+	nofile_max();
+	for (long s = 0; s < nsock; s++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		for (long k = 0; fd >= 0 && k < nkeys; k++, keys++) {
+			struct tcp_md5sig m = { .tcpm_keylen = 64 };
+			struct sockaddr_in *a = (struct sockaddr_in *)&m.tcpm_addr;
+
+			a->sin_family = AF_INET;
+			a->sin_addr.s_addr = htonl(0x0a000000u | (uint32_t)k);
+			memset(m.tcpm_key, 'k', 64);
+			if (setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG, &m, sizeof(m)))
+				break;	/* this socket's option memory is full */
+		}
+	}
+	printf("held %ld\n", keys * 190 >> 20);
+	hold();
+}
+
+static void backlog(const char *kind, long l, long c)
+{
+	bool tcp = !strcmp(kind, "tcp");
+	long made = 0;
+
+	for (long i = 0; i < l; i++) {
+		struct sockaddr_storage ss = { 0 };
+		socklen_t sl = sizeof(ss);
+		int s = socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM, 0);
+
+		if (tcp) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+			a->sin_family = AF_INET;
+			a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			sl = sizeof(*a);
+		} else {
+			struct sockaddr_un *a = (struct sockaddr_un *)&ss;
+
+			a->sun_family = AF_UNIX;
+			snprintf(a->sun_path, sizeof(a->sun_path), "b%ld.sock", i);
+			sl = sizeof(*a);
+		}
+		if (s < 0 || bind(s, (struct sockaddr *)&ss, sl) ||
+		    listen(s, 4096) ||
+		    getsockname(s, (struct sockaddr *)&ss, &sl)) {
+			printf("listener: %s\n", strerror(errno));
+			hold();
+		}
+		for (long k = 0, waits = 0; k < c; k++) {
+			int fd = socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM, 0);
+
+			if (fd < 0)
+				break;
+			if (connect(fd, (struct sockaddr *)&ss, sl)) {
+				close(fd);
+				/* corral holds a unix client until it is
+				 * accepted, a few thousand at most: closed
+				 * ones are let go at its next fd scan. */
+				if (errno == EAGAIN && waits++ < 200) {
+					usleep(50000);
+					k--;
+					continue;
+				}
+				break;	/* this backlog is full */
+			}
+			close(fd);
+			made++;
+		}
+	}
+	printf("held %ld\n", made * 4 >> 10);
+	hold();
+}
+
+static void *stack_filters(void *arg)
+{
+	static struct sock_filter ins[4090];
+	struct sock_fprog fp = { .len = 4090, .filter = ins };
+	long *made = arg;
+
+	for (int i = 0; i < 4089; i++)	/* jumps to the next */
+		ins[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+	ins[4089] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+						 SECCOMP_RET_ALLOW);
+	while (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) == 0)
+		__atomic_add_fetch(made, 1, __ATOMIC_RELAXED);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void filters(long threads)
+{
+	static long made;
+
+	for (long i = 0; i < threads; i++) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, stack_filters, &made))
+			break;
+	}
+	sleep(1);
+	printf("held %ld\n", __atomic_load_n(&made, __ATOMIC_RELAXED) * 88 >> 10);
+	hold();
+}
+
+static void rules(long n)
+{
+	struct landlock_ruleset_attr ra = {
+		.handled_access_fs = LANDLOCK_ACCESS_FS_READ_FILE,
+	};
+	int fds[1000], nf = 0;
+	long made = 0;
+	DIR *d = opendir("/usr/lib");
+	struct dirent *de;
+
+	while (d && nf < 1000 && (de = readdir(d)))
+		if (de->d_name[0] != '.' &&
+		    (fds[nf] = openat(dirfd(d), de->d_name,
+				      O_PATH | O_CLOEXEC)) >= 0)
+			nf++;
+	while (nf && made < n) {
+		int rs = (int)syscall(SYS_landlock_create_ruleset, &ra,
+				      sizeof(ra), 0);
+
+		if (rs < 0) {
+			printf("ruleset: %s\n", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < nf && made < n; i++, made++) {
+			struct landlock_path_beneath_attr pb = {
+				.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE,
+				.parent_fd = fds[i],
+			};
+
+			if (syscall(SYS_landlock_add_rule, rs,
+				    LANDLOCK_RULE_PATH_BENEATH, &pb, 0)) {
+				printf("rule: %s\n", strerror(errno));
+				hold();
+			}
+		}
+	}
+	printf("held %ld\n", made * 110 >> 20);
+	hold();
+}
+
 static void dgramclosed(long n)
 {
 	static char buf[60000];
@@ -778,6 +1001,16 @@ int main(int argc, char **argv)
 		relay(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 4 && !strcmp(argv[1], "maps"))
 		maps(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 5 && !strcmp(argv[1], "objects"))
+		objects(argv[2], atol(argv[3]), atol(argv[4]));
+	else if (argc >= 4 && !strcmp(argv[1], "md5"))
+		md5keys(atol(argv[2]), atol(argv[3]));
+	else if (argc >= 5 && !strcmp(argv[1], "backlog"))
+		backlog(argv[2], atol(argv[3]), atol(argv[4]));
+	else if (argc >= 3 && !strcmp(argv[1], "filters"))
+		filters(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "rules"))
+		rules(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "locks"))
 		locks(atol(argv[2]), atol(argv[3]),
 		      argc >= 5 && !strcmp(argv[4], "ofd"));

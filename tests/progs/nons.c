@@ -5,7 +5,8 @@
  *
  * Installs a classic-BPF seccomp filter (no libseccomp: test programs link
  * only libc) that kills any syscall not made through the x86-64 ABI, answers
- * EPERM to unshare, setns and clone with a CLONE_NEW* flag, and ENOSYS to
+ * EPERM to setns, and to unshare and clone with a CLONE_NEW* flag (as a host
+ * without user namespaces: unshare(CLONE_FS) still works), and ENOSYS to
  * clone3 (whose flags live in memory the filter cannot read; glibc then falls
  * back to clone, which the filter can judge). Then execvp()s PROGRAM.
  *
@@ -60,16 +61,17 @@ static struct sock_filter filter[] = {
 	/* x32 numbers alias the x86-64 ones with a bit set: kill. */
 	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 0, 1), /* 4 */
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS), /* 5 */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 4, 0), /* 6 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 6, 0), /* 6 */
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setns, 3, 0), /* 7 */
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 3, 0), /* 8 */
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 3, 0), /* 9 */
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), /* 10 */
-	/* unshare, setns */
+	/* setns */
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM), /* 11 */
 	/* clone3 */
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS), /* 12 */
-	/* clone: flags are the first argument on x86-64, all in the low word. */
+	/* unshare, clone: flags are the first argument on x86-64, all in the
+	 * low word. */
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0_LO), /* 13 */
 	BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NS_FLAGS, 0, 1), /* 14 */
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM), /* 15 */

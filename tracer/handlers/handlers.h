@@ -14,6 +14,9 @@ struct cr_verdict cr_h_refuse(struct cr_run *run,
 struct cr_verdict cr_h_fork(struct cr_run *run,
 			    const struct cr_syscall_entry *e,
 			    const struct seccomp_notif *n);
+struct cr_verdict cr_h_unshare(struct cr_run *run,
+			       const struct cr_syscall_entry *e,
+			       const struct seccomp_notif *n);
 
 /* open.c, stat.c, create.c, remove.c, attr.c, xattr.c, exec.c: the
  * path-bearing calls of the filesystem area. */
@@ -177,8 +180,9 @@ CR_HANDLER(cr_h_flistxattr);
 CR_HANDLER(cr_h_prctl_dumpable);
 CR_HANDLER(cr_h_prctl_sched_core);
 CR_HANDLER(cr_h_fcntl_owner);
-/* lock.c */
+/* kmem.c */
 CR_HANDLER(cr_h_fcntl_lock);
+CR_HANDLER(cr_h_kernel_object);
 /* socket.c */
 CR_HANDLER(cr_h_socket);
 CR_HANDLER(cr_h_sockios);
