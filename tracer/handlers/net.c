@@ -8,6 +8,7 @@
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -260,6 +261,10 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 		pfd = cr_net_unix_bind_fd(ns, pfd);
 		rc = (size_t)snprintf(out, outlen, "/proc/self/fd/%d/%s", pfd,
 				      name) >= outlen ? -ENAMETOOLONG : 0;
+		/* A name of 90 bytes or more does not fit behind the alias:
+		 * bound relative to the directory itself (unix_bind). */
+		if (rc && (size_t)snprintf(out, outlen, "%s", name) < outlen)
+			rc = 0;
 		free(name);
 		if (rc) {
 			close(pfd);
@@ -755,23 +760,70 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
  * against the files budget like any creation (EDQUOT past it), given
  * back when the kernel makes none. hold is the parent directory's fd
  * (-1 for an abstract name or an autobind, which make no entry). */
+/*
+ * bind(2) has no directory argument, and a name of 90 bytes or more does
+ * not fit behind /proc/self/fd/N/ in sun_path's 108: such a name is bound
+ * relative to the checked directory, made the loop thread's working
+ * directory for the call. The loop thread has a working directory of its
+ * own for that (unshare(CLONE_FS) at the first need), so no other thread
+ * of corral's ever sees it move; where that is refused (a container's
+ * seccomp profile), the kernel's ENAMETOOLONG as before. An earlier build
+ * answered ENAMETOOLONG to every such name (found by a probing session).
+ */
+static int in_dir(int dirfd, int *saved)
+{
+	static __thread bool own_fs;
+
+	if (!own_fs) {
+		if (unshare(CLONE_FS) < 0)
+			return -ENAMETOOLONG;
+		own_fs = true;
+	}
+	*saved = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*saved < 0)
+		return -errno;
+	if (fchdir(dirfd) < 0) {
+		int e = errno;
+
+		close(*saved);
+		return -e;
+	}
+	return 0;
+}
+
+static void out_of_dir(int saved)
+{
+	/* The loop thread's own: nothing relative is resolved from it. */
+	if (fchdir(saved) < 0 && chdir("/") < 0)
+		fprintf(stderr, "corral: warning: cannot leave a unix socket's directory: %s\n",
+			strerror(errno));
+	close(saved);
+}
+
 static struct cr_verdict unix_bind(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const struct cr_sock *s,
 				   const union cr_sockaddr *t, socklen_t tl,
 				   int hold)
 {
-	const char *name = strrchr(t->un.sun_path, '/');
+	const char *path = t->un.sun_path, *slash = strrchr(path, '/');
+	bool rel = path[0] && path[0] != '/';
+	const char *name = rel ? path : slash ? slash + 1 : NULL;
 	bool counted = false;
 	struct cr_verdict v;
 	struct stat st;
-	int rc;
+	int rc, saved = -1;
 
+	if (rel && (hold < 0 || (rc = in_dir(hold, &saved)) < 0))
+		return v_err(hold < 0 ? ENAMETOOLONG : -rc);
 	if (hold >= 0 && name &&
-	    fstatat(hold, name + 1, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	    fstatat(hold, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		/* A name that exists answers EADDRINUSE from the kernel. */
-		if ((rc = cr_budget_on_create(run, (pid_t)n->pid)))
+		if ((rc = cr_budget_on_create(run, (pid_t)n->pid))) {
+			if (saved >= 0)
+				out_of_dir(saved);
 			return v_err(-rc);
+		}
 		counted = true;
 	}
 	/* The socket's mode is 0777 less the umask, the program's (an
@@ -780,6 +832,8 @@ static struct cr_verdict unix_bind(struct cr_run *run,
 	cr_fs_umask_enter((pid_t)n->pid);
 	v = v_rc(bind(s->dup, &t->sa, tl));
 	cr_fs_umask_leave();
+	if (saved >= 0)
+		out_of_dir(saved);
 	if (counted && v.kind != CR_V_VALUE)
 		cr_budget_on_remove(run);
 	return v;
@@ -817,13 +871,20 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 		else if (ok && v.kind == CR_V_VALUE) {
 			char dir[PATH_MAX], lnk[64], abs[PATH_MAX + 110];
 			const char *name = strrchr(t.un.sun_path, '/');
+			/* bound relative (unix_bind): the name is all of it,
+			 * the kernel's inner name too */
+			const char *sep = name ? "" : "/";
 			ssize_t dl;
+
+			if (!name && t.un.sun_path[0])
+				name = t.un.sun_path;
 
 			snprintf(lnk, sizeof(lnk), "/proc/self/fd/%d", hold);
 			dl = hold >= 0 ? readlink(lnk, dir, sizeof(dir) - 1) : -1;
 			if (dl > 0 && name) {
 				dir[dl] = '\0';
-				snprintf(abs, sizeof(abs), "%s%s", dir, name);
+				snprintf(abs, sizeof(abs), "%s%s%s", dir, sep,
+					 name);
 			}
 			cr_net_unix_named(run->net, t.un.sun_path, &a, alen,
 					  dl > 0 && name ? abs : NULL, s.ino);
