@@ -950,3 +950,36 @@ def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
         for s in srvs:
             s.close()
     t.assert_next_run_ok()
+
+
+@test
+def scm_credentials_refusal_is_recorded(t):
+    """Explicit SCM_CREDENTIALS cannot be sent by corral (the kernel
+    checks them against the sender, corral): EPERM, as before, and now
+    recorded like every other refusal (an earlier build refused silently,
+    found by a side-by-side run of Go's suite). The socket still works."""
+    prog = r'''
+import os, socket, struct
+a, b = socket.socketpair()
+b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+cred = struct.pack("iII", os.getpid(), os.getuid(), os.getgid())
+try:
+    a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, cred)])
+    print("sent")
+except OSError as e:
+    print("creds", e.errno)
+a.send(b"y")
+print(b.recv(1))
+'''
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    path = t.write("creds.py", prog)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PYTHON,
+                    path], timeout=60)
+    r = t.result(run)
+    eq(r.get("stdout"), "creds 1\nb'y'\n", "stdout (stderr %r)" %
+       r.get("stderr"))
+    ds = denials_of(r, "sendmsg", "net")
+    eq(len(ds), 1, "one sendmsg denial: %s" % _show(r.get("denials")))
+    contains(ds[0]["reason"], "SCM_CREDENTIALS", "reason")
+    t.assert_next_run_ok()

@@ -1088,8 +1088,16 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 
 		if (h->cmsg_len < sizeof(*h) || h->cmsg_len > len - off)
 			return -EINVAL;
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
-			return -EPERM;	/* they would be the supervisor's */
+		if (h->cmsg_level == SOL_SOCKET &&
+		    h->cmsg_type == SCM_CREDENTIALS) {
+			/* The kernel checks them against the sender, which
+			 * is corral: the program's own pid would be refused
+			 * and corral's would lie. Recorded, as every
+			 * refusal (an earlier build did not). */
+			cr_deny(run, pid, "sendmsg", NULL, "net",
+				"SCM_CREDENTIALS cannot be sent: corral sends the message, and they would be its own");
+			return -EPERM;
+		}
 		/* A routing header (or IPv4 options) chooses the packet's
 		 * route: the destination corral judged or connected would be
 		 * only its last segment, the first hop the program's. */
