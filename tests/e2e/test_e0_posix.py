@@ -131,11 +131,15 @@ def posix_outside_roots_looks_absent(t):
 def posix_default_class_system_files(t):
     """The harmless files real tools read are in the default class: perl's
     /etc/perl (every `use strict` searches it first), pip's distro files,
-    glibc's CPU count, git's system attributes."""
+    glibc's CPU count, git's system attributes, the huge page size Go's
+    runtime reads at every start (when the host has it)."""
     fx = FsFix(t)
+    thp = "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
     script = ("cat /etc/debian_version /etc/os-release >/dev/null; "
               "echo os=$?; "
               "cat /sys/devices/system/cpu/online >/dev/null; echo cpu=$?; "
+              + ("cat %s >/dev/null; " % thp if os.path.exists(thp) else
+                 "") +
               "perl -Mstrict -MList::Util=sum -e 'print sum(1,2), qq(\\n)'; "
               "python3 -c 'import os; print(os.cpu_count() > 0)'; "
               "git init -q g && cd g && git status --short; echo git=$?")

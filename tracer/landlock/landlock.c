@@ -172,8 +172,9 @@ static bool builtin_only(const char *p, size_t len)
 }
 
 /* The supervisor's built-in grants outside the policy that the child may
- * reach by itself on the fast path: the harmless devices and the CPU and
- * memory-node layout of /sys (resolve.c: dev_access, sys_access). */
+ * reach by itself on the fast path: the harmless devices, the CPU and
+ * memory-node layout of /sys and the huge page size (resolve.c:
+ * dev_access, sys_access). */
 static int add_builtins(int rs, uint64_t handled)
 {
 	static const char *const dev[] = {
@@ -187,6 +188,8 @@ static int add_builtins(int rs, uint64_t handled)
 		"/sys/devices/system/node/has_cpu",
 		"/sys/devices/system/node/has_memory",
 		"/sys/devices/system/node/has_normal_memory",
+		"/sys/kernel/mm/transparent_hugepage/hpage_pmd_size",
+		"/sys/kernel/mm/transparent_hugepage/enabled",
 	};
 	glob_t g;
 	int rc = 0;
