@@ -350,7 +350,10 @@ def fs_system_secrets(t):
               ("ls /var/cache | grep -v -x fontconfig", 1),
               ("head -c 64 /dev/kmsg", 1),
               ("head -c 64 /dev/mem", 1), ("ls /sys/class", 2),
-              ("ls /sys | grep -v -x -e devices -e fs", 1),
+              ("ls /sys | grep -v -x -e devices -e fs -e kernel", 1),
+              ("ls /sys/kernel | grep -v -x mm", 1),
+              ("ls /sys/kernel/mm/transparent_hugepage | "
+               "grep -v -x -e enabled -e hpage_pmd_size", 1),
               ("cat /sys/class/net/lo/address", 1),
               ("cat /etc/gshadow", 1), ("cat /etc/machine-id", 1),
               ("ls /dev | grep -x -e kmsg -e mem -e sda -e vda -e tty0", 1)]

@@ -983,3 +983,78 @@ print(b.recv(1))
     eq(len(ds), 1, "one sendmsg denial: %s" % _show(r.get("denials")))
     contains(ds[0]["reason"], "SCM_CREDENTIALS", "reason")
     t.assert_next_run_ok()
+
+
+WS_MOVES = r'''
+import os, socket, sys
+r, ws = sys.argv[1], sys.argv[2]
+def tried(what, fn):
+    try:
+        fn()
+        print(what, "ok")
+    except OSError as e:
+        print(what, e.errno)
+tried("rename ws", lambda: os.rename(ws, ws + "2"))
+tried("rename parent", lambda: os.rename(r + "/B", r + "/C"))
+tried("link under new name", lambda: os.link(r + "/srv.sock",
+                                             r + "/C/ws/srv.sock"))
+tried("rename back", lambda: os.rename(r + "/C", r + "/B"))
+os.mkdir(r + "/D")
+tried("replace parent", lambda: os.rename(r + "/D", r + "/B"))
+c = socket.socket(socket.AF_UNIX)
+tried("connect", lambda: c.connect(ws + "/srv.sock"))
+tried("file in ws", lambda: open(ws + "/f", "w").close())
+'''
+
+
+@test
+def workspace_and_its_ancestors_do_not_move(t):
+    """The rules judge paths as text, the resolver reaches the workspace by
+    the directory it holds: when a writable root holds the workspace, a
+    rename of the workspace's parent, a link of an outside socket under
+    the parent's new name (outside by text) and a rename back reached the
+    outside server through the workspace (found by a probing session).
+    The workspace and its ancestors do not move: EBUSY, recorded."""
+    r = t.path("r")
+    ws = r + "/B/ws"
+    os.makedirs(ws, exist_ok=True)
+    for d in (r, r + "/B", ws):
+        os.chmod(d, 0o777)
+    came = []
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(r + "/srv.sock")
+    srv.listen(8)
+    srv.settimeout(0.2)
+    stop = []
+
+    def serve():
+        while not stop:
+            try:
+                c, _ = srv.accept()
+                came.append(1)
+                c.close()
+            except OSError:
+                pass
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        prog = t.write("wsmoves.py", WS_MOVES)
+        run = t.corral(["run", "--json", "--ro", t.tmp, "--rw", r,
+                        "-w", ws, "--", PYTHON, prog, r, ws], timeout=60)
+        res = t.result(run)
+        eq(res.get("status"), "ok", "status (stderr %r)" %
+           res.get("stderr"))
+        eq(res.get("stdout"), "rename ws 16\nrename parent 16\n"
+           "link under new name 2\nrename back 2\nreplace parent 16\n"
+           "connect 2\nfile in ws ok\n", "stdout")
+        eq(came, [], "connections the outside server accepted")
+        ds = [d for d in denials_of(res, layer="fs")
+              if "do not move" in d.get("reason", "")]
+        eq(sum(d.get("count", 1) for d in ds), 3,
+           "denials: %s" % _show(res.get("denials")))
+        true(os.path.isdir(ws), "the workspace is where it was")
+    finally:
+        stop.append(1)
+        th.join(2)
+        srv.close()
+    t.assert_next_run_ok()

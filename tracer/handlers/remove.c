@@ -208,6 +208,20 @@ static bool brings_in(const struct cr_run *run, const struct cr_fsres *from,
 	       !in_workspace(run, from) && in_workspace(run, to);
 }
 
+/* Whether r names the workspace or a directory above it. The rules and the
+ * socket check above judge paths as text, while the resolver reaches the
+ * workspace by the directory it holds: a rename of the workspace (or of
+ * an ancestor, in a writable root that holds it) would part the two, and
+ * a socket linked under the moved workspace's new name, outside by text,
+ * was then reached through the old one (found by a probing session). So
+ * neither may move, nor be replaced: EBUSY, as for a mount point. */
+static bool holds_workspace(const struct cr_run *run, const struct cr_fsres *r)
+{
+	const char *ws = run->net ? run->net->ws_real : NULL;
+
+	return !ws || cr_path_within(r->path, r->plen, ws, strlen(ws));
+}
+
 /* Two paths: both resolved without following the last component, both
  * entries inside writable roots. A link gives write access to its target,
  * so link's source must be writable too (a hard link from a read-only root
@@ -248,6 +262,15 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
 		v = refuse_as(run, n, sys, &b, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
+	} else if (!link && ((a.exists && holds_workspace(run, &a)) ||
+			     (b.exists && holds_workspace(run, &b)))) {
+		struct cr_fsres *m = a.exists && holds_workspace(run, &a) ?
+				     &a : &b;
+
+		m->refused = true;
+		cr_fs_deny(run, n, sys, m,
+			   "the workspace and the directories above it do not move");
+		v = CR_V_ERR(EBUSY);
 	} else if (brings_in(run, &a, &b) ||
 		   (!link && (flags & RENAME_EXCHANGE) &&
 		    brings_in(run, &b, &a))) {
