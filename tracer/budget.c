@@ -146,6 +146,7 @@ struct cr_budgets {
 	uint64_t lk_base;		/* records at the last count, bound */
 	uint64_t lk_posix;		/* POSIX lock calls since */
 	uint64_t lk_ofd;		/* OFD lock calls, ever */
+	uint64_t lk_next_ns;		/* no count for tightness before */
 	uint64_t mem_nolock;		/* the last poll's sum without them */
 	/* ...and kernel objects the program made (cr_budget_on_kernel_object) */
 	uint64_t kobj_bytes;		/* for the run's life */
@@ -793,6 +794,7 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 
 static uint64_t lock_bound(const struct cr_budgets *b);
 static bool locks_fit(struct cr_run *run);
+static void locks_tighten(struct cr_run *run);
 
 /* Kernel memory of the mappings of every process counted this poll: slab
  * no RSS shows, up to vm.max_map_count mappings a process (~16 MiB; 16
@@ -930,6 +932,7 @@ static void poll_tasks(struct cr_run *run)
 	 * each, held 48 MiB under memory=8MiB; found by a probing session).
 	 * Like page tables and socket bytes, never shared: outside the PSS
 	 * judgement, but part of what calls for one. */
+	locks_tighten(run);
 	extra = pte + b->sockbytes + b->filebytes + b->epollbytes +
 		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL + lock_bound(b) +
 		b->kobj_bytes;
@@ -1668,9 +1671,20 @@ static bool count_locks(struct cr_run *run, uint64_t *out)
 			break;
 		}
 		while (ok && (de = readdir(d))) {
+			struct stat st;
 			int64_t k;
 
-			if (de->d_name[0] == '.')
+			/* An anonymous inode's fdinfo can be megabytes
+			 * (an inotify instance lists every watch: 150 000
+			 * took 0.43 s, and a database beside a file
+			 * watcher ended on memory when the count gave up;
+			 * found by a probing session). Locks on it are
+			 * not counted: all anonymous files share one
+			 * inode, whose lock list the kernel walks at every
+			 * call, so they cost their maker quadratic time. */
+			if (de->d_name[0] == '.' ||
+			    fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
+			    !(st.st_mode & S_IFMT))
 				continue;
 			k = fdinfo_lines(dirfd(d), de->d_name, "lock:");
 			if (k >= 0)
@@ -1687,21 +1701,49 @@ static bool count_locks(struct cr_run *run, uint64_t *out)
 	return ok;
 }
 
-/* Do the lock records fit beside the rest of the run's memory (the last
- * poll's sum)? Counted again first when their bound says they might not:
- * then the bound starts again from the count. */
-static bool locks_fit(struct cr_run *run)
+/* The bound starts again from a count of the records (false when the
+ * count could not be made whole: the bound stands). */
+static bool recount_locks(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
-	uint64_t max = lim(run, CR_LIM_MEMORY), n;
+	uint64_t n;
 
-	if (b->mem_nolock + b->kobj_new + lock_bound(b) <= max)
-		return true;
 	if (!count_locks(run, &n))
 		return false;
 	b->lk_base = n + 2 * (uint64_t)run->tasks.count;
 	b->lk_posix = 0;
+	return true;
+}
+
+/* Do the lock records fit beside the rest of the run's memory (the last
+ * poll's sum)? Counted again first when their bound says they might not. */
+static bool locks_fit(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t max = lim(run, CR_LIM_MEMORY);
+
+	if (b->mem_nolock + b->kobj_new + lock_bound(b) <= max)
+		return true;
+	if (!recount_locks(run))
+		return false;
 	return b->mem_nolock + b->kobj_new + lock_bound(b) <= max;
+}
+
+/* A database locks and unlocks all day: its bound grows with every call
+ * though it holds a record or two, and would stand as the run's memory in
+ * the result. Past CR_BUDGET_LOCK_SLACK of calls since the last count, a
+ * poll counts, paced at ten times the count's cost. */
+static void locks_tighten(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t now = cr_now_ns(), t0;
+
+	if (2 * b->lk_posix * CR_BUDGET_LOCK_BYTES <= CR_BUDGET_LOCK_SLACK ||
+	    now < b->lk_next_ns)
+		return;
+	t0 = cr_thread_cpu_ns();
+	recount_locks(run);
+	b->lk_next_ns = cr_now_ns() + 10 * (cr_thread_cpu_ns() - t0);
 }
 
 int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind)

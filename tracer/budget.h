@@ -71,6 +71,9 @@
  * of them may take before it is given up (the bound then stands). */
 #define CR_BUDGET_LOCK_BYTES 200u
 #define CR_BUDGET_LOCK_SLICE_NS (250 * 1000000ull)
+/* ...and the calls' bound past the last count at which a poll counts
+ * again, to keep the figure near what is held. */
+#define CR_BUDGET_LOCK_SLACK (4ull << 20)
 /* Kernel memory of a socket itself, queued bytes apart: its sock, inode,
  * file and their slab neighbours (16 processes x 19 900 of each, measured:
  * a unix socket of a pair ~3.3 KiB, TCP ~4.1 KiB, UDP ~3.3 KiB); one
