@@ -1796,6 +1796,24 @@ int cr_budget_on_lock(struct cr_run *run, bool ofd)
 	return -ENOLCK;
 }
 
+/* An fd table's own arrays: a slot of 8 B per descriptor it has room for
+ * and its bitmaps, sized to a power of two up to RLIMIT_NOFILE whatever it
+ * holds (one dup2 to the limit's last number makes it whole). A thread's
+ * unshare(CLONE_FILES) copies it at full size: 700 threads each with a
+ * table sized for 20 000 held ~193 MB under memory=32MiB (found by a
+ * probing session; each fork copies one too). From FDSize in the task's
+ * status; 0 when it cannot be read (the task is going). */
+static uint64_t table_bytes(pid_t tid)
+{
+	char path[64], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", tid, tid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0 ||
+	    !(p = strstr(buf, "\nFDSize:")))
+		return 0;
+	return strtoull(p + 8, NULL, 10) * CR_BUDGET_FD_SLOT;
+}
+
 /* Read at most `budget` fd entries; true when the scan completed and
  * b->deleted holds its figure. */
 static bool fdscan_step(struct cr_run *run, size_t budget)
@@ -1854,6 +1872,7 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 						   t->tid);
 				continue;
 			}
+			b->fs_files += table_bytes(t->tid);
 			b->fs_dir = fdopendir(fd);
 			if (!b->fs_dir) {
 				/* A table skipped would be undercounted. */

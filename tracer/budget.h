@@ -83,6 +83,9 @@
  * what the kind adds: an eventfd ~1.6 KiB, a timerfd, an epoll instance
  * or a /dev/null open ~1.1 KiB, measured the same way). */
 #define CR_BUDGET_FILE_KERNEL 1536u
+/* ...and each slot of an fd table, used or not: the file pointer and its
+ * share of the three bitmaps (8 B + 3 bits), rounded up. */
+#define CR_BUDGET_FD_SLOT 9u
 /* A seccomp filter of the program's at its largest (4 096 instructions:
  * ~88 KiB of slab and vmalloc, measured), and one Landlock rule (~110 B:
  * 4 million held 435 MiB). */

@@ -81,6 +81,9 @@
  *                             path limit (seven)
  *   hoard rules N             Landlock rules: N path-beneath rules on
  *                             entries of /usr/lib, 1 000 to a ruleset
+ *   hoard fdtables N          fd tables: a descriptor numbered 16 383
+ *                             (or the limit's last) makes the table whole,
+ *                             then N threads each unshare(CLONE_FILES)
  *   hoard threads N           N threads on the smallest stacks, each
  *                             waiting: kernel stacks and task descriptors
  *                             (~24 KiB a task) for a few KiB of RSS
@@ -95,6 +98,7 @@
  * ends the run. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -684,6 +688,45 @@ static void rules(long n)
 	hold();
 }
 
+static void *own_table(void *arg)
+{
+	long *made = arg;
+
+	if (unshare(CLONE_FILES) == 0)
+		__atomic_add_fetch(made, 1, __ATOMIC_RELAXED);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void fdtables(long n)
+{
+	static long made;
+	struct rlimit rl;
+	rlim_t top = 16383;
+	pthread_attr_t at;
+
+	nofile_max();
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur - 1 < top)
+		top = rl.rlim_cur - 1;
+	if (dup2(0, (int)top) < 0) {
+		printf("dup2: %s\n", strerror(errno));
+		hold();
+	}
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 64 << 10);
+	for (long i = 0; i < n; i++) {
+		pthread_t th;
+
+		if (pthread_create(&th, &at, own_table, &made))
+			break;
+	}
+	sleep(1);
+	printf("held %ld\n",
+	       __atomic_load_n(&made, __ATOMIC_RELAXED) * (long)top * 8 >> 20);
+	hold();
+}
+
 static void dgramclosed(long n)
 {
 	static char buf[60000];
@@ -1007,6 +1050,8 @@ int main(int argc, char **argv)
 		md5keys(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 5 && !strcmp(argv[1], "backlog"))
 		backlog(argv[2], atol(argv[3]), atol(argv[4]));
+	else if (argc >= 3 && !strcmp(argv[1], "fdtables"))
+		fdtables(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "filters"))
 		filters(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "rules"))
