@@ -84,6 +84,9 @@
  *   hoard fdtables N          fd tables: a descriptor numbered 16 383
  *                             (or the limit's last) makes the table whole,
  *                             then N threads each unshare(CLONE_FILES)
+ *   hoard inflight N          N unbound TCP sockets, each given 300
+ *                             TCP-MD5 keys, sent over SCM_RIGHTS into a
+ *                             unix datagram pair nobody reads and closed
  *   hoard threads N           N threads on the smallest stacks, each
  *                             waiting: kernel stacks and task descriptors
  *                             (~24 KiB a task) for a few KiB of RSS
@@ -727,6 +730,50 @@ static void fdtables(long n)
 	hold();
 }
 
+static void inflight(long n)
+{
+	int sv[2] = { -1, -1 };
+	long sent = 0;
+
+	nofile_max();
+	for (long i = 0; i < n; i++) {
+		char byte = 'x', ctl[CMSG_SPACE(sizeof(int))] = { 0 };
+		struct iovec io = { .iov_base = &byte, .iov_len = 1 };
+		struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1,
+				    .msg_control = ctl,
+				    .msg_controllen = sizeof(ctl) };
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (i % 200 == 0 &&
+		    socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+			break;
+		for (long k = 0; fd >= 0 && k < 300; k++) {
+			struct tcp_md5sig md = { .tcpm_keylen = 64 };
+			struct sockaddr_in *a = (struct sockaddr_in *)&md.tcpm_addr;
+
+			a->sin_family = AF_INET;
+			a->sin_addr.s_addr = htonl(0x0a000000u | (uint32_t)k);
+			memset(md.tcpm_key, 'k', 64);
+			if (setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG, &md,
+				       sizeof(md)))
+				break;
+		}
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &fd, sizeof(fd));
+		if (fd < 0 || sendmsg(sv[0], &m, 0) < 0) {
+			printf("send %ld: %s\n", i, strerror(errno));
+			hold();
+		}
+		close(fd);
+		sent++;
+	}
+	printf("held %ld\n", sent * 60 >> 10);
+	hold();
+}
+
 static void dgramclosed(long n)
 {
 	static char buf[60000];
@@ -1050,6 +1097,8 @@ int main(int argc, char **argv)
 		md5keys(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 5 && !strcmp(argv[1], "backlog"))
 		backlog(argv[2], atol(argv[3]), atol(argv[4]));
+	else if (argc >= 3 && !strcmp(argv[1], "inflight"))
+		inflight(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "fdtables"))
 		fdtables(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "filters"))
