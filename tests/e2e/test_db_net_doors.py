@@ -859,6 +859,38 @@ def proxy_record_of_a_dissolved_socket_serves_no_stranger(t):
     stale_proxy(t, "unspec")
 
 
+class OutsideUnixServers:
+    """Unix stream listeners of this test process (outside every run) at
+    paths, each accept counted in .came; close() stops them."""
+
+    def __init__(self, paths):
+        self.came, self.stop, self.srvs = [], [], []
+        for p in paths:
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(p)
+            s.listen(8)
+            s.settimeout(0.2)
+            self.srvs.append(s)
+        self.th = threading.Thread(target=self.serve, daemon=True)
+        self.th.start()
+
+    def serve(self):
+        while not self.stop:
+            for s in self.srvs:
+                try:
+                    c, _ = s.accept()
+                    self.came.append(1)
+                    c.close()
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop.append(1)
+        self.th.join(2)
+        for s in self.srvs:
+            s.close()
+
+
 SOCKET_MOVES = r'''
 import ctypes, os, socket, sys
 out, ws = sys.argv[1], sys.argv[2]
@@ -901,27 +933,7 @@ def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
     os.chmod(out, 0o777)
     with open(out + "/plain", "w") as f:
         f.write("x")
-    came = []
-    srvs = []
-    for p in (out + "/srv.sock", out + "/sub/srv.sock"):
-        s = socket.socket(socket.AF_UNIX)
-        s.bind(p)
-        s.listen(8)
-        s.settimeout(0.2)
-        srvs.append(s)
-    stop = []
-
-    def serve():
-        while not stop:
-            for s in srvs:
-                try:
-                    c, _ = s.accept()
-                    came.append(1)
-                    c.close()
-                except OSError:
-                    pass
-    th = threading.Thread(target=serve, daemon=True)
-    th.start()
+    srv = OutsideUnixServers((out + "/srv.sock", out + "/sub/srv.sock"))
     try:
         ws = t.path("ws")
         os.makedirs(ws, exist_ok=True)
@@ -935,7 +947,7 @@ def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
            "file ok\nconnect h.sock 2\nconnect r.sock 2\n"
            "connect sub/srv.sock 2\nconnect empty/srv.sock 2\n",
            "each move refused EXDEV, nothing reached")
-        eq(came, [], "connections the outside servers accepted")
+        eq(srv.came, [], "connections the outside servers accepted")
         ds = denials_of(r, layer="fs")
         eq(sorted(d["syscall"] for d in ds),
            ["link", "rename", "rename", "renameat2"], "denials")
@@ -945,10 +957,7 @@ def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
              os.path.exists(out + "/sub/srv.sock"),
              "the outside sockets stay where they were")
     finally:
-        stop.append(1)
-        th.join(2)
-        for s in srvs:
-            s.close()
+        srv.close()
     t.assert_next_run_ok()
 
 
@@ -1020,23 +1029,7 @@ def workspace_and_its_ancestors_do_not_move(t):
     os.makedirs(ws, exist_ok=True)
     for d in (r, r + "/B", ws):
         os.chmod(d, 0o777)
-    came = []
-    srv = socket.socket(socket.AF_UNIX)
-    srv.bind(r + "/srv.sock")
-    srv.listen(8)
-    srv.settimeout(0.2)
-    stop = []
-
-    def serve():
-        while not stop:
-            try:
-                c, _ = srv.accept()
-                came.append(1)
-                c.close()
-            except OSError:
-                pass
-    th = threading.Thread(target=serve, daemon=True)
-    th.start()
+    srv = OutsideUnixServers((r + "/srv.sock",))
     try:
         prog = t.write("wsmoves.py", WS_MOVES)
         run = t.corral(["run", "--json", "--ro", t.tmp, "--rw", r,
@@ -1047,14 +1040,12 @@ def workspace_and_its_ancestors_do_not_move(t):
         eq(res.get("stdout"), "rename ws 16\nrename parent 16\n"
            "link under new name 2\nrename back 2\nreplace parent 16\n"
            "connect 2\nfile in ws ok\n", "stdout")
-        eq(came, [], "connections the outside server accepted")
+        eq(srv.came, [], "connections the outside server accepted")
         ds = [d for d in denials_of(res, layer="fs")
               if "do not move" in d.get("reason", "")]
         eq(sum(d.get("count", 1) for d in ds), 3,
            "denials: %s" % _show(res.get("denials")))
         true(os.path.isdir(ws), "the workspace is where it was")
     finally:
-        stop.append(1)
-        th.join(2)
         srv.close()
     t.assert_next_run_ok()
