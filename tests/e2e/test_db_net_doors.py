@@ -891,16 +891,21 @@ class OutsideUnixServers:
             s.close()
 
 
-SOCKET_MOVES = r'''
-import ctypes, os, socket, sys
-out, ws = sys.argv[1], sys.argv[2]
-libc = ctypes.CDLL(None, use_errno=True)
+# What the move programs print for each attempt: "what ok" or "what ERRNO".
+TRIED = r'''
 def tried(what, fn):
     try:
         fn()
         print(what, "ok")
     except OSError as e:
         print(what, e.errno)
+'''
+
+SOCKET_MOVES = r'''
+import ctypes, os, socket, sys
+out, ws = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+''' + TRIED + r'''
 def exchange(a, b):
     if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) < 0:
         e = ctypes.get_errno()
@@ -997,12 +1002,7 @@ print(b.recv(1))
 WS_MOVES = r'''
 import os, socket, sys
 r, ws = sys.argv[1], sys.argv[2]
-def tried(what, fn):
-    try:
-        fn()
-        print(what, "ok")
-    except OSError as e:
-        print(what, e.errno)
+''' + TRIED + r'''
 tried("rename ws", lambda: os.rename(ws, ws + "2"))
 tried("rename parent", lambda: os.rename(r + "/B", r + "/C"))
 tried("link under new name", lambda: os.link(r + "/srv.sock",
