@@ -2304,21 +2304,26 @@ static int add_walk_root(struct cr_budgets *b, const char *root)
  * The workspace, first, is never the one dropped for an equal root. */
 static void nested_roots_out(struct cr_budgets *b)
 {
+	bool inner[CR_BUDGET_MAX_ROOTS] = { false };
 	size_t k = 0;
 
+	/* All judged before any is freed: an earlier build freed an inner
+	 * root while later ones were still compared with it (a --rw root
+	 * holding the workspace: a use after free, found under
+	 * AddressSanitizer). */
 	for (size_t i = 0; i < b->nroots; i++) {
-		bool inner = false;
-
-		for (size_t j = 0; j < b->nroots && !inner; j++) {
+		for (size_t j = 0; j < b->nroots && !inner[i]; j++) {
 			size_t li = strlen(b->roots[i]), lj = strlen(b->roots[j]);
 
 			if (i == j || !cr_path_within(b->roots[j], lj,
 						      b->roots[i], li))
 				continue;
 			/* Equal paths: the first one stays. */
-			inner = li != lj || j < i;
+			inner[i] = li != lj || j < i;
 		}
-		if (inner)
+	}
+	for (size_t i = 0; i < b->nroots; i++) {
+		if (inner[i])
 			free(b->roots[i]);
 		else
 			b->roots[k++] = b->roots[i];
