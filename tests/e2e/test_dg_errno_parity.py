@@ -509,6 +509,7 @@ for addr in (0x1000, 0x7f0000000000, 0x7ffff7000000, 0x7fffffffe000):
       lambda: attach(s, struct.pack("HxxxxxxQ", 1, addr)))
 t("unix bpf fd 0", lambda: attach(s, struct.pack("i", 0), SO_ATTACH_BPF))
 t("unix bpf fd 999", lambda: attach(s, struct.pack("i", 999), SO_ATTACH_BPF))
+t("unix bpf long", lambda: attach(s, struct.pack("q", 0), SO_ATTACH_BPF))
 '''
 
 

@@ -1862,7 +1862,7 @@ static bool sockopt_by_reference(const struct seccomp_notif *n,
 		return false;
 	case SO_ATTACH_BPF:
 	case SO_ATTACH_REUSEPORT_EBPF:
-		if (len < sizeof(num) || !val) {
+		if (len != sizeof(num) || !val) {	/* the kernel's test */
 			*v = v_err(EINVAL);
 			return true;
 		}
