@@ -26,6 +26,7 @@ import secrets
 import shlex
 import shutil
 import stat
+import subprocess
 
 from harness import (CFG, Fail, eq, true, contains, not_contains, test,
                      check_result_shape, _show)
@@ -1106,6 +1107,62 @@ def fs_shm_preexisting(t):
                 os.unlink(p)
             except OSError:
                 pass
+
+
+@test(root=True)
+def fs_shm_through_a_bind_mount_takes_no_new_name(t):
+    """(Root tier: the test mounts.) /dev/shm's filesystem met elsewhere (a bind mount of it, or of
+    /dev, inside the workspace) is the host's /dev/shm: nothing of the run
+    may land there. Existing objects were refused by place; a name to
+    create was judged only by text when the kernel resolved the parents
+    (an earlier build made a directory, a fifo and a link in the host's
+    /dev/shm by mkdir, mknod and symlink through such a mount)."""
+    fx = FsFix(t)
+    mnt = fx.wsp("shmb")
+    os.mkdir(mnt, 0o755)
+    if subprocess.run(["mount", "--bind", "/dev/shm", mnt]).returncode:
+        raise Fail("mount --bind /dev/shm (the test runs as root) failed")
+    name = "corral-bind-" + t.marker
+    made = ["/dev/shm/%s-%s" % (name, k)
+            for k in ("d", "f", "l", "hl", "mv", "p")]
+    try:
+        with open(fx.wsp("mine"), "w") as f:
+            f.write("mine\n")
+        tgt = lambda k: os.path.join(mnt, "%s-%s" % (name, k))
+        ops = [["mkdir", "mkdir", tgt("d")],
+               ["create", "create", tgt("f")],
+               ["symlink", "symlink", "/x", tgt("l")],
+               ["link", "link", fx.wsp("mine"), tgt("hl")],
+               ["rename", "rename", fx.wsp("mine"), tgt("mv")]]
+        for mode in ("--landlock=off", "--landlock=auto"):
+            run, r, res = pyops(fx, ops, opts=[mode])
+            for label, _, *_a in ops:
+                want_line(res, label, "ENOENT", "%s %s" % (mode, label))
+            true(any(d.get("layer") == "fs" for d in r.get("denials", [])),
+                 "%s: refusals recorded at the fs layer" % mode)
+            run = fx.sh("mkfifo %s; echo rc=$?" % q(tgt("p")), opts=[mode])
+            eq(fx.result(run).get("stdout"), "rc=1\n", mode + ": mkfifo")
+            left = [p for p in made if os.path.lexists(p)]
+            eq(left, [], "%s: names the run made in the host's /dev/shm"
+               % mode)
+        # The next run still works, and the workspace's own files too.
+        run, r, res = pyops(fx, [["mk", "mkdir", fx.wsp("after")]])
+        want_line(res, "mk", "ok")
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+        if os.path.ismount(mnt):
+            # The harness would remove the workspace, and through the
+            # mount the host's /dev/shm with it.
+            os._exit(3)
+        for p in made:
+            try:
+                if os.path.isdir(p) and not os.path.islink(p):
+                    os.rmdir(p)
+                else:
+                    os.unlink(p)
+            except OSError:
+                pass
+    fx.check()
 
 
 def snapshot_file(p):

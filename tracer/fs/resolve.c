@@ -839,7 +839,8 @@ static int dotdot(struct walk *w)
 }
 
 /*
- * The fast path: a plain path (no "." or "..", no trailing slash) inside a
+ * The fast path: a plain path (no "." or "..", no trailing slash), absolute
+ * or relative to the cwd or a dirfd, inside a
  * directory root whose subtree holds no deny entry is resolved by the kernel
  * in one openat2 of its parent, RESOLVE_BENEATH the DEEPEST root containing
  * it: links that stay beneath that root are followed by the kernel (every
@@ -858,7 +859,9 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 	bool found = false;
 	int pfd;
 
-	if (how & ~CR_RES_FOLLOW)
+	/* SLASH_OK rules only a trailing '/', which the fast path never
+	 * takes (below): creations come this way too. */
+	if (how & ~(CR_RES_FOLLOW | CR_RES_SLASH_OK))
 		return 1;
 	if (path[0] == '/') {
 		alen = strlen(path);
@@ -869,9 +872,19 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		char link[64];
 		ssize_t n;
 
-		if (dirfd != AT_FDCWD)
+		/* The cwd's or the dirfd's path, read once: what is opened
+		 * below is that text, beneath the root it names, and judged
+		 * as such (a directory renamed meanwhile is looked for where
+		 * its name now leads, still inside that root). A dirfd that
+		 * is not a directory fails in the parent's open (ENOTDIR) as
+		 * it would in the kernel; one without a path (a socket, an
+		 * anonymous inode, a deleted directory) takes the walk. */
+		if (dirfd == AT_FDCWD)
+			snprintf(link, sizeof(link), "%d/cwd", tid);
+		else if (dirfd >= 0)
+			snprintf(link, sizeof(link), "%d/fd/%d", tid, dirfd);
+		else
 			return 1;
-		snprintf(link, sizeof(link), "%d/cwd", tid);
 		n = readlinkat(fs->proc_fd, link, abs, sizeof(abs) - 1);
 		if (n <= 0 || abs[0] != '/' ||
 		    (size_t)n + 1 + strlen(path) >= sizeof(abs))
@@ -962,6 +975,9 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		return -ENAMETOOLONG;
 	}
 	if (fstatat(pfd, rel, &res->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		struct stat pst;
+		size_t dlen = (size_t)(rel - abs) - 1;
+
 		if (errno != ENOENT) {
 			int e = errno;
 
@@ -969,6 +985,16 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 			return -e;
 		}
 		res->exists = false;
+		/* A name to create: the kernel went through the parents
+		 * unseen, so the parent's own place is judged here as the
+		 * walk judges each step (a directory of /dev/shm's
+		 * filesystem met through a bind mount of /dev elsewhere,
+		 * where a creation would land among the host's objects). */
+		if (fstat(pfd, &pst) < 0 ||
+		    misplaced(fs, abs, dlen ? dlen : 1, &pst, pfd, ".")) {
+			cr_fsres_free(res);
+			return 1;
+		}
 	} else {
 		res->exists = true;
 		if ((S_ISLNK(res->st.st_mode) && (how & CR_RES_FOLLOW)) ||
