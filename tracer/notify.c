@@ -217,6 +217,9 @@ void cr_notify_handle(struct cr_run *run)
 	if (ioctl(run->listener, SECCOMP_IOCTL_NOTIF_RECV, n) < 0)
 		return;	/* EINTR/ENOENT: the task went away meanwhile */
 	run->notifications++;
+	/* A umask call answered earlier has run by now (tasks.c). */
+	if (run->tasks.umask_moving)
+		cr_tasks_umask_settled(&run->tasks, (pid_t)n->pid);
 	if (run->ending) {
 		/* Cleanup has begun: answer nothing new with success. */
 		v = (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };

@@ -30,6 +30,7 @@ static size_t slot_of(const struct cr_tasks *t, pid_t tid)
 int cr_tasks_init(struct cr_tasks *t)
 {
 	memset(t, 0, sizeof(*t));
+	t->umask_gen = 1;
 	t->cap = 256;
 	t->slots = calloc(t->cap, sizeof(*t->slots));
 	return t->slots ? 0 : -ENOMEM;
@@ -132,6 +133,8 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 	}
 	if (task->leader)
 		t->leaders--;
+	if (task->umask_moving)
+		t->umask_moving--;
 	t->count--;
 	if (!t->gone)	/* without it a gone number is judged as foreign */
 		t->gone = calloc(CR_TASKS_GONE, sizeof(*t->gone));
@@ -154,6 +157,55 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 			i = j;
 		}
 	}
+}
+
+void cr_tasks_umask_call(struct cr_tasks *t, pid_t tid)
+{
+	struct cr_task *task = cr_tasks_find(t, tid);
+
+	t->umask_gen++;
+	if (!t->umask_gen)
+		t->umask_blind = true;	/* wrapped: 0 means "never read" */
+	if (!task) {
+		t->umask_blind = true;
+		return;
+	}
+	if (!task->umask_moving) {
+		task->umask_moving = true;
+		t->umask_moving++;
+	}
+}
+
+void cr_tasks_umask_settled(struct cr_tasks *t, pid_t tid)
+{
+	struct cr_task *task = cr_tasks_find(t, tid);
+
+	if (task && task->umask_moving) {
+		task->umask_moving = false;
+		t->umask_moving--;
+	}
+}
+
+bool cr_tasks_umask_get(struct cr_tasks *t, pid_t tid, mode_t *m)
+{
+	struct cr_task *task;
+
+	if (t->umask_moving || t->umask_blind ||
+	    !(task = cr_tasks_find(t, tid)) || task->umask_gen != t->umask_gen)
+		return false;
+	*m = task->umask;
+	return true;
+}
+
+void cr_tasks_umask_put(struct cr_tasks *t, pid_t tid, mode_t m)
+{
+	struct cr_task *task;
+
+	if (t->umask_moving || t->umask_blind ||
+	    !(task = cr_tasks_find(t, tid)))
+		return;
+	task->umask = (uint16_t)(m & 0777);
+	task->umask_gen = t->umask_gen;
 }
 
 uint64_t cr_tasks_start_time(pid_t tid)

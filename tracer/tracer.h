@@ -178,6 +178,11 @@ struct cr_task {
 	bool seen;		/* a stop or event of its own has arrived */
 	uint64_t start;		/* start time (clock ticks after boot, field
 				 * 22 of /proc/TID/stat); 0: unknown */
+	bool umask_moving;	/* a umask call of its was answered and may
+				 * not have run yet (until its next
+				 * notification or its end) */
+	uint16_t umask;		/* its umask as read from /proc... */
+	uint32_t umask_gen;	/* ...at this generation (0: never) */
 	struct cr_task_budget b;
 };
 
@@ -200,6 +205,10 @@ struct cr_tasks {
 				 * tasks, made at the first removal: 16 KB
 				 * that a run of one process never needs */
 	size_t gone_next;
+	uint32_t umask_gen;	/* bumped by every umask call of the run */
+	size_t umask_moving;	/* tasks whose umask call may not have run */
+	bool umask_blind;	/* a umask call of a task not in the table:
+				 * no umask is kept for the rest of the run */
 };
 
 struct cr_stream {
@@ -412,6 +421,19 @@ void cr_tasks_free(struct cr_tasks *t);
 struct cr_task *cr_tasks_find(struct cr_tasks *t, pid_t tid);
 struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid);
 void cr_tasks_remove(struct cr_tasks *t, pid_t tid);
+/* The umasks corral creates files under, kept between creations (read
+ * from /proc/TID/status otherwise, fs.c): umask() is notified
+ * (handlers/create.c), and every call forgets every kept value, since
+ * threads and CLONE_FS children share one. The call runs after corral's
+ * answer, so until the caller's next notification or its end nothing is
+ * kept or used. cr_tasks_umask_call: a umask call of tid is answered;
+ * cr_tasks_umask_settled: tid is making another call (the loop, at each
+ * notification while one is moving); cr_tasks_umask_get: true and *m when
+ * a value is kept and may be used; cr_tasks_umask_put: keep m, read now. */
+void cr_tasks_umask_call(struct cr_tasks *t, pid_t tid);
+void cr_tasks_umask_settled(struct cr_tasks *t, pid_t tid);
+bool cr_tasks_umask_get(struct cr_tasks *t, pid_t tid, mode_t *m);
+void cr_tasks_umask_put(struct cr_tasks *t, pid_t tid, mode_t m);
 /* Was tid one of the run's tasks, removed recently, and is the number not
  * someone else's since? */
 bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid);

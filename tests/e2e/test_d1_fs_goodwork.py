@@ -638,6 +638,58 @@ def fs_good_creation_modes_follow_umask_and_default_acl(t):
 
 
 @test
+def fs_good_umask_changes_are_seen_by_every_sharer(t):
+    """The umask corral creates files under is kept between creations
+    (read once from /proc, forgotten at every umask call): a change by
+    another thread (threads share it), by a thread still running when the
+    next file is made, in a forked child (its own copy), and the
+    read-and-restore idiom must all give the modes the kernel gives.
+    Compared with the same script run natively."""
+    fx = FsFix(t)
+    script = (
+        "import os, stat, threading\n"
+        "def m(p):\n"
+        "    return '%s %o' % (p, stat.S_IMODE(os.lstat(p).st_mode))\n"
+        "os.umask(0o022)\n"
+        "open('a', 'w').close()\n"
+        "th = threading.Thread(target=os.umask, args=(0o077,))\n"
+        "th.start(); th.join()\n"
+        "open('b', 'w').close()\n"
+        "e1, e2 = threading.Event(), threading.Event()\n"
+        "def t2():\n"
+        "    os.umask(0o027); e1.set(); e2.wait()\n"
+        "th = threading.Thread(target=t2); th.start(); e1.wait()\n"
+        "open('c', 'w').close()\n"
+        "e2.set(); th.join()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.umask(0o002); open('d', 'w').close(); os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "open('e', 'w').close()\n"
+        "os.mkdir('f'); os.mkfifo('g')\n"
+        "old = os.umask(0); os.umask(old)\n"
+        "open('h', 'w').close()\n"
+        "os.umask(0)\n"
+        "open('i', 'w').close()\n"
+        "for p in 'abcdefghi':\n"
+        "    print(m(p))\n")
+    nat = _native_beside(t, fx, ["python3", "-c", script])
+    eq(nat.out.decode(), "a 644\nb 600\nc 640\nd 664\ne 640\nf 750\n"
+       "g 640\nh 640\ni 666\n", "native modes (setup)")
+    for mode in ("--landlock=off", "--landlock=auto"):
+        for p in "abcdefghi":
+            q = fx.wsp(p)
+            if os.path.isdir(q):
+                os.rmdir(q)
+            elif os.path.lexists(q):
+                os.unlink(q)
+        run = fx.run(["python3", "-c", script], opts=[mode])
+        r = _ok(fx, run, "umask changes " + mode)
+        eq(r.get("stdout"), nat.out.decode(), mode + ": stdout")
+    fx.check()
+
+
+@test
 def fs_unix_connect_outside_every_root_looks_absent(t):
     """A unix socket path outside every root answers ENOENT, as any path
     there does (a missing /dev/log or daemon socket is ENOENT natively);

@@ -422,25 +422,39 @@ void cr_fs_deny(struct cr_run *run, const struct seccomp_notif *n,
 		res->layer ? res->layer : "fs", why);
 }
 
-void cr_fs_umask_enter(pid_t tid)
-{
-	umask(cr_fs_task_umask(tid));
-}
-
-void cr_fs_umask_leave(void)
-{
-	umask(0);
-}
-
-mode_t cr_fs_task_umask(pid_t tid)
+/* The task's umask from /proc/<tid>/status; -1 when unreadable. */
+static int task_umask(pid_t tid)
 {
 	char path[64], buf[2048], *p;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
 	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return 022;
+		return -1;
 	p = strstr(buf, "\nUmask:");
-	return p ? (mode_t)strtoul(p + 7, NULL, 8) & 0777 : 022;
+	return p ? (int)(strtoul(p + 7, NULL, 8) & 0777) : -1;
+}
+
+mode_t cr_fs_umask_enter(struct cr_run *run, pid_t tid)
+{
+	mode_t m;
+	int u;
+
+	if (!cr_tasks_umask_get(&run->tasks, tid, &m)) {
+		u = task_umask(tid);
+		m = u < 0 ? 022 : (mode_t)u;
+		if (u >= 0)
+			cr_tasks_umask_put(&run->tasks, tid, m);
+	}
+	/* Ours is 0 between creations: 0 needs no call either way. */
+	if (m)
+		umask(m);
+	return m;
+}
+
+void cr_fs_umask_leave(mode_t entered)
+{
+	if (entered)
+		umask(0);
 }
 
 int cr_fs_task_fsuid(pid_t tid, uid_t *fsuid)

@@ -164,14 +164,14 @@ int cr_fs_top_xattr(struct cr_run *run, const struct seccomp_notif *n,
  * cannot be read or the task holds a capability (the owner checks of
  * chmod, chown and utimes are then not the kernel's last word). */
 int cr_fs_task_fsuid(pid_t tid, uid_t *fsuid);
-/* The task's umask, from /proc/<tid>/status (022 if unreadable). */
-mode_t cr_fs_task_umask(pid_t tid);
 /* Around a creation corral performs (open O_CREAT, mkdir, mknod, a unix
  * bind): the process's umask is the task's, so the kernel applies it as
  * for the program, and skips it under a directory's default ACL, as for
- * the program. Only the loop thread creates files. */
-void cr_fs_umask_enter(pid_t tid);
-void cr_fs_umask_leave(void);
+ * the program. Only the loop thread creates files. The umask is read from
+ * /proc/<tid>/status (022 if unreadable) unless the task table keeps it
+ * (cr_tasks_umask_get). enter returns what leave is to be given. */
+mode_t cr_fs_umask_enter(struct cr_run *run, pid_t tid);
+void cr_fs_umask_leave(mode_t entered);
 /* shm.c: the run's /dev/shm is a private directory in it: /dev/shm/NAME
  * of the program is NAME there. cr_fs_shm_dir: its O_PATH fd (the fs
  * area's), made at first use; -errno when it cannot be made. */

@@ -1,5 +1,6 @@
 /* tracer/handlers/create.c: mkdir, mkdirat, mknod, mknodat, symlink,
- * symlinkat, performed by the supervisor in a directory it resolved. */
+ * symlinkat, performed by the supervisor in a directory it resolved; umask,
+ * watched so the umask creations are made under can be kept. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 				  int diri, int pathi, mode_t mode, bool dir)
 {
 	struct cr_fsres res;
-	mode_t type = mode & S_IFMT;
+	mode_t type = mode & S_IFMT, um;
 	int rc;
 
 	/* The kernel's may_mknod, before the path is looked at: no file
@@ -90,11 +91,11 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 	}
 	mode = (mode & S_IFMT) | cr_fs_safe_mode(run, n, sys, res.path,
 						 mode & 07777, dir);
-	cr_fs_umask_enter((pid_t)n->pid);
+	um = cr_fs_umask_enter(run, (pid_t)n->pid);
 	rc = dir ? mkdirat(res.dirfd, res.name, mode & 07777) :
 		   mknodat(res.dirfd, res.name, mode, 0);
 	rc = rc < 0 ? errno : 0;
-	cr_fs_umask_leave();
+	cr_fs_umask_leave(um);
 	if (!rc)
 		cr_budget_on_placed(run, &res);
 	cr_fsres_free(&res);
@@ -175,4 +176,17 @@ struct cr_verdict cr_h_symlinkat(struct cr_run *run,
 				 const struct seccomp_notif *n)
 {
 	return do_symlink(run, n, e->name, 1, 2);
+}
+
+/* umask(mask): only the register, and the call itself is the program's
+ * (CONTINUE): corral creates files under the task's umask (fs.c), kept
+ * between creations; a call forgets every kept value (threads and CLONE_FS
+ * children share it) until the caller is seen making its next call. */
+struct cr_verdict cr_h_umask(struct cr_run *run,
+			     const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n)
+{
+	(void)e;
+	cr_tasks_umask_call(&run->tasks, (pid_t)n->pid);
+	return CR_V_CONT;
 }

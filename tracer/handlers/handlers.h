@@ -17,6 +17,10 @@ struct cr_verdict cr_h_fork(struct cr_run *run,
 struct cr_verdict cr_h_unshare(struct cr_run *run,
 			       const struct cr_syscall_entry *e,
 			       const struct seccomp_notif *n);
+/* create.c: umask (the value corral creates files under, kept) */
+struct cr_verdict cr_h_umask(struct cr_run *run,
+			     const struct cr_syscall_entry *e,
+			     const struct seccomp_notif *n);
 
 /* open.c, stat.c, create.c, remove.c, attr.c, xattr.c, exec.c: the
  * path-bearing calls of the filesystem area. */

@@ -812,6 +812,7 @@ static struct cr_verdict unix_bind(struct cr_run *run,
 	bool counted = false;
 	struct cr_verdict v;
 	struct stat st;
+	mode_t um;
 	int rc, saved = -1;
 
 	if (rel && (hold < 0 || (rc = in_dir(hold, &saved)) < 0))
@@ -829,9 +830,9 @@ static struct cr_verdict unix_bind(struct cr_run *run,
 	/* The socket's mode is 0777 less the umask, the program's (an
 	 * earlier build bound under corral's umask 0: 0777, which any
 	 * local user could connect to). */
-	cr_fs_umask_enter((pid_t)n->pid);
+	um = cr_fs_umask_enter(run, (pid_t)n->pid);
 	v = v_rc(bind(s->dup, &t->sa, tl));
-	cr_fs_umask_leave();
+	cr_fs_umask_leave(um);
 	if (saved >= 0)
 		out_of_dir(saved);
 	if (counted && v.kind != CR_V_VALUE)

@@ -48,6 +48,7 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	};
 	int of = flags;
 	bool creating;
+	mode_t um = 0;
 	int fd;
 
 	if (of & O_PATH) {
@@ -68,7 +69,7 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	if (creating) {
 		how.mode = cr_fs_safe_mode(run, n, "open", res->path,
 					   mode & 07777, false);
-		cr_fs_umask_enter((pid_t)n->pid);
+		um = cr_fs_umask_enter(run, (pid_t)n->pid);
 		if (of & O_CREAT)
 			of |= O_NOFOLLOW;
 	}
@@ -83,7 +84,7 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 				  sizeof(how));
 	cr_slow_end();
 	if (creating)
-		cr_fs_umask_leave();	/* umask() leaves errno alone */
+		cr_fs_umask_leave(um);	/* umask() leaves errno alone */
 	return fd < 0 ? -errno : fd;
 }
 
