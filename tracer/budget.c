@@ -154,6 +154,9 @@ struct cr_budgets {
 	uint64_t kobj_new;		/* ...of them since the last poll */
 	uint64_t ll_rules;		/* Landlock rules added, ever */
 	uint64_t optmem_max;		/* net.core.optmem_max */
+	uint64_t sock_most;		/* the most one socket can hold: its
+					 * queues at their largest, its own
+					 * memory and its option memory */
 };
 
 static uint64_t lim(const struct cr_run *run, enum cr_limit_id id)
@@ -304,33 +307,118 @@ static int read_pte(struct cr_budgets *b, struct cr_task *t, uint64_t *bytes)
 	return 0;
 }
 
-/* How many mappings the process t belongs to has: one line each in its
- * maps file. Nothing the program writes is parsed: only line ends are
- * counted, and every line is the kernel's. */
-static int read_vmas(struct cr_task *t, uint64_t *count)
+/* The most the queues of one socket can hold: SO_SNDBUF and SO_RCVBUF
+ * give up to twice net.core.wmem_max and rmem_max, TCP's own tuning up to
+ * the last figure of tcp_wmem and tcp_rmem; the larger of each. */
+static uint64_t sock_queue_most(void)
 {
-	char path[64], buf[16384];
-	uint64_t n = 0;
+	static const char *const files[2][2] = {
+		{ "/proc/sys/net/core/wmem_max", "/proc/sys/net/ipv4/tcp_wmem" },
+		{ "/proc/sys/net/core/rmem_max", "/proc/sys/net/ipv4/tcp_rmem" },
+	};
+	uint64_t sum = 0;
+
+	for (int i = 0; i < 2; i++) {
+		char buf[128], *p;
+		uint64_t core = 0, tcp = 0;
+
+		if (read_small(files[i][0], buf, sizeof(buf)) > 0)
+			core = 2 * strtoull(buf, NULL, 10);
+		if (read_small(files[i][1], buf, sizeof(buf)) > 0 &&
+		    (p = strrchr(buf, '\t')))
+			tcp = strtoull(p + 1, NULL, 10);
+		if (!core && !tcp)
+			core = 64ull << 20;	/* unreadable: large */
+		sum += core > tcp ? core : tcp;
+	}
+	return sum;
+}
+
+/* One line of a maps file, its first bytes (the kernel's fields come
+ * first, and a path's newlines are escaped): is it a mapping of a socket,
+ * and which? A file is named by its absolute path; only sockfs names an
+ * object "socket:[N]". */
+static bool socket_mapping(const char *line, uint64_t *ino)
+{
+	unsigned long long i;
+	int off = -1;
+
+	if (sscanf(line, "%*x-%*x %*s %*x %*x:%*x %llu %n", &i, &off) < 1 ||
+	    off < 0 || strncmp(line + off, "socket:[", 8))
+		return false;
+	*ino = i;
+	return true;
+}
+
+/* How many mappings the process t belongs to has: one line each in its
+ * maps file; and how many distinct sockets it maps. A TCP socket can be
+ * mapped (zero-copy receive) and its descriptor closed: the mapping keeps
+ * it, its queues and its option memory, where no fd table shows it (a
+ * probing session held ~280 MiB of queues and ~400 MiB of TCP-MD5 keys
+ * so under memory=64MiB); each is charged the most a socket can hold
+ * (count_mappings). Of each line only the kernel's fields are parsed. */
+static int read_vmas(struct cr_task *t, uint64_t *count, uint64_t *socks)
+{
+	char path[64], buf[16384], head[160];
+	uint64_t n = 0, *ino = NULL, ns = 0, cap = 0;
+	size_t hl = 0;
 	ssize_t got;
-	int fd;
+	int fd, rc = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/maps", t->tid, t->tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	while ((got = read(fd, buf, sizeof(buf))) > 0)
-		for (char *p = buf; (p = memchr(p, '\n', (size_t)(buf + got - p)));
-		     p++)
-			n++;
-	if (got < 0) {
-		int e = errno;
+	while ((got = read(fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf, *end = buf + got; p < end;) {
+			char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t take = (size_t)((nl ? nl : end) - p);
+			uint64_t i;
 
-		close(fd);
-		return -e;
+			if (hl < sizeof(head) - 1) {
+				size_t room = sizeof(head) - 1 - hl;
+
+				memcpy(head + hl, p, take < room ? take : room);
+				hl += take < room ? take : room;
+			}
+			if (!nl)
+				break;
+			head[hl] = 0;
+			hl = 0;
+			n++;
+			p = nl + 1;
+			if (!socket_mapping(head, &i))
+				continue;
+			if (ns == cap) {
+				uint64_t *g = realloc(ino, (cap ? cap * 2 : 16) *
+							    sizeof(*g));
+
+				if (!g) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				ino = g;
+				cap = cap ? cap * 2 : 16;
+			}
+			ino[ns++] = i;
+		}
 	}
+	if (got < 0)
+		rc = -errno;
+out:
 	close(fd);
-	*count = n;
-	return 0;
+	if (!rc) {
+		size_t d = 0;
+
+		cr_u64_sort(ino, ns);
+		for (size_t k = 0; k < ns; k++)
+			if (!k || ino[k] != ino[k - 1])
+				d++;
+		*count = n;
+		*socks = d;
+	}
+	free(ino);
+	return rc;
 }
 
 /* The most a process with vsize bytes of address space can hold in
@@ -817,7 +905,7 @@ static uint64_t count_mappings(struct cr_run *run)
 
 	for (size_t i = 0; i < ts->cap; i++) {
 		struct cr_task *t = &ts->slots[i];
-		uint64_t v;
+		uint64_t v, s;
 
 		if (!t->tid || t->b.size_tick != b->tick)
 			continue;
@@ -825,8 +913,9 @@ static uint64_t count_mappings(struct cr_run *run)
 			       b->tick - t->b.vma_tick >= CR_BUDGET_VMA_TICKS)) {
 			if (!t0)
 				t0 = cr_thread_cpu_ns();
-			if (measured(run, t, read_vmas(t, &v))) {
+			if (measured(run, t, read_vmas(t, &v, &s))) {
 				t->b.vmas = v;
+				t->b.sock_maps = s;
 				t->b.vma_tick = b->tick;
 			}
 			/* One poll's share, however many are due: the
@@ -834,7 +923,8 @@ static uint64_t count_mappings(struct cr_run *run)
 			 * standing meanwhile. */
 			paced = cr_thread_cpu_ns() - t0 > CR_BUDGET_VMA_SLICE_NS;
 		}
-		sum += t->b.vmas * CR_BUDGET_VMA_BYTES;
+		sum += t->b.vmas * CR_BUDGET_VMA_BYTES +
+		       t->b.sock_maps * b->sock_most;
 	}
 	if (t0) {
 		uint64_t cost = cr_thread_cpu_ns() - t0;
@@ -925,9 +1015,11 @@ static void poll_tasks(struct cr_run *run)
 				pte += v;
 		}
 	}
-	/* Mappings, when their bound could carry the tree past it. */
+	/* Mappings, when their bound could carry the tree past it; and in
+	 * a run that made a TCP socket always, since one mapped socket can
+	 * hold more than any budget (read_vmas). */
 	if (rss + b->sockbytes + b->filebytes + b->epollbytes + pte + vbound >
-	    lim(run, CR_LIM_MEMORY))
+	    lim(run, CR_LIM_MEMORY) || cr_sockmem_tcp_made(b->sockmem))
 		pte += count_mappings(run);
 	/* Each task's kernel stack and descriptors (task_struct and the
 	 * rest): unreclaimable kernel memory no RSS shows, ~24 KiB a task
@@ -2416,6 +2508,8 @@ int cr_budget_setup(struct cr_run *run)
 				strtoull(mm, NULL, 10) : 0;
 		if (!b->optmem_max)
 			b->optmem_max = 1u << 20;	/* unreadable: large */
+		b->sock_most = CR_BUDGET_SOCK + b->optmem_max +
+			       sock_queue_most();
 	}
 	b->uid = geteuid();
 	/* Writable roots: the workspace, the class's and --rw's. One inside

@@ -132,6 +132,8 @@ size_t cr_sockmem_sent_list(const struct cr_sockmem *s, const uint64_t **v);
 /* The run made a socket of this family (AF_INET, AF_INET6), type and
  * protocol: its kind is listed from now on. */
 void cr_sockmem_kind(struct cr_sockmem *s, int domain, int type, int proto);
+/* Has the run made a TCP socket (the one kind a program can map)? */
+bool cr_sockmem_tcp_made(const struct cr_sockmem *s);
 /* Bytes waiting in the run's sockets: those of the tables (inodes) and
  * the passed ones; forgets passed sockets that no longer exist. */
 int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,

@@ -126,6 +126,11 @@ void cr_sockmem_kind(struct cr_sockmem *s, int domain, int type, int proto)
 		s->made |= kind_bit(domain == AF_INET6, p);
 }
 
+bool cr_sockmem_tcp_made(const struct cr_sockmem *s)
+{
+	return !s || (s->made & (kind_bit(0, 0) | kind_bit(1, 0)));
+}
+
 #define UNIX_BIT (1u << 31)
 
 struct dump {

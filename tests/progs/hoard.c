@@ -32,6 +32,9 @@
  *   hoard tcpback N           the same with the listener's SO_RCVBUF raised
  *                             and the clients' SO_SNDBUF at its least: the
  *                             bytes wait in connections not accepted yet
+ *   hoard tcpmap N            as tcp, each client mapped (PROT_READ, its
+ *                             zero-copy receive) and its descriptor closed
+ *                             once full: only the mapping holds it
  *   hoard epoll N M           N epoll instances, each watching the same M
  *                             descriptors (dups of one pipe's end): kernel
  *                             memory per watch, nothing resident
@@ -72,6 +75,8 @@
  *                             devnull: opens of /dev/null)
  *   hoard md5 NSOCK NKEYS     option memory: NSOCK unbound TCP sockets, each
  *                             given NKEYS TCP-MD5 keys (one per peer)
+ *   hoard md5map NSOCK NKEYS  the same, each socket mapped and its
+ *                             descriptor closed
  *   hoard backlog KIND L C    L listeners (tcp on 127.0.0.1, or unix), C
  *                             clients each that connect and close: the
  *                             connections wait unaccepted, no descriptor
@@ -371,7 +376,18 @@ static void udp(long n, bool closeall)
 	hold();
 }
 
-static void tcp(long n, bool back)
+/* Keep the socket by a mapping only: TCP maps its receive queue for
+ * zero-copy reads, and the mapping holds the file. */
+static void map_and_close(int fd)
+{
+	if (mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED) {
+		printf("mmap: %s\n", strerror(errno));
+		hold();
+	}
+	close(fd);
+}
+
+static void tcp(long n, bool back, bool map)
 {
 	static char buf[1 << 16];
 	struct sockaddr_in a = { .sin_family = AF_INET,
@@ -402,6 +418,8 @@ static void tcp(long n, bool back)
 		while (bytes < 192 * MIB &&
 		       (w = write(c, buf, sizeof(buf))) > 0)
 			bytes += w;
+		if (map)
+			map_and_close(c);
 		if (i % 4 == 3)
 			printf("held %ld\n", bytes >> 20);
 	}
@@ -542,7 +560,7 @@ static void objects(const char *kind, long procs, long n)
 	hold();
 }
 
-static void md5keys(long nsock, long nkeys)
+static void md5keys(long nsock, long nkeys, bool map)
 {
 	long keys = 0;
 
@@ -560,6 +578,8 @@ static void md5keys(long nsock, long nkeys)
 			if (setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG, &m, sizeof(m)))
 				break;	/* this socket's option memory is full */
 		}
+		if (fd >= 0 && map)
+			map_and_close(fd);
 	}
 	printf("held %ld\n", keys * 190 >> 20);
 	hold();
@@ -1074,9 +1094,11 @@ int main(int argc, char **argv)
 	else if (argc >= 3 && !strcmp(argv[1], "udpclose"))
 		udp(atol(argv[2]), true);
 	else if (argc >= 3 && !strcmp(argv[1], "tcp"))
-		tcp(atol(argv[2]), false);
+		tcp(atol(argv[2]), false, false);
 	else if (argc >= 3 && !strcmp(argv[1], "tcpback"))
-		tcp(atol(argv[2]), true);
+		tcp(atol(argv[2]), true, false);
+	else if (argc >= 3 && !strcmp(argv[1], "tcpmap"))
+		tcp(atol(argv[2]), false, true);
 	else if (argc >= 3 && !strcmp(argv[1], "ptables"))
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
@@ -1094,7 +1116,9 @@ int main(int argc, char **argv)
 	else if (argc >= 5 && !strcmp(argv[1], "objects"))
 		objects(argv[2], atol(argv[3]), atol(argv[4]));
 	else if (argc >= 4 && !strcmp(argv[1], "md5"))
-		md5keys(atol(argv[2]), atol(argv[3]));
+		md5keys(atol(argv[2]), atol(argv[3]), false);
+	else if (argc >= 4 && !strcmp(argv[1], "md5map"))
+		md5keys(atol(argv[2]), atol(argv[3]), true);
 	else if (argc >= 5 && !strcmp(argv[1], "backlog"))
 		backlog(argv[2], atol(argv[3]), atol(argv[4]));
 	else if (argc >= 3 && !strcmp(argv[1], "inflight"))
