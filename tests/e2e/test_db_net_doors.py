@@ -999,6 +999,47 @@ print(b.recv(1))
     t.assert_next_run_ok()
 
 
+@test
+def fast_open_send_answers_as_without_client_fast_open(t):
+    """sendto/sendmsg with MSG_FASTOPEN connects and sends in one call,
+    which corral does not see as a connect: refused even to the run's own
+    listener, now with EOPNOTSUPP (what a kernel with client fast open
+    disabled answers, as TCP_FASTOPEN_CONNECT is; it answered EACCES,
+    which reads as a refusal of the destination, found by a probing
+    session), recorded. A plain connect and send on the same socket
+    then work."""
+    prog = r'''
+import socket
+lsn = socket.socket(); lsn.bind(("127.0.0.1", 0)); lsn.listen(4)
+addr = lsn.getsockname()
+for how in ("sendto", "sendmsg"):
+    c = socket.socket()
+    try:
+        if how == "sendto":
+            c.sendto(b"x", socket.MSG_FASTOPEN, addr)
+        else:
+            c.sendmsg([b"x"], [], socket.MSG_FASTOPEN, addr)
+        print(how, "sent")
+    except OSError as e:
+        print(how, e.errno)
+c.connect(addr); c.sendall(b"hi")
+s, _ = lsn.accept()
+print(s.recv(2))
+'''
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    path = t.write("tfo.py", prog)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PYTHON,
+                    path], timeout=60)
+    r = t.result(run)
+    eq(r.get("stdout"), "sendto 95\nsendmsg 95\nb'hi'\n",
+       "stdout (stderr %r)" % r.get("stderr"))
+    for sc in ("sendto", "sendmsg"):
+        ds = net_denied(r, sc, "MSG_FASTOPEN")
+        contains(ds[0]["reason"], "fast open", sc + ": reason")
+    t.assert_next_run_ok()
+
+
 WS_MOVES = r'''
 import os, socket, sys
 r, ws = sys.argv[1], sys.argv[2]

@@ -1173,9 +1173,13 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 	uint16_t port;
 	bool ok;
 
+	/* EOPNOTSUPP: what a kernel with client fast open disabled answers
+	 * (as for TCP_FASTOPEN_CONNECT), so a client falls back to connect;
+	 * EACCES read as a refusal of the destination itself. */
 	if (flags & MSG_FASTOPEN) {
 		*v = cr_net_deny(run, n, e, a, alen, "net",
-			  "TCP fast open would connect without connect()", EACCES);
+			  "TCP fast open would connect without connect()",
+			  EOPNOTSUPP);
 		return false;
 	}
 	if (s->type == SOCK_STREAM || s->type == SOCK_SEQPACKET) {
