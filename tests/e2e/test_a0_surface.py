@@ -133,6 +133,8 @@ FAMILIES = [
     ("tiocsti", ["tiocsti"], "ioctl", "EPERM", "terminal input"),
     ("tiocsti_upper_bits", ["tiocsti", "high"], "ioctl", "EPERM",
      "terminal input"),
+    ("tiocsetd", ["sys", "ioctl", "0", "0x5423", "b:4"], "ioctl", "EPERM",
+     "line discipline"),
     ("socket_netlink", ["sys", "socket", "16", "3", "0"], "socket",
      "EAFNOSUPPORT", "family"),
     ("socket_packet", ["sys", "socket", "17", "3", "0x300"], "socket",
