@@ -249,6 +249,10 @@ static void task_close_fds(struct cr_budgets *b, struct cr_task *t)
 {
 	int *slots[] = { &t->b.fd_cpu, &t->b.fd_mem, &t->b.fd_status };
 
+	free(t->b.sock_inos);
+	t->b.sock_inos = NULL;
+	t->b.sock_maps = 0;
+
 	for (size_t i = 0; i < CR_ARRAY_SIZE(slots); i++)
 		if (*slots[i]) {
 			close(*slots[i] - 1);
@@ -357,7 +361,8 @@ static bool socket_mapping(const char *line, uint64_t *ino)
  * probing session held ~280 MiB of queues and ~400 MiB of TCP-MD5 keys
  * so under memory=64MiB); each is charged the most a socket can hold
  * (count_mappings). Of each line only the kernel's fields are parsed. */
-static int read_vmas(struct cr_task *t, uint64_t *count, uint64_t *socks)
+static int read_vmas(struct cr_task *t, uint64_t *count, uint64_t *socks,
+		     uint64_t **inos)
 {
 	char path[64], buf[16384], head[160];
 	uint64_t n = 0, *ino = NULL, ns = 0, cap = 0;
@@ -410,12 +415,15 @@ out:
 	if (!rc) {
 		size_t d = 0;
 
-		cr_u64_sort(ino, ns);
+		if (ns)
+			cr_u64_sort(ino, ns);
 		for (size_t k = 0; k < ns; k++)
-			if (!k || ino[k] != ino[k - 1])
-				d++;
+			if (!k || ino[k] != ino[d - 1])
+				ino[d++] = ino[k];
 		*count = n;
 		*socks = d;
+		*inos = ino;	/* the caller's */
+		return 0;
 	}
 	free(ino);
 	return rc;
@@ -905,7 +913,7 @@ static uint64_t count_mappings(struct cr_run *run)
 
 	for (size_t i = 0; i < ts->cap; i++) {
 		struct cr_task *t = &ts->slots[i];
-		uint64_t v, s;
+		uint64_t v, s, *si;
 
 		if (!t->tid || t->b.size_tick != b->tick)
 			continue;
@@ -913,9 +921,11 @@ static uint64_t count_mappings(struct cr_run *run)
 			       b->tick - t->b.vma_tick >= CR_BUDGET_VMA_TICKS)) {
 			if (!t0)
 				t0 = cr_thread_cpu_ns();
-			if (measured(run, t, read_vmas(t, &v, &s))) {
+			if (measured(run, t, read_vmas(t, &v, &s, &si))) {
 				t->b.vmas = v;
 				t->b.sock_maps = s;
+				free(t->b.sock_inos);
+				t->b.sock_inos = si;
 				t->b.vma_tick = b->tick;
 			}
 			/* One poll's share, however many are due: the
@@ -1383,6 +1393,27 @@ static void measure_sockets(struct cr_run *run)
 					       sent, nsent, b->fs_start_ns,
 					       b->sockinos + b->nsock,
 					       b->sockcap - b->nsock);
+	}
+	/* Sockets kept by a mapping (read_vmas): a listener's port makes
+	 * its unaccepted connections the run's, a connection's queues are
+	 * read where the listing shows them. */
+	for (size_t i = 0; i < run->tasks.cap; i++) {
+		const struct cr_task *t = &run->tasks.slots[i];
+
+		if (!t->tid || !t->b.sock_maps)
+			continue;
+		if (b->nsock + t->b.sock_maps > b->sockcap) {
+			size_t cap = b->nsock + t->b.sock_maps + 64;
+			uint64_t *g = realloc(b->sockinos, cap * sizeof(*g));
+
+			if (!g)
+				return;	/* the last figure stands */
+			b->sockinos = g;
+			b->sockcap = cap;
+		}
+		memcpy(b->sockinos + b->nsock, t->b.sock_inos,
+		       t->b.sock_maps * sizeof(*b->sockinos));
+		b->nsock += t->b.sock_maps;
 	}
 	rc = cr_sockmem_measure(b->sockmem, b->sockinos, b->nsock, &bytes);
 	if (!rc)

@@ -150,6 +150,7 @@ struct cr_task_budget {
 	uint64_t vsize;		/* ...and its address space then, bytes */
 	uint64_t vmas;		/* its process's mappings, last counted... */
 	uint64_t sock_maps;	/* ...of them, the sockets it maps (distinct) */
+	uint64_t *sock_inos;	/* ...their inodes, sorted; owned */
 	uint64_t vma_tick;	/* ...at this poll (0: never) */
 	uint64_t pss_rss;	/* its resident bytes, last reading... */
 	uint64_t pss_grown;	/* ...and their growth, summed tick by

@@ -35,6 +35,8 @@
  *   hoard tcpmap N            as tcp, each client mapped (PROT_READ, its
  *                             zero-copy receive) and its descriptor closed
  *                             once full: only the mapping holds it
+ *   hoard tcpbackmap N        as tcpback, the listener then mapped and
+ *                             closed
  *   hoard epoll N M           N epoll instances, each watching the same M
  *                             descriptors (dups of one pipe's end): kernel
  *                             memory per watch, nothing resident
@@ -77,7 +79,8 @@
  *                             given NKEYS TCP-MD5 keys (one per peer)
  *   hoard md5map NSOCK NKEYS  the same, each socket mapped and its
  *                             descriptor closed
- *   hoard backlog KIND L C    L listeners (tcp on 127.0.0.1, or unix), C
+ *   hoard backlog KIND L C    L listeners (tcp on 127.0.0.1; tcpmap, the
+ *                             same, each then mapped and closed; or unix), C
  *                             clients each that connect and close: the
  *                             connections wait unaccepted, no descriptor
  *   hoard filters THREADS     seccomp filters of the program's own: each
@@ -418,11 +421,13 @@ static void tcp(long n, bool back, bool map)
 		while (bytes < 192 * MIB &&
 		       (w = write(c, buf, sizeof(buf))) > 0)
 			bytes += w;
-		if (map)
+		if (map && !back)
 			map_and_close(c);
 		if (i % 4 == 3)
 			printf("held %ld\n", bytes >> 20);
 	}
+	if (map && back)
+		map_and_close(lsn);
 	printf("held %ld\n", bytes >> 20);
 	hold();
 }
@@ -587,7 +592,8 @@ static void md5keys(long nsock, long nkeys, bool map)
 
 static void backlog(const char *kind, long l, long c)
 {
-	bool tcp = !strcmp(kind, "tcp");
+	bool map = !strcmp(kind, "tcpmap");
+	bool tcp = map || !strcmp(kind, "tcp");
 	long made = 0;
 
 	for (long i = 0; i < l; i++) {
@@ -634,6 +640,8 @@ static void backlog(const char *kind, long l, long c)
 			close(fd);
 			made++;
 		}
+		if (map)
+			map_and_close(s);
 	}
 	printf("held %ld\n", made * 4 >> 10);
 	hold();
@@ -1099,6 +1107,8 @@ int main(int argc, char **argv)
 		tcp(atol(argv[2]), true, false);
 	else if (argc >= 3 && !strcmp(argv[1], "tcpmap"))
 		tcp(atol(argv[2]), false, true);
+	else if (argc >= 3 && !strcmp(argv[1], "tcpbackmap"))
+		tcp(atol(argv[2]), true, true);
 	else if (argc >= 3 && !strcmp(argv[1], "ptables"))
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
