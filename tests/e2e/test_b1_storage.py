@@ -69,6 +69,17 @@ def side_by_side(t, name, prog):
     return want, t.result(run)
 
 
+def py_in_ws(t, name, prog):
+    """prog (written as name) under corral, the test's directory read-only
+    and a workspace of its own: the result."""
+    path = t.write(name, prog)
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
+                    path], timeout=60)
+    return t.result(run)
+
+
 def free_bytes(path):
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize
@@ -732,12 +743,7 @@ def storage_epoll_instance_is_not_passed(t):
     # watches (~1 GB) in flight, `ok` under memory=32MiB (found by a
     # probing session). Passing one is refused (EPERM, recorded); a pipe
     # still passes.
-    prog = t.write("eppass.py", EPOLL_PASS)
-    ws = t.path("ws")
-    os.makedirs(ws, exist_ok=True)
-    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
-                    prog], timeout=60)
-    r = t.result(run)
+    r = py_in_ws(t, "eppass.py", EPOLL_PASS)
     eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
     eq(r.get("stdout"), "epoll 1\npipe b'p' 1\n", "stdout")
     ds = [d for d in r.get("denials") or [] if d.get("syscall") == "sendmsg"]
@@ -770,11 +776,7 @@ def storage_native_aio_is_absent(t):
     prog = t.write("aio.py", NATIVE_AIO)
     nat = t.native([PY, prog])
     contains(nat.out.decode(), "io_setup ok\n", "native io_setup (setup)")
-    ws = t.path("ws")
-    os.makedirs(ws, exist_ok=True)
-    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
-                    prog], timeout=60)
-    r = t.result(run)
+    r = py_in_ws(t, "aio.py", NATIVE_AIO)
     eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
     names = ("io_setup", "io_submit", "io_getevents", "io_pgetevents",
              "io_cancel", "io_destroy")

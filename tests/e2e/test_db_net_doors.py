@@ -213,6 +213,17 @@ def probe(t, args, extra=(), env=None, wall="20s", timeout=90):
     return r, r.get("stdout") or ""
 
 
+def py_in_ws(t, name, prog):
+    """prog (written as name) under corral, the test's directory read-only
+    and a workspace of its own: the result."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    path = t.write(name, prog)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PYTHON,
+                    path], timeout=60)
+    return t.result(run)
+
+
 def net_denied(r, syscall, what):
     d = denials_of(r, syscall, "net")
     true(d, "%s: no net denial of %s: %s" % (what, syscall,
@@ -985,12 +996,7 @@ except OSError as e:
 a.send(b"y")
 print(b.recv(1))
 '''
-    ws = t.path("ws")
-    os.makedirs(ws, exist_ok=True)
-    path = t.write("creds.py", prog)
-    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PYTHON,
-                    path], timeout=60)
-    r = t.result(run)
+    r = py_in_ws(t, "creds.py", prog)
     eq(r.get("stdout"), "creds 1\nb'y'\n", "stdout (stderr %r)" %
        r.get("stderr"))
     ds = denials_of(r, "sendmsg", "net")
@@ -1026,12 +1032,7 @@ c.connect(addr); c.sendall(b"hi")
 s, _ = lsn.accept()
 print(s.recv(2))
 '''
-    ws = t.path("ws")
-    os.makedirs(ws, exist_ok=True)
-    path = t.write("tfo.py", prog)
-    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PYTHON,
-                    path], timeout=60)
-    r = t.result(run)
+    r = py_in_ws(t, "tfo.py", prog)
     eq(r.get("stdout"), "sendto 95\nsendmsg 95\nb'hi'\n",
        "stdout (stderr %r)" % r.get("stderr"))
     for sc in ("sendto", "sendmsg"):
