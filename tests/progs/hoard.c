@@ -37,6 +37,12 @@
  *                             once full: only the mapping holds it
  *   hoard tcpbackmap N        as tcpback, the listener then mapped and
  *                             closed
+ *   hoard starve K N          K processes of 65 000 mappings each (dear
+ *                             maps files), then, forked until its tid's
+ *                             slot in corral's task table (256 slots at
+ *                             first) lies beyond theirs, a process that
+ *                             waits to be counted empty and then does
+ *                             tcpmap N
  *   hoard epoll N M           N epoll instances, each watching the same M
  *                             descriptors (dups of one pipe's end): kernel
  *                             memory per watch, nothing resident
@@ -430,6 +436,65 @@ static void tcp(long n, bool back, bool map)
 		map_and_close(lsn);
 	printf("held %ld\n", bytes >> 20);
 	hold();
+}
+
+/* corral's task table slot of a tid (tracer/tasks.c slot_of, 256 slots). */
+static size_t task_slot(pid_t tid)
+{
+	return ((size_t)tid * 2654435761u) & 255;
+}
+
+static void many_maps(void)
+{
+	long pg = sysconf(_SC_PAGESIZE), m = 65000;
+	char *p = mmap(NULL, (size_t)(2 * m * pg), PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	for (long i = 0; p != MAP_FAILED && i < m; i++)
+		if (mprotect(p + 2 * i * pg, (size_t)pg, PROT_READ))
+			break;
+	for (;;)
+		pause();
+}
+
+static void starve(long k, long n)
+{
+	size_t top = 0;
+
+	for (long i = 0; i < k; i++) {
+		pid_t h = fork();
+
+		if (h == 0)
+			many_maps();
+		if (h > 0 && task_slot(h) > top)
+			top = task_slot(h);
+	}
+	sleep(3);
+	for (;;) {
+		int go[2];
+		char x = 'n';
+		pid_t v;
+
+		if (pipe(go))
+			hold();
+		v = fork();
+		if (v == 0) {
+			close(go[1]);
+			if (read(go[0], &x, 1) == 1 && x == 'y') {
+				sleep(2);	/* counted once, empty */
+				tcp(n, false, true);
+			}
+			_exit(0);
+		}
+		close(go[0]);
+		x = v > 0 && task_slot(v) > top + 2 ? 'y' : 'n';
+		if (write(go[1], &x, 1) != 1 || x == 'y') {
+			close(go[1]);
+			hold();
+		}
+		close(go[1]);
+		waitpid(v, NULL, 0);
+	}
 }
 
 static void epolls(long n, long m)
@@ -1109,6 +1174,8 @@ int main(int argc, char **argv)
 		tcp(atol(argv[2]), false, true);
 	else if (argc >= 3 && !strcmp(argv[1], "tcpbackmap"))
 		tcp(atol(argv[2]), true, true);
+	else if (argc >= 4 && !strcmp(argv[1], "starve"))
+		starve(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 3 && !strcmp(argv[1], "ptables"))
 		ptables(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "sparse"))
