@@ -159,13 +159,17 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 	}
 }
 
+void cr_tasks_umask_forget(struct cr_tasks *t)
+{
+	if (!++t->umask_gen)
+		t->umask_blind = true;	/* wrapped: 0 means "never read" */
+}
+
 void cr_tasks_umask_call(struct cr_tasks *t, pid_t tid)
 {
 	struct cr_task *task = cr_tasks_find(t, tid);
 
-	t->umask_gen++;
-	if (!t->umask_gen)
-		t->umask_blind = true;	/* wrapped: 0 means "never read" */
+	cr_tasks_umask_forget(t);
 	if (!task) {
 		t->umask_blind = true;
 		return;
@@ -528,6 +532,8 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 	unsigned long former = 0;
 	char bad[PATH_MAX];
 
+	/* A thread that execs brings its own umask to the process's tid. */
+	cr_tasks_umask_forget(&run->tasks);
 	/* The new image is mapped and has not run an instruction: judge what
 	 * really loaded, whatever the path looked like at execve. */
 	bad[0] = 0;

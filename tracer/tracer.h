@@ -433,6 +433,10 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid);
  * notification while one is moving); cr_tasks_umask_get: true and *m when
  * a value is kept and may be used; cr_tasks_umask_put: keep m, read now. */
 void cr_tasks_umask_call(struct cr_tasks *t, pid_t tid);
+/* Every kept umask forgotten: at each exec, since a thread that execs
+ * takes its process's tid with its own umask (after unshare(CLONE_FS)
+ * and a umask call, it differs from the one kept for that tid). */
+void cr_tasks_umask_forget(struct cr_tasks *t);
 void cr_tasks_umask_settled(struct cr_tasks *t, pid_t tid);
 bool cr_tasks_umask_get(struct cr_tasks *t, pid_t tid, mode_t *m);
 void cr_tasks_umask_put(struct cr_tasks *t, pid_t tid, mode_t m);

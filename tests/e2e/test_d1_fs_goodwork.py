@@ -690,6 +690,62 @@ def fs_good_umask_changes_are_seen_by_every_sharer(t):
 
 
 @test
+def fs_good_umask_of_a_thread_that_execs(t):
+    """A thread with a filesystem context of its own (unshare(CLONE_FS),
+    as Go's LockOSThread does) and its own umask execs: the process's tid
+    now carries that umask. The umask corral kept for the tid was the
+    old leader's (read for a file the leader made after the thread's
+    umask call had run), and files, directories and unix sockets of the new
+    image were made 666/777 where the kernel gives 600/700 (found by a
+    probing session). Compared with a native run."""
+    fx = FsFix(t)
+    script = (
+        "import ctypes, os, socket, stat, sys, threading\n"
+        "def m(p):\n"
+        "    return '%s %o' % (p, stat.S_IMODE(os.lstat(p).st_mode))\n"
+        "if sys.argv[1:] == ['after']:\n"
+        "    open('c', 'w').close(); os.mkdir('d')\n"
+        "    socket.socket(socket.AF_UNIX).bind('s')\n"
+        "    for p in ('a', 'b', 'a2', 'c', 'd', 's'):\n"
+        "        print(m(p))\n"
+        "    sys.exit(0)\n"
+        "os.umask(0)\n"
+        "open('a', 'w').close()\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "own, made = threading.Event(), threading.Event()\n"
+        "def th():\n"
+        "    if libc.unshare(0x200):\n"
+        "        print('unshare', ctypes.get_errno()); os._exit(1)\n"
+        "    os.umask(0o077)\n"
+        "    open('b', 'w').close()\n"
+        "    own.set(); made.wait(30)\n"
+        "    os.execv(sys.executable, [sys.executable, sys.argv[0], 'after'])\n"
+        "threading.Thread(target=th).start()\n"
+        "own.wait(30)\n"
+        "open('a2', 'w').close()\n"
+        "made.set()\n"
+        "threading.Event().wait(30)\n")
+    path = os.path.join(fx.root, "umexec.py")
+    with open(path, "w") as f:
+        f.write(script)
+    os.chmod(path, 0o644)
+    nat = _native_beside(t, fx, ["python3", path])
+    eq(nat.out.decode(), "a 666\nb 600\na2 666\nc 600\nd 700\ns 700\n",
+       "native modes (setup)")
+    for mode in ("--landlock=off", "--landlock=auto"):
+        for p in ("a", "b", "a2", "c", "d", "s"):
+            q = fx.wsp(p)
+            if os.path.isdir(q):
+                os.rmdir(q)
+            elif os.path.lexists(q):
+                os.unlink(q)
+        run = fx.run(["python3", path], opts=[mode, "--ro", path])
+        r = _ok(fx, run, "umask after exec " + mode)
+        eq(r.get("stdout"), nat.out.decode(), mode + ": stdout")
+    fx.check()
+
+
+@test
 def fs_unix_connect_outside_every_root_looks_absent(t):
     """A unix socket path outside every root answers ENOENT, as any path
     there does (a missing /dev/log or daemon socket is ENOENT natively);
