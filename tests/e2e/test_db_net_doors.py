@@ -1012,29 +1012,41 @@ def fast_open_send_answers_as_without_client_fast_open(t):
     listener, now with EOPNOTSUPP (what a kernel with client fast open
     disabled answers, as TCP_FASTOPEN_CONNECT is; it answered EACCES,
     which reads as a refusal of the destination, found by a probing
-    session), recorded. A plain connect and send on the same socket
-    then work."""
+    session), recorded; without an address too, connected or not (the
+    flag was dropped and the bytes sent: EPIPE and SIGPIPE where the
+    kernel answers EINVAL). A plain connect and send on the same socket
+    then work, and a UDP socket ignores the flag, as in the kernel."""
     prog = r'''
 import socket
 lsn = socket.socket(); lsn.bind(("127.0.0.1", 0)); lsn.listen(4)
 addr = lsn.getsockname()
-for how in ("sendto", "sendmsg"):
+for how in ("sendto", "sendmsg", "noname"):
     c = socket.socket()
     try:
         if how == "sendto":
             c.sendto(b"x", socket.MSG_FASTOPEN, addr)
-        else:
+        elif how == "sendmsg":
             c.sendmsg([b"x"], [], socket.MSG_FASTOPEN, addr)
+        else:
+            c.sendmsg([b"x"], [], socket.MSG_FASTOPEN)
         print(how, "sent")
     except OSError as e:
         print(how, e.errno)
 c.connect(addr); c.sendall(b"hi")
+try:
+    c.sendmsg([b"y"], [], socket.MSG_FASTOPEN)
+    print("connected sent")
+except OSError as e:
+    print("connected", e.errno)
 s, _ = lsn.accept()
 print(s.recv(2))
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", 0))
+print("udp", u.sendto(b"z", socket.MSG_FASTOPEN, u.getsockname()))
 '''
     r = py_in_ws(t, "tfo.py", prog)
-    eq(r.get("stdout"), "sendto 95\nsendmsg 95\nb'hi'\n",
-       "stdout (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), "sendto 95\nsendmsg 95\nnoname 95\nconnected 95\n"
+       "b'hi'\nudp 1\n", "stdout (stderr %r)" % r.get("stderr"))
     for sc in ("sendto", "sendmsg"):
         ds = net_denied(r, sc, "MSG_FASTOPEN")
         contains(ds[0]["reason"], "fast open", sc + ": reason")

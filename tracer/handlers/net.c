@@ -1165,7 +1165,7 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
  */
 static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			const struct cr_syscall_entry *e, struct cr_sock *s,
-			const union cr_sockaddr *a, socklen_t alen, int flags,
+			const union cr_sockaddr *a, socklen_t alen,
 			struct cr_net_msg *m, int *hold, struct cr_verdict *v)
 {
 	struct cr_netstate *ns = run->net;
@@ -1173,15 +1173,6 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 	uint16_t port;
 	bool ok;
 
-	/* EOPNOTSUPP: what a kernel with client fast open disabled answers
-	 * (as for TCP_FASTOPEN_CONNECT), so a client falls back to connect;
-	 * EACCES read as a refusal of the destination itself. */
-	if (flags & MSG_FASTOPEN) {
-		*v = cr_net_deny(run, n, e, a, alen, "net",
-			  "TCP fast open would connect without connect()",
-			  EOPNOTSUPP);
-		return false;
-	}
 	if (s->type == SOCK_STREAM || s->type == SOCK_SEQPACKET) {
 		union cr_sockaddr peer;
 		socklen_t pl = sizeof(peer);
@@ -1275,6 +1266,28 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 	}
 }
 
+/* MSG_FASTOPEN on a TCP socket connects and sends in one call, which
+ * corral would not see as a connect: EOPNOTSUPP, with or without an
+ * address, connected or not, which is what a kernel with client fast open
+ * disabled answers (as for TCP_FASTOPEN_CONNECT), so a client falls back
+ * to connect. (EACCES, answered before, read as a refusal of the
+ * destination; without an address the flag was dropped and the bytes
+ * sent, EPIPE and SIGPIPE where the kernel answers EINVAL.) Other
+ * sockets ignore the flag, as in the kernel. */
+static bool fastopen_refused(struct cr_run *run, const struct seccomp_notif *n,
+			     const struct cr_syscall_entry *e,
+			     const struct cr_sock *s, const union cr_sockaddr *a,
+			     socklen_t alen, int flags, struct cr_verdict *v)
+{
+	if (!(flags & MSG_FASTOPEN) || s->type != SOCK_STREAM ||
+	    (s->domain != AF_INET && s->domain != AF_INET6))
+		return false;
+	*v = cr_net_deny(run, n, e, alen ? a : NULL, alen, "net",
+			 "TCP fast open would connect without connect()",
+			 EOPNOTSUPP);
+	return true;
+}
+
 static void msg_init(struct cr_net_msg *m, struct cr_sock *s, int flags)
 {
 	memset(m, 0, sizeof(*m));
@@ -1309,7 +1322,8 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
-	if (bound_way_out(run, n, e, &s, &v)) {
+	if (bound_way_out(run, n, e, &s, &v) ||
+	    fastopen_refused(run, n, e, &s, &a, alen, flags, &v)) {
 		cr_sock_close(&s);
 		return v;
 	}
@@ -1335,7 +1349,7 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 		return v_err(rc ? -rc : EINTR);
 	}
 	s.dup = m.dup;	/* borrowed for the decision */
-	if (!send_target(run, n, e, &s, &a, alen, flags, &m, &hold, &v)) {
+	if (!send_target(run, n, e, &s, &a, alen, &m, &hold, &v)) {
 		s.dup = -1;
 		cr_net_msg_free(&m);
 		if (hold >= 0)
@@ -1373,7 +1387,9 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 	rc = cr_sock_open(run, n, fd, &s);
 	if (rc)
 		return rc;
-	if (bound_way_out(run, n, e, &s, v)) {
+	if (bound_way_out(run, n, e, &s, v) ||
+	    fastopen_refused(run, n, e, &s, &a,
+			     h.msg_name ? h.msg_namelen : 0, flags, v)) {
 		cr_sock_close(&s);
 		return 1;
 	}
@@ -1389,8 +1405,8 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 		return -EINTR;
 	if (h.msg_name && h.msg_namelen) {
 		s.dup = m->dup;
-		if (!send_target(run, n, e, &s, &a, h.msg_namelen, flags, m,
-				 hold, v)) {
+		if (!send_target(run, n, e, &s, &a, h.msg_namelen, m, hold,
+				 v)) {
 			s.dup = -1;
 			return 1;
 		}
