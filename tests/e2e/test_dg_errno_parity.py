@@ -602,3 +602,34 @@ def errno_parity_unix_names_of_90_bytes_and_more_bind(t):
     nat, _, _ = parity(t, UNIX_LONG, want={"bind 100": "ok",
                                            "bind 107": "ok"})
     contains(nat, "dgram b'yo'", "native: the datagram arrives")
+
+
+DELETED_NAME = r'''
+os.chdir(sys.argv[1])
+os.mkdir("q (deleted)")
+fd = os.open("q (deleted)", os.O_RDONLY | os.O_DIRECTORY)
+t("creat", lambda: os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o644,
+                                    dir_fd=fd)))
+t("mkdir", lambda: os.mkdir("d", dir_fd=fd))
+t("stat", lambda: os.stat("f", dir_fd=fd) and None)
+os.chdir("q (deleted)")
+t("cwd creat", lambda: open("g", "w").close())
+os.chdir("..")
+os.mkdir("gone")
+g = os.open("gone", os.O_RDONLY | os.O_DIRECTORY)
+os.rmdir("gone")
+t("removed creat", lambda: os.close(os.open("f", os.O_CREAT | os.O_WRONLY,
+                                            0o644, dir_fd=g)))
+t("removed stat", lambda: os.stat("f", dir_fd=g) and None)
+'''
+
+
+@test
+def errno_parity_a_directory_named_deleted_is_not_removed(t):
+    """The path of a dirfd or cwd is read from /proc, where a removed
+    directory's ends in " (deleted)"; so may a live one's name ("q
+    (deleted)"), and calls relative to it answered ENOENT (found by a
+    probing session). A removed directory has no link: that is what is
+    asked now."""
+    parity(t, DELETED_NAME, want={"creat": "ok", "cwd creat": "ok",
+                                  "removed creat": "ENOENT"})

@@ -508,8 +508,14 @@ static int start(struct walk *w, int dirfd, bool absolute)
 	w->cur[n] = 0;
 	if (w->cur[0] != '/')
 		return -ENOTDIR;
-	if (n > 10 && !strcmp(w->cur + n - 10, " (deleted)"))
-		return -ENOENT;
+	if (n > 10 && !strcmp(w->cur + n - 10, " (deleted)")) {
+		struct stat st;
+
+		/* Removed, or only named so ("q (deleted)" is a name a
+		 * directory may have): a removed directory has no link. */
+		if (fstat(w->fd, &st) < 0 || st.st_nlink == 0)
+			return -ENOENT;
+	}
 	w->clen = (size_t)n;
 	/* The run's private /dev/shm directory is /dev/shm to the program. */
 	cr_fs_shm_canon(w->run->fs, w->cur, &w->clen);
