@@ -1494,6 +1494,15 @@ void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
 		cr_sockmem_kind(run->budgets->sockmem, domain, type, proto);
 }
 
+void cr_budget_on_inet_socket_used(struct cr_run *run, uint64_t ino)
+{
+	/* Full: the next scan prunes the gone; one not followed meanwhile
+	 * still counts through any table that holds it. */
+	if (run->budgets && ino &&
+	    cr_sockmem_follow(run->budgets->sockmem, ino) < 0)
+		cr_budget_rescan_soon(run);
+}
+
 /* Regular files the tree holds open after unlinking them, and memfds:
  * they take space that no walk of the roots can see. Read from each fd
  * table (a thread that shares its process's table is not read again); a

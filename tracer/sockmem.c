@@ -85,13 +85,8 @@ size_t cr_sockmem_sent_list(const struct cr_sockmem *s, const uint64_t **v)
 	return s ? s->nsent : 0;
 }
 
-int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino)
+static int sent_add(struct cr_sockmem *s, uint64_t ino)
 {
-	if (!s)
-		return -ETOOMANYREFS;
-	for (size_t i = 0; i < s->nsent; i++)
-		if (s->sent[i] == ino)
-			return 0;
 	if (s->nsent == CR_SOCKMEM_SENT_MAX)
 		return -ETOOMANYREFS;
 	if (s->nsent == s->cap) {
@@ -105,6 +100,29 @@ int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino)
 	}
 	s->sent[s->nsent++] = ino;
 	return 0;
+}
+
+int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino)
+{
+	if (!s)
+		return -ETOOMANYREFS;
+	for (size_t i = 0; i < s->nsent; i++)
+		if (s->sent[i] == ino)
+			return 0;
+	return sent_add(s, ino);
+}
+
+int cr_sockmem_follow(struct cr_sockmem *s, uint64_t ino)
+{
+	if (!s)
+		return -ENOMEM;
+	/* The same socket bound, then connected or listening: the last
+	 * few are enough to spare most repeats; the rest go at the next
+	 * measure (cr_sockmem_measure). */
+	for (size_t i = s->nsent > 8 ? s->nsent - 8 : 0; i < s->nsent; i++)
+		if (s->sent[i] == ino)
+			return 0;
+	return sent_add(s, ino);
 }
 
 /* Internet protocols listed per family: TCP, UDP, UDP-Lite (the only
@@ -420,6 +438,14 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 			if (cr_u64_has(d.seen, d.nseen, s->sent[i]))
 				s->sent[j++] = s->sent[i];
 		s->nsent = j;
+		/* ...and one followed twice is kept once. */
+		if (s->nsent > 1) {
+			cr_u64_sort(s->sent, s->nsent);
+			for (size_t i = j = 1; i < s->nsent; i++)
+				if (s->sent[i] != s->sent[j - 1])
+					s->sent[j++] = s->sent[i];
+			s->nsent = j;
+		}
 	}
 	*bytes = d.bytes;
 	free(ours);

@@ -37,6 +37,11 @@
  *                             once full: only the mapping holds it
  *   hoard tcpbackmap N        as tcpback, the listener then mapped and
  *                             closed
+ *   hoard blocksend N         N loopback clients, SO_SNDBUF raised, each with
+ *                             a thread blocked in a 64 MiB send (its peer
+ *                             accepted, reading nothing), the client's
+ *                             descriptor then closed: the blocked call
+ *                             alone holds the socket and its queue
  *   hoard starve K N          K processes of 65 000 mappings each (dear
  *                             maps files), then, forked until its tid's
  *                             slot in corral's task table (256 slots at
@@ -435,6 +440,58 @@ static void tcp(long n, bool back, bool map)
 	if (map && back)
 		map_and_close(lsn);
 	printf("held %ld\n", bytes >> 20);
+	hold();
+}
+
+static void *send_all(void *arg)
+{
+	static char *big;
+	int fd = (int)(long)arg;
+
+	if (!big)
+		big = mmap(NULL, 64 * MIB, PROT_READ,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (big != MAP_FAILED)
+		(void)send(fd, big, 64 * MIB, 0);
+	return NULL;
+}
+
+static void blocksend(long n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	int big = 8 << 20, small = 4096, lsn = socket(AF_INET, SOCK_STREAM, 0);
+
+	send_all((void *)-1L);	/* the buffer, mapped once */
+	setsockopt(lsn, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	if (lsn < 0 || bind(lsn, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(lsn, (int)n) || getsockname(lsn, (struct sockaddr *)&a, &l)) {
+		printf("listener: %s\n", strerror(errno));
+		hold();
+	}
+	for (long i = 0; i < n; i++) {
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		pthread_attr_t at;
+		pthread_t t;
+
+		if (c < 0 ||
+		    setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)) ||
+		    connect(c, (struct sockaddr *)&a, sizeof(a)) ||
+		    accept(lsn, NULL, NULL) < 0) {
+			printf("client %ld: %s\n", i, strerror(errno));
+			hold();
+		}
+		pthread_attr_init(&at);
+		pthread_attr_setstacksize(&at, 65536);
+		if (pthread_create(&t, &at, send_all, (void *)(long)c)) {
+			printf("thread %ld\n", i);
+			hold();
+		}
+		usleep(100000);	/* its send is blocked, the queue full */
+		close(c);
+	}
+	printf("held %ld\n", n * 8);
 	hold();
 }
 
@@ -1174,6 +1231,8 @@ int main(int argc, char **argv)
 		tcp(atol(argv[2]), false, true);
 	else if (argc >= 3 && !strcmp(argv[1], "tcpbackmap"))
 		tcp(atol(argv[2]), true, true);
+	else if (argc >= 3 && !strcmp(argv[1], "blocksend"))
+		blocksend(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "starve"))
 		starve(atol(argv[2]), atol(argv[3]));
 	else if (argc >= 3 && !strcmp(argv[1], "ptables"))

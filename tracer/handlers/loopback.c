@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "handlers.h"
+#include "../budget.h"
 #include "../net/net.h"
 
 /*
@@ -526,6 +528,13 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 		if (aa->inet && !peer_ok(run, tid, fd, &pa, pl)) {
 			close(fd);
 			continue;
+		}
+		if (aa->inet) {
+			struct stat st;
+
+			if (fstat(fd, &st) == 0)
+				cr_budget_on_inet_socket_used(run,
+							      st.st_ino);
 		}
 		if (aa->abstract && !unix_peer_ok(run, tid, dup, fd)) {
 			close(fd);

@@ -580,6 +580,9 @@ static int addr_call_open(struct cr_run *run, const struct seccomp_notif *n,
 		cr_sock_close(s);
 		return -EINTR;
 	}
+	/* Bound or connected, it can hold queues: followed (sockmem.c). */
+	if (s->domain == AF_INET || s->domain == AF_INET6)
+		cr_budget_on_inet_socket_used(run, s->ino);
 	return 0;
 }
 
@@ -918,6 +921,7 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 	switch (s.domain) {
 	case AF_INET:
 	case AF_INET6:
+		cr_budget_on_inet_socket_used(run, s.ino);
 		v = cr_net_listen_inet(run, n, e, &s, (int)n->data.args[1]);
 		break;
 	case AF_UNIX:
