@@ -404,7 +404,8 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 		free(d.seen);
 		return -ENOMEM;
 	}
-	memcpy(ours, tables, ntables * sizeof(*ours));
+	if (ntables)	/* none in the tables: tables may be NULL */
+		memcpy(ours, tables, ntables * sizeof(*ours));
 	if (s && s->nsent)
 		memcpy(ours + ntables, s->sent, s->nsent * sizeof(*ours));
 	cr_u64_sort(ours, n);
