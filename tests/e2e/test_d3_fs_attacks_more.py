@@ -546,3 +546,48 @@ def fs_policy_deny_subtree_cannot_be_moved_out(t):
        "c/secret/file 2\n", "answers")
     true(os.path.exists(os.path.join(rw, "a", "secret", "file")),
          "the subtree is where it was")
+
+
+DELETED_SUFFIX = r'''
+import errno, os
+def t(label, f):
+    try:
+        f(); print(label, "ok")
+    except OSError as e:
+        print(label, errno.errorcode[e.errno])
+fd = os.open("secret (deleted)", os.O_CREAT | os.O_RDWR, 0o644)
+t("fchmod", lambda: os.fchmod(fd, 0o600))
+t("fchown", lambda: os.fchown(fd, -1, -1))
+t("futimes", lambda: os.utime(fd, (1, 1)))
+os.unlink("secret (deleted)")
+t("fchmod unlinked", lambda: os.fchmod(fd, 0o644))
+'''
+
+
+@test
+def fs_fd_forms_judge_a_live_file_named_deleted_by_its_name(t):
+    """The fd forms (fchmod, futimens, fchown) judge where the fd points
+    by its /proc link, where a removed file's path ends in " (deleted)".
+    A live file may be named so: "secret (deleted)" was judged as
+    "secret", and with "secret" denied, fchmod and futimens of the live
+    file were refused (found by reading the code after a probe's report
+    of the same with directories). Only a file with no link left loses
+    the suffix now. Compared with the kernel's answers."""
+    import json
+    from harness import CFG
+    fx = FsFix(t)
+    nat = fx.native(["python3", "-c", DELETED_SUFFIX])
+    eq(nat.out.decode(), "fchmod ok\nfchown ok\nfutimes ok\n"
+       "fchmod unlinked ok\n", "native (setup)")
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    pol["classes"]["default"]["fs"]["deny"] = [fx.wsp("secret")]
+    pfile = os.path.join(fx.root, "deny.json")
+    with open(pfile, "w") as f:
+        json.dump(pol, f, indent=1)
+    run = fx.run(["python3", "-c", DELETED_SUFFIX],
+                 opts=["--policy", pfile, "--workspace-unsafe"])
+    r = fx.result(run)
+    eq(r.get("stdout"), nat.out.decode(), "stdout (stderr %r)" %
+       r.get("stderr"))
+    fx.check()

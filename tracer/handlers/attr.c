@@ -489,6 +489,10 @@ static unsigned fd_access(struct cr_run *run, pid_t tid, int fd,
 	if (len > 10 && !strcmp(path + len - 10, " (deleted)")) {
 		struct stat st;
 
+		/* A live file may be named so: only a removed one (no link
+		 * left) loses the suffix, and is judged where it was. */
+		if (fstat(fd, &st) == 0 && st.st_nlink > 0)
+			return cr_fs_access(run, tid, path, (size_t)len);
 		len -= 10;
 		path[len] = 0;
 		/* A memfd (the run's: memfd_create is performed for it,
