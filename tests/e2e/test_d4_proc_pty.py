@@ -547,6 +547,53 @@ t("after: pidfd_open", lambda: os.pidfd_open(pid))
 '''
 
 
+ZOMBIE_GROUP = r'''
+import os, signal
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    os.write(w, b"x")
+    signal.pause()
+    os._exit(0)
+os.read(r, 1)
+os.kill(pid, signal.SIGKILL)
+os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+def t(n, f):
+    try:
+        f()
+        print(n, "ok")
+    except OSError as e:
+        print(n, "errno", e.errno)
+t("zombie group 0", lambda: os.killpg(pid, 0))
+t("zombie group TERM", lambda: os.killpg(pid, signal.SIGTERM))
+os.waitpid(pid, 0)
+t("reaped group", lambda: os.killpg(pid, 0))
+'''
+
+
+@test
+def proc_group_of_a_zombie_child_takes_signals_as_natively(t):
+    """kill(-pgrp) of a group whose only member is a child of the run that
+    has exited and not been waited for succeeds, as the kernel's (it
+    answered ESRCH with a denial "not a process of the run": a fixture's
+    os.killpg of a start_new_session server that has just exited raised,
+    and PostgreSQL's postmaster signalling a backend's group recorded a
+    denial). Once the child is reaped, ESRCH, and not recorded: the group
+    was the run's."""
+    fx = FsFix(t)
+    nat = fx.native(["python3", "-c", ZOMBIE_GROUP])
+    want = nat.out.decode()
+    eq(want, "zombie group 0 ok\nzombie group TERM ok\nreaped group errno 3\n",
+       "native premise")
+    run = fx.run(["python3", "-c", ZOMBIE_GROUP])
+    r = _ok(fx, run, "zombie group")
+    eq(r.get("stdout"), want, "under corral, against native")
+    eq([d for d in r.get("denials") or [] if d.get("layer") == "signal"], [],
+       "no signal denial recorded")
+    t.assert_next_run_ok()
+
+
 @test
 def proc_zombie_child_answers_queries_as_natively(t):
     """Queries naming a zombie child of the run (priority, I/O priority,

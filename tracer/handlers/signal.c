@@ -129,6 +129,31 @@ static bool bad_signal(int sig)
 	return sig < 0 || sig >= _NSIG;
 }
 
+/* Is some process of the run that has exited, and that a process of the
+ * run has not yet waited for, a member of pgrp? The kernel accepts a
+ * signal to such a group (its zombies are still members) and it has no
+ * effect: a server's group signalled just after the server exited
+ * (Python's os.killpg of a start_new_session child, PostgreSQL's
+ * postmaster to a backend's group). */
+static bool zombie_in_group(struct cr_run *run, pid_t pgrp)
+{
+	const struct cr_tasks *ts = &run->tasks;
+
+	for (size_t i = 0; ts->gone && i < CR_TASKS_GONE; i++) {
+		pid_t tid = ts->gone[i].tid, ppid, g = 0;
+		char st = 0;
+
+		if (!tid)
+			continue;
+		ppid = cr_surface_stat(tid, &st, &g);
+		if (st == 'Z' && g == pgrp && ppid > 0 &&
+		    cr_tasks_ours(&run->tasks, ppid) &&
+		    cr_tasks_was_ours(ts, tid))
+			return true;
+	}
+	return false;
+}
+
 /* kill(-1, sig) and kill(-pgrp, sig): every process of the run in scope,
  * never another. pgrp < 0 means all but the caller's own process. */
 static struct cr_verdict kill_many(struct cr_run *run, pid_t caller_tgid,
@@ -155,6 +180,8 @@ static struct cr_verdict kill_many(struct cr_run *run, pid_t caller_tgid,
 			last = -rc;
 	}
 	if (sent)
+		return ok(0);
+	if (!matched && pgrp > 0 && zombie_in_group(run, pgrp))
 		return ok(0);
 	return err(matched ? last : ESRCH);
 }
@@ -203,8 +230,12 @@ CR_HANDLER(cr_h_kill)
 		struct cr_verdict v = kill_many(run, tgid, -pid, sig);
 
 		/* No process of the run is in that group: it is someone
-		 * else's (or nobody's). */
-		if (v.kind == CR_V_ERRNO && v.error == ESRCH)
+		 * else's (or nobody's). A group numbered after a process of
+		 * the run that is gone, its number not yet reused, was the
+		 * run's: it is gone too (no other group can take the number
+		 * while no process has it), as kill(pid) of such a pid. */
+		if (v.kind == CR_V_ERRNO && v.error == ESRCH &&
+		    !cr_tasks_was_ours(&run->tasks, -pid))
 			return outside(run, n, e->name, "signal", pid);
 		return v;
 	}
