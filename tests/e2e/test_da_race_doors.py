@@ -488,6 +488,28 @@ def exec_interpreters_inside_the_roots_still_run(t):
 
 
 @test
+def exec_of_packaged_scripts_in_usr_share_runs(t):
+    """Debian links commands in /usr/bin to scripts kept in /usr/share
+    (py3versions, psql and the other PostgreSQL clients' pg_wrapper, mvn,
+    scan-build): the default class's exec roots did not hold /usr/share,
+    so each answered EACCES with an exec denial (found running
+    PostgreSQL's clients under corral). /usr/share is an exec root of
+    the default class now; its answer is the native one."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    true(os.path.realpath("/usr/bin/py3versions").startswith("/usr/share/"),
+         "premise: Debian's python3-minimal links py3versions into /usr/share")
+    nat = subprocess.run(["/usr/bin/py3versions", "-d"], capture_output=True,
+                         text=True, timeout=60)
+    eq(nat.returncode, 0, "native premise (%r)" % nat.stderr)
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--",
+                    "/usr/bin/py3versions", "-d"])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", nat.stdout),
+       "status and stdout (stderr %r)" % r.get("stderr"))
+    eq(denials_of(r, layer="exec"), [], "exec denials")
+
+
+@test
 def exec_only_script_cannot_hide_its_interpreter(t):
     """The interpreter check read the image through corral's own fd; an
     execute-only script (mode --x: corral, same uid, cannot read it) made

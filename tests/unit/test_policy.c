@@ -496,7 +496,7 @@ static const char *check_default(const struct cr_policy *p)
 	};
 	static const char *const must_exec[] = {
 		"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/lib",
-		"/usr/libexec", "/lib", "/lib64", "/usr/local/bin",
+		"/usr/libexec", "/usr/share", "/lib", "/lib64", "/usr/local/bin",
 	};
 	static const char *const env[] = {
 		"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
@@ -512,8 +512,8 @@ static const char *check_default(const struct cr_policy *p)
 	const struct cr_class *c = cr_policy_class(p, "default");
 	size_t i;
 
-	if (strcmp(p->version, "2026-12-02.1"))
-		return "version is not 2026-12-02.1";
+	if (strcmp(p->version, "2026-12-03.1"))
+		return "version is not 2026-12-03.1";
 	if (!c || p->nclasses != 1)
 		return "not exactly one class, \"default\"";
 	for (i = 0; i < CR_ARRAY_SIZE(must_read); i++)
