@@ -405,6 +405,85 @@ def pty_held_at_once_capped(t):
     fx.check()
 
 
+PTY_HIDDEN = r'''
+import array, errno, os, select, socket, threading
+def fill():
+    fds = []
+    try:
+        while len(fds) < 100:
+            fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+    except OSError as e:
+        return fds, errno.errorcode[e.errno]
+    return fds, "none"
+def closeall(fds):
+    for f in fds:
+        os.close(f)
+# Masters in flight: sent over a socketpair, never received, fds closed.
+a, b = socket.socketpair()
+fds, why = fill()
+print("flight", len(fds), why)
+for i in range(0, len(fds), 16):
+    a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                        array.array("i", fds[i:i + 16]))])
+closeall(fds)
+fds, why = fill()
+print("while in flight", len(fds), why)
+closeall(fds)
+a.close(); b.close()
+fds, why = fill()
+print("given back", len(fds), why)
+closeall(fds)
+# Slaves kept, masters closed: a slave alone keeps its pty.
+ps = []
+try:
+    while len(ps) < 100:
+        ps.append(os.openpty())
+except OSError as e:
+    print("pairs", len(ps), errno.errorcode[e.errno])
+for m, sl in ps:
+    os.close(m)
+fds, why = fill()
+print("slaves kept", len(fds), why)
+closeall(fds)
+closeall([sl for m, sl in ps])
+# Masters held by a thread blocked in poll(), fds closed.
+fds, why = fill()
+th = threading.Thread(target=select.poll().poll, args=(3000,))
+pl = select.poll()
+for f in fds:
+    pl.register(f, 0)
+th = threading.Thread(target=pl.poll, args=(3000,))
+th.start()
+import time
+time.sleep(0.3)
+closeall(fds)
+fds, why = fill()
+print("held by poll", len(fds), why)
+closeall(fds)
+th.join()
+fds, why = fill()
+print("after poll", len(fds), why)
+'''
+
+
+@test
+def pty_cap_counts_ptys_held_without_a_descriptor(t):
+    """The 64-pty cap counted the masters fd tables show: masters sent in
+    flight over a unix socket and closed, masters held by a thread blocked
+    in poll() after their fds were closed, and slaves kept after their
+    masters were closed all keep their pty allocated, and a run held 192
+    of the host's ptys (kernel.pty.max is shared by every user). Each pty
+    file corral opens is followed to its end now; the cap holds in each
+    case, and ptys freed are given back."""
+    fx = FsFix(t)
+    r = _ok(fx, fx.run(["python3", "-c", PTY_HIDDEN]), "hidden ptys")
+    eq(r.get("stdout"),
+       "flight 64 ENOSPC\nwhile in flight 0 ENOSPC\ngiven back 64 ENOSPC\n"
+       "pairs 64 ENOSPC\nslaves kept 0 ENOSPC\n"
+       "held by poll 0 ENOSPC\nafter poll 64 ENOSPC\n", "stdout")
+    fx.check()
+
+
 @test
 def pty_broad_root_keeps_terminals_out(t):
     """--ro / grants reading every file, but not the user's terminals: the

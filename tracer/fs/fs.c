@@ -267,6 +267,7 @@ int cr_fs_setup(struct cr_run *run)
 		return -ENOMEM;
 	run->fs = fs;
 	fs->root_fd = fs->proc_fd = fs->shm_fd = fs->shm_priv = -1;
+	fs->pty_weak = -1;
 	fs->rules.hide = c->fs_hide;
 	{
 		struct stat in;
@@ -410,6 +411,8 @@ void cr_fs_finish(struct cr_run *run)
 		close(fs->proc_fd);
 	if (fs->shm_fd >= 0)
 		close(fs->shm_fd);
+	if (fs->pty_weak >= 0)
+		close(fs->pty_weak);
 	free(fs);
 	run->fs = NULL;
 }

@@ -46,6 +46,9 @@ struct cr_fsstate {
 	bool *root_deny;	/* a deny subtree lies inside roots[i] */
 	unsigned *ptys;		/* owned: /dev/pts indices the run allocated */
 	size_t nptys;
+	int pty_weak;		/* owned: an epoll set holding, without a
+				 * reference, every pty file corral opened for
+				 * the run (pty.c), or -1 until the first */
 	dev_t proc_dev;		/* st_dev of /proc, for listings (dirents.c) */
 	dev_t shm_dev;		/* of /dev/shm when a mount of its own, or 0 */
 	char *shm_real;		/* owned: /dev/shm's real path if a link, or NULL */
@@ -232,8 +235,11 @@ void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done);
 /* May the run allocate one more (indices it no longer holds are forgotten
  * first)? */
 bool cr_fs_pty_may_open(struct cr_run *run);
-/* After the supervisor opened a master for the run: remember its index. */
-void cr_fs_pty_note(struct cr_run *run, int master);
+/* After the supervisor opened a master (slave_of < 0) or a slave of the
+ * pty slave_of for the run: remember its index, and follow the file's life.
+ * 0, or -errno: then the file must not reach the run (the cap could not
+ * count it). */
+int cr_fs_pty_note(struct cr_run *run, int fd, int slave_of);
 /* Our copy of a master of /dev/pts/<idx> that a task of the run holds and
  * that the run allocated, or -ENOENT. Caller closes. */
 int cr_fs_pty_master(struct cr_run *run, unsigned idx);

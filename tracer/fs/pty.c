@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -25,6 +26,15 @@
  * second a number freed and reused since by another terminal of the user.
  * The slave is never opened by its path: TIOCGPTPEER on the master itself
  * names exactly that pty, so no path or reused number can intervene.
+ *
+ * The cap (CR_PTY_MAX) counts the indices the run still keeps allocated,
+ * and a pty stays allocated while any file of it lives (a slave alone
+ * keeps it), wherever the file is: in a fd table, in flight in a unix
+ * socket's queue, or held by a thread blocked in poll() after its fd was
+ * closed. Fd tables show only the first, so each master and slave corral
+ * opens for the run is added to an epoll set of the supervisor's with no
+ * reference kept: the kernel drops an entry when its file is freed, and
+ * the set's fdinfo lists the living ones with the index as their data.
  */
 
 bool cr_fs_pty_allocated(const struct cr_run *run, unsigned idx)
@@ -37,25 +47,40 @@ bool cr_fs_pty_allocated(const struct cr_run *run, unsigned idx)
 	return false;
 }
 
-void cr_fs_pty_note(struct cr_run *run, int master)
+int cr_fs_pty_note(struct cr_run *run, int fd, int slave_of)
 {
 	struct cr_fsstate *fs = run->fs;
+	struct epoll_event ev = { .events = 0 };
 	unsigned idx, *nv;
 
-	if (ioctl(master, TIOCGPTN, &idx) < 0 || cr_fs_pty_allocated(run, idx))
-		return;
+	if (slave_of >= 0)
+		idx = (unsigned)slave_of;	/* TIOCGPTN is the master's */
+	else if (ioctl(fd, TIOCGPTN, &idx) < 0)
+		return -errno;
+	if (fs->pty_weak < 0) {
+		fs->pty_weak = epoll_create1(EPOLL_CLOEXEC);
+		if (fs->pty_weak < 0)
+			return -errno;
+	}
+	ev.data.u64 = idx;
+	if (epoll_ctl(fs->pty_weak, EPOLL_CTL_ADD, fd, &ev) < 0 &&
+	    errno != EEXIST)
+		return -errno;
+	if (cr_fs_pty_allocated(run, idx))
+		return 0;
 	nv = realloc(fs->ptys, (fs->nptys + 1) * sizeof(*nv));
 	if (!nv)
-		return;		/* unknown: its slave stays refused (closed) */
+		return -ENOMEM;
 	fs->ptys = nv;
 	nv[fs->nptys++] = idx;
+	return 0;
 }
 
 /* A master of idx among one fd table's fds (the task's own: a thread made
  * without CLONE_FILES has one apart from its leader's): masters are the
  * fds whose link names the ptmx node (a slave's names /dev/pts/N). */
 static int scan_process(struct cr_run *run, const struct cr_task *t,
-			unsigned idx, bool *held)
+			unsigned idx)
 {
 	char dir[32], link[64];
 	struct dirent *d;
@@ -92,46 +117,87 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 				break;
 			continue;
 		}
-		if (ioctl(m, TIOCGPTN, &got) == 0 && got == idx && !held) {
+		if (ioctl(m, TIOCGPTN, &got) == 0 && got == idx) {
 			found = m;
 			continue;
 		}
-		if (held && ioctl(m, TIOCGPTN, &got) == 0)
-			for (size_t i = 0; i < run->fs->nptys; i++)
-				if (run->fs->ptys[i] == got)
-					held[i] = true;
 		close(m);
 	}
 	closedir(dp);
 	return found;
 }
 
-/* Forget the indices no task of the run holds a master of any more. */
+/* Mark in live[] the recorded indices some file corral opened still keeps:
+ * the "data:" of each entry of the weak set's fdinfo. false when it cannot
+ * be read (then every index counts: the cap errs towards refusing). */
+static bool weak_live(struct cr_run *run, bool *live)
+{
+	struct cr_fsstate *fs = run->fs;
+	char path[64], *buf = NULL, *p;
+	size_t cap = 0, len = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fs->pty_weak);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	for (;;) {
+		ssize_t r;
+
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap + 65536);
+
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return false;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			close(fd);
+			return false;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	buf[len] = 0;
+	for (p = buf; (p = strstr(p, "data:")); p += 5) {
+		unsigned long long d = strtoull(p + 5, NULL, 16);
+
+		for (size_t i = 0; i < fs->nptys; i++)
+			if (fs->ptys[i] == d)
+				live[i] = true;
+	}
+	free(buf);
+	return true;
+}
+
+/* Forget the indices no file corral opened for the run keeps any more. */
 static void prune(struct cr_run *run)
 {
 	struct cr_fsstate *fs = run->fs;
-	struct cr_tasks *t = &run->tasks;
-	bool *held = calloc(fs->nptys ? fs->nptys : 1, sizeof(*held));
+	bool *live = calloc(fs->nptys ? fs->nptys : 1, sizeof(*live));
 	size_t n = 0;
 
-	if (!held)
+	if (!live)
 		return;
-	for (size_t i = 0; i < t->cap; i++) {
-		const struct cr_task *k = &t->slots[i];
-
-		/* A table corral cannot read may hold any of them: keep
-		 * every index (the cap errs towards refusing). */
-		if (k->tid && cr_tasks_own_table(k) &&
-		    scan_process(run, k, UINT_MAX, held) == -EACCES) {
-			free(held);
-			return;
-		}
+	if (fs->pty_weak < 0 || !weak_live(run, live)) {
+		free(live);
+		return;
 	}
 	for (size_t i = 0; i < fs->nptys; i++)
-		if (held[i])
+		if (live[i])
 			fs->ptys[n++] = fs->ptys[i];
 	fs->nptys = n;
-	free(held);
+	free(live);
 }
 
 bool cr_fs_pty_may_open(struct cr_run *run)
@@ -154,7 +220,7 @@ int cr_fs_pty_master(struct cr_run *run, unsigned idx)
 
 		if (!k->tid || !cr_tasks_own_table(k))
 			continue;
-		m = scan_process(run, k, idx, NULL);
+		m = scan_process(run, k, idx);
 		if (m >= 0)
 			return m;
 	}
@@ -173,6 +239,14 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 		  O_NOCTTY | O_CLOEXEC);
 	s = s < 0 ? -errno : s;
 	close(m);
+	if (s >= 0) {	/* a slave alone keeps the pty allocated */
+		int rc = cr_fs_pty_note(run, s, (int)idx);
+
+		if (rc < 0) {
+			close(s);
+			return rc;
+		}
+	}
 	return s;
 }
 

@@ -105,8 +105,14 @@ static int open_pty(struct cr_run *run, const struct seccomp_notif *n,
 			return -ENOSPC;
 		}
 		fd = perform(run, n, res, flags & ~(O_CREAT | O_EXCL | O_TRUNC), 0);
-		if (fd >= 0)
-			cr_fs_pty_note(run, fd);
+		if (fd >= 0) {
+			int rc = cr_fs_pty_note(run, fd, -1);
+
+			if (rc < 0) {	/* uncounted, it must not reach the run */
+				close(fd);
+				return rc;
+			}
+		}
 		return fd;
 	}
 	if (!strcmp(res->path, "/dev/tty"))

@@ -62,6 +62,11 @@ struct cr_verdict cr_h_tiocgptpeer(struct cr_run *run,
 		return CR_V_ERR(s);
 	}
 	close(m);
+	m = cr_fs_pty_note(run, s, (int)idx);	/* a slave alone keeps it */
+	if (m < 0) {
+		close(s);
+		return CR_V_ERR(-m);
+	}
 	{
 		struct cr_verdict v = cr_notif_send_fd(run, n, s, flags & O_CLOEXEC);
 
