@@ -7,6 +7,7 @@ change it guards, and checks that the refusals are still recorded.
 
 import json
 import os
+import subprocess
 
 from harness import eq, true, contains, not_contains, test, metadata_fast
 from test_d0_fs_attacks import FsFix, denials
@@ -58,6 +59,128 @@ def posix_trailing_slash_differential(t):
     run = fx.run(["python3", "-c", SLASH_OPS])
     r = fx.result(run, statuses=("ok",))
     eq(r.get("stdout"), nat.out.decode(), "corral against native")
+    fx.check()
+
+
+# Each case in a directory of its own: d a directory, e an empty one, f a
+# file, l -> d, le -> e, dl -> a missing name. After each call, what is
+# there (the kernel never follows the last link of an entry's path,
+# trailing '/' or not).
+LINK_SLASH_OPS = r"""
+import errno, os
+def fresh(k):
+    os.mkdir(k)
+    os.mkdir(k + "/d"); open(k + "/d/x", "w").close()
+    os.mkdir(k + "/e"); open(k + "/f", "w").close()
+    os.symlink("d", k + "/l"); os.symlink("e", k + "/le")
+    os.symlink("nothere", k + "/dl")
+    return k
+def t(k, name, f):
+    try:
+        r = f()
+        out = "ok" if r is None else r
+    except OSError as e:
+        out = errno.errorcode[e.errno]
+    print(name, "=", out, sorted(os.listdir(k)))
+cases = [
+    ("rmdir le/", lambda k: os.rmdir(k + "/le/")),
+    ("rmdir l/", lambda k: os.rmdir(k + "/l/")),
+    ("unlink l/", lambda k: os.unlink(k + "/l/")),
+    ("unlink dl/", lambda k: os.unlink(k + "/dl/")),
+    ("unlink f/", lambda k: os.unlink(k + "/f/")),
+    ("unlink d/", lambda k: os.unlink(k + "/d/")),
+    ("mkdir dl/", lambda k: os.mkdir(k + "/dl/")),
+    ("mkdir l/", lambda k: os.mkdir(k + "/l/")),
+    ("mkdir f/", lambda k: os.mkdir(k + "/f/")),
+    ("mkfifo dl/", lambda k: os.mkfifo(k + "/dl/")),
+    ("symlink dl/", lambda k: os.symlink("x", k + "/dl/")),
+    ("link f dl/", lambda k: os.link(k + "/f", k + "/dl/")),
+    ("rename l/ m", lambda k: os.rename(k + "/l/", k + "/m")),
+    ("rename l m/", lambda k: os.rename(k + "/l", k + "/m/")),
+    ("rename f m/", lambda k: os.rename(k + "/f", k + "/m/")),
+    ("rename e le/", lambda k: os.rename(k + "/e", k + "/le/")),
+    ("rename d/ m/", lambda k: os.rename(k + "/d/", k + "/m/")),
+    ("stat l/", lambda k: os.stat(k + "/l/").st_nlink > 0),
+    ("lstat l/ is a dir", lambda k: os.path.isdir(k + "/l/")),
+]
+for i, (name, f) in enumerate(cases):
+    k = fresh("c%d" % i)
+    t(k, name, lambda: f(k))
+"""
+
+
+@test
+def posix_trailing_slash_on_a_link_names_the_link(t):
+    """rmdir, unlink, rename, mkdir, mkfifo, symlink and link on a path
+    ending in a link and '/' acted on what the link leads to: `rmdir l/`
+    removed the directory, `mv l/ m` moved it, `mkdir dl/` made the
+    missing target, where the kernel never follows the last link of an
+    entry's path and answers ENOTDIR or EEXIST (found running git's test
+    suite's fixtures by hand). Each call, natively and under corral, and
+    what is left after it."""
+    fx = FsFix(t)
+    nat = fx.native(["python3", "-c", LINK_SLASH_OPS])
+    eq(nat.code, 0, "native probe (test setup)")
+    want = nat.out.decode()
+    true("rmdir le/ = ENOTDIR" in want and "mkdir dl/ = EEXIST" in want,
+         "native premise: %s" % want)
+    for name in os.listdir(fx.ws):
+        subprocess.run(["rm", "-rf", fx.wsp(name)], check=True)
+    run = fx.run(["python3", "-c", LINK_SLASH_OPS])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), want, "corral against native")
+    fx.check()
+
+
+REMOVED_CWD_OPS = r"""
+import errno, os
+def t(name, f):
+    try:
+        print(name, "=", f())
+    except OSError as e:
+        print(name, "=", errno.errorcode[e.errno])
+os.mkdir("gone"); os.mkdir("gone2"); os.mkdir("sib")
+open("sib/f", "w").close()
+fd = os.open("gone2", os.O_RDONLY | os.O_DIRECTORY)
+os.rmdir("gone2")
+t("dirfd: stat .", lambda: os.stat(".", dir_fd=fd).st_nlink)
+t("dirfd: stat ../sib/f", lambda: os.stat("../sib/f", dir_fd=fd).st_size)
+t("dirfd: create x", lambda: os.open("x", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+t("dirfd: mkdir y", lambda: os.mkdir("y", dir_fd=fd))
+os.chdir("gone")
+os.rmdir("../gone")
+t("stat .", lambda: os.stat(".").st_nlink)
+t("stat ..", lambda: os.path.isdir(".."))
+t("stat ../sib/f", lambda: os.stat("../sib/f").st_size)
+t("open ../sib/g", lambda: os.close(os.open("../sib/g", os.O_CREAT | os.O_WRONLY, 0o644)))
+t("create new", lambda: os.open("new", os.O_CREAT | os.O_WRONLY, 0o644))
+t("stat missing", lambda: os.stat("missing"))
+t("listdir .", lambda: os.listdir("."))
+t("chdir ..", lambda: os.chdir(".."))
+t("cwd", lambda: sorted(os.listdir(".")))
+t("stat sib/g", lambda: os.stat("sib/g").st_size)
+"""
+
+
+@test
+def posix_removed_working_directory_answers_dot_and_dotdot(t):
+    """From a working directory (or a dirfd) whose directory was removed,
+    the kernel still answers "." (no links), ".." (the directory it was
+    removed from) and paths through "..", and ENOENT for any name in it;
+    corral answered ENOENT for every relative path, so a program that
+    removed its cwd could not chdir("..") out of it (found with git's
+    test suite's helpers). Natively and under corral, side by side."""
+    fx = FsFix(t)
+    nat = fx.native(["python3", "-c", REMOVED_CWD_OPS])
+    eq(nat.code, 0, "native probe (test setup)")
+    want = nat.out.decode()
+    true("chdir .. = None" in want and "create new = ENOENT" in want,
+         "native premise: %s" % want)
+    for name in os.listdir(fx.ws):
+        subprocess.run(["rm", "-rf", fx.wsp(name)], check=True)
+    run = fx.run(["python3", "-c", REMOVED_CWD_OPS])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), want, "corral against native")
     fx.check()
 
 

@@ -85,6 +85,12 @@ struct cr_fsalias {
 #define CR_RES_NULL_EMPTY	0x80u	/* cr_fs_arg: a NULL path is "" (statx
 					 * and newfstatat with AT_EMPTY_PATH,
 					 * 6.11+) */
+#define CR_RES_ENTRY		0x200u	/* the last component is an entry of its
+					 * parent (unlink, rmdir, rename, mkdir,
+					 * mknod, symlink, a link's new name):
+					 * never followed, a trailing '/' or
+					 * not, as the kernel's parent lookups;
+					 * the caller answers for the '/' */
 #define CR_RES_TMP_QUIET	0x100u	/* cr_fs_arg: a refusal at /tmp itself
 					 * is the caller's to record (an
 					 * O_TMPFILE open: handlers/open.c) */

@@ -43,6 +43,7 @@ struct walk {
 	size_t clen;
 	size_t slen;		/* length of the start path (BENEATH/IN_ROOT) */
 	int links;
+	bool removed;		/* cur is a removed directory's last path */
 	char rest[2 * PATH_MAX];/* what remains to walk */
 	size_t roff;		/* start of the remainder in rest */
 };
@@ -474,11 +475,12 @@ static size_t join(char *out, const char *dir, size_t dlen, const char *name,
 	return o + nlen;
 }
 
+static int name_held(struct walk *w);
+
 /* Open the starting directory: "/" or the task's cwd or dirfd. */
 static int start(struct walk *w, int dirfd, bool absolute)
 {
 	char link[64];
-	ssize_t n;
 
 	if (absolute)
 		return go_root(w);
@@ -501,6 +503,19 @@ static int start(struct walk *w, int dirfd, bool absolute)
 		/* ENOTDIR: a file, a pipe, a socket, an anonymous inode. */
 		return -errno;
 	}
+	return name_held(w);
+}
+
+/* Name the directory w->fd holds from its own fd. A removed directory
+ * (a cwd or dirfd whose directory was rmdir'ed) is named by its last
+ * path and marked: the kernel still answers "." (the directory, no
+ * links) and ".." (the parent it was removed from) from it, and ENOENT
+ * for any name in it. */
+static int name_held(struct walk *w)
+{
+	char link[64];
+	ssize_t n;
+
 	snprintf(link, sizeof(link), "self/fd/%d", w->fd);
 	n = readlinkat(w->run->fs->proc_fd, link, w->cur, sizeof(w->cur) - 1);
 	if (n < 0)
@@ -508,13 +523,19 @@ static int start(struct walk *w, int dirfd, bool absolute)
 	w->cur[n] = 0;
 	if (w->cur[0] != '/')
 		return -ENOTDIR;
+	w->removed = false;
 	if (n > 10 && !strcmp(w->cur + n - 10, " (deleted)")) {
 		struct stat st;
 
 		/* Removed, or only named so ("q (deleted)" is a name a
 		 * directory may have): a removed directory has no link. */
-		if (fstat(w->fd, &st) < 0 || st.st_nlink == 0)
-			return -ENOENT;
+		if (fstat(w->fd, &st) < 0)
+			return -errno;
+		if (st.st_nlink == 0) {
+			n -= 10;
+			w->cur[n] = 0;
+			w->removed = true;
+		}
 	}
 	w->clen = (size_t)n;
 	/* The run's private /dev/shm directory is /dev/shm to the program. */
@@ -663,7 +684,8 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			return -ESRCH;
 		l = nlen == 4 ? snprintf(sub, sizeof(sub), "%d", tgid) :
 			snprintf(sub, sizeof(sub), "%d/task/%d", tgid, w->tid);
-		if (last && !(w->how & CR_RES_FOLLOW) && !res->trailing_slash) {
+		if (last && !(w->how & CR_RES_FOLLOW) &&
+		    (!res->trailing_slash || (w->how & CR_RES_ENTRY))) {
 			/* The link itself (readlink, lstat): its text must be
 			 * the caller's, which our own readlink would not be. */
 			if (fstatat(w->fd, name, &res->st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -737,7 +759,8 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 		if (misplaced(w->run->fs, cand, plen, &st, w->fd, nm))
 			return refuse(w, res, cand, plen, "fs");
 		if (S_ISLNK(st.st_mode) &&
-		    (!last || (w->how & CR_RES_FOLLOW) || res->trailing_slash)) {
+		    (!last || (w->how & CR_RES_FOLLOW) ||
+		     (res->trailing_slash && !(w->how & CR_RES_ENTRY)))) {
 			bool magic = proc_pid_dir(w->cur, w->clen);
 
 			if (w->how & CR_RES_NO_SYMLINKS)
@@ -835,6 +858,10 @@ static int dotdot(struct walk *w)
 	if (fd < 0)
 		return -errno;
 	walk_set(w, fd, false);
+	/* Above a removed directory is the directory it was removed from,
+	 * wherever that is now: named by its own fd, not by the text. */
+	if (w->removed)
+		return name_held(w);
 	slash = strrchr(w->cur, '/');
 	if (slash == w->cur)
 		w->clen = 1;
@@ -867,7 +894,7 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 
 	/* SLASH_OK rules only a trailing '/', which the fast path never
 	 * takes (below): creations come this way too. */
-	if (how & ~(CR_RES_FOLLOW | CR_RES_SLASH_OK))
+	if (how & ~(CR_RES_FOLLOW | CR_RES_SLASH_OK | CR_RES_ENTRY))
 		return 1;
 	if (path[0] == '/') {
 		alen = strlen(path);
@@ -1100,7 +1127,7 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 			break;
 	}
 	if (!rc && res->trailing_slash && res->exists &&
-	    !(how & CR_RES_SLASH_OK) &&
+	    !(how & (CR_RES_SLASH_OK | CR_RES_ENTRY)) &&
 	    !S_ISDIR(res->st.st_mode) && !res->via_link)
 		rc = -ENOTDIR;
 out:

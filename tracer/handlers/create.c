@@ -68,7 +68,7 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 		cr_deny(run, (pid_t)n->pid, sys, path, "fs", "device nodes are refused");
 		return CR_V_ERR(EPERM);
 	}
-	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, 0, &res);
+	rc = cr_fs_arg(run, n, sys, diri, pathi, CR_RES_ENTRY, 0, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (res.exists) {
@@ -141,7 +141,7 @@ static struct cr_verdict do_symlink(struct cr_run *run,
 		return CR_V_ERR(-rc);
 	if (!target[0])
 		return CR_V_ERR(ENOENT);
-	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, 0, &res);
+	rc = cr_fs_arg(run, n, sys, diri, pathi, CR_RES_ENTRY, 0, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (res.exists) {

@@ -99,7 +99,7 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 
 	if (flags & ~AT_REMOVEDIR)
 		return CR_V_ERR(EINVAL);
-	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, 0, &res);
+	rc = cr_fs_arg(run, n, sys, diri, pathi, CR_RES_ENTRY, 0, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (!strcmp(res.name, ".")) {
@@ -111,6 +111,11 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 			     res.last == CR_LAST_ROOT ? EBUSY : EINVAL);
 	} else if (!res.exists) {
 		v = CR_V_ERR(ENOENT);
+	} else if (res.trailing_slash && !S_ISDIR(res.st.st_mode)) {
+		/* "l/" names the entry l, never what a link l leads to: a
+		 * link, as any non-directory, is not one (do_unlinkat, before
+		 * any permission is asked). */
+		v = CR_V_ERR(ENOTDIR);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res)) {
 		v = refuse(run, n, sys, &res);
 	} else if (!(flags & AT_REMOVEDIR) && S_ISREG(res.st.st_mode) &&
@@ -234,18 +239,30 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 	struct cr_verdict v;
 	int rc;
 
+	/* A link's source is looked up whole (a trailing '/' follows a
+	 * link there, as in the kernel); a rename's source and either new
+	 * name are entries of their parents. */
 	rc = cr_fs_arg(run, n, sys, odi, opi,
-		       link && (flags & AT_SYMLINK_FOLLOW) ? CR_RES_FOLLOW : 0,
-		       0, &a);
+		       !link ? CR_RES_ENTRY :
+		       flags & AT_SYMLINK_FOLLOW ? CR_RES_FOLLOW : 0, 0, &a);
 	if (rc)
 		return CR_V_ERR(-rc);
-	rc = cr_fs_arg(run, n, sys, ndi, npi, 0, 0, &b);
+	rc = cr_fs_arg(run, n, sys, ndi, npi, CR_RES_ENTRY, 0, &b);
 	if (rc) {
 		cr_fsres_free(&a);
 		return CR_V_ERR(-rc);
 	}
 	if (!a.exists) {
 		v = CR_V_ERR(ENOENT);
+	} else if (!link && !S_ISDIR(a.st.st_mode) &&
+		   (a.trailing_slash ||
+		    (!(flags & RENAME_EXCHANGE) && b.trailing_slash))) {
+		/* do_renameat2: a source that is not a directory (a link
+		 * included, never followed) under a name ending in '/'. */
+		v = CR_V_ERR(ENOTDIR);
+	} else if (!link && (flags & RENAME_EXCHANGE) && b.exists &&
+		   b.trailing_slash && !S_ISDIR(b.st.st_mode)) {
+		v = CR_V_ERR(ENOTDIR);
 	} else if (!b.exists && b.trailing_slash &&
 		   (link || !S_ISDIR(a.st.st_mode))) {
 		/* A new name ending in '/' must become a directory: a link
@@ -448,7 +465,7 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 		return CR_V_ERR(-fd);
 	rc = cr_fs_fd_writable(run, n, sys, fd);
 	if (!rc)
-		rc = cr_fs_arg(run, n, sys, 2, 3, 0, 0, &b);
+		rc = cr_fs_arg(run, n, sys, 2, 3, CR_RES_ENTRY, 0, &b);
 	if (rc) {
 		close(fd);
 		return CR_V_ERR(-rc);
