@@ -4,7 +4,9 @@ objects the run makes work (multiprocessing). The refusals (other pids,
 /proc/sys, kcore, pre-existing shm objects) are in test_d0_fs_attacks.
 """
 
+import glob
 import os
+import subprocess
 
 from harness import eq, true, test
 from test_d1_fs_goodwork import _ok
@@ -134,6 +136,109 @@ def fs_shm_shell(t):
             os.unlink("/dev/shm/" + name)
         except OSError:
             pass
+
+
+SHM_TREE = r"""
+import errno, os, sys
+def t(name, f):
+    try:
+        r = f()
+        print(name, "=", "ok" if r is None else r)
+    except OSError as e:
+        print(name, "=", errno.errorcode[e.errno])
+top = "/dev/shm/" + sys.argv[1]
+t("mkdir", lambda: os.mkdir(top))
+t("create below", lambda: os.close(os.open(top + "/a", os.O_CREAT | os.O_WRONLY, 0o600)))
+t("makedirs", lambda: os.makedirs(top + "/x/y/z"))
+t("write deep", lambda: open(top + "/x/y/z/f", "w").write("deep"))
+sd = os.open(top + "/x", os.O_RDONLY | os.O_DIRECTORY)
+t("openat a dirfd", lambda: os.close(os.open("y/g", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=sd)))
+t("list", lambda: sorted(os.listdir(top + "/x/y")))
+t("chdir", lambda: os.chdir(top + "/x/y"))
+yd = os.open(top + "/x/y", os.O_RDONLY | os.O_DIRECTORY)
+os.fchdir(yd)
+t("relative read", lambda: open("z/f").read())
+t("relative up", lambda: sorted(os.listdir("..")))
+t("rename a file down", lambda: os.rename(top + "/a", top + "/x/y/a"))
+t("rename a dir up", lambda: os.rename(top + "/x/y/z", top + "/x/z"))
+os.mkdir("/dev/shm/" + sys.argv[1] + "-2")
+t("rename a dir deeper", lambda: os.rename("/dev/shm/" + sys.argv[1] + "-2", top + "/x/moved"))
+d = top
+for i in range(2, 9):
+    d += "/d%d" % i
+t("depth 8", lambda: os.makedirs(d))
+t("depth 9", lambda: os.mkdir(d + "/d9"))
+t("file at depth 9", lambda: os.open(d + "/f9", os.O_CREAT | os.O_WRONLY, 0o600))
+os.chdir("/")
+import shutil
+t("rmtree", lambda: shutil.rmtree(top))
+t("gone", lambda: os.path.exists(top))
+"""
+
+
+@test
+def fs_shm_subdirectories_hold_files(t):
+    """A directory made in /dev/shm took nothing: every name below it
+    answered ENOENT ("outside every root"), so `mktemp -d -p /dev/shm`
+    and a scratch tree there broke (found by a probe). The run's
+    /dev/shm tree may now go CR_SHM_DEPTH (8) names deep, the depth to
+    which it is measured and removed; a directory may not move deeper
+    into it (EXDEV, recorded: its tree could outgrow that), and nothing
+    of it is left after the run. chdir into it is refused (EACCES,
+    recorded): the kernel would enter the host's /dev/shm/NAME, not the
+    run's; fchdir of a descriptor of it works."""
+    fx = FsFix(t)
+    name = "corral-tree-" + t.marker[-12:]
+    run = fx.run(["python3", "-c", SHM_TREE, name])
+    r = _ok(fx, run, "a tree in /dev/shm")
+    eq(r.get("stdout"),
+       "mkdir = ok\ncreate below = ok\nmakedirs = ok\nwrite deep = 4\n"
+       "openat a dirfd = ok\nlist = ['g', 'z']\nchdir = EACCES\n"
+       "relative read = deep\nrelative up = ['y']\n"
+       "rename a file down = ok\nrename a dir up = ok\n"
+       "rename a dir deeper = EXDEV\ndepth 8 = ok\ndepth 9 = ENOENT\n"
+       "file at depth 9 = ENOENT\nrmtree = ok\ngone = False\n", "stdout")
+    true(any(d.get("reason") == "a directory may not move deeper into /dev/shm"
+             for d in r.get("denials") or []),
+         "the deeper move is recorded: %r" % r.get("denials"))
+    left = glob.glob("/dev/shm/.corral-*/" + glob.escape(name) + "*")
+    eq(left, [], "left in /dev/shm")
+    fx.check()
+
+
+@test
+def fs_shm_host_directory_is_never_entered(t):
+    """chdir("/dev/shm/NAME") of a directory NAME the run made (in its
+    private directory) was continued, so the kernel entered the host's
+    /dev/shm/NAME, another program's directory of the same name, and the
+    run then listed and read what was in it through relative paths.
+    Refused now (EACCES, recorded), and a working directory in the
+    host's /dev/shm is never the run's: what is in it looks absent."""
+    fx = FsFix(t)
+    host = "/dev/shm/corral-host-" + t.marker[-12:]
+    os.mkdir(host, 0o755)
+    try:
+        with open(host + "/secret", "w") as f:
+            f.write("HOST-SHM-SECRET")
+        os.chmod(host + "/secret", 0o644)
+        code = ("import errno, os, sys\n"
+                "def t(n, f):\n"
+                "    try: print(n, f())\n"
+                "    except OSError as e: print(n, errno.errorcode[e.errno])\n"
+                "t('mkdir', lambda: os.mkdir(sys.argv[1]))\n"
+                "t('chdir', lambda: os.chdir(sys.argv[1]))\n"
+                "t('list', lambda: os.listdir('.') if os.getcwd().startswith('/dev/shm') else 'not there')\n"
+                "t('read', lambda: open(sys.argv[1] + '/secret').read())\n")
+        run = fx.run(["python3", "-c", code, host])
+        r = _ok(fx, run, "the host's /dev/shm directory")
+        out = r.get("stdout") or ""
+        true("HOST-SHM-SECRET" not in out and "secret" not in out,
+             "the host's directory was reached: %r" % out)
+        eq(out, "mkdir None\nchdir EACCES\nlist not there\nread ENOENT\n",
+           "stdout")
+        fx.check()
+    finally:
+        subprocess.run(["rm", "-rf", host])
 
 
 @test

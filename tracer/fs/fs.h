@@ -234,6 +234,17 @@ int cr_fs_held_before_unlink(struct cr_run *run, const struct cr_fsres *res,
 			     int *keep);
 void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done);
 
+/* shm.c: how deep the run's /dev/shm tree may go, in components below
+ * /dev/shm: what may be made there (resolve.c), and how deep its measure
+ * and its removal descend (shm.c). A directory moves deeper there only
+ * from within (handlers/remove.c), so no tree outgrows it. */
+#define CR_SHM_DEPTH 8
+/* The depth of path (absolute, the program's view) in the run's private
+ * /dev/shm tree: 1 for /dev/shm/NAME; 0 when it is not in that tree (a
+ * root the caller named under /dev/shm is not). */
+size_t cr_fs_shm_depth(const struct cr_fsstate *fs, const char *path,
+		       size_t len);
+
 /* pty.c: the run's own pseudo-terminals. At most CR_PTY_MAX held at once:
  * ptys are a host-wide resource (kernel.pty.max), and a run holding them all
  * would keep the user from opening a terminal. */

@@ -194,6 +194,27 @@ static unsigned pty_access(struct cr_run *run, pid_t tid, const char *rel,
 	return 0;
 }
 
+/* Are the n bytes at p (names joined by single '/') at most CR_SHM_DEPTH
+ * names, each a name? */
+static bool shm_names_fit(const char *p, size_t n)
+{
+	size_t depth = 1, seg = 0;
+
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '/') {
+			if (++seg > NAME_MAX)
+				return false;
+			continue;
+		}
+		if (!seg || ++depth > CR_SHM_DEPTH)
+			return false;
+		seg = 0;
+	}
+	return seg > 0;
+}
+
 /* /dev: the harmless devices, the fd links, the run's ptys and /dev/shm. */
 static unsigned dev_access(struct cr_run *run, pid_t tid, const char *p,
 			   size_t len)
@@ -230,12 +251,14 @@ static unsigned dev_access(struct cr_run *run, pid_t tid, const char *p,
 		if (fs->shm_priv >= 0 && nl >= pl &&
 		    !memcmp(nm, fs->shm_pname, pl) &&
 		    (nl == pl || (nm[pl] == '/' &&
-				  !memchr(nm + pl + 1, '/', nl - pl - 1))))
+				  shm_names_fit(nm + pl + 1, nl - pl - 1))))
 			return CR_FS_R | CR_FS_W | CR_FS_STAT;
 		/* /dev/shm/NAME as the program names it: NAME in the run's
 		 * private directory (the walk translates, fs/shm.c), so
-		 * whatever is there is the run's own. Nothing below. */
-		if (nl > NAME_MAX || memchr(nm, '/', nl))
+		 * whatever is there is the run's own, down to CR_SHM_DEPTH
+		 * (mktemp -d -p /dev/shm, a build's scratch tree); nothing
+		 * deeper. */
+		if (!shm_names_fit(nm, nl))
 			return 0;
 		return CR_FS_R | CR_FS_W | CR_FS_STAT;
 	}
@@ -476,6 +499,26 @@ static size_t join(char *out, const char *dir, size_t dlen, const char *name,
 }
 
 static int name_held(struct walk *w);
+static bool shm_root_at(const struct cr_fsstate *fs, const char *path,
+			size_t len);
+
+/* Is path (the kernel's name of a directory held) in the host's /dev/shm,
+ * neither the run's private directory nor a root the caller named there?
+ * The run's /dev/shm names are its private directory's: a directory of
+ * the host's there is never the run's, and what is in it looks absent. */
+static bool host_shm(const struct cr_fsstate *fs, const char *path,
+		     size_t len)
+{
+	const char *nm = path + 9;
+	size_t pl = fs->shm_pplen > 9 ? fs->shm_pplen - 9 : 0;
+
+	if (len <= 9 || memcmp(path, "/dev/shm/", 9) ||
+	    shm_root_at(fs, path, len))
+		return false;
+	return !(fs->shm_priv >= 0 && pl && len - 9 >= pl &&
+		 !memcmp(nm, fs->shm_pname, pl) &&
+		 (len - 9 == pl || nm[pl] == '/'));
+}
 
 /* Open the starting directory: "/" or the task's cwd or dirfd. */
 static int start(struct walk *w, int dirfd, bool absolute)
@@ -523,6 +566,8 @@ static int name_held(struct walk *w)
 	w->cur[n] = 0;
 	if (w->cur[0] != '/')
 		return -ENOTDIR;
+	if (host_shm(w->run->fs, w->cur, (size_t)n))
+		return -ENOENT;
 	w->removed = false;
 	if (n > 10 && !strcmp(w->cur + n - 10, " (deleted)")) {
 		struct stat st;
@@ -628,6 +673,20 @@ static bool shm_root_at(const struct cr_fsstate *fs, const char *path,
 			return true;
 	}
 	return false;
+}
+
+size_t cr_fs_shm_depth(const struct cr_fsstate *fs, const char *path,
+		       size_t len)
+{
+	size_t depth = 1;
+
+	if (len <= 9 || memcmp(path, "/dev/shm/", 9) ||
+	    shm_root_at(fs, path, len))
+		return 0;
+	for (size_t i = 9; i < len; i++)
+		if (path[i] == '/' && i + 1 < len)
+			depth++;
+	return depth;
 }
 
 /*

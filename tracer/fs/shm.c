@@ -44,8 +44,6 @@
 
 #define CR_SHM_TAG "user.corral.run"
 #define CR_SHM_PREFIX ".corral-"
-#define CR_SHM_DEPTH 8		/* how deep removal goes (nothing may be
-				 * made below a directory of the run's) */
 
 /* "PID STARTTIME" of a live process, from /proc/PID/stat (field 22), or
  * -1 (gone, or a zombie: a supervisor killed with -9 whose parent has not

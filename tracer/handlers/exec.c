@@ -408,6 +408,17 @@ struct cr_verdict cr_h_chdir(struct cr_run *run, const struct cr_syscall_entry *
 	if (rc)
 		return CR_V_ERR(-rc);
 	rc = !res.exists ? ENOENT : !S_ISDIR(res.st.st_mode) ? ENOTDIR : 0;
+	if (!rc && cr_fs_shm_depth(run->fs, res.path, res.plen)) {
+		/* /dev/shm/NAME is NAME in the run's private directory, a
+		 * translation the kernel does not make: continued, the
+		 * chdir would enter the host's /dev/shm/NAME. fchdir of a
+		 * descriptor of it works (the descriptor is the private
+		 * directory's). docs/limits.md. */
+		res.refused = true;
+		cr_fs_deny(run, n, e->name, &res,
+			   "a working directory below /dev/shm is entered by fchdir only");
+		rc = EACCES;
+	}
 	cr_fsres_free(&res);
 	return rc ? CR_V_ERR(rc) : CR_V_CONT;
 }

@@ -227,6 +227,17 @@ static bool holds_workspace(const struct cr_run *run, const struct cr_fsres *r)
 	return !ws || cr_path_within(r->path, r->plen, ws, strlen(ws));
 }
 
+/* Would the directory at from move deeper into the run's /dev/shm tree,
+ * below its top, by taking to's place? */
+static bool deeper_in_shm(struct cr_run *run, const struct cr_fsres *from,
+			  const struct cr_fsres *to)
+{
+	size_t d = cr_fs_shm_depth(run->fs, to->path, to->plen);
+
+	return from->exists && S_ISDIR(from->st.st_mode) && d > 1 &&
+	       cr_fs_shm_depth(run->fs, from->path, from->plen) < d;
+}
+
 /* Two paths: both resolved without following the last component, both
  * entries inside writable roots. A link gives write access to its target,
  * so link's source must be writable too (a hard link from a read-only root
@@ -298,6 +309,20 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			   S_ISSOCK(m->st.st_mode) ?
 			   "a unix socket may not be brought into the workspace from outside it" :
 			   "a directory may not be moved into the workspace from outside it (it may hold unix sockets)");
+		v = CR_V_ERR(EXDEV);
+	} else if (!link && (deeper_in_shm(run, &a, &b) ||
+			     ((flags & RENAME_EXCHANGE) &&
+			      deeper_in_shm(run, &b, &a)))) {
+		/* The run's /dev/shm tree is measured and removed down to
+		 * CR_SHM_DEPTH (fs/shm.c), and made no deeper: a directory
+		 * moving deeper into it (or into it, below its top, from
+		 * elsewhere) could carry its tree past that. Programs fall
+		 * back to a copy, as across filesystems. */
+		struct cr_fsres *m = deeper_in_shm(run, &a, &b) ? &a : &b;
+
+		m->refused = true;
+		cr_fs_deny(run, n, sys, m,
+			   "a directory may not move deeper into /dev/shm");
 		v = CR_V_ERR(EXDEV);
 	} else if (!link && (holds_deny(run, &a) ||
 			     ((flags & RENAME_EXCHANGE) && holds_deny(run, &b)))) {
