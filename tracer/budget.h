@@ -257,6 +257,11 @@ enum cr_kobj {
 	CR_KOBJ_LANDLOCK_DOMAIN,
 };
 int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind);
+/* The supervisor made a pipe for the run (handlers/pipe.c): both ends
+ * are followed to their end, without a reference, so a pipe no fd table
+ * shows is still charged. 0, or -errno: then the pipe must not reach the
+ * run. */
+int cr_budget_on_pipe(struct cr_run *run, const int ends[2]);
 /* The program asks for an internet socket: its kind's queues are measured
  * from now on (the listings of kinds the run never made are skipped). */
 void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,

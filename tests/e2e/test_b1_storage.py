@@ -932,3 +932,83 @@ def storage_file_held_by_an_access_mode_3_fd_counts(t):
     true(r["usage"]["disk_bytes"] > 20 * MIB,
          "usage.disk_bytes %d within the budget" % r["usage"]["disk_bytes"])
     t.assert_next_run_ok()
+
+
+HIDDEN_PIPES = r'''
+import fcntl, os, select, socket, sys, threading, time
+how, n = sys.argv[1], int(sys.argv[2])
+pipes = []
+for _ in range(n):
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, 1031, 1 << 20)     # F_SETPIPE_SZ
+    except OSError:
+        pass
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 65536)
+    except BlockingIOError:
+        pass
+    pipes.append((r, w))
+if how == "poll":
+    pl = select.poll()
+    for r, w in pipes:
+        pl.register(r, 0)
+        pl.register(w, 0)
+    th = threading.Thread(target=pl.poll, args=(30000,), daemon=True)
+    th.start()
+    time.sleep(0.3)
+else:
+    a, b = socket.socketpair()
+    for r, w in pipes:
+        socket.send_fds(a, [b"x"], [r, w])
+for r, w in pipes:
+    os.close(r)
+    os.close(w)
+print("held", n, flush=True)
+time.sleep(20)
+'''
+
+
+@test
+def storage_pipes_held_without_a_descriptor_count(t):
+    # Pipes whose descriptors are all closed live on while a thread
+    # blocked in poll() holds them, or while they wait in flight in a unix
+    # socket's queue: 216 000 pipes held so ran `ok` under the default
+    # class past 1.1 GB of the host's memory (found by a probing session);
+    # the fd scan reads pipes through the tables only. Each pipe is made
+    # by corral now and followed to its end; one no table shows is charged
+    # the most a pipe may hold. Here 48 pipes of 1 MiB each, full.
+    path = t.write("hidden_pipes.py", HIDDEN_PIPES)
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    for how in ("poll", "flight"):
+        run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws,
+                        "--limit", "memory=32MiB", "--limit", "wall=30s",
+                        "--", PY, path, how, "48"], timeout=60)
+        r = t.result(run)
+        assert_counted(t, run, r, "memory")
+        ge(r["usage"]["peak_memory_bytes"], 32 * MIB,
+           "usage.peak_memory_bytes (%s)" % how)
+    t.assert_next_run_ok()
+
+
+@test
+def storage_pipelines_are_not_charged_as_hidden(t):
+    # Pipes handed from a shell to the children it forks, then closed in
+    # the shell, are missed by the fd scan that reads the tables one after
+    # another; such a pipe is charged as held without a descriptor only
+    # when two scans in a row miss it. 400 short pipelines and a long one
+    # under memory=32MiB end `ok`.
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    run = t.corral(["run", "--json", "-w", ws, "--limit", "memory=32MiB",
+                    "--limit", "processes=16", "--", "/bin/sh", "-c",
+                    "i=0; while [ $i -lt 400 ]; do echo x | cat | cat "
+                    ">/dev/null; i=$((i+1)); done; "
+                    "head -c 30000000 /dev/zero | cat | wc -c"],
+                   timeout=120)
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "30000000\n"),
+       "status and stdout (message %r)" % r.get("message"))

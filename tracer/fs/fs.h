@@ -234,6 +234,14 @@ int cr_fs_held_before_unlink(struct cr_run *run, const struct cr_fsres *res,
 			     int *keep);
 void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done);
 
+/* weak.c: files followed without a reference (an epoll set, *set -1
+ * until the first add). Add fd's file with data; then call fn for each
+ * file of the set still alive, with its data and inode number. 0 or
+ * -errno (the set could not be read: the caller assumes the worst). */
+int cr_weak_add(int *set, int fd, uint64_t data);
+int cr_weak_each(int set, void (*fn)(void *arg, uint64_t data, uint64_t ino),
+		 void *arg);
+
 /* shm.c: how deep the run's /dev/shm tree may go, in components below
  * /dev/shm: what may be made there (resolve.c), and how deep its measure
  * and its removal descend (shm.c). A directory moves deeper there only

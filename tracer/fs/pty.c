@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -50,22 +49,16 @@ bool cr_fs_pty_allocated(const struct cr_run *run, unsigned idx)
 int cr_fs_pty_note(struct cr_run *run, int fd, int slave_of)
 {
 	struct cr_fsstate *fs = run->fs;
-	struct epoll_event ev = { .events = 0 };
 	unsigned idx, *nv;
+	int rc;
 
 	if (slave_of >= 0)
 		idx = (unsigned)slave_of;	/* TIOCGPTN is the master's */
 	else if (ioctl(fd, TIOCGPTN, &idx) < 0)
 		return -errno;
-	if (fs->pty_weak < 0) {
-		fs->pty_weak = epoll_create1(EPOLL_CLOEXEC);
-		if (fs->pty_weak < 0)
-			return -errno;
-	}
-	ev.data.u64 = idx;
-	if (epoll_ctl(fs->pty_weak, EPOLL_CTL_ADD, fd, &ev) < 0 &&
-	    errno != EEXIST)
-		return -errno;
+	rc = cr_weak_add(&fs->pty_weak, fd, idx);
+	if (rc < 0)
+		return rc;
 	if (cr_fs_pty_allocated(run, idx))
 		return 0;
 	nv = realloc(fs->ptys, (fs->nptys + 1) * sizeof(*nv));
@@ -127,57 +120,19 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 	return found;
 }
 
-/* Mark in live[] the recorded indices some file corral opened still keeps:
- * the "data:" of each entry of the weak set's fdinfo. false when it cannot
- * be read (then every index counts: the cap errs towards refusing). */
-static bool weak_live(struct cr_run *run, bool *live)
+struct live_marks {
+	const struct cr_fsstate *fs;
+	bool *live;
+};
+
+static void mark_live(void *arg, uint64_t data, uint64_t ino)
 {
-	struct cr_fsstate *fs = run->fs;
-	char path[64], *buf = NULL, *p;
-	size_t cap = 0, len = 0;
-	int fd;
+	struct live_marks *m = arg;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fs->pty_weak);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	for (;;) {
-		ssize_t r;
-
-		if (cap - len < 4096) {
-			char *nb = realloc(buf, cap + 65536);
-
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return false;
-			}
-			buf = nb;
-			cap += 65536;
-		}
-		r = read(fd, buf + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			free(buf);
-			close(fd);
-			return false;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	buf[len] = 0;
-	for (p = buf; (p = strstr(p, "data:")); p += 5) {
-		unsigned long long d = strtoull(p + 5, NULL, 16);
-
-		for (size_t i = 0; i < fs->nptys; i++)
-			if (fs->ptys[i] == d)
-				live[i] = true;
-	}
-	free(buf);
-	return true;
+	(void)ino;
+	for (size_t i = 0; i < m->fs->nptys; i++)
+		if (m->fs->ptys[i] == data)
+			m->live[i] = true;
 }
 
 /* Forget the indices no file corral opened for the run keeps any more. */
@@ -189,7 +144,9 @@ static void prune(struct cr_run *run)
 
 	if (!live)
 		return;
-	if (fs->pty_weak < 0 || !weak_live(run, live)) {
+	if (fs->pty_weak < 0 ||
+	    cr_weak_each(fs->pty_weak, mark_live,
+			 &(struct live_marks){ fs, live }) < 0) {
 		free(live);
 		return;
 	}
