@@ -198,7 +198,7 @@ def fs_shm_subdirectories_hold_files(t):
        "rename a file down = ok\nrename a dir up = ok\n"
        "rename a dir deeper = EXDEV\ndepth 8 = ok\ndepth 9 = ENOENT\n"
        "file at depth 9 = ENOENT\nrmtree = ok\ngone = False\n", "stdout")
-    true(any(d.get("reason") == "a directory may not move deeper into /dev/shm"
+    true(any(d.get("reason") == "a directory may not move into /dev/shm from elsewhere, nor deeper in it"
              for d in r.get("denials") or []),
          "the deeper move is recorded: %r" % r.get("denials"))
     left = glob.glob("/dev/shm/.corral-*/" + glob.escape(name) + "*")
@@ -239,6 +239,78 @@ def fs_shm_host_directory_is_never_entered(t):
         fx.check()
     finally:
         subprocess.run(["rm", "-rf", host])
+
+
+@test
+def fs_shm_kernel_and_walk_agree_for_continued_calls(t):
+    """chdir and execve are continued to the kernel after the check, and
+    the walk takes /dev/shm for the run's private directory: above that
+    directory (an fchdir to an fd of /dev/shm, then chdir("..")) the
+    walk found /dev where the kernel entered the host's /dev/shm, and
+    from there execve("NAME") was judged as the run's NAME and ran the
+    host's /dev/shm/NAME (without Landlock, a script's first line: found
+    by a probe). Where the two would differ, both calls are refused
+    (EACCES, recorded)."""
+    fx = FsFix(t)
+    name = "corral-hs-" + t.marker[-12:]
+    host = "/dev/shm/" + name
+    with open(host, "w") as f:
+        f.write("#!/bin/echo HOST-SHM-SCRIPT\n")
+    os.chmod(host, 0o755)
+    try:
+        code = ("import errno, os, sys\n"
+                "def t(n, f):\n"
+                "    try: print(n, f())\n"
+                "    except OSError as e: print(n, errno.errorcode[e.errno])\n"
+                "os.mkdir('/dev/shm/' + sys.argv[1])\n"
+                "os.fchdir(os.open('/dev/shm', os.O_RDONLY | os.O_DIRECTORY))\n"
+                "t('chdir ..', lambda: os.chdir('..'))\n"
+                "t('chdir /dev/shm', lambda: os.chdir('/dev/shm'))\n"
+                "t('exec', lambda: os.execv(sys.argv[1], [sys.argv[1]]))\n")
+        run = fx.run(["python3", "-c", code, name])
+        r = _ok(fx, run, "/dev/shm, the walk's and the kernel's")
+        out = r.get("stdout") or ""
+        true("HOST-SHM-SCRIPT" not in out, "the host's script ran: %r" % out)
+        eq(out, "chdir .. EACCES\nchdir /dev/shm None\nexec EACCES\n",
+           "stdout")
+        why = "the kernel would resolve this path elsewhere (the run's /dev/shm is its own)"
+        eq(sorted({d.get("syscall") for d in r.get("denials") or []
+                   if d.get("reason") == why}), ["chdir", "execve"],
+           "both refusals recorded: %r" % r.get("denials"))
+        fx.check()
+    finally:
+        os.unlink(host)
+
+
+@test
+def fs_shm_takes_no_directory_from_a_workspace_on_its_tmpfs(t):
+    """A workspace on /dev/shm's tmpfs could move a directory of any
+    depth into the run's /dev/shm, which is measured and removed down to
+    8 names only: 192 MB stayed in the host's RAM after the run,
+    uncounted (found by a probe). A directory moves into the run's
+    /dev/shm only from within it now (EXDEV, recorded; a file still
+    moves)."""
+    ws = "/dev/shm/corral-ws-" + t.marker[-12:]
+    os.mkdir(ws)
+    try:
+        os.chown(ws, 65534, 65534)
+        code = ("import errno, os\n"
+                "def t(n, f):\n"
+                "    try: print(n, f())\n"
+                "    except OSError as e: print(n, errno.errorcode[e.errno])\n"
+                "os.makedirs('t0/a/b/c')\n"
+                "open('f', 'w').close()\n"
+                "t('dir', lambda: os.rename('t0', '/dev/shm/t0'))\n"
+                "t('file', lambda: os.rename('f', '/dev/shm/f'))\n")
+        run = t.corral(["run", "--json", "-w", ws, "--", "python3", "-c",
+                        code])
+        r = t.result(run)
+        eq((r.get("status"), r.get("stdout")), ("ok", "dir EXDEV\nfile None\n"),
+           "status and stdout (stderr %r)" % r.get("stderr"))
+        true(any(d.get("syscall") == "rename" for d in r.get("denials") or []),
+             "the refusal is recorded: %r" % r.get("denials"))
+    finally:
+        subprocess.run(["rm", "-rf", ws])
 
 
 @test

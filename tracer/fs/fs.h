@@ -123,6 +123,11 @@ struct cr_fsres {
 	int linkfd;		/* owned: our O_PATH fd of that pipe */
 	bool tmp_refused;	/* CR_RES_TMP_QUIET: the path was "/tmp" itself,
 				 * refused there and not recorded */
+	bool diverged;		/* the walk took /dev/shm for the run's private
+				 * directory where the kernel, given the same
+				 * path, would not (or the reverse): a call
+				 * continued to the kernel (chdir, exec) would
+				 * land elsewhere */
 };
 
 int cr_fs_setup(struct cr_run *run);

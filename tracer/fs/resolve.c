@@ -44,6 +44,7 @@ struct walk {
 	size_t slen;		/* length of the start path (BENEATH/IN_ROOT) */
 	int links;
 	bool removed;		/* cur is a removed directory's last path */
+	bool diverged;		/* see cr_fsres.diverged */
 	char rest[2 * PATH_MAX];/* what remains to walk */
 	size_t roff;		/* start of the remainder in rest */
 };
@@ -499,6 +500,16 @@ static size_t join(char *out, const char *dir, size_t dlen, const char *name,
 }
 
 static int name_held(struct walk *w);
+
+/* Is the directory w holds the run's private /dev/shm directory itself? */
+static bool at_private_shm(const struct walk *w)
+{
+	struct stat a, b;
+
+	return w->run->fs->shm_priv >= 0 && fstat(w->fd, &a) == 0 &&
+	       fstat(w->run->fs->shm_priv, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
 static bool shm_root_at(const struct cr_fsstate *fs, const char *path,
 			size_t len);
 
@@ -773,6 +784,13 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 
 		if (p < 0)
 			return p;
+		/* Held at the host's /dev/shm, the kernel would look NAME
+		 * up there, and the private directory's own name from
+		 * itself: the same object for both only from the private
+		 * directory for NAME, from the host's for its name. */
+		if (cr_fs_shm_is_pname(w->run->fs, name, nlen) ==
+		    at_private_shm(w))
+			w->diverged = true;
 		walk_set(w, p, true);
 		if (cr_fs_shm_is_pname(w->run->fs, name, nlen))
 			return last ? finish_here(w, res, CR_LAST_NORM) : 1;
@@ -910,7 +928,10 @@ static int dotdot(struct walk *w)
 		return 0;			/* IN_ROOT: clamp */
 	}
 	/* Above /dev/shm is /dev, whichever directory stands for it
-	 * (the private one, step). */
+	 * (the private one, step); above the private directory the
+	 * kernel finds the host's /dev/shm. */
+	if (w->clen == 8 && !memcmp(w->cur, "/dev/shm", 8) && at_private_shm(w))
+		w->diverged = true;
 	fd = openat(w->clen == 8 && !memcmp(w->cur, "/dev/shm", 8) &&
 		    w->run->fs->shm_fd >= 0 ? w->run->fs->shm_fd : w->fd, "..",
 		    O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1185,6 +1206,8 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		if (rc < 0 || rc == 0)
 			break;
 	}
+	if (!rc)
+		res->diverged = w.diverged;
 	if (!rc && res->trailing_slash && res->exists &&
 	    !(how & (CR_RES_SLASH_OK | CR_RES_ENTRY)) &&
 	    !S_ISDIR(res->st.st_mode) && !res->via_link)

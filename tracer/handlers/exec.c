@@ -360,6 +360,16 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		cr_fsres_free(&res);
 		return CR_V_ERR(ENOENT);
 	}
+	if (res.diverged) {
+		/* Continued, the kernel would find another file than the
+		 * one judged (/dev/shm is the run's own directory). */
+		res.refused = true;
+		res.layer = "exec";
+		cr_fs_deny(run, n, sys, &res,
+			   "the kernel would resolve this path elsewhere (the run's /dev/shm is its own)");
+		cr_fsres_free(&res);
+		return CR_V_ERR(EACCES);
+	}
 	if (!(res.acc & CR_FS_X) && S_ISREG(res.st.st_mode)) {
 		res.layer = "exec";
 		cr_fs_deny(run, n, sys, &res, "exec outside the exec roots");
@@ -408,14 +418,16 @@ struct cr_verdict cr_h_chdir(struct cr_run *run, const struct cr_syscall_entry *
 	if (rc)
 		return CR_V_ERR(-rc);
 	rc = !res.exists ? ENOENT : !S_ISDIR(res.st.st_mode) ? ENOTDIR : 0;
-	if (!rc && cr_fs_shm_depth(run->fs, res.path, res.plen)) {
+	if (!rc && (res.diverged ||
+		    cr_fs_shm_depth(run->fs, res.path, res.plen))) {
 		/* /dev/shm/NAME is NAME in the run's private directory, a
 		 * translation the kernel does not make: continued, the
 		 * chdir would enter the host's /dev/shm/NAME. fchdir of a
 		 * descriptor of it works (the descriptor is the private
 		 * directory's). docs/limits.md. */
 		res.refused = true;
-		cr_fs_deny(run, n, e->name, &res,
+		cr_fs_deny(run, n, e->name, &res, res.diverged ?
+			   "the kernel would resolve this path elsewhere (the run's /dev/shm is its own)" :
 			   "a working directory below /dev/shm is entered by fchdir only");
 		rc = EACCES;
 	}

@@ -228,13 +228,14 @@ static bool holds_workspace(const struct cr_run *run, const struct cr_fsres *r)
 }
 
 /* Would the directory at from move deeper into the run's /dev/shm tree,
- * below its top, by taking to's place? */
+ * or into it from elsewhere (a workspace on the same tmpfs: its tree may
+ * be of any depth), by taking to's place? */
 static bool deeper_in_shm(struct cr_run *run, const struct cr_fsres *from,
 			  const struct cr_fsres *to)
 {
 	size_t d = cr_fs_shm_depth(run->fs, to->path, to->plen);
 
-	return from->exists && S_ISDIR(from->st.st_mode) && d > 1 &&
+	return from->exists && S_ISDIR(from->st.st_mode) && d &&
 	       cr_fs_shm_depth(run->fs, from->path, from->plen) < d;
 }
 
@@ -315,14 +316,14 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 			      deeper_in_shm(run, &b, &a)))) {
 		/* The run's /dev/shm tree is measured and removed down to
 		 * CR_SHM_DEPTH (fs/shm.c), and made no deeper: a directory
-		 * moving deeper into it (or into it, below its top, from
-		 * elsewhere) could carry its tree past that. Programs fall
-		 * back to a copy, as across filesystems. */
+		 * moving deeper into it, or into it from elsewhere, could
+		 * carry its tree past that. Programs fall back to a copy,
+		 * as across filesystems. */
 		struct cr_fsres *m = deeper_in_shm(run, &a, &b) ? &a : &b;
 
 		m->refused = true;
 		cr_fs_deny(run, n, sys, m,
-			   "a directory may not move deeper into /dev/shm");
+			   "a directory may not move into /dev/shm from elsewhere, nor deeper in it");
 		v = CR_V_ERR(EXDEV);
 	} else if (!link && (holds_deny(run, &a) ||
 			     ((flags & RENAME_EXCHANGE) && holds_deny(run, &b)))) {
