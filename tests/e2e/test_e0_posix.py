@@ -62,6 +62,22 @@ def posix_trailing_slash_differential(t):
     fx.check()
 
 
+def _side_by_side(t, code, premises):
+    """code natively, then under corral in the emptied workspace: both
+    outputs equal, and each premise string in the native one."""
+    fx = FsFix(t)
+    nat = fx.native(["python3", "-c", code])
+    eq(nat.code, 0, "native probe (test setup)")
+    want = nat.out.decode()
+    true(all(p in want for p in premises), "native premise: %s" % want)
+    for name in os.listdir(fx.ws):
+        subprocess.run(["rm", "-rf", fx.wsp(name)], check=True)
+    run = fx.run(["python3", "-c", code])
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), want, "corral against native")
+    fx.check()
+
+
 # Each case in a directory of its own: d a directory, e an empty one, f a
 # file, l -> d, le -> e, dl -> a missing name. After each call, what is
 # there (the kernel never follows the last link of an entry's path,
@@ -118,18 +134,8 @@ def posix_trailing_slash_on_a_link_names_the_link(t):
     entry's path and answers ENOTDIR or EEXIST (found running git's test
     suite's fixtures by hand). Each call, natively and under corral, and
     what is left after it."""
-    fx = FsFix(t)
-    nat = fx.native(["python3", "-c", LINK_SLASH_OPS])
-    eq(nat.code, 0, "native probe (test setup)")
-    want = nat.out.decode()
-    true("rmdir le/ = ENOTDIR" in want and "mkdir dl/ = EEXIST" in want,
-         "native premise: %s" % want)
-    for name in os.listdir(fx.ws):
-        subprocess.run(["rm", "-rf", fx.wsp(name)], check=True)
-    run = fx.run(["python3", "-c", LINK_SLASH_OPS])
-    r = fx.result(run, statuses=("ok",))
-    eq(r.get("stdout"), want, "corral against native")
-    fx.check()
+    _side_by_side(t, LINK_SLASH_OPS,
+                  ("rmdir le/ = ENOTDIR", "mkdir dl/ = EEXIST"))
 
 
 REMOVED_CWD_OPS = r"""
@@ -170,18 +176,8 @@ def posix_removed_working_directory_answers_dot_and_dotdot(t):
     corral answered ENOENT for every relative path, so a program that
     removed its cwd could not chdir("..") out of it (found with git's
     test suite's helpers). Natively and under corral, side by side."""
-    fx = FsFix(t)
-    nat = fx.native(["python3", "-c", REMOVED_CWD_OPS])
-    eq(nat.code, 0, "native probe (test setup)")
-    want = nat.out.decode()
-    true("chdir .. = None" in want and "create new = ENOENT" in want,
-         "native premise: %s" % want)
-    for name in os.listdir(fx.ws):
-        subprocess.run(["rm", "-rf", fx.wsp(name)], check=True)
-    run = fx.run(["python3", "-c", REMOVED_CWD_OPS])
-    r = fx.result(run, statuses=("ok",))
-    eq(r.get("stdout"), want, "corral against native")
-    fx.check()
+    _side_by_side(t, REMOVED_CWD_OPS,
+                  ("chdir .. = None", "create new = ENOENT"))
 
 
 # What programs probe outside the roots, and what they expect: absence.
