@@ -83,7 +83,7 @@ def _side_by_side(t, code, premises):
 # there (the kernel never follows the last link of an entry's path,
 # trailing '/' or not).
 LINK_SLASH_OPS = r"""
-import errno, os
+import ctypes, errno, os
 def fresh(k):
     os.mkdir(k)
     os.mkdir(k + "/d"); open(k + "/d/x", "w").close()
@@ -91,6 +91,10 @@ def fresh(k):
     os.symlink("d", k + "/l"); os.symlink("e", k + "/le")
     os.symlink("nothere", k + "/dl")
     return k
+libc = ctypes.CDLL(None, use_errno=True)
+def ren2(a, b, flags):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), flags):
+        raise OSError(ctypes.get_errno(), "renameat2")
 def t(k, name, f):
     try:
         r = f()
@@ -116,6 +120,9 @@ cases = [
     ("rename f m/", lambda k: os.rename(k + "/f", k + "/m/")),
     ("rename e le/", lambda k: os.rename(k + "/e", k + "/le/")),
     ("rename d/ m/", lambda k: os.rename(k + "/d/", k + "/m/")),
+    ("renameat2 noreplace l/ f", lambda k: ren2(k + "/l/", k + "/f", 1)),
+    ("renameat2 exchange l/ m", lambda k: ren2(k + "/l/", k + "/m", 2)),
+    ("renameat2 exchange f l/", lambda k: ren2(k + "/f", k + "/l/", 2)),
     ("stat l/", lambda k: os.stat(k + "/l/").st_nlink > 0),
     ("lstat l/ is a dir", lambda k: os.path.isdir(k + "/l/")),
 ]

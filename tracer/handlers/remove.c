@@ -111,11 +111,13 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 			     res.last == CR_LAST_ROOT ? EBUSY : EINVAL);
 	} else if (!res.exists) {
 		v = CR_V_ERR(ENOENT);
-	} else if (res.trailing_slash && !S_ISDIR(res.st.st_mode)) {
+	} else if (res.trailing_slash &&
+		   (!S_ISDIR(res.st.st_mode) || !(flags & AT_REMOVEDIR))) {
 		/* "l/" names the entry l, never what a link l leads to: a
-		 * link, as any non-directory, is not one (do_unlinkat, before
-		 * any permission is asked). */
-		v = CR_V_ERR(ENOTDIR);
+		 * link, as any non-directory, is not one; unlink of a
+		 * directory is EISDIR (do_unlinkat, before any permission
+		 * is asked). */
+		v = CR_V_ERR(S_ISDIR(res.st.st_mode) ? EISDIR : ENOTDIR);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res)) {
 		v = refuse(run, n, sys, &res);
 	} else if (!(flags & AT_REMOVEDIR) && S_ISREG(res.st.st_mode) &&
@@ -267,10 +269,13 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 	if (!a.exists) {
 		v = CR_V_ERR(ENOENT);
 	} else if (!link && !S_ISDIR(a.st.st_mode) &&
+		   !((flags & RENAME_EXCHANGE) && !b.exists) &&
+		   !((flags & RENAME_NOREPLACE) && b.exists) &&
 		   (a.trailing_slash ||
 		    (!(flags & RENAME_EXCHANGE) && b.trailing_slash))) {
 		/* do_renameat2: a source that is not a directory (a link
-		 * included, never followed) under a name ending in '/'. */
+		 * included, never followed) under a name ending in '/',
+		 * after its ENOENT (exchange) and EEXIST (noreplace). */
 		v = CR_V_ERR(ENOTDIR);
 	} else if (!link && (flags & RENAME_EXCHANGE) && b.exists &&
 		   b.trailing_slash && !S_ISDIR(b.st.st_mode)) {
