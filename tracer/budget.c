@@ -1437,8 +1437,14 @@ static void measure_sockets(struct cr_run *run)
 		b->nsock += t->b.sock_maps;
 	}
 	rc = cr_sockmem_measure(b->sockmem, b->sockinos, b->nsock, &bytes);
-	if (!rc)
+	if (!rc) {
+		const uint64_t *alive;
+		size_t nalive = cr_sockmem_follow_list(b->sockmem, &alive);
+
 		b->sockbytes = bytes + piped;
+		/* The pairs corral made whose sockets are gone (pairs.c). */
+		cr_net_pairs_prune(run->net, alive, nalive);
+	}
 	else if (rc == -ENOENT || rc == -EPROTONOSUPPORT || rc == -EIO)
 		b->sock_unmeasurable = true;	/* no sock_diag: docs/limits.md */
 }
@@ -1506,13 +1512,39 @@ void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
 		cr_sockmem_kind(run->budgets->sockmem, domain, type, proto);
 }
 
-void cr_budget_on_inet_socket_used(struct cr_run *run, uint64_t ino)
+void cr_budget_on_socket_used(struct cr_run *run, uint64_t ino)
 {
 	/* Full: the next scan prunes the gone; one not followed meanwhile
 	 * still counts through any table that holds it. */
 	if (run->budgets && ino &&
 	    cr_sockmem_follow(run->budgets->sockmem, ino) < 0)
 		cr_budget_rescan_soon(run);
+}
+
+bool cr_budget_sockets_measured(const struct cr_run *run)
+{
+	return run->budgets && run->budgets->sockmem &&
+	       !run->budgets->sock_unmeasurable;
+}
+
+int cr_budget_on_socket_pair(struct cr_run *run, const uint64_t ino[2])
+{
+	struct cr_sockmem *s;
+
+	if (!run->budgets || run->budgets->sock_unmeasurable)
+		return 0;	/* nothing would read them: not followed */
+	if (!(s = run->budgets->sockmem))
+		return -ENOMEM;
+	/* Room for both, or neither is made: a pair no list follows could
+	 * be hidden by a blocked call at once. */
+	if (cr_sockmem_follow_room(s) < 2) {
+		cr_budget_rescan_soon(run);
+		return -ENOBUFS;
+	}
+	for (int i = 0; i < 2; i++)
+		if (cr_sockmem_follow(s, ino[i]) < 0)
+			return -ENOBUFS;
+	return 1;
 }
 
 /* Regular files the tree holds open after unlinking them, and memfds:

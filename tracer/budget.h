@@ -127,13 +127,20 @@ struct cr_sockmem *cr_sockmem_new(void);
 void cr_sockmem_free(struct cr_sockmem *s);
 /* The run passed the socket with this inode: followed until gone. */
 int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino);
-/* An internet socket the run bound, connected, listened on or accepted:
- * followed like a passed one, while a listing shows it. A thread blocked
- * in a call on it keeps it alive after another thread closed its last
- * descriptor: 40 clients blocked in send with their fds closed held
- * ~320 MiB of queues where no fd table showed them (found by a probing
- * session). -ETOOMANYREFS when the list is full. */
+/* A socket the run bound, connected, listened on or accepted (internet
+ * or unix), or a unix pair corral made for it: followed like a passed
+ * one, while a listing shows it, in a list of its own (at most
+ * CR_SOCKMEM_SENT_MAX). A thread blocked in a call on it keeps it alive
+ * after another thread closed its last descriptor: 40 clients blocked in
+ * send with their fds closed held ~320 MiB of queues where no fd table
+ * showed them (found by a probing session). -ETOOMANYREFS when the list
+ * is full. */
 int cr_sockmem_follow(struct cr_sockmem *s, uint64_t ino);
+/* How many more cr_sockmem_follow takes before the next prune. */
+size_t cr_sockmem_follow_room(const struct cr_sockmem *s);
+/* The sockets followed (borrowed; their count); sorted right after a
+ * cr_sockmem_measure that returned 0. */
+size_t cr_sockmem_follow_list(const struct cr_sockmem *s, const uint64_t **v);
 /* The sockets passed and still followed (borrowed; their count). */
 size_t cr_sockmem_sent_list(const struct cr_sockmem *s, const uint64_t **v);
 /* The run made a socket of this family (AF_INET, AF_INET6), type and
@@ -266,9 +273,19 @@ int cr_budget_on_pipe(struct cr_run *run, const int ends[2]);
  * from now on (the listings of kinds the run never made are skipped). */
 void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
 			      int proto);
-/* ...and one of them bound, connected, listening or accepted (its inode):
- * followed until no listing shows it (cr_sockmem_follow). */
-void cr_budget_on_inet_socket_used(struct cr_run *run, uint64_t ino);
+/* A socket of the run bound, connected, listening or accepted, internet
+ * or unix (its inode): followed until no listing shows it
+ * (cr_sockmem_follow), so a blocked call holding it after its last
+ * descriptor went does not hide its queues. */
+void cr_budget_on_socket_used(struct cr_run *run, uint64_t ino);
+/* A unix socket pair the supervisor made for the run (handlers/socket.c):
+ * both ends followed the same way. 1 when followed, 0 when nothing
+ * measures sockets (no budgets, no sock_diag), or -errno (ENOBUFS: no
+ * room until a scan lets some go): then the pair must not reach the
+ * run. */
+int cr_budget_on_socket_pair(struct cr_run *run, const uint64_t ino[2]);
+/* Are the run's sockets' queues measured at all (budgets, sock_diag)? */
+bool cr_budget_sockets_measured(const struct cr_run *run);
 /* The filesystem layer is about to change, or just changed, the names of
  * the object res names (in a writable root; /dev/shm is measured apart):
  * a creation, a rename's

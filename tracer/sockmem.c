@@ -60,9 +60,16 @@
  * probing session.)
  */
 
+/* A list of socket inodes, each followed while a listing shows it. */
+struct inolist {
+	uint64_t *v;
+	size_t n, cap;
+};
+
 struct cr_sockmem {
-	uint64_t *sent;		/* inodes of sockets the run passed */
-	size_t nsent, cap;
+	struct inolist sent;	/* sockets the run passed (in flight) */
+	struct inolist follow;	/* sockets the run used (bound, connected,
+				 * listening, accepted, made in pairs) */
 	unsigned made;		/* internet kinds the run made (bits) */
 	unsigned absent;	/* internet listings the kernel lacks */
 };
@@ -74,31 +81,44 @@ struct cr_sockmem *cr_sockmem_new(void)
 
 void cr_sockmem_free(struct cr_sockmem *s)
 {
-	if (s)
-		free(s->sent);
+	if (s) {
+		free(s->sent.v);
+		free(s->follow.v);
+	}
 	free(s);
 }
 
 size_t cr_sockmem_sent_list(const struct cr_sockmem *s, const uint64_t **v)
 {
-	*v = s ? s->sent : NULL;
-	return s ? s->nsent : 0;
+	*v = s ? s->sent.v : NULL;
+	return s ? s->sent.n : 0;
 }
 
-static int sent_add(struct cr_sockmem *s, uint64_t ino)
+size_t cr_sockmem_follow_list(const struct cr_sockmem *s, const uint64_t **v)
 {
-	if (s->nsent == CR_SOCKMEM_SENT_MAX)
+	*v = s ? s->follow.v : NULL;
+	return s ? s->follow.n : 0;
+}
+
+size_t cr_sockmem_follow_room(const struct cr_sockmem *s)
+{
+	return s ? CR_SOCKMEM_SENT_MAX - s->follow.n : 0;
+}
+
+static int list_add(struct inolist *l, uint64_t ino)
+{
+	if (l->n == CR_SOCKMEM_SENT_MAX)
 		return -ETOOMANYREFS;
-	if (s->nsent == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		uint64_t *g = realloc(s->sent, cap * sizeof(*g));
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		uint64_t *g = realloc(l->v, cap * sizeof(*g));
 
 		if (!g)
 			return -ENOMEM;
-		s->sent = g;
-		s->cap = cap;
+		l->v = g;
+		l->cap = cap;
 	}
-	s->sent[s->nsent++] = ino;
+	l->v[l->n++] = ino;
 	return 0;
 }
 
@@ -106,10 +126,10 @@ int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino)
 {
 	if (!s)
 		return -ETOOMANYREFS;
-	for (size_t i = 0; i < s->nsent; i++)
-		if (s->sent[i] == ino)
+	for (size_t i = 0; i < s->sent.n; i++)
+		if (s->sent.v[i] == ino)
 			return 0;
-	return sent_add(s, ino);
+	return list_add(&s->sent, ino);
 }
 
 int cr_sockmem_follow(struct cr_sockmem *s, uint64_t ino)
@@ -119,10 +139,11 @@ int cr_sockmem_follow(struct cr_sockmem *s, uint64_t ino)
 	/* The same socket bound, then connected or listening: the last
 	 * few are enough to spare most repeats; the rest go at the next
 	 * measure (cr_sockmem_measure). */
-	for (size_t i = s->nsent > 8 ? s->nsent - 8 : 0; i < s->nsent; i++)
-		if (s->sent[i] == ino)
+	for (size_t i = s->follow.n > 8 ? s->follow.n - 8 : 0;
+	     i < s->follow.n; i++)
+		if (s->follow.v[i] == ino)
 			return 0;
-	return sent_add(s, ino);
+	return list_add(&s->follow, ino);
 }
 
 /* Internet protocols listed per family: TCP, UDP, UDP-Lite (the only
@@ -375,6 +396,25 @@ static int inet_listings(struct cr_sockmem *s, int fd, struct dump *d)
 	return 0;
 }
 
+/* A socket no listing shows any more is gone; one listed twice is kept
+ * once (seen: sorted). */
+static void list_prune(struct inolist *l, const uint64_t *seen, size_t nseen)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (cr_u64_has(seen, nseen, l->v[i]))
+			l->v[j++] = l->v[i];
+	l->n = j;
+	if (l->n > 1) {
+		cr_u64_sort(l->v, l->n);
+		for (size_t i = j = 1; i < l->n; i++)
+			if (l->v[i] != l->v[j - 1])
+				l->v[j++] = l->v[i];
+		l->n = j;
+	}
+}
+
 int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 		       size_t ntables, uint64_t *bytes)
 {
@@ -389,7 +429,7 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 		       .udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN |
 				     UDIAG_SHOW_MEMINFO },
 	};
-	size_t n = ntables + (s ? s->nsent : 0);
+	size_t n = ntables + (s ? s->sent.n + s->follow.n : 0);
 	struct dump d = { 0 };
 	uint64_t *ours;
 	int fd, rc = 0;
@@ -406,8 +446,11 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 	}
 	if (ntables)	/* none in the tables: tables may be NULL */
 		memcpy(ours, tables, ntables * sizeof(*ours));
-	if (s && s->nsent)
-		memcpy(ours + ntables, s->sent, s->nsent * sizeof(*ours));
+	if (s && s->sent.n)
+		memcpy(ours + ntables, s->sent.v, s->sent.n * sizeof(*ours));
+	if (s && s->follow.n)
+		memcpy(ours + ntables + s->sent.n, s->follow.v,
+		       s->follow.n * sizeof(*ours));
 	cr_u64_sort(ours, n);
 	d.ours = ours;
 	d.nours = n;
@@ -431,22 +474,9 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 	if (fd >= 0)
 		close(fd);
 	if (!rc && s) {
-		/* A sent socket no listing shows any more is gone. */
-		size_t j = 0;
-
 		cr_u64_sort(d.seen, d.nseen);
-		for (size_t i = 0; i < s->nsent; i++)
-			if (cr_u64_has(d.seen, d.nseen, s->sent[i]))
-				s->sent[j++] = s->sent[i];
-		s->nsent = j;
-		/* ...and one followed twice is kept once. */
-		if (s->nsent > 1) {
-			cr_u64_sort(s->sent, s->nsent);
-			for (size_t i = j = 1; i < s->nsent; i++)
-				if (s->sent[i] != s->sent[j - 1])
-					s->sent[j++] = s->sent[i];
-			s->nsent = j;
-		}
+		list_prune(&s->sent, d.seen, d.nseen);
+		list_prune(&s->follow, d.seen, d.nseen);
 	}
 	*bytes = d.bytes;
 	free(ours);

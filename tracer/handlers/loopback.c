@@ -529,12 +529,12 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 			close(fd);
 			continue;
 		}
-		if (aa->inet) {
+		{
 			struct stat st;
 
+			/* Unix ones too: see addr_call_open (net.c). */
 			if (fstat(fd, &st) == 0)
-				cr_budget_on_inet_socket_used(run,
-							      st.st_ino);
+				cr_budget_on_socket_used(run, st.st_ino);
 		}
 		if (aa->abstract && !unix_peer_ok(run, tid, dup, fd)) {
 			close(fd);

@@ -580,9 +580,12 @@ static int addr_call_open(struct cr_run *run, const struct seccomp_notif *n,
 		cr_sock_close(s);
 		return -EINTR;
 	}
-	/* Bound or connected, it can hold queues: followed (sockmem.c). */
-	if (s->domain == AF_INET || s->domain == AF_INET6)
-		cr_budget_on_inet_socket_used(run, s->ino);
+	/* Bound or connected, it can hold queues: followed (sockmem.c),
+	 * unix ones too (a blocked poll() keeps a stream connection and
+	 * what waits in it after its descriptors are closed). */
+	if (s->domain == AF_INET || s->domain == AF_INET6 ||
+	    s->domain == AF_UNIX)
+		cr_budget_on_socket_used(run, s->ino);
 	return 0;
 }
 
@@ -921,10 +924,11 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 	switch (s.domain) {
 	case AF_INET:
 	case AF_INET6:
-		cr_budget_on_inet_socket_used(run, s.ino);
+		cr_budget_on_socket_used(run, s.ino);
 		v = cr_net_listen_inet(run, n, e, &s, (int)n->data.args[1]);
 		break;
 	case AF_UNIX:
+		cr_budget_on_socket_used(run, s.ino);
 		if (getsockname(s.dup, &l.sa, &ll) < 0) {
 			v = v_err(errno);
 			break;
@@ -1551,9 +1555,29 @@ static bool share_sockopt(struct cr_run *run, const struct seccomp_notif *n,
 	}
 }
 
-/* getsockopt with optname 2 or 15 (SO_REUSEADDR, SO_REUSEPORT at
- * SOL_SOCKET; other levels' options of those numbers are the kernel's):
- * what the program set, as share_sockopt remembered it. */
+/* SO_PEERCRED of one end of a pair corral made for the run (net/pairs.c):
+ * the kernel's answer names corral; natively the pid is that of the
+ * process that asked for the pair (its uid and gid are corral's too: the
+ * same user). buf holds the first len bytes of the kernel's struct. */
+static void peer_cred_fix(struct cr_run *run, uint64_t ino,
+			  unsigned char *buf, socklen_t len)
+{
+	struct ucred c;
+	uint64_t start;
+	pid_t tgid;
+
+	if (!cr_net_pair_creator(run->net, ino, &tgid, &start))
+		return;
+	memset(&c, 0, sizeof(c));
+	memcpy(&c, buf, len < sizeof(c) ? len : sizeof(c));
+	c.pid = tgid;
+	memcpy(buf, &c, len < sizeof(c) ? len : sizeof(c));
+}
+
+/* getsockopt with optname 2, 15 or 17 (SO_REUSEADDR, SO_REUSEPORT,
+ * SO_PEERCRED at SOL_SOCKET; other levels' options of those numbers are
+ * the kernel's): what the program set, as share_sockopt remembered it;
+ * the peer of a pair corral made. */
 struct cr_verdict cr_h_getsockopt(struct cr_run *run,
 				  const struct cr_syscall_entry *e,
 				  const struct seccomp_notif *n)
@@ -1586,10 +1610,12 @@ struct cr_verdict cr_h_getsockopt(struct cr_run *run,
 	} else {
 		rc = getsockopt(s.dup, level, opt, buf, &bl) < 0 ? -errno : 0;
 	}
+	if (!rc && level == SOL_SOCKET && opt == SO_PEERCRED)
+		peer_cred_fix(run, s.ino, buf, bl);
 	cr_sock_close(&s);
 	if (rc)
 		return v_err(-rc);
-	if (bl && valp)
+	if (bl)
 		rc = cr_mem_write((pid_t)n->pid, valp, buf, bl);
 	if (!rc) {
 		ulen = (int)bl;

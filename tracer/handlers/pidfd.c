@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "handlers.h"
+#include "../net/net.h"
 #include "../fs/fsops.h"
 #include "../rawsys.h"
 #include "../surface.h"
@@ -112,11 +113,40 @@ static int gone_pidfd(int *fd, socklen_t *len)
 
 /* ---- getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) ---- */
 
+/* One end of a pair corral made for the run (net/pairs.c): the kernel's
+ * pidfd names corral; natively it is of the process that asked for the
+ * pair. *pfd (corral's) is replaced by a pidfd of that process: 0; or
+ * closed and -ESRCH when it has gone (its pid free or another's now);
+ * 1 when ino is no such pair (*pfd untouched). */
+static int pair_creator_pidfd(struct cr_run *run, uint64_t ino, int *pfd)
+{
+	uint64_t start;
+	pid_t tgid;
+	int fd;
+
+	if (!cr_net_pair_creator(run->net, ino, &tgid, &start))
+		return 1;
+	close(*pfd);
+	*pfd = -1;
+	/* Opened first, then its start time checked: a number reused
+	 * before the open shows another start. */
+	fd = (int)syscall(SYS_pidfd_open, tgid, 0);
+	if (fd < 0)
+		return -ESRCH;
+	if (cr_tasks_start_time(tgid) != start) {
+		close(fd);
+		return -ESRCH;
+	}
+	*pfd = fd;
+	return 0;
+}
+
 CR_HANDLER(cr_h_peer_pidfd)
 {
 	pid_t caller = (pid_t)n->pid, pid;
 	uint64_t valp = n->data.args[3], lenp = n->data.args[4];
 	int ulen, rc, pfd = -1, remote, none = -1, out;
+	bool pair_gone = false;
 	struct cr_sock s;
 	socklen_t len;
 
@@ -134,11 +164,21 @@ CR_HANDLER(cr_h_peer_pidfd)
 	len = (socklen_t)ulen;
 	rc = getsockopt(s.dup, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) < 0 ?
 	     -errno : 0;
+	if (!rc && pair_creator_pidfd(run, s.ino, &pfd) < 0) {
+		/* The asker of a pair corral made has gone: as the kernel
+		 * answers for a peer reaped. */
+		len = (socklen_t)ulen;
+		rc = gone_pidfd(&pfd, &len);
+		pair_gone = true;
+	}
 	cr_sock_close(&s);
 	if (rc)
 		return err(-rc);
-	pid = cr_surface_pidfd_pid(pfd);
-	if (pid <= 0 || cr_surface_target(run, caller, pid) == CR_TARGET_OUTSIDE) {
+	pid = pair_gone ? 0 : cr_surface_pidfd_pid(pfd);
+	if (pair_gone) {
+		/* no denial: a process of the run, gone */
+	} else if (pid <= 0 ||
+		   cr_surface_target(run, caller, pid) == CR_TARGET_OUTSIDE) {
 		char target[48];
 
 		snprintf(target, sizeof(target), "pid %ld", (long)pid);

@@ -105,6 +105,7 @@ void cr_net_finish(struct cr_run *run)
 	cr_net_udp_finish(ns);
 	cr_net_unix_finish(ns);
 	cr_unix_held_finish(ns);
+	cr_net_pairs_finish(ns);
 	cr_net_abstract_finish(ns);
 	free(ns);
 	run->net = NULL;

@@ -133,6 +133,9 @@ struct cr_netstate {
 	/* unix connections not yet accepted, held (unixhold.c) */
 	struct cr_unix_held *uheld;	/* owned array */
 	size_t nuheld, capuheld;
+	/* unix socket pairs made for the run, by creator (pairs.c) */
+	struct cr_net_pair *pairs;	/* owned array */
+	size_t npairs, cappairs;
 	/* abstract unix names (abstract.c) */
 	struct cr_net_aname *anames;	/* owned array, CR_NET_MAX_ANAMES */
 	size_t nanames, aname_next;
@@ -156,6 +159,18 @@ size_t cr_unix_held_sweep(struct cr_netstate *ns, const uint64_t *tasks,
 			  size_t ntasks, const uint64_t *sent, size_t nsent,
 			  uint64_t scan_ns, uint64_t *out, size_t cap);
 void cr_unix_held_finish(struct cr_netstate *ns);
+
+/* tracer/net/pairs.c: unix socket pairs corral made, each end's inode
+ * with the process that asked (its tgid and start time). */
+struct cr_net_pair;
+int cr_net_pair_add(struct cr_netstate *ns, const uint64_t ino[2], pid_t tgid,
+		    uint64_t start);
+bool cr_net_pair_creator(const struct cr_netstate *ns, uint64_t ino,
+			 pid_t *tgid, uint64_t *start);
+/* Keep only the pairs whose socket is in alive (sorted). */
+void cr_net_pairs_prune(struct cr_netstate *ns, const uint64_t *alive,
+			size_t nalive);
+void cr_net_pairs_finish(struct cr_netstate *ns);
 
 /* tracer/net/net.c */
 int cr_net_setup(struct cr_run *run);
