@@ -142,7 +142,11 @@ struct cr_budgets {
 	uint64_t pipe_seq_scan;		/* ...the first the scan under way
 					 * may not have seen in a table */
 	uint64_t pipe_max;		/* fs.pipe-max-size */
-	dev_t pipe_dev;			/* pipefs */
+	dev_t pipe_devs[CR_BUDGET_PIPE_DEVS];	/* pipefs, and each
+					 * filesystem of a FIFO followed: an
+					 * entry's data is its seq << 6 and
+					 * its index here */
+	unsigned npipe_devs;
 	uint64_t *hid, *phid;		/* owned: pipes no table showed in
 					 * the scan under way, and (sorted)
 					 * in the last complete one */
@@ -1815,11 +1819,13 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void hidden_pipe(void *arg, uint64_t seq, uint64_t ino)
+static void hidden_pipe(void *arg, uint64_t data, uint64_t ino)
 {
 	struct cr_run *run = arg;
 	struct cr_budgets *b = run->budgets;
-	struct stat st = { .st_dev = b->pipe_dev, .st_ino = (ino_t)ino };
+	uint64_t seq = data >> 6;
+	struct stat st = { .st_dev = b->pipe_devs[data & 63],
+			   .st_ino = (ino_t)ino };
 	bool before;
 
 	if (seq >= b->pipe_seq_scan || fdscan_seen(b, &st, true))
@@ -1870,6 +1876,23 @@ static void hidden_pipes(struct cr_run *run)
 	}
 }
 
+/* Follow one file of a pipe or FIFO (fd, described by st) without a
+ * reference: 0 or -errno. */
+static int pipe_follow(struct cr_budgets *b, int fd, const struct stat *st)
+{
+	unsigned i;
+
+	for (i = 0; i < b->npipe_devs; i++)
+		if (b->pipe_devs[i] == st->st_dev)
+			break;
+	if (i == b->npipe_devs) {
+		if (i == CR_BUDGET_PIPE_DEVS)
+			return -ENFILE;	/* fail closed: never unfollowed */
+		b->pipe_devs[b->npipe_devs++] = st->st_dev;
+	}
+	return cr_weak_add(&b->pipe_weak, fd, b->pipe_seq << 6 | i);
+}
+
 int cr_budget_on_pipe(struct cr_run *run, const int ends[2])
 {
 	struct cr_budgets *b = run->budgets;
@@ -1879,15 +1902,32 @@ int cr_budget_on_pipe(struct cr_run *run, const int ends[2])
 		return 0;
 	if (fstat(ends[0], &st) < 0)
 		return -errno;
-	b->pipe_dev = st.st_dev;
 	for (int i = 0; i < 2; i++) {
-		int rc = cr_weak_add(&b->pipe_weak, ends[i], b->pipe_seq);
+		int rc = pipe_follow(b, ends[i], &st);
 
 		if (rc < 0)
 			return rc;
 	}
 	b->pipe_seq++;
 	return 0;
+}
+
+int cr_budget_on_opened(struct cr_run *run, int fd)
+{
+	struct cr_budgets *b = run->budgets;
+	struct stat st;
+	int rc;
+
+	if (!b)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISFIFO(st.st_mode))
+		return 0;
+	rc = pipe_follow(b, fd, &st);
+	if (!rc)
+		b->pipe_seq++;
+	return rc;
 }
 
 static uint64_t fdscan_finish(struct cr_run *run)

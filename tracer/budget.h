@@ -269,6 +269,13 @@ int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind);
  * shows is still charged. 0, or -errno: then the pipe must not reach the
  * run. */
 int cr_budget_on_pipe(struct cr_run *run, const int ends[2]);
+/* The supervisor opened fd for the run (any open it performs): a FIFO, or
+ * another file of a pipe (a reopen through /proc/PID/fd), keeps its pipe
+ * alive as the pipe's own ends do, so it is followed the same way. 0, or
+ * -errno: then fd must not reach the run. */
+int cr_budget_on_opened(struct cr_run *run, int fd);
+/* Filesystems of pipes and FIFOs one run's follows may span. */
+#define CR_BUDGET_PIPE_DEVS 64
 /* The program asks for an internet socket: its kind's queues are measured
  * from now on (the listings of kinds the run never made are skipped). */
 void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,

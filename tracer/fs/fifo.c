@@ -10,6 +10,7 @@
 #include <linux/openat2.h>
 
 #include "fsops.h"
+#include "../budget.h"
 
 #define CR_MAX_FIFO_JOBS 64
 
@@ -82,8 +83,16 @@ static void on_done(struct cr_run *run, uint32_t events, void *arg)
 		struct cr_verdict v;
 
 		unlink_job(f, j);
+		int rc = 0;
+
+		/* Followed as the pipe's own ends are (budget.c): a FIFO
+		 * held by a blocked poll() keeps its buffers. */
+		if (j->result >= 0 && !run->ending)
+			rc = cr_budget_on_opened(run, j->result);
 		if (run->ending)
 			v = CR_V_ERR(EINTR);
+		else if (rc < 0)
+			v = CR_V_ERR(-rc);
 		else if (j->result >= 0)
 			v = cr_notif_send_fd_id(run, j->id, j->result,
 						j->flags & O_CLOEXEC);

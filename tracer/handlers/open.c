@@ -339,6 +339,14 @@ static struct cr_verdict do_open(struct cr_run *run,
 		rc = fd;
 		goto out;
 	}
+	/* A FIFO, or a pipe reopened through /proc/PID/fd, keeps its pipe
+	 * alive as the pipe's own ends do: followed like them (budget.c),
+	 * or not given. Regular files and directories are neither. */
+	if (res.exists && !S_ISREG(res.st.st_mode) && !S_ISDIR(res.st.st_mode) &&
+	    (rc = cr_budget_on_opened(run, fd)) < 0) {
+		close(fd);
+		goto out;
+	}
 	/* A file born without a name: the ledger follows it (fs/held.c). */
 	if ((flags & __O_TMPFILE) == __O_TMPFILE)
 		cr_fs_held_add(run, fd);
