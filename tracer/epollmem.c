@@ -345,9 +345,10 @@ int cr_epollmem_finish(struct cr_epollmem *e, uint64_t max,
 	int rc = 0, waiting = -1;	/* asked once, when needed */
 
 	*hidden = 0;
-	if (!e)
+	if (!e || !e->nrec)
 		return 0;
-	qsort(e->seen, e->nseen, sizeof(*e->seen), cmp_seen);
+	if (e->nseen)	/* none: seen may be NULL */
+		qsort(e->seen, e->nseen, sizeof(*e->seen), cmp_seen);
 	for (size_t i = 0; i < e->nrec; i++) {
 		struct ep_rec *r = &e->rec[i];
 		struct ep_seen key = { .seq = r->seq };
@@ -358,8 +359,8 @@ int cr_epollmem_finish(struct cr_epollmem *e, uint64_t max,
 		int64_t c;
 
 		if (r->seq >= e->seq_scan ||
-		    bsearch(&key, e->seen, e->nseen, sizeof(*e->seen),
-			    cmp_seen)) {
+		    (e->nseen && bsearch(&key, e->seen, e->nseen,
+					 sizeof(*e->seen), cmp_seen))) {
 			e->rec[j++] = *r;	/* in a table: counted there */
 			continue;
 		}
