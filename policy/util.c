@@ -1,12 +1,14 @@
 /* policy/util.c: the small shared utilities declared in util.h: bounded
  * error formatting, bounded whole-file reads and whole writes, lexical paths,
  * sorted sets of numbers. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "corral/util.h"
 
@@ -116,6 +118,34 @@ ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size)
 		return -EIO;
 	buf[n] = 0;
 	return n;
+}
+
+int cr_lines_at(int dirfd, const char *path,
+		void (*fn)(void *arg, char *line), void *arg)
+{
+	char buf[16384];
+	size_t carry = 0;
+	ssize_t got;
+	int fd, e;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EMFILE || errno == ENFILE ? -errno : -ENOENT;
+	while ((got = read(fd, buf + carry, sizeof(buf) - carry - 1)) > 0) {
+		char *p = buf, *end = buf + carry + got, *nl;
+
+		*end = 0;
+		while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+			*nl = 0;
+			fn(arg, p);
+			p = nl + 1;
+		}
+		carry = (size_t)(end - p);
+		memmove(buf, p, carry);
+	}
+	e = errno;
+	close(fd);
+	return got < 0 ? -(e == ENOENT ? EIO : e) : 0;
 }
 
 /* Append the components of p to out (length *n), lexically. abs: out is an

@@ -1684,33 +1684,29 @@ static void fdscan_pipe(struct cr_run *run, const struct stat *st,
  * whole (its length is the program's choice). A
  * line cut by the buffer's end is carried over whole (fdinfo lines are far
  * shorter than the buffer). */
+struct prefixed {
+	const char *prefix;
+	size_t len;
+	int64_t count;
+};
+
+static void count_prefixed(void *arg, char *line)
+{
+	struct prefixed *p = arg;
+
+	if (!strncmp(line, p->prefix, p->len))
+		p->count++;
+}
+
 static int64_t fdinfo_lines(int dir, const char *name, const char *prefix)
 {
-	char path[NAME_MAX + 16], buf[16384];
-	size_t carry = 0, plen = strlen(prefix);
-	int64_t count = 0;
-	ssize_t got;
-	int fd, e;
+	char path[NAME_MAX + 16];
+	struct prefixed p = { prefix, strlen(prefix), 0 };
+	int rc;
 
 	snprintf(path, sizeof(path), "../fdinfo/%s", name);
-	fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == EMFILE || errno == ENFILE ? -errno : -ENOENT;
-	while ((got = read(fd, buf + carry, sizeof(buf) - carry - 1)) > 0) {
-		char *p = buf, *end = buf + carry + got, *nl;
-
-		*end = 0;
-		while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
-			if (!strncmp(p, prefix, plen))
-				count++;
-			p = nl + 1;
-		}
-		carry = (size_t)(end - p);
-		memmove(buf, p, carry);
-	}
-	e = errno;
-	close(fd);
-	return got < 0 ? -(e == ENOENT ? EIO : e) : count;
+	rc = cr_lines_at(dir, path, count_prefixed, &p);
+	return rc < 0 ? rc : p.count;
 }
 
 /* The epoll instance at the fd being read (fdscan_anon's name): a copy. */

@@ -245,41 +245,38 @@ static bool marker(const struct cr_epollmem *e, const char *line,
 	return false;
 }
 
+struct listing {
+	const struct cr_epollmem *e;
+	int64_t count;
+	bool named;
+	uint64_t seq;
+	unsigned idx;
+};
+
+static void one_line(void *arg, char *line)
+{
+	struct listing *l = arg;
+
+	if (strncmp(line, "tfd:", 4))
+		return;
+	if (l->e && !l->named && marker(l->e, line, &l->seq, &l->idx))
+		l->named = true;
+	else
+		l->count++;
+}
+
 /* The watches listed in the fdinfo at path (dir-relative), corral's
  * marker not counted; the marker's instance in *seq and *idx (*named). */
 static int64_t watches(const struct cr_epollmem *e, int dir, const char *path,
 		       bool *named, uint64_t *seq, unsigned *idx)
 {
-	char buf[16384];
-	size_t carry = 0;
-	int64_t count = 0;
-	ssize_t got;
-	int fd, err;
+	struct listing l = { .e = e };
+	int rc = cr_lines_at(dir, path, one_line, &l);
 
-	*named = false;
-	fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == EMFILE || errno == ENFILE ? -errno : -ENOENT;
-	while ((got = read(fd, buf + carry, sizeof(buf) - carry - 1)) > 0) {
-		char *p = buf, *end = buf + carry + got, *nl;
-
-		*end = 0;
-		while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
-			*nl = 0;
-			if (!strncmp(p, "tfd:", 4)) {
-				if (e && !*named && marker(e, p, seq, idx))
-					*named = true;
-				else
-					count++;
-			}
-			p = nl + 1;
-		}
-		carry = (size_t)(end - p);
-		memmove(buf, p, carry);
-	}
-	err = errno;
-	close(fd);
-	return got < 0 ? -(err == ENOENT ? EIO : err) : count;
+	*named = l.named;
+	*seq = l.seq;
+	*idx = l.idx;
+	return rc < 0 ? rc : l.count;
 }
 
 static struct ep_rec *rec_of(struct cr_epollmem *e, uint64_t seq)

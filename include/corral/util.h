@@ -60,6 +60,14 @@ int cr_read_file(const char *path, size_t max, char **out, size_t *outlen);
  * (AT_FDCWD: as given), into buf, NUL-terminated: its length (> 0), or
  * -errno (-EIO when it read nothing). */
 ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size);
+/* Each line of the file at path (relative to dirfd), its newline made a
+ * NUL, to fn; a line cut by the 16 KiB buffer's end is carried over whole
+ * (for /proc texts of short lines). 0, or -errno: -EMFILE or -ENFILE when
+ * it cannot be opened for want of descriptors, -ENOENT when it cannot be
+ * opened otherwise (a descriptor closed, a task exiting), another -errno
+ * when it could not be read whole. */
+int cr_lines_at(int dirfd, const char *path,
+		void (*fn)(void *arg, char *line), void *arg);
 /* Write all n bytes to fd, retrying short writes and EINTR: 0, or -errno
  * (-EIO for a write that wrote nothing). The supervisor ignores SIGPIPE,
  * so a closed reader is -EPIPE, never a signal. */

@@ -80,6 +80,25 @@ def py_in_ws(t, name, prog):
     return t.result(run)
 
 
+def held_past(t, name, prog, args, limits=()):
+    """prog (written as name) with args in a workspace of its own under
+    memory=32MiB: ended on memory past the budget."""
+    path = t.write(name, prog)
+    ws = t.path("ws-" + "-".join(str(a) for a in args))
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    opts = ["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
+            "memory=32MiB", "--limit", "wall=30s"]
+    for lim in limits:
+        opts += ["--limit", lim]
+    run = t.corral(opts + ["--", PY, path] + [str(a) for a in args],
+                   timeout=60)
+    r = t.result(run)
+    assert_counted(t, run, r, "memory")
+    ge(r["usage"]["peak_memory_bytes"], 32 * MIB,
+       "usage.peak_memory_bytes (%s)" % " ".join(str(a) for a in args))
+
+
 def free_bytes(path):
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize
@@ -996,18 +1015,8 @@ def storage_pipes_held_without_a_descriptor_count(t):
     # pipe's other files count alike: a FIFO, or a pipe reopened through
     # /proc/self/fd with its own ends closed, held so went uncounted
     # (531 MiB `ok` under memory=64MiB, found by a probing session).
-    path = t.write("hidden_pipes.py", HIDDEN_PIPES)
     for how in ("poll", "flight", "reopen", "fifo"):
-        ws = t.path("ws-" + how)
-        os.makedirs(ws, exist_ok=True)
-        os.chmod(ws, 0o777)
-        run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws,
-                        "--limit", "memory=32MiB", "--limit", "wall=30s",
-                        "--", PY, path, how, "48"], timeout=60)
-        r = t.result(run)
-        assert_counted(t, run, r, "memory")
-        ge(r["usage"]["peak_memory_bytes"], 32 * MIB,
-           "usage.peak_memory_bytes (%s)" % how)
+        held_past(t, "hidden_pipes.py", HIDDEN_PIPES, [how, 48])
     t.assert_next_run_ok()
 
 
@@ -1040,16 +1049,8 @@ def storage_epolls_held_by_a_blocked_wait_count(t):
     # copy and charged its watches while a task sits in a call that could
     # hold it. Here 60 instances of 3 000 watches (~37 MiB in all, one
     # instance in a table at a time): `ok` with a 17 MiB peak before.
-    path = t.write("hidden_epolls.py", HIDDEN_EPOLLS)
-    ws = t.path("ws")
-    os.makedirs(ws, exist_ok=True)
-    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws,
-                    "--limit", "memory=32MiB", "--limit", "wall=30s",
-                    "--limit", "processes=128",
-                    "--", PY, path, "60", "3000"], timeout=60)
-    r = t.result(run)
-    assert_counted(t, run, r, "memory")
-    ge(r["usage"]["peak_memory_bytes"], 32 * MIB, "usage.peak_memory_bytes")
+    held_past(t, "hidden_epolls.py", HIDDEN_EPOLLS, [60, 3000],
+              ["processes=128"])
     t.assert_next_run_ok()
 
 
@@ -1140,18 +1141,8 @@ def storage_stream_pairs_held_without_a_descriptor_count(t):
     # connection are known at its connect and accept (performed by
     # corral): each is followed by inode while the kernel lists it. Here
     # 16 pairs or connections of ~8 MiB each, full.
-    path = t.write("hidden_streams.py", HIDDEN_STREAMS)
     for how in ("pair", "conn"):
-        ws = t.path("ws-" + how)
-        os.makedirs(ws, exist_ok=True)
-        os.chmod(ws, 0o777)
-        run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws,
-                        "--limit", "memory=32MiB", "--limit", "wall=30s",
-                        "--", PY, path, how, "16"], timeout=60)
-        r = t.result(run)
-        assert_counted(t, run, r, "memory")
-        ge(r["usage"]["peak_memory_bytes"], 32 * MIB,
-           "usage.peak_memory_bytes (%s)" % how)
+        held_past(t, "hidden_streams.py", HIDDEN_STREAMS, [how, 16])
     t.assert_next_run_ok()
 
 

@@ -365,17 +365,28 @@ out:
 	return CR_V_ERR(-rc);
 }
 
+/* The kernel's VALID_OPEN_FLAGS (include/linux/fcntl.h; x86-64 values,
+ * O_LARGEFILE the kernel's own, which glibc defines as 0 here): open and
+ * openat drop any other bit, as GNU dd relies on (it keeps its own
+ * iflag/oflag bits in spare ones), and openat2 refuses them (EINVAL). */
+#define CR_VALID_OPEN_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | \
+	O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | O_ASYNC | O_DIRECT | \
+	00100000 | O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | \
+	O_SYNC | O_PATH | __O_TMPFILE)
+
 struct cr_verdict cr_h_open(struct cr_run *run, const struct cr_syscall_entry *e,
 			    const struct seccomp_notif *n)
 {
-	return do_open(run, n, e->name, -1, 0, (int)n->data.args[1],
+	return do_open(run, n, e->name, -1, 0,
+		       (int)n->data.args[1] & CR_VALID_OPEN_FLAGS,
 		       (mode_t)n->data.args[2], 0);
 }
 
 struct cr_verdict cr_h_openat(struct cr_run *run, const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n)
 {
-	return do_open(run, n, e->name, 0, 1, (int)n->data.args[2],
+	return do_open(run, n, e->name, 0, 1,
+		       (int)n->data.args[2] & CR_VALID_OPEN_FLAGS,
 		       (mode_t)n->data.args[3], 0);
 }
 
@@ -412,7 +423,8 @@ struct cr_verdict cr_h_openat2(struct cr_run *run, const struct cr_syscall_entry
 		if (memcmp(extra, zero, chunk))
 			return CR_V_ERR(E2BIG);
 	}
-	if (how.flags >> 32 || how.resolve & ~(uint64_t)(RESOLVE_NO_XDEV |
+	if (how.flags & ~(uint64_t)CR_VALID_OPEN_FLAGS ||
+	    how.resolve & ~(uint64_t)(RESOLVE_NO_XDEV |
 		RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH |
 		RESOLVE_IN_ROOT | RESOLVE_CACHED))
 		return CR_V_ERR(EINVAL);
