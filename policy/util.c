@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,6 +119,15 @@ ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size)
 		return -EIO;
 	buf[n] = 0;
 	return n;
+}
+
+size_t cr_nofile_share(size_t max)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 16 < max)
+		return (size_t)(rl.rlim_cur / 16);
+	return max;
 }
 
 int cr_lines_at(int dirfd, const char *path,

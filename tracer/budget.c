@@ -2869,12 +2869,8 @@ int cr_budget_setup(struct cr_run *run)
 		      (size_t)(b->base_files + lim(run, CR_LIM_FILES)) +
 		      CR_BUDGET_WALK_PER_TICK;
 	{
-		struct rlimit rl;
-		size_t pmax = CR_BUDGET_PLACED_MAX;
+		size_t pmax = cr_nofile_share(CR_BUDGET_PLACED_MAX);
 
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-		    rl.rlim_cur / 16 < pmax)
-			pmax = rl.rlim_cur / 16;
 		b->ws = cr_walkset_new(pmax < 16 ? 16 : pmax);
 		if (!b->ws)
 			return -ENOMEM;

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "budget.h"
+#include "corral/util.h"
 
 /*
  * Why: an epoll instance's watches are kernel memory no RSS shows (~205 B
@@ -115,13 +115,8 @@ static int grow(void **v, size_t *cap, size_t n, size_t size)
 
 static size_t held_max(void)
 {
-	struct rlimit rl;
-	size_t max = CR_EPOLL_HELD_MAX;
-
 	/* A share of the supervisor's descriptors, as the other areas. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 16 < max)
-		max = rl.rlim_cur / 16;
-	return max;
+	return cr_nofile_share(CR_EPOLL_HELD_MAX);
 }
 
 /* The marker for the next instance: the last pipe, or a new one. */

@@ -60,6 +60,10 @@ int cr_read_file(const char *path, size_t max, char **out, size_t *outlen);
  * (AT_FDCWD: as given), into buf, NUL-terminated: its length (> 0), or
  * -errno (-EIO when it read nothing). */
 ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size);
+/* max, or a sixteenth of the process's descriptors (RLIMIT_NOFILE's soft
+ * limit) when that is fewer: the share one area of the supervisor may
+ * hold. */
+size_t cr_nofile_share(size_t max);
 /* Each line of the file at path (relative to dirfd), its newline made a
  * NUL, to fn; a line cut by the 16 KiB buffer's end is carried over whole
  * (for /proc texts of short lines). 0, or -errno: -EMFILE or -ENFILE when

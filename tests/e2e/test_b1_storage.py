@@ -69,6 +69,16 @@ def side_by_side(t, name, prog):
     return want, t.result(run)
 
 
+def same_as_native(t, name, prog, premise):
+    """prog natively and under corral (side_by_side): ok, the same
+    output, and premise in the native one; the result."""
+    want, r = side_by_side(t, name, prog)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), want, "stdout against the native run")
+    true(premise in want, "native run: %r" % want)
+    return r
+
+
 def py_in_ws(t, name, prog):
     """prog (written as name) under corral, the test's directory read-only
     and a workspace of its own: the result."""
@@ -1088,10 +1098,7 @@ def storage_epoll_instances_work_as_natively(t):
     # corral makes every epoll instance (and adds a watch of its own, no
     # event): the program's calls on it answer as natively, and a program
     # that makes many loops is not charged for them.
-    want, r = side_by_side(t, "epoll_loops.py", EPOLL_LOOPS)
-    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
-    eq(r.get("stdout"), want, "stdout against the native run")
-    true("child 0" in want, "native run: %r" % want)
+    same_as_native(t, "epoll_loops.py", EPOLL_LOOPS, "child 0")
 
 
 HIDDEN_STREAMS = r'''
@@ -1188,10 +1195,7 @@ def storage_socket_pairs_name_their_maker_as_natively(t):
     # corral makes unix socket pairs now (the kernel then records corral
     # as their peer): SO_PEERCRED and SO_PEERPIDFD of either end still
     # name the process that asked, alive or gone, as natively.
-    want, r = side_by_side(t, "pair_creds.py", PAIR_CREDS)
-    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
-    eq(r.get("stdout"), want, "stdout against the native run")
-    true("child True True" in want, "native run: %r" % want)
+    r = same_as_native(t, "pair_creds.py", PAIR_CREDS, "child True True")
     eq([d for d in r.get("denials", []) if d.get("syscall") == "getsockopt"],
        [], "denials")
 

@@ -11,7 +11,6 @@
 #include <linux/sockios.h>
 #include <linux/unix_diag.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -57,13 +56,8 @@ struct cr_unix_held {
 
 static size_t held_max(void)
 {
-	struct rlimit rl;
-	size_t max = CR_NET_UNIX_HELD_MAX;
-
 	/* A share of the supervisor's descriptors, as the other areas. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 16 < max)
-		max = rl.rlim_cur / 16;
-	return max;
+	return cr_nofile_share(CR_NET_UNIX_HELD_MAX);
 }
 
 static void drop(struct cr_netstate *ns, size_t i)
