@@ -110,7 +110,6 @@ static const struct cr_syscall_entry *matching(const struct cr_syscall_entry *e,
  * the one notified call that corral may CONTINUE into a real wait (the
  * kernel's own ERESTARTSYS there is the program's EINTR): left alone.
  */
-#define CR_ERESTARTSYS 512
 #define CR_ERESTARTNOINTR 513
 
 void cr_regs_seccomp_data(const struct user_regs_struct *r,
@@ -134,6 +133,14 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
 	struct seccomp_data d;
 	uint32_t act;
 
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+
+	/* Answered ERESTARTSYS on purpose (an interrupted FIFO open,
+	 * fs/fifo.c): the kernel's own choice stands. */
+	if (t && t->restart_native) {
+		t->restart_native = false;
+		return;
+	}
 	if (!run->filter ||
 	    ptrace(PTRACE_GETREGS, tid, 0, &r) < 0 ||
 	    r.rax != (unsigned long long)-CR_ERESTARTSYS ||
@@ -145,6 +152,14 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
 		return;
 	r.rax = (unsigned long long)-CR_ERESTARTNOINTR;
 	ptrace(PTRACE_SETREGS, tid, 0, &r);
+}
+
+void cr_notif_restart_native(struct cr_run *run, pid_t tid)
+{
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+
+	if (t)
+		t->restart_native = true;
 }
 
 bool cr_notif_valid(const struct cr_run *run, uint64_t id)

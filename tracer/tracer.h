@@ -178,6 +178,8 @@ struct cr_task {
 				 * initial process shares corral's memory
 				 * (clone(CLONE_VM), spawn.c) */
 	bool seen;		/* a stop or event of its own has arrived */
+	bool restart_native;	/* answered ERESTARTSYS on purpose: its
+				 * next signal stop leaves it as is */
 	uint64_t start;		/* start time (clock ticks after boot, field
 				 * 22 of /proc/TID/stat); 0: unknown */
 	bool umask_moving;	/* a umask call of its was answered and may
@@ -505,6 +507,13 @@ void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
 /* At a signal-delivery stop of tid: a notified call the signal withdrew
  * before corral received it is made again after the handler, not EINTR. */
 void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid);
+/* The kernel's code for a call a signal interrupted (the handler, then
+ * EINTR or the call again per SA_RESTART; the call again when no handler
+ * runs). */
+#define CR_ERESTARTSYS 512
+/* tid was just answered CR_ERESTARTSYS on purpose: its next signal stop
+ * leaves that to the kernel (cr_notif_on_signal_stop). */
+void cr_notif_restart_native(struct cr_run *run, pid_t tid);
 /* The seccomp_data an x86_64 call of these registers gives the filter. */
 struct user_regs_struct;
 void cr_regs_seccomp_data(const struct user_regs_struct *r,

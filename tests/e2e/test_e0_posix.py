@@ -575,3 +575,54 @@ def posix_mount_table_reads_through_etc_mtab(t):
     suite). The caller's own table, as natively."""
     _side_by_side(t, "print('mtab', open('/etc/mtab').read() == "
                      "open('/proc/self/mounts').read())", ["mtab True"])
+
+
+FIFO_OPEN_SIGNALS = r"""
+import os, signal, subprocess, sys, time
+os.mkfifo('ff')
+# 1: timeout's SIGTERM ends a writer blocked opening a FIFO
+t0 = time.time()
+r = subprocess.run(["timeout", "1", "dd", "if=/dev/zero", "of=ff", "count=1"],
+                   capture_output=True)
+print("timeout rc", r.returncode, "quick", time.time() - t0 < 5, flush=True)
+# 2: a handled signal without SA_RESTART: EINTR, as natively
+class Alarm(Exception): pass
+def h(s, f): raise Alarm()
+signal.signal(signal.SIGALRM, h)
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+try:
+    os.open("ff", os.O_WRONLY)
+    print("opened?")
+except Alarm:
+    print("interrupted by the handler")
+# 3: with SA_RESTART the open goes on, and completes when a reader comes
+n = [0]
+def count(s, f): n[0] += 1
+signal.signal(signal.SIGALRM, count)
+pid = os.fork()
+if pid == 0:
+    time.sleep(1.0)
+    fd = os.open("ff", os.O_RDONLY)
+    os.read(fd, 10)
+    os._exit(0)
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+fd = os.open("ff", os.O_WRONLY)
+os.write(fd, b"hi")
+os.close(fd)
+os.waitpid(pid, 0)
+print("restarted and opened", n[0])
+"""
+
+
+@test
+def posix_signals_interrupt_a_blocked_fifo_open(t):
+    """A FIFO open corral performs waits on a worker; the caller sleeps
+    killable only, and a traced task's fatal signal is not made a kill, so
+    `timeout 1 dd of=FIFO` (SIGTERM) waited for the run's wall limit
+    (found in coreutils' own suite). A signal the caller would take now
+    interrupts the open as the kernel's would: a fatal one ends it, a
+    handler that raises sees its exception, and an SA_RESTART handler runs
+    and the open goes on until a reader comes."""
+    _side_by_side(t, FIFO_OPEN_SIGNALS,
+                  ["timeout rc 124 quick True", "interrupted by the handler",
+                   "restarted and opened 1"])

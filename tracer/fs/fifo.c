@@ -5,7 +5,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <sys/syscall.h>
 #include <linux/openat2.h>
 
@@ -19,6 +22,8 @@
  * ptrace, wait or the listener: the loop answers. */
 struct fifo_job {
 	uint64_t id;
+	pid_t tid;		/* the caller */
+	bool answered;		/* interrupted: the caller was answered */
 	int dirfd;		/* owned */
 	char name[NAME_MAX + 1];
 	int flags;
@@ -32,13 +37,44 @@ struct fifo_job {
 struct cr_fsfifo {
 	int pipe[2];
 	struct cr_watch *watch;
+	int tfd;		/* owned: the signal check's timer */
+	struct cr_watch *twatch;
+	bool armed;
 	struct fifo_job *jobs;
 	size_t njobs;
 };
 
+/*
+ * A signal for a caller waiting here would, natively, interrupt its open
+ * (the handler runs, then EINTR or, with SA_RESTART, the open again; a
+ * fatal one ends it). Waiting in a notification after corral received it,
+ * the caller sleeps killable only, and a traced task's fatal signal is not
+ * made a kill: `timeout 3 dd of=FIFO` waited for the run's wall limit.
+ * So every CR_FIFO_CHECK_MS the callers are asked (/proc/TID/status) for
+ * a signal they would take now; such a caller is answered ERESTARTSYS, as
+ * the kernel's own interrupted open is (the kernel then runs the handler
+ * and gives EINTR or restarts the call, or restarts it at once when no
+ * handler runs), and its worker's open is interrupted by a signal of
+ * corral's own (CR_FIFO_KICK). A signal pending for the whole process is
+ * taken only from a process of one thread, where no other thread can take
+ * it first.
+ */
+#define CR_FIFO_CHECK_MS 50
+#define CR_FIFO_KICK (SIGRTMIN + 6)	/* +4, +5: tracer/guard.c */
+
+static void kick_handler(int sig)
+{
+	(void)sig;	/* only to interrupt a worker's open */
+}
+
 static void *worker(void *arg)
 {
 	struct fifo_job *j = arg;
+	sigset_t kick;
+
+	sigemptyset(&kick);
+	sigaddset(&kick, CR_FIFO_KICK);
+	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 	struct open_how how = {
 		.flags = (uint64_t)(unsigned)(j->flags | O_CLOEXEC | O_NOCTTY),
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
@@ -82,9 +118,14 @@ static void on_done(struct cr_run *run, uint32_t events, void *arg)
 	while (read(f->pipe[0], &j, sizeof(j)) == sizeof(j)) {
 		struct cr_verdict v;
 
-		unlink_job(f, j);
 		int rc = 0;
 
+		unlink_job(f, j);
+		if (j->answered) {
+			/* interrupted and answered: nothing to give */
+			job_free(j);
+			continue;
+		}
 		/* Followed as the pipe's own ends are (budget.c): a FIFO
 		 * held by a blocked poll() keeps its buffers. */
 		if (j->result >= 0 && !run->ending)
@@ -103,6 +144,66 @@ static void on_done(struct cr_run *run, uint32_t events, void *arg)
 	}
 }
 
+static void arm(struct cr_fsfifo *f, bool on)
+{
+	struct itimerspec it = { { 0, 0 }, { 0, 0 } };
+
+	if (f->armed == on)
+		return;
+	if (on)
+		it.it_interval.tv_nsec = it.it_value.tv_nsec =
+			CR_FIFO_CHECK_MS * 1000000L;
+	if (timerfd_settime(f->tfd, 0, &it, NULL) == 0)
+		f->armed = on;
+}
+
+/* Would tid take a signal now: one pending for it, or for its process
+ * when it is the only thread, and not blocked? */
+static bool would_take_signal(pid_t tid)
+{
+	char path[48], buf[4096];
+	unsigned long long pnd = 0, shd = 0, blk = 0;
+	long threads = 0;
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return false;	/* gone: nothing to interrupt */
+	if ((p = strstr(buf, "\nThreads:")))
+		threads = atol(p + 9);
+	if ((p = strstr(buf, "\nSigPnd:")))
+		pnd = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nShdPnd:")))
+		shd = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nSigBlk:")))
+		blk = strtoull(p + 8, NULL, 16);
+	return ((pnd | (threads == 1 ? shd : 0)) & ~blk) != 0;
+}
+
+static void on_tick(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_fsfifo *f = arg;
+	uint64_t n;
+
+	(void)events;
+	if (read(f->tfd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: a tick already read */
+	}
+	for (struct fifo_job *j = f->jobs; j; j = j->next) {
+		if (!j->answered && !run->ending && would_take_signal(j->tid)) {
+			cr_notif_reply(run, j->id, CR_V_ERR(CR_ERESTARTSYS));
+			cr_notif_restart_native(run, j->tid);
+			j->answered = true;
+		}
+		/* Until its open returns (a kick before the open began
+		 * is lost: sent again each tick). */
+		if (j->answered)
+			pthread_kill(j->th, CR_FIFO_KICK);
+	}
+	if (!f->jobs)
+		arm(f, false);
+}
+
 static struct cr_fsfifo *fifo_state(struct cr_run *run)
 {
 	struct cr_fsfifo *f = run->fs->fifo;
@@ -116,12 +217,25 @@ static struct cr_fsfifo *fifo_state(struct cr_run *run)
 		free(f);
 		return NULL;
 	}
+	f->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	f->watch = cr_loop_watch(run, f->pipe[0], EPOLLIN, on_done, f);
-	if (!f->watch) {
+	f->twatch = f->tfd >= 0 ?
+		    cr_loop_watch(run, f->tfd, EPOLLIN, on_tick, f) : NULL;
+	if (!f->watch || !f->twatch) {
+		if (f->watch)
+			cr_loop_unwatch(run, f->watch);
+		if (f->tfd >= 0)
+			close(f->tfd);
 		close(f->pipe[0]);
 		close(f->pipe[1]);
 		free(f);
 		return NULL;
+	}
+	{
+		struct sigaction sa = { .sa_handler = kick_handler };
+
+		sigemptyset(&sa.sa_mask);	/* no SA_RESTART */
+		sigaction(CR_FIFO_KICK, &sa, NULL);
 	}
 	run->fs->fifo = f;
 	return f;
@@ -140,6 +254,7 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 	if (!j)
 		return CR_V_ERR(ENOMEM);
 	j->id = n->id;
+	j->tid = (pid_t)n->pid;
 	j->flags = flags;
 	j->result = -EINTR;
 	j->done_fd = f->pipe[1];
@@ -158,6 +273,7 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 	j->next = f->jobs;
 	f->jobs = j;
 	f->njobs++;
+	arm(f, true);
 	/* Answered later by on_done. */
 	return (struct cr_verdict){ .kind = CR_V_SENT };
 }
@@ -183,6 +299,8 @@ void cr_fs_fifo_finish(struct cr_run *run)
 			close(fd);
 	}
 	cr_loop_unwatch(run, f->watch);
+	cr_loop_unwatch(run, f->twatch);
+	close(f->tfd);
 	close(f->pipe[0]);
 	close(f->pipe[1]);
 	free(f);
