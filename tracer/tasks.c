@@ -235,6 +235,27 @@ uint64_t cr_tasks_start_time(pid_t tid)
 	return start;
 }
 
+bool cr_tasks_would_take_signal(pid_t tid)
+{
+	char path[48], buf[4096];
+	unsigned long long pnd = 0, shd = 0, blk = 0;
+	long threads = 0;
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return false;	/* gone: nothing to interrupt */
+	if ((p = strstr(buf, "\nThreads:")))
+		threads = atol(p + 9);
+	if ((p = strstr(buf, "\nSigPnd:")))
+		pnd = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nShdPnd:")))
+		shd = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nSigBlk:")))
+		blk = strtoull(p + 8, NULL, 16);
+	return ((pnd | (threads == 1 ? shd : 0)) & ~blk) != 0;
+}
+
 /* A number recently ours answers as a task of the run that has gone
  * (ESRCH, not recorded) only while it names nothing else: once the kernel
  * gives it to another process, a reach at it is a reach outside. */

@@ -463,6 +463,13 @@ void cr_tasks_freeze(struct cr_run *run);
 void cr_task_kill(struct cr_run *run, struct cr_task *t);
 /* The thread group of a task of the run, or 0 when tid is not one. */
 pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid);
+/* Would tid take a signal now (/proc/TID/status): one pending for it, or
+ * for its process when it is the only thread, and not blocked. A call
+ * corral performs and keeps waiting (a FIFO open, a deferred accept,
+ * receive or send) is then answered CR_ERESTARTSYS, as the kernel's own
+ * interrupted wait is: a traced task waiting in a notification after
+ * corral received it takes no signal, fatal ones included, until then. */
+bool cr_tasks_would_take_signal(pid_t tid);
 /* A copy of fd `fd` of the thread tid, from the fd table that thread
  * uses (its own when it was made without CLONE_FILES): the new fd, or
  * -errno (-EBADF: no such fd there; -EPERM: that table is out of reach

@@ -626,3 +626,57 @@ def posix_signals_interrupt_a_blocked_fifo_open(t):
     _side_by_side(t, FIFO_OPEN_SIGNALS,
                   ["timeout rc 124 quick True", "interrupted by the handler",
                    "restarted and opened 1"])
+
+
+ACCEPT_SIGNALS = r"""
+import os, signal, socket, subprocess, sys, threading, time
+# 1: a server blocked in accept() ends at terminate(), as natively
+p = subprocess.Popen([sys.executable, "-c",
+    "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen();"
+    " print('up', flush=True); s.accept()"], stdout=subprocess.PIPE)
+p.stdout.readline()
+time.sleep(0.3)
+t0 = time.time()
+p.terminate()
+p.wait()
+print("terminated", p.returncode, time.time() - t0 < 3, flush=True)
+# 2: a handler that raises interrupts the accept
+class Alarm(Exception): pass
+def h(s, f): raise Alarm()
+signal.signal(signal.SIGALRM, h)
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+try:
+    s.accept()
+    print("accepted?")
+except Alarm:
+    print("interrupted by the handler")
+# 3: an SA_RESTART handler runs and the accept goes on to its client
+n = [0]
+def count(sig, f): n[0] += 1
+signal.signal(signal.SIGALRM, count)
+port = s.getsockname()[1]
+def client():
+    time.sleep(1.0)
+    socket.create_connection(("127.0.0.1", port)).close()
+threading.Thread(target=client).start()
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+c, _ = s.accept()
+print("restarted and accepted", n[0])
+"""
+
+
+@test
+def posix_signals_interrupt_a_waiting_accept(t):
+    """An accept corral keeps waiting until a connection comes: the
+    caller sleeps killable only, and a traced task's fatal signal is not
+    made a kill, so a test suite's terminate() of its server held the run
+    to its wall limit. A signal the caller would take interrupts the
+    accept as the kernel's would: a fatal one ends the server, a raising
+    handler sees its exception, an SA_RESTART handler runs and the accept
+    goes on to its client."""
+    _side_by_side(t, ACCEPT_SIGNALS,
+                  ["terminated -15 True", "interrupted by the handler",
+                   "restarted and accepted 1"])

@@ -157,29 +157,6 @@ static void arm(struct cr_fsfifo *f, bool on)
 		f->armed = on;
 }
 
-/* Would tid take a signal now: one pending for it, or for its process
- * when it is the only thread, and not blocked? */
-static bool would_take_signal(pid_t tid)
-{
-	char path[48], buf[4096];
-	unsigned long long pnd = 0, shd = 0, blk = 0;
-	long threads = 0;
-	const char *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return false;	/* gone: nothing to interrupt */
-	if ((p = strstr(buf, "\nThreads:")))
-		threads = atol(p + 9);
-	if ((p = strstr(buf, "\nSigPnd:")))
-		pnd = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nShdPnd:")))
-		shd = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nSigBlk:")))
-		blk = strtoull(p + 8, NULL, 16);
-	return ((pnd | (threads == 1 ? shd : 0)) & ~blk) != 0;
-}
-
 static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_fsfifo *f = arg;
@@ -190,7 +167,7 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 		/* EAGAIN: a tick already read */
 	}
 	for (struct fifo_job *j = f->jobs; j; j = j->next) {
-		if (!j->answered && !run->ending && would_take_signal(j->tid)) {
+		if (!j->answered && !run->ending && cr_tasks_would_take_signal(j->tid)) {
 			cr_notif_reply(run, j->id, CR_V_ERR(CR_ERESTARTSYS));
 			cr_notif_restart_native(run, j->tid);
 			j->answered = true;

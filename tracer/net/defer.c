@@ -23,6 +23,10 @@ struct cr_net_deferred {
 	struct cr_watch *w;
 };
 
+/* The check of waiting callers' signals (below cr_net_wait). */
+static void sig_arm(struct cr_run *run);
+static int sig_watch(struct cr_run *run);
+
 void cr_net_msg_free(struct cr_net_msg *m)
 {
 	/* Copies of the program's sockets, maybe the last ones: a
@@ -152,7 +156,7 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 	if (m->nfds && ns->deferred_fds + cr_guard_backlog() + m->nfds >
 		       defer_fds_max())
 		return done(m, (pid_t)n->pid, -1, ETOOMANYREFS);
-	d = calloc(1, sizeof(*d));
+	d = sig_watch(run) < 0 ? NULL : calloc(1, sizeof(*d));
 	if (!d)
 		return done(m, (pid_t)n->pid, r, err);
 	d->id = n->id;
@@ -176,6 +180,7 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 	ns->deferred = d;
 	ns->ndeferred++;
 	ns->deferred_fds += d->m.nfds;
+	sig_arm(run);
 	return (struct cr_verdict){ .kind = CR_V_SENT };
 }
 
@@ -268,6 +273,92 @@ static int arm_timeout(struct cr_run *run, struct cr_net_wait *w,
 	return w->tw ? 0 : -ENOMEM;
 }
 
+/*
+ * A waiting caller sleeps in its notification, killable only, and a
+ * traced task's fatal signal is not made a kill: a server blocked in
+ * accept() that its test suite terminated (SIGTERM) held the run to its
+ * wall limit. So while calls wait here, every CR_NET_SIG_CHECK_MS the
+ * callers are asked for a signal they would take now
+ * (cr_tasks_would_take_signal); such a call is answered ERESTARTSYS, as
+ * the kernel's own interrupted wait is (nothing was taken from or put in
+ * the socket yet), and forgotten.
+ */
+#define CR_NET_SIG_CHECK_MS 50
+
+static void interrupted(struct cr_run *run, uint64_t id, pid_t tid)
+{
+	if (!cr_notif_valid(run, id))
+		return;
+	cr_notif_reply(run, id, (struct cr_verdict){ .kind = CR_V_ERRNO,
+						     .error = CR_ERESTARTSYS });
+	cr_notif_restart_native(run, tid);
+}
+
+static void sig_arm(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+	struct itimerspec it = { { 0, 0 }, { 0, 0 } };
+	bool on = ns->waits || ns->deferred;
+
+	if (ns->sigarmed == on || (!ns->sigw && !on))
+		return;
+	if (on)
+		it.it_interval.tv_nsec = it.it_value.tv_nsec =
+			CR_NET_SIG_CHECK_MS * 1000000L;
+	if (timerfd_settime(ns->sigtfd, 0, &it, NULL) == 0)
+		ns->sigarmed = on;
+}
+
+static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_netstate *ns = run->net;
+	uint64_t n;
+
+	(void)events;
+	(void)arg;
+	if (read(ns->sigtfd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: read already */
+	}
+	for (struct cr_net_wait *w = ns->waits, *next; w; w = next) {
+		next = w->next;
+		if (!run->ending && cr_tasks_would_take_signal(w->tid)) {
+			interrupted(run, w->id, w->tid);
+			wait_drop(run, w);
+		}
+	}
+	for (struct cr_net_deferred *d = ns->deferred, *next; d; d = next) {
+		next = d->next;
+		if (!run->ending && cr_tasks_would_take_signal(d->tid)) {
+			interrupted(run, d->id, d->tid);
+			drop(run, d);
+		}
+	}
+	sig_arm(run);
+}
+
+/* A call is about to wait: the signal check runs while any does. 0, or
+ * -errno (then the call is not kept). */
+static int sig_watch(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+
+	if (!ns->sigw) {
+		int fd = timerfd_create(CLOCK_MONOTONIC,
+					TFD_CLOEXEC | TFD_NONBLOCK);
+
+		if (fd < 0)
+			return -errno;
+		ns->sigw = cr_loop_watch(run, fd, EPOLLIN, on_sig_tick, NULL);
+		if (!ns->sigw) {
+			close(fd);
+			return -ENOMEM;
+		}
+		ns->sigtfd = fd;
+		ns->sigarmed = false;
+	}
+	return 0;
+}
+
 struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 			      int dup, uint32_t events, cr_net_wait_fn fn,
 			      void *arg)
@@ -275,7 +366,8 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 	struct cr_netstate *ns = run->net;
 	struct cr_net_wait *w;
 
-	if (ns->nwaits >= CR_NET_MAX_WAITS || !(w = calloc(1, sizeof(*w)))) {
+	if (ns->nwaits >= CR_NET_MAX_WAITS || sig_watch(run) < 0 ||
+	    !(w = calloc(1, sizeof(*w)))) {
 		close(dup);
 		free(arg);
 		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
@@ -294,6 +386,7 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 		wait_drop(run, w);
 		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
 	}
+	sig_arm(run);
 	return (struct cr_verdict){ .kind = CR_V_SENT };
 }
 
@@ -305,4 +398,9 @@ void cr_net_defer_finish(struct cr_run *run)
 		drop(run, ns->deferred);
 	while (ns->waits)
 		wait_drop(run, ns->waits);
+	if (ns->sigw) {
+		cr_loop_unwatch(run, ns->sigw);
+		close(ns->sigtfd);
+		ns->sigw = NULL;
+	}
 }

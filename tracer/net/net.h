@@ -115,6 +115,10 @@ struct cr_netstate {
 	/* accepts and receives waiting for their socket (defer.c) */
 	struct cr_net_wait *waits;	/* owned list */
 	size_t nwaits;
+	/* ...and the check of their callers' signals (defer.c) */
+	int sigtfd;			/* owned timerfd, made with sigw */
+	struct cr_watch *sigw;
+	bool sigarmed;
 	/* the run's UDP sockets and their source filter (udp.c) */
 	struct cr_net_udp *udp;		/* owned array */
 	/* Where a send to a loopback UDP port no socket of the run holds
