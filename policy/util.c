@@ -155,7 +155,7 @@ int cr_lines_at(int dirfd, const char *path,
 	}
 	e = errno;
 	close(fd);
-	return got < 0 ? -(e == ENOENT ? EIO : e) : 0;
+	return got < 0 ? -e : 0;
 }
 
 /* Append the components of p to out (length *n), lexically. abs: out is an

@@ -154,8 +154,6 @@ struct cr_budgets {
 	uint64_t epollbytes;		/* ...and epoll watches (fdscan_anon) */
 	uint64_t fs_epoll;		/* the scan under way's watches */
 	uint64_t epoll_max;		/* fs.epoll.max_user_watches */
-	struct cr_epollmem *epollmem;	/* owned: every instance the run
-					 * made, hidden ones too */
 	uint64_t fs_files;		/* the scan under way's sum */
 	uint64_t fs_start_ns;		/* when the scan under way began */
 	/* ...and the mappings of every process (count_mappings) */
@@ -1709,16 +1707,6 @@ static int64_t fdinfo_lines(int dir, const char *name, const char *prefix)
 	return rc < 0 ? rc : p.count;
 }
 
-/* The epoll instance at the fd being read (fdscan_anon's name): a copy. */
-static const char *epoll_name;
-
-static int epoll_take(void *arg)
-{
-	struct cr_run *run = arg;
-
-	return cr_tasks_getfd(run, run->budgets->fs_tid, atoi(epoll_name));
-}
-
 static void fdscan_anon(struct cr_run *run, const char *name)
 {
 	struct cr_budgets *b = run->budgets;
@@ -1734,9 +1722,7 @@ static void fdscan_anon(struct cr_run *run, const char *name)
 	if (strcmp(lnk, "anon_inode:[eventpoll]"))
 		return;
 	t0 = cr_thread_cpu_ns();
-	epoll_name = name;
-	got = cr_epollmem_read(b->epollmem, dirfd(b->fs_dir), name,
-			       epoll_take, run);
+	got = fdinfo_lines(dirfd(b->fs_dir), name, "tfd:");
 	/* The kernel makes the whole text at the first read: an instance of
 	 * millions of watches costs seconds (480 000: 38 MB in 0.7 s), which
 	 * the program chose, so it is charged to the run; one that cannot be
@@ -1937,65 +1923,6 @@ int cr_budget_on_opened(struct cr_run *run, int fd)
 	rc = pipe_follow(b, fd, &st);
 	if (!rc)
 		b->pipe_seq++;
-	return rc;
-}
-
-/* Does a task of the run sit in a call that can hold an epoll instance
- * without a descriptor (epoll_wait, poll, select and their siblings), or
- * is it running (it could be entering one)? /proc/TID/syscall says; a
- * task that cannot be read counts as yes. */
-static bool run_waits(void *arg)
-{
-	static const long holds[] = { SYS_epoll_wait, SYS_epoll_pwait,
-				      SYS_epoll_pwait2, SYS_poll, SYS_ppoll,
-				      SYS_select, SYS_pselect6 };
-	struct cr_run *run = arg;
-
-	for (size_t i = 0; i < run->tasks.cap; i++) {
-		const struct cr_task *t = &run->tasks.slots[i];
-		char path[48], buf[64];
-		long nr;
-
-		if (!t->tid)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)t->tid);
-		if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-			return true;
-		if (sscanf(buf, "%ld", &nr) != 1)
-			return true;	/* "running" */
-		for (size_t k = 0; k < sizeof(holds) / sizeof(holds[0]); k++)
-			if (nr == holds[k])
-				return true;
-	}
-	return false;
-}
-
-/* The watches of the run's epoll instances that no table showed
- * (epollmem.c); an instance that cannot be read is charged the bound. */
-static uint64_t hidden_epolls(struct cr_run *run)
-{
-	struct cr_budgets *b = run->budgets;
-	uint64_t hidden = 0;
-	int rc = cr_epollmem_finish(b->epollmem, b->epoll_max, run_waits, run,
-				    &hidden);
-
-	if (rc < 0 && !cr_budget_fds_short(run, -rc, "read the run's epoll instances") &&
-	    !run->ending)
-		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
-			   "cannot read the run's epoll instances for the budgets: %s",
-			   strerror(-rc));
-	return hidden;
-}
-
-int cr_budget_on_epoll(struct cr_run *run, int fd)
-{
-	int rc;
-
-	if (!run->budgets)
-		return 0;
-	rc = cr_epollmem_made(run->budgets->epollmem, fd);
-	if (rc == -EMFILE)	/* held ones may go at the next scan */
-		cr_budget_rescan_soon(run);
 	return rc;
 }
 
@@ -2265,7 +2192,6 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 		b->nsock = 0;
 		b->fs_files = 0;
 		b->fs_epoll = 0;
-		cr_epollmem_scan_start(b->epollmem);
 		b->pipe_seq_scan = b->pipe_seq;
 		if (b->fs_seen)
 			memset(b->fs_seen, 0,
@@ -2340,8 +2266,7 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 	}
 	b->deleted = fdscan_finish(run);
 	b->filebytes = b->fs_files;
-	b->epollbytes = (b->fs_epoll + hidden_epolls(run)) *
-			CR_BUDGET_EPOLL_WATCH;
+	b->epollbytes = b->fs_epoll * CR_BUDGET_EPOLL_WATCH;
 	b->al_scan += b->al_snap;
 	b->al_pend -= b->al_snap;
 	b->al_snap = 0;
@@ -2793,8 +2718,7 @@ int cr_budget_setup(struct cr_run *run)
 	b->timerfd = -1;
 	b->pipe_weak = -1;
 	b->sockmem = cr_sockmem_new();
-	b->epollmem = cr_epollmem_new();
-	if (!b->sockmem || !b->epollmem)
+	if (!b->sockmem)
 		return -ENOMEM;
 	b->page = sysconf(_SC_PAGESIZE);
 	b->schedstat = access("/proc/self/schedstat", R_OK) == 0;
@@ -2898,7 +2822,6 @@ static void cr_budget_free(struct cr_run *run)
 		close(b->zombies[i].fd);
 	free(b->zombies);
 	cr_sockmem_free(b->sockmem);
-	cr_epollmem_free(b->epollmem);
 	free(b->sockinos);
 	for (size_t i = 0; i < b->nroots; i++)
 		free(b->roots[i]);

@@ -122,28 +122,6 @@ struct cr_budgets;
  * that a send carrying one more fails with ETOOMANYREFS, the kernel's
  * answer for too many descriptors in flight. */
 #define CR_SOCKMEM_SENT_MAX 65536
-/* epollmem.c: watches of the run's epoll instances, hidden ones too. */
-struct cr_epollmem;
-struct cr_epollmem *cr_epollmem_new(void);
-void cr_epollmem_free(struct cr_epollmem *e);
-/* fd: an instance just made for the run: marked and held. 0 or -errno
- * (-EMFILE: as many held as corral may). */
-int cr_epollmem_made(struct cr_epollmem *e, int fd);
-void cr_epollmem_scan_start(struct cr_epollmem *e);
-/* The fdinfo of entry name of fd directory dir (an instance in a task's
- * table): its watches (corral's marker not counted), the instance noted
- * as seen, and held again through take(arg) (a copy of that fd, or
- * -errno) if it was let go; -ENOENT when it cannot be opened,
- * -EMFILE/-ENFILE when we are out of descriptors, another -errno when it
- * cannot be read whole. */
-int64_t cr_epollmem_read(struct cr_epollmem *e, int dir, const char *name,
-			 int (*take)(void *arg), void *arg);
-/* At the end of a complete scan: the watches of the instances no table
- * showed, each at most max, into *hidden, where waits(arg) says a task
- * sits in a call that could hold one; the rest are let go. 0 or -errno
- * (an instance unreadable: charged max). */
-int cr_epollmem_finish(struct cr_epollmem *e, uint64_t max,
-		       bool (*waits)(void *arg), void *arg, uint64_t *hidden);
 struct cr_sockmem;
 struct cr_sockmem *cr_sockmem_new(void);
 void cr_sockmem_free(struct cr_sockmem *s);
@@ -296,10 +274,6 @@ int cr_budget_on_pipe(struct cr_run *run, const int ends[2]);
  * alive as the pipe's own ends do, so it is followed the same way. 0, or
  * -errno: then fd must not reach the run. */
 int cr_budget_on_opened(struct cr_run *run, int fd);
-/* The supervisor made an epoll instance for the run (handlers/epoll.c):
- * marked and held (epollmem.c). 0, or -errno: then fd must not reach
- * the run. */
-int cr_budget_on_epoll(struct cr_run *run, int fd);
 /* Filesystems of pipes and FIFOs one run's follows may span. */
 #define CR_BUDGET_PIPE_DEVS 64
 /* The program asks for an internet socket: its kind's queues are measured

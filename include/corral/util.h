@@ -68,8 +68,9 @@ size_t cr_nofile_share(size_t max);
  * NUL, to fn; a line cut by the 16 KiB buffer's end is carried over whole
  * (for /proc texts of short lines). 0, or -errno: -EMFILE or -ENFILE when
  * it cannot be opened for want of descriptors, -ENOENT when it cannot be
- * opened otherwise (a descriptor closed, a task exiting), another -errno
- * when it could not be read whole. */
+ * opened otherwise (a descriptor closed, a task exiting) or when the read
+ * finds it closed meanwhile, another -errno when it could not be read
+ * whole. */
 int cr_lines_at(int dirfd, const char *path,
 		void (*fn)(void *arg, char *line), void *arg);
 /* Write all n bytes to fd, retrying short writes and EINTR: 0, or -errno
