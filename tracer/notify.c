@@ -139,6 +139,7 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
 	 * fs/fifo.c): the kernel's own choice stands. */
 	if (t && t->restart_native) {
 		t->restart_native = false;
+		run->restarts -= run->restarts > 0;
 		return;
 	}
 	if (!run->filter ||
@@ -158,8 +159,23 @@ void cr_notif_restart_native(struct cr_run *run, pid_t tid)
 {
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
 
-	if (t)
+	if (t && !t->restart_native) {
 		t->restart_native = true;
+		run->restarts++;
+	}
+}
+
+/* A task answered ERESTARTSYS on purpose whose next event is a call, not
+ * a signal stop, took no signal (another thread of its process did): the
+ * kernel restarted the call, and the mark must not reach a later stop. */
+static void restart_settled(struct cr_run *run, pid_t tid)
+{
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+
+	if (t && t->restart_native) {
+		t->restart_native = false;
+		run->restarts--;
+	}
 }
 
 bool cr_notif_valid(const struct cr_run *run, uint64_t id)
@@ -235,6 +251,8 @@ void cr_notify_handle(struct cr_run *run)
 	/* A umask call answered earlier has run by now (tasks.c). */
 	if (run->tasks.umask_moving)
 		cr_tasks_umask_settled(&run->tasks, (pid_t)n->pid);
+	if (run->restarts)
+		restart_settled(run, (pid_t)n->pid);
 	if (run->ending) {
 		/* Cleanup has begun: answer nothing new with success. */
 		v = (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };

@@ -235,7 +235,7 @@ uint64_t cr_tasks_start_time(pid_t tid)
 	return start;
 }
 
-bool cr_tasks_would_take_signal(pid_t tid)
+bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
 {
 	char path[48], buf[4096];
 	unsigned long long pnd = 0, shd = 0, blk = 0;
@@ -253,7 +253,19 @@ bool cr_tasks_would_take_signal(pid_t tid)
 		shd = strtoull(p + 8, NULL, 16);
 	if ((p = strstr(buf, "\nSigBlk:")))
 		blk = strtoull(p + 8, NULL, 16);
-	return ((pnd | (threads == 1 ? shd : 0)) & ~blk) != 0;
+	if (threads == 1)
+		return ((pnd | shd) & ~blk) != 0;
+	/* Several threads: the kernel gives a process's signal to any
+	 * thread that does not block it, at once if one runs or sleeps
+	 * interruptibly. One still pending a tick later has found no
+	 * other taker, so this one would have had it (when two waiting
+	 * here both qualify, the one that does not get it restarts its
+	 * call, as the kernel's ERESTARTSYS without a signal does). */
+	shd &= ~blk;
+	bool take = (pnd & ~blk) || (shd & *held);
+
+	*held = shd;
+	return take;
 }
 
 /* A number recently ours answers as a task of the run that has gone

@@ -329,6 +329,8 @@ struct cr_run {
 
 	/* counters */
 	uint64_t notifications;
+	unsigned restarts;	/* tasks with restart_native set (an upper
+				 * bound: one may have gone since) */
 	uint64_t killed;
 	uint64_t leftover;
 	bool killing;
@@ -464,12 +466,15 @@ void cr_task_kill(struct cr_run *run, struct cr_task *t);
 /* The thread group of a task of the run, or 0 when tid is not one. */
 pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid);
 /* Would tid take a signal now (/proc/TID/status): one pending for it, or
- * for its process when it is the only thread, and not blocked. A call
+ * for its process when it is the only thread, and not blocked; for a
+ * process of several threads, its signal when it was already pending at
+ * the last check (*held: the caller's memory of it per wait, 0 at
+ * first), i.e. no other thread took it. A call
  * corral performs and keeps waiting (a FIFO open, a deferred accept,
  * receive or send) is then answered CR_ERESTARTSYS, as the kernel's own
  * interrupted wait is: a traced task waiting in a notification after
  * corral received it takes no signal, fatal ones included, until then. */
-bool cr_tasks_would_take_signal(pid_t tid);
+bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held);
 /* A copy of fd `fd` of the thread tid, from the fd table that thread
  * uses (its own when it was made without CLONE_FILES): the new fd, or
  * -errno (-EBADF: no such fd there; -EPERM: that table is out of reach

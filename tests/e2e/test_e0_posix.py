@@ -680,3 +680,59 @@ def posix_signals_interrupt_a_waiting_accept(t):
     _side_by_side(t, ACCEPT_SIGNALS,
                   ["terminated -15 True", "interrupted by the handler",
                    "restarted and accepted 1"])
+
+
+THREADED_WAIT_SIGNALS = r"""
+import os, signal, socket, subprocess, sys, threading, time
+os.mkfifo('ff')
+# A process of two threads whose second blocks every signal: a signal
+# sent to the process can only go to the main thread, which waits in a
+# FIFO open or an accept corral performs.
+CHILD = '''
+import os, signal, socket, sys, threading, time
+ev = threading.Event()
+def other():
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    ev.set(); time.sleep(30)
+threading.Thread(target=other, daemon=True).start()
+ev.wait()
+class Hit(Exception): pass
+def h(*a): raise Hit()
+if sys.argv[2] == "handler":
+    signal.signal(signal.SIGUSR1, h)
+print("up", flush=True)
+try:
+    if sys.argv[1] == "fifo":
+        os.open("ff", os.O_WRONLY)
+    else:
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); s.accept()
+    print("returned?")
+except Hit:
+    print("handled", flush=True); sys.exit(7)
+'''
+for what in ("fifo", "accept"):
+    for how in ("term", "handler"):
+        p = subprocess.Popen([sys.executable, "-c", CHILD, what, how],
+                             stdout=subprocess.PIPE, text=True)
+        p.stdout.readline()
+        time.sleep(0.3)
+        t0 = time.time()
+        p.send_signal(signal.SIGTERM if how == "term" else signal.SIGUSR1)
+        try:
+            rc = p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill(); p.wait(); rc = "hung"
+        print(what, how, rc, p.stdout.read().strip(), time.time() - t0 < 5)
+"""
+
+
+@test
+def posix_signals_reach_a_waiting_thread_of_several(t):
+    """A process's signal goes to whichever thread takes it; when the only
+    thread that could is waiting in a FIFO open or an accept corral
+    performs, the signal must still reach it (it waited for the wall
+    limit before: only a process of one thread had its process-wide
+    signals looked at)."""
+    _side_by_side(t, THREADED_WAIT_SIGNALS,
+                  ["fifo term -15  True", "fifo handler 7 handled True",
+                   "accept term -15  True", "accept handler 7 handled True"])

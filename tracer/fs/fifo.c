@@ -24,6 +24,8 @@ struct fifo_job {
 	uint64_t id;
 	pid_t tid;		/* the caller */
 	bool answered;		/* interrupted: the caller was answered */
+	uint64_t held;		/* its process's signals pending at the
+				 * last check (cr_tasks_would_take_signal) */
 	int dirfd;		/* owned */
 	char name[NAME_MAX + 1];
 	int flags;
@@ -167,7 +169,7 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 		/* EAGAIN: a tick already read */
 	}
 	for (struct fifo_job *j = f->jobs; j; j = j->next) {
-		if (!j->answered && !run->ending && cr_tasks_would_take_signal(j->tid)) {
+		if (!j->answered && !run->ending && cr_tasks_would_take_signal(j->tid, &j->held)) {
 			cr_notif_reply(run, j->id, CR_V_ERR(CR_ERESTARTSYS));
 			cr_notif_restart_native(run, j->tid);
 			j->answered = true;

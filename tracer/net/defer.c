@@ -19,6 +19,7 @@ struct cr_net_deferred {
 	struct cr_net_deferred *next;
 	uint64_t id;		/* the notification still waiting */
 	pid_t tid;
+	uint64_t held;		/* cr_tasks_would_take_signal's memory */
 	struct cr_net_msg m;
 	struct cr_watch *w;
 };
@@ -188,6 +189,7 @@ struct cr_net_wait {
 	struct cr_net_wait *next;
 	uint64_t id;
 	pid_t tid;
+	uint64_t held;		/* cr_tasks_would_take_signal's memory */
 	int dup;		/* owned */
 	cr_net_wait_fn fn;
 	void *arg;		/* owned */
@@ -321,14 +323,14 @@ static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
 	}
 	for (struct cr_net_wait *w = ns->waits, *next; w; w = next) {
 		next = w->next;
-		if (!run->ending && cr_tasks_would_take_signal(w->tid)) {
+		if (!run->ending && cr_tasks_would_take_signal(w->tid, &w->held)) {
 			interrupted(run, w->id, w->tid);
 			wait_drop(run, w);
 		}
 	}
 	for (struct cr_net_deferred *d = ns->deferred, *next; d; d = next) {
 		next = d->next;
-		if (!run->ending && cr_tasks_would_take_signal(d->tid)) {
+		if (!run->ending && cr_tasks_would_take_signal(d->tid, &d->held)) {
 			interrupted(run, d->id, d->tid);
 			drop(run, d);
 		}
