@@ -567,6 +567,54 @@ def posix_open_ignores_undefined_flag_bits_as_the_kernel(t):
                   ["0x10 True opened 1", "openat2 0x10 False 22"])
 
 
+OPEN_FLAG_REFUSALS = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+os.mkdir("d"); open("f", "w").close()
+T = 0o20000000          # the kernel's __O_TMPFILE bit alone
+D, C, X, P = os.O_DIRECTORY, os.O_CREAT, os.O_EXCL, os.O_PATH
+cases = [("creat|dir", C | D), ("creat|dir|excl", C | D | X),
+         ("tmpfile rdonly", T | D), ("tmpfile no dir", T | os.O_WRONLY),
+         ("tmpfile|creat", T | D | C | os.O_WRONLY), ("path|creat", P | C),
+         ("path|wronly|trunc", P | os.O_WRONLY | os.O_TRUNC)]
+def err(r):
+    if r >= 0:
+        os.close(r); return "ok"
+    return os.strerror(ctypes.get_errno())
+for name in ("d", "f", "new", "no/x", "."):
+    for what, fl in cases:
+        r = libc.syscall(257, -100, name.encode(), fl, 0o600)
+        print(name, what, err(r))
+        if r >= 0 and name == "new":
+            os.unlink("new")
+# openat2 refuses what open drops, and a bad mode or scope
+class How(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
+                ("resolve", ctypes.c_uint64)]
+for what, h in (("path|rdwr", How(P | os.O_RDWR, 0, 0)),
+                ("mode without creat", How(os.O_RDONLY, 0o600, 0)),
+                ("mode with type bits", How(C | os.O_WRONLY, 0o100600, 0)),
+                ("beneath|in_root", How(os.O_RDONLY, 0, 0x08 | 0x10)),
+                ("creat|dir", How(C | D, 0o600, 0))):
+    print("openat2", what, err(libc.syscall(437, -100, b"f", ctypes.byref(h),
+                                           ctypes.sizeof(h))))
+"""
+
+
+@test
+def posix_open_refuses_flag_mixtures_as_the_kernel(t):
+    """The kernel refuses some flag mixtures before it looks at the path
+    (O_CREAT|O_DIRECTORY, O_TMPFILE read-only or without O_DIRECTORY; for
+    openat2 also O_PATH with others, a mode it cannot use, both scopes):
+    EINVAL whatever the name, where corral answered from the path
+    (ENOTDIR, EEXIST, ENOENT)."""
+    _side_by_side(t, OPEN_FLAG_REFUSALS,
+                  ["f creat|dir Invalid argument",
+                   "new tmpfile rdonly Invalid argument",
+                   "d path|creat ok", "openat2 path|rdwr Invalid argument",
+                   "openat2 beneath|in_root Invalid argument"])
+
+
 @test
 def posix_mount_table_reads_through_etc_mtab(t):
     """glibc's default mount table is /etc/mtab, a link to

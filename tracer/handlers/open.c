@@ -179,6 +179,12 @@ static int tmp_to_workspace(struct cr_run *run, const struct seccomp_notif *n,
 	return 0;
 }
 
+/* The kernel's own __O_TMPFILE (glibc's name includes O_DIRECTORY). */
+#define CR_O_TMPFILE_BIT 020000000
+/* What O_PATH keeps (O_PATH_FLAGS): open and openat drop the rest,
+ * openat2 refuses it. */
+#define CR_O_PATH_FLAGS (O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC)
+
 static struct cr_verdict do_open(struct cr_run *run,
 				 const struct seccomp_notif *n, const char *sys,
 				 int diri, int pathi, int flags, mode_t mode,
@@ -195,6 +201,13 @@ static struct cr_verdict do_open(struct cr_run *run,
 	if (run)
 		return CR_V_CONT;
 #endif
+	/* The kernel's refusals of flags alone (build_open_flags), before
+	 * any path is looked at: O_CREAT with O_DIRECTORY (6.4+), and
+	 * O_TMPFILE's bit without O_DIRECTORY or without write access. */
+	if ((flags & (O_CREAT | O_DIRECTORY)) == (O_CREAT | O_DIRECTORY) ||
+	    ((flags & CR_O_TMPFILE_BIT) &&
+	     (!(flags & O_DIRECTORY) || (flags & O_ACCMODE) == O_RDONLY)))
+		return CR_V_ERR(EINVAL);
 	/* Access mode 3 (neither read nor write: ioctls only) needs read
 	 * and write permission, and its fd counts in neither of the
 	 * inode's reader and writer counts: the held-files ledger, which
@@ -374,19 +387,25 @@ out:
 	00100000 | O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | \
 	O_SYNC | O_PATH | __O_TMPFILE)
 
+/* open's and openat's flags as the kernel takes them (build_open_how). */
+static int legacy_flags(uint64_t arg)
+{
+	int flags = (int)arg & CR_VALID_OPEN_FLAGS;
+
+	return flags & O_PATH ? flags & CR_O_PATH_FLAGS : flags;
+}
+
 struct cr_verdict cr_h_open(struct cr_run *run, const struct cr_syscall_entry *e,
 			    const struct seccomp_notif *n)
 {
-	return do_open(run, n, e->name, -1, 0,
-		       (int)n->data.args[1] & CR_VALID_OPEN_FLAGS,
+	return do_open(run, n, e->name, -1, 0, legacy_flags(n->data.args[1]),
 		       (mode_t)n->data.args[2], 0);
 }
 
 struct cr_verdict cr_h_openat(struct cr_run *run, const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n)
 {
-	return do_open(run, n, e->name, 0, 1,
-		       (int)n->data.args[2] & CR_VALID_OPEN_FLAGS,
+	return do_open(run, n, e->name, 0, 1, legacy_flags(n->data.args[2]),
 		       (mode_t)n->data.args[3], 0);
 }
 
@@ -430,7 +449,12 @@ struct cr_verdict cr_h_openat2(struct cr_run *run, const struct cr_syscall_entry
 		return CR_V_ERR(EINVAL);
 	if (how.resolve & RESOLVE_CACHED)
 		return CR_V_ERR(EAGAIN);	/* "retry without": allowed by the ABI */
-	if (how.mode && !(how.flags & (O_CREAT | __O_TMPFILE)))
+	if ((how.resolve & RESOLVE_BENEATH) && (how.resolve & RESOLVE_IN_ROOT))
+		return CR_V_ERR(EINVAL);	/* scopes exclude each other */
+	if (how.flags & (O_CREAT | CR_O_TMPFILE_BIT) ?
+	    how.mode & ~(uint64_t)07777 : how.mode != 0)
+		return CR_V_ERR(EINVAL);
+	if ((how.flags & O_PATH) && (how.flags & ~(uint64_t)CR_O_PATH_FLAGS))
 		return CR_V_ERR(EINVAL);
 	if (how.resolve & RESOLVE_NO_SYMLINKS)
 		res |= CR_RES_NO_SYMLINKS;
