@@ -1516,13 +1516,17 @@ void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
 		cr_sockmem_kind(run->budgets->sockmem, domain, type, proto);
 }
 
-void cr_budget_on_socket_used(struct cr_run *run, uint64_t ino)
+int cr_budget_on_socket_used(struct cr_run *run, uint64_t ino)
 {
-	/* Full: the next scan prunes the gone; one not followed meanwhile
-	 * still counts through any table that holds it. */
-	if (run->budgets && ino &&
-	    cr_sockmem_follow(run->budgets->sockmem, ino) < 0)
-		cr_budget_rescan_soon(run);
+	if (!run->budgets || run->budgets->sock_unmeasurable || !ino)
+		return 0;	/* nothing would read it: not followed */
+	if (cr_sockmem_follow(run->budgets->sockmem, ino) == 0)
+		return 0;
+	/* Full (or no memory): the next scan prunes the gone; until then
+	 * the call is refused as the kernel refuses one it has no buffer
+	 * for, as a new pair is (cr_budget_on_socket_pair). */
+	cr_budget_rescan_soon(run);
+	return -ENOBUFS;
 }
 
 bool cr_budget_sockets_measured(const struct cr_run *run)

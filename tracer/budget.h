@@ -283,8 +283,10 @@ void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
 /* A socket of the run bound, connected, listening or accepted, internet
  * or unix (its inode): followed until no listing shows it
  * (cr_sockmem_follow), so a blocked call holding it after its last
- * descriptor went does not hide its queues. */
-void cr_budget_on_socket_used(struct cr_run *run, uint64_t ino);
+ * descriptor went does not hide its queues. 0, or -ENOBUFS when the list
+ * is full of live sockets (then the call must not be made: a socket no
+ * list follows could hide its queues at once). */
+int cr_budget_on_socket_used(struct cr_run *run, uint64_t ino);
 /* A unix socket pair the supervisor made for the run (handlers/socket.c):
  * both ends followed the same way. 1 when followed, 0 when nothing
  * measures sockets (no budgets, no sock_diag), or -errno (ENOBUFS: no

@@ -532,9 +532,14 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 		{
 			struct stat st;
 
-			/* Unix ones too: see addr_call_open (net.c). */
-			if (fstat(fd, &st) == 0)
-				cr_budget_on_socket_used(run, st.st_ino);
+			/* Unix ones too: see addr_call_open (net.c). One
+			 * that cannot be followed is not given (ENOBUFS:
+			 * the kernel's answer when it has no buffer). */
+			if (fstat(fd, &st) < 0 ||
+			    cr_budget_on_socket_used(run, st.st_ino) < 0) {
+				close(fd);
+				return v_err(ENOBUFS);
+			}
 		}
 		if (aa->abstract && !unix_peer_ok(run, tid, dup, fd)) {
 			close(fd);

@@ -583,9 +583,12 @@ static int addr_call_open(struct cr_run *run, const struct seccomp_notif *n,
 	/* Bound or connected, it can hold queues: followed (sockmem.c),
 	 * unix ones too (a blocked poll() keeps a stream connection and
 	 * what waits in it after its descriptors are closed). */
-	if (s->domain == AF_INET || s->domain == AF_INET6 ||
-	    s->domain == AF_UNIX)
-		cr_budget_on_socket_used(run, s->ino);
+	if ((s->domain == AF_INET || s->domain == AF_INET6 ||
+	     s->domain == AF_UNIX) &&
+	    (rc = cr_budget_on_socket_used(run, s->ino)) < 0) {
+		cr_sock_close(s);
+		return rc;
+	}
 	return 0;
 }
 
@@ -921,14 +924,18 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 	if (rc)
 		return v_err(-rc);
 	memset(&l, 0, sizeof(l));
+	if ((s.domain == AF_INET || s.domain == AF_INET6 ||
+	     s.domain == AF_UNIX) &&
+	    (rc = cr_budget_on_socket_used(run, s.ino)) < 0) {
+		cr_sock_close(&s);
+		return v_err(-rc);
+	}
 	switch (s.domain) {
 	case AF_INET:
 	case AF_INET6:
-		cr_budget_on_socket_used(run, s.ino);
 		v = cr_net_listen_inet(run, n, e, &s, (int)n->data.args[1]);
 		break;
 	case AF_UNIX:
-		cr_budget_on_socket_used(run, s.ino);
 		if (getsockname(s.dup, &l.sa, &ll) < 0) {
 			v = v_err(errno);
 			break;
