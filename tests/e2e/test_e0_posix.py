@@ -595,7 +595,8 @@ for what, h in (("path|rdwr", How(P | os.O_RDWR, 0, 0)),
                 ("mode without creat", How(os.O_RDONLY, 0o600, 0)),
                 ("mode with type bits", How(C | os.O_WRONLY, 0o100600, 0)),
                 ("beneath|in_root", How(os.O_RDONLY, 0, 0x08 | 0x10)),
-                ("creat|dir", How(C | D, 0o600, 0))):
+                ("creat|dir", How(C | D, 0o600, 0)),
+                ("cached, bad mode", How(os.O_RDONLY, 0o600, 0x20))):
     print("openat2", what, err(libc.syscall(437, -100, b"f", ctypes.byref(h),
                                            ctypes.sizeof(h))))
 """

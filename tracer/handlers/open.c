@@ -185,6 +185,16 @@ static int tmp_to_workspace(struct cr_run *run, const struct seccomp_notif *n,
  * openat2 refuses it. */
 #define CR_O_PATH_FLAGS (O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC)
 
+/* The kernel's refusals of flags alone (build_open_flags), before any
+ * path is looked at: O_CREAT with O_DIRECTORY (6.4+), and O_TMPFILE's
+ * bit without O_DIRECTORY or without write access. */
+static bool flags_possible(uint64_t flags)
+{
+	return (flags & (O_CREAT | O_DIRECTORY)) != (O_CREAT | O_DIRECTORY) &&
+	       (!(flags & CR_O_TMPFILE_BIT) ||
+		((flags & O_DIRECTORY) && (flags & O_ACCMODE) != O_RDONLY));
+}
+
 static struct cr_verdict do_open(struct cr_run *run,
 				 const struct seccomp_notif *n, const char *sys,
 				 int diri, int pathi, int flags, mode_t mode,
@@ -201,12 +211,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 	if (run)
 		return CR_V_CONT;
 #endif
-	/* The kernel's refusals of flags alone (build_open_flags), before
-	 * any path is looked at: O_CREAT with O_DIRECTORY (6.4+), and
-	 * O_TMPFILE's bit without O_DIRECTORY or without write access. */
-	if ((flags & (O_CREAT | O_DIRECTORY)) == (O_CREAT | O_DIRECTORY) ||
-	    ((flags & CR_O_TMPFILE_BIT) &&
-	     (!(flags & O_DIRECTORY) || (flags & O_ACCMODE) == O_RDONLY)))
+	if (!flags_possible(flags))
 		return CR_V_ERR(EINVAL);
 	/* Access mode 3 (neither read nor write: ioctls only) needs read
 	 * and write permission, and its fd counts in neither of the
@@ -447,15 +452,16 @@ struct cr_verdict cr_h_openat2(struct cr_run *run, const struct cr_syscall_entry
 		RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH |
 		RESOLVE_IN_ROOT | RESOLVE_CACHED))
 		return CR_V_ERR(EINVAL);
-	if (how.resolve & RESOLVE_CACHED)
-		return CR_V_ERR(EAGAIN);	/* "retry without": allowed by the ABI */
 	if ((how.resolve & RESOLVE_BENEATH) && (how.resolve & RESOLVE_IN_ROOT))
 		return CR_V_ERR(EINVAL);	/* scopes exclude each other */
 	if (how.flags & (O_CREAT | CR_O_TMPFILE_BIT) ?
 	    how.mode & ~(uint64_t)07777 : how.mode != 0)
 		return CR_V_ERR(EINVAL);
-	if ((how.flags & O_PATH) && (how.flags & ~(uint64_t)CR_O_PATH_FLAGS))
+	if (!flags_possible(how.flags) ||
+	    ((how.flags & O_PATH) && (how.flags & ~(uint64_t)CR_O_PATH_FLAGS)))
 		return CR_V_ERR(EINVAL);
+	if (how.resolve & RESOLVE_CACHED)
+		return CR_V_ERR(EAGAIN);	/* "retry without": allowed by the ABI */
 	if (how.resolve & RESOLVE_NO_SYMLINKS)
 		res |= CR_RES_NO_SYMLINKS;
 	if (how.resolve & RESOLVE_NO_MAGICLINKS)
