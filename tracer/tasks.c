@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "tracer.h"
+#include "fs/fs.h"
 #include "handlers/handlers.h"
 #include <limits.h>
 #include "budget.h"
@@ -266,6 +267,11 @@ bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
 
 	*held = shd;
 	return take;
+}
+
+long cr_signal_check_period(long base_ms, size_t waiting)
+{
+	return base_ms * (1 + (long)(waiting / 64));
 }
 
 /* A number recently ours answers as a task of the run that has gone
@@ -674,6 +680,7 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 	}
 	if (t)
 		cr_budget_on_gone(run, t);
+	cr_fs_fifo_on_gone(run, tid);
 	cr_tasks_remove(&run->tasks, tid);
 }
 

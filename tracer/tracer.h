@@ -475,6 +475,10 @@ pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid);
  * interrupted wait is: a traced task waiting in a notification after
  * corral received it takes no signal, fatal ones included, until then. */
 bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held);
+/* How often (ms) waiting callers are asked that: base_ms, longer with
+ * many waiting (each asking is a read of /proc: 1000 waiting callers
+ * every 50 ms kept the supervisor half a core busy). */
+long cr_signal_check_period(long base_ms, size_t waiting);
 /* A copy of fd `fd` of the thread tid, from the fd table that thread
  * uses (its own when it was made without CLONE_FILES): the new fd, or
  * -errno (-EBADF: no such fd there; -EPERM: that table is out of reach

@@ -8,6 +8,7 @@ change it guards, and checks that the refusals are still recorded.
 import json
 import os
 import subprocess
+import time
 
 from harness import eq, true, contains, not_contains, test, metadata_fast
 from test_d0_fs_attacks import FsFix, denials
@@ -785,3 +786,84 @@ def posix_signals_reach_a_waiting_thread_of_several(t):
     _side_by_side(t, THREADED_WAIT_SIGNALS,
                   ["fifo term -15  True", "fifo handler 7 handled True",
                    "accept term -15  True", "accept handler 7 handled True"])
+
+
+FIFO_WAITERS = r"""
+import errno, os, signal, sys, threading, time
+os.mkfifo("k"); os.mkfifo("m")
+# 1: openers killed while they wait leave no reader behind
+for i in range(70):
+    pid = os.fork()
+    if pid == 0:
+        os.open("k", os.O_RDONLY)
+        os._exit(0)
+    time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+try:
+    os.open("k", os.O_WRONLY | os.O_NONBLOCK)
+    print("a reader is left")
+except OSError as e:
+    print("no reader left", errno.errorcode[e.errno])
+# 2: 300 readers (threads) wait at once, then one writer comes
+got = []
+def reader():
+    fd = os.open("m", os.O_RDONLY)
+    got.append(os.read(fd, 1))
+    os.close(fd)
+ths = [threading.Thread(target=reader) for _ in range(300)]
+for th in ths:
+    th.start()
+time.sleep(1.5)
+w = os.open("m", os.O_WRONLY)
+os.write(w, b"x" * 300)
+for th in ths:
+    th.join()
+os.close(w)
+print("readers", got.count(b"x"))
+"""
+
+
+@test
+def posix_fifo_opens_wait_as_natively_in_numbers(t):
+    """Blocking FIFO opens are made by corral on worker threads: an opener
+    killed while it waited kept its worker, an open end of the FIFO (a
+    later non-blocking writer found a reader) and its slot; past 64 at
+    once an open answered EAGAIN, which a blocking open never gives
+    (found by a probing session). Killed openers now let go at once, a
+    writer opens at once where a reader waits, and waits past the
+    workers queue."""
+    _side_by_side(t, FIFO_WAITERS, ["no reader left ENXIO", "readers 300"])
+
+
+FIFO_UNOPENABLE = r"""
+import os, time
+os.mkfifo("c")
+if os.fork() == 0:
+    os.open("c", os.O_RDONLY)   # waits for a writer that never comes
+    os._exit(0)
+time.sleep(0.3)
+os.chmod("c", 0)
+print("chmod done", flush=True)
+"""
+
+
+@test
+def posix_fifo_open_left_waiting_ends_with_the_run(t):
+    """A FIFO open still waiting when the program ends is let go at
+    cleanup. corral released its worker by opening the FIFO itself, which
+    a program that made the FIFO unopenable (chmod 0) defeated: the run
+    hung to wall + 60 s and ended with no result at all (found by a
+    probing session)."""
+    fx = FsFix(t)
+    path = os.path.join(fx.ws, "unopenable.py")
+    with open(path, "w") as f:
+        f.write(FIFO_UNOPENABLE)
+    os.chmod(path, 0o644)
+    t0 = time.monotonic()
+    run = fx.run(["python3", "unopenable.py"], ["--limit", "wall=20s"],
+                 timeout=60)
+    r = fx.result(run, statuses=("ok",))
+    eq(r.get("stdout"), "chmod done\n", "stdout")
+    true(time.monotonic() - t0 < 15, "ended with the program, not at wall")
+    fx.check()

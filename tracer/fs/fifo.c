@@ -8,14 +8,19 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
-#include <sys/syscall.h>
-#include <linux/openat2.h>
+#include <time.h>
 
 #include "fsops.h"
 #include "../budget.h"
 
-#define CR_MAX_FIFO_JOBS 64
+/* Opens waiting on a worker thread of their own at once; past that they
+ * queue (no thread yet) and start as workers end, up to the last bound
+ * (EAGAIN beyond: a blocking FIFO open natively never gives it). */
+#define CR_FIFO_WORKERS 256
+#define CR_FIFO_QUEUED 4096
+#define CR_FIFO_STACK (256 * 1024)
 
 /* A job is owned by the list in struct cr_fsfifo; the worker thread only
  * touches its own job's fields and the completion pipe. It never calls
@@ -23,14 +28,14 @@
 struct fifo_job {
 	uint64_t id;
 	pid_t tid;		/* the caller */
-	bool answered;		/* interrupted: the caller was answered */
+	bool answered;		/* interrupted or gone: nothing to give */
+	bool started;		/* its worker runs (else: queued) */
 	uint64_t held;		/* its process's signals pending at the
 				 * last check (cr_tasks_would_take_signal) */
-	int dirfd;		/* owned */
-	char name[NAME_MAX + 1];
 	int flags;
-	int opath;		/* owned: the FIFO itself, to unblock it */
+	int opath;		/* owned: the FIFO itself, checked */
 	int result;		/* fd (owned) or -errno */
+	int done;		/* the worker's open returned (atomic) */
 	int done_fd;		/* borrowed: completion pipe */
 	pthread_t th;
 	struct fifo_job *next;
@@ -41,9 +46,9 @@ struct cr_fsfifo {
 	struct cr_watch *watch;
 	int tfd;		/* owned: the signal check's timer */
 	struct cr_watch *twatch;
-	bool armed;
+	long armed_ms;		/* the check's period now; 0: off */
 	struct fifo_job *jobs;
-	size_t njobs;
+	size_t njobs, nstarted;
 };
 
 /*
@@ -52,14 +57,15 @@ struct cr_fsfifo {
  * fatal one ends it). Waiting in a notification after corral received it,
  * the caller sleeps killable only, and a traced task's fatal signal is not
  * made a kill: `timeout 3 dd of=FIFO` waited for the run's wall limit.
- * So every CR_FIFO_CHECK_MS the callers are asked (/proc/TID/status) for
+ * So every CR_FIFO_CHECK_MS (longer with many waiting: check_period) the
+ * callers are asked (/proc/TID/status) for
  * a signal they would take now; such a caller is answered ERESTARTSYS, as
  * the kernel's own interrupted open is (the kernel then runs the handler
  * and gives EINTR or restarts the call, or restarts it at once when no
  * handler runs), and its worker's open is interrupted by a signal of
- * corral's own (CR_FIFO_KICK). A signal pending for the whole process is
- * taken only from a process of one thread, where no other thread can take
- * it first.
+ * corral's own (CR_FIFO_KICK). A caller whose notification is no longer
+ * valid (killed while it waited) is let go the same way: its worker would
+ * otherwise hold a slot, and an end of the FIFO no one will use.
  */
 #define CR_FIFO_CHECK_MS 50
 #define CR_FIFO_KICK (SIGRTMIN + 6)	/* +4, +5: tracer/guard.c */
@@ -67,6 +73,27 @@ struct cr_fsfifo {
 static void kick_handler(int sig)
 {
 	(void)sig;	/* only to interrupt a worker's open */
+}
+
+/* The flags the worker opens with: the caller's, less what concerned the
+ * name (already resolved: the FIFO is reopened through its own fd). */
+static int reopen_flags(int flags)
+{
+	return (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_DIRECTORY |
+			  O_TRUNC)) | O_CLOEXEC | O_NOCTTY;
+}
+
+/* The FIFO the check found, opened again through corral's own O_PATH fd
+ * of it (a name another thread renames a new FIFO over meanwhile is not
+ * looked up twice). */
+static int reopen(const struct fifo_job *j, int flags)
+{
+	char p[64];
+	int fd;
+
+	cr_fs_fdpath(j->opath, p, sizeof(p));
+	fd = open(p, reopen_flags(flags));
+	return fd < 0 ? -errno : fd;
 }
 
 static void *worker(void *arg)
@@ -77,14 +104,8 @@ static void *worker(void *arg)
 	sigemptyset(&kick);
 	sigaddset(&kick, CR_FIFO_KICK);
 	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
-	struct open_how how = {
-		.flags = (uint64_t)(unsigned)(j->flags | O_CLOEXEC | O_NOCTTY),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	int fd = (int)syscall(SYS_openat2, j->dirfd, j->name, &how, sizeof(how));
-
-	j->result = fd < 0 ? -errno : fd;
+	j->result = reopen(j, j->flags);
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
 	if (write(j->done_fd, &j, sizeof(j)) != sizeof(j)) {
 		/* the loop drains the job list at cleanup anyway */
 	}
@@ -103,13 +124,79 @@ static void unlink_job(struct cr_fsfifo *f, struct fifo_job *j)
 
 static void job_free(struct fifo_job *j)
 {
-	pthread_join(j->th, NULL);
+	if (j->started)
+		pthread_join(j->th, NULL);
 	if (j->result >= 0)
 		close(j->result);
-	close(j->dirfd);
 	if (j->opath >= 0)
 		close(j->opath);
 	free(j);
+}
+
+/* A thread for j, with a small stack (it makes one call). 0 or -errno. */
+static int start(struct cr_fsfifo *f, struct fifo_job *j)
+{
+	pthread_attr_t a;
+	int rc;
+
+	if (pthread_attr_init(&a))
+		return -ENOMEM;
+	pthread_attr_setstacksize(&a, CR_FIFO_STACK);
+	rc = pthread_create(&j->th, &a, worker, j);
+	pthread_attr_destroy(&a);
+	if (rc)
+		return -rc;
+	j->started = true;
+	f->nstarted++;
+	return 0;
+}
+
+/* Queued jobs, oldest first, take the workers that ended. */
+static void start_queued(struct cr_run *run, struct cr_fsfifo *f)
+{
+	struct fifo_job *last;
+
+	while (f->nstarted < CR_FIFO_WORKERS) {
+		last = NULL;
+		for (struct fifo_job *j = f->jobs; j; j = j->next)
+			if (!j->started && !j->answered)
+				last = j;	/* the list is newest first */
+		if (!last)
+			return;
+		if (start(f, last) < 0) {
+			unlink_job(f, last);
+			cr_notif_reply(run, last->id, CR_V_ERR(EAGAIN));
+			job_free(last);
+		}
+	}
+}
+
+static void arm(struct cr_fsfifo *f)
+{
+	long ms = f->njobs ? cr_signal_check_period(CR_FIFO_CHECK_MS,
+						    f->njobs) : 0;
+	struct itimerspec it = { { 0, 0 }, { 0, 0 } };
+
+	if (f->armed_ms == ms)
+		return;
+	it.it_interval.tv_sec = it.it_value.tv_sec = ms / 1000;
+	it.it_interval.tv_nsec = it.it_value.tv_nsec = ms % 1000 * 1000000L;
+	if (timerfd_settime(f->tfd, 0, &it, NULL) == 0)
+		f->armed_ms = ms;
+}
+
+/* fd (owned: closed here) given as the caller's open, followed as the
+ * pipe's own ends are (budget.c): a FIFO held by a blocked poll() keeps
+ * its buffers. */
+static struct cr_verdict fifo_give(struct cr_run *run, uint64_t id, int fd,
+				   int flags)
+{
+	int rc = cr_budget_on_opened(run, fd);
+	struct cr_verdict v = rc < 0 ? CR_V_ERR(-rc) :
+			      cr_notif_send_fd_id(run, id, fd, flags & O_CLOEXEC);
+
+	close(fd);
+	return v;
 }
 
 static void on_done(struct cr_run *run, uint32_t events, void *arg)
@@ -120,44 +207,29 @@ static void on_done(struct cr_run *run, uint32_t events, void *arg)
 	while (read(f->pipe[0], &j, sizeof(j)) == sizeof(j)) {
 		struct cr_verdict v;
 
-		int rc = 0;
-
 		unlink_job(f, j);
+		f->nstarted--;
 		if (j->answered) {
 			/* interrupted and answered: nothing to give */
 			job_free(j);
 			continue;
 		}
-		/* Followed as the pipe's own ends are (budget.c): a FIFO
-		 * held by a blocked poll() keeps its buffers. */
-		if (j->result >= 0 && !run->ending)
-			rc = cr_budget_on_opened(run, j->result);
-		if (run->ending)
+		if (run->ending) {
 			v = CR_V_ERR(EINTR);
-		else if (rc < 0)
-			v = CR_V_ERR(-rc);
-		else if (j->result >= 0)
-			v = cr_notif_send_fd_id(run, j->id, j->result,
-						j->flags & O_CLOEXEC);
-		else
+		} else if (j->result >= 0) {
+			v = fifo_give(run, j->id, j->result, j->flags);
+			j->result = -EBADF;
+		} else {
 			v = CR_V_ERR(-j->result);
+		}
 		cr_notif_reply(run, j->id, v);
 		job_free(j);
 	}
+	if (!run->ending)
+		start_queued(run, f);
+	arm(f);
 }
 
-static void arm(struct cr_fsfifo *f, bool on)
-{
-	struct itimerspec it = { { 0, 0 }, { 0, 0 } };
-
-	if (f->armed == on)
-		return;
-	if (on)
-		it.it_interval.tv_nsec = it.it_value.tv_nsec =
-			CR_FIFO_CHECK_MS * 1000000L;
-	if (timerfd_settime(f->tfd, 0, &it, NULL) == 0)
-		f->armed = on;
-}
 
 static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 {
@@ -168,19 +240,28 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 	if (read(f->tfd, &n, sizeof(n)) < 0) {
 		/* EAGAIN: a tick already read */
 	}
-	for (struct fifo_job *j = f->jobs; j; j = j->next) {
-		if (!j->answered && !run->ending && cr_tasks_would_take_signal(j->tid, &j->held)) {
+	for (struct fifo_job *j = f->jobs, *next; j; j = next) {
+		next = j->next;
+		if (!j->answered && !run->ending &&
+		    !cr_notif_valid(run, j->id)) {
+			j->answered = true;	/* its caller is gone */
+		} else if (!j->answered && !run->ending &&
+			   cr_tasks_would_take_signal(j->tid, &j->held)) {
 			cr_notif_reply(run, j->id, CR_V_ERR(CR_ERESTARTSYS));
 			cr_notif_restart_native(run, j->tid);
 			j->answered = true;
+		}
+		if (j->answered && !j->started) {
+			unlink_job(f, j);	/* queued: no worker to stop */
+			job_free(j);
+			continue;
 		}
 		/* Until its open returns (a kick before the open began
 		 * is lost: sent again each tick). */
 		if (j->answered)
 			pthread_kill(j->th, CR_FIFO_KICK);
 	}
-	if (!f->jobs)
-		arm(f, false);
+	arm(f);
 }
 
 static struct cr_fsfifo *fifo_state(struct cr_run *run)
@@ -226,8 +307,10 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 {
 	struct cr_fsfifo *f = fifo_state(run);
 	struct fifo_job *j;
+	struct stat st;
+	int fd;
 
-	if (!f || f->njobs >= CR_MAX_FIFO_JOBS)
+	if (!f || f->njobs >= CR_FIFO_QUEUED)
 		return CR_V_ERR(f ? EAGAIN : ENOMEM);
 	j = calloc(1, sizeof(*j));
 	if (!j)
@@ -237,45 +320,115 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 	j->flags = flags;
 	j->result = -EINTR;
 	j->done_fd = f->pipe[1];
-	memcpy(j->name, res->name, sizeof(j->name));
-	j->dirfd = fcntl(res->dirfd, F_DUPFD_CLOEXEC, 3);
 	j->opath = cr_fs_opath(res, false);
-	if (j->dirfd < 0 || j->opath < 0 ||
-	    pthread_create(&j->th, NULL, worker, j)) {
-		if (j->dirfd >= 0)
-			close(j->dirfd);
-		if (j->opath >= 0)
-			close(j->opath);
-		free(j);
+	if (j->opath < 0 || fstat(j->opath, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		/* Not the FIFO the check saw (renamed over meanwhile):
+		 * the call is made again, as the kernel restarts one
+		 * interrupted for nothing, and checked afresh. */
+		job_free(j);
+		return CR_V_ERR(CR_ERESTARTSYS);
+	}
+	/* A writer opens at once when a reader is there (a blocked one
+	 * included), as natively; only a wait takes a worker. */
+	if ((flags & O_ACCMODE) == O_WRONLY) {
+		fd = reopen(j, flags | O_NONBLOCK);
+		if (fd >= 0 && !(flags & O_NONBLOCK) &&
+		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+			close(fd);
+			fd = -EIO;
+		}
+		if (fd != -ENXIO) {
+			job_free(j);
+			return fd < 0 ? CR_V_ERR(-fd) :
+					fifo_give(run, n->id, fd, flags);
+		}
+	}
+	if (f->nstarted < CR_FIFO_WORKERS && start(f, j) < 0) {
+		job_free(j);
 		return CR_V_ERR(EAGAIN);
 	}
 	j->next = f->jobs;
 	f->jobs = j;
 	f->njobs++;
-	arm(f, true);
-	/* Answered later by on_done. */
+	arm(f);
+	/* Answered later by on_done (queued: when a worker is free). */
 	return (struct cr_verdict){ .kind = CR_V_SENT };
 }
 
-/* After the tree is dead: a worker still blocked in open() is released by
- * opening its FIFO for reading and writing ourselves (never blocks). */
+/* A worker's open interrupted until it returns (a kick before the open
+ * began is lost: sent again). Opening the FIFO ourselves would not do:
+ * the program may have taken our permission to it (chmod 0). false if
+ * it did not end within ~2 s (then it is left, and its job with it). */
+static bool release(struct fifo_job *j)
+{
+	for (int i = 0; i < 400; i++) {
+		struct timespec ts;
+
+		pthread_kill(j->th, CR_FIFO_KICK);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 5000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(j->th, NULL, &ts) == 0) {
+			j->started = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A caller that died waiting: its worker's open is ended now, not at the
+ * next check, so no end of the FIFO outlives it (natively a writer that
+ * comes after sees no reader: ENXIO, or a wait). Freed by on_done. */
+void cr_fs_fifo_on_gone(struct cr_run *run, pid_t tid)
+{
+	struct cr_fsfifo *f = run->fs ? run->fs->fifo : NULL;
+
+	for (struct fifo_job *j = f ? f->jobs : NULL, *next; j; j = next) {
+		next = j->next;
+		if (j->tid != tid || j->answered)
+			continue;
+		j->answered = true;
+		if (!j->started) {
+			unlink_job(f, j);
+			job_free(j);
+			continue;
+		}
+		for (int i = 0; i < 20 &&
+		     !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE); i++) {
+			struct timespec ms = { 0, 1000000L };
+
+			pthread_kill(j->th, CR_FIFO_KICK);
+			nanosleep(&ms, NULL);
+		}
+	}
+}
+
+/* After the tree is dead: every worker still in open() is released. */
 void cr_fs_fifo_finish(struct cr_run *run)
 {
 	struct cr_fsfifo *f = run->fs ? run->fs->fifo : NULL;
+	bool left = false;
 
 	if (!f)
 		return;
 	while (f->jobs) {
 		struct fifo_job *j = f->jobs;
-		char p[64];
-		int fd;
 
-		cr_fs_fdpath(j->opath, p, sizeof(p));
-		fd = open(p, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 		f->jobs = j->next;
+		if (j->started && !release(j)) {
+			left = true;	/* it may still write its job */
+			continue;
+		}
 		job_free(j);
-		if (fd >= 0)
-			close(fd);
+	}
+	if (left) {
+		cr_loop_unwatch(run, f->watch);
+		cr_loop_unwatch(run, f->twatch);
+		run->fs->fifo = NULL;
+		return;
 	}
 	cr_loop_unwatch(run, f->watch);
 	cr_loop_unwatch(run, f->twatch);

@@ -216,6 +216,8 @@ bool cr_fs_shm_untaggable(int shm, const char *name);
 struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 				  const struct seccomp_notif *n,
 				  const struct cr_fsres *res, int flags);
+/* A task is gone: FIFO opens it waited in end now. */
+void cr_fs_fifo_on_gone(struct cr_run *run, pid_t tid);
 void cr_fs_fifo_finish(struct cr_run *run);
 
 /* held.c: files the run holds without a name (unlinked, O_TMPFILE, memfds),

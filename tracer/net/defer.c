@@ -300,15 +300,20 @@ static void sig_arm(struct cr_run *run)
 {
 	struct cr_netstate *ns = run->net;
 	struct itimerspec it = { { 0, 0 }, { 0, 0 } };
-	bool on = ns->waits || ns->deferred;
+	size_t waiting = 0;
+	long ms;
 
-	if (ns->sigarmed == on || (!ns->sigw && !on))
+	for (const struct cr_net_wait *w = ns->waits; w; w = w->next)
+		waiting++;
+	for (const struct cr_net_deferred *d = ns->deferred; d; d = d->next)
+		waiting++;
+	ms = waiting ? cr_signal_check_period(CR_NET_SIG_CHECK_MS, waiting) : 0;
+	if (ns->sigarmed == ms || (!ns->sigw && !ms))
 		return;
-	if (on)
-		it.it_interval.tv_nsec = it.it_value.tv_nsec =
-			CR_NET_SIG_CHECK_MS * 1000000L;
+	it.it_interval.tv_sec = it.it_value.tv_sec = ms / 1000;
+	it.it_interval.tv_nsec = it.it_value.tv_nsec = ms % 1000 * 1000000L;
 	if (timerfd_settime(ns->sigtfd, 0, &it, NULL) == 0)
-		ns->sigarmed = on;
+		ns->sigarmed = ms;
 }
 
 static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
@@ -356,7 +361,7 @@ static int sig_watch(struct cr_run *run)
 			return -ENOMEM;
 		}
 		ns->sigtfd = fd;
-		ns->sigarmed = false;
+		ns->sigarmed = 0;
 	}
 	return 0;
 }

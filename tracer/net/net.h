@@ -118,7 +118,7 @@ struct cr_netstate {
 	/* ...and the check of their callers' signals (defer.c) */
 	int sigtfd;			/* owned timerfd, made with sigw */
 	struct cr_watch *sigw;
-	bool sigarmed;
+	long sigarmed;		/* the signal check's period (ms); 0: off */
 	/* the run's UDP sockets and their source filter (udp.c) */
 	struct cr_net_udp *udp;		/* owned array */
 	/* Where a send to a loopback UDP port no socket of the run holds
