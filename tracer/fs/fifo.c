@@ -17,7 +17,8 @@
 
 /* Opens waiting on a worker thread of their own at once; past that they
  * queue (no thread yet) and start as workers end, up to the last bound
- * (EAGAIN beyond: a blocking FIFO open natively never gives it). */
+ * and 1/16 of corral's descriptors (EAGAIN beyond: a blocking FIFO open
+ * natively never gives it). */
 #define CR_FIFO_WORKERS 256
 #define CR_FIFO_QUEUED 4096
 #define CR_FIFO_STACK (256 * 1024)
@@ -310,7 +311,8 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 	struct stat st;
 	int fd;
 
-	if (!f || f->njobs >= CR_FIFO_QUEUED)
+	/* Each holds an O_PATH fd of corral's: a share of them only. */
+	if (!f || f->njobs >= cr_nofile_share(CR_FIFO_QUEUED))
 		return CR_V_ERR(f ? EAGAIN : ENOMEM);
 	j = calloc(1, sizeof(*j));
 	if (!j)
