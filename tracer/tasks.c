@@ -553,6 +553,12 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 		struct cr_task *p = cr_tasks_find(&run->tasks, parent);
 
 		child->tgid = p && p->tgid ? p->tgid : 0;
+	} else if (child) {
+		/* A fork copies its parent's dumpable state. */
+		pid_t pg = cr_tasks_tgid(&run->tasks, parent);
+		struct cr_task *pp = pg ? cr_tasks_find(&run->tasks, pg) : NULL;
+
+		child->undumpable = pp && pp->undumpable;
 	}
 	if (!child) {
 		/* No memory to track it: it cannot be allowed to run. */
@@ -573,6 +579,7 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 
 	/* A thread that execs brings its own umask to the process's tid. */
 	cr_tasks_umask_forget(&run->tasks);
+	t->undumpable = false;	/* exec makes a process dumpable again */
 	/* The new image is mapped and has not run an instruction: judge what
 	 * really loaded, whatever the path looked like at execve. */
 	bad[0] = 0;

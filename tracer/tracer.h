@@ -178,6 +178,8 @@ struct cr_task {
 				 * initial process shares corral's memory
 				 * (clone(CLONE_VM), spawn.c) */
 	bool seen;		/* a stop or event of its own has arrived */
+	bool undumpable;	/* the process asked PR_SET_DUMPABLE 0
+				 * (on its leader's entry; not made) */
 	bool restart_native;	/* answered ERESTARTSYS on purpose: its
 				 * next signal stop leaves it as is */
 	uint64_t start;		/* start time (clock ticks after boot, field

@@ -867,3 +867,43 @@ def posix_fifo_open_left_waiting_ends_with_the_run(t):
     eq(r.get("stdout"), "chmod done\n", "stdout")
     true(time.monotonic() - t0 < 15, "ended with the program, not at wall")
     fx.check()
+
+
+DUMPABLE = r"""
+import ctypes, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+PR_GET, PR_SET = 3, 4
+# GNU timeout asks for no core dumps before it raises the signal its
+# command died of: it must die of that signal, and say nothing
+p = subprocess.run(["timeout", "10", "sh", "-c", "kill -TERM $$"],
+                   stderr=subprocess.PIPE)
+print("timeout", p.returncode, repr(p.stderr))
+print("get", libc.prctl(PR_GET, 0, 0, 0, 0))
+print("set 0", libc.prctl(PR_SET, 0, 0, 0, 0))
+print("get", libc.prctl(PR_GET, 0, 0, 0, 0), flush=True)
+pid = os.fork()
+if pid == 0:
+    # a fork keeps it; an exec ends it
+    print("child get", libc.prctl(PR_GET, 0, 0, 0, 0), flush=True)
+    os.execv(sys.executable, [sys.executable, "-c",
+             "import ctypes; print('after exec', "
+             "ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"])
+os.waitpid(pid, 0)
+print("set 1", libc.prctl(PR_SET, 1, 0, 0, 0),
+      "get", libc.prctl(PR_GET, 0, 0, 0, 0))
+print("set 7", libc.prctl(PR_SET, 7, 0, 0, 0), ctypes.get_errno())
+"""
+
+
+@test
+def posix_dumpable_answers_as_the_kernel(t):
+    """PR_SET_DUMPABLE 0 would hide a process's fd table and memory from
+    corral, so it is not made; it was refused (EPERM), and GNU timeout,
+    which asks it before raising the signal its command died of, printed
+    a warning and exited 143 instead of dying by SIGTERM (found running
+    coreutils' own suite, tee.sh). Answered 0 now, remembered for the
+    process as the kernel keeps it (a fork inherits it, an exec ends it),
+    and core dumps are off for the whole run anyway."""
+    _side_by_side(t, DUMPABLE, ["timeout -15 b''", "set 0 0\nget 0",
+                                "child get 0", "after exec 1",
+                                "set 1 0 get 1", "set 7 -1 22"])

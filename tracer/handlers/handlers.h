@@ -183,6 +183,7 @@ CR_HANDLER(cr_h_fgetxattr);
 CR_HANDLER(cr_h_fcntl_notify);
 CR_HANDLER(cr_h_flistxattr);
 CR_HANDLER(cr_h_prctl_dumpable);
+CR_HANDLER(cr_h_prctl_get_dumpable);
 CR_HANDLER(cr_h_prctl_sched_core);
 CR_HANDLER(cr_h_fcntl_owner);
 /* kmem.c */

@@ -463,19 +463,50 @@ CR_HANDLER(cr_h_process_vm)
  * root's and pidfd_getfd and process_vm_* on it fail for corral, which
  * has the uid but no capability: its fd table (unlinked files, unix
  * socket queues, pty masters the budgets count) and its memory (every
- * path it passes) could no longer be read. Refused, recorded; 1 and the
- * kernel's EINVAL for other values stay in the kernel. Programs that ask
- * (agents holding keys) go on when it fails: it protects them from other
- * processes of the uid, which under corral cannot reach them anyway.
+ * path it passes) could no longer be read. So it is not made. It was
+ * refused (EPERM) until GNU timeout, which asks it before raising the
+ * signal its command died of, printed a warning and exited 128+N
+ * instead of dying by the signal (coreutils' tee.sh). What a program
+ * asks it for is done for the whole run already: core dumps are off
+ * (RLIMIT_CORE 0, tracer/spawn.c), and no process outside the run can
+ * read it. So it is answered 0 and remembered for the process, which
+ * PR_GET_DUMPABLE then tells (forks inherit it, exec ends it, as the
+ * kernel's). What differs: other processes of the run may still read
+ * its /proc files and trace it no more than any other (ptrace is the
+ * kernel's refusal under corral in any case). 1 and the kernel's EINVAL
+ * for other values stay in the kernel.
  */
+static struct cr_task *process_of(struct cr_run *run, pid_t tid)
+{
+	pid_t tgid = cr_tasks_tgid(&run->tasks, tid);
+
+	return tgid ? cr_tasks_find(&run->tasks, tgid) : NULL;
+}
+
 CR_HANDLER(cr_h_prctl_dumpable)
 {
+	struct cr_task *p = process_of(run, (pid_t)n->pid);
+
 	(void)e;
-	if (n->data.args[1] != 0)
+	if (n->data.args[1] != 0) {
+		if (p && n->data.args[1] == 1)
+			p->undumpable = false;
 		return CR_V_CONT;
-	cr_deny(run, (pid_t)n->pid, "prctl", "PR_SET_DUMPABLE 0", "proc",
-		"an undumpable process cannot be measured");
-	return err(EPERM);
+	}
+	if (!p)
+		return err(EPERM);	/* not ours to answer for: refused */
+	p->undumpable = true;
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
+}
+
+CR_HANDLER(cr_h_prctl_get_dumpable)
+{
+	struct cr_task *p = process_of(run, (pid_t)n->pid);
+
+	(void)e;
+	if (p && p->undumpable)
+		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
+	return CR_V_CONT;
 }
 
 /*
