@@ -2558,12 +2558,16 @@ static void unmeasurable(struct cr_run *run, int rc)
 			   "the %s budget cannot be enforced: %s, in the writable root %s, belongs to another user and may be written beneath but not listed",
 			   cr_limit_name(id), b->fail_dir,
 			   b->fail_root ? b->fail_root : "?");
+	else if (rc == -ELOOP)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget cannot be enforced: the writable root %s holds directories nested deeper than %d levels, which corral cannot measure",
+			   cr_limit_name(id), b->fail_root ? b->fail_root : "?",
+			   CR_BUDGET_WALK_DEPTH);
 	else
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
-			   "the %s budget cannot be enforced: the writable root %s cannot be measured (%s: %s)",
+			   "the %s budget cannot be enforced: the writable root %s cannot be measured (an unreadable entry: %s)",
 			   cr_limit_name(id), b->fail_root ? b->fail_root : "?",
-			   rc == -ELOOP ? "directories nested too deep" :
-			   "an unreadable entry", strerror(-rc));
+			   strerror(-rc));
 }
 
 /* A pass costs the supervisor CPU in proportion to what the roots hold;
@@ -2780,6 +2784,11 @@ int cr_budget_setup(struct cr_run *run)
 			snprintf(run->message, sizeof(run->message),
 				 "cannot measure the writable root %s for the disk budget: %s is another user's directory that may be written beneath but not listed (make it readable or unsearchable, or leave it out of the roots)",
 				 b->fail_root, b->fail_dir);
+		else if (rc == -ELOOP)
+			snprintf(run->message, sizeof(run->message),
+				 "cannot measure the writable root %s for the disk budget: it holds directories nested deeper than %d levels (remove or flatten them outside corral)",
+				 b->fail_root ? b->fail_root :
+				 run->cfg->workspace, CR_BUDGET_WALK_DEPTH);
 		else
 			snprintf(run->message, sizeof(run->message),
 				 "cannot measure the writable root %s for the disk budget: %s",
