@@ -98,6 +98,17 @@ def race_pipe_link_swap_cannot_write_a_read_root(t):
            (mode or ["open"]))
         true("got=0 " in (r.get("stdout") or ""),
              "probe output: %s" % _show(r.get("stdout")))
+    # A FIFO of the read root, held open for reading by the program: a
+    # blocking write open of the swapped link goes through corral's FIFO
+    # path, which reopens the FIFO it checked, never the link again.
+    fifo = t.path("ro/fifo")
+    os.mkfifo(fifo, 0o666)
+    os.chmod(fifo, 0o666)
+    run, r = probe(t, "race_doors", ["pipe-swap", fifo, 2, "fifo"],
+                   extra=["--ro", t.path("ro")])
+    out = r.get("stdout") or ""
+    true("got=0 " in out and "tries=" in out and " pipes=0 " not in out,
+         "probe output (the FIFO opened for writing?): %s" % _show(out))
 
 
 @test

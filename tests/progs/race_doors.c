@@ -35,7 +35,10 @@
  *	file redirected read-only from outside every root). With "utimes", "chown", "chmod" or "truncate",
  *	utimensat(mtime 1970-01-02), chown(own uid, own gid), chmod(0666)
  *	or truncate(0) by that
- *	path instead, checked by fstat of FILE.
+ *	path instead, checked by fstat of FILE. With "fifo", FILE is a FIFO
+ *	(held open for reading, so a writer opens at once) and the open is
+ *	a blocking O_WRONLY one: the FIFO path, where corral reopens its own
+ *	O_PATH fd of the FIFO it checked.
  *
  *   race_doors chdir-race DIR SECONDS
  *	chdir is checked and then CONTINUEd: the kernel reads the path
@@ -92,6 +95,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,8 +247,11 @@ static int pipe_swap(const char *file, double secs, const char *how)
 	struct stat st0, st;
 
 	/* "-": the caller's stdin, a file it opened read-only for us */
+	bool fifo = how && !strcmp(how, "fifo");
+
 	if (pipe(p) < 0 ||
-	    (fd_a = !strcmp(file, "-") ? 0 : open(file, O_RDONLY)) < 0) {
+	    (fd_a = !strcmp(file, "-") ? 0 :
+		    open(file, O_RDONLY | (fifo ? O_NONBLOCK : 0))) < 0) {
 		printf("setup failed: %s\n", strerror(errno));
 		return 2;
 	}
@@ -256,7 +263,20 @@ static int pipe_swap(const char *file, double secs, const char *how)
 	end = now() + secs;
 	while (now() < end && !got) {
 		tries++;
-		if (!how) {
+		if (fifo) {
+			int fd = open(lp, O_WRONLY);
+
+			if (fd < 0) {
+				err++;
+				continue;
+			}
+			fstat(fd, &st);
+			if (st.st_ino == st0.st_ino && st.st_dev == st0.st_dev)
+				got = write(fd, "x", 1) == 1;
+			else
+				pipes++;
+			close(fd);
+		} else if (!how) {
 			int fd = open(lp, O_RDWR | O_NONBLOCK);
 
 			if (fd < 0) {

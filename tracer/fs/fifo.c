@@ -323,10 +323,13 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 	j->result = -EINTR;
 	j->done_fd = f->pipe[1];
 	j->opath = cr_fs_opath(res, false);
-	if (j->opath < 0 || fstat(j->opath, &st) < 0 || !S_ISFIFO(st.st_mode)) {
-		/* Not the FIFO the check saw (renamed over meanwhile):
-		 * the call is made again, as the kernel restarts one
-		 * interrupted for nothing, and checked afresh. */
+	if (j->opath < 0 || fstat(j->opath, &st) < 0 || !S_ISFIFO(st.st_mode) ||
+	    st.st_dev != res->st.st_dev || st.st_ino != res->st.st_ino) {
+		/* Not the FIFO the check saw (renamed over, or the fd a
+		 * /proc/PID/fd name stood for replaced, meanwhile: another
+		 * file the program holds, which the check did not judge for
+		 * this access): the call is made again, as the kernel
+		 * restarts one interrupted for nothing, and checked afresh. */
 		job_free(j);
 		return CR_V_ERR(CR_ERESTARTSYS);
 	}
