@@ -907,3 +907,63 @@ def posix_dumpable_answers_as_the_kernel(t):
     _side_by_side(t, DUMPABLE, ["timeout -15 b''", "set 0 0\nget 0",
                                 "child get 0", "after exec 1",
                                 "set 1 0 get 1", "set 7 -1 22"])
+
+
+INTERRUPTED_ENDS = r"""
+import os, signal, socket, time
+os.mkfifo("y")
+# 1: a reader's FIFO open interrupted: its end is gone before the
+# handler runs (a writer there finds no reader: ENXIO)
+class Alarm(Exception): pass
+found = [0]
+def h(s, f):
+    try:
+        os.close(os.open("y", os.O_WRONLY | os.O_NONBLOCK))
+        found[0] += 1
+    except OSError:
+        pass
+    raise Alarm()
+signal.signal(signal.SIGALRM, h)
+for _ in range(20):
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    try:
+        os.open("y", os.O_RDONLY)
+    except Alarm:
+        pass
+print("readers found by the handler", found[0])
+# 2: an accept with SO_RCVTIMEO is not restarted: EINTR, even with
+# SA_RESTART (called through ctypes: Python would retry EINTR itself)
+n = [0]
+def count(s, f):
+    n[0] += 1
+signal.signal(signal.SIGALRM, count)
+signal.siginterrupt(signal.SIGALRM, False)
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+s.settimeout(None)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, b"\x02" + b"\0" * 15)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+signal.setitimer(signal.ITIMER_REAL, 0.2)
+t0 = time.time()
+r = libc.accept(s.fileno(), None, None)
+e = ctypes.get_errno()
+took = time.time() - t0
+print("accept with a timeout:", r, os.strerror(e) if r < 0 else "",
+      "quick", took < 1.5)
+"""
+
+
+@test
+def posix_interrupted_waits_end_as_the_kernels(t):
+    """Found running a FIFO and socket signal matrix against native: a
+    reader's FIFO open interrupted by a signal still held corral's read
+    end when the caller's handler ran (a non-blocking writer then opened,
+    natively ENXIO), and an accept with SO_RCVTIMEO was restarted where
+    the kernel answers EINTR (a timed socket call is never restarted), so
+    it waited the whole timeout again."""
+    _side_by_side(t, INTERRUPTED_ENDS,
+                  ["readers found by the handler 0",
+                   "accept with a timeout: -1 Interrupted system call "
+                   "quick True"])

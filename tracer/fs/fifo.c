@@ -113,6 +113,19 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* j's worker's open interrupted now (~20 ms at most): its end of the FIFO
+ * is gone before anyone else can look. */
+static void stop_open(struct fifo_job *j)
+{
+	for (int i = 0; i < 20 &&
+	     !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ms = { 0, 1000000L };
+
+		pthread_kill(j->th, CR_FIFO_KICK);
+		nanosleep(&ms, NULL);
+	}
+}
+
 static void unlink_job(struct cr_fsfifo *f, struct fifo_job *j)
 {
 	for (struct fifo_job **pp = &f->jobs; *pp; pp = &(*pp)->next)
@@ -248,9 +261,13 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 			j->answered = true;	/* its caller is gone */
 		} else if (!j->answered && !run->ending &&
 			   cr_tasks_would_take_signal(j->tid, &j->held)) {
+			/* The worker's end goes first: the caller's
+			 * handler may look for a reader at once. */
+			j->answered = true;
+			if (j->started)
+				stop_open(j);
 			cr_notif_reply(run, j->id, CR_V_ERR(CR_ERESTARTSYS));
 			cr_notif_restart_native(run, j->tid);
-			j->answered = true;
 		}
 		if (j->answered && !j->started) {
 			unlink_job(f, j);	/* queued: no worker to stop */
@@ -384,6 +401,7 @@ static bool release(struct fifo_job *j)
 	return false;
 }
 
+
 /* A caller that died waiting: its worker's open is ended now, not at the
  * next check, so no end of the FIFO outlives it (natively a writer that
  * comes after sees no reader: ENXIO, or a wait). Freed by on_done. */
@@ -401,13 +419,7 @@ void cr_fs_fifo_on_gone(struct cr_run *run, pid_t tid)
 			job_free(j);
 			continue;
 		}
-		for (int i = 0; i < 20 &&
-		     !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE); i++) {
-			struct timespec ms = { 0, 1000000L };
-
-			pthread_kill(j->th, CR_FIFO_KICK);
-			nanosleep(&ms, NULL);
-		}
+		stop_open(j);
 	}
 }
 

@@ -287,10 +287,22 @@ static int arm_timeout(struct cr_run *run, struct cr_net_wait *w,
  */
 #define CR_NET_SIG_CHECK_MS 50
 
-static void interrupted(struct cr_run *run, uint64_t id, pid_t tid)
+/* The kernel never restarts a socket call that has a timeout
+ * (sock_intr_errno): with SO_RCVTIMEO or SO_SNDTIMEO (opt) set on sock,
+ * EINTR whatever the handler's SA_RESTART; else ERESTARTSYS. */
+static void interrupted(struct cr_run *run, uint64_t id, pid_t tid,
+			int sock, int opt)
 {
+	struct timeval tv = { 0, 0 };
+	socklen_t tl = sizeof(tv);
+
 	if (!cr_notif_valid(run, id))
 		return;
+	if (getsockopt(sock, SOL_SOCKET, opt, &tv, &tl) == 0 &&
+	    (tv.tv_sec || tv.tv_usec)) {
+		cr_notif_reply(run, id, CR_V_ERR(EINTR));
+		return;
+	}
 	cr_notif_reply(run, id, (struct cr_verdict){ .kind = CR_V_ERRNO,
 						     .error = CR_ERESTARTSYS });
 	cr_notif_restart_native(run, tid);
@@ -329,14 +341,14 @@ static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
 	for (struct cr_net_wait *w = ns->waits, *next; w; w = next) {
 		next = w->next;
 		if (!run->ending && cr_tasks_would_take_signal(w->tid, &w->held)) {
-			interrupted(run, w->id, w->tid);
+			interrupted(run, w->id, w->tid, w->dup, SO_RCVTIMEO);
 			wait_drop(run, w);
 		}
 	}
 	for (struct cr_net_deferred *d = ns->deferred, *next; d; d = next) {
 		next = d->next;
 		if (!run->ending && cr_tasks_would_take_signal(d->tid, &d->held)) {
-			interrupted(run, d->id, d->tid);
+			interrupted(run, d->id, d->tid, d->m.dup, SO_SNDTIMEO);
 			drop(run, d);
 		}
 	}
