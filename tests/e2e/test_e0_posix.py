@@ -967,3 +967,37 @@ def posix_interrupted_waits_end_as_the_kernels(t):
                   ["readers found by the handler 0",
                    "accept with a timeout: -1 Interrupted system call "
                    "quick True"])
+
+
+DGRAM_WAITS = r"""
+import os, socket, threading, time
+r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+r.bind("ud")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.setblocking(False)
+n = 0
+try:
+    while True:
+        s.sendto(b"m", "ud")
+        n += 1
+except BlockingIOError:
+    pass
+s.setblocking(True)
+def drain():
+    time.sleep(0.5)
+    r.recv(1)
+threading.Thread(target=drain).start()
+t0 = time.time()
+print("blocking sendto to a full receiver:", s.sendto(b"m", "ud"),
+      "waited", time.time() - t0 > 0.3)
+"""
+
+
+@test
+def posix_unix_datagram_send_to_a_full_receiver_waits(t):
+    """A blocking sendto naming a unix path whose receiver's queue is full
+    waits until the receiver reads, as natively; corral answered EAGAIN
+    at once (found by a probing session). The wait is retried on a timer:
+    the sender's own buffer stays writable, so a poll would spin."""
+    _side_by_side(t, DGRAM_WAITS,
+                  ["blocking sendto to a full receiver: 1 waited True"])

@@ -1307,6 +1307,7 @@ static void msg_init(struct cr_net_msg *m, struct cr_sock *s, int flags)
 {
 	memset(m, 0, sizeof(*m));
 	m->dup = s->dup;
+	m->hold = -1;
 	s->dup = -1;
 	m->msg.msg_iov = &m->iov;
 	m->msg.msg_iovlen = 1;
@@ -1372,10 +1373,8 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 		return v;
 	}
 	s.dup = -1;
-	v = cr_net_send(run, n, &m, hold < 0);
-	if (hold >= 0)
-		close(hold);
-	return v;
+	m.hold = hold;	/* the message's now: kept while it waits */
+	return cr_net_send(run, n, &m, true);
 }
 
 /* One msghdr of the program's, read and turned into a performable
@@ -1434,7 +1433,7 @@ struct cr_verdict cr_h_sendmsg(struct cr_run *run,
 			       const struct cr_syscall_entry *e,
 			       const struct seccomp_notif *n)
 {
-	struct cr_net_msg m = { .dup = -1 };
+	struct cr_net_msg m = { .dup = -1, .hold = -1 };
 	struct cr_verdict v;
 	int hold = -1, rc;
 
@@ -1448,10 +1447,8 @@ struct cr_verdict cr_h_sendmsg(struct cr_run *run,
 			close(hold);
 		return rc > 0 ? v : v_err(-rc);
 	}
-	v = cr_net_send(run, n, &m, hold < 0);
-	if (hold >= 0)
-		close(hold);
-	return v;
+	m.hold = hold;	/* the message's now: kept while it waits */
+	return cr_net_send(run, n, &m, true);
 }
 
 struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
@@ -1469,7 +1466,7 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 		vlen = MMSG_MAX;	/* a short count, as the kernel may give */
 	for (unsigned i = 0; i < vlen; i++) {
 		uint64_t p = base + (uint64_t)i * sizeof(struct mmsghdr);
-		struct cr_net_msg m = { .dup = -1 };
+		struct cr_net_msg m = { .dup = -1, .hold = -1 };
 		struct cr_verdict v;
 		int hold = -1, rc;
 		unsigned len;
@@ -1488,9 +1485,8 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 		 * whole (short, legal) count. */
 		if (i == 0)
 			m.mmsg_len = p + offsetof(struct mmsghdr, msg_len);
-		v = cr_net_send(run, n, &m, i == 0 && hold < 0);
-		if (hold >= 0)
-			close(hold);
+		m.hold = hold;
+		v = cr_net_send(run, n, &m, i == 0);
 		if (v.kind == CR_V_SENT)
 			return v;
 		if (v.kind != CR_V_VALUE) {

@@ -22,6 +22,8 @@ struct cr_net_deferred {
 	uint64_t held;		/* cr_tasks_would_take_signal's memory */
 	struct cr_net_msg m;
 	struct cr_watch *w;
+	int tfd;		/* owned: the retry timer of a named unix
+				 * datagram send, or -1 (w watches it) */
 };
 
 /* The check of waiting callers' signals (below cr_net_wait). */
@@ -38,8 +40,11 @@ void cr_net_msg_free(struct cr_net_msg *m)
 	free(m->fds);
 	free(m->data);
 	free(m->control);
+	if (m->hold >= 0)
+		close(m->hold);
 	memset(m, 0, sizeof(*m));
 	m->dup = -1;
+	m->hold = -1;
 }
 
 /* MSG_NOSIGNAL always: a SIGPIPE would hit the supervisor. The program's
@@ -77,6 +82,8 @@ static void drop(struct cr_run *run, struct cr_net_deferred *d)
 	ns->ndeferred--;
 	ns->deferred_fds -= d->m.nfds;
 	cr_loop_unwatch(run, d->w);
+	if (d->tfd >= 0)
+		close(d->tfd);
 	cr_net_msg_free(&d->m);
 	free(d);
 }
@@ -89,6 +96,14 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 	ssize_t r;
 	int err;
 
+	(void)events;
+	if (d->tfd >= 0) {
+		uint64_t ticks;
+
+		if (read(d->tfd, &ticks, sizeof(ticks)) < 0) {
+			/* EAGAIN: a tick already read */
+		}
+	}
 	/* The task may have died or been killed meanwhile. */
 	if (!cr_notif_valid(run, d->id)) {
 		drop(run, d);
@@ -96,12 +111,15 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 	}
 	r = send_now(&d->m);
 	if (r < 0 && errno == EAGAIN)
-		return;	/* still full: wait for the next EPOLLOUT */
+		return;	/* still full: wait for the next EPOLLOUT or tick */
 	/* Out of epoll before done() closes the duplicate: epoll keys on
 	 * the open file, which the program still holds, so a registration
 	 * left behind a closed fd number would refuse the next one. */
 	err = errno;
 	cr_loop_unwatch(run, d->w);
+	if (d->tfd >= 0)
+		close(d->tfd);
+	d->tfd = -1;
 	errno = err;
 	if (r >= 0 && d->m.mmsg_len) {
 		unsigned len = (unsigned)r;
@@ -136,6 +154,8 @@ static size_t defer_fds_max(void)
 	return (size_t)rl.rlim_cur / CR_NET_DEFER_FDS_DIV;
 }
 
+#define CR_NET_DGRAM_RETRY_MS 5
+
 struct cr_verdict cr_net_send(struct cr_run *run,
 			      const struct seccomp_notif *n,
 			      struct cr_net_msg *m, bool may_defer)
@@ -162,6 +182,7 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 		return done(m, (pid_t)n->pid, r, err);
 	d->id = n->id;
 	d->tid = (pid_t)n->pid;
+	d->tfd = -1;
 	d->m = *m;
 	/* The message's pointers point into m's own fields: re-aim them at
 	 * the copy's. */
@@ -170,10 +191,28 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 		d->m.msg.msg_name = &d->m.name;
 	memset(m, 0, sizeof(*m));
 	m->dup = -1;
-	d->w = cr_loop_watch(run, d->m.dup, EPOLLOUT, on_writable, d);
+	m->hold = -1;
+	/* A datagram to a named unix socket waits for room in the
+	 * receiver's queue, which no poll of the sender reports (its own
+	 * buffer is writable all along: EPOLLOUT would spin): retried on a
+	 * timer instead, every CR_NET_DGRAM_RETRY_MS. */
+	if (d->m.msg.msg_name && d->m.name.sa.sa_family == AF_UNIX) {
+		struct itimerspec it = {
+			{ 0, CR_NET_DGRAM_RETRY_MS * 1000000L },
+			{ 0, CR_NET_DGRAM_RETRY_MS * 1000000L } };
+
+		d->tfd = timerfd_create(CLOCK_MONOTONIC,
+					TFD_CLOEXEC | TFD_NONBLOCK);
+		if (d->tfd >= 0 && timerfd_settime(d->tfd, 0, &it, NULL) == 0)
+			d->w = cr_loop_watch(run, d->tfd, EPOLLIN, on_writable, d);
+	} else {
+		d->w = cr_loop_watch(run, d->m.dup, EPOLLOUT, on_writable, d);
+	}
 	if (!d->w) {
 		struct cr_verdict v = done(&d->m, d->tid, -1, EAGAIN);
 
+		if (d->tfd >= 0)
+			close(d->tfd);
 		free(d);
 		return v;
 	}

@@ -251,6 +251,9 @@ struct cr_net_msg {
 	int *fds;			/* owned: duplicated SCM_RIGHTS fds */
 	size_t nfds;
 	int flags;
+	int hold;			/* owned: the O_PATH fd a unix path
+					 * name stands for (/proc/self/fd/N,
+					 * handlers/net.c), or -1 */
 	bool sigpipe;			/* raise SIGPIPE in the task on EPIPE */
 	uint64_t mmsg_len;		/* sendmmsg: where msg_len goes; the
 					 * deferred answer is then 1 */
