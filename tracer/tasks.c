@@ -236,10 +236,16 @@ uint64_t cr_tasks_start_time(pid_t tid)
 	return start;
 }
 
+/* Signals whose default action is to ignore them (signal(7)); SIGCONT
+ * resumes a stopped process whatever, and interrupts nothing else. */
+#define CR_SIG_BIT(s) (1ULL << ((s) - 1))
+#define CR_SIG_DEFAULT_IGNORED (CR_SIG_BIT(SIGCHLD) | CR_SIG_BIT(SIGURG) | \
+				CR_SIG_BIT(SIGWINCH) | CR_SIG_BIT(SIGCONT))
+
 bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
 {
 	char path[48], buf[4096];
-	unsigned long long pnd = 0, shd = 0, blk = 0;
+	unsigned long long pnd = 0, shd = 0, blk = 0, ign = 0, cgt = 0;
 	long threads = 0;
 	const char *p;
 
@@ -254,6 +260,15 @@ bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
 		shd = strtoull(p + 8, NULL, 16);
 	if ((p = strstr(buf, "\nSigBlk:")))
 		blk = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nSigIgn:")))
+		ign = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nSigCgt:")))
+		cgt = strtoull(p + 8, NULL, 16);
+	/* A traced task keeps even ignored signals pending (for the
+	 * tracer to see), where natively they are dropped as sent: one
+	 * ignored, or left at a default that ignores it, would interrupt
+	 * nothing (SIGCHLD of every child that exits, above all). */
+	blk |= ign | (CR_SIG_DEFAULT_IGNORED & ~cgt);
 	if (threads == 1)
 		return ((pnd | shd) & ~blk) != 0;
 	/* Several threads: the kernel gives a process's signal to any

@@ -821,6 +821,25 @@ for th in ths:
     th.join()
 os.close(w)
 print("readers", got.count(b"x"))
+# 3: with 300 readers waiting on one FIFO, two opens of another that are
+# each other's partner still meet at once
+os.mkfifo("a"); os.mkfifo("b")
+ths = [threading.Thread(target=lambda: os.close(os.open("a", os.O_RDONLY)))
+       for _ in range(300)]
+for th in ths:
+    th.start()
+time.sleep(1.5)
+rb = threading.Thread(target=lambda: os.close(os.open("b", os.O_RDONLY)))
+rb.start()
+time.sleep(0.2)
+os.close(os.open("b", os.O_WRONLY))
+rb.join()
+print("b met")
+w = os.open("a", os.O_WRONLY)
+for th in ths:
+    th.join()
+os.close(w)
+print("a met")
 """
 
 
@@ -833,7 +852,8 @@ def posix_fifo_opens_wait_as_natively_in_numbers(t):
     (found by a probing session). Killed openers now let go at once, a
     writer opens at once where a reader waits, and waits past the
     workers queue."""
-    _side_by_side(t, FIFO_WAITERS, ["no reader left ENXIO", "readers 300"])
+    _side_by_side(t, FIFO_WAITERS, ["no reader left ENXIO", "readers 300",
+                                    "b met\na met"])
 
 
 FIFO_UNOPENABLE = r"""

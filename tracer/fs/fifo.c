@@ -20,6 +20,10 @@
  * and 1/16 of corral's descriptors (EAGAIN beyond: a blocking FIFO open
  * natively never gives it). */
 #define CR_FIFO_WORKERS 256
+/* Past CR_FIFO_WORKERS a FIFO no worker waits on still gets one, up to
+ * this: two opens that are each other's partner must meet even while 256
+ * others wait elsewhere (queued, neither would ever start). */
+#define CR_FIFO_WORKERS_MAX 1024
 #define CR_FIFO_QUEUED 4096
 #define CR_FIFO_STACK (256 * 1024)
 
@@ -34,6 +38,8 @@ struct fifo_job {
 	uint64_t held;		/* its process's signals pending at the
 				 * last check (cr_tasks_would_take_signal) */
 	int flags;
+	dev_t dev;		/* the FIFO's identity */
+	ino_t ino;
 	int opath;		/* owned: the FIFO itself, checked */
 	int result;		/* fd (owned) or -errno */
 	int done;		/* the worker's open returned (atomic) */
@@ -165,6 +171,16 @@ static int start(struct cr_fsfifo *f, struct fifo_job *j)
 	return 0;
 }
 
+/* Whether a worker already waits on j's FIFO. */
+static bool waited_on(const struct cr_fsfifo *f, const struct fifo_job *j)
+{
+	for (const struct fifo_job *o = f->jobs; o; o = o->next)
+		if (o->started && !o->answered && o->dev == j->dev &&
+		    o->ino == j->ino)
+			return true;
+	return false;
+}
+
 /* Queued jobs, oldest first, take the workers that ended. */
 static void start_queued(struct cr_run *run, struct cr_fsfifo *f)
 {
@@ -262,10 +278,18 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 		} else if (!j->answered && !run->ending &&
 			   cr_tasks_would_take_signal(j->tid, &j->held)) {
 			/* The worker's end goes first: the caller's
-			 * handler may look for a reader at once. */
-			j->answered = true;
+			 * handler may look for a reader at once. An open
+			 * that met its partner first is the caller's, as
+			 * the kernel returns it with the signal pending:
+			 * thrown away, its partner would read an end of
+			 * file or lose what it wrote (on_done gives it). */
 			if (j->started)
 				stop_open(j);
+			if (j->started &&
+			    __atomic_load_n(&j->done, __ATOMIC_ACQUIRE) &&
+			    j->result >= 0)
+				continue;
+			j->answered = true;
 			cr_notif_reply(run, j->id, CR_V_ERR(CR_ERESTARTSYS));
 			cr_notif_restart_native(run, j->tid);
 		}
@@ -365,7 +389,11 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 					fifo_give(run, n->id, fd, flags);
 		}
 	}
-	if (f->nstarted < CR_FIFO_WORKERS && start(f, j) < 0) {
+	j->dev = st.st_dev;
+	j->ino = st.st_ino;
+	if ((f->nstarted < CR_FIFO_WORKERS ||
+	     (f->nstarted < CR_FIFO_WORKERS_MAX && !waited_on(f, j))) &&
+	    start(f, j) < 0) {
 		job_free(j);
 		return CR_V_ERR(EAGAIN);
 	}
