@@ -122,6 +122,20 @@ static int list_add(struct inolist *l, uint64_t ino)
 	return 0;
 }
 
+/* Sorted, each inode once. */
+static void list_unique(struct inolist *l)
+{
+	size_t j = 1;
+
+	if (l->n < 2)
+		return;
+	cr_u64_sort(l->v, l->n);
+	for (size_t i = 1; i < l->n; i++)
+		if (l->v[i] != l->v[j - 1])
+			l->v[j++] = l->v[i];
+	l->n = j;
+}
+
 int cr_sockmem_sent(struct cr_sockmem *s, uint64_t ino)
 {
 	if (!s)
@@ -143,6 +157,14 @@ int cr_sockmem_follow(struct cr_sockmem *s, uint64_t ino)
 	     i < s->follow.n; i++)
 		if (s->follow.v[i] == ino)
 			return 0;
+	/* Full: repeats further back (a socket listened on again and
+	 * again) are squeezed out before the caller is refused, and one
+	 * already followed is never refused. */
+	if (s->follow.n == CR_SOCKMEM_SENT_MAX) {
+		list_unique(&s->follow);
+		if (cr_u64_has(s->follow.v, s->follow.n, ino))
+			return 0;
+	}
 	return list_add(&s->follow, ino);
 }
 
@@ -406,13 +428,7 @@ static void list_prune(struct inolist *l, const uint64_t *seen, size_t nseen)
 		if (cr_u64_has(seen, nseen, l->v[i]))
 			l->v[j++] = l->v[i];
 	l->n = j;
-	if (l->n > 1) {
-		cr_u64_sort(l->v, l->n);
-		for (size_t i = j = 1; i < l->n; i++)
-			if (l->v[i] != l->v[j - 1])
-				l->v[j++] = l->v[i];
-		l->n = j;
-	}
+	list_unique(l);
 }
 
 int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
