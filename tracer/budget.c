@@ -169,6 +169,7 @@ struct cr_budgets {
 	/* ...and kernel objects the program made (cr_budget_on_kernel_object) */
 	uint64_t kobj_bytes;		/* for the run's life */
 	uint64_t kobj_new;		/* ...of them since the last poll */
+	uint64_t acl_bytes;		/* inherited ACLs charged (cr_budget_on_create) */
 	uint64_t ll_rules;		/* Landlock rules added, ever */
 	uint64_t optmem_max;		/* net.core.optmem_max */
 	uint64_t sock_most;		/* the most one socket can hold: its
@@ -2959,6 +2960,17 @@ void cr_budget_finish(struct cr_run *run)
 	cr_budget_free(run);
 }
 
+/* An ACL in memory: its entries (8 bytes each, as in the attribute, whose
+ * 4-byte header the kernel's 32 replace), rounded up by the allocator. */
+static uint64_t acl_slab(uint64_t xattr_size)
+{
+	uint64_t n = xattr_size + 28, r = 32;
+
+	while (r < n)
+		r <<= 1;
+	return r;
+}
+
 int cr_budget_on_create(struct cr_run *run, pid_t pid)
 {
 	struct cr_budgets *b = run->budgets;
@@ -2970,6 +2982,20 @@ int cr_budget_on_create(struct cr_run *run, pid_t pid)
 		return -EDQUOT;
 	}
 	b->hook_files++;
+	/* Each creation after a default ACL was set on tmpfs may copy it
+	 * twice in memory (handlers/xattr.c): charged, up to what the files
+	 * budget's worth of inodes could hold at once. */
+	if (run->tmpfs_acl_max) {
+		uint64_t one = 2 * acl_slab(run->tmpfs_acl_max);
+		uint64_t most = lim(run, CR_LIM_FILES);
+
+		most = most > UINT64_MAX / one ? UINT64_MAX : most * one;
+		if (b->acl_bytes + one <= most) {
+			b->acl_bytes += one;
+			if (charge_for_good(run, one))
+				return -ENOMEM;
+		}
+	}
 	return 0;
 }
 

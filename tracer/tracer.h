@@ -338,6 +338,7 @@ struct cr_run {
 	bool killing;
 	bool reap_more;		/* wait statuses left for the next turn */
 	uint64_t tmpfs_xattr_bytes;	/* set on tmpfs (handlers/xattr.c) */
+	uint64_t tmpfs_acl_max;	/* the largest default ACL set there */
 	bool workspace_removed;
 
 	struct cr_denial *denials;	/* owned, CR_MAX_DENIALS, made by the first */

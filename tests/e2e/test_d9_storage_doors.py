@@ -174,6 +174,91 @@ def storage_xattrs_of_a_dev_shm_object_count(t):
     t.assert_next_run_ok()
 
 
+XATTR_NAMES = r"""
+import errno, os, sys
+fd = os.open("/dev/shm/" + sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
+n = 0
+for i in range(20000):
+    try:
+        os.setxattr(fd, "user." + "n" * 230 + "%08d" % i, b"")
+    except OSError as e:
+        print("stop", errno.errorcode.get(e.errno))
+        break
+    n += 1
+print("names", n, flush=True)
+"""
+
+
+@test
+def storage_empty_xattr_names_on_tmpfs_count(t):
+    """An attribute's name is kernel memory too: the 1 MiB bound counted
+    only values, so 493 753 attributes of a 250-byte name and no value
+    held ~150 MB of slab (and a share of /dev/shm's inode space, which
+    every user shares) through a run that ended `ok` (found by a probing
+    session). Now each attribute counts its name, its value and its
+    entry as the allocator rounds them: ~3 000 such names, then ENOSPC."""
+    script = t.write("xattr_names.py", XATTR_NAMES)
+    name = "crxn-" + t.marker[-12:]
+    run = t.corral(["run", "--json", "--limit", "wall=60s", "--ro", t.tmp,
+                    "--", "python3", script, name], timeout=120)
+    r = t.result(run)
+    check_result_shape(r)
+    eq(r.get("status"), "ok", "status (stderr %s)" % _show(r.get("stderr")))
+    out = (r.get("stdout") or "").split()
+    true(out[:2] == ["stop", "ENOSPC"] and out[2] == "names" and
+         1000 < int(out[3]) < 5000,
+         "empty-valued names stored on tmpfs: %r" % out)
+    t.assert_next_run_ok()
+
+
+ACL_COPIES = r"""
+import os, struct, sys, time
+d = "/dev/shm/" + sys.argv[1]
+os.mkdir(d)
+named = 8187        # the largest default ACL: 64 KiB
+ents = ([(0x01, 7, 0xffffffff)] +
+        [(0x02, 7, 100000 + i) for i in range(named)] +
+        [(0x04, 7, 0xffffffff), (0x10, 7, 0xffffffff), (0x20, 5, 0xffffffff)])
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in ents)
+os.setxattr(d, "system.posix_acl_default", acl)
+print("default ACL", len(acl), flush=True)
+made = 0
+for i in range(2000):
+    try:
+        os.mkdir(os.path.join(d, "s%05d" % i))
+    except OSError as e:
+        print("mkdir", e, flush=True)
+        break
+    made += 1
+print("made", made, flush=True)
+time.sleep(3)
+"""
+
+
+@test
+def storage_inherited_default_acls_on_tmpfs_count(t):
+    """A default ACL on a tmpfs directory is copied, in memory, into every
+    inode made beneath it. Only the attribute itself was counted: 9 000
+    directories under a 64 KiB default ACL on /dev/shm held 1.17 GB under
+    memory=64MiB, `ok` (found by a probing session). Each creation after
+    a default ACL was set on tmpfs is now charged two copies of the
+    largest: the run ends on memory."""
+    script = t.write("acl_copies.py", ACL_COPIES)
+    name = "cracl-" + t.marker[-12:]
+    run = t.corral(["run", "--json", "--limit", "wall=60s", "--limit",
+                    "memory=64MiB", "--ro", t.tmp, "--", "python3", script,
+                    name], timeout=120)
+    r = t.result(run)
+    check_result_shape(r)
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "memory"),
+       "status and limit (stdout %s, stderr %s)" % (
+           _show(r.get("stdout")), _show(r.get("stderr"))))
+    true("default ACL 65532" in (r.get("stdout") or ""),
+         "the ACL was not set (stdout %s)" % _show(r.get("stdout")))
+    true(not os.path.exists("/dev/shm/" + name), "/dev/shm directory left")
+    t.assert_next_run_ok()
+
+
 # ---- /dev/shm names the user's other programs use ----
 
 SHM_PEER = r'''
