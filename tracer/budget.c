@@ -151,6 +151,17 @@ struct cr_budgets {
 					 * the scan under way, and (sorted)
 					 * in the last complete one */
 	size_t nhid, caphid, nphid, phid_cap;
+	int ino_weak;			/* owned: every inotify instance the
+					 * run made, followed without a
+					 * reference (fs/weak.c), or -1 */
+	uint64_t ino_seq;		/* ...numbered as made */
+	uint64_t ino_seq_scan;		/* ...the first the scan under way
+					 * may not have seen in a table */
+	uint64_t ino_full;		/* one instance's fullest queue */
+	int ino_seen[CR_BUDGET_INOTIFY_MAX * 2];	/* owned: a copy of
+					 * each instance the scan under way
+					 * met in a table, told apart by kcmp */
+	unsigned nino_seen;
 	uint64_t epollbytes;		/* ...and epoll watches (fdscan_anon) */
 	uint64_t fs_epoll;		/* the scan under way's watches */
 	uint64_t epoll_max;		/* fs.epoll.max_user_watches */
@@ -1712,6 +1723,96 @@ static int64_t fdinfo_lines(int dir, const char *name, const char *prefix)
 	return rc < 0 ? rc : p.count;
 }
 
+/*
+ * An inotify instance's queue: kernel memory no RSS shows. Each instance
+ * holds up to fs.inotify.max_queued_events (16 384) events, ~300 B of
+ * slab each with a long name; 128 instances (the user's allowance) fed by
+ * writes to two files held 1 GiB under memory=32MiB, `ok` (found by a
+ * probing session). Read on a copy of the task's descriptor: FIONREAD
+ * is what the reader would get, the slab at most CR_BUDGET_INOTIFY_SLAB
+ * times that. Every instance shares one anonymous inode, so copies are
+ * told apart with kcmp, each instance counted once; an instance alive
+ * that no table showed is charged its fullest queue (fdscan_finish).
+ */
+static void fdscan_inotify(struct cr_run *run, const char *name)
+{
+	struct cr_budgets *b = run->budgets;
+	pid_t self = getpid();
+	int fd = cr_tasks_getfd(run, b->fs_tid, atoi(name)), queued = 0;
+
+	if (fd < 0)
+		return;		/* closed meanwhile */
+	for (unsigned i = 0; i < b->nino_seen; i++)
+		if (syscall(SYS_kcmp, self, self, KCMP_FILE, fd,
+			    b->ino_seen[i]) == 0) {
+			close(fd);
+			return;	/* met before in this scan */
+		}
+	b->fs_files += CR_BUDGET_FILE_KERNEL;
+	if (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0)
+		b->fs_files += (uint64_t)queued * CR_BUDGET_INOTIFY_SLAB;
+	if (b->nino_seen < sizeof(b->ino_seen) / sizeof(b->ino_seen[0]))
+		b->ino_seen[b->nino_seen++] = fd;
+	else
+		close(fd);	/* more than the run can have made: not ours
+				 * to tell apart, each counted */
+}
+
+struct alive {
+	uint64_t before, n;
+};
+
+static void count_alive(void *arg, uint64_t data, uint64_t ino)
+{
+	struct alive *a = arg;
+
+	(void)ino;
+	a->n += data < a->before;
+}
+
+/* Instances the run made before the one numbered `before` that are
+ * alive: -errno when the set cannot be read. */
+static int64_t inotify_alive(struct cr_budgets *b, uint64_t before)
+{
+	struct alive a = { before, 0 };
+	int rc = cr_weak_each(b->ino_weak, count_alive, &a);
+
+	return rc < 0 ? rc : (int64_t)a.n;
+}
+
+/* Instances alive that no table of the scan showed (held by a blocked
+ * call, in flight in a message): their fullest queues. One made since
+ * the scan began may be in a table it had passed: the next scan judges
+ * it. */
+static void hidden_inotify(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	int64_t alive = inotify_alive(b, b->ino_seq_scan);
+
+	if (alive < 0)
+		alive = (int64_t)CR_BUDGET_INOTIFY_MAX;	/* fail closed */
+	if ((uint64_t)alive > b->nino_seen)
+		b->fs_files += ((uint64_t)alive - b->nino_seen) * b->ino_full;
+	for (unsigned i = 0; i < b->nino_seen; i++)
+		close(b->ino_seen[i]);
+	b->nino_seen = 0;
+}
+
+int cr_budget_on_inotify(struct cr_run *run, int fd)
+{
+	struct cr_budgets *b = run->budgets;
+	int64_t alive;
+
+	if (!b)
+		return 0;
+	alive = inotify_alive(b, UINT64_MAX);
+	if (alive < 0)
+		return (int)alive;
+	if (alive >= CR_BUDGET_INOTIFY_MAX)
+		return -EMFILE;
+	return cr_weak_add(&b->ino_weak, fd, b->ino_seq++);
+}
+
 static void fdscan_anon(struct cr_run *run, const char *name)
 {
 	struct cr_budgets *b = run->budgets;
@@ -1724,6 +1825,10 @@ static void fdscan_anon(struct cr_run *run, const char *name)
 	if (l <= 0)
 		return;
 	lnk[l] = 0;
+	if (!strcmp(lnk, "anon_inode:inotify")) {
+		fdscan_inotify(run, name);
+		return;
+	}
 	if (strcmp(lnk, "anon_inode:[eventpoll]"))
 		return;
 	t0 = cr_thread_cpu_ns();
@@ -1951,6 +2056,7 @@ static uint64_t fdscan_finish(struct cr_run *run)
 	 * tmpfs outside every writable root, emptied at cleanup. */
 	total += cr_fs_shm_bytes(run);
 	hidden_pipes(run);
+	hidden_inotify(run);
 	measure_sockets(run);
 	return total;
 }
@@ -2198,6 +2304,10 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 		b->fs_files = 0;
 		b->fs_epoll = 0;
 		b->pipe_seq_scan = b->pipe_seq;
+		b->ino_seq_scan = b->ino_seq;
+		for (unsigned i = 0; i < b->nino_seen; i++)
+			close(b->ino_seen[i]);
+		b->nino_seen = 0;
 		if (b->fs_seen)
 			memset(b->fs_seen, 0,
 			       b->fs_seencap * sizeof(*b->fs_seen));
@@ -2726,6 +2836,7 @@ int cr_budget_setup(struct cr_run *run)
 	run->budgets = b;
 	b->timerfd = -1;
 	b->pipe_weak = -1;
+	b->ino_weak = -1;
 	b->sockmem = cr_sockmem_new();
 	if (!b->sockmem)
 		return -ENOMEM;
@@ -2748,6 +2859,14 @@ int cr_budget_setup(struct cr_run *run)
 			      strtoull(mm, NULL, 10) : 0;
 		if (!b->pipe_max)
 			b->pipe_max = 1u << 20;	/* the kernel's default */
+		b->ino_full = read_small("/proc/sys/fs/inotify/max_queued_events",
+					 mm, sizeof(mm)) > 0 ?
+			      strtoull(mm, NULL, 10) : 0;
+		if (!b->ino_full || b->ino_full > (1u << 24))
+			b->ino_full = 1u << 24;	/* unreadable: large */
+		/* each event in a 512-byte object at most, and the
+		 * overflow event */
+		b->ino_full = (b->ino_full + 1) * 512 + CR_BUDGET_FILE_KERNEL;
 		b->optmem_max = read_small("/proc/sys/net/core/optmem_max",
 					   mm, sizeof(mm)) > 0 ?
 				strtoull(mm, NULL, 10) : 0;
@@ -2846,6 +2965,10 @@ static void cr_budget_free(struct cr_run *run)
 	free(b->phid);
 	if (b->pipe_weak >= 0)
 		close(b->pipe_weak);
+	if (b->ino_weak >= 0)
+		close(b->ino_weak);
+	for (unsigned i = 0; i < b->nino_seen; i++)
+		close(b->ino_seen[i]);
 	if (b->timerfd >= 0)
 		close(b->timerfd);
 	free(b);

@@ -98,6 +98,14 @@
  * the page it keeps after a read, its inode, dentry and two files (4 x
  * 9 000 pipes, each written and read once: 3-5 KiB each, measured). */
 #define CR_BUDGET_PIPE_KERNEL (6u << 10)
+/* An inotify event queued: what the reader is told (FIONREAD) is at least
+ * a quarter of the slab behind it (a 16-byte event without a name sits in
+ * a 64-byte object; with a 255-byte name 272 bytes sit in 512). */
+#define CR_BUDGET_INOTIFY_SLAB 4u
+/* inotify instances of one run alive at once (the user's whole allowance
+ * is fs.inotify.max_user_instances, 128 by default): past it EMFILE, the
+ * kernel's answer at that limit. */
+#define CR_BUDGET_INOTIFY_MAX 32
 /* A PSS judgement (every process's smaps_rollup) is free again only
  * after this many times its own CPU cost has passed (tracer/budget.c). */
 #define CR_BUDGET_PSS_IDLE 30
@@ -274,6 +282,11 @@ int cr_budget_on_pipe(struct cr_run *run, const int ends[2]);
  * alive as the pipe's own ends do, so it is followed the same way. 0, or
  * -errno: then fd must not reach the run. */
 int cr_budget_on_opened(struct cr_run *run, int fd);
+/* The supervisor made an inotify instance for the run
+ * (handlers/inotify.c): followed to its end without a reference, so one
+ * no fd table shows is charged its fullest queue. 0, or -errno (EMFILE
+ * past CR_BUDGET_INOTIFY_MAX alive): then it must not reach the run. */
+int cr_budget_on_inotify(struct cr_run *run, int fd);
 /* Filesystems of pipes and FIFOs one run's follows may span. */
 #define CR_BUDGET_PIPE_DEVS 64
 /* The program asks for an internet socket: its kind's queues are measured

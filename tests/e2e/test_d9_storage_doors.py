@@ -259,6 +259,101 @@ def storage_inherited_default_acls_on_tmpfs_count(t):
     t.assert_next_run_ok()
 
 
+INOTIFY = r"""
+import ctypes, errno, os, socket, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+IN_NONBLOCK, IN_MODIFY = 0o4000, 0x2
+mode, count = sys.argv[1], int(sys.argv[2])
+os.mkdir("d")
+a = os.open("d/" + "A" * 255, os.O_CREAT | os.O_WRONLY, 0o600)
+b = os.open("d/" + "B" * 255, os.O_CREAT | os.O_WRONLY, 0o600)
+
+
+def instance():
+    fd = libc.inotify_init1(IN_NONBLOCK)
+    if fd < 0:
+        return -ctypes.get_errno()
+    if libc.inotify_add_watch(fd, b"d", IN_MODIFY) < 0:
+        raise OSError(ctypes.get_errno(), "inotify_add_watch")
+    return fd
+
+
+made, err = [], None
+for i in range(count):
+    fd = instance()
+    if fd < 0:
+        err = errno.errorcode.get(-fd)
+        break
+    made.append(fd)
+print("made", len(made), err, flush=True)
+if mode == "cap":
+    for fd in made:
+        os.close(fd)
+    time.sleep(0.2)
+    print("after close", "ok" if instance() >= 0 else "refused", flush=True)
+    sys.exit(0)
+if mode == "hidden":
+    # Each instance in flight in a message no one reads, its descriptor
+    # closed: no fd table shows it.
+    s1, s2 = socket.socketpair()
+    for fd in made:
+        socket.send_fds(s1, [b"x"], [fd])
+        os.close(fd)
+    print("in flight", flush=True)
+# Alternate two long names: every write queues one event in each.
+for i in range(20000):
+    os.pwrite(b if i & 1 else a, b"x", 0)
+print("written", flush=True)
+time.sleep(3)
+print("alive", flush=True)
+"""
+
+
+def _inotify_run(t, args, memory):
+    script = t.write("inotify_queues.py", INOTIFY)
+    ws = t.path("ws-" + args[0])
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    run = t.corral(["run", "--json", "-w", ws, "--limit", "wall=60s",
+                    "--limit", "memory=" + memory, "--ro", t.tmp, "--",
+                    "python3", script] + args, timeout=120)
+    r = t.result(run)
+    check_result_shape(r)
+    return r
+
+
+@test
+def storage_inotify_queues_count_as_memory(t):
+    """Events queued in an inotify instance are kernel memory no RSS
+    shows (up to 16 384 an instance, ~300 B each with a long name): 128
+    instances fed by writes to two files held 1 GiB of slab under
+    memory=32MiB, `ok`, and took the user's whole allowance of instances
+    from the host (found by a probing session). The fd scan now reads
+    each instance's queue, told apart with kcmp; one that no table shows
+    (in flight here) is charged its fullest queue; a run may hold 32
+    alive, then EMFILE, and closing them gives the room back."""
+    r = _inotify_run(t, ["queues", "24"], "64MiB")
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "memory"),
+       "queued events: status and limit (stdout %s, stderr %s)" % (
+           _show(r.get("stdout")), _show(r.get("stderr"))))
+    true("made 24 None" in (r.get("stdout") or ""),
+         "instances made (stdout %s)" % _show(r.get("stdout")))
+    r = _inotify_run(t, ["hidden", "12"], "64MiB")
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "memory"),
+       "instances in flight: status and limit (stdout %s, stderr %s)" % (
+           _show(r.get("stdout")), _show(r.get("stderr"))))
+    true("in flight" in (r.get("stdout") or ""),
+         "instances sent (stdout %s)" % _show(r.get("stdout")))
+    r = _inotify_run(t, ["cap", "40"], "2GiB")
+    eq(r.get("status"), "ok", "cap: status (stderr %s)" % _show(r.get("stderr")))
+    eq(r.get("stdout"), "made 32 EMFILE\nafter close ok\n", "cap: stdout")
+    true([d for d in (r.get("denials") or [])
+          if d.get("syscall") == "inotify_init1"],
+         "no denial for the instance past the cap: %s" %
+         _show(r.get("denials")))
+    t.assert_next_run_ok()
+
+
 # ---- /dev/shm names the user's other programs use ----
 
 SHM_PEER = r'''

@@ -161,6 +161,7 @@ int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *r
 /* memfd.c */
 CR_HANDLER(cr_h_memfd_create);
 CR_HANDLER(cr_h_pipe);
+CR_HANDLER(cr_h_inotify_init);
 CR_HANDLER(cr_h_fallocate);
 
 /* signal.c */
