@@ -1739,23 +1739,30 @@ static void fdscan_inotify(struct cr_run *run, const char *name)
 	struct cr_budgets *b = run->budgets;
 	pid_t self = getpid();
 	int fd = cr_tasks_getfd(run, b->fs_tid, atoi(name)), queued = 0;
+	bool told = true;
 
 	if (fd < 0)
 		return;		/* closed meanwhile */
-	for (unsigned i = 0; i < b->nino_seen; i++)
-		if (syscall(SYS_kcmp, self, self, KCMP_FILE, fd,
-			    b->ino_seen[i]) == 0) {
+	for (unsigned i = 0; told && i < b->nino_seen; i++) {
+		long k = syscall(SYS_kcmp, self, self, KCMP_FILE, fd,
+				 b->ino_seen[i]);
+
+		if (k == 0) {
 			close(fd);
 			return;	/* met before in this scan */
 		}
+		told = k > 0;	/* no kcmp: seen, but not told apart */
+	}
 	b->fs_files += CR_BUDGET_FILE_KERNEL;
 	if (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0)
 		b->fs_files += (uint64_t)queued * CR_BUDGET_INOTIFY_SLAB;
-	if (b->nino_seen < sizeof(b->ino_seen) / sizeof(b->ino_seen[0]))
+	/* Kept, it stands for one instance the scan met; one that cannot be
+	 * told apart, or more than the run can have made, is counted but
+	 * stands for none: every instance alive is then charged whole. */
+	if (told && b->nino_seen < sizeof(b->ino_seen) / sizeof(b->ino_seen[0]))
 		b->ino_seen[b->nino_seen++] = fd;
 	else
-		close(fd);	/* more than the run can have made: not ours
-				 * to tell apart, each counted */
+		close(fd);
 }
 
 struct alive {
