@@ -317,8 +317,10 @@ static int sockhide(int n, int undump)
 		setsockopt(sv[i][0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
 		fcntl(sv[i][0], F_SETFL, O_NONBLOCK);
 	}
-	if (undump)
+	if (undump) {
 		printf("undump=%d\n", prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
+		fflush(stdout);	/* the run may end on memory before exit */
+	}
 	static char chunk[1 << 16];
 	long total = 0;
 	for (int i = 0; i < n; i++)
