@@ -155,8 +155,6 @@ struct cr_budgets {
 					 * run made, followed without a
 					 * reference (fs/weak.c), or -1 */
 	uint64_t ino_seq;		/* ...numbered as made */
-	uint64_t ino_seq_scan;		/* ...the first the scan under way
-					 * may not have seen in a table */
 	uint64_t ino_full;		/* one instance's fullest queue */
 	int ino_seen[CR_BUDGET_INOTIFY_MAX * 2];	/* owned: a copy of
 					 * each instance the scan under way
@@ -1723,6 +1721,8 @@ static int64_t fdinfo_lines(int dir, const char *name, const char *prefix)
 	return rc < 0 ? rc : p.count;
 }
 
+static void fdscan_run(struct cr_run *run, size_t budget);
+
 /*
  * An inotify instance's queue: kernel memory no RSS shows. Each instance
  * holds up to fs.inotify.max_queued_events (16 384) events, ~300 B of
@@ -1765,36 +1765,31 @@ static void fdscan_inotify(struct cr_run *run, const char *name)
 		close(fd);
 }
 
-struct alive {
-	uint64_t before, n;
-};
-
 static void count_alive(void *arg, uint64_t data, uint64_t ino)
 {
-	struct alive *a = arg;
-
+	(void)data;
 	(void)ino;
-	a->n += data < a->before;
+	(*(uint64_t *)arg)++;
 }
 
-/* Instances the run made before the one numbered `before` that are
- * alive: -errno when the set cannot be read. */
-static int64_t inotify_alive(struct cr_budgets *b, uint64_t before)
+/* Instances the run made that are alive: -errno when the set cannot be
+ * read. */
+static int64_t inotify_alive(struct cr_budgets *b)
 {
-	struct alive a = { before, 0 };
-	int rc = cr_weak_each(b->ino_weak, count_alive, &a);
+	uint64_t n = 0;
+	int rc = cr_weak_each(b->ino_weak, count_alive, &n);
 
-	return rc < 0 ? rc : (int64_t)a.n;
+	return rc < 0 ? rc : (int64_t)n;
 }
 
 /* Instances alive that no table of the scan showed (held by a blocked
- * call, in flight in a message): their fullest queues. One made since
- * the scan began may be in a table it had passed: the next scan judges
- * it. */
+ * call, in flight in a message): their fullest queues. Those the scan
+ * met are alive still (its copies hold them), and none is made while a
+ * scan is under way (cr_budget_on_inotify). */
 static void hidden_inotify(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
-	int64_t alive = inotify_alive(b, b->ino_seq_scan);
+	int64_t alive = inotify_alive(b);
 
 	if (alive < 0)
 		alive = (int64_t)CR_BUDGET_INOTIFY_MAX;	/* fail closed */
@@ -1812,7 +1807,12 @@ int cr_budget_on_inotify(struct cr_run *run, int fd)
 
 	if (!b)
 		return 0;
-	alive = inotify_alive(b, UINT64_MAX);
+	/* Never made while a scan is under way: one made between its steps
+	 * and met in a table would stand for an older one hidden in flight
+	 * (found by a probing session). The scan is finished first. */
+	if (b->fs_on)
+		fdscan_run(run, SIZE_MAX);
+	alive = inotify_alive(b);
 	if (alive < 0)
 		return (int)alive;
 	if (alive >= CR_BUDGET_INOTIFY_MAX)
@@ -2311,7 +2311,6 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 		b->fs_files = 0;
 		b->fs_epoll = 0;
 		b->pipe_seq_scan = b->pipe_seq;
-		b->ino_seq_scan = b->ino_seq;
 		for (unsigned i = 0; i < b->nino_seen; i++)
 			close(b->ino_seen[i]);
 		b->nino_seen = 0;
@@ -3112,14 +3111,23 @@ int cr_budget_on_create(struct cr_run *run, pid_t pid)
 		return -EDQUOT;
 	}
 	b->hook_files++;
-	/* Each creation after a default ACL was set on tmpfs may copy it
+	return cr_budget_on_acl_copy(run);
+}
+
+int cr_budget_on_acl_copy(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+
+	/* Each inode made after a default ACL was set on tmpfs may copy it
 	 * twice in memory (handlers/xattr.c): charged, up to what the files
-	 * budget's worth of inodes could hold at once. */
-	if (run->tmpfs_acl_max) {
+	 * budget's worth of inodes and the unnamed files could hold at
+	 * once. */
+	if (b && run->tmpfs_acl_max) {
 		uint64_t one = 2 * acl_slab(run->tmpfs_acl_max);
 		uint64_t most = lim(run, CR_LIM_FILES);
 
-		most = most > UINT64_MAX / one ? UINT64_MAX : most * one;
+		most = most > UINT64_MAX / one - CR_FS_HELD_MAX ? UINT64_MAX :
+		       (most + CR_FS_HELD_MAX) * one;
 		if (b->acl_bytes + one <= most) {
 			b->acl_bytes += one;
 			if (charge_for_good(run, one))

@@ -238,6 +238,10 @@ void cr_budget_on_gone(struct cr_run *run, struct cr_task *t);
  * name) for the program: 0 to go ahead, or -EDQUOT when the files budget is
  * spent (the run is then ended; the creation must not be performed). */
 int cr_budget_on_create(struct cr_run *run, pid_t pid);
+/* An inode made without a name (O_TMPFILE): it copies a default ACL as a
+ * named one does (included in cr_budget_on_create). 0, or -ENOMEM when
+ * the memory budget is spent. */
+int cr_budget_on_acl_copy(struct cr_run *run);
 /* Called by the filesystem layer when it learns that the program's writes
  * grew a file by `bytes` (e.g. a write it performed). 0, or -EDQUOT when the
  * disk budget is spent (the run is then ended). */

@@ -350,7 +350,8 @@ static struct cr_verdict do_open(struct cr_run *run,
 	 * made (tracer/budget.c). */
 	if (!res.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid)))
 		goto out;
-	if ((flags & __O_TMPFILE) == __O_TMPFILE && (rc = cr_fs_held_room(run)))
+	if ((flags & __O_TMPFILE) == __O_TMPFILE &&
+	    ((rc = cr_fs_held_room(run)) || (rc = cr_budget_on_acl_copy(run))))
 		goto out;
 	fd = perform(run, n, &res, flags, mode);
 	if (fd < 0) {
