@@ -1753,7 +1753,7 @@ static void fdscan_inotify(struct cr_run *run, const char *name)
 		}
 		told = k > 0;	/* no kcmp: seen, but not told apart */
 	}
-	b->fs_files += CR_BUDGET_FILE_KERNEL;
+	/* Its file is counted with every other (fdscan_entry). */
 	if (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0)
 		b->fs_files += (uint64_t)queued * CR_BUDGET_INOTIFY_SLAB;
 	/* Kept, it stands for one instance the scan met; one that cannot be
