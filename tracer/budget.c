@@ -156,6 +156,12 @@ struct cr_budgets {
 					 * reference (fs/weak.c), or -1 */
 	uint64_t ino_seq;		/* ...numbered as made */
 	uint64_t ino_full;		/* one instance's fullest queue */
+	uint64_t ino_watches;		/* the run's watches alive, at most */
+	uint64_t ino_watch_cap;		/* ...past which none is added */
+	uint64_t ino_watch_during;	/* ...added since the scan began */
+	uint64_t fs_watches;		/* the scan under way's count */
+	bool fs_watch_exact;		/* ...read from every instance */
+	uint64_t ino_cap_next_ns;	/* no count at the cap before this */
 	int ino_seen[CR_BUDGET_INOTIFY_MAX * 2];	/* owned: a copy of
 					 * each instance the scan under way
 					 * met in a table, told apart by kcmp */
@@ -1686,8 +1692,7 @@ static void fdscan_pipe(struct cr_run *run, const struct stat *st,
  * fdinfo; reading it costs its length, which the scan's pacing bounds.
  * Every anonymous inode shares one inode number, so an instance shared by
  * forked processes counts once per table that holds it: an error towards
- * stopping. (inotify watches, ~103 B each and 192 530 a user here, are
- * left to the kernel's limit.)
+ * stopping. (inotify watches: cr_budget_watch_room.)
  */
 /* The lines of the fdinfo of entry `name` of the fd directory dir that
  * begin with prefix: their count; -ENOENT when it cannot be opened (the
@@ -1756,6 +1761,21 @@ static void fdscan_inotify(struct cr_run *run, const char *name)
 	/* Its file is counted with every other (fdscan_entry). */
 	if (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0)
 		b->fs_files += (uint64_t)queued * CR_BUDGET_INOTIFY_SLAB;
+	/* Its watches, once the run's bound on them is worth a count: a
+	 * line each in its fdinfo, paid as an epoll's (fdscan_anon). */
+	if (b->fs_watch_exact && told) {
+		uint64_t t0 = cr_thread_cpu_ns(), cost;
+		int64_t got = fdinfo_lines(dirfd(b->fs_dir), name,
+					   "inotify wd:");
+
+		if (got < 0)
+			b->fs_watch_exact = false;
+		else
+			b->fs_watches += (uint64_t)got;
+		cost = cr_thread_cpu_ns() - t0;
+		if (cost > 2000000ull)
+			cr_budget_charge_cpu(run, cost);
+	}
 	/* Kept, it stands for one instance the scan met; one that cannot be
 	 * told apart, or more than the run can have made, is counted but
 	 * stands for none: every instance alive is then charged whole. */
@@ -1795,6 +1815,13 @@ static void hidden_inotify(struct cr_run *run)
 		alive = (int64_t)CR_BUDGET_INOTIFY_MAX;	/* fail closed */
 	if ((uint64_t)alive > b->nino_seen)
 		b->fs_files += ((uint64_t)alive - b->nino_seen) * b->ino_full;
+	/* Watches: the bound becomes the count only when every instance
+	 * alive was met and read (one hidden keeps its watches unseen), plus
+	 * those added since the scan began (some perhaps counted twice). */
+	if (b->fs_watch_exact && (uint64_t)alive == b->nino_seen &&
+	    b->fs_watches + b->ino_watch_during < b->ino_watches)
+		b->ino_watches = b->fs_watches + b->ino_watch_during;
+	b->fs_files += b->ino_watches * CR_BUDGET_INOTIFY_WATCH;
 	for (unsigned i = 0; i < b->nino_seen; i++)
 		close(b->ino_seen[i]);
 	b->nino_seen = 0;
@@ -1818,6 +1845,52 @@ int cr_budget_on_inotify(struct cr_run *run, int fd)
 	if (alive >= CR_BUDGET_INOTIFY_MAX)
 		return -EMFILE;
 	return cr_weak_add(&b->ino_weak, fd, b->ino_seq++);
+}
+
+/*
+ * inotify watches: each a mark of kernel memory and an inode pinned in
+ * memory, bounded by the user's fs.inotify.max_user_watches, which the
+ * run shares with every program of the user on the host (an editor, a
+ * build watcher): 192 530 here, all of them taken by one run before. The
+ * supervisor adds every watch (handlers/xattr.c), so the run's are
+ * bounded from above by the new ones it added; the fd scan brings the
+ * bound down to their count. At a quarter of the user's allowance a
+ * count is made at once (the scan under way finished, then a whole one);
+ * still there, ENOSPC, and the next count is paced by this one's cost.
+ */
+int cr_budget_watch_room(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t t0;
+
+	if (!b || b->ino_watches < b->ino_watch_cap)
+		return 0;
+	if (cr_now_ns() < b->ino_cap_next_ns)
+		return -ENOSPC;
+	t0 = cr_thread_cpu_ns();
+	if (b->fs_on)
+		fdscan_run(run, SIZE_MAX);
+	if (b->ino_watches >= b->ino_watch_cap)
+		fdscan_run(run, SIZE_MAX);
+	if (b->ino_watches < b->ino_watch_cap)
+		return 0;
+	/* Still there: the next count only after ten times this one's cost
+	 * (a program adding at the cap would have the supervisor scan at
+	 * every call). */
+	b->ino_cap_next_ns = cr_now_ns() + 10 * (cr_thread_cpu_ns() - t0);
+	return -ENOSPC;
+}
+
+void cr_budget_on_watch(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!b)
+		return;
+	b->ino_watches++;
+	b->ino_watch_during++;
+	/* Charged at once; the next scan's figure replaces it. */
+	b->filebytes += CR_BUDGET_INOTIFY_WATCH;
 }
 
 static void fdscan_anon(struct cr_run *run, const char *name)
@@ -2311,6 +2384,10 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 		b->fs_files = 0;
 		b->fs_epoll = 0;
 		b->pipe_seq_scan = b->pipe_seq;
+		b->fs_watches = 0;
+		b->fs_watch_exact =
+			b->ino_watches >= CR_BUDGET_INOTIFY_RECOUNT;
+		b->ino_watch_during = 0;
 		for (unsigned i = 0; i < b->nino_seen; i++)
 			close(b->ino_seen[i]);
 		b->nino_seen = 0;
@@ -2873,6 +2950,11 @@ int cr_budget_setup(struct cr_run *run)
 		/* each event in a 512-byte object at most, and the
 		 * overflow event */
 		b->ino_full = (b->ino_full + 1) * 512 + CR_BUDGET_FILE_KERNEL;
+		b->ino_watch_cap = read_small("/proc/sys/fs/inotify/max_user_watches",
+					      mm, sizeof(mm)) > 0 ?
+				   strtoull(mm, NULL, 10) / 4 : 0;
+		if (!b->ino_watch_cap)
+			b->ino_watch_cap = 8192;	/* the old default */
 		b->optmem_max = read_small("/proc/sys/net/core/optmem_max",
 					   mm, sizeof(mm)) > 0 ?
 				strtoull(mm, NULL, 10) : 0;

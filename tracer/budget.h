@@ -106,6 +106,14 @@
  * is fs.inotify.max_user_instances, 128 by default): past it EMFILE, the
  * kernel's answer at that limit. */
 #define CR_BUDGET_INOTIFY_MAX 32
+/* An inotify watch: its mark (~80 B of unreclaimable slab, measured: 32 000
+ * watches +2.5 MB) and the inode it pins in memory (~1.1 KiB on ext4; one
+ * inode may be pinned by the watches of several instances: counted each
+ * time, towards stopping). */
+#define CR_BUDGET_INOTIFY_WATCH 1280u
+/* The run's bound on its watches is checked against their count (the
+ * "inotify wd:" lines of each instance's fdinfo) once it passes this. */
+#define CR_BUDGET_INOTIFY_RECOUNT 1024u
 /* A PSS judgement (every process's smaps_rollup) is free again only
  * after this many times its own CPU cost has passed (tracer/budget.c). */
 #define CR_BUDGET_PSS_IDLE 30
@@ -291,6 +299,12 @@ int cr_budget_on_opened(struct cr_run *run, int fd);
  * no fd table shows is charged its fullest queue. 0, or -errno (EMFILE
  * past CR_BUDGET_INOTIFY_MAX alive): then it must not reach the run. */
 int cr_budget_on_inotify(struct cr_run *run, int fd);
+/* Before the supervisor adds a watch for the run (handlers/xattr.c): 0, or
+ * -ENOSPC (the kernel's answer at the user's limit) when the run holds a
+ * quarter of the user's fs.inotify.max_user_watches, which it shares with
+ * the host. cr_budget_on_watch: a watch was added that may be new. */
+int cr_budget_watch_room(struct cr_run *run);
+void cr_budget_on_watch(struct cr_run *run);
 /* Filesystems of pipes and FIFOs one run's follows may span. */
 #define CR_BUDGET_PIPE_DEVS 64
 /* The program asks for an internet socket: its kind's queues are measured

@@ -385,6 +385,92 @@ def storage_inotify_made_during_a_scan_hides_nothing(t):
     t.assert_next_run_ok()
 
 
+WATCHES = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+mode, nfiles, ninst = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs("f", exist_ok=True)
+for i in range(nfiles):
+    open("f/%d" % i, "w").close()
+inst = [libc.inotify_init1(0) for _ in range(ninst)]
+if min(inst) < 0:
+    print("init failed %d" % ctypes.get_errno(), flush=True)
+    sys.exit(1)
+added, err = 0, 0
+for fd in inst:
+    for i in range(nfiles):
+        if libc.inotify_add_watch(fd, b"f/%d" % i, 0x2) < 0:
+            err = ctypes.get_errno()
+            break
+        added += 1
+    if err:
+        break
+# Adding again on watched inodes changes watches, never makes new ones:
+# allowed at the cap, as the kernel allows it at the user's limit.
+again = sum(libc.inotify_add_watch(inst[0], b"f/%d" % i, 0x4) >= 0
+            for i in range(min(nfiles, 100)))
+print("added %d errno %d again %d" % (added, err, again), flush=True)
+if mode == "cap":
+    for fd in inst:
+        os.close(fd)
+    fd = libc.inotify_init1(0)
+    ok = 0
+    for _ in range(100):
+        ok = sum(libc.inotify_add_watch(fd, b"f/%d" % i, 0x2) >= 0
+                 for i in range(min(nfiles, 1000)))
+        if ok == min(nfiles, 1000):
+            break
+        time.sleep(0.1)
+    print("after close %d" % ok, flush=True)
+else:
+    time.sleep(3)
+    print("alive", flush=True)
+"""
+
+
+def _watches_run(t, args, memory):
+    script = t.write("watches.py", WATCHES)
+    ws = t.path("ws-" + args[0])
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    run = t.corral(["run", "--json", "-w", ws, "--limit", "wall=120s",
+                    "--limit", "files=100000", "--limit", "memory=" + memory,
+                    "--ro", t.tmp, "--", "python3", script] + args,
+                   timeout=180)
+    r = t.result(run)
+    check_result_shape(r)
+    return r
+
+
+@test
+def storage_inotify_watches_count_and_are_capped(t):
+    """An inotify watch is a mark of unreclaimable slab (~80 B measured)
+    and pins its inode in memory (~1.1 KiB on ext4); the user's
+    fs.inotify.max_user_watches is shared with every program of the user
+    on the host. 32 instances watching 1 000 files each (32 000 watches)
+    ran `ok` under memory=32MiB, and a run could take the user's whole
+    allowance (the kernel's limit was the only bound). Each new watch is
+    now charged 1.25 KiB to memory, and a run holds at most a quarter of
+    the user's allowance (then ENOSPC, the kernel's answer at its limit;
+    changing a watch stays allowed); closing instances gives the room
+    back (the fd scan counts the watches alive)."""
+    r = _watches_run(t, ["mem", "1000", "32"], "32MiB")
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "memory"),
+       "32 000 watches: status and limit (stdout %s, stderr %s)" % (
+           _show(r.get("stdout")), _show(r.get("stderr"))))
+    with open("/proc/sys/fs/inotify/max_user_watches") as f:
+        cap = int(f.read()) // 4
+    files = cap // 32 + 1
+    r = _watches_run(t, ["cap", str(files), "32"], "2GiB")
+    eq(r.get("status"), "ok", "cap: status (stderr %s)" % _show(r.get("stderr")))
+    eq(r.get("stdout"), "added %d errno 28 again 100\nafter close 1000\n" % cap,
+       "cap: stdout")
+    true([d for d in (r.get("denials") or [])
+          if d.get("syscall") == "inotify_add_watch"],
+         "no denial for the watch past the cap: %s" % _show(r.get("denials")))
+    t.assert_next_run_ok()
+
+
 # ---- /dev/shm names the user's other programs use ----
 
 SHM_PEER = r'''

@@ -6,13 +6,16 @@
 #include <limits.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <sys/inotify.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <sys/xattr.h>
 
 #include "../fs/fsops.h"
+#include "../budget.h"
 
 #define CR_XATTR_MAX 65536
 
@@ -253,6 +256,39 @@ CR_HANDLER(cr_h_fcntl_notify)
 	return CR_V_ERR(EPERM);
 }
 
+struct watch_find {
+	unsigned long long dev, ino;
+	bool found;
+};
+
+static void watch_line(void *arg, char *line)
+{
+	struct watch_find *w = arg;
+	unsigned long long ino, sdev;
+
+	/* "inotify wd:a ino:a3e sdev:800001 mask:...", all hex; the kernel's dev_t
+	 * (major << 20 | minor), in hex. */
+	if (sscanf(line, "inotify wd:%*x ino:%llx sdev:%llx", &ino, &sdev) == 2 &&
+	    ino == w->ino && sdev == w->dev)
+		w->found = true;
+}
+
+/* Has the instance ifd a watch on the inode of fd already? (Then adding
+ * one changes it: no new watch.) False when it cannot be told. */
+static bool watched(int ifd, int fd)
+{
+	struct watch_find w = { 0, 0, false };
+	struct stat st;
+	char path[48];
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	w.dev = ((unsigned long long)major(st.st_dev) << 20) | minor(st.st_dev);
+	w.ino = st.st_ino;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", ifd);
+	return cr_lines_at(AT_FDCWD, path, watch_line, &w) == 0 && w.found;
+}
+
 struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 					 const struct cr_syscall_entry *e,
 					 const struct seccomp_notif *n)
@@ -307,8 +343,32 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 		close(fd);
 		return CR_V_ERR(-ifd);
 	}
+	rc = cr_budget_watch_room(run);
+	if (rc && !(mask & IN_MASK_CREATE) && watched(ifd, fd))
+		rc = 0;		/* a change of a watch, as the kernel allows */
+	if (rc) {
+		close(ifd);
+		close(fd);
+		cr_deny(run, (pid_t)n->pid, e->name, NULL, "fs",
+			"more inotify watches than a run may hold (the user's allowance is the host's)");
+		return CR_V_ERR(-rc);
+	}
 	cr_fs_fdpath(fd, p, sizeof(p));
-	wd = inotify_add_watch(ifd, p, mask & ~IN_DONT_FOLLOW);
+	mask &= ~IN_DONT_FOLLOW;
+	/* Is the watch new, or a change of one the instance has on the
+	 * inode? IN_MASK_CREATE asks the kernel (EEXIST: there is one);
+	 * with IN_MASK_ADD it cannot be asked, and the watch counts as new. */
+	if (!(mask & (IN_MASK_ADD | IN_MASK_CREATE))) {
+		wd = inotify_add_watch(ifd, p, mask | IN_MASK_CREATE);
+		if (wd < 0 && errno == EEXIST)
+			wd = inotify_add_watch(ifd, p, mask);
+		else if (wd >= 0)
+			cr_budget_on_watch(run);
+	} else {
+		wd = inotify_add_watch(ifd, p, mask);
+		if (wd >= 0)
+			cr_budget_on_watch(run);
+	}
 	rc = wd < 0 ? errno : 0;
 	close(ifd);
 	close(fd);
