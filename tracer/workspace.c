@@ -97,6 +97,59 @@ int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 	return 0;
 }
 
+/* Is real one of the writable roots itself (the workspace, a class or
+ * --rw root, as written or resolved)? Then the read root adds nothing. */
+static bool is_writable_root(const struct cr_run_config *cfg,
+			     const char *given, const char *real)
+{
+	const struct cr_strlist *lists[] = { &cfg->cls->fs_write,
+					     &cfg->extra_rw };
+	char r[PATH_MAX];
+
+	if (given && realpath(given, r) && !strcmp(r, real))
+		return true;
+	for (size_t l = 0; l < CR_ARRAY_SIZE(lists); l++)
+		for (size_t i = 0; i < lists[l]->n; i++)
+			if (!strcmp(lists[l]->v[i], real) ||
+			    (realpath(lists[l]->v[i], r) && !strcmp(r, real)))
+				return true;
+	return false;
+}
+
+int cr_workspace_nesting_check(const struct cr_run_config *cfg,
+			       const char *given, char *why, size_t len)
+{
+	const struct cr_strlist *lists[] = { &cfg->cls->fs_read,
+					     &cfg->cls->fs_exec,
+					     &cfg->extra_ro, &cfg->extra_exec };
+	char real[PATH_MAX], which[PATH_MAX + 64];
+
+	if (!cfg->cls)
+		return 0;
+	for (size_t l = 0; l < CR_ARRAY_SIZE(lists); l++)
+		for (size_t i = 0; i < lists[l]->n; i++) {
+			const char *root = lists[l]->v[i];
+
+			/* Judged where it is, or where it would be made (a
+			 * name the program could create in the writable
+			 * root would then be inside the read root). */
+			if (!realpath(root, real)) {
+				if (root[0] != '/' || strlen(root) >= sizeof(real))
+					continue;
+				strcpy(real, root);
+			}
+			if (is_writable_root(cfg, given, real) ||
+			    !cr_audit_path_writable(cfg, given, real, which,
+						    sizeof(which)))
+				continue;
+			snprintf(why, len,
+				 "the %s root %s is %s: roots add up, so it would be writable too (name read roots outside the writable ones)",
+				 l == 1 || l == 3 ? "exec" : "read", root, which);
+			return -EPERM;
+		}
+	return 0;
+}
+
 static const char *tmp_dir(void)
 {
 	const char *tmp = getenv("TMPDIR");

@@ -92,6 +92,49 @@ def workspace_around_denied_root_refused(t):
 
 
 @test
+def read_root_inside_a_writable_root_refused(t):
+    """A path's access is the union of the roots it is in, so a read or
+    exec root inside the workspace or a --rw root was as writable as the
+    root around it: `-w ws --ro ws/vendor` let the program append to,
+    rename and remove ws/vendor, `ok`, with nothing said (found by a
+    probing session). Such a run is now refused before anything starts;
+    a read root equal to a writable root (nothing narrower) and one
+    beside it still run."""
+    ws, rw = t.path("ws"), t.path("rw")
+    for d in (ws, rw):
+        os.makedirs(os.path.join(d, "vendor"))
+        t.write(os.path.relpath(os.path.join(d, "vendor", "file"), t.tmp),
+                "ORIG")
+    cmd = ["--", "sh", "-c", "echo PWN >> vendor/file; rm -rf vendor; echo ran"]
+    for extra, kind, root, which in (
+            (["--ro", os.path.join(ws, "vendor")], "read",
+             os.path.join(ws, "vendor"), "the workspace " + ws),
+            (["--exec", os.path.join(ws, "vendor")], "exec",
+             os.path.join(ws, "vendor"), "the workspace " + ws),
+            (["--ro", os.path.join(ws, "later")], "read",
+             os.path.join(ws, "later"), "the workspace " + ws),
+            (["--rw", rw, "--ro", os.path.join(rw, "vendor")], "read",
+             os.path.join(rw, "vendor"), "the writable root " + rw)):
+        run = t.corral(["run", "--json", "-w", ws] + extra + cmd)
+        r = t.result(run)
+        eq(run.code, 126, "%s: exit status (%s)" % (extra, run.summary()))
+        eq(r.get("status"), "policy_denied", "%s: status" % extra)
+        contains(r.get("message", ""), "the %s root %s is inside %s" % (
+            kind, root, which), "%s: message" % extra)
+        eq(r.get("stdout"), "", "%s: the program never ran" % extra)
+    for d in (ws, rw):
+        with open(os.path.join(d, "vendor", "file")) as f:
+            eq(f.read(), "ORIG", "the read root's file is untouched")
+    # Nothing narrower: a read root that is the workspace, one beside it.
+    run = t.corral(["run", "--json", "-w", ws, "--ro", ws, "--ro", rw,
+                    "--", "sh", "-c", "cat %s/vendor/file; echo ran > ran" % rw])
+    r = t.result(run)
+    eq((run.code, r.get("status"), r.get("stdout")), (0, "ok", "ORIG"),
+       "read roots equal to and beside the workspace")
+    t.assert_next_run_ok()
+
+
+@test
 def result_path_unwritable_refused_before_start(t):
     ws = t.path("ws")
     os.makedirs(ws)
