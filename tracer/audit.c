@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -14,8 +15,11 @@
 #include "tracer.h"
 
 /* Bounded: past this many deny events a run's further denials are only
- * counted, and the cleanup event carries the count. */
-#define CR_AUDIT_MAX_DENIES 1000
+ * counted, and the cleanup event carries the count; but the latest
+ * CR_AUDIT_TAIL of them are kept and written at the end (marked "late"),
+ * so a flood of cheap denials cannot hide what came after it. */
+#define CR_AUDIT_MAX_DENIES 900
+#define CR_AUDIT_TAIL 100
 
 /* The prev of a chain's first event. */
 static const char genesis[] =
@@ -197,20 +201,69 @@ static void emit_locked(struct cr_run *run, const char *event, cJSON *f,
 
 void cr_audit_event(struct cr_run *run, const char *event, void *fields)
 {
-	if (run->audit_fd < 0 ||
-	    (!strcmp(event, "deny") && ++run->audit_denies > CR_AUDIT_MAX_DENIES)) {
+	if (run->audit_fd < 0) {
 		cJSON_Delete(fields);
+		return;
+	}
+	if (!strcmp(event, "deny") && ++run->audit_denies > CR_AUDIT_MAX_DENIES) {
+		pthread_mutex_lock(&audit_lock);
+		if (!run->audit_tail)
+			run->audit_tail = calloc(CR_AUDIT_TAIL,
+						 sizeof(*run->audit_tail));
+		if (run->audit_tail && fields) {
+			void **slot = &run->audit_tail[run->audit_tail_next];
+
+			cJSON_Delete(*slot);
+			*slot = fields;
+			run->audit_tail_next = (run->audit_tail_next + 1) %
+					       CR_AUDIT_TAIL;
+		} else {
+			cJSON_Delete(fields);
+		}
+		pthread_mutex_unlock(&audit_lock);
 		return;
 	}
 	emit(run, event, fields, false);
 }
 
+/* The deny events kept past the head, oldest first, each with its own
+ * "ms"; their count. */
+static uint64_t emit_tail(struct cr_run *run)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&audit_lock);
+	for (size_t k = 0; run->audit_tail && k < CR_AUDIT_TAIL; k++) {
+		size_t i = (run->audit_tail_next + k) % CR_AUDIT_TAIL;
+		cJSON *f = run->audit_tail[i];
+
+		if (!f)
+			continue;
+		run->audit_tail[i] = NULL;
+		cJSON_AddBoolToObject(f, "late", true);
+		emit_locked(run, "deny", f, false);
+		n++;
+	}
+	pthread_mutex_unlock(&audit_lock);
+	return n;
+}
+
+static void free_tail(struct cr_run *run)
+{
+	for (size_t i = 0; run->audit_tail && i < CR_AUDIT_TAIL; i++)
+		cJSON_Delete(run->audit_tail[i]);
+	free(run->audit_tail);
+	run->audit_tail = NULL;
+}
+
 void cr_audit_finish(struct cr_run *run)
 {
+	uint64_t late;
 	cJSON *f;
 
 	if (run->audit_fd < 0)
 		return;
+	late = emit_tail(run);
 	f = cJSON_CreateObject();
 	if (f) {
 		cJSON_AddStringToObject(f, "status", cr_status_name(run->status));
@@ -230,9 +283,9 @@ void cr_audit_finish(struct cr_run *run)
 		cJSON_AddBoolToObject(f, "workspace_removed",
 				      run->workspace_removed);
 		cJSON_AddNumberToObject(f, "audit_denies_dropped",
-					run->audit_denies > CR_AUDIT_MAX_DENIES ?
+					run->audit_denies > CR_AUDIT_MAX_DENIES + late ?
 					(double)(run->audit_denies -
-						 CR_AUDIT_MAX_DENIES) : 0);
+						 CR_AUDIT_MAX_DENIES - late) : 0);
 	}
 	/* The last line of the run's chain: its hash is the head the result
 	 * carries, so a trail cut after any earlier line is told apart. */
@@ -256,6 +309,7 @@ void cr_audit_result(const struct cr_run *run, void *result)
 
 void cr_audit_close(struct cr_run *run)
 {
+	free_tail(run);
 	if (run->audit_fd >= 0)
 		close(run->audit_fd);
 	run->audit_fd = -1;

@@ -340,6 +340,31 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 		d->reason = strdup(reason);
 		if (run->surface)
 			cr_surface_denied(run, pid, i);
+	} else if (run->denials) {
+		/* Full: the latest take the tail's oldest slot, so the list
+		 * keeps the run's first denials and its last. */
+		size_t i = CR_MAX_DENIALS - CR_DENIALS_TAIL + run->denial_tail;
+
+		d = &run->denials[i];
+		run->denials_dropped += d->count;
+		free(d->target);
+		free(d->reason);
+		for (size_t k = 0; k < d->nstack; k++)
+			free(d->stack[k]);
+		free(d->stack);
+		memset(d, 0, sizeof(*d));
+		d->ms = ms;
+		d->pid = pid;
+		d->count = 1;
+		snprintf(d->syscall, sizeof(d->syscall), "%s", syscall);
+		d->target = target ? strdup(target) : NULL;
+		d->layer = layer;
+		d->reason = strdup(reason);
+		/* A stack is taken for the table's fixed part only: a slot
+		 * reused meanwhile would take another denial's. */
+		d->stack_missing = "listed after the table filled";
+		run->denial_tail = (run->denial_tail + 1) % CR_DENIALS_TAIL;
+		run->denials_wrapped = true;
 	} else {
 		run->denials_dropped++;
 	}

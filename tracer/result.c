@@ -341,9 +341,17 @@ static cJSON *build(struct cr_run *run, int code)
 		add_u64(u, "supervisor_cpu_ms", supervisor_cpu_ms());
 	}
 	d = cJSON_AddArrayToObject(r, "denials");
-	for (size_t i = 0; d && i < run->ndenials; i++) {
-		const struct cr_denial *dn = &run->denials[i];
-		cJSON *o = cJSON_CreateObject();
+	for (size_t j = 0; d && j < run->ndenials; j++) {
+		/* In the order they happened: once the tail is a ring, its
+		 * oldest slot is the next to be reused. */
+		size_t head = CR_MAX_DENIALS - CR_DENIALS_TAIL, i = j;
+		const struct cr_denial *dn;
+		cJSON *o;
+
+		if (run->denials_wrapped && j >= head)
+			i = head + (j - head + run->denial_tail) % CR_DENIALS_TAIL;
+		dn = &run->denials[i];
+		o = cJSON_CreateObject();
 
 		if (!o)
 			break;

@@ -243,6 +243,10 @@ struct cr_denial {
 };
 
 #define CR_MAX_DENIALS 256
+/* Of those, the last are a ring once the table is full: the first
+ * denials and the latest are listed, so a flood of cheap ones cannot hide
+ * what the program tried after it. */
+#define CR_DENIALS_TAIL 64
 
 /* The result's usage object; each area fills its own fields. */
 struct cr_usage {
@@ -344,9 +348,15 @@ struct cr_run {
 	struct cr_denial *denials;	/* owned, CR_MAX_DENIALS, made by the first */
 	size_t ndenials;
 	uint64_t denials_dropped;
+	size_t denial_tail;		/* the next slot of the table's last
+					 * CR_DENIALS_TAIL, once it is full */
+	bool denials_wrapped;		/* ...which then hold the latest */
 	uint64_t denied_calls;		/* every refused call, listed or not */
 	int audit_fd;			/* owned, -1 without --audit */
 	uint64_t audit_denies;
+	void **audit_tail;		/* owned: the latest deny events past
+					 * the trail's head (cJSON objects) */
+	size_t audit_tail_next;
 	uint64_t audit_seq;		/* the next event's sequence number */
 	char audit_head[65];		/* SHA-256 (hex) of the last line
 					 * written: the chain's head */

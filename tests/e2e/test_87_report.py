@@ -220,3 +220,55 @@ def report_output_bytes_count_what_the_pipe_held(t):
     true(accepted - got <= 4 * 65536,
          "output_bytes %d: %d of the %d bytes written went uncounted" %
          (got, accepted - got, accepted))
+
+
+@test
+def report_a_flood_of_denials_hides_nothing_after_it(t):
+    """The result listed the run's first 256 distinct denials and the
+    audit its first 1 000 deny events: 2 000 cheap refused opens, then a
+    connect and an open of what the program was really after, left both
+    naming only the flood (found by a probing session). The last 64
+    entries of the result and the last 100 deny events of the trail are
+    now the latest (the trail's written at the end, marked late), and
+    the counts still add up."""
+    audit = t.path("audit.jsonl")
+    final = "/home/nobody-%s/.aws/credentials" % t.marker
+    script = ("import os, socket\n"
+              "for i in range(2000):\n"
+              "    try: os.stat('/nonexist%%d/x' %% i)\n"
+              "    except OSError: pass\n"
+              "s = socket.socket()\n"
+              "try: s.connect(('127.0.0.1', 9))\n"
+              "except OSError as e: print('connect', e.errno)\n"
+              "try: open(%r)\n"
+              "except OSError as e: print('open', e.errno)\n" % final)
+    run = t.corral(["run", "--json", "--audit", audit, "--", "python3",
+                    "-c", script])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (%s)" % run.summary())
+    eq(r.get("stdout"), "connect 111\nopen 2\n", "the program's answers")
+    d = r.get("denials", [])
+    eq(len(d), 256, "entries listed")
+    targets = [x.get("target") or "" for x in d]
+    true(any(x.startswith("127.0.0.1") for x in targets) and final in targets,
+         "the connect and the open are listed: %s" % _show(targets[-4:]))
+    eq(targets[0], "/nonexist0/x", "the first denial stays first")
+    ms = [x["ms"] for x in d]
+    eq(ms, sorted(ms), "entries in the order they happened")
+    total = sum(x.get("count", 1) for x in d) + r.get("denials_dropped", 0)
+    true(total >= 2002, "counts add up: %d" % total)
+    ev = [json.loads(x) for x in open(audit)]
+    deny = [e for e in ev if e.get("event") == "deny"]
+    eq(len(deny), 1000, "deny events written")
+    late = [e for e in deny if e.get("late")]
+    eq(len(late), 100, "deny events kept from past the head")
+    true(any((e.get("target") or "").startswith("127.0.0.1") for e in late)
+         and any(e.get("target") == final for e in late),
+         "the connect and the open are in the trail: %s" %
+         _show([e.get("target") for e in late[-3:]]))
+    cl = [e for e in ev if e.get("event") == "cleanup"][-1]
+    eq(cl.get("audit_denies_dropped") + len(deny) >= 2002, True,
+       "the trail's counts add up: %r" % cl.get("audit_denies_dropped"))
+    run = t.corral(["audit", "verify", audit])
+    eq(run.code, 0, "the trail verifies (%s)" % run.summary())
+    t.assert_next_run_ok()
