@@ -362,7 +362,8 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 		d->reason = strdup(reason);
 		/* A stack is taken for the table's fixed part only: a slot
 		 * reused meanwhile would take another denial's. */
-		d->stack_missing = "listed after the table filled";
+		if (run->cfg->stacks)
+			d->stack_missing = "listed after the table filled";
 		run->denial_tail = (run->denial_tail + 1) % CR_DENIALS_TAIL;
 		run->denials_wrapped = true;
 	} else {

@@ -253,6 +253,8 @@ def report_a_flood_of_denials_hides_nothing_after_it(t):
     true(any(x.startswith("127.0.0.1") for x in targets) and final in targets,
          "the connect and the open are listed: %s" % _show(targets[-4:]))
     eq(targets[0], "/nonexist0/x", "the first denial stays first")
+    eq([x for x in d if "stack_unavailable" in x], [],
+       "no stack fields without --stacks")
     ms = [x["ms"] for x in d]
     eq(ms, sorted(ms), "entries in the order they happened")
     total = sum(x.get("count", 1) for x in d) + r.get("denials_dropped", 0)
