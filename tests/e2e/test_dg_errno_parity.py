@@ -398,6 +398,30 @@ t("statx", lambda: sysc(332, -100, None, 0x1000, 0xfff, buf))
 
 
 @test
+def errno_parity_null_path_times(t):
+    """futimesat and utimensat with a NULL path act on the dirfd (the
+    kernel's do_utimes), take no flags there, and read the NULL path at
+    AT_FDCWD (EFAULT); corral answered futimesat(fd, NULL, tv) EFAULT
+    and left the times (found by a probing session)."""
+    parity(t, r'''
+fd = os.open("f", os.O_CREAT | os.O_RDWR, 0o644)
+tv = (ctypes.c_long * 4)(1000, 0, 2000, 0)
+ts = (ctypes.c_long * 4)(3000, 0, 4000, 0)
+t("futimesat fd", lambda: sysc(261, fd, None, tv))
+print("mtime", int(os.fstat(fd).st_mtime))
+t("futimesat cwd", lambda: sysc(261, -100, None, tv))
+t("futimesat now", lambda: sysc(261, fd, None, None))
+t("utimensat fd", lambda: sysc(280, fd, None, ts, 0))
+print("mtime", int(os.fstat(fd).st_mtime))
+t("utimensat nofollow", lambda: sysc(280, fd, None, ts, 0x100))
+t("utimensat empty", lambda: sysc(280, fd, None, ts, 0x1000))
+t("utimensat cwd", lambda: sysc(280, -100, None, ts, 0))
+t("utimensat badfd", lambda: sysc(280, 99, None, ts, 0))
+''', name="nulltimes", want={"futimesat fd": "ok", "futimesat cwd": "EFAULT",
+                             "utimensat nofollow": "EINVAL"})
+
+
+@test
 def errno_parity_memfd_metadata(t):
     """The run's memfd shows as "/memfd:NAME (deleted)": corral took it for
     a host file outside every root, and fchmod, fchown and faccessat2 on

@@ -342,6 +342,16 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
 		return CR_V_ERR(EINVAL);
+	/* The kernel's do_utimes: a NULL path is the fd form, which takes
+	 * no flags, except at AT_FDCWD, where it is a path that cannot be
+	 * read. */
+	if (diri >= 0 && n->data.args[pathi] == 0) {
+		if ((int)n->data.args[diri] == AT_FDCWD &&
+		    !(flags & AT_EMPTY_PATH))
+			return CR_V_ERR(EFAULT);
+		if ((int)n->data.args[diri] != AT_FDCWD && flags)
+			return CR_V_ERR(EINVAL);
+	}
 	if (diri >= 0 && (n->data.args[pathi] == 0 || (flags & AT_EMPTY_PATH))) {
 		/* The fd form: a NULL path (futimens), or "" with
 		 * AT_EMPTY_PATH. The times were read from the task: the
@@ -444,8 +454,7 @@ struct cr_verdict cr_h_futimesat(struct cr_run *run,
 
 	if (rc)
 		return CR_V_ERR(-rc);
-	if (!n->data.args[1])
-		return CR_V_ERR(EFAULT);
+	/* futimesat(fd, NULL, tv) acts on fd, as futimens (do_utimens). */
 	return do_utimens(run, n, e->name, 0, 1, null ? NULL : ts, 0);
 }
 
