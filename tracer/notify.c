@@ -305,6 +305,20 @@ static struct cr_denial *find_denial(struct cr_run *run, const char *syscall,
 	return NULL;
 }
 
+static void fill_denial(struct cr_denial *d, uint64_t ms, pid_t pid,
+			const char *syscall, const char *target,
+			const char *layer, const char *reason)
+{
+	memset(d, 0, sizeof(*d));
+	d->ms = ms;
+	d->pid = pid;
+	d->count = 1;
+	snprintf(d->syscall, sizeof(d->syscall), "%s", syscall);
+	d->target = target ? strdup(target) : NULL;
+	d->layer = layer;
+	d->reason = strdup(reason);
+}
+
 void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	     const char *target, const char *layer, const char *reason)
 {
@@ -330,14 +344,7 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 		size_t i = run->ndenials++;
 
 		d = &run->denials[i];
-		memset(d, 0, sizeof(*d));
-		d->ms = ms;
-		d->pid = pid;
-		d->count = 1;
-		snprintf(d->syscall, sizeof(d->syscall), "%s", syscall);
-		d->target = target ? strdup(target) : NULL;
-		d->layer = layer;
-		d->reason = strdup(reason);
+		fill_denial(d, ms, pid, syscall, target, layer, reason);
 		if (run->surface)
 			cr_surface_denied(run, pid, i);
 	} else if (run->denials) {
@@ -352,14 +359,7 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 		for (size_t k = 0; k < d->nstack; k++)
 			free(d->stack[k]);
 		free(d->stack);
-		memset(d, 0, sizeof(*d));
-		d->ms = ms;
-		d->pid = pid;
-		d->count = 1;
-		snprintf(d->syscall, sizeof(d->syscall), "%s", syscall);
-		d->target = target ? strdup(target) : NULL;
-		d->layer = layer;
-		d->reason = strdup(reason);
+		fill_denial(d, ms, pid, syscall, target, layer, reason);
 		/* A stack is taken for the table's fixed part only: a slot
 		 * reused meanwhile would take another denial's. */
 		if (run->cfg->stacks)

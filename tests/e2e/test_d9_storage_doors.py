@@ -316,17 +316,26 @@ print("alive", flush=True)
 """
 
 
-def _inotify_run(t, args, memory):
-    script = t.write("inotify_queues.py", INOTIFY)
+def _script_run(t, name, text, args, memory, limits=("wall=60s",),
+                timeout=120):
+    """Run the Python script text (written as name) with args in a fresh
+    workspace under memory; the checked result."""
+    script = t.write(name, text)
     ws = t.path("ws-" + args[0])
     os.makedirs(ws, exist_ok=True)
     os.chmod(ws, 0o777)
-    run = t.corral(["run", "--json", "-w", ws, "--limit", "wall=60s",
-                    "--limit", "memory=" + memory, "--ro", t.tmp, "--",
-                    "python3", script] + args, timeout=120)
+    opts = ["run", "--json", "-w", ws, "--limit", "memory=" + memory]
+    for lim in limits:
+        opts += ["--limit", lim]
+    run = t.corral(opts + ["--ro", t.tmp, "--", "python3", script] + args,
+                   timeout=timeout)
     r = t.result(run)
     check_result_shape(r)
     return r
+
+
+def _inotify_run(t, args, memory):
+    return _script_run(t, "inotify_queues.py", INOTIFY, args, memory)
 
 
 @test
@@ -429,17 +438,8 @@ else:
 
 
 def _watches_run(t, args, memory):
-    script = t.write("watches.py", WATCHES)
-    ws = t.path("ws-" + args[0])
-    os.makedirs(ws, exist_ok=True)
-    os.chmod(ws, 0o777)
-    run = t.corral(["run", "--json", "-w", ws, "--limit", "wall=120s",
-                    "--limit", "files=100000", "--limit", "memory=" + memory,
-                    "--ro", t.tmp, "--", "python3", script] + args,
-                   timeout=180)
-    r = t.result(run)
-    check_result_shape(r)
-    return r
+    return _script_run(t, "watches.py", WATCHES, args, memory,
+                       ("wall=120s", "files=100000"), timeout=180)
 
 
 @test
