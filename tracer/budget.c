@@ -815,6 +815,45 @@ void cr_budget_on_exec(struct cr_run *run, struct cr_task *leader,
 
 /* ---- polling: cpu and memory of live tasks ---- */
 
+static uint64_t rollup_field(const char *buf, const char *key, bool *have)
+{
+	const char *p = strstr(buf, key);
+
+	if (!p) {
+		*have = false;
+		return 0;
+	}
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+/*
+ * What of a process's PSS (kB, from its smaps_rollup text) counts: all but
+ * the clean, unlocked pages of files it maps. Those are page cache the
+ * kernel takes back under pressure, as it does the cache of files read
+ * with read(), which no measure here counts: a database reading a large
+ * file through a mapping (SQLite's mmap_size, LMDB, git's packs) held
+ * only reclaimable pages and was ended on memory where the same reads
+ * through read() ran (found by a probing session). Dirty file pages (not
+ * yet written back) and locked ones are counted: the kernel cannot take
+ * those. Without the fields (an older kernel) the whole PSS counts.
+ */
+static uint64_t rollup_judged(const char *buf, uint64_t pss)
+{
+	bool have = true;
+	uint64_t anon = rollup_field(buf, "\nPss_Anon:", &have);
+	uint64_t file = rollup_field(buf, "\nPss_File:", &have);
+	uint64_t shmem = rollup_field(buf, "\nPss_Shmem:", &have);
+	uint64_t dirty = rollup_field(buf, "\nPss_Dirty:", &have);
+	uint64_t locked = rollup_field(buf, "\nLocked:", &have);
+	uint64_t keep;
+
+	if (!have || file > pss)
+		return pss;
+	keep = dirty > anon + shmem ? dirty - anon - shmem : 0;
+	keep += locked;
+	return pss - file + (keep < file ? keep : file);
+}
+
 /* The tree's proportional set size: each shared page divided among the
  * processes that map it, so a page shared by every forked worker counts
  * once. 0, or -errno when any live process cannot be read (the caller
@@ -826,7 +865,7 @@ static int tree_pss(struct cr_run *run, uint64_t *bytes)
 
 	for (size_t i = 0; i < ts->cap; i++) {
 		const struct cr_task *t = &ts->slots[i];
-		char path[64], buf[1024], *p;
+		char path[64], buf[2048], *p;
 		int rc;
 
 		if (!t->tid || !t->leader || !t->b.rss)
@@ -840,7 +879,7 @@ static int tree_pss(struct cr_run *run, uint64_t *bytes)
 		p = strstr(buf, "\nPss:");
 		if (!p)
 			return -EIO;
-		sum += strtoull(p + 5, NULL, 10) * 1024;
+		sum += rollup_judged(buf, strtoull(p + 5, NULL, 10)) * 1024;
 	}
 	*bytes = sum;
 	return 0;
@@ -3128,11 +3167,14 @@ void cr_budget_finish(struct cr_run *run)
 	u->cpu_ms = cpu_ms;
 	/* The kernel's own peak of any one process (RUSAGE_CHILDREN covers
 	 * the whole reaped tree) catches a peak between two ticks: memory
-	 * touched and unmapped again before any tick or exit could see it. */
+	 * touched and unmapped again before any tick or exit could see it.
+	 * It is an RSS, mapped files' clean pages included: once a tick
+	 * had to judge the tree (pss_judged), its figure, which leaves
+	 * those out (rollup_judged), is the one reported. */
 	{
 		struct rusage ru, self;
 
-		if (getrusage(RUSAGE_CHILDREN, &ru) == 0 &&
+		if (!b->pss_judged && getrusage(RUSAGE_CHILDREN, &ru) == 0 &&
 		    (uint64_t)ru.ru_maxrss * 1024 > b->peak_rss) {
 			b->peak_rss = (uint64_t)ru.ru_maxrss * 1024;
 			/* The first child shared corral's memory until its
