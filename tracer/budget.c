@@ -826,32 +826,55 @@ static uint64_t rollup_field(const char *buf, const char *key, bool *have)
 	return strtoull(p + strlen(key), NULL, 10);
 }
 
+/* A process's locked memory in full (kB): VmLck of its status. */
+static uint64_t vm_locked(pid_t tid)
+{
+	char path[64], buf[2048], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	if (read_small(path, buf, sizeof(buf)) < 0 ||
+	    !(p = strstr(buf, "\nVmLck:")))
+		return UINT64_MAX;
+	return strtoull(p + 7, NULL, 10);
+}
+
 /*
  * What of a process's PSS (kB, from its smaps_rollup text) counts: all but
- * the clean, unlocked pages of files it maps. Those are page cache the
- * kernel takes back under pressure, as it does the cache of files read
- * with read(), which no measure here counts: a database reading a large
- * file through a mapping (SQLite's mmap_size, LMDB, git's packs) held
- * only reclaimable pages and was ended on memory where the same reads
- * through read() ran (found by a probing session). Dirty file pages (not
- * yet written back) and locked ones are counted: the kernel cannot take
- * those. Without the fields (an older kernel) the whole PSS counts.
+ * the clean pages of files it maps. Those are page cache the kernel takes
+ * back under pressure, as it does the cache of files read with read(),
+ * which no measure here counts: a database reading a large file through a
+ * mapping (SQLite's mmap_size, LMDB, git's packs) held only reclaimable
+ * pages and was ended on memory where the same reads through read() ran
+ * (found by a probing session). What the kernel cannot take back counts:
+ * - dirty file pages: the rollup does not split its dirty pages by kind,
+ *   so as many file pages as it has dirty pages of any kind count (clean
+ *   shared memory read only made dirty file pages pass as its own, found
+ *   by a probing session);
+ * - locked pages, in full: the rollup's Locked is the process's share of
+ *   its locked mappings, and processes mapping the same pages without the
+ *   lock count them as clean file pages (20 processes each locking 8 MiB
+ *   of one file held 160 MiB unevictable, found by a probing session); so
+ *   a process with any locked memory adds its VmLck whole (a page locked
+ *   by two counts twice: towards stopping).
+ * Without the fields (an older kernel) the whole PSS counts.
  */
-static uint64_t rollup_judged(const char *buf, uint64_t pss)
+static uint64_t rollup_judged(const char *buf, uint64_t pss, pid_t tid)
 {
 	bool have = true;
-	uint64_t anon = rollup_field(buf, "\nPss_Anon:", &have);
 	uint64_t file = rollup_field(buf, "\nPss_File:", &have);
-	uint64_t shmem = rollup_field(buf, "\nPss_Shmem:", &have);
 	uint64_t dirty = rollup_field(buf, "\nPss_Dirty:", &have);
 	uint64_t locked = rollup_field(buf, "\nLocked:", &have);
-	uint64_t keep;
+	uint64_t keep = dirty < file ? dirty : file;
 
 	if (!have || file > pss)
 		return pss;
-	keep = dirty > anon + shmem ? dirty - anon - shmem : 0;
-	keep += locked;
-	return pss - file + (keep < file ? keep : file);
+	if (locked) {
+		/* The whole PSS, and every locked page on top. */
+		uint64_t all = vm_locked(tid);
+
+		return all == UINT64_MAX ? pss : pss + all;
+	}
+	return pss - file + keep;
 }
 
 /* The tree's proportional set size: each shared page divided among the
@@ -879,7 +902,7 @@ static int tree_pss(struct cr_run *run, uint64_t *bytes)
 		p = strstr(buf, "\nPss:");
 		if (!p)
 			return -EIO;
-		sum += rollup_judged(buf, strtoull(p + 5, NULL, 10)) * 1024;
+		sum += rollup_judged(buf, strtoull(p + 5, NULL, 10), t->tid) * 1024;
 	}
 	*bytes = sum;
 	return 0;
