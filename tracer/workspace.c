@@ -116,6 +116,34 @@ static bool is_writable_root(const struct cr_run_config *cfg,
 	return false;
 }
 
+/* root resolved as the kernel would reach it: realpath when it exists,
+ * else the realpath of its longest existing ancestor (a link to the
+ * workspace, say) and the names below it. False when nothing resolves. */
+static bool real_or_made(const char *root, char out[PATH_MAX])
+{
+	char head[PATH_MAX], *cut;
+	size_t hl;
+
+	if (realpath(root, out))
+		return true;
+	if (root[0] != '/' || strlen(root) >= sizeof(head))
+		return false;
+	strcpy(head, root);
+	while ((cut = strrchr(head, '/')) && cut != head) {
+		*cut = 0;
+		if (realpath(head, out)) {
+			hl = strlen(out);
+			/* the rest of root, from the '/' we cut at */
+			if (hl + strlen(root + (cut - head)) >= PATH_MAX)
+				return false;
+			strcpy(out + (hl == 1 ? 0 : hl), root + (cut - head));
+			return true;
+		}
+	}
+	strcpy(out, root);	/* only "/" exists above it */
+	return true;
+}
+
 int cr_workspace_nesting_check(const struct cr_run_config *cfg,
 			       const char *given, char *why, size_t len)
 {
@@ -133,11 +161,8 @@ int cr_workspace_nesting_check(const struct cr_run_config *cfg,
 			/* Judged where it is, or where it would be made (a
 			 * name the program could create in the writable
 			 * root would then be inside the read root). */
-			if (!realpath(root, real)) {
-				if (root[0] != '/' || strlen(root) >= sizeof(real))
-					continue;
-				strcpy(real, root);
-			}
+			if (!real_or_made(root, real))
+				continue;
 			if (is_writable_root(cfg, given, real) ||
 			    !cr_audit_path_writable(cfg, given, real, which,
 						    sizeof(which)))

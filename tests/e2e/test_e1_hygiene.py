@@ -97,7 +97,8 @@ def read_root_inside_a_writable_root_refused(t):
     exec root inside the workspace or a --rw root was as writable as the
     root around it: `-w ws --ro ws/vendor` let the program append to,
     rename and remove ws/vendor, `ok`, with nothing said (found by a
-    probing session). Such a run is now refused before anything starts;
+    probing session; then a root not made yet, named through a link to
+    the workspace). Such a run is now refused before anything starts;
     a read root equal to a writable root (nothing narrower) and one
     beside it still run."""
     ws, rw = t.path("ws"), t.path("rw")
@@ -105,6 +106,8 @@ def read_root_inside_a_writable_root_refused(t):
         os.makedirs(os.path.join(d, "vendor"))
         t.write(os.path.relpath(os.path.join(d, "vendor", "file"), t.tmp),
                 "ORIG")
+    alias = t.path("wsl")
+    os.symlink(ws, alias)
     cmd = ["--", "sh", "-c", "echo PWN >> vendor/file; rm -rf vendor; echo ran"]
     for extra, kind, root, which in (
             (["--ro", os.path.join(ws, "vendor")], "read",
@@ -114,7 +117,10 @@ def read_root_inside_a_writable_root_refused(t):
             (["--ro", os.path.join(ws, "later")], "read",
              os.path.join(ws, "later"), "the workspace " + ws),
             (["--rw", rw, "--ro", os.path.join(rw, "vendor")], "read",
-             os.path.join(rw, "vendor"), "the writable root " + rw)):
+             os.path.join(rw, "vendor"), "the writable root " + rw),
+            # Not there yet, named through a link to the workspace.
+            (["--ro", os.path.join(alias, "new")], "read",
+             os.path.join(alias, "new"), "the workspace " + ws)):
         run = t.corral(["run", "--json", "-w", ws] + extra + cmd)
         r = t.result(run)
         eq(run.code, 126, "%s: exit status (%s)" % (extra, run.summary()))

@@ -375,8 +375,18 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 		else if (wd >= 0)
 			cr_budget_on_watch(run);
 	} else {
+		/* IN_MASK_ADD cannot be asked so: the instance's fdinfo tells
+		 * (a watcher re-arming its masks counted a new watch at each
+		 * call, and was ended on memory, found by a probing session).
+		 * The read is charged as at the cap. */
+		uint64_t t0 = cr_thread_cpu_ns(), cost;
+		bool had = (mask & IN_MASK_ADD) && watched(ifd, fd);
+
+		cost = cr_thread_cpu_ns() - t0;
+		if (cost > 2000000ull)
+			cr_budget_charge_cpu(run, cost);
 		wd = inotify_add_watch(ifd, p, mask);
-		if (wd >= 0)
+		if (wd >= 0 && !had)
 			cr_budget_on_watch(run);
 	}
 	rc = wd < 0 ? errno : 0;
