@@ -416,15 +416,6 @@ int cr_run_main(int argc, char **argv)
 			goto finish;
 		}
 	}
-	{
-		char why[2 * PATH_MAX + 256];
-
-		if (cr_workspace_nesting_check(&cfg, ws, why, sizeof(why))) {
-			cfg.workspace = strdup(ws ? ws : "");
-			cr_run_end(&run, CR_ST_POLICY_DENIED, NULL, "%s", why);
-			goto finish;
-		}
-	}
 	if (!cfg.ws_unsafe) {
 		char why[2 * PATH_MAX + 256];
 

@@ -688,12 +688,6 @@ int cr_workspace_tmp_check(const struct cr_run_config *cfg, char *why,
 			   size_t len);
 int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 		       char *why, size_t len);
-/* A read or exec root (the class's, --ro, --exec) strictly inside the
- * workspace (given: -w, or NULL) or a writable root: the program could
- * write it all the same (access is the union of the roots a path is in),
- * so the run is refused: -EPERM and why. */
-int cr_workspace_nesting_check(const struct cr_run_config *cfg,
-			       const char *given, char *why, size_t len);
 /* Release the private workspace's lock; its lock file goes when the
  * workspace was removed. */
 void cr_workspace_unlock(struct cr_run_config *cfg, bool removed);

@@ -16,6 +16,10 @@ struct real_memo {
 	char *dir[32];		/* owned */
 	size_t len[32];
 	size_t n;
+	/* Read and exec roots that do not exist: where they would be made
+	 * (nesting_refused), and the root as written. */
+	char **unmade;		/* owned, pairs */
+	size_t nunmade;
 };
 
 static bool memo_has(const struct real_memo *m, const char *p, size_t len)
@@ -31,6 +35,11 @@ static void memo_free(struct real_memo *m)
 	for (size_t i = 0; i < m->n; i++)
 		free(m->dir[i]);
 	m->n = 0;
+	for (size_t i = 0; i < 2 * m->nunmade; i++)
+		free(m->unmade[i]);
+	free(m->unmade);
+	m->unmade = NULL;
+	m->nunmade = 0;
 }
 
 /* A clean absolute path: no empty, "." or ".." component, no trailing
@@ -89,6 +98,97 @@ static char *real_path(struct real_memo *m, const char *path,
 	return out;
 }
 
+/* A read or exec root that does not exist yet, as it would be reached
+ * once made: its longest existing ancestor's real path (a link to the
+ * workspace, say) and the names below. Kept with the root as written. */
+static int note_unmade(struct real_memo *m, const char *path)
+{
+	char head[PATH_MAX], real[PATH_MAX], *cut, **nu, *made = NULL;
+
+	if (strlen(path) >= sizeof(head) || path[0] != '/')
+		return 0;
+	strcpy(head, path);
+	while ((cut = strrchr(head, '/')) && cut != head) {
+		*cut = 0;
+		if (real_path(m, head, real)) {
+			if (asprintf(&made, "%s%s", strcmp(real, "/") ? real : "",
+				     path + (cut - head)) < 0)
+				return -ENOMEM;
+			break;
+		}
+	}
+	if (!made && !(made = strdup(path)))	/* only "/" above it */
+		return -ENOMEM;
+	nu = realloc(m->unmade, 2 * (m->nunmade + 1) * sizeof(*nu));
+	if (!nu || !(nu[2 * m->nunmade + 1] = strdup(path))) {
+		free(made);
+		if (nu)
+			m->unmade = nu;
+		return -ENOMEM;
+	}
+	m->unmade = nu;
+	nu[2 * m->nunmade] = made;
+	m->nunmade++;
+	return 0;
+}
+
+/* Is path (real) strictly inside a writable root of the rules? That root,
+ * or NULL. */
+static const struct cr_fsroot *inside_writable(const struct cr_fsrules *r,
+					       const char *path, size_t len)
+{
+	for (size_t j = 0; j < r->nroots; j++)
+		if ((r->roots[j].acc & CR_FS_W) && r->roots[j].len < len &&
+		    cr_path_within(r->roots[j].path, r->roots[j].len, path, len))
+			return &r->roots[j];
+	return NULL;
+}
+
+/*
+ * A read or exec root strictly inside the workspace or a writable root:
+ * roots add up (a path has the access of every root it is in), so the
+ * program could write it all the same (found by a probing session: -w ws
+ * --ro ws/vendor let it append to, rename and remove vendor). Judged on
+ * the rules as made, each root as written and at its real path, and a
+ * root not made yet where it would be: the run is refused. One equal to
+ * a writable root has merged with it and adds nothing.
+ */
+static int nesting_refused(struct cr_run *run, const struct real_memo *m)
+{
+	const struct cr_fsrules *r = &run->fs->rules;
+	const char *ws = run->cfg->workspace;
+	const struct cr_fsroot *w = NULL;
+	const char *root = NULL;
+	unsigned acc = 0;
+
+	for (size_t i = 0; !w && i < r->nroots; i++)
+		if (!(r->roots[i].acc & CR_FS_W) &&
+		    (w = inside_writable(r, r->roots[i].path, r->roots[i].len))) {
+			root = r->roots[i].path;
+			acc = r->roots[i].acc;
+		}
+	for (size_t i = 0; !w && i < m->nunmade; i++)
+		if ((w = inside_writable(r, m->unmade[2 * i],
+					 strlen(m->unmade[2 * i])))) {
+			root = m->unmade[2 * i + 1];
+			acc = cr_fsrules_access(r, root, strlen(root));
+		}
+	if (!w)
+		return 0;
+	{
+		char real[PATH_MAX];
+		bool is_ws = !strcmp(w->path, ws) ||
+			     (realpath(ws, real) && !strcmp(w->path, real));
+
+		cr_run_end(run, CR_ST_POLICY_DENIED, NULL,
+			   "the %s root %s is inside %s %s, which the program may write: roots add up, so it would be writable too (name read roots outside the writable ones)",
+			   acc & CR_FS_X ? "exec" : "read", root,
+			   is_ws ? "the workspace" : "the writable root",
+			   is_ws ? ws : w->path);
+	}
+	return -EPERM;
+}
+
 /* A root is added as written and as its real path: "/bin" on a merged-/usr
  * system is a link to "/usr/bin". The walk only ever produces real paths,
  * but it must be allowed to step on the link named in the policy. The pair
@@ -99,8 +199,11 @@ static int add_root(struct cr_fsstate *fs, struct real_memo *m,
 	char real[PATH_MAX];
 	struct cr_fsalias *na;
 	int rc = cr_fsrules_add(&fs->rules, path, acc);
+	bool found = !rc && real_path(m, path, real);
 
-	if (rc || !real_path(m, path, real) || !strcmp(real, path))
+	if (!rc && !found && !(acc & CR_FS_W))
+		return note_unmade(m, path);
+	if (rc || !found || !strcmp(real, path))
 		return rc;
 	rc = cr_fsrules_add(&fs->rules, real, acc);
 	if (rc || path[0] != '/')
@@ -291,6 +394,8 @@ int cr_fs_setup(struct cr_run *run)
 	if (!rc)
 		rc = add_root(fs, &memo, cfg->workspace,
 			      CR_FS_R | CR_FS_W | CR_FS_X);
+	if (!rc)
+		rc = nesting_refused(run, &memo);
 	if (!rc)
 		rc = add_cgroup_limits(&fs->rules);
 	for (size_t i = 0; !rc && i < c->fs_deny.n; i++) {
