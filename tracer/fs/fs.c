@@ -144,13 +144,27 @@ static const struct cr_fsroot *inside_writable(const struct cr_fsrules *r,
 	return NULL;
 }
 
+/* Is the root the name of a link (its real path is a root of its own)?
+ * Then it is judged where it leads: a link in the workspace naming a read
+ * root outside is the program's to re-point, and paths through it are
+ * judged where they lead at each call. */
+static bool named_through_link(const struct cr_fsstate *fs,
+			       const struct cr_fsroot *root)
+{
+	for (size_t k = 0; k < fs->nalias; k++)
+		if (fs->alias[k].flen == root->len &&
+		    !memcmp(fs->alias[k].from, root->path, root->len))
+			return true;
+	return false;
+}
+
 /*
  * A read or exec root strictly inside the workspace or a writable root:
  * roots add up (a path has the access of every root it is in), so the
  * program could write it all the same (found by a probing session: -w ws
  * --ro ws/vendor let it append to, rename and remove vendor). Judged on
- * the rules as made, each root as written and at its real path, and a
- * root not made yet where it would be: the run is refused. One equal to
+ * the rules as made, each root at its real path, and a root not made
+ * yet where it would be: the run is refused. One equal to
  * a writable root has merged with it and adds nothing.
  */
 static int nesting_refused(struct cr_run *run, const struct real_memo *m)
@@ -163,6 +177,7 @@ static int nesting_refused(struct cr_run *run, const struct real_memo *m)
 
 	for (size_t i = 0; !w && i < r->nroots; i++)
 		if (!(r->roots[i].acc & CR_FS_W) &&
+		    !named_through_link(run->fs, &r->roots[i]) &&
 		    (w = inside_writable(r, r->roots[i].path, r->roots[i].len))) {
 			root = r->roots[i].path;
 			acc = r->roots[i].acc;
