@@ -5,7 +5,7 @@
 #include "corral/profile.h"
 
 /*
- * Profile "default", version 2026-12-03.2.
+ * Profile "default", version 2026-12-04.1.
  *
  * Measured, not guessed: `strace -f` over gcc (with -lpthread), make, bash
  * (job control, `kill %1`, command substitution, here-strings), timeout,
@@ -51,6 +51,11 @@ static const char *const default_allow[] = {
 	"getpgid", "setpgid", "getsid", "setsid", "prctl", "seccomp",
 	"personality", "umask", "uname", "sysinfo", "getrandom",
 	"restart_syscall",
+
+	/* System V IPC: objects the supervisor made for the run only
+	 * (tracer/ipc/sysv.c); shmdt names none. */
+	"shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop",
+	"semctl", "msgget", "msgsnd", "msgrcv", "msgctl",
 
 	/* Resources and priorities: the table confines the ones that name
 	 * another process. */
@@ -150,9 +155,8 @@ static const char *const default_refuse[] = {
 	"move_mount", "open_tree", "mount_setattr", "pivot_root", "chroot",
 	"fanotify_mark",
 	"setns", "name_to_handle_at", "open_by_handle_at",
-	/* host IPC: System V and POSIX message queues are host-wide */
-	"shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop",
-	"semctl", "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open",
+	/* host IPC: POSIX message queues are host-wide */
+	"mq_open",
 	"mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
 	"mq_getsetattr",
 	NULL
@@ -160,7 +164,7 @@ static const char *const default_refuse[] = {
 
 static const struct cr_profile profile_default = {
 	.name = "default",
-	.version = "2026-12-03.2",
+	.version = "2026-12-04.1",
 	.allow = default_allow,
 	.refuse = default_refuse,
 };

@@ -23,6 +23,7 @@
 #include "budget.h"
 #include "fs/fs.h"
 #include "net/net.h"
+#include "ipc/sysv.h"
 
 /*
  * Where the numbers come from, and why they can be trusted:
@@ -184,6 +185,7 @@ struct cr_budgets {
 	/* ...and kernel objects the program made (cr_budget_on_kernel_object) */
 	uint64_t kobj_bytes;		/* for the run's life */
 	uint64_t kobj_new;		/* ...of them since the last poll */
+	uint64_t ipc_new;		/* System V charges since the last poll */
 	uint64_t acl_bytes;		/* inherited ACLs charged (cr_budget_on_create) */
 	uint64_t ll_rules;		/* Landlock rules added, ever */
 	uint64_t optmem_max;		/* net.core.optmem_max */
@@ -1143,8 +1145,9 @@ static void poll_tasks(struct cr_run *run)
 	locks_tighten(run);
 	extra = pte + b->sockbytes + b->filebytes + b->epollbytes +
 		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL + lock_bound(b) +
-		b->kobj_bytes;
+		b->kobj_bytes + cr_sysv_bytes(run);
 	b->kobj_new = 0;
+	b->ipc_new = 0;
 	/* Over budget by the cheap measure: judge by the fair one before
 	 * ending the run. Forked workers share most of their pages (a
 	 * multiprocessing pool of Pythons is 30 MiB each by RSS, a few by
@@ -2363,6 +2366,27 @@ static int charge_for_good(struct cr_run *run, uint64_t bytes)
 	    lim(run, CR_LIM_MEMORY))
 		return 0;
 	b->rss = b->mem_nolock + b->kobj_new + lock_bound(b);
+	if (b->rss > b->peak_rss)
+		b->peak_rss = b->rss;
+	breach(run, CR_LIM_MEMORY, b->rss);
+	return -ENOMEM;
+}
+
+/* A System V object made for the run (ipc/sysv.c): its fixed charge is in
+ * every poll's sum from the next one (cr_sysv_bytes) until it is removed;
+ * until then it is added here. */
+int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t sum;
+
+	if (!b)
+		return 0;
+	b->ipc_new += bytes;
+	sum = b->mem_nolock + b->kobj_new + b->ipc_new + lock_bound(b);
+	if (sum <= lim(run, CR_LIM_MEMORY))
+		return 0;
+	b->rss = sum;
 	if (b->rss > b->peak_rss)
 		b->peak_rss = b->rss;
 	breach(run, CR_LIM_MEMORY, b->rss);

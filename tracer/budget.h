@@ -284,6 +284,10 @@ enum cr_kobj {
 	CR_KOBJ_LANDLOCK_DOMAIN,
 };
 int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind);
+/* A System V object the supervisor made for the run: its fixed charge,
+ * counted until removed. 0, or -ENOMEM past the memory budget (the run is
+ * then ended). */
+int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes);
 /* The supervisor made a pipe for the run (handlers/pipe.c): both ends
  * are followed to their end, without a reference, so a pipe no fd table
  * shows is still charged. 0, or -errno: then the pipe must not reach the

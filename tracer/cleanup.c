@@ -17,6 +17,7 @@
 #include "surface.h"
 #include "net/net.h"
 #include "io/io.h"
+#include "ipc/sysv.h"
 
 #define CR_KILL_DEADLINE_MS 10000
 
@@ -138,6 +139,7 @@ void cr_cleanup(struct cr_run *run)
 	 * objects and the files it held without a name. */
 	cr_budget_finish(run);		/* tracer/budget.c */
 	cr_fs_finish(run);
+	cr_sysv_finish(run);		/* tracer/ipc/ */
 	cr_surface_finish(run);
 	cr_broker_finish(run);		/* tracer/broker/ */
 	cr_net_finish(run);

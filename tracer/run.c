@@ -21,6 +21,7 @@
 #include "budget.h"
 #include "surface.h"
 #include "net/net.h"
+#include "ipc/sysv.h"
 #include "io/io.h"
 #include "broker/broker.h"
 #include "landlock/landlock.h"
@@ -267,6 +268,7 @@ static void run_free(struct cr_run *run)
 	}
 	free(run->denials);
 	cr_tasks_free(&run->tasks);
+	cr_sysv_free(run);
 	cr_landlock_finish(run);
 	cr_loop_free(run);
 	free(run->notif);

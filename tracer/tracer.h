@@ -263,6 +263,7 @@ struct cr_usage {
 /* Per-area state, defined in each area's own header; one pointer each so
  * areas grow without touching each other's lines. */
 struct cr_budgets;	/* tracer/budget.c */
+struct cr_sysv;		/* tracer/ipc/sysv.c */
 struct cr_fsstate;	/* tracer/fs/ */
 struct cr_netstate;	/* tracer/net/ */
 struct cr_surface;	/* tracer/handlers/ of the kernel-surface calls */
@@ -327,6 +328,7 @@ struct cr_run {
 
 	/* per-area state (owned, may be NULL) */
 	struct cr_budgets *budgets;
+	struct cr_sysv *sysv;		/* System V objects made for it (ipc/sysv.c) */
 	struct cr_fsstate *fs;
 	struct cr_netstate *net;
 	struct cr_surface *surface;

@@ -173,6 +173,17 @@ c.commit()
 assert c.execute("select sum(a) from t").fetchone()[0] == 6
 '
 """ % PY))
+    r.append(Row("postgresql",  # a short name: the socket path is the workspace
+                 r"""
+set -e
+B=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
+test -x "$B/initdb" || { echo "needs postgresql (Debian's)"; exit 1; }
+$B/initdb -D data -A trust -U me > init.log
+$B/pg_ctl -D data -o "-k $PWD -c listen_addresses=''" -l pg.log -w start
+$B/psql -h "$PWD" -U me -d postgres -Atc "create table t(x int); insert into t select generate_series(1, 100000)"
+test "$($B/psql -h "$PWD" -U me -d postgres -Atqc "set parallel_setup_cost=0; set parallel_tuple_cost=0; set min_parallel_table_scan_size=0; select sum(x) from t")" = 5000050000
+$B/pg_ctl -D data -m fast -w stop
+""", timeout=240))
     r.append(Row("make: compile, pattern rules, recursion",
                  "make -C make", ("make",)))
     r.append(Row("coreutils: tar, gzip, find, sort, ln, mv", r"""

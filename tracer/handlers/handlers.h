@@ -160,6 +160,10 @@ int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *r
 
 /* memfd.c */
 CR_HANDLER(cr_h_memfd_create);
+/* ipc/sysv.c: System V objects made for the run */
+CR_HANDLER(cr_h_sysv_get);
+CR_HANDLER(cr_h_sysv_use);
+CR_HANDLER(cr_h_sysv_ctl);
 CR_HANDLER(cr_h_pipe);
 CR_HANDLER(cr_h_inotify_init);
 CR_HANDLER(cr_h_fallocate);
