@@ -683,6 +683,8 @@ int cr_secrets_check_env(const struct cr_run_config *cfg, char **env_args,
 /* tracer/workspace.c */
 int cr_workspace_make(struct cr_run_config *cfg, const char *given);
 int cr_workspace_remove(const char *path);
+/* $TMPDIR, or /tmp: where private workspaces and corral's records are. */
+const char *cr_workspace_tmp_dir(void);
 /* A -w DIR that would expose its owner: /, the caller's home or an
  * ancestor of it, or one inside or around a root the class denies.
  * -EPERM and why, unless --workspace-unsafe. */

@@ -17,6 +17,7 @@
 
 #include "tracer.h"
 #include "fs/fs.h"
+#include "ipc/sysv.h"
 
 /* Is a (absolute, normalised) inside or equal to b? */
 static bool path_within(const char *a, const char *b)
@@ -102,6 +103,31 @@ static const char *tmp_dir(void)
 	const char *tmp = getenv("TMPDIR");
 
 	return tmp && tmp[0] == '/' ? tmp : "/tmp";
+}
+
+const char *cr_workspace_tmp_dir(void)
+{
+	return tmp_dir();
+}
+
+/* A System V record (ipc/sysv.c) whose supervisor is gone: its objects
+ * that are still the same go, then the record. */
+static void sweep_sysv(int dfd, const char *name)
+{
+	struct stat held, now;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+			O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
+	    held.st_uid == getuid() && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    now.st_ino == held.st_ino && now.st_dev == held.st_dev) {
+		cr_sysv_sweep(fd);
+		unlinkat(dfd, name, 0);
+	}
+	close(fd);
 }
 
 /* Private workspaces and their lock files are made in $TMPDIR: a --rw (or
@@ -283,6 +309,12 @@ int cr_workspace_gc(size_t *removed, size_t *busy)
 		struct stat held, now, wst;
 		int fd;
 
+		if (n == strlen(CR_SYSV_RECORD) + 6 &&
+		    !strncmp(de->d_name, CR_SYSV_RECORD,
+			     strlen(CR_SYSV_RECORD))) {
+			sweep_sysv(dfd, de->d_name);
+			continue;
+		}
 		if (n == 22 && !strncmp(de->d_name, "corral-", 7) &&
 		    !strcmp(de->d_name + 13, ".lock-new")) {
 			stale_fresh(tmp, dfd, de->d_name);

@@ -4,8 +4,9 @@ objects outside the run are absent; the run's objects are capped, counted
 as memory and removed at its end."""
 
 import os
+import signal
 
-from harness import eq, true, contains, test
+from harness import eq, true, contains, test, wait_for
 from test_b0_budgets import assert_breach
 from harness import check_result_shape
 
@@ -169,5 +170,59 @@ def sysv_detached_segments_count_as_memory(t):
         else:
             eq(r.get("status"), "ok", "status (%r)" % r.get("message"))
             eq(r.get("stdout"), "detached 2 x 8 MiB\nheld\n", "stdout")
+    eq(set(host_objects("shm")) - before, set(), "segments left")
+    t.assert_next_run_ok()
+
+
+def _records(tmp):
+    return sorted(e for e in os.listdir(tmp) if e.startswith("corral-ipc-"))
+
+
+@test
+def sysv_objects_of_a_killed_corral_are_swept(t):
+    """Segments no process attaches outlive a supervisor killed by
+    SIGKILL; corral keeps a locked record of the run's objects in $TMPDIR
+    and the next run's sweep removes those still the same. A record in a
+    root the program may write is never kept (a forged one would remove
+    the user's other objects), and a live run's record is left alone."""
+    tmp = t.path("tmp")
+    os.makedirs(tmp)
+    ws = t.path("ws")
+    os.makedirs(ws)
+    env = {"TMPDIR": tmp}
+    before = set(host_objects("shm"))
+    p = t.spawn(["run", "-w", ws] + t.prog_roots() +
+                ["--", "sh", "-c", "%s hold 2 1 100 > out" % sysv(t)],
+                env=env)
+    true(wait_for(lambda: os.path.exists(os.path.join(ws, "out")) and
+                  open(os.path.join(ws, "out")).read().startswith("detached"),
+                  20), "the program made its segments")
+    recs = _records(tmp)
+    eq(len(recs), 1, "one record: %r" % recs)
+    with open(os.path.join(tmp, recs[0])) as f:
+        made = {int(line.split()[1]) for line in f if line.startswith("0 ")}
+    eq(len(made), 2, "two segments in the record")
+    eq(set(host_objects("shm")) & made, made, "the segments exist")
+    # A live run's record is not swept.
+    run = t.corral(["run", "--json", "--", "true"], env=env)
+    eq(run.code, 0, "a run beside it")
+    eq(set(host_objects("shm")) & made, made, "the live run's segments kept")
+    os.kill(p.pid, signal.SIGKILL)
+    t.finish(p, timeout=30)
+    eq(set(host_objects("shm")) & made, made, "left by the killed run")
+    run = t.corral(["run", "--json", "--", "true"], env=env)
+    eq(run.code, 0, "the next run")
+    eq(set(host_objects("shm")) & made, set(), "swept by the next run")
+    eq(_records(tmp), [], "the record swept")
+    # $TMPDIR inside the workspace: no record, the run's own end still
+    # removes its objects.
+    inner = os.path.join(ws, "tmp")
+    os.makedirs(inner)
+    run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
+                   ["--", sysv(t), "hold", "1", "1", "0"],
+                   env={"TMPDIR": inner})
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (%r)" % r.get("message"))
+    eq(_records(inner), [], "no record where the program writes")
     eq(set(host_objects("shm")) - before, set(), "segments left")
     t.assert_next_run_ok()

@@ -1,6 +1,9 @@
 /* tracer/ipc/sysv.c: System V objects made for the run (shared memory,
  * semaphore sets, message queues): the run's own, counted, removed at its end. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +11,9 @@
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sysv.h"
 #include "../budget.h"
@@ -68,6 +73,8 @@ struct cr_sysv {
 	struct obj objs[NKINDS][CR_SYSV_MAX];
 	size_t count[NKINDS];
 	uint64_t fixed;		/* sum of the charges */
+	int recfd;		/* the record (below), -1 none, -2 not tried */
+	char *recpath;
 };
 
 static const char *const kind_name[NKINDS] = {
@@ -105,6 +112,7 @@ static struct cr_sysv *sysv_get(struct cr_run *run)
 		for (int k = 0; k < NKINDS; k++)
 			for (size_t i = 0; i < CR_SYSV_MAX; i++)
 				run->sysv->objs[k][i].id = -1;
+		run->sysv->recfd = -2;
 	}
 	return run->sysv;
 }
@@ -195,6 +203,134 @@ static int do_get(enum kind k, key_t key, uint64_t arg, int flags)
 	return id < 0 ? -errno : id;
 }
 
+/*
+ * The record: objects no process holds outlive a supervisor killed by
+ * SIGKILL. At a run's first object the supervisor makes
+ * $TMPDIR/corral-ipc-XXXXXX, locked (flock) for its life as a private
+ * workspace's lock file is, and appends a line per object: kind, id, its
+ * ctime and, for a segment, its creator's pid (the supervisor). The sweep
+ * before every run (and `corral gc`) takes the lock of a record whose
+ * supervisor is gone and removes each object still the same. Only where
+ * the program cannot write the record: with $TMPDIR inside a root it may
+ * write, no record is kept (a forged one would remove the user's other
+ * objects).
+ */
+static int record_open(struct cr_run *run, struct cr_sysv *s)
+{
+	const char *tmp = cr_workspace_tmp_dir();
+	char real[PATH_MAX], which[PATH_MAX + 128], fresh[PATH_MAX],
+	     final[PATH_MAX];
+	int fd;
+
+	s->recfd = -1;
+	if (!realpath(tmp, real) ||
+	    cr_audit_path_writable(run->cfg, run->cfg->workspace, real, which,
+				   sizeof(which)) ||
+	    snprintf(fresh, sizeof(fresh), "%s/.corral-ipc-new-XXXXXX", real) >=
+	    (int)sizeof(fresh))
+		return -1;
+	fd = mkostemp(fresh, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* Locked before it has a name the sweep reads. */
+	if (snprintf(final, sizeof(final), "%s/" CR_SYSV_RECORD "%s", real,
+		     strrchr(fresh, '-') + 1) >= (int)sizeof(final) ||
+	    flock(fd, LOCK_EX | LOCK_NB) < 0 ||
+	    renameat2(AT_FDCWD, fresh, AT_FDCWD, final, RENAME_NOREPLACE) < 0) {
+		unlink(fresh);
+		close(fd);
+		return -1;
+	}
+	s->recpath = strdup(final);
+	if (!s->recpath) {
+		unlink(final);
+		close(fd);
+		return -1;
+	}
+	s->recfd = fd;
+	return 0;
+}
+
+static void record(struct cr_run *run, struct cr_sysv *s, enum kind k,
+		   int id)
+{
+	char line[96];
+	long long ctime_ = 0;
+	int pid = 0, len;
+
+	if (s->recfd == -2)
+		record_open(run, s);
+	if (s->recfd < 0)
+		return;
+	if (k == SHM) {
+		struct shmid_ds ds;
+
+		if (shmctl(id, IPC_STAT, &ds) == 0) {
+			ctime_ = ds.shm_ctime;
+			pid = ds.shm_cpid;
+		}
+	} else if (k == SEM) {
+		struct semid_ds ds;
+
+		if (semctl(id, 0, IPC_STAT, &ds) == 0)
+			ctime_ = ds.sem_ctime;
+	} else {
+		struct msqid_ds ds;
+
+		if (msgctl(id, IPC_STAT, &ds) == 0)
+			ctime_ = ds.msg_ctime;
+	}
+	len = snprintf(line, sizeof(line), "%d %d %lld %d\n", (int)k, id,
+		       ctime_, pid);
+	if (len > 0 && len < (int)sizeof(line) &&
+	    write(s->recfd, line, (size_t)len) != len)
+		return;	/* best effort: the run's own end removes them */
+}
+
+void cr_sysv_sweep(int fd)
+{
+	char buf[8192], *line, *save = NULL;
+	ssize_t len = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (len <= 0)
+		return;
+	buf[len] = 0;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		long long ct;
+		int k, id, pid;
+		bool same = false;
+
+		if (sscanf(line, "%d %d %lld %d", &k, &id, &ct, &pid) != 4 ||
+		    k < 0 || k >= NKINDS || id < 0 || !ct)
+			continue;
+		if (k == SHM) {
+			struct shmid_ds ds;
+
+			same = shmctl(id, IPC_STAT, &ds) == 0 &&
+			       ds.shm_perm.cuid == getuid() &&
+			       ds.shm_perm.__key == IPC_PRIVATE &&
+			       ds.shm_ctime == ct && ds.shm_cpid == pid;
+		} else if (k == SEM) {
+			struct semid_ds ds;
+
+			same = semctl(id, 0, IPC_STAT, &ds) == 0 &&
+			       ds.sem_perm.cuid == getuid() &&
+			       ds.sem_perm.__key == IPC_PRIVATE &&
+			       ds.sem_ctime == ct;
+		} else {
+			struct msqid_ds ds;
+
+			same = msgctl(id, IPC_STAT, &ds) == 0 &&
+			       ds.msg_perm.cuid == getuid() &&
+			       ds.msg_perm.__key == IPC_PRIVATE &&
+			       ds.msg_ctime == ct;
+		}
+		if (same)
+			rmid((enum kind)k, id);
+	}
+}
+
 /* The run's object with the key, asked for again: the kernel's checks
  * for a key it finds (ipcget_public): EEXIST under IPC_CREAT|IPC_EXCL, a
  * size or count larger than the object's EINVAL, access bits the owner's
@@ -281,6 +417,7 @@ CR_HANDLER(cr_h_sysv_get)
 	slot->charge = charge_of(run, k, arg);
 	s->count[k]++;
 	s->fixed += slot->charge;
+	record(run, s, k, id);
 	rc = cr_budget_on_ipc(run, slot->charge);
 	if (rc) {
 		rmid(k, id);
@@ -427,10 +564,19 @@ void cr_sysv_finish(struct cr_run *run)
 					kind_name[k], o->id, strerror(-rc));
 			forget(s, (enum kind)k, o);
 		}
+	if (s && s->recfd >= 0) {
+		unlink(s->recpath);
+		close(s->recfd);
+		s->recfd = -1;
+	}
 }
 
 void cr_sysv_free(struct cr_run *run)
 {
+	if (run->sysv && run->sysv->recfd >= 0)
+		close(run->sysv->recfd);	/* kept: the sweep decides */
+	if (run->sysv)
+		free(run->sysv->recpath);
 	free(run->sysv);
 	run->sysv = NULL;
 }

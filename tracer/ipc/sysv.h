@@ -23,5 +23,12 @@ uint64_t cr_sysv_bytes(struct cr_run *run);
 /* The run's end: every object it still has is removed. */
 void cr_sysv_finish(struct cr_run *run);
 void cr_sysv_free(struct cr_run *run);
+/* The record of a run whose supervisor died (its lock is free): each
+ * object it lists that is still the same (this user's, made at the time
+ * and, for a segment, by the pid recorded) is removed. fd: the record,
+ * opened by the sweep (tracer/workspace.c), which then unlinks it. */
+void cr_sysv_sweep(int fd);
+/* Names of records in $TMPDIR: "corral-ipc-" and six characters. */
+#define CR_SYSV_RECORD "corral-ipc-"
 
 #endif
