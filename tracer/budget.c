@@ -3453,7 +3453,17 @@ int cr_budget_on_alloc(struct cr_run *run, pid_t pid, uint64_t bytes)
  *   `truncate -s 1G` was killed by SIGXFSZ). It only stops a file far past
  *   anything the walk lets through.
  * - RLIMIT_CPU two seconds past the cpu budget: a process the supervisor
- *   somehow failed to stop is killed by the kernel. */
+ *   somehow failed to stop is killed by the kernel.
+ * - RLIMIT_SIGPENDING at a quarter of the caller's: the count it limits is
+ *   the user's, shared by every process of the uid (each POSIX timer and
+ *   each queued real-time signal takes one), and the kernel compares it
+ *   with the limit of the process asking. A run that made timers until
+ *   EAGAIN (96 368 here) left every other run without the timer of its
+ *   socket-call deadline and unable to wake its FIFO workers, whose
+ *   programs could then stall their supervisors, and the host's programs
+ *   without timers (found by a probing session). Now the programs of all
+ *   runs together stop at a quarter, and corral and the host keep the
+ *   rest. */
 static rlim_t past(uint64_t v, uint64_t add)
 {
 	return v + add < v || v + add >= (uint64_t)RLIM_INFINITY ?
@@ -3476,11 +3486,21 @@ size_t cr_budget_child_rlimits(const struct cr_limits *l, bool data_backstop,
 		out[0].lim.rlim_cur = out[0].lim.rlim_max = RLIM_INFINITY;
 	out[1] = (struct cr_child_rlimit){ RLIMIT_FSIZE, { fsize, fsize } };
 	out[2] = (struct cr_child_rlimit){ RLIMIT_CPU, { cpu, cpu } };
+	out[3] = (struct cr_child_rlimit){ RLIMIT_SIGPENDING,
+					   { RLIM_INFINITY, RLIM_INFINITY } };
+	{
+		struct rlimit sp;
+
+		if (getrlimit(RLIMIT_SIGPENDING, &sp) == 0 &&
+		    sp.rlim_cur != RLIM_INFINITY)
+			out[3].lim.rlim_cur = out[3].lim.rlim_max =
+				sp.rlim_cur / 4 ? sp.rlim_cur / 4 : 1;
+	}
 	/* Never above the hard limit the caller gave corral: an
 	 * unprivileged process cannot raise it, and asking failed every run
 	 * (a 10 GiB `ulimit -f` made each one a platform_failure). The
 	 * caller's lower limit then holds, which is tighter still. */
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < CR_BUDGET_RLIMITS; i++) {
 		struct rlimit cur;
 
 		if (getrlimit((int)out[i].resource, &cur) == 0 &&
@@ -3488,5 +3508,5 @@ size_t cr_budget_child_rlimits(const struct cr_limits *l, bool data_backstop,
 		    out[i].lim.rlim_max > cur.rlim_max)
 			out[i].lim.rlim_cur = out[i].lim.rlim_max = cur.rlim_max;
 	}
-	return 3;
+	return CR_BUDGET_RLIMITS;
 }

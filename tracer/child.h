@@ -32,7 +32,7 @@ struct cr_child_msg {
 
 /* RLIMIT_CORE, the caller's RLIMIT_NOFILE and the budgets' backstops
  * (tracer/budget.c). */
-#define CR_BUDGET_RLIMITS 3
+#define CR_BUDGET_RLIMITS 4
 #define CR_CHILD_RLIMITS (2 + CR_BUDGET_RLIMITS)
 struct cr_child_rlimit {
 	int resource;

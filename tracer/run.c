@@ -290,15 +290,28 @@ static void start_helpers(struct cr_run *run)
 {
 	int rc;
 
+	/* Each is a defence against a program that stalls the loop: a run
+	 * without one does not start (fail closed). Their resources are the
+	 * user's (a timer and its pending signal, a thread), which other
+	 * runs' programs are kept from spending whole (budget.c: the child's
+	 * RLIMIT_SIGPENDING; the processes budget). */
 	cr_stall_attach(run);
 	rc = cr_guard_setup();
-	if (rc < 0)
-		fprintf(stderr, "corral: warning: no deadline for the loop's socket calls: %s\n",
-			strerror(-rc));
+	if (rc < 0) {
+		snprintf(run->helpers_what, sizeof(run->helpers_what),
+			 "cannot arm the deadline of the loop's socket calls");
+		run->helpers_rc = rc;
+		return;
+	}
 	rc = cr_watchdog_start(run);
-	if (rc < 0)
-		fprintf(stderr, "corral: warning: no watchdog thread: %s\n",
-			strerror(-rc));
+	if (rc < 0) {
+		snprintf(run->helpers_what, sizeof(run->helpers_what),
+			 "cannot start the watchdog thread");
+		run->helpers_rc = rc;
+		return;
+	}
+	snprintf(run->helpers_what, sizeof(run->helpers_what),
+		 "cannot start the broker");
 	run->helpers_rc = cr_broker_start(run);
 }
 
@@ -488,8 +501,8 @@ int cr_run_main(int argc, char **argv)
 		goto finish;
 	}
 	if (run.helpers_rc) {
-		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
-			   "cannot start the broker: %s", strerror(-run.helpers_rc));
+		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s: %s",
+			   run.helpers_what, strerror(-run.helpers_rc));
 		goto finish;
 	}
 	cr_loop(&run);

@@ -312,7 +312,8 @@ struct cr_run {
 
 	/* how the run ends: the first reason wins */
 	bool ending;
-	int helpers_rc;		/* the broker's start (run.c: start_helpers) */
+	int helpers_rc;		/* the helpers' start (run.c: start_helpers) */
+	char helpers_what[64];	/* ...what failed */
 	enum cr_status status;
 	const char *limit;		/* contract limit name, static */
 	char message[256];

@@ -254,3 +254,46 @@ def first_exec_refused_is_policy_denied(t):
     eq(run.code, 127, "missing command: exit status")
     eq(r.get("status"), "program_error", "missing command: status")
     t.assert_next_run_ok()
+
+
+TIMER_NATIVE = ("import ctypes, resource; rt = ctypes.CDLL('librt.so.1'); "
+                "t = ctypes.c_void_p(); "
+                "print(rt.timer_create(1, None, ctypes.byref(t)), "
+                "resource.getrlimit(resource.RLIMIT_SIGPENDING)[0])")
+
+
+@test
+def pending_signals_of_the_user_are_not_spent_by_one_run(t):
+    """The count RLIMIT_SIGPENDING limits is the user's: a run that made
+    POSIX timers until EAGAIN took all of it, and every run started
+    meanwhile had no deadline for its loop's socket calls (a warning
+    only) and could not wake its FIFO workers, and the host's programs
+    could make no timer (found by a probing session). The program now
+    has a quarter of the caller's limit; the host, corral and the next
+    run keep the rest, and a supervisor that cannot arm its deadline does
+    not start."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    hog = t.spawn(["run", "-w", ws] + t.prog_roots() + [
+        "--", t.prog("timer_hoard"), os.path.join(ws, "count"), "30"])
+    try:
+        true(wait_for(lambda: os.path.exists(os.path.join(ws, "count")), 30),
+             "the program made its timers")
+        time.sleep(0.2)
+        with open(os.path.join(ws, "count")) as f:
+            made, why = f.read().split()
+        eq(why, "EAGAIN", "the program stopped at its limit")
+        native = t.native(["python3", "-c", TIMER_NATIVE]).out.decode().split()
+        eq(native[0], "0", "a timer made outside the run meanwhile")
+        limit = int(native[1])
+        true(int(made) <= limit // 4,
+             "the run's timers %s within a quarter of %d" % (made, limit))
+        run = t.corral(["run", "--json", "--", "echo", "beside"])
+        r = t.result(run)
+        eq(r.get("status"), "ok", "a run beside it (%r)" % r.get("message"))
+        not_contains(run.err.decode(), "deadline", "stderr")
+    finally:
+        os.kill(hog.pid, signal.SIGTERM)
+        t.finish(hog, timeout=30)
+    t.assert_next_run_ok()

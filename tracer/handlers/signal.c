@@ -110,6 +110,13 @@ static int send_process(const struct cr_task *t, int sig, pid_t sender)
 		rc = syscall(SYS_pidfd_send_signal, t->pidfd, sig, &si, 0);
 	else	/* a thread's tid names its whole process for kill() */
 		rc = syscall(SYS_rt_sigqueueinfo, t->tid, sig, &si);
+	/* The user's pending-signal count is full: the kernel refuses a
+	 * queued real-time signal, but delivers a kill()'s, without its
+	 * information (SI_USER). So does corral then, as itself. */
+	if (rc < 0 && errno == EAGAIN && sig >= SIGRTMIN)
+		rc = t->pidfd >= 0 ?
+		     syscall(SYS_pidfd_send_signal, t->pidfd, sig, NULL, 0) :
+		     kill(t->tid, sig);
 	return rc < 0 ? -errno : 0;
 }
 
