@@ -60,9 +60,17 @@ def fs_proc_globals(t):
                 "awk '{print ($1 > 0)}' /proc/uptime; "
                 "grep -q . /proc/loadavg && echo loadavg; "
                 "python3 -c 'import os; print(os.cpu_count() > 0)'; "
-                "nproc | grep -vc '^0$'")
+                "nproc | grep -vc '^0$'; "
+                "cat /proc/sys/net/core/somaxconn "
+                "/proc/sys/kernel/cap_last_cap")
     r = _ok(fx, run, "/proc globals")
-    eq(r.get("stdout"), "1\n1\n1\n1\nloadavg\nTrue\n1\n", "stdout")
+    # Read as natively (Go sizes its listen backlog from somaxconn).
+    native = []
+    for name in ("net/core/somaxconn", "kernel/cap_last_cap"):
+        with open("/proc/sys/" + name) as f:
+            native.append(f.read())
+    eq(r.get("stdout"), "1\n1\n1\n1\nloadavg\nTrue\n1\n" + "".join(native),
+       "stdout")
     fx.check()
 
 

@@ -116,6 +116,9 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 		"sys/kernel/ngroups_max", "sys/kernel/pid_max",
 		"sys/vm/overcommit_memory", "sys/kernel/osrelease",
 		"sys/fs/pipe-max-size", "tty/drivers",
+		/* Go's net.Listen sizes its backlog from it (else 128: a
+		 * burst of 300 clients timed out); libcap reads the other. */
+		"sys/net/core/somaxconn", "sys/kernel/cap_last_cap",
 	};
 	const char *rel, *slash;
 	size_t n;
@@ -160,6 +163,8 @@ static unsigned proc_access(struct cr_run *run, const char *p, size_t len)
 	    (len - 6 == 10 && !memcmp(rel, "sys/kernel", 10)) ||
 	    (len - 6 == 6 && !memcmp(rel, "sys/vm", 6)) ||
 	    (len - 6 == 6 && !memcmp(rel, "sys/fs", 6)) ||
+	    (len - 6 == 7 && !memcmp(rel, "sys/net", 7)) ||
+	    (len - 6 == 12 && !memcmp(rel, "sys/net/core", 12)) ||
 	    (len - 6 == 3 && !memcmp(rel, "tty", 3)))
 		return CR_FS_STAT;
 	return 0;
