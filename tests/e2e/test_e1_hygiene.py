@@ -5,7 +5,10 @@ the policy refuses reported as policy_denied."""
 
 import json
 import os
+import shutil
 import signal
+import subprocess
+import tempfile
 import time
 
 from harness import (CFG, eq, true, contains, not_contains, test, wait_for)
@@ -297,3 +300,59 @@ def pending_signals_of_the_user_are_not_spent_by_one_run(t):
         os.kill(hog.pid, signal.SIGTERM)
         t.finish(hog, timeout=30)
     t.assert_next_run_ok()
+
+
+SHM_VICTIM = r"""
+import os, time
+open("/dev/shm/mystate", "w").write("state kept")
+open("ready", "w").close()
+while not os.path.exists("go"):
+    time.sleep(0.05)
+print(open("/dev/shm/mystate").read())
+"""
+
+
+@test(root=True)
+def shm_of_a_live_run_survives_a_sweep_under_hidepid(t):
+    """Where /proc is mounted hidepid=2 (hardening common on shared
+    hosts), a supervisor, undumpable once its program runs, is hidden from
+    its own user: the /dev/shm sweep of any other corral start or `corral
+    gc` took the live run for gone and removed its objects (found by a
+    probing session). A supervisor whose pid still answers keeps them."""
+    if subprocess.run(["unshare", "-m", "true"],
+                      capture_output=True).returncode != 0:
+        print("note: e2e/shm_of_a_live_run_survives_a_sweep_under_hidepid: "
+              "no mount namespace here; not run", flush=True)
+        return
+    # The suite's own directories are root's alone: a place uid 65534
+    # can reach, removed at the end.
+    top = tempfile.mkdtemp(prefix="crhidepid.", dir="/tmp")
+    os.chmod(top, 0o755)
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            "env", "HOME=" + top, "TMPDIR=" + top]
+    ws = os.path.join(top, "ws")
+    os.makedirs(ws)
+    with open(os.path.join(ws, "victim.py"), "w") as f:
+        f.write(SHM_VICTIM)
+    for n in (top, ws, os.path.join(ws, "victim.py")):
+        os.chown(n, 65534, 65534)
+    p = t.spawn(drop + [CFG.corral, "run", "--json", "-w", ws, "--",
+                        "python3", "victim.py"], native=True)
+    try:
+        true(wait_for(lambda: os.path.exists(os.path.join(ws, "ready")), 30),
+             "the run made its object")
+        gc = subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c",
+             "mount -t proc -o hidepid=2 proc /proc && exec \"$@\"", "sh"] +
+            drop + [CFG.corral, "gc"], capture_output=True, timeout=60)
+        eq(gc.returncode, 0, "corral gc under hidepid (%r)" % gc.stderr)
+        contains(gc.stdout.decode(), "0 /dev/shm object(s) of ended runs",
+                 "corral gc")
+        open(os.path.join(ws, "go"), "w").close()
+    finally:
+        open(os.path.join(ws, "go"), "a").close()
+        run = t.finish(p, timeout=60, want_json=True)
+        shutil.rmtree(top, ignore_errors=True)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (%r)" % r.get("stderr"))
+    eq(r.get("stdout"), "state kept\n", "the run's object is still there")

@@ -2,6 +2,7 @@
  * directory in /dev/shm that its /dev/shm names live in; measured, swept. */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ static int proc_ident(pid_t pid, char *out, size_t len)
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return -1;
+		return -2;	/* gone, or hidden (below) */
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
 			 &state, &start) != 2 || state == 'Z' || state == 'X')
@@ -252,7 +253,7 @@ int cr_fs_shm_sweep(void)
 		char path[PATH_MAX], tag[64], now[64];
 		struct stat st;
 		ssize_t l;
-		int pid;
+		int pid, rc;
 
 		if (de->d_name[0] == '.' &&
 		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
@@ -269,8 +270,16 @@ int cr_fs_shm_sweep(void)
 		if (sscanf(tag, "%d", &pid) != 1 || pid <= 0)
 			continue;
 		/* Its supervisor still runs (same pid, same start): not ours
-		 * to touch. */
-		if (!proc_ident(pid, now, sizeof(now)) && !strcmp(now, tag))
+		 * to touch. Where /proc is mounted hidepid=1 or 2, a
+		 * supervisor, undumpable once its program runs, is hidden
+		 * from its own user: its stat cannot be read, though the
+		 * process is there. A pid that still answers kill(0) keeps
+		 * its directory then (a pid taken again since keeps it too,
+		 * until it ends: the safe side); the sweep took live runs'
+		 * directories before (found by a probing session). */
+		rc = proc_ident(pid, now, sizeof(now));
+		if ((!rc && !strcmp(now, tag)) ||
+		    (rc == -2 && (kill(pid, 0) == 0 || errno == EPERM)))
 			continue;
 		/* A run's private directory with all in it; a single object
 		 * or empty directory an earlier build tagged. */
