@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 
 from harness import CFG, eq, ne, true, test, mode_of, contains
 
@@ -382,3 +383,27 @@ def workspace_top_survives_tar_of_dot(t):
     r = t.result(run)
     eq(r.get("stdout"), "rc=0\na\n700\n", "tar's status, the file, the mode "
        "(stderr %r)" % r.get("stderr"))
+
+
+@test
+def given_workspace_gets_its_owner_bits_back(t):
+    """A program may narrow its workspace's top (chmod 0 .), but a
+    workspace given with -w left without its owner's bits made every later
+    run in it a platform_failure (found by a probing session): the run's
+    end gives the owner's bits back as the run found them, and only
+    those."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o750)
+    run = t.corral(["run", "--json", "-w", ws, "--", "sh", "-c",
+                    "chmod 0 . && echo narrowed"])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (%r)" % r.get("message"))
+    eq(r.get("stdout"), "narrowed\n", "stdout")
+    eq(stat.S_IMODE(os.stat(ws).st_mode), 0o700,
+       "the owner's bits back, the others' as the program left them")
+    run = t.corral(["run", "--json", "-w", ws, "--", "sh", "-c",
+                    "echo x > f && cat f"])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "the next run in it (%r)" % r.get("message"))
+    eq(r.get("stdout"), "x\n", "the next run's stdout")

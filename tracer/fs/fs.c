@@ -511,6 +511,7 @@ void cr_fs_finish(struct cr_run *run)
 	/* POSIX shm objects and semaphores of the run die with it: its
 	 * private directory in /dev/shm goes, with all in it (shm.c). */
 	cr_fs_shm_finish(fs);
+	cr_fs_tops_finish(fs);
 	free(fs->shm_real);
 	for (size_t i = 0; fs->root_fds && i < fs->rules.nroots; i++)
 		if (fs->root_fds[i] >= 0)

@@ -165,6 +165,7 @@ mode_t cr_fs_safe_mode(struct cr_run *run, const struct seccomp_notif *n,
  * owner or group change, or an attribute set or removed outside the
  * "user." namespace (POSIX ACLs above all). */
 int cr_fs_tops_setup(struct cr_fsstate *fs);
+void cr_fs_tops_finish(struct cr_fsstate *fs);
 mode_t cr_fs_top_mode(struct cr_run *run, const struct seccomp_notif *n,
 		      const char *sys, const char *target, int fd,
 		      const struct stat *st, mode_t mode);

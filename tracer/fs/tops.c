@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "fs.h"
+#include "fsops.h"
 
 /*
  * A private workspace is 0700: other local users reach nothing in it,
@@ -124,4 +126,33 @@ int cr_fs_top_xattr(struct cr_run *run, const struct seccomp_notif *n,
 	deny_top(run, n, sys, target, fd,
 		 "access control lists and other system attributes of the top of a writable root do not change");
 	return -EPERM;
+}
+
+/* The run's end: a top whose owner bits the program took away gets them
+ * back as the run found them. The program may narrow the top (`chmod 0
+ * .` is its own business while it runs), but a workspace given with -w
+ * left without its owner's search bit made every later run in it end in
+ * platform_failure, and nothing repaired it (found by a probing
+ * session). Only the owner's bits, and only on the inode recorded. */
+void cr_fs_tops_finish(struct cr_fsstate *fs)
+{
+	for (size_t i = 0; fs->root_fds && i < fs->rules.nroots; i++) {
+		char p[64];
+		struct stat st;
+
+		if (fs->root_fds[i] < 0 || !(fs->rules.roots[i].acc & CR_FS_W) ||
+		    fstat(fs->root_fds[i], &st) < 0 || st.st_uid != geteuid())
+			continue;
+		for (size_t k = 0; k < fs->ntops; k++) {
+			const struct cr_fstop *t = &fs->tops[k];
+
+			if (t->dev != st.st_dev || t->ino != st.st_ino ||
+			    (st.st_mode & 0700) == (t->mode & 0700))
+				continue;
+			cr_fs_fdpath(fs->root_fds[i], p, sizeof(p));
+			if (chmod(p, (st.st_mode & 07077) | (t->mode & 0700)) < 0)
+				fprintf(stderr, "corral: could not give %s its owner's rights back: %s\n",
+					fs->rules.roots[i].path, strerror(errno));
+		}
+	}
 }
