@@ -919,3 +919,42 @@ def fs_good_tmpfile_named_through_proc_self_fd(t):
          out.split("\n")[4].endswith(" False") and "linked" not in out.split("\n")[4],
          "a read-only root's file is not linked in: %r" % out)
     fx.check()
+
+
+TOGGLE = r"""
+import os, time
+os.mkdir("D")
+for i in range(6000):
+    open("D/f%d" % i, "w").close()
+end = time.time() + 3
+n = 0
+while time.time() < end:
+    os.chmod("D", 0o600)    # readable, not searchable
+    time.sleep(0.02)
+    os.chmod("D", 0o755)
+    time.sleep(0.02)
+    n += 1
+print("flipped", n > 10)
+"""
+
+
+@test
+def fs_directory_toggled_unsearchable_during_the_walk(t):
+    """A test suite that takes the search bit from a large directory of
+    its own now and then: the disk walk, which holds a directory open
+    across ticks, could no longer look at its entries and ended the run
+    ("cannot be measured"), 6 runs in 6 (found by a differential probe).
+    It now lends itself the owner's bits and finishes that directory in
+    one go; every file is counted."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    script = os.path.join(ws, "toggle.py")
+    with open(script, "w") as f:
+        f.write(TOGGLE)
+    run = t.corral(["run", "--json", "-w", ws, "--", "python3", script],
+                   timeout=120)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (%r)" % r.get("message"))
+    eq(r.get("stdout"), "flipped True\n", "stdout")
+    true(r["usage"]["files"] >= 6001, "usage.files %d" % r["usage"]["files"])
