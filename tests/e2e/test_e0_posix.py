@@ -39,6 +39,16 @@ t("rmdir m/", lambda: os.rmdir("m/"))
 t("unlink f/", lambda: os.unlink("f/"))
 t("unlink e/", lambda: os.unlink("e/"))
 t("unlink missing/", lambda: os.unlink("missing/"))
+# A link's text ending in '/' asks for a directory, as a written one does.
+open("g", "w").write("data")
+os.symlink("g/", "lg"); os.symlink("t1/", "lt")
+t("stat lg", lambda: os.stat("lg"))
+t("open lg", lambda: open("lg"))
+t("truncate lg", lambda: os.truncate("lg", 0))
+t("chmod lg", lambda: os.chmod("lg", 0o600))
+t("creat lt", lambda: open("lt", "w"))
+t("mkdir lt", lambda: os.mkdir("lt"))
+print(os.stat("g").st_size, oct(os.stat("g").st_mode & 0o777))
 print(sorted(os.listdir(".")))
 """
 

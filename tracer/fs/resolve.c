@@ -877,6 +877,13 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 				if (rc)
 					return rc;
 			}
+			/* A last link whose text ends in '/' asks for a
+			 * directory, as a path written so does: ENOTDIR for a
+			 * file, EISDIR for a creation (the kernel's; a link
+			 * "l -> f/" truncated and re-moded the file f before,
+			 * found by a differential probe). */
+			if (last && target[tl - 1] == '/')
+				res->trailing_slash = true;
 			return splice_in(w, target, (size_t)tl) ?: 1;
 		}
 		/* Listed first: the walk of every /proc/<pid> of the run
