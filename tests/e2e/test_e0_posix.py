@@ -1031,3 +1031,40 @@ def posix_unix_datagram_send_to_a_full_receiver_waits(t):
     the sender's own buffer stays writable, so a poll would spin."""
     _side_by_side(t, DGRAM_WAITS,
                   ["blocking sendto to a full receiver: 1 waited True"])
+
+
+# Forms a differential probe found answered otherwise than the kernel.
+FD_FORMS = r"""
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+def t(name, rc):
+    print(name, "=", "ok" if rc >= 0 else
+          errno.errorcode[ctypes.get_errno()], flush=True)
+open("a", "w").close()
+t("renameat2 NOREPLACE|EXCHANGE", libc.renameat2(-100, b"missing", -100,
+                                               b"y", 3))
+t("renameat2 WHITEOUT|EXCHANGE", libc.renameat2(-100, b"a", -100, b"y", 6))
+t("linkat cwd empty", libc.linkat(-100, b"", -100, b"y", 0x1000))
+t("linkat cwd empty onto a", libc.linkat(-100, b"", -100, b"a", 0x1000))
+fd = os.open("a", os.O_RDONLY)
+t("linkat fd path n1/", libc.linkat(-100, b"/proc/self/fd/%d" % fd, -100,
+                                    b"n1/", 0x400))
+t("linkat fd empty n2/", libc.linkat(fd, b"", -100, b"n2/", 0x1000))
+t("linkat fd empty n3", libc.linkat(fd, b"", -100, b"n3", 0x1000))
+buf = ctypes.create_string_buffer(64)
+t("readlinkat bad fd empty", libc.readlinkat(999, b"", buf, 64))
+t("readlinkat fd empty", libc.readlinkat(fd, b"", buf, 64))
+print(sorted(os.listdir(".")))
+"""
+
+
+@test
+def posix_fd_forms_answer_as_the_kernel(t):
+    """renameat2 with flags that exclude each other is EINVAL before any
+    name is looked at; linkat of the cwd (AT_FDCWD, "", AT_EMPTY_PATH) is
+    EPERM or EEXIST, not EBADF; a new name ending in '/' for an fd's file
+    is ENOENT and makes nothing; readlinkat(fd, "") looks at fd first."""
+    _side_by_side(t, FD_FORMS, ["renameat2 NOREPLACE|EXCHANGE = EINVAL",
+                                "linkat cwd empty = EPERM",
+                                "linkat fd path n1/ = ENOENT",
+                                "readlinkat bad fd empty = EBADF"])

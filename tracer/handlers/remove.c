@@ -435,8 +435,15 @@ struct cr_verdict cr_h_renameat2(struct cr_run *run,
 {
 	unsigned flags = (unsigned)n->data.args[4];
 
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
-		return CR_V_ERR(flags & RENAME_WHITEOUT ? EPERM : EINVAL);
+	/* The kernel's order (do_renameat2): unknown bits, then flags that
+	 * exclude each other, before any name is looked at. */
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE |
+				RENAME_WHITEOUT) ||
+	    ((flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)) &&
+	     (flags & RENAME_EXCHANGE)))
+		return CR_V_ERR(EINVAL);
+	if (flags & RENAME_WHITEOUT)
+		return CR_V_ERR(EPERM);
 	return do_two(run, n, e->name, 0, 1, 2, 3, flags, false);
 }
 
@@ -487,6 +494,16 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 	char p[64];
 	int fd, rc;
 
+	if (taskfd == AT_FDCWD && !by_path) {
+		/* The kernel links the cwd itself: a directory, EPERM,
+		 * once the new name is found free. */
+		rc = cr_fs_arg(run, n, sys, 2, 3, CR_RES_ENTRY, 0, &b);
+		if (rc)
+			return CR_V_ERR(-rc);
+		rc = b.exists ? EEXIST : b.trailing_slash ? ENOENT : EPERM;
+		cr_fsres_free(&b);
+		return CR_V_ERR(rc);
+	}
 	fd = cr_fs_task_fd(run, (pid_t)n->pid, taskfd);
 	/* Named as /proc/self/fd/N, a descriptor not open is a name that
 	 * does not exist. */
@@ -503,6 +520,8 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 	}
 	if (b.exists) {
 		rc = -EEXIST;
+	} else if (b.trailing_slash) {
+		rc = -ENOENT;	/* the kernel's: "n/" asks for a directory */
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
 		rc = -cr_fsrules_refusal(&run->fs->rules, b.acc);
 	} else if (b.plen > 9 && !memcmp(b.path, "/dev/shm/", 9)) {
