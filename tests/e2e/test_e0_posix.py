@@ -1054,6 +1054,8 @@ t("linkat fd empty n3", libc.linkat(fd, b"", -100, b"n3", 0x1000))
 buf = ctypes.create_string_buffer(64)
 t("readlinkat bad fd empty", libc.readlinkat(999, b"", buf, 64))
 t("readlinkat fd empty", libc.readlinkat(fd, b"", buf, 64))
+t("access / R_OK", libc.access(b"/", 4))
+t("access /etc R_OK|X_OK", libc.access(b"/etc", 5))
 print(sorted(os.listdir(".")))
 """
 
@@ -1063,8 +1065,11 @@ def posix_fd_forms_answer_as_the_kernel(t):
     """renameat2 with flags that exclude each other is EINVAL before any
     name is looked at; linkat of the cwd (AT_FDCWD, "", AT_EMPTY_PATH) is
     EPERM or EEXIST, not EBADF; a new name ending in '/' for an fd's file
-    is ENOENT and makes nothing; readlinkat(fd, "") looks at fd first."""
+    is ENOENT and makes nothing; readlinkat(fd, "") looks at fd first;
+    access(R_OK) of an ancestor of the roots is the kernel's answer, as
+    its open for reading is."""
     _side_by_side(t, FD_FORMS, ["renameat2 NOREPLACE|EXCHANGE = EINVAL",
                                 "linkat cwd empty = EPERM",
                                 "linkat fd path n1/ = ENOENT",
-                                "readlinkat bad fd empty = EBADF"])
+                                "readlinkat bad fd empty = EBADF",
+                                "access / R_OK = ok"])
