@@ -1054,6 +1054,15 @@ t("linkat fd empty n3", libc.linkat(fd, b"", -100, b"n3", 0x1000))
 buf = ctypes.create_string_buffer(64)
 t("readlinkat bad fd empty", libc.readlinkat(999, b"", buf, 64))
 t("readlinkat fd empty", libc.readlinkat(fd, b"", buf, 64))
+os.mkdir("d")
+t("rename missing d/.", libc.rename(b"missing", b"d/."))
+t("rename missing d/..", libc.rename(b"missing", b"d/.."))
+t("renameat2 NOREPLACE missing d/..", libc.renameat2(-100, b"missing",
+                                                   -100, b"d/..", 1))
+t("rename d/. e", libc.rename(b"d/.", b"e"))
+t("rename missing M*256", libc.rename(b"missing", b"M" * 256))
+t("link missing M*256", libc.link(b"missing", b"M" * 256))
+t("link missing a/.", libc.link(b"missing", b"a/."))
 t("access / R_OK", libc.access(b"/", 4))
 t("access /etc R_OK|X_OK", libc.access(b"/etc", 5))
 print(sorted(os.listdir(".")))
@@ -1072,4 +1081,6 @@ def posix_fd_forms_answer_as_the_kernel(t):
                                 "linkat cwd empty = EPERM",
                                 "linkat fd path n1/ = ENOENT",
                                 "readlinkat bad fd empty = EBADF",
-                                "access / R_OK = ok"])
+                                "access / R_OK = ok",
+                                "rename missing d/. = EBUSY",
+                                "link missing a/. = ENOENT"])

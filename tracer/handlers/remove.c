@@ -261,12 +261,27 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		       flags & AT_SYMLINK_FOLLOW ? CR_RES_FOLLOW : 0, 0, &a);
 	if (rc)
 		return CR_V_ERR(-rc);
+	/* The kernel's order: link looks its source up whole before the
+	 * new name's parent (ENOENT first); rename looks up both parents,
+	 * refuses "." and ".." as either last name (EBUSY, or EEXIST for a
+	 * new one under RENAME_NOREPLACE), then the source, then the new
+	 * name (a name too long there comes after the source's ENOENT). */
+	if (link && !a.exists) {
+		cr_fsres_free(&a);
+		return CR_V_ERR(ENOENT);
+	}
 	rc = cr_fs_arg(run, n, sys, ndi, npi, CR_RES_ENTRY, 0, &b);
 	if (rc) {
+		if (rc == -ENAMETOOLONG && !a.exists && strcmp(a.name, "."))
+			rc = -ENOENT;
 		cr_fsres_free(&a);
 		return CR_V_ERR(-rc);
 	}
-	if (!a.exists) {
+	if (!link && !strcmp(a.name, ".")) {
+		v = CR_V_ERR(EBUSY);
+	} else if (!link && !strcmp(b.name, ".")) {
+		v = CR_V_ERR(flags & RENAME_NOREPLACE ? EEXIST : EBUSY);
+	} else if (!a.exists) {
 		v = CR_V_ERR(ENOENT);
 	} else if (!link && !S_ISDIR(a.st.st_mode) &&
 		   !((flags & RENAME_EXCHANGE) && !b.exists) &&
@@ -290,8 +305,6 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		 * the kernel's filename_create. A source "d/.." is a
 		 * directory, refused with EPERM below, as vfs_link does. */
 		v = CR_V_ERR(EEXIST);
-	} else if (!link && (!strcmp(a.name, ".") || !strcmp(b.name, "."))) {
-		v = CR_V_ERR(EBUSY);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
 		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
