@@ -1065,6 +1065,12 @@ t("link missing M*256", libc.link(b"missing", b"M" * 256))
 t("link missing a/.", libc.link(b"missing", b"a/."))
 t("access / R_OK", libc.access(b"/", 4))
 t("access /etc R_OK|X_OK", libc.access(b"/etc", 5))
+os.symlink("d", "s"); os.symlink("b9", "b9")
+ND = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY
+t("open s NOFOLLOW|DIRECTORY", libc.open(b"s", ND))
+t("open b9 NOFOLLOW|DIRECTORY", libc.open(b"b9", ND))
+t("creat b9/", libc.open(b"b9/", os.O_CREAT | os.O_WRONLY, 0o644))
+t("creat s/", libc.open(b"s/", os.O_CREAT | os.O_WRONLY, 0o644))
 print(sorted(os.listdir(".")))
 """
 
@@ -1083,4 +1089,6 @@ def posix_fd_forms_answer_as_the_kernel(t):
                                 "readlinkat bad fd empty = EBADF",
                                 "access / R_OK = ok",
                                 "rename missing d/. = EBUSY",
-                                "link missing a/. = ENOENT"])
+                                "link missing a/. = ENOENT",
+                                "open s NOFOLLOW|DIRECTORY = ENOTDIR",
+                                "creat b9/ = EISDIR"])

@@ -840,7 +840,13 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 		}
 		if (misplaced(w->run->fs, cand, plen, &st, w->fd, nm))
 			return refuse(w, res, cand, plen, "fs");
+		/* A creation ("x/" with O_CREAT: SLASH_OK) is refused by
+		 * the kernel before its last name is looked at (EISDIR in
+		 * open.c), so a last link is not followed then (a loop
+		 * answered ELOOP, found by a differential probe). */
 		if (S_ISLNK(st.st_mode) &&
+		    !(last && res->trailing_slash &&
+		      (w->how & CR_RES_SLASH_OK)) &&
 		    (!last || (w->how & CR_RES_FOLLOW) ||
 		     (res->trailing_slash && !(w->how & CR_RES_ENTRY)))) {
 			bool magic = proc_pid_dir(w->cur, w->clen);

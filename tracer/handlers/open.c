@@ -247,14 +247,16 @@ static struct cr_verdict do_open(struct cr_run *run,
 		rc = -EEXIST;
 		goto out;
 	}
-	if (res.exists && (flags & O_NOFOLLOW) && S_ISLNK(res.st.st_mode) &&
-	    !(flags & O_PATH)) {
-		rc = -ELOOP;
-		goto out;
-	}
+	/* do_open asks for a directory before may_open refuses a link:
+	 * O_NOFOLLOW|O_DIRECTORY on a link is ENOTDIR. */
 	if (res.exists && (flags & O_DIRECTORY) && !S_ISDIR(res.st.st_mode) &&
 	    !res.via_link) {
 		rc = -ENOTDIR;
+		goto out;
+	}
+	if (res.exists && (flags & O_NOFOLLOW) && S_ISLNK(res.st.st_mode) &&
+	    !(flags & O_PATH)) {
+		rc = -ELOOP;
 		goto out;
 	}
 	need = need_for(flags, res.exists);
