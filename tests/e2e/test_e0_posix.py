@@ -1071,6 +1071,11 @@ t("open s NOFOLLOW|DIRECTORY", libc.open(b"s", ND))
 t("open b9 NOFOLLOW|DIRECTORY", libc.open(b"b9", ND))
 t("creat b9/", libc.open(b"b9/", os.O_CREAT | os.O_WRONLY, 0o644))
 t("creat s/", libc.open(b"s/", os.O_CREAT | os.O_WRONLY, 0o644))
+os.mkdir("p"); os.chmod("p", 0o600)
+t("access p/. F_OK", libc.access(b"p/.", 0))
+t("truncate p/.", libc.truncate(b"p/.", 0))
+t("readlink p/.", libc.readlink(b"p/.", buf, 64))
+os.chmod("p", 0o755)
 print(sorted(os.listdir(".")))
 """
 
@@ -1091,4 +1096,5 @@ def posix_fd_forms_answer_as_the_kernel(t):
                                 "rename missing d/. = EBUSY",
                                 "link missing a/. = ENOENT",
                                 "open s NOFOLLOW|DIRECTORY = ENOTDIR",
-                                "creat b9/ = EISDIR"])
+                                "creat b9/ = EISDIR",
+                                "access p/. F_OK = EACCES"])

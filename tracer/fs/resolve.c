@@ -1199,7 +1199,19 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		}
 		lt = CR_LAST_NORM;
 		if (n == 1 && r[0] == '.') {
+			struct stat dst;
+
 			lt = CR_LAST_DOT;
+			/* The kernel looks "." up, which needs search on the
+			 * directory ("p/." of a p at 0600: EACCES). Before
+			 * any other name the next step's lookup asks the
+			 * same; a last "." is asked here. */
+			if (last && w.fd >= 0 &&
+			    fstatat(w.fd, ".", &dst, AT_SYMLINK_NOFOLLOW) < 0 &&
+			    errno == EACCES) {
+				rc = -EACCES;
+				break;
+			}
 			continue;
 		} else if (n == 2 && r[0] == '.' && r[1] == '.') {
 			lt = CR_LAST_DOTDOT;
