@@ -1076,6 +1076,9 @@ t("access p/. F_OK", libc.access(b"p/.", 0))
 t("truncate p/.", libc.truncate(b"p/.", 0))
 t("readlink p/.", libc.readlink(b"p/.", buf, 64))
 os.chmod("p", 0o755)
+import fcntl
+print("F_GETFL of a file made", oct(fcntl.fcntl(
+    os.open("made", os.O_CREAT | os.O_WRONLY, 0o644), fcntl.F_GETFL)))
 print(sorted(os.listdir(".")))
 """
 

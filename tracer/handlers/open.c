@@ -70,8 +70,11 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 		how.mode = cr_fs_safe_mode(run, n, "open", res->path,
 					   mode & 07777, false);
 		um = cr_fs_umask_enter(run, (pid_t)n->pid);
-		if (of & O_CREAT)
-			of |= O_NOFOLLOW;
+		/* No O_NOFOLLOW: RESOLVE_NO_SYMLINKS already refuses a link
+		 * put in the name's place since it was resolved, and the
+		 * flag would stay in the file's flags (F_GETFL showed
+		 * 0400000 on every file corral made; found by a
+		 * differential probe). */
 	}
 	how.flags = (uint64_t)(unsigned)of;
 	/* O_TRUNC takes the file's inode lock, which the program's own
