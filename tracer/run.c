@@ -446,7 +446,7 @@ int cr_run_main(int argc, char **argv)
 		 * go before this one is made. */
 		size_t swept, busy;
 
-		cr_workspace_gc(&swept, &busy);
+		cr_workspace_gc(&cfg, ws, &swept, &busy);
 	}
 	rc = cr_workspace_make(&cfg, ws);
 	if (rc) {

@@ -697,8 +697,10 @@ int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
  * workspace was removed. */
 void cr_workspace_unlock(struct cr_run_config *cfg, bool removed);
 /* Remove the private workspaces (and lock files) of this user's runs
- * whose supervisor is gone. */
-int cr_workspace_gc(size_t *removed, size_t *busy);
+ * whose supervisor is gone, and their System V segments (ipc/sysv.c);
+ * cfg and given (the -w argument) of the run sweeping, NULL for gc. */
+int cr_workspace_gc(const struct cr_run_config *cfg, const char *given,
+		    size_t *removed, size_t *busy);
 int cr_workspace_gc_main(int argc, char **argv);
 /* A /dev/shm object the run made (name inside shmdir): recorded in the
  * private workspace's lock file, so a sweep after a kill removes it. */

@@ -112,7 +112,8 @@ const char *cr_workspace_tmp_dir(void)
 
 /* A System V record (ipc/sysv.c) whose supervisor is gone: its objects
  * that are still the same go, then the record. */
-static void sweep_sysv(int dfd, const char *name)
+static void sweep_sysv(const struct cr_run_config *cfg, const char *ws,
+		       int dfd, const char *name)
 {
 	struct stat held, now;
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
@@ -124,7 +125,7 @@ static void sweep_sysv(int dfd, const char *name)
 	    held.st_uid == getuid() && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
 	    fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    now.st_ino == held.st_ino && now.st_dev == held.st_dev) {
-		cr_sysv_sweep(fd);
+		cr_sysv_sweep(cfg, ws, fd);
 		unlinkat(dfd, name, 0);
 	}
 	close(fd);
@@ -292,7 +293,8 @@ static void stale_fresh(const char *tmp, int dfd, const char *name)
 	close(fd);
 }
 
-int cr_workspace_gc(size_t *removed, size_t *busy)
+int cr_workspace_gc(const struct cr_run_config *cfg, const char *given,
+		    size_t *removed, size_t *busy)
 {
 	const char *tmp = tmp_dir();
 	DIR *d = opendir(tmp);
@@ -312,7 +314,7 @@ int cr_workspace_gc(size_t *removed, size_t *busy)
 		if (n == strlen(CR_SYSV_RECORD) + 6 &&
 		    !strncmp(de->d_name, CR_SYSV_RECORD,
 			     strlen(CR_SYSV_RECORD))) {
-			sweep_sysv(dfd, de->d_name);
+			sweep_sysv(cfg, given, dfd, de->d_name);
 			continue;
 		}
 		if (n == 22 && !strncmp(de->d_name, "corral-", 7) &&
@@ -379,7 +381,7 @@ int cr_workspace_gc_main(int argc, char **argv)
 		fprintf(stderr, "usage: corral gc\n");
 		return CR_EXIT_USAGE;
 	}
-	rc = cr_workspace_gc(&removed, &busy);
+	rc = cr_workspace_gc(NULL, NULL, &removed, &busy);
 	/* /dev/shm objects tagged by a supervisor that is gone, whether
 	 * its workspace was private or given with -w (tracer/fs/fs.c). */
 	shm = cr_fs_shm_sweep();

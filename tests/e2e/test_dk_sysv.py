@@ -155,6 +155,21 @@ def sysv_objects_are_capped(t):
 
 
 @test
+def sysv_attached_unmapped_segment_counts_as_memory(t):
+    """A segment kept attached whose pages the process dropped from its
+    page table (MADV_DONTNEED) holds them all the same, in no RSS: 512 MiB
+    so ran ok under 64 MiB (found by a probing session). Every segment's
+    resident pages count now."""
+    before = set(host_objects("shm"))
+    run = run_sysv(t, ["dontneed", "256", "3"], ["--limit", "memory=64MiB"])
+    r = t.result(run)
+    check_result_shape(r)
+    assert_breach(t, run, r, "memory")
+    eq(set(host_objects("shm")) - before, set(), "segments left")
+    t.assert_next_run_ok()
+
+
+@test
 def sysv_detached_segments_count_as_memory(t):
     """A segment nobody attaches holds its pages in no process: four of
     16 MiB, each filled then detached (never more than 16 MiB attached),
@@ -200,7 +215,7 @@ def sysv_objects_of_a_killed_corral_are_swept(t):
     recs = _records(tmp)
     eq(len(recs), 1, "one record: %r" % recs)
     with open(os.path.join(tmp, recs[0])) as f:
-        made = {int(line.split()[1]) for line in f if line.startswith("0 ")}
+        made = {int(line.split()[0]) for line in f}
     eq(len(made), 2, "two segments in the record")
     eq(set(host_objects("shm")) & made, made, "the segments exist")
     # A live run's record is not swept.
@@ -225,4 +240,21 @@ def sysv_objects_of_a_killed_corral_are_swept(t):
     eq(r.get("status"), "ok", "status (%r)" % r.get("message"))
     eq(_records(inner), [], "no record where the program writes")
     eq(set(host_objects("shm")) - before, set(), "segments left")
+    # Nor is one read there: a record planted where the program writes,
+    # naming a segment of the user's made outside (its id, creation time
+    # and creator as they are), is not the sweep's to follow.
+    host = int(t.native(["python3", "-c",
+                         "import ctypes; l = ctypes.CDLL(None); "
+                         "print(l.shmget(0, 4096, 0o1600))"]).out.decode())
+    try:
+        with open("/proc/sysvipc/shm") as f:
+            v = [line.split() for line in f if line.split()[1:2] == [str(host)]][0]
+        with open(os.path.join(inner, "corral-ipc-forged"), "w") as f:
+            f.write("%d %s %s\n" % (host, v[13], v[4]))
+        run = t.corral(["run", "--json", "-w", ws, "--", "true"],
+                       env={"TMPDIR": inner})
+        eq(t.result(run).get("status"), "ok", "a run with the planted record")
+        eq(host_objects("shm") .count(host), 1, "the user's segment is kept")
+    finally:
+        t.native(["ipcrm", "-m", str(host)])
     t.assert_next_run_ok()

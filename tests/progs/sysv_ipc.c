@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
@@ -175,6 +176,30 @@ static int hold(int count, size_t mib, int seconds)
 	return 0;
 }
 
+/* One segment kept attached, filled 8 MiB at a time, each chunk then
+ * dropped from the page table (MADV_DONTNEED): the segment keeps its
+ * pages, the process's RSS shows none. */
+static int dontneed(size_t mib, int seconds)
+{
+	int shm = shmget(IPC_PRIVATE, mib << 20, IPC_CREAT | 0600);
+	char *p;
+
+	if (shm < 0)
+		return perror("shmget"), 1;
+	p = shmat(shm, NULL, 0);
+	if (p == (void *)-1)
+		return perror("shmat"), 1;
+	for (size_t off = 0; off < mib << 20; off += 8 << 20) {
+		memset(p + off, 7, 8 << 20);
+		madvise(p + off, 8 << 20, MADV_DONTNEED);
+	}
+	printf("filled %zu MiB, mapped none\n", mib);
+	fflush(stdout);
+	sleep((unsigned)seconds);
+	printf("held\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "own"))
@@ -184,8 +209,10 @@ int main(int argc, char **argv)
 		return outside(atoi(argv[2]), (key_t)strtol(argv[3], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "many"))
 		return many(atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "dontneed"))
+		return dontneed((size_t)atoi(argv[2]), atoi(argv[3]));
 	if (argc == 5 && !strcmp(argv[1], "hold"))
 		return hold(atoi(argv[2]), (size_t)atoi(argv[3]), atoi(argv[4]));
-	fprintf(stderr, "usage: sysv_ipc own KEY [keep] | outside ID KEY | many N | hold COUNT MIB SECONDS\n");
+	fprintf(stderr, "usage: sysv_ipc own KEY [keep] | outside ID KEY | many N | hold COUNT MIB SECONDS | dontneed MIB SECONDS\n");
 	return 2;
 }

@@ -51,9 +51,10 @@
  *   IPC_RMID is performed, so the list of the run's objects follows it.
  *   IPC_SET (owner and mode) is refused; the listing commands (*_STAT by
  *   index, *_INFO) would walk the host's table and answer EINVAL.
- * - Memory: a segment's pages count in the processes that attach it
- *   (their RSS and PSS); the resident pages of a segment nobody attaches
- *   count here, read from /proc/sysvipc/shm. A semaphore set and a
+ * - Memory: every segment's resident pages count here, read from
+ *   /proc/sysvipc/shm (attached or not: see segment_bytes); a page a
+ *   process maps counts in its RSS too (towards stopping). A semaphore
+ *   set and a
  *   message queue count a fixed bound for their life (charge_of; a
  *   queue's limit could be raised only by IPC_SET, refused).
  * - At the run's end every object still listed is removed; a segment
@@ -176,13 +177,22 @@ static uint64_t msgmnb(void)
 
 static uint64_t charge_of(struct cr_run *run, enum kind k, uint64_t nsems)
 {
-	uint64_t procs = run->cfg->limits.v[CR_LIM_PROCESSES];
+	uint64_t tasks = run->cfg->limits.v[CR_LIM_PROCESSES] *
+			 CR_BUDGET_THREADS_PER_PROC;
 
 	if (k == SEM) {
-		if (!procs || procs > 65536)
-			procs = 65536;
-		return OBJ_BYTES + nsems * SEM_BYTES +
-		       procs * (UNDO_BYTES + nsems * UNDO_SEM_BYTES);
+		/* An undo list is per process, or per thread made without
+		 * CLONE_SYSVSEM (1 400 raw threads x 32 sets held ~48 MiB
+		 * charged per process before, found by a probing
+		 * session); each entry a kmalloc of the next power of
+		 * two. */
+		uint64_t undo = UNDO_BYTES + nsems * UNDO_SEM_BYTES, slab = 32;
+
+		while (slab < undo)
+			slab *= 2;
+		if (!tasks || tasks > 1u << 20)
+			tasks = 1u << 20;
+		return OBJ_BYTES + nsems * SEM_BYTES + tasks * slab;
 	}
 	if (k == MSG)
 		return OBJ_BYTES + msgmnb() * (1 + MSG_BYTES);
@@ -204,28 +214,37 @@ static int do_get(enum kind k, key_t key, uint64_t arg, int flags)
 }
 
 /*
- * The record: objects no process holds outlive a supervisor killed by
- * SIGKILL. At a run's first object the supervisor makes
+ * The record: segments no process attaches outlive a supervisor killed by
+ * SIGKILL, with their pages. At a run's first segment the supervisor makes
  * $TMPDIR/corral-ipc-XXXXXX, locked (flock) for its life as a private
- * workspace's lock file is, and appends a line per object: kind, id, its
- * ctime and, for a segment, its creator's pid (the supervisor). The sweep
- * before every run (and `corral gc`) takes the lock of a record whose
- * supervisor is gone and removes each object still the same. Only where
- * the program cannot write the record: with $TMPDIR inside a root it may
- * write, no record is kept (a forged one would remove the user's other
- * objects).
+ * workspace's lock file is, and keeps in it one line per segment alive:
+ * its id, creation time and creator pid (corral's own: corral makes it).
+ * The sweep before every run (and `corral gc`) takes the lock of a record
+ * whose supervisor is gone and removes each segment still the same. Only
+ * segments: a semaphore set's or queue's ctime moves with SETVAL and
+ * their creator is not kept, so a record naming them could not be told
+ * from a forged one naming the user's own (found by a probing session);
+ * what a killed supervisor leaves of those is bounded (docs/limits.md).
+ * A forged line would need a host segment's id, ctime and creator pid,
+ * none of which the program can read. No record is kept, and none read,
+ * where the program can write it ($TMPDIR inside a writable root).
  */
+static bool tmp_writable(const struct cr_run_config *cfg, const char *ws,
+			 char *real)
+{
+	char which[PATH_MAX + 128];
+
+	return !realpath(cr_workspace_tmp_dir(), real) ||
+	       cr_audit_path_writable(cfg, ws, real, which, sizeof(which));
+}
+
 static int record_open(struct cr_run *run, struct cr_sysv *s)
 {
-	const char *tmp = cr_workspace_tmp_dir();
-	char real[PATH_MAX], which[PATH_MAX + 128], fresh[PATH_MAX],
-	     final[PATH_MAX];
+	char real[PATH_MAX], fresh[PATH_MAX], final[PATH_MAX];
 	int fd;
 
 	s->recfd = -1;
-	if (!realpath(tmp, real) ||
-	    cr_audit_path_writable(run->cfg, run->cfg->workspace, real, which,
-				   sizeof(which)) ||
+	if (tmp_writable(run->cfg, run->cfg->workspace, real) ||
 	    snprintf(fresh, sizeof(fresh), "%s/.corral-ipc-new-XXXXXX", real) >=
 	    (int)sizeof(fresh))
 		return -1;
@@ -251,83 +270,57 @@ static int record_open(struct cr_run *run, struct cr_sysv *s)
 	return 0;
 }
 
-static void record(struct cr_run *run, struct cr_sysv *s, enum kind k,
-		   int id)
+/* The record rewritten whole: the segments alive now (at most
+ * CR_SYSV_MAX lines), so it never grows past what the sweep reads. */
+static void record(struct cr_run *run, struct cr_sysv *s)
 {
-	char line[96];
-	long long ctime_ = 0;
-	int pid = 0, len;
+	char buf[CR_SYSV_MAX * 64];
+	size_t len = 0;
 
-	if (s->recfd == -2)
+	if (s->recfd == -2 && s->count[SHM])
 		record_open(run, s);
 	if (s->recfd < 0)
 		return;
-	if (k == SHM) {
+	for (size_t i = 0; i < CR_SYSV_MAX; i++) {
 		struct shmid_ds ds;
+		int id = s->objs[SHM][i].id;
 
-		if (shmctl(id, IPC_STAT, &ds) == 0) {
-			ctime_ = ds.shm_ctime;
-			pid = ds.shm_cpid;
-		}
-	} else if (k == SEM) {
-		struct semid_ds ds;
-
-		if (semctl(id, 0, IPC_STAT, &ds) == 0)
-			ctime_ = ds.sem_ctime;
-	} else {
-		struct msqid_ds ds;
-
-		if (msgctl(id, IPC_STAT, &ds) == 0)
-			ctime_ = ds.msg_ctime;
+		if (id >= 0 && shmctl(id, IPC_STAT, &ds) == 0)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+						"%d %lld %d\n", id,
+						(long long)ds.shm_ctime,
+						(int)ds.shm_cpid);
 	}
-	len = snprintf(line, sizeof(line), "%d %d %lld %d\n", (int)k, id,
-		       ctime_, pid);
-	if (len > 0 && len < (int)sizeof(line) &&
-	    write(s->recfd, line, (size_t)len) != len)
+	if (ftruncate(s->recfd, 0) < 0 ||
+	    pwrite(s->recfd, buf, len, 0) != (ssize_t)len)
 		return;	/* best effort: the run's own end removes them */
 }
 
-void cr_sysv_sweep(int fd)
+void cr_sysv_sweep(const struct cr_run_config *cfg, const char *ws, int fd)
 {
-	char buf[8192], *line, *save = NULL;
-	ssize_t len = pread(fd, buf, sizeof(buf) - 1, 0);
+	char buf[CR_SYSV_MAX * 64 + 1], real[PATH_MAX], *line, *save = NULL;
+	ssize_t len;
 
+	if (cfg && tmp_writable(cfg, ws, real))
+		return;	/* the program's to write: never read */
+	len = pread(fd, buf, sizeof(buf) - 1, 0);
 	if (len <= 0)
 		return;
 	buf[len] = 0;
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
+		struct shmid_ds ds;
 		long long ct;
-		int k, id, pid;
-		bool same = false;
+		int id, pid;
 
-		if (sscanf(line, "%d %d %lld %d", &k, &id, &ct, &pid) != 4 ||
-		    k < 0 || k >= NKINDS || id < 0 || !ct)
+		if (sscanf(line, "%d %lld %d", &id, &ct, &pid) != 3 ||
+		    id < 0 || !ct || pid <= 0)
 			continue;
-		if (k == SHM) {
-			struct shmid_ds ds;
-
-			same = shmctl(id, IPC_STAT, &ds) == 0 &&
-			       ds.shm_perm.cuid == getuid() &&
-			       ds.shm_perm.__key == IPC_PRIVATE &&
-			       ds.shm_ctime == ct && ds.shm_cpid == pid;
-		} else if (k == SEM) {
-			struct semid_ds ds;
-
-			same = semctl(id, 0, IPC_STAT, &ds) == 0 &&
-			       ds.sem_perm.cuid == getuid() &&
-			       ds.sem_perm.__key == IPC_PRIVATE &&
-			       ds.sem_ctime == ct;
-		} else {
-			struct msqid_ds ds;
-
-			same = msgctl(id, IPC_STAT, &ds) == 0 &&
-			       ds.msg_perm.cuid == getuid() &&
-			       ds.msg_perm.__key == IPC_PRIVATE &&
-			       ds.msg_ctime == ct;
-		}
-		if (same)
-			rmid((enum kind)k, id);
+		if (shmctl(id, IPC_STAT, &ds) == 0 &&
+		    ds.shm_perm.cuid == getuid() &&
+		    ds.shm_perm.__key == IPC_PRIVATE &&
+		    ds.shm_ctime == ct && ds.shm_cpid == pid)
+			rmid(SHM, id);
 	}
 }
 
@@ -417,7 +410,8 @@ CR_HANDLER(cr_h_sysv_get)
 	slot->charge = charge_of(run, k, arg);
 	s->count[k]++;
 	s->fixed += slot->charge;
-	record(run, s, k, id);
+	if (k == SHM)
+		record(run, s);
 	rc = cr_budget_on_ipc(run, slot->charge);
 	if (rc) {
 		rmid(k, id);
@@ -489,31 +483,26 @@ CR_HANDLER(cr_h_sysv_ctl)
 		if (rc)
 			return CR_V_ERR(-rc);
 		forget(run->sysv, k, o);
+		if (k == SHM)
+			record(run, run->sysv);
 		return CR_V_VAL(0);
 	}
 	return CR_V_CONT;
 }
 
-/* Resident (and swapped) pages of the run's segments that no process
- * attaches: /proc/sysvipc/shm, read only when one is so. */
-static uint64_t detached_bytes(struct cr_sysv *s)
+/* Resident (and swapped) pages of every segment of the run's, from
+ * /proc/sysvipc/shm. Not only those no process attaches: a process can
+ * hold a segment attached with none of its pages mapped (MADV_DONTNEED
+ * after filling it, or children that filled it and exited), and its RSS
+ * then shows nothing (512 MiB so ran ok under memory=64MiB, found by a
+ * probing session). A page a process of the run maps counts in its RSS
+ * too: towards stopping (docs/limits.md). */
+static uint64_t segment_bytes(struct cr_sysv *s)
 {
 	char line[512];
 	uint64_t sum = 0;
-	bool any = false;
-	FILE *f;
+	FILE *f = fopen("/proc/sysvipc/shm", "re");
 
-	for (size_t i = 0; i < CR_SYSV_MAX; i++) {
-		struct shmid_ds ds;
-		int id = s->objs[SHM][i].id;
-
-		if (id >= 0 && shmctl(id, IPC_STAT, &ds) == 0 &&
-		    ds.shm_nattch == 0)
-			any = true;
-	}
-	if (!any)
-		return 0;
-	f = fopen("/proc/sysvipc/shm", "re");
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
@@ -528,9 +517,7 @@ static uint64_t detached_bytes(struct cr_sysv *s)
 		if (sscanf(line, "%lld %d %o %llu %d %d %llu %u %u %u %u %lld %lld %lld %llu %llu",
 			   &key, &id, &perms, &size, &cpid, &lpid, &nattch,
 			   &uid, &gid, &cuid, &cgid, &at, &dt, &ct, &rss,
-			   &swap) != 16 || nattch)
-			continue;
-		if (find_id(s, SHM, id))
+			   &swap) == 16 && find_id(s, SHM, id))
 			sum += rss + swap;
 	}
 	fclose(f);
@@ -543,7 +530,7 @@ uint64_t cr_sysv_bytes(struct cr_run *run)
 
 	if (!s)
 		return 0;
-	return s->fixed + (s->count[SHM] ? detached_bytes(s) : 0);
+	return s->fixed + (s->count[SHM] ? segment_bytes(s) : 0);
 }
 
 void cr_sysv_finish(struct cr_run *run)

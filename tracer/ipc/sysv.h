@@ -24,10 +24,12 @@ uint64_t cr_sysv_bytes(struct cr_run *run);
 void cr_sysv_finish(struct cr_run *run);
 void cr_sysv_free(struct cr_run *run);
 /* The record of a run whose supervisor died (its lock is free): each
- * object it lists that is still the same (this user's, made at the time
- * and, for a segment, by the pid recorded) is removed. fd: the record,
- * opened by the sweep (tracer/workspace.c), which then unlinks it. */
-void cr_sysv_sweep(int fd);
+ * segment it lists that is still the same (this user's, made at the time
+ * recorded by the pid recorded) is removed. fd: the record, opened by the
+ * sweep (tracer/workspace.c), which then unlinks it; cfg and ws (the -w
+ * argument): the run sweeping (cfg NULL for `corral gc`), which reads no
+ * record where its program could have written one. */
+void cr_sysv_sweep(const struct cr_run_config *cfg, const char *ws, int fd);
 /* Names of records in $TMPDIR: "corral-ipc-" and six characters. */
 #define CR_SYSV_RECORD "corral-ipc-"
 
