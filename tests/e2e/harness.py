@@ -561,3 +561,16 @@ def set_cloexec(fd, on):
 
 def mode_of(path):
     return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def assert_breach(t, run, r, limit):
+    """Stopped by corral for `limit`: status, exit, audit-free parts of the
+    result, the whole tree killed."""
+    eq(r.get("status"), "limit_exceeded",
+       "status (message %r)" % r.get("message"))
+    eq(r.get("limit"), limit, "limit (message %r)" % r.get("message"))
+    eq(run.code, 124, "exit status")
+    check_result_shape(r)
+    contains(r.get("message", ""), limit, "message")
+    eq(r["cleanup"]["leftover_processes"], 0, "cleanup.leftover_processes")
+    t.no_marker_processes("after the %s limit" % limit)

@@ -12,8 +12,8 @@ import resource
 import shutil
 import subprocess
 
-from harness import (CFG, eq, ne, contains, not_contains, true, lt, ge, test,
-                     check_result_shape)
+from harness import (CFG, assert_breach, eq, ne, contains, not_contains,
+                     true, lt, ge, test, check_result_shape)
 
 MIB = 1 << 20
 # Slacks stated in docs/limits.md.
@@ -34,19 +34,6 @@ def hog(t, limits, *args, timeout=60, extra=()):
                    ["--", t.prog("budget_hog")] + [str(a) for a in args],
                    timeout=timeout)
     return run, t.result(run)
-
-
-def assert_breach(t, run, r, limit):
-    """Stopped by corral for `limit`: status, exit, audit-free parts of the
-    result, the whole tree killed."""
-    eq(r.get("status"), "limit_exceeded",
-       "status (message %r)" % r.get("message"))
-    eq(r.get("limit"), limit, "limit (message %r)" % r.get("message"))
-    eq(run.code, 124, "exit status")
-    check_result_shape(r)
-    contains(r.get("message", ""), limit, "message")
-    eq(r["cleanup"]["leftover_processes"], 0, "cleanup.leftover_processes")
-    t.no_marker_processes("after the %s limit" % limit)
 
 
 def ints(text, word):

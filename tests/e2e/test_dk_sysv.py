@@ -6,9 +6,8 @@ as memory and removed at its end."""
 import os
 import signal
 
-from harness import eq, true, contains, test, wait_for
-from test_b0_budgets import assert_breach
-from harness import check_result_shape
+from harness import (eq, true, contains, test, wait_for, assert_breach,
+                     check_result_shape)
 
 KEY = 0x5EED0000 + (os.getpid() & 0xFFFF)
 
