@@ -71,6 +71,15 @@ static int own(int keep, key_t key)
 	say("shmctl IPC_RMID", shmctl(shm, IPC_RMID, NULL));
 	say("shmat after RMID", shmat(shm, NULL, 0) == (void *)-1 ? -1 : 0);
 
+	/* Removed while attached: it lives on until its last detach. */
+	shm = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+	p = shmat(shm, NULL, 0);
+	say("shmctl IPC_RMID attached", shmctl(shm, IPC_RMID, NULL));
+	say("shmctl IPC_STAT removed attached", shmctl(shm, IPC_STAT, &ds));
+	printf("dest %d\n", (ds.shm_perm.mode & SHM_DEST) != 0);
+	shmdt(p);
+	say("shmctl IPC_STAT removed detached", shmctl(shm, IPC_STAT, &ds));
+
 	sem = semget(IPC_PRIVATE, 2, IPC_CREAT | 0600);
 	say("semget", sem);
 	say("semctl SETVAL", semctl(sem, 1, SETVAL, (union semun){ .val = 5 }));

@@ -68,6 +68,7 @@ struct obj {
 	int id;			/* -1: a free slot */
 	key_t key;		/* IPC_PRIVATE when made so */
 	uint64_t charge;	/* fixed bytes counted while it lives */
+	bool removed;		/* a segment removed while attached */
 };
 
 struct cr_sysv {
@@ -77,6 +78,8 @@ struct cr_sysv {
 	int recfd;		/* the record (below), -1 none, -2 not tried */
 	char *recpath;
 };
+
+static void prune(struct cr_sysv *s);
 
 static const char *const kind_name[NKINDS] = {
 	"System V shared memory", "System V semaphores",
@@ -129,7 +132,8 @@ static struct obj *find_id(struct cr_sysv *s, enum kind k, int id)
 static struct obj *find_key(struct cr_sysv *s, enum kind k, key_t key)
 {
 	for (size_t i = 0; s && i < CR_SYSV_MAX; i++)
-		if (s->objs[k][i].id >= 0 && s->objs[k][i].key == key)
+		if (s->objs[k][i].id >= 0 && !s->objs[k][i].removed &&
+		    s->objs[k][i].key == key)
 			return &s->objs[k][i];
 	return NULL;
 }
@@ -154,6 +158,7 @@ static void forget(struct cr_sysv *s, enum kind k, struct obj *o)
 	o->id = -1;
 	o->key = IPC_PRIVATE;
 	o->charge = 0;
+	o->removed = false;
 }
 
 static uint64_t msgmnb(void)
@@ -390,6 +395,8 @@ CR_HANDLER(cr_h_sysv_get)
 			"more semaphores in one set than a run may make (250)");
 		return CR_V_ERR(EINVAL);
 	}
+	if (k == SHM)
+		prune(s);
 	for (size_t i = 0; i < CR_SYSV_MAX && !slot; i++)
 		if (s->objs[k][i].id < 0)
 			slot = &s->objs[k][i];
@@ -421,19 +428,48 @@ CR_HANDLER(cr_h_sysv_get)
 	return CR_V_VAL(id);
 }
 
-/* An id that is not the run's: absent, as an id with no object is. */
+/* Does an object of kind k exist at id (whoever's it is)? */
+static bool exists(enum kind k, int id)
+{
+	int rc;
+
+	if (k == SHM) {
+		struct shmid_ds ds;
+
+		rc = shmctl(id, IPC_STAT, &ds);
+	} else if (k == SEM) {
+		struct semid_ds ds;
+
+		rc = semctl(id, 0, IPC_STAT, &ds);
+	} else {
+		struct msqid_ds ds;
+
+		rc = msgctl(id, IPC_STAT, &ds);
+	}
+	return rc == 0 || errno == EACCES || errno == EPERM;
+}
+
+/* An id that is not the run's: absent, as an id with no object is
+ * (EINVAL). But for IPC_STAT of one that exists: EPERM. PostgreSQL's
+ * interlock asks IPC_STAT of the segment its postmaster.pid names, after
+ * kill(pid, 0) of the pid there (ESRCH for a process outside the run):
+ * EINVAL told it the data directory was free while a server outside the
+ * run was using it, and a second postmaster started on it and lost
+ * committed rows (found by a compatibility probe). Any other error means
+ * "in use" to it. The price: IPC_STAT tells whether an id is taken. */
 static struct cr_verdict outside(struct cr_run *run,
 				 const struct seccomp_notif *n,
 				 const struct cr_syscall_entry *e, enum kind k,
-				 int id)
+				 int id, int cmd)
 {
 	static const char *const prefix[NKINDS] = { "shm", "sem", "msg" };
 	char what[32];
+	bool in_use = cmd == IPC_STAT && id >= 0 && exists(k, id);
 
 	snprintf(what, sizeof(what), "%s id %d", prefix[k], id);
 	cr_deny(run, (pid_t)n->pid, e->name, what, "ipc",
 		"the id names a System V object outside the run");
-	return CR_V_ERR(EINVAL);
+	return CR_V_ERR(in_use ? EPERM : EINVAL);
 }
 
 /* shmat(id, ...), semop(id, ...), semtimedop(id, ...), msgsnd(id, ...),
@@ -444,7 +480,7 @@ CR_HANDLER(cr_h_sysv_use)
 
 	if (find_id(run->sysv, k, (int)n->data.args[0]))
 		return CR_V_CONT;
-	return outside(run, n, e, k, (int)n->data.args[0]);
+	return outside(run, n, e, k, (int)n->data.args[0], -1);
 }
 
 /* shmctl(id, cmd, buf), semctl(id, num, cmd, arg), msgctl(id, cmd, buf) */
@@ -472,17 +508,28 @@ CR_HANDLER(cr_h_sysv_ctl)
 	}
 	o = find_id(run->sysv, k, id);
 	if (!o)
-		return outside(run, n, e, k, id);
+		return outside(run, n, e, k, id, cmd);
 	if (cmd == IPC_SET) {
 		cr_deny(run, (pid_t)n->pid, e->name, NULL, "ipc",
 			"changing a System V object's owner or mode is refused");
 		return CR_V_ERR(EPERM);
 	}
 	if (cmd == IPC_RMID) {
+		if (o->removed)
+			return CR_V_CONT;	/* the kernel's answer again */
 		rc = rmid(k, id);
 		if (rc)
 			return CR_V_ERR(-rc);
-		forget(run->sysv, k, o);
+		/* A segment still attached lives on (SHM_DEST) until its
+		 * last detach: still the run's, for IPC_STAT and shmat as
+		 * the kernel allows, its pages still counted; its key is
+		 * free. Gone, it is forgotten (prune). */
+		if (k == SHM && exists(SHM, id)) {
+			o->removed = true;
+			o->key = IPC_PRIVATE;
+		} else {
+			forget(run->sysv, k, o);
+		}
 		if (k == SHM)
 			record(run, run->sysv);
 		return CR_V_VAL(0);
@@ -524,12 +571,25 @@ static uint64_t segment_bytes(struct cr_sysv *s)
 	return sum;
 }
 
+/* Removed segments whose last detach came: forgotten (their id may be
+ * another's one day). */
+static void prune(struct cr_sysv *s)
+{
+	for (size_t i = 0; i < CR_SYSV_MAX; i++) {
+		struct obj *o = &s->objs[SHM][i];
+
+		if (o->id >= 0 && o->removed && !exists(SHM, o->id))
+			forget(s, SHM, o);
+	}
+}
+
 uint64_t cr_sysv_bytes(struct cr_run *run)
 {
 	struct cr_sysv *s = run->sysv;
 
 	if (!s)
 		return 0;
+	prune(s);
 	return s->fixed + (s->count[SHM] ? segment_bytes(s) : 0);
 }
 
