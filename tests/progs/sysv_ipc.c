@@ -162,27 +162,46 @@ static int many(int n)
 	return 0;
 }
 
+/* A new private segment of mib MiB, attached; NULL (said) on failure. */
+static char *attached(size_t mib)
+{
+	int shm = shmget(IPC_PRIVATE, mib << 20, IPC_CREAT | 0600);
+	char *p;
+
+	if (shm < 0) {
+		perror("shmget");
+		return NULL;
+	}
+	p = shmat(shm, NULL, 0);
+	if (p == (void *)-1) {
+		perror("shmat");
+		return NULL;
+	}
+	return p;
+}
+
+static int held(int seconds)
+{
+	fflush(stdout);
+	sleep((unsigned)seconds);
+	printf("held\n");
+	return 0;
+}
+
 /* Segments filled one at a time, each detached and kept: their pages
  * are no process's. */
 static int hold(int count, size_t mib, int seconds)
 {
 	for (int i = 0; i < count; i++) {
-		int shm = shmget(IPC_PRIVATE, mib << 20, IPC_CREAT | 0600);
-		char *p;
+		char *p = attached(mib);
 
-		if (shm < 0)
-			return perror("shmget"), 1;
-		p = shmat(shm, NULL, 0);
-		if (p == (void *)-1)
-			return perror("shmat"), 1;
+		if (!p)
+			return 1;
 		memset(p, 7, mib << 20);
 		shmdt(p);
 	}
 	printf("detached %d x %zu MiB\n", count, mib);
-	fflush(stdout);
-	sleep((unsigned)seconds);
-	printf("held\n");
-	return 0;
+	return held(seconds);
 }
 
 /* One segment kept attached, filled 8 MiB at a time, each chunk then
@@ -190,23 +209,16 @@ static int hold(int count, size_t mib, int seconds)
  * pages, the process's RSS shows none. */
 static int dontneed(size_t mib, int seconds)
 {
-	int shm = shmget(IPC_PRIVATE, mib << 20, IPC_CREAT | 0600);
-	char *p;
+	char *p = attached(mib);
 
-	if (shm < 0)
-		return perror("shmget"), 1;
-	p = shmat(shm, NULL, 0);
-	if (p == (void *)-1)
-		return perror("shmat"), 1;
+	if (!p)
+		return 1;
 	for (size_t off = 0; off < mib << 20; off += 8 << 20) {
 		memset(p + off, 7, 8 << 20);
 		madvise(p + off, 8 << 20, MADV_DONTNEED);
 	}
 	printf("filled %zu MiB, mapped none\n", mib);
-	fflush(stdout);
-	sleep((unsigned)seconds);
-	printf("held\n");
-	return 0;
+	return held(seconds);
 }
 
 int main(int argc, char **argv)
