@@ -350,13 +350,15 @@ static struct cr_verdict do_readlink(struct cr_run *run,
 
 	if (size <= 0)
 		return CR_V_ERR(EINVAL);
-	if (diri >= 0 && (int)n->data.args[diri] != AT_FDCWD) {
+	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, CR_FS_STAT, &res);
+	if (rc == -ENOENT && diri >= 0 &&
+	    (int)n->data.args[diri] != AT_FDCWD) {
 		char c = 1;
 
 		/* readlinkat(fd, ""): the kernel looks at fd first (EBADF
 		 * for one not open), then answers ENOENT for anything but
 		 * a link opened with O_PATH, which corral never hands out
-		 * (docs/policy.md). */
+		 * (docs/policy.md). Asked only on the way to ENOENT. */
 		if (!cr_mem_read((pid_t)n->pid, n->data.args[pathi], &c, 1) &&
 		    !c) {
 			int fd = cr_fs_task_fd(run, (pid_t)n->pid,
@@ -365,10 +367,8 @@ static struct cr_verdict do_readlink(struct cr_run *run,
 			if (fd < 0)
 				return CR_V_ERR(-fd);
 			close(fd);
-			return CR_V_ERR(ENOENT);
 		}
 	}
-	rc = cr_fs_arg(run, n, sys, diri, pathi, 0, CR_FS_STAT, &res);
 	if (rc)
 		return CR_V_ERR(-rc);
 	if (!res.exists) {
