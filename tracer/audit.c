@@ -29,7 +29,7 @@ static const char genesis[] =
  * (/proc/self/fd), so the check below judges what is opened, not a path
  * that could change between the two. */
 static int open_dir(const char *path, int *dirfd, char **real,
-		    const char **base)
+		    const char **base, char *why, size_t whylen)
 {
 	cr_autofree char *dir = strdup(path);
 	char *slash = dir ? strrchr(dir, '/') : NULL, link[64];
@@ -45,9 +45,9 @@ static int open_dir(const char *path, int *dirfd, char **real,
 		slash[1] = 0;
 	else if (slash)
 		*slash = 0;
-	*dirfd = open(slash ? dir : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (*dirfd < 0)
-		return -errno;
+	n = cr_oppath_open(slash ? dir : ".", dirfd, why, whylen);
+	if (n < 0)
+		return (int)n;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", *dirfd);
 	n = readlink(link, buf, sizeof(buf) - 1);
 	if (n <= 0 || buf[0] != '/')
@@ -73,10 +73,12 @@ int cr_audit_open(struct cr_run *run, const char *ws, char *err,
 	memcpy(run->audit_head, genesis, sizeof(genesis));
 	if (!path)
 		return 0;
-	rc = open_dir(path, &dirfd, &real, &base);
+	char why[PATH_MAX + 256] = "";
+
+	rc = open_dir(path, &dirfd, &real, &base, why, sizeof(why));
 	if (rc) {
 		cr_errf(err, errlen, "cannot open the audit file %s: %s", path,
-			strerror(-rc));
+			rc == -EPERM && why[0] ? why : strerror(-rc));
 		if (dirfd >= 0)
 			close(dirfd);
 		return rc;

@@ -412,6 +412,8 @@ void cr_config_free(struct cr_run_config *cfg)
 		close(cfg->result_dirfd);
 	if (cfg->ws_lockfd >= 0)
 		close(cfg->ws_lockfd);
+	if (cfg->ws_fd >= 0)
+		close(cfg->ws_fd);
 	if (cfg->envp) {
 		for (char **e = cfg->envp; *e; e++)
 			free(*e);

@@ -327,7 +327,7 @@ int cr_run_main(int argc, char **argv)
 	int rc, code;
 
 	run.cfg = &cfg;
-	cfg.result_dirfd = cfg.ws_lockfd = -1;
+	cfg.result_dirfd = cfg.ws_lockfd = cfg.ws_fd = -1;
 	run.listener = run.sigfd = run.timerfd = run.epfd = run.execfd = -1;
 	run.stdin_fd = run.child_pidfd = run.audit_fd = -1;
 	run.landlock_fd = -1;
@@ -363,8 +363,17 @@ int cr_run_main(int argc, char **argv)
 			slash[1] = 0;	/* "/name": the root directory */
 		else if (slash)
 			*slash = 0;
-		cfg.result_dirfd = !dir ? -1 :
-			open(slash ? dir : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		char why[PATH_MAX + 256] = "";
+
+		errno = ENOMEM;
+		if (dir && (errno = -cr_oppath_open(slash ? dir : ".",
+						     &cfg.result_dirfd, why,
+						     sizeof(why))) == EPERM) {
+			fprintf(stderr, "corral: --result %s: %s\n",
+				cfg.result_file, why);
+			code = CR_EXIT_USAGE;
+			goto out;
+		}
 		if (cfg.result_dirfd < 0 || !*(strrchr(cfg.result_file, '/') ?
 					       strrchr(cfg.result_file, '/') + 1 :
 					       cfg.result_file)) {
@@ -420,6 +429,32 @@ int cr_run_main(int argc, char **argv)
 		goto finish;
 	}
 
+	if (!cfg.ws_unsafe) {
+		/* Roots the caller names, reached through a link a program
+		 * of an earlier run could have left: refused (run.c's -w,
+		 * --output-dir, --input, --result and --audit alike). */
+		const struct cr_strlist *l[] = { &cfg.extra_ro, &cfg.extra_rw,
+						 &cfg.extra_exec };
+		char why[PATH_MAX + 256];
+
+		for (size_t i = 0; i < 3; i++)
+			for (size_t j = 0; j < l[i]->n; j++) {
+				int fd = -1;
+
+				why[0] = 0;
+				rc = cr_oppath_open(l[i]->v[j], &fd, why,
+						    sizeof(why));
+				if (fd >= 0)
+					close(fd);
+				if (rc != -EPERM)
+					continue;
+				cfg.workspace = strdup(ws ? ws : "");
+				cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,
+					   "root %s refused: %s (--workspace-unsafe to use it anyway)",
+					   l[i]->v[j], why);
+				goto finish;
+			}
+	}
 	if (ws && !cfg.ws_unsafe) {
 		char why[PATH_MAX + 64];
 
@@ -448,7 +483,19 @@ int cr_run_main(int argc, char **argv)
 
 		cr_workspace_gc(&cfg, ws, &swept, &busy);
 	}
-	rc = cr_workspace_make(&cfg, ws);
+	{
+		char why[2 * PATH_MAX + 256];
+
+		rc = cr_workspace_make(&cfg, ws, why, sizeof(why));
+		if (rc == -EPERM && why[0]) {
+			if (!cfg.workspace)
+				cfg.workspace = strdup(ws ? ws : "");
+			cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,
+				   "workspace %s refused: %s (--workspace-unsafe to use it anyway)",
+				   ws, why);
+			goto finish;
+		}
+	}
 	if (rc) {
 		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
 			   "cannot make the workspace %s: %s", ws ? ws : "under $TMPDIR",

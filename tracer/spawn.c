@@ -260,9 +260,9 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f,
 	struct cr_child_msg m;
 	pid_t pid;
 
-	ws_fd = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ws_fd = cr_workspace_fd(cfg);	/* the directory judged */
 	if (ws_fd < 0)
-		return -errno;
+		return ws_fd;
 	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
 	    pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		rc = -errno;

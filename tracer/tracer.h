@@ -32,6 +32,8 @@ struct cr_run_config {
 	bool ws_private;		/* made by us, removed at the end */
 	bool ws_unsafe;			/* --workspace-unsafe */
 	int ws_lockfd;			/* owned: flock of a private one, or -1 */
+	int ws_fd;			/* owned: O_PATH fd of the workspace
+					 * judged, or -1 before it is made */
 	struct cr_limits limits;	/* effective budgets */
 	char **envp;			/* owned, NULL-terminated */
 	bool json;
@@ -682,7 +684,20 @@ int cr_secrets_check_env(const struct cr_run_config *cfg, char **env_args,
 			 size_t nenv, char *err, size_t errlen);
 
 /* tracer/workspace.c */
-int cr_workspace_make(struct cr_run_config *cfg, const char *given);
+/* Make (-w DIR: open) the workspace, judged on the directory really
+ * opened, which cfg->ws_fd then holds; -EPERM and why when refused. */
+int cr_workspace_make(struct cr_run_config *cfg, const char *given,
+		      char *why, size_t len);
+/* A new O_PATH fd of the workspace made (the directory judged), or -errno. */
+int cr_workspace_fd(const struct cr_run_config *cfg);
+/* The attribute on a directory corral gave a program to write: a link
+ * beneath it is not followed for an operator path. */
+#define CR_WS_MARK "user.corral.workspace"
+/* Open an operator's path (an O_PATH fd in *out), following links except
+ * one that lies beneath a marked directory: -EPERM and why for that. */
+int cr_oppath_open(const char *given, int *out, char *why, size_t len);
+/* The real path of an fd of ours, from the kernel's own record of it. */
+int cr_fd_realpath(int fd, char *out, size_t len);
 int cr_workspace_remove(const char *path);
 /* $TMPDIR, or /tmp: where private workspaces and corral's records are. */
 const char *cr_workspace_tmp_dir(void);

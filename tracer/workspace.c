@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,35 +45,15 @@ static size_t homes(char out[2][PATH_MAX])
 	return n;
 }
 
-int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
-		       char *why, size_t len)
+/* The refusals of a workspace, judged on its real path: the root
+ * directory, the caller's home or an ancestor of it, or a place that holds
+ * or lies in a root the class denies. */
+static int judge(const struct cr_run_config *cfg, const char *path,
+		 char *why, size_t len)
 {
-	char path[PATH_MAX], home[2][PATH_MAX];
+	char home[2][PATH_MAX];
 	size_t nh;
 
-	/* A directory that does not exist yet is made (one level): judge
-	 * where it will be, its resolved parent and its name. */
-	if (!realpath(given, path)) {
-		char parent[PATH_MAX], *slash;
-		const char *name;
-
-		if (snprintf(parent, sizeof(parent), "%s", given) >=
-		    (int)sizeof(parent))
-			return -ENAMETOOLONG;
-		slash = strrchr(parent, '/');
-		name = slash ? slash + 1 : parent;
-		if (slash == parent)
-			slash[1] = 0;
-		else if (slash)
-			*slash = 0;
-		if (!realpath(slash ? parent : ".", path))
-			return 0;	/* cannot be made: cr_workspace_make says why */
-		if (strlen(path) + strlen(name) + 2 > sizeof(path))
-			return -ENAMETOOLONG;
-		if (strcmp(path, "/"))
-			strcat(path, "/");
-		strcat(path, given + (name - parent));
-	}
 	if (!strcmp(path, "/")) {
 		snprintf(why, len, "it is the root directory");
 		return -EPERM;
@@ -96,6 +77,190 @@ int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 		}
 	}
 	return 0;
+}
+
+int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
+		       char *why, size_t len)
+{
+	char path[PATH_MAX];
+
+	/* A directory that does not exist yet is made (one level): judge
+	 * where it will be, its resolved parent and its name. This is the
+	 * early answer; cr_workspace_make judges again the directory it
+	 * really opened. */
+	if (!realpath(given, path)) {
+		char parent[PATH_MAX], *slash;
+		const char *name;
+
+		if (snprintf(parent, sizeof(parent), "%s", given) >=
+		    (int)sizeof(parent))
+			return -ENAMETOOLONG;
+		slash = strrchr(parent, '/');
+		name = slash ? slash + 1 : parent;
+		if (slash == parent)
+			slash[1] = 0;
+		else if (slash)
+			*slash = 0;
+		if (!realpath(slash ? parent : ".", path))
+			return 0;	/* cannot be made: cr_workspace_make says why */
+		if (strlen(path) + strlen(name) + 2 > sizeof(path))
+			return -ENAMETOOLONG;
+		if (strcmp(path, "/"))
+			strcat(path, "/");
+		strcat(path, given + (name - parent));
+	}
+	return judge(cfg, path, why, len);
+}
+
+/* ---- operator paths and the links an earlier run left ---- */
+
+/* Is the directory fd, or one of its ancestors, the top of a directory
+ * corral gave a program to write (the mark below)? A link found there
+ * may be the program's. Unknown (an attribute that cannot be read, an
+ * ancestor that cannot be opened) counts as marked: the caller refuses. */
+static bool under_mark(int fd)
+{
+	struct stat root, st;
+	int d = openat(fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool marked = true;
+
+	if (d < 0 || stat("/", &root) < 0) {
+		if (d >= 0)
+			close(d);
+		return true;
+	}
+	for (int depth = 0; depth < 4096; depth++) {
+		char p[32];
+		int up;
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", d);
+		if (getxattr(p, CR_WS_MARK, NULL, 0) >= 0 ||
+		    (errno != ENODATA && errno != ENOTSUP))
+			break;
+		if (fstat(d, &st) < 0)
+			break;
+		if (st.st_dev == root.st_dev && st.st_ino == root.st_ino) {
+			marked = false;
+			break;
+		}
+		up = openat(d, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(d);
+		d = up;
+		if (d < 0)
+			return true;
+	}
+	close(d);
+	return marked;
+}
+
+int cr_oppath_open(const char *given, int *out, char *why, size_t len)
+{
+	char buf[2][PATH_MAX];
+	const char *rest = given;
+	int cur, links = 0, k = 0, rc = 0;
+
+	*out = -1;
+	cur = open(given[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY |
+		   O_CLOEXEC);
+	if (cur < 0)
+		return -errno;
+	for (;;) {
+		char name[NAME_MAX + 1];
+		const char *end;
+		size_t n;
+		struct stat st;
+		int fd;
+
+		while (*rest == '/')
+			rest++;
+		if (!*rest)
+			break;
+		end = strchrnul(rest, '/');
+		n = (size_t)(end - rest);
+		if (n > NAME_MAX) {
+			rc = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(name, rest, n);
+		name[n] = 0;
+		rest = end;
+		if (!strcmp(name, "."))
+			continue;
+		fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			rc = -errno;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t t;
+
+			/* Judged where the link lies, before it is read. */
+			if (++links > 40) {
+				rc = -ELOOP;
+			} else if (under_mark(cur)) {
+				snprintf(why, len,
+					 "%s is reached through the symbolic link \"%s\", which lies in the writable space of a corral run (its program could have made it); name the directory itself",
+					 given, name);
+				rc = -EPERM;
+			} else if ((t = readlinkat(fd, "", target,
+						   sizeof(target) - 1)) < 0) {
+				rc = -errno;
+			} else if ((size_t)t + strlen(rest) + 2 >
+				   sizeof(buf[0])) {
+				rc = -ENAMETOOLONG;
+			} else {
+				target[t] = 0;
+				/* The link's text, then what was left. */
+				memcpy(buf[k], target, (size_t)t);
+				buf[k][t] = '/';
+				memcpy(buf[k] + t + 1, rest, strlen(rest) + 1);
+				rest = buf[k];
+				k ^= 1;
+				if (target[0] == '/') {
+					close(cur);
+					cur = open("/", O_PATH | O_DIRECTORY |
+						   O_CLOEXEC);
+					if (cur < 0)
+						rc = -errno;
+				}
+			}
+			close(fd);
+			if (rc)
+				break;
+			continue;
+		}
+		close(cur);
+		cur = fd;
+		if (!S_ISDIR(st.st_mode) && *rest) {
+			rc = -ENOTDIR;
+			break;
+		}
+	}
+	if (rc) {
+		if (cur >= 0)
+			close(cur);
+		return rc;
+	}
+	*out = cur;
+	return 0;
+}
+
+int cr_fd_realpath(int fd, char *out, size_t len)
+{
+	char p[32];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, out, len - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= len - 1)
+		return -ENAMETOOLONG;
+	out[n] = 0;
+	return out[0] == '/' ? 0 : -ENOENT;
 }
 
 static const char *tmp_dir(void)
@@ -395,20 +560,54 @@ int cr_workspace_gc_main(int argc, char **argv)
 	return 0;
 }
 
-int cr_workspace_make(struct cr_run_config *cfg, const char *given)
+/* Mark a directory corral lets a program write: a link found beneath it
+ * later is not followed for an operator path (cr_oppath_open). Best
+ * effort: a filesystem without user attributes keeps no mark
+ * (docs/threat-model.md). The program cannot set or remove the name
+ * (handlers/xattr.c). */
+static void mark(int fd)
+{
+	char p[32];
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	if (getxattr(p, CR_WS_MARK, NULL, 0) < 0 && errno == ENODATA)
+		(void)setxattr(p, CR_WS_MARK, "1", 1, 0);
+}
+
+int cr_workspace_make(struct cr_run_config *cfg, const char *given,
+		      char *why, size_t len)
 {
 	char path[PATH_MAX];
 	struct stat st;
+	int fd = -1, rc;
 
+	why[0] = 0;
 	if (given) {
 		if (mkdir(given, 0700) < 0 && errno != EEXIST)
 			return -errno;
-		if (!realpath(given, path))
-			return -errno;
-		if (stat(path, &st) < 0)
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
+		/* Judged on the directory opened, which is the one the run
+		 * uses from here on (cfg->ws_fd): a link swapped in at the
+		 * name after an earlier look changes nothing. */
+		if (cfg->ws_unsafe) {
+			fd = open(given, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			rc = fd < 0 ? -errno : 0;
+		} else {
+			rc = cr_oppath_open(given, &fd, why, len);
+		}
+		if (!rc && fstat(fd, &st) < 0)
+			rc = -errno;
+		if (!rc && !S_ISDIR(st.st_mode))
+			rc = -ENOTDIR;
+		if (!rc)
+			rc = cr_fd_realpath(fd, path, sizeof(path));
+		if (!rc && !cfg->ws_unsafe)
+			rc = judge(cfg, path, why, len);
+		if (rc) {
+			if (fd >= 0)
+				close(fd);
+			return rc;
+		}
+		mark(fd);
 		cfg->ws_private = false;
 	} else {
 		const char *tmp = getenv("TMPDIR");
@@ -419,8 +618,6 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given)
 		    (int)sizeof(path))
 			return -ENAMETOOLONG;
 		for (int tries = 0;; tries++) {
-			int rc;
-
 			memcpy(path + strlen(path) - 6, "XXXXXX", 6);
 			if (!mkdtemp(path))	/* mode 0700 */
 				return -errno;
@@ -433,15 +630,30 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given)
 				return rc;
 		}
 		cfg->ws_private = true;
+		fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
 		{
 			char real[PATH_MAX];
 
-			if (realpath(path, real))
+			if (!cr_fd_realpath(fd, real, sizeof(real)))
 				memcpy(path, real, strlen(real) + 1);
 		}
 	}
 	cfg->workspace = strdup(path);
-	return cfg->workspace ? 0 : -ENOMEM;
+	if (!cfg->workspace) {
+		close(fd);
+		return -ENOMEM;
+	}
+	cfg->ws_fd = fd;
+	return 0;
+}
+
+int cr_workspace_fd(const struct cr_run_config *cfg)
+{
+	int fd = fcntl(cfg->ws_fd, F_DUPFD_CLOEXEC, 0);
+
+	return fd < 0 ? -errno : fd;
 }
 
 /* A removal descends with an fd (and a DIR buffer) per level; a tree

@@ -173,6 +173,126 @@ def result_path_unwritable_refused_before_start(t):
     t.assert_next_run_ok()
 
 
+def _marks_kept(path):
+    """Does this filesystem keep user attributes (corral's workspace mark)?"""
+    try:
+        os.getxattr(path, "user.corral.workspace")
+        return True
+    except OSError:
+        return False
+
+
+@test
+def links_left_in_a_kept_workspace_are_not_followed_for_the_next_run(t):
+    """A program plants links in its kept workspace to a directory outside
+    every root (standing for ~/.ssh). A later run that names a path
+    through them as its -w, --rw, --ro, --input, --output-dir, --result or
+    --audit is refused, and nothing is written there (found by a probing
+    session: the next run's program appended to authorized_keys, and an
+    artifact was delivered into ~/.ssh). The caller's own link, outside
+    any workspace, is followed as before."""
+    ws = t.path("scratch")
+    os.mkdir(ws, 0o700)
+    secret = t.path("secret")
+    os.mkdir(secret, 0o700)
+    run = t.corral(["run", "--json", "-w", ws, "--", "sh", "-c",
+                    "ln -s %s task2 && ln -s %s out && mkdir d && "
+                    "ln -s ../out d/deeper" % (secret, secret)])
+    eq(run.code, 0, "the planting run (%s)" % run.summary())
+    true(_marks_kept(ws), "the kept workspace carries corral's mark")
+    w2 = t.path("w2")
+    os.mkdir(w2, 0o700)
+    cmd = ["--", "sh", "-c", "echo ran > %s/ran; echo key >> authorized_keys"
+           % w2]
+    for opts, what in (
+            (["-w", os.path.join(ws, "task2")], "-w through the link"),
+            (["-w", os.path.join(ws, "d", "deeper")], "-w through two links"),
+            (["-w", w2, "--rw", os.path.join(ws, "task2")], "--rw"),
+            (["-w", w2, "--ro", os.path.join(ws, "out")], "--ro"),
+            (["-w", w2, "--input", os.path.join(ws, "out")], "--input")):
+        run = t.corral(["run", "--json"] + opts + cmd)
+        r = t.result(run)
+        eq((run.code, r.get("status")), (126, "policy_denied"),
+           "%s: (%s)" % (what, run.summary()))
+        contains(r.get("message", ""), "symbolic link", what)
+        true(not os.path.exists(os.path.join(w2, "ran")),
+             "%s: the program never ran" % what)
+    for opts, what in (
+            (["--output", "authorized_keys", "--output-dir",
+              os.path.join(ws, "out")], "--output-dir"),
+            (["--result", os.path.join(ws, "out", "r.json")], "--result"),
+            (["--audit", os.path.join(ws, "out", "a.jsonl")], "--audit")):
+        run = t.corral(["run", "-w", w2] + opts + cmd)
+        eq(run.code, 125, "%s: refused (%s)" % (what, run.summary()))
+        contains(run.err.decode(), "symbolic link", what)
+        true(not os.path.exists(os.path.join(w2, "ran")),
+             "%s: the program never ran" % what)
+    eq(os.listdir(secret), [], "nothing reached the directory outside")
+    # The caller's own link, in a directory no run wrote: followed.
+    mine = t.path("mine")
+    os.symlink(w2, mine)
+    run = t.corral(["run", "--json", "-w", mine, "--", "sh", "-c",
+                    "pwd -P"])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", os.path.realpath(w2) +
+                                            "\n"), "the caller's own link")
+    # The caller who means it says so.
+    run = t.corral(["run", "--json", "--workspace-unsafe", "-w",
+                    os.path.join(ws, "task2"), "--", "sh", "-c", "pwd -P"])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", os.path.realpath(secret) +
+                                            "\n"), "--workspace-unsafe")
+    t.assert_next_run_ok()
+
+
+@test
+def workspace_is_judged_on_the_directory_it_opens(t):
+    """The -w refusals were judged on one resolution of the name and the
+    workspace made on another: a program of a live run whose workspace
+    holds the name, swapping a link to the caller's home in and out of
+    it, got later runs the home itself as their workspace (8 of 30 in a
+    probing session). Now the directory opened is judged and used."""
+    home = t.path("home")
+    os.mkdir(home, 0o755)
+    sc = t.path("sc")
+    os.mkdir(sc, 0o700)
+    # The window was the sweep of $TMPDIR between the two resolutions: a
+    # full one (a shared /tmp) makes it wide enough to hit every time.
+    tmp = t.path("tmp")
+    os.mkdir(tmp, 0o700)
+    for i in range(3000):
+        os.mkdir(os.path.join(tmp, "d%d" % i))
+    env = {"HOME": home, "TMPDIR": tmp}
+    toggler = ("import os, time\n"
+               "end = time.time() + 25\n"
+               "while time.time() < end and not os.path.exists('stop'):\n"
+               "    try: os.symlink(%r, 'task3')\n"
+               "    except OSError: pass\n"
+               "    try: os.unlink('task3')\n"
+               "    except IsADirectoryError:\n"
+               "        try: os.rmdir('task3')\n"
+               "        except OSError: pass\n"
+               "    except OSError: pass\n" % home)
+    a = t.spawn(["run", "--json", "-w", sc, "--limit", "wall=40s", "--",
+                 "python3", "-c", toggler], env=env)
+    wait_for(lambda: os.path.lexists(os.path.join(sc, "task3")), 10)
+    homes = 0
+    for _ in range(20):
+        run = t.corral(["run", "--json", "-w", os.path.join(sc, "task3"),
+                        "--", "sh", "-c", "pwd -P; echo x > planted"],
+                       env=env)
+        r = t.result(run)
+        if (r.get("stdout") or "").startswith(home):
+            homes += 1
+    with open(os.path.join(sc, "stop"), "w"):
+        pass
+    t.finish(a, timeout=60)
+    eq(homes, 0, "runs that got the home as their workspace")
+    true(not os.path.exists(os.path.join(home, "planted")),
+         "nothing written in the home")
+    t.assert_next_run_ok()
+
+
 def _private(tmp):
     try:
         return sorted(e for e in os.listdir(tmp) if e.startswith("corral-"))

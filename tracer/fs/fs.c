@@ -432,8 +432,13 @@ int cr_fs_setup(struct cr_run *run)
 	for (size_t i = 0; i < fs->rules.nroots; i++) {
 		const struct cr_fsroot *r = &fs->rules.roots[i];
 
-		fs->root_fds[i] = open(r->path, O_PATH | O_DIRECTORY | O_NOFOLLOW |
-				       O_CLOEXEC);
+		/* The workspace is the directory judged when it was made,
+		 * whatever its name leads to now. */
+		if (!strcmp(r->path, cfg->workspace))
+			fs->root_fds[i] = cr_workspace_fd(cfg);
+		else
+			fs->root_fds[i] = open(r->path, O_PATH | O_DIRECTORY |
+					       O_NOFOLLOW | O_CLOEXEC);
 		for (size_t j = 0; j < fs->rules.ndeny; j++)
 			if (cr_path_within(r->path, r->len, fs->rules.deny[j],
 					   strlen(fs->rules.deny[j])))

@@ -459,7 +459,18 @@ static int place_one(struct cr_run *run, struct cr_io_place *p,
 	 * program sees nothing must not be told apart through the result. */
 	if (in->from_request && (rc = judge_walk(&w)))
 		return rc;
-	pfd = open(in->from, O_PATH | O_CLOEXEC);
+	{
+		char why[PATH_MAX + 256] = "";
+
+		/* Not through a link a program of an earlier run left. */
+		rc = cr_oppath_open(in->from, &pfd, why, sizeof(why));
+		if (rc == -EPERM) {
+			cr_errf(p->why, sizeof(p->why), "input %s: %s",
+				in->from, why);
+			return -EPERM;
+		}
+		errno = -rc;
+	}
 	if (pfd < 0 || fstat(pfd, &st) < 0) {
 		cr_errf(p->why, sizeof(p->why), "input %s: cannot open: %s",
 			in->from, strerror(errno));
@@ -577,8 +588,7 @@ int cr_io_inputs_place(struct cr_run *run)
 		.sigfd = run->sigfd,
 		.run = run,
 	};
-	cr_autoclose int ws = open(cfg->workspace, O_PATH | O_DIRECTORY |
-				   O_NOFOLLOW | O_CLOEXEC);
+	cr_autoclose int ws = cr_workspace_fd(cfg);
 	struct stat st;
 	int rc = 0;
 

@@ -66,32 +66,34 @@ static int check_out_dir(struct cr_run *run, const char *real, char *err,
 static int open_out_dir(struct cr_run *run, char *err, size_t errlen)
 {
 	const struct cr_run_config *cfg = run->cfg;
-	char real[PATH_MAX];
+	char real[PATH_MAX], why[PATH_MAX + 256] = "";
 	bool made = mkdir(cfg->output_dir, 0700) == 0;
-	int rc;
+	int rc, fd = -1;
 
 	if (!made && errno != EEXIST) {
 		cr_errf(err, errlen, "--output-dir %s: cannot make it: %s",
 			cfg->output_dir, strerror(errno));
 		return -errno;
 	}
-	if (!realpath(cfg->output_dir, real)) {
+	/* Judged on the directory opened, which is where artifacts go. */
+	rc = cr_oppath_open(cfg->output_dir, &fd, why, sizeof(why));
+	if (!rc)
+		rc = cr_fd_realpath(fd, real, sizeof(real));
+	if (rc) {
 		cr_errf(err, errlen, "--output-dir %s: %s", cfg->output_dir,
-			strerror(errno));
-		return -errno;
+			rc == -EPERM && why[0] ? why : strerror(-rc));
+		if (fd >= 0)
+			close(fd);
+		return rc == -EPERM ? -EINVAL : rc;
 	}
 	rc = check_out_dir(run, real, err, errlen);
 	if (rc) {
 		if (made)
 			rmdir(real);
+		close(fd);
 		return rc;
 	}
-	run->io->out_fd = open(real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (run->io->out_fd < 0) {
-		cr_errf(err, errlen, "--output-dir %s: %s", cfg->output_dir,
-			strerror(errno));
-		return -errno;
-	}
+	run->io->out_fd = fd;
 	return 0;
 }
 
@@ -130,12 +132,11 @@ int cr_io_setup(struct cr_run *run)
 	if (!rc) {
 		/* Taken before the program runs: a workspace path swapped
 		 * later is not where artifacts are read from. */
-		io->ws_fd = open(cfg->workspace, O_PATH | O_DIRECTORY |
-				 O_NOFOLLOW | O_CLOEXEC);
+		io->ws_fd = cr_workspace_fd(cfg);
 		if (io->ws_fd < 0) {
-			rc = -errno;
+			rc = io->ws_fd;
 			cr_errf(err, sizeof(err), "cannot open the workspace: %s",
-				strerror(errno));
+				strerror(-rc));
 		}
 	}
 	if (rc) {
