@@ -7,6 +7,7 @@ import hashlib
 import http.server
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -387,6 +388,85 @@ print("sha", hashlib.sha256(data).hexdigest(), len(data))
         eq(r["usage"]["net_bytes"], total,
            "usage.net_bytes against what the server counted")
         eq(r["denials"], [], "denials")
+    finally:
+        srv.close()
+
+
+def urgent_handler(c, rec):
+    """Sends "ab", urgent "c", "de", then "fg"; reads the program's bytes
+    (the urgent one apart, as natively without SO_OOBINLINE), answers
+    "ok" and records how the connection ended."""
+    c.sendall(b"ab")
+    c.send(b"c", socket.MSG_OOB)
+    c.sendall(b"de")
+    time.sleep(0.2)
+    c.sendall(b"fg")
+    c.settimeout(10)
+    # The urgent byte first: reading in line past its mark drops it.
+    select.select([], [], [c], 10)
+    try:
+        rec["urgent"] = c.recv(1, socket.MSG_OOB)
+    except OSError as e:
+        rec["urgent"] = type(e).__name__
+    got = b""
+    while len(got) < 4:
+        d = c.recv(10)
+        if not d:
+            break
+        got += d
+    rec["inline"] = got
+    c.sendall(b"ok")
+    try:
+        rec["after"] = repr(c.recv(10))
+    except OSError as e:
+        rec["after"] = type(e).__name__
+
+
+@test
+def net_proxy_carries_urgent_data_and_resets(t):
+    """Through the proxy, an urgent (MSG_OOB) byte stopped the relay for
+    good: TCP's splice never passes the urgent mark, so everything after
+    it was lost and the stream ended as a clean EOF (found by a probing
+    session). Now it goes on, urgent, in its place, both ways; and a
+    program's abort (SO_LINGER 0) reaches the server as a reset, not as an
+    orderly end. Both as natively."""
+    srv = TcpServer(urgent_handler)
+    try:
+        prog = r'''
+import select, socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10)
+select.select([], [], [s], 10)
+print("urgent", s.recv(1, socket.MSG_OOB))
+got = b""
+while len(got) < 6:
+    d = s.recv(10)
+    if not d:
+        break
+    got += d
+print("inline", got)
+s.sendall(b"12")
+s.send(b"3", socket.MSG_OOB)
+s.sendall(b"45")
+print("server", s.recv(10))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()
+'''
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port] +
+                         budget())
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        out = r["stdout"]
+        contains(out, "inline b'abdefg'", "the bytes around the mark")
+        contains(out, "urgent b'c'", "the urgent byte, urgent")
+        contains(out, "server b'ok'", "the server answered")
+        true(wait_for(lambda: all(c["done"] for c in srv.conns), 10),
+             "server connection done")
+        rec = srv.conns[0]
+        eq(rec.get("inline"), b"1245", "what the server read in line")
+        eq(rec.get("urgent"), b"3", "the program's urgent byte")
+        eq(rec.get("after"), "ConnectionResetError",
+           "the program's abort, as the server saw it")
     finally:
         srv.close()
 

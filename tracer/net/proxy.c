@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <cJSON.h>
@@ -17,7 +18,7 @@
 #include "../broker/broker.h"
 
 #define RELAY_CHUNK (1024 * 1024)	/* pipe-max-size's default */
-#define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+#define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET)
 
 /* Where one accepted connection must go, recorded by the connect handler
  * under the program socket's local address, with the socket itself held
@@ -46,6 +47,9 @@ struct cr_net_conn {
 	size_t pipesz[2];	/* capacity of pipe[d] */
 	bool eof[2];
 	bool shut[2];		/* fd[!d] was shut for writing */
+	bool urg[2];		/* fd[d] said it holds urgent data */
+	int oob[2];		/* an urgent byte read from fd[d], not yet
+				 * sent on fd[!d] as urgent; or -1 */
 	bool connecting;	/* the upstream connect is in progress */
 	bool check_sni;		/* the program's first bytes not yet checked */
 	uint16_t port;		/* the destination port */
@@ -99,7 +103,10 @@ static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
 	for (int i = 0; i < 2; i++) {
 		cr_loop_unwatch(run, c->w[i]);
 		if (c->fd[i] >= 0) {
-			if (reset && i == 0) {
+			/* A reset goes both ways: the program's abort (its
+			 * SO_LINGER 0) reaches the server as a reset, as
+			 * natively, not as an orderly end. */
+			if (reset) {
 				struct linger l = { .l_onoff = 1, .l_linger = 0 };
 
 				setsockopt(c->fd[i], SOL_SOCKET, SO_LINGER, &l,
@@ -163,8 +170,22 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 				moved = true;
 			}
 		}
+		/* An urgent byte goes on as urgent, in its place: after
+		 * everything before it, before anything after it. */
+		if (c->oob[d] >= 0 && !c->inpipe[d]) {
+			unsigned char b = (unsigned char)c->oob[d];
+
+			n = send(c->fd[!d], &b, 1, MSG_OOB | MSG_DONTWAIT |
+				 MSG_NOSIGNAL);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return PUMP_ERR;
+			if (n == 1) {
+				c->oob[d] = -1;
+				moved = true;
+			}
+		}
 		if (!c->eof[d] && !c->connecting && !(d == 0 && c->check_sni) &&
-		    c->inpipe[d] < c->pipesz[d]) {
+		    c->oob[d] < 0 && c->inpipe[d] < c->pipesz[d]) {
 			uint64_t used = run->usage.net_bytes;
 			size_t want = c->pipesz[d] - c->inpipe[d];
 
@@ -174,6 +195,26 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 				want = (size_t)(lim - used) + 1;
 			n = splice(c->fd[d], NULL, c->pipe[d][1], NULL, want,
 				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+			if (n <= 0 && (n == 0 || errno == EAGAIN) && c->urg[d]) {
+				/* TCP's splice stops at the urgent mark, for
+				 * good (EAGAIN, or 0 once the peer closed):
+				 * the byte there is taken with recv (inline:
+				 * SO_OOBINLINE) and the splice goes past. */
+				int at = 0;
+				unsigned char b;
+
+				if (ioctl(c->fd[d], SIOCATMARK, &at) == 0 && at &&
+				    recv(c->fd[d], &b, 1, MSG_DONTWAIT) == 1) {
+					c->bytes[d]++;
+					c->oob[d] = b;
+					if (!cr_net_charge(run, 1))
+						return PUMP_BREACH;
+					*progress = true;
+					continue;
+				}
+				if (!at)
+					c->urg[d] = false;
+			}
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				return PUMP_ERR;
 			if (n == 0) {
@@ -261,6 +302,8 @@ static void on_side(struct cr_run *run, uint32_t events, void *arg)
 		c->connecting = false;
 		progress = true;
 	}
+	if (events & EPOLLPRI)
+		c->urg[s->i] = true;
 	if (c->check_sni && sni_check(run, c) < 0)
 		return;
 	for (int d = 0; d < 2; d++) {
@@ -323,6 +366,7 @@ static void start_conn(struct cr_run *run, int fd,
 	}
 	c->fd[0] = fd;
 	c->fd[1] = c->tfd = -1;
+	c->oob[0] = c->oob[1] = -1;
 	for (int i = 0; i < 2; i++) {
 		c->pipe[i][0] = c->pipe[i][1] = -1;
 		c->side[i] = (struct cr_net_side){ c, i };
@@ -350,11 +394,22 @@ static void start_conn(struct cr_run *run, int fd,
 	if (c->fd[1] < 0)
 		goto fail;
 	for (int i = 0; i < 2; i++) {
+		static const int one = 1;
 		struct stat st;
 
 		if (fstat(c->fd[i], &st) < 0)
 			goto fail;
 		c->own_ino[i] = st.st_ino;
+		/* The program's own socket coalesces (or not, TCP_NODELAY)
+		 * what it writes; corral's legs add no Nagle delay of their
+		 * own (a request written in two pieces waited ~40 ms for a
+		 * delayed ACK). Urgent data is read inline, so the relay can
+		 * carry it past the mark (pump). */
+		if (setsockopt(c->fd[i], IPPROTO_TCP, TCP_NODELAY, &one,
+			       sizeof(one)) < 0 ||
+		    setsockopt(c->fd[i], SOL_SOCKET, SO_OOBINLINE, &one,
+			       sizeof(one)) < 0)
+			goto fail;
 	}
 	/* A connection to the broker is announced to it first: the broker
 	 * serves only peers so announced (tracer/broker/). */
