@@ -5,7 +5,7 @@
 #include "corral/profile.h"
 
 /*
- * Profile "default", version 2026-12-04.1.
+ * Profile "default", version 2026-12-04.2.
  *
  * Measured, not guessed: `strace -f` over gcc (with -lpthread), make, bash
  * (job control, `kill %1`, command substitution, here-strings), timeout,
@@ -164,7 +164,7 @@ static const char *const default_refuse[] = {
 
 static const struct cr_profile profile_default = {
 	.name = "default",
-	.version = "2026-12-04.1",
+	.version = "2026-12-04.2",
 	.allow = default_allow,
 	.refuse = default_refuse,
 };

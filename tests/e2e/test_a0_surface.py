@@ -11,7 +11,7 @@ import subprocess
 from harness import (CFG, eq, contains, not_contains, true, lt, test)
 
 PROFILE = "default"
-PROFILE_VERSION = "2026-12-04.1"
+PROFILE_VERSION = "2026-12-04.2"
 
 
 def calls(t):

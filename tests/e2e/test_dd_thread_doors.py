@@ -157,6 +157,19 @@ def sched_core_on_another_process_is_refused(t):
 
 
 @test
+def private_futex_hash_is_answered_as_an_older_kernel(t):
+    """prctl(PR_FUTEX_HASH) makes a private futex hash of as many 64-byte
+    slots as asked (1M here, 64 MiB; 16M held 1 GiB a process that no
+    budget saw, found by a probing session): answered EINVAL, as a kernel
+    before 6.16, for setting and for reading."""
+    r = probe(t, ["futex_hash"])
+    so = r.get("stdout") or ""
+    contains(so, "PR_FUTEX_HASH SET_SLOTS ret=-1 errno=EINVAL", "set")
+    contains(so, "PR_FUTEX_HASH GET_SLOTS ret=-1 errno=EINVAL", "get")
+    eq(r.get("status"), "ok", "status")
+
+
+@test
 def thread_cwd_of_its_own_is_the_one_resolved(t):
     """A thread made without CLONE_FS has a cwd of its own: a relative
     path is resolved from the calling thread's cwd (/proc/TID/cwd), never

@@ -30,6 +30,8 @@
  *                        (sharing the table) lists ".", F_NOTIFY on "."
  *   thread_doors sched_core              prctl(PR_SCHED_CORE) on pid 0,
  *                        the parent, pid 1
+ *   thread_doors futex_hash              prctl(PR_FUTEX_HASH) SET_SLOTS of
+ *                        1M slots (64 MiB of kernel memory), then GET_SLOTS
  *   thread_doors hello                   prints "hello" (an exec'd image)
  *
  * Output: one line per call, "what ret=R errno=E ...", exit 0. */
@@ -576,6 +578,16 @@ static int cmd_sched_core(void)
 	return 0;
 }
 
+/* ---- a private futex hash ---- */
+
+static int cmd_futex_hash(void)
+{
+	/* PR_FUTEX_HASH 78: SET_SLOTS 1, GET_SLOTS 2 (Linux 6.16+). */
+	REP("PR_FUTEX_HASH SET_SLOTS", prctl(78, 1, 1UL << 20, 0, 0));
+	REP("PR_FUTEX_HASH GET_SLOTS", prctl(78, 2, 0, 0, 0));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	self = argv[0];
@@ -603,6 +615,8 @@ int main(int argc, char **argv)
 		return cmd_leader_gone();
 	if (argc > 1 && !strcmp(argv[1], "sched_core"))
 		return cmd_sched_core();
+	if (argc > 1 && !strcmp(argv[1], "futex_hash"))
+		return cmd_futex_hash();
 	fprintf(stderr, "usage: see the comment at the top\n");
 	return 2;
 }
