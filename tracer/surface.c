@@ -173,8 +173,15 @@ void cr_surface_denied(struct cr_run *run, pid_t tid, size_t i)
 {
 	struct cr_surface *s = run->surface;
 
-	if (!s->stacks || s->stack_tid)
+	if (!s->stacks)
 		return;
+	/* One stack at a time: a denial made meanwhile says so. */
+	if (s->stack_tid || tid <= 0) {
+		run->denials[i].stack_missing = tid <= 0 ?
+			"not made by a task of the program" :
+			"another stack was being taken";
+		return;
+	}
 	s->stack_tid = tid;
 	s->stack_denial = i;
 	s->stack_interrupted = false;
@@ -188,6 +195,10 @@ void cr_surface_answering(struct cr_run *run, const struct seccomp_notif *n)
 		return;
 	if (s->stack_tid != (pid_t)n->pid || run->ending ||
 	    ptrace(PTRACE_INTERRUPT, s->stack_tid, 0, 0) < 0) {
+		if (s->stack_denial < run->ndenials &&
+		    !run->denials[s->stack_denial].stack)
+			run->denials[s->stack_denial].stack_missing =
+				"the task could not be stopped for it";
 		s->stack_tid = 0;
 		return;
 	}
@@ -452,6 +463,20 @@ int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,
 	*pid = -1;
 	if (tgid <= 0)
 		return tgid < 0 ? tgid : -ESRCH;
+	/* PIDFD_SELF_THREAD and PIDFD_SELF_THREAD_GROUP (6.15+): the
+	 * caller itself, named without a descriptor; corral's own pidfd of
+	 * the same thread or process stands for it. */
+	if (fd == CR_PIDFD_SELF_THREAD || fd == CR_PIDFD_SELF_THREAD_GROUP) {
+		bool thread = fd == CR_PIDFD_SELF_THREAD;
+
+		c = (int)syscall(SYS_pidfd_open, thread ? caller : tgid,
+				 thread ? O_EXCL /* PIDFD_THREAD */ : 0);
+		if (c < 0)
+			return -errno;
+		*copy = c;
+		*pid = thread ? caller : tgid;
+		return 0;
+	}
 	/* The caller's own fd: a thread with a table of its own holds
 	 * another pidfd at that number than its leader. */
 	c = cr_tasks_getfd(run, caller, fd);

@@ -76,6 +76,8 @@ pid_t cr_surface_stat(pid_t pid, char *state, pid_t *pgrp);
 pid_t cr_surface_pidfd_pid(int fd);
 /* Duplicate the caller's fd into the supervisor (pidfd_getfd) and, when it
  * is a pidfd, say which pid it refers to now (-1: exited). */
+#define CR_PIDFD_SELF_THREAD (-10000)
+#define CR_PIDFD_SELF_THREAD_GROUP (-10001)
 int cr_surface_take_pidfd(struct cr_run *run, pid_t caller, int fd,
 			  int *copy, pid_t *pid);
 /* A later table entry of the same call, for handlers that check first and

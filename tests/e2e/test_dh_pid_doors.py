@@ -258,3 +258,31 @@ def dh_java_thread_cpu_times_work(t):
        "ThreadMXBean's answers")
     eq([x for x in denials_of(r, layer="proc")
         if x.get("syscall") in CLOCK_CALLS], [], "clock denials")
+
+
+def _forms(t, what):
+    run = t.corral(["run", "--json", "--limit", "wall=30s"] +
+                   t.prog_roots() + ["--", t.prog("pidfd_forms"), what])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r, stderr %s)" % (
+        r.get("message"), _show(r.get("stderr"))))
+    return r.get("stdout") or ""
+
+
+@test
+def pidfd_self_and_a_gone_leaders_group_answer_as_the_kernel(t):
+    """pidfd_send_signal with PIDFD_SELF_THREAD / PIDFD_SELF_THREAD_GROUP
+    (the caller, named without a descriptor) answered EBADF; with
+    PIDFD_SIGNAL_PROCESS_GROUP through the pidfd of a leader that exited
+    (not reaped) while its group lives, it answered 0 and signalled
+    nobody (found by a probing session). Both as natively now: the
+    caller gets its two signals, the member of the group its SIGTERM."""
+    native = subprocess.run([t.prog("pidfd_forms"), "self"],
+                            capture_output=True, text=True).stdout
+    if "PIDFD_SELF_THREAD ret=0" not in native:
+        print("note: this kernel has no PIDFD_SELF (6.15+): %r" % native)
+    else:
+        eq(_forms(t, "self"), native, "PIDFD_SELF forms")
+    out = _forms(t, "zgroup")
+    true("PROCESS_GROUP of a gone leader ret=0" in out and
+         "member signalled" in out, "the group's member: %r" % out)

@@ -398,6 +398,10 @@ CR_HANDLER(cr_h_pidfd_send_signal)
 	case CR_TARGET_OUTSIDE:
 		return outside(run, n, e->name, "signal", pid);
 	case CR_TARGET_ZOMBIE:
+		/* A leader gone, its group still alive (a group the run
+		 * made: setpgid below): the kernel signals the members. */
+		if (flags & 4 /* PIDFD_SIGNAL_PROCESS_GROUP */)
+			break;
 		return ok(0);
 	default:
 		break;
