@@ -265,6 +265,40 @@ def udp_disconnect_keeps_the_port_the_run_heard_from(t):
     t.assert_next_run_ok()
 
 
+MAPPED_PROG = r"""
+import socket
+rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+rx.bind(("127.0.0.1", 0))
+rx.settimeout(5)
+port = rx.getsockname()[1]
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+print("sendto", u.sendto(b"x", ("::ffff:127.0.0.1", port)))
+print("got", rx.recvfrom(16)[0])
+rx.sendto(b"reply", ("127.0.0.1", u.getsockname()[1]))
+u.settimeout(5)
+print("reply", u.recvfrom(16)[0])
+c = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+c.connect(("::ffff:127.0.0.1", port))
+print("send", c.send(b"y"))
+print("got", rx.recvfrom(16)[0])
+"""
+
+
+@test
+def udp_dual_stack_socket_reaches_a_mapped_ipv4_peer(t):
+    """An unbound AF_INET6 UDP socket sending to (or connecting to) an
+    IPv4 peer of the run through ::ffff:127.0.0.1 (Node's udp6 sockets,
+    Java's DatagramSocket) got ENETUNREACH: corral bound it to [::1],
+    from where the kernel does not route to a mapped address (found by a
+    probing session). It is bound to the mapped loopback then, and the
+    datagrams go both ways, as natively."""
+    run, r = loop_run(t, MAPPED_PROG)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), "sendto 1\ngot b'x'\nreply b'reply'\nsend 1\n"
+       "got b'y'\n", "stdout")
+    eq(r.get("denials"), [], "denials")
+
+
 @test
 def udp_stranger_not_heard(t):
     _udp_stranger(t)

@@ -369,16 +369,42 @@ bool cr_net_udp_proto(const struct cr_sock *s)
 	       (s->protocol == IPPROTO_UDP || s->protocol == IPPROTO_UDPLITE);
 }
 
+/* The address an unbound socket gets at its first send or connect: the
+ * loopback of its family, or, for a dual-stack AF_INET6 socket whose
+ * destination is IPv4-mapped, the mapped IPv4 loopback (bound to [::1],
+ * the kernel answers ENETUNREACH for a mapped destination, where its own
+ * implicit [::] reaches both). NULL: the family's loopback. */
+static const union cr_sockaddr *implicit_src(const struct cr_sock *s,
+					     const union cr_sockaddr *a,
+					     union cr_sockaddr *src,
+					     socklen_t *len)
+{
+	if (s->domain != AF_INET6 || a->sa.sa_family != AF_INET6 ||
+	    !IN6_IS_ADDR_V4MAPPED(&a->in6.sin6_addr))
+		return NULL;
+	memset(src, 0, sizeof(*src));
+	src->in6.sin6_family = AF_INET6;
+	src->in6.sin6_addr.s6_addr[10] = src->in6.sin6_addr.s6_addr[11] = 0xff;
+	src->in6.sin6_addr.s6_addr[12] = 127;
+	src->in6.sin6_addr.s6_addr[15] = 1;
+	*len = sizeof(src->in6);
+	return src;
+}
+
 int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		     const struct cr_syscall_entry *e, struct cr_sock *s,
 		     const union cr_sockaddr *a, socklen_t alen, bool send,
 		     union cr_sockaddr *t, socklen_t *tl, struct cr_verdict *v)
 {
 	struct cr_net_ep dst;
+	union cr_sockaddr srcbuf;
+	socklen_t srclen = 0;
+	const union cr_sockaddr *src;
 	int rc;
 
 	if (!cr_net_udp_proto(s) || !cr_net_ep_of(a, alen, &dst))
 		return 0;
+	src = implicit_src(s, a, &srcbuf, &srclen);
 	/* 0.0.0.0 and [::] reach loopback, as in the kernel */
 	if (cr_net_ep_any(&dst))
 		ep_loopback(&dst);
@@ -408,13 +434,17 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		 * says ECONNREFUSED); the socket gets its own port first,
 		 * as any member does (its source filter). */
 		if (!send && s->protocol == IPPROTO_UDP &&
-		    cr_net_udp_adopt(run, s->dup, s->ino, s->domain, NULL, 0,
-				     false) == 0 &&
+		    cr_net_udp_adopt(run, s->dup, s->ino, s->domain, src,
+				     srclen, false) == 0 &&
 		    cr_net_udp_sink(run->net, s->domain, true, t, tl) == 0)
 			return 2;
 		return -1;
 	}
-	rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain, NULL, 0, false);
+	rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain, src, srclen,
+			      false);
+	if (rc == -EINVAL && src)	/* IPV6_V6ONLY: as the kernel, later */
+		rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain, NULL, 0,
+				      false);
 	if (!rc)
 		rc = cr_net_udp_hear(run->net, &dst, s->ino);
 	if (rc) {
