@@ -781,3 +781,61 @@ except OSError as e:
     run, r = loop_run(t, prog, extra=["--limit", "wall=20s"], timeout=60)
     eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
     eq(r.get("stdout"), "errno 11 after 1\n", "stdout")
+
+
+NB_PROG = r'''
+import errno, select, socket, sys
+def nb(addr):
+    s = socket.socket()
+    s.setblocking(False)
+    rc = s.connect_ex(addr)
+    p = select.poll()
+    p.register(s, select.POLLOUT)
+    ev = p.poll(5000)
+    e = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    return s, "%s pollerr=%s so_error=%s" % (
+        errno.errorcode.get(rc, rc),
+        bool(ev and ev[0][1] & select.POLLERR), errno.errorcode.get(e, e))
+closed = socket.socket()
+closed.bind(("127.0.0.1", 0))
+port = closed.getsockname()[1]
+closed.close()
+print("closed", nb(("127.0.0.1", port))[1])
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(4)
+s, _ = nb(srv.getsockname())
+for i in range(2):
+    try:
+        s.connect(srv.getsockname())
+        print("again 0")
+    except OSError as e:
+        print("again", errno.errorcode[e.errno])
+if len(sys.argv) > 1:
+    print("host", nb(("127.0.0.1", int(sys.argv[1])))[1])
+'''
+
+
+@test
+def loopback_nonblocking_connects_answer_as_the_kernel(t):
+    """A non-blocking connect to a closed port answered ECONNREFUSED at
+    once, where the kernel answers EINPROGRESS and then POLLERR with
+    SO_ERROR ECONNREFUSED (code reading the outcome from SO_ERROR only
+    took the socket for connected); and the first connect after a
+    non-blocking one completed answered EISCONN, where the kernel says 0
+    (found by a probing session). As natively now; a host service's port,
+    refused, answers as a closed one."""
+    prog = t.write("nb.py", NB_PROG)
+    native = subprocess.run([PY, prog], capture_output=True, text=True,
+                            timeout=60).stdout
+    eq(native, "closed EINPROGRESS pollerr=True so_error=ECONNREFUSED\n"
+       "again 0\nagain EISCONN\n", "natively")
+    host = HostService()
+    try:
+        run, r = loop_run(t, NB_PROG, args=[str(host.port)])
+    finally:
+        host.close()
+    eq(r.get("stdout"), native + "host EINPROGRESS pollerr=True "
+       "so_error=ECONNREFUSED\n", "under corral (stderr %r)" %
+       r.get("stderr"))
+    eq(host.accepted, 0, "the host service saw nothing")

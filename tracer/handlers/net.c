@@ -449,6 +449,52 @@ static bool bound_way_out(struct cr_run *run, const struct seccomp_notif *n,
 	return true;
 }
 
+/*
+ * A refused TCP connect, answered ECONNREFUSED at once. The kernel answers
+ * a non-blocking connect to a closed port EINPROGRESS, then POLLERR and
+ * SO_ERROR ECONNREFUSED: code that reads the outcome from SO_ERROR only
+ * took corral's socket for a connected one. So the program's socket is
+ * pointed at a loopback port of corral's, bound and never listening, and
+ * the kernel answers as for any closed port. Any other outcome: the
+ * refusal as it was.
+ */
+static struct cr_verdict refused_later(struct cr_netstate *ns,
+				       const struct cr_sock *s,
+				       struct cr_verdict v)
+{
+	int i = s->domain == AF_INET6, fl, one = 1;
+	socklen_t l = i ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+
+	if (v.kind != CR_V_ERRNO || v.error != ECONNREFUSED ||
+	    (s->domain != AF_INET && s->domain != AF_INET6) ||
+	    (fl = fcntl(s->dup, F_GETFL)) < 0 || !(fl & O_NONBLOCK))
+		return v;
+	if (ns->tref[i] < 0) {
+		union cr_sockaddr a;
+		int fd = socket(s->domain, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			return v;
+		memset(&a, 0, sizeof(a));
+		a.sa.sa_family = (sa_family_t)s->domain;
+		if (i)
+			a.in6.sin6_addr = in6addr_loopback;
+		else
+			a.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if ((i && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				     sizeof(one)) < 0) ||
+		    bind(fd, &a.sa, l) < 0 || getsockname(fd, &a.sa, &l) < 0) {
+			close(fd);
+			return v;
+		}
+		ns->tref[i] = fd;
+		ns->traddr[i] = a;
+	}
+	if (connect(s->dup, &ns->traddr[i].sa, l) < 0 && errno == EINPROGRESS)
+		return v_err(EINPROGRESS);
+	return v;
+}
+
 static struct cr_verdict connect_tcp(struct cr_run *run,
 				     const struct seccomp_notif *n,
 				     const struct cr_syscall_entry *e,
@@ -464,9 +510,13 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	uint64_t lim = run->cfg->limits.v[CR_LIM_NET_CONNECTIONS];
 
 	/* Already connected (a program asking again after EINPROGRESS):
-	 * the kernel's answer, without counting a new connection. */
+	 * the kernel's answer, without counting a new connection. Asked of
+	 * the kernel on the same socket (its peer as the address, which a
+	 * connected or connecting TCP socket ignores): the first call after
+	 * a non-blocking connect completed answers 0, later ones EISCONN. */
 	if (getpeername(s->dup, &peer.sa, &pl) == 0)
-		return v_err(EISCONN);
+		return connect(s->dup, &peer.sa, pl) == 0 ? v_val(0) :
+		       v_err(errno);
 	/* Loopback: the run's own listeners, and nothing else that no rule
 	 * opens (a rule never sends the run's own port through the proxy,
 	 * whose connection its accept would drop). */
@@ -696,7 +746,9 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 				cr_net_peer_set(ns, s.ino, &a, alen, true);
 			}
 		} else if (s.type == SOCK_STREAM) {
-			v = connect_tcp(run, n, e, &s, &a, alen, addr, port);
+			v = refused_later(ns, &s,
+					  connect_tcp(run, n, e, &s, &a, alen,
+						      addr, port));
 		} else if (s.type == SOCK_DGRAM && port == 53) {
 			int idx = family_idx(a.sa.sa_family);
 

@@ -60,6 +60,7 @@ int cr_net_setup(struct cr_run *run)
 	ns->lfd[0] = ns->lfd[1] = ns->dfd[0] = ns->dfd[1] = -1;
 	ns->tfd[0] = ns->tfd[1] = -1;
 	ns->sink[0][0] = ns->sink[0][1] = ns->sink[1][0] = ns->sink[1][1] = -1;
+	ns->tref[0] = ns->tref[1] = -1;
 	/* A request narrows its class (checked when it was read), so when
 	 * there is one its list is the whole list; the operator's
 	 * --allow-net adds to either. */
@@ -103,6 +104,9 @@ void cr_net_finish(struct cr_run *run)
 	free(ns->learned);
 	cr_net_local_finish(ns);
 	cr_net_udp_finish(ns);
+	for (int i = 0; i < 2; i++)
+		if (ns->tref[i] >= 0)
+			close(ns->tref[i]);
 	cr_net_unix_finish(ns);
 	cr_unix_held_finish(ns);
 	cr_net_pairs_finish(ns);

@@ -130,6 +130,11 @@ struct cr_netstate {
 	int sink[2][2];			/* [kind][family]; owned, made at
 					 * first use */
 	union cr_sockaddr saddr[2][2];
+	/* TCP ports per family bound by corral and never listening: a
+	 * refused non-blocking connect is pointed at one, so the kernel
+	 * answers it as a closed port (handlers/net.c, refused_later). */
+	int tref[2];			/* owned, made at first use, or -1 */
+	union cr_sockaddr traddr[2];
 	size_t nudp, capudp;
 	/* sharing options remembered, not applied (local.c) */
 	struct cr_net_flag *flags;	/* owned array, CR_NET_MAX_FLAGS */
