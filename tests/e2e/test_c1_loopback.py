@@ -811,6 +811,10 @@ for i in range(2):
         print("again 0")
     except OSError as e:
         print("again", errno.errorcode[e.errno])
+v6 = socket.socket(socket.AF_INET6)
+v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+print("v6only", errno.errorcode.get(v6.connect_ex(("::ffff:127.0.0.1",
+                                                   port)), 0))
 if len(sys.argv) > 1:
     print("host", nb(("127.0.0.1", int(sys.argv[1])))[1])
 '''
@@ -824,12 +828,14 @@ def loopback_nonblocking_connects_answer_as_the_kernel(t):
     took the socket for connected); and the first connect after a
     non-blocking one completed answered EISCONN, where the kernel says 0
     (found by a probing session). As natively now; a host service's port,
-    refused, answers as a closed one."""
+    refused, answers as a closed one; and an IPV6_V6ONLY socket has no
+    route to a mapped address, rule or not (it was connected through the
+    proxy)."""
     prog = t.write("nb.py", NB_PROG)
     native = subprocess.run([PY, prog], capture_output=True, text=True,
                             timeout=60).stdout
     eq(native, "closed EINPROGRESS pollerr=True so_error=ECONNREFUSED\n"
-       "again 0\nagain EISCONN\n", "natively")
+       "again 0\nagain EISCONN\nv6only ENETUNREACH\n", "natively")
     host = HostService()
     try:
         run, r = loop_run(t, NB_PROG, args=[str(host.port)])

@@ -517,6 +517,17 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	if (getpeername(s->dup, &peer.sa, &pl) == 0)
 		return connect(s->dup, &peer.sa, pl) == 0 ? v_val(0) :
 		       v_err(errno);
+	/* An IPv4-mapped destination from an IPV6_V6ONLY socket: the kernel
+	 * has no route for it, whatever corral would send it to. */
+	if (s->domain == AF_INET6 && a->sa.sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&a->in6.sin6_addr)) {
+		int only = 0;
+		socklen_t ol = sizeof(only);
+
+		if (getsockopt(s->dup, IPPROTO_IPV6, IPV6_V6ONLY, &only,
+			       &ol) == 0 && only)
+			return v_err(ENETUNREACH);
+	}
 	/* Loopback: the run's own listeners, and nothing else that no rule
 	 * opens (a rule never sends the run's own port through the proxy,
 	 * whose connection its accept would drop). */
