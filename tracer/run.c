@@ -455,6 +455,12 @@ int cr_run_main(int argc, char **argv)
 				goto finish;
 			}
 	}
+	/* The writable roots are the program's ground as the workspace is:
+	 * marked, so a link it leaves there steers no later run. */
+	for (size_t j = 0; j < cfg.extra_rw.n; j++)
+		cr_oppath_mark(cfg.extra_rw.v[j]);
+	for (size_t j = 0; cfg.cls && j < cfg.cls->fs_write.n; j++)
+		cr_oppath_mark(cfg.cls->fs_write.v[j]);
 	if (ws && !cfg.ws_unsafe) {
 		char why[PATH_MAX + 64];
 

@@ -114,6 +114,8 @@ int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 
 /* ---- operator paths and the links an earlier run left ---- */
 
+static void mark(int fd);
+
 /* Is the directory fd, or one of its ancestors, the top of a directory
  * corral gave a program to write (the mark below)? A link found there
  * may be the program's. Unknown (an attribute that cannot be read, an
@@ -134,10 +136,13 @@ static bool under_mark(int fd)
 		int up;
 
 		snprintf(p, sizeof(p), "/proc/self/fd/%d", d);
-		if (getxattr(p, CR_WS_MARK, NULL, 0) >= 0 ||
-		    (errno != ENODATA && errno != ENOTSUP))
+		if (fstat(d, &st) < 0 || getxattr(p, CR_WS_MARK, NULL, 0) >= 0)
 			break;
-		if (fstat(d, &st) < 0)
+		/* Unreadable: a directory of the caller's (a program may
+		 * narrow its workspace's top while it runs) counts as marked;
+		 * another owner's (a search-only /home) was never a run's. */
+		if (errno != ENODATA && errno != ENOTSUP &&
+		    (errno != EACCES || st.st_uid == getuid()))
 			break;
 		if (st.st_dev == root.st_dev && st.st_ino == root.st_ino) {
 			marked = false;
@@ -215,8 +220,12 @@ int cr_oppath_open(const char *given, int *out, char *why, size_t len)
 				target[t] = 0;
 				/* The link's text, then what was left. */
 				memcpy(buf[k], target, (size_t)t);
-				buf[k][t] = '/';
-				memcpy(buf[k] + t + 1, rest, strlen(rest) + 1);
+				buf[k][t] = 0;
+				if (*rest) {	/* a link to a file ends the path */
+					buf[k][t] = '/';
+					memcpy(buf[k] + t + 1, rest,
+					       strlen(rest) + 1);
+				}
 				rest = buf[k];
 				k ^= 1;
 				if (target[0] == '/') {
@@ -246,6 +255,49 @@ int cr_oppath_open(const char *given, int *out, char *why, size_t len)
 	}
 	*out = cur;
 	return 0;
+}
+
+int cr_oppath_mkdir(const char *given, char *why, size_t len, bool *made)
+{
+	char parent[PATH_MAX], *slash, *base;
+	size_t n = strlen(given);
+	int pfd, rc;
+
+	*made = false;
+	if (n >= sizeof(parent))
+		return -ENAMETOOLONG;
+	memcpy(parent, given, n + 1);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = 0;
+	slash = strrchr(parent, '/');
+	base = slash ? slash + 1 : parent;
+	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+		return 0;	/* names no new directory: the walk says */
+	if (slash == parent)
+		rc = cr_oppath_open("/", &pfd, why, len);
+	else if (slash) {
+		*slash = 0;
+		rc = cr_oppath_open(parent, &pfd, why, len);
+	} else {
+		rc = cr_oppath_open(".", &pfd, why, len);
+	}
+	if (rc)
+		return rc == -EPERM ? rc : 0;	/* the full walk says why */
+	rc = mkdirat(pfd, base, 0700) < 0 ? -errno : 0;
+	close(pfd);
+	if (!rc)
+		*made = true;
+	return rc == -EEXIST ? 0 : rc;
+}
+
+void cr_oppath_mark(const char *path)
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		mark(fd);
+		close(fd);
+	}
 }
 
 int cr_fd_realpath(int fd, char *out, size_t len)
@@ -583,8 +635,16 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given,
 
 	why[0] = 0;
 	if (given) {
-		if (mkdir(given, 0700) < 0 && errno != EEXIST)
-			return -errno;
+		bool made;
+
+		/* Made in the parent the walk opened: a link in the way is
+		 * judged before anything is made where it leads. */
+		if (cfg->ws_unsafe)
+			rc = mkdir(given, 0700) < 0 && errno != EEXIST ? -errno : 0;
+		else
+			rc = cr_oppath_mkdir(given, why, len, &made);
+		if (rc)
+			return rc;
 		/* Judged on the directory opened, which is the one the run
 		 * uses from here on (cfg->ws_fd): a link swapped in at the
 		 * name after an earlier look changes nothing. */

@@ -246,6 +246,76 @@ def links_left_in_a_kept_workspace_are_not_followed_for_the_next_run(t):
 
 
 @test
+def links_left_in_a_writable_root_are_not_followed_either(t):
+    """The same, through a --rw root: it is the program's ground as the
+    workspace is, and was not marked, so a link its program left there
+    made the next run's -w the caller's ~/.ssh (found by a probing session
+    of the fix). --rw roots are marked now. And the walk's own edges: a
+    refused -w makes nothing where the link leads (it made the directory
+    there, then refused), and --input through a link to a file works (it
+    answered "Not a directory")."""
+    rw = t.path("cache")
+    os.mkdir(rw, 0o700)
+    secret = t.path("secret")
+    os.mkdir(secret, 0o700)
+    run = t.corral(["run", "--json", "--rw", rw, "--", "sh", "-c",
+                    "ln -s %s %s/task" % (secret, rw)])
+    eq(run.code, 0, "the planting run (%s)" % run.summary())
+    true(_marks_kept(rw), "the --rw root carries corral's mark")
+    run = t.corral(["run", "--json", "-w", os.path.join(rw, "task"), "--",
+                    "sh", "-c", "echo key >> authorized_keys"])
+    r = t.result(run)
+    eq((run.code, r.get("status")), (126, "policy_denied"),
+       "-w through a link in a --rw root (%s)" % run.summary())
+    run = t.corral(["run", "--json", "-w", os.path.join(rw, "task", "new"),
+                    "--", "true"])
+    r = t.result(run)
+    eq(r.get("status"), "policy_denied", "-w below the link")
+    eq(os.listdir(secret), [], "nothing made or written where it leads")
+    # The caller's own link to a file, as an input.
+    src = t.write("data.txt", "input-%s\n" % t.marker)
+    os.symlink(src, t.path("data-link"))
+    run = t.corral(["run", "--json", "--input", "%s:in.txt" %
+                    t.path("data-link"), "--", "cat", "in.txt"])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "input-%s\n" % t.marker),
+       "--input through a link to a file (message %r)" % r.get("message"))
+    t.assert_next_run_ok()
+
+
+@test(root=True)
+def links_below_another_owners_search_only_directory_are_followed(t):
+    """A directory of another owner that the caller may only search (a
+    hardened /home, mode 0711) hides whether it carries the mark; it was
+    counted as marked, so every link below it was refused (found by a
+    probing session). Only the caller's own unreadable directories count
+    so now: another owner's never was a run's."""
+    import tempfile
+    from test_c1_loopback import _as_nobody
+    top = tempfile.mkdtemp(prefix="corral-sx-", dir="/tmp")
+    try:
+        os.chmod(top, 0o711)
+        sub = os.path.join(top, "u")
+        real = os.path.join(sub, "real")
+        os.makedirs(real)
+        os.symlink(real, os.path.join(sub, "lnk"))
+        for p in (sub, real, os.path.join(sub, "lnk")):
+            os.lchown(p, 65534, 65534)
+        os.chmod(sub, 0o755)
+        p = t.spawn(["run", "--json", "-w", os.path.join(sub, "lnk"), "--",
+                     "pwd", "-P"], env={"TMPDIR": sub, "HOME": sub + "/h"},
+                    preexec=_as_nobody)
+        run = t.finish(p)
+        r = t.result(run)
+        eq((r.get("status"), r.get("stdout")), ("ok", real + "\n"),
+           "a link below a search-only directory of root's (message %r)" %
+           r.get("message"))
+    finally:
+        import shutil
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@test
 def workspace_is_judged_on_the_directory_it_opens(t):
     """The -w refusals were judged on one resolution of the name and the
     workspace made on another: a program of a live run whose workspace

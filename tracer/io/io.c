@@ -67,16 +67,18 @@ static int open_out_dir(struct cr_run *run, char *err, size_t errlen)
 {
 	const struct cr_run_config *cfg = run->cfg;
 	char real[PATH_MAX], why[PATH_MAX + 256] = "";
-	bool made = mkdir(cfg->output_dir, 0700) == 0;
+	bool made;
 	int rc, fd = -1;
 
-	if (!made && errno != EEXIST) {
+	rc = cr_oppath_mkdir(cfg->output_dir, why, sizeof(why), &made);
+	if (rc && rc != -EPERM) {
 		cr_errf(err, errlen, "--output-dir %s: cannot make it: %s",
-			cfg->output_dir, strerror(errno));
-		return -errno;
+			cfg->output_dir, strerror(-rc));
+		return rc;
 	}
 	/* Judged on the directory opened, which is where artifacts go. */
-	rc = cr_oppath_open(cfg->output_dir, &fd, why, sizeof(why));
+	if (!rc)
+		rc = cr_oppath_open(cfg->output_dir, &fd, why, sizeof(why));
 	if (!rc)
 		rc = cr_fd_realpath(fd, real, sizeof(real));
 	if (rc) {
