@@ -99,6 +99,8 @@ demo: deps all
 # A test-only corral whose open handlers answer CONTINUE, the resolver
 # bypassed (-DCR_TEST_BYPASS_OPEN, tracer/handlers/open.c): the suite runs
 # it to show that Landlock alone still refuses reading outside the roots.
+# Its proxy also checks the TLS server name of every connection (loopback
+# can never be allowed by name otherwise), so the suite can test the check.
 # Built apart in $(BUILD)/bypass, never installed.
 bypass:
 	$(MAKE) BUILD=$(BUILD)/bypass \

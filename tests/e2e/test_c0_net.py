@@ -471,6 +471,87 @@ s.close()
         srv.close()
 
 
+SNI_PROG = r'''
+import socket, ssl, sys
+port, how = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context()
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+obj = ctx.wrap_bio(inc, out, server_hostname=sys.argv[3])
+try:
+    obj.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+hello = out.read()
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(10)
+if how == "urgent":
+    s.send(b"X", socket.MSG_OOB)
+try:
+    s.sendall(hello if how != "plain" else b"GET / HTTP/1.0\r\n\r\n")
+    print(how, "answer", len(s.recv(100)))
+except OSError as e:
+    print(how, "answer", type(e).__name__)
+'''
+
+
+@test
+def net_tls_name_check_sees_what_the_server_reads(t):
+    """A connection allowed only through a name must name an allowed host
+    in its TLS ClientHello. One urgent byte before the ClientHello made
+    the proxy (which reads its sockets with SO_OOBINLINE, to carry urgent
+    data) peek "X\\x16..." and relay it as "not TLS", while the server,
+    skipping the urgent byte, read a clean ClientHello for a name not
+    allowed (found by a probing session). Urgent data before the name is
+    checked is refused now. Loopback can never be allowed by name, so
+    this runs the test-only build, whose proxy checks every connection."""
+    from test_d5_landlock import bypass
+    binary = bypass(t)
+    got = []
+
+    def h(c, rec):
+        c.settimeout(5)
+        data = b""
+        try:
+            while len(data) < 5:
+                d = c.recv(4096)
+                if not d:
+                    break
+                data += d
+        except OSError:
+            pass
+        rec["in"] = len(data)
+        got.append(data[:1])
+        if data:
+            c.sendall(b"hi")
+
+    srv = TcpServer(h)
+    try:
+        prog = t.write("sni.py", SNI_PROG)
+        for how, want_in in (("hello", 0), ("urgent", 0), ("plain", 1)):
+            n0 = srv.count()
+            run = t.corral(["run", "--json", "--ro", t.tmp, "--allow-net",
+                            "127.0.0.1:%d" % srv.port, "--", PY, prog,
+                            str(srv.port), how, "evil.example"],
+                           binary=binary)
+            r = t.result(run)
+            eq(r.get("exit_code"), 0, "%s: exit (stderr %r)" % (
+                how, r.get("stderr")))
+            true(wait_for(lambda: srv.count() == n0 + 1 and
+                          srv.conns[-1]["done"], 10) or srv.count() == n0,
+                 "%s: the server's side ended" % how)
+            reached = srv.count() > n0 and srv.conns[-1]["in"] > 0
+            eq(int(reached), want_in, "%s: bytes reached the server" % how)
+            reasons = [d.get("reason") or "" for d in r.get("denials", [])]
+            if how == "hello":
+                true(any("TLS server name" in x for x in reasons),
+                     "hello: the name refused: %s" % reasons)
+            if how == "urgent":
+                true(any("urgent data" in x for x in reasons),
+                     "urgent: refused: %s" % reasons)
+    finally:
+        srv.close()
+
+
 @test
 def net_known_good_http_server_and_curl(t):
     """python http.server serving a file; the program fetches it with curl
