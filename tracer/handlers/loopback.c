@@ -391,6 +391,32 @@ static const union cr_sockaddr *implicit_src(const struct cr_sock *s,
 	return src;
 }
 
+/* corral's UDP sink (or refuser) as this socket reaches it: for a mapped
+ * destination the IPv4 one, named through its mapped address (a socket
+ * bound to the mapped loopback cannot send to [::1]; an IPV6_V6ONLY one
+ * then answers ENETUNREACH, as the kernel for a mapped destination). */
+static int sink_for(struct cr_netstate *ns, const struct cr_sock *s,
+		    bool mapped, bool refuse, union cr_sockaddr *t,
+		    socklen_t *tl)
+{
+	union cr_sockaddr v4;
+	socklen_t l;
+	int rc;
+
+	if (!mapped)
+		return cr_net_udp_sink(ns, s->domain, refuse, t, tl);
+	rc = cr_net_udp_sink(ns, AF_INET, refuse, &v4, &l);
+	if (rc)
+		return rc;
+	memset(t, 0, sizeof(*t));
+	t->in6.sin6_family = AF_INET6;
+	t->in6.sin6_port = v4.in4.sin_port;
+	t->in6.sin6_addr.s6_addr[10] = t->in6.sin6_addr.s6_addr[11] = 0xff;
+	memcpy(&t->in6.sin6_addr.s6_addr[12], &v4.in4.sin_addr, 4);
+	*tl = sizeof(t->in6);
+	return 0;
+}
+
 int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		     const struct cr_syscall_entry *e, struct cr_sock *s,
 		     const union cr_sockaddr *a, socklen_t alen, bool send,
@@ -405,6 +431,17 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 	if (!cr_net_udp_proto(s) || !cr_net_ep_of(a, alen, &dst))
 		return 0;
 	src = implicit_src(s, a, &srcbuf, &srclen);
+	if (src) {
+		int only = 0;
+		socklen_t ol = sizeof(only);
+
+		/* No route from an IPV6_V6ONLY socket to a mapped address. */
+		if (getsockopt(s->dup, IPPROTO_IPV6, IPV6_V6ONLY, &only,
+			       &ol) == 0 && only) {
+			*v = v_err(ENETUNREACH);
+			return -1;
+		}
+	}
 	/* 0.0.0.0 and [::] reach loopback, as in the kernel */
 	if (cr_net_ep_any(&dst))
 		ep_loopback(&dst);
@@ -427,7 +464,7 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		 * ports are another space, where corral's sink's number could
 		 * be a host service's: refused. */
 		if (send && s->protocol == IPPROTO_UDP &&
-		    cr_net_udp_sink(run->net, s->domain, false, t, tl) == 0)
+		    sink_for(run->net, s, src != NULL, false, t, tl) == 0)
 			return 1;
 		/* A connect: pointed at corral's refuser, which the kernel
 		 * answers as a closed port (connect succeeds, a later call
@@ -436,7 +473,7 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		if (!send && s->protocol == IPPROTO_UDP &&
 		    cr_net_udp_adopt(run, s->dup, s->ino, s->domain, src,
 				     srclen, false) == 0 &&
-		    cr_net_udp_sink(run->net, s->domain, true, t, tl) == 0)
+		    sink_for(run->net, s, src != NULL, true, t, tl) == 0)
 			return 2;
 		return -1;
 	}
