@@ -657,3 +657,35 @@ def errno_parity_a_directory_named_deleted_is_not_removed(t):
     asked now."""
     parity(t, DELETED_NAME, want={"creat": "ok", "cwd creat": "ok",
                                   "removed creat": "ENOENT"})
+
+
+# ---- ioctls refused by number, asked of the wrong kind of file ----
+
+IOCTL_KIND = r'''
+import fcntl
+fds = {"file": os.open("/usr/bin/env", os.O_RDONLY),
+       "null": os.open("/dev/null", os.O_RDWR),
+       "pipe": os.pipe()[0]}
+for k, fd in fds.items():
+    for name, cmd in (("TIOCSTI", 0x5412), ("TIOCLINUX", 0x541C),
+                      ("TIOCSETD", 0x5423), ("NS_GET_USERNS", 0xb701),
+                      ("FIOSETOWN", 0x8901), ("SIOCGIFCONF", 0x8912),
+                      ("SIOCGIFADDR", 0x8915)):
+        t("%s %s" % (name, k), lambda: fcntl.ioctl(fd, cmd, bytes(64)))
+t("TIOCSTI badfd", lambda: fcntl.ioctl(987, 0x5412, bytes(8)))
+'''
+
+
+@test
+def errno_parity_refused_ioctls_on_other_files(t):
+    """The ioctls corral refuses by number (terminal injection, namespace
+    queries, signal owners by ioctl, interface queries) answered EPERM or
+    ENODEV, and recorded a denial, on any fd; the kernel answers ENOTTY on
+    a file they do not act on (found by a probing session). ENOTTY now,
+    with nothing recorded; on their own kind they stay refused (tests in
+    test_df_terminal_doors.py and test_db_net_doors.py)."""
+    nat, cor, res = parity(t, IOCTL_KIND, want={"TIOCSTI file": "ENOTTY",
+                                                "FIOSETOWN null": "ENOTTY",
+                                                "TIOCSTI badfd": "EBADF"})
+    eq([d for d in res.get("denials", []) if d.get("syscall") == "ioctl"],
+       [], "no denial recorded")

@@ -9,7 +9,7 @@
  *   surface_calls int80_write            write(1) through the i386 ABI
  *   surface_calls x32_getpid             getpid through the x32 ABI
  *   surface_calls uring_open PATH        openat + read PATH through io_uring
- *   surface_calls tiocsti [HIGH]         TIOCSTI on fd 0 (HIGH: with the
+ *   surface_calls tiocsti [HIGH]         TIOCSTI on a pty's slave (HIGH: with the
  *                                        upper half of the request set)
  *   surface_calls sigsys                 SIGSYS sent to itself
  *   surface_calls ownkill [thread]       installs its own seccomp filter
@@ -194,9 +194,18 @@ static int cmd_tiocsti(int high)
 	char c = 'x';
 	unsigned long req = TIOCSTI | (high ? 0x100000000UL : 0);
 	long ret;
+	int m = posix_openpt(O_RDWR | O_NOCTTY), fd = -1;
 
+	/* A terminal of its own (on any other file the kernel, and corral,
+	 * answer ENOTTY before anything). */
+	if (m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0 && ptsname(m))
+		fd = open(ptsname(m), O_RDWR | O_NOCTTY);
+	if (fd < 0) {
+		perror("pty");
+		return 1;
+	}
 	errno = 0;
-	ret = syscall(SYS_ioctl, 0, req, &c);
+	ret = syscall(SYS_ioctl, fd, req, &c);
 	report(high ? "tiocsti_high" : "tiocsti", ret, errno);
 	return 0;
 }

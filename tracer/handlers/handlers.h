@@ -6,6 +6,12 @@
 #include "../tracer.h"
 
 /* refuse.c */
+struct cr_verdict cr_h_refuse_kind(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n);
+/* Is the fd of args[0] a terminal (0), an nsfs file (1), a socket (2)? */
+int cr_ioctl_fd_kind(struct cr_run *run, const struct seccomp_notif *n,
+		     int kind);
 struct cr_verdict cr_h_refuse(struct cr_run *run,
 			      const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n);

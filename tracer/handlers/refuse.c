@@ -1,8 +1,15 @@
 /* tracer/handlers/refuse.c: ptrace, bpf, keyrings, modules, mounts,
  * namespaces, clocks, io_uring... every call the profile refuses outright. */
 #include <errno.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "handlers.h"
+
+#define CR_NSFS_MAGIC 0x6e736673
 
 /* Safe against a racing thread by construction: the verdict depends on the
  * syscall number (and, for ARG entries, a register the filter already
@@ -30,4 +37,52 @@ struct cr_verdict cr_h_refuse(struct cr_run *run,
 	cr_deny(run, (pid_t)n->pid, e->name, NULL, "syscall",
 		why ? why : "refused");
 	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };
+}
+
+/* Is the program's fd of the kind an ioctl acts on: a terminal (0), a
+ * namespace file (1), a socket (2)? Asked of corral's copy of it; 1 yes,
+ * 0 no, -EBADF for no such fd, and yes when it cannot be told (the
+ * refusal then stands). */
+int cr_ioctl_fd_kind(struct cr_run *run, const struct seccomp_notif *n,
+		     int kind)
+{
+	int c = cr_tasks_getfd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	struct termios tio;
+	struct statfs sf;
+	struct stat st;
+	int r = 1;
+
+	if (c == -EBADF)
+		return -EBADF;
+	if (c < 0)
+		return 1;
+	if (kind == 0)
+		r = ioctl(c, TCGETS, &tio) == 0 || errno != ENOTTY;
+	else if (kind == 1)
+		r = fstatfs(c, &sf) < 0 || sf.f_type == CR_NSFS_MAGIC;
+	else
+		r = fstat(c, &st) < 0 || S_ISSOCK(st.st_mode);
+	close(c);
+	return r;
+}
+
+/* The refused ioctls that act on one kind of file (TIOCSTI, TIOCLINUX and
+ * TIOCSETD on a terminal, the namespace queries on an nsfs file,
+ * FIOSETOWN and SIOCSPGRP on a socket): on any other fd the kernel answers
+ * ENOTTY before anything, and so does corral, with no denial (a program
+ * asking "is this a terminal?" attacks nothing). Racing threads can only
+ * change which error is answered. */
+struct cr_verdict cr_h_refuse_kind(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n)
+{
+	unsigned cmd = (unsigned)n->data.args[1];
+	int kind = (cmd & 0xff00) == 0xb700 ? 1 :
+		   (cmd == 0x8901 || cmd == 0x8902) ? 2 : 0;
+	int r = cr_ioctl_fd_kind(run, n, kind);
+
+	if (r <= 0)
+		return (struct cr_verdict){ .kind = CR_V_ERRNO,
+					    .error = r ? EBADF : ENOTTY };
+	return cr_h_refuse(run, e, n);
 }

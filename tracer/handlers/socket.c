@@ -201,6 +201,15 @@ CR_HANDLER(cr_h_sockios)
 	default:
 		break;
 	}
+	/* Not a socket: the kernel's ENOTTY, nothing asked of the host. */
+	switch (cr_ioctl_fd_kind(run, n, 2)) {
+	case -EBADF:
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EBADF };
+	case 0:
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = ENOTTY };
+	default:
+		break;
+	}
 	snprintf(target, sizeof(target), "ioctl 0x%x", cmd);
 	cr_deny(run, (pid_t)n->pid, e->name, target, "net",
 		"queries of the host's network interfaces are refused");
