@@ -324,11 +324,17 @@ CR_CHILD_CODE void cr_child_main(struct cr_child_args *a)
 		fail(a, CR_ST_SECCOMP, lfd);
 
 	/* The supervisor takes the listener with pidfd_getfd while we wait;
-	 * only write and read run between the filter and exec, and neither is
-	 * intercepted. */
+	 * only write, read and prctl run between the filter and exec, and
+	 * none is intercepted. */
 	m.fd = (int)lfd;
 	if (CR_RAW3(SYS_write, a->report_fd, &m, sizeof(m)) != sizeof(m) ||
 	    CR_RAW3(SYS_read, a->go_fd, &go, 1) != 1)
+		die(CR_EXIT_USAGE);
+	/* Seized by now (PTRACE_O_EXITKILL takes the tree with a dying
+	 * supervisor): the death signal goes, or the program would find
+	 * corral's PR_SET_PDEATHSIG for its whole life (PR_GET_PDEATHSIG
+	 * answered 9 where natively 0). */
+	if (prctl5(PR_SET_PDEATHSIG, 0, 0) < 0)
 		die(CR_EXIT_USAGE);
 	/* The program must never hold its own listener: it could answer its
 	 * own notifications. */
