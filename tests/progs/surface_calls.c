@@ -9,6 +9,7 @@
  *   surface_calls int80_write            write(1) through the i386 ABI
  *   surface_calls x32_getpid             getpid through the x32 ABI
  *   surface_calls uring_open PATH        openat + read PATH through io_uring
+ *   surface_calls ttyioctl REQ           ioctl REQ on a pty's slave
  *   surface_calls tiocsti [HIGH]         TIOCSTI on a pty's slave (HIGH: with the
  *                                        upper half of the request set)
  *   surface_calls sigsys                 SIGSYS sent to itself
@@ -189,10 +190,9 @@ static int cmd_uring(const char *path)
 	return 0;
 }
 
-static int cmd_tiocsti(int high)
+static int cmd_ttyioctl(unsigned long req, const char *what)
 {
-	char c = 'x';
-	unsigned long req = TIOCSTI | (high ? 0x100000000UL : 0);
+	char buf[16] = "x";
 	long ret;
 	int m = posix_openpt(O_RDWR | O_NOCTTY), fd = -1;
 
@@ -205,9 +205,15 @@ static int cmd_tiocsti(int high)
 		return 1;
 	}
 	errno = 0;
-	ret = syscall(SYS_ioctl, fd, req, &c);
-	report(high ? "tiocsti_high" : "tiocsti", ret, errno);
+	ret = syscall(SYS_ioctl, fd, req, buf);
+	report(what, ret, errno);
 	return 0;
+}
+
+static int cmd_tiocsti(int high)
+{
+	return cmd_ttyioctl(TIOCSTI | (high ? 0x100000000UL : 0),
+			    high ? "tiocsti_high" : "tiocsti");
 }
 
 /* Cross-process memory within the run: a child's buffer is read, then
@@ -300,6 +306,8 @@ int main(int argc, char **argv)
 		return cmd_uring(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "tiocsti"))
 		return cmd_tiocsti(argc > 2);
+	if (argc >= 3 && !strcmp(argv[1], "ttyioctl"))
+		return cmd_ttyioctl(strtoul(argv[2], NULL, 0), "ttyioctl");
 	if (argc >= 2 && !strcmp(argv[1], "ownkill"))
 		return cmd_ownkill(argc > 2);
 	if (argc == 2 && !strcmp(argv[1], "sigsys")) {
