@@ -456,11 +456,24 @@ int cr_run_main(int argc, char **argv)
 			}
 	}
 	/* The writable roots are the program's ground as the workspace is:
-	 * marked, so a link it leaves there steers no later run. */
-	for (size_t j = 0; j < cfg.extra_rw.n; j++)
-		cr_oppath_mark(cfg.extra_rw.v[j]);
-	for (size_t j = 0; cfg.cls && j < cfg.cls->fs_write.n; j++)
-		cr_oppath_mark(cfg.cls->fs_write.v[j]);
+	 * marked, so a link it leaves there steers no later run; one that
+	 * cannot carry the mark (a sticky directory of another owner) is
+	 * refused, unless the caller means it. */
+	for (size_t i = 0; !cfg.ws_unsafe && i < 2; i++) {
+		const struct cr_strlist *l = i ? (cfg.cls ? &cfg.cls->fs_write :
+						  NULL) : &cfg.extra_rw;
+
+		for (size_t j = 0; l && j < l->n; j++) {
+			rc = cr_oppath_mark(l->v[j]);
+			if (!rc)
+				continue;
+			cfg.workspace = strdup(ws ? ws : "");
+			cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,
+				   "root %s refused: corral cannot mark it as a run's writable space (%s): a link its program left there could steer a later run's paths (--workspace-unsafe to use it anyway)",
+				   l->v[j], strerror(-rc));
+			goto finish;
+		}
+	}
 	if (ws && !cfg.ws_unsafe) {
 		char why[PATH_MAX + 64];
 

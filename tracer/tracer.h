@@ -699,8 +699,9 @@ int cr_oppath_open(const char *given, int *out, char *why, size_t len);
 /* mkdir of the last name of given (0700) in its parent as the walk opens
  * it; 0 also when it exists or names no new directory (*made says). */
 int cr_oppath_mkdir(const char *given, char *why, size_t len, bool *made);
-/* Mark a directory a program will be able to write (best effort). */
-void cr_oppath_mark(const char *path);
+/* Mark a directory a program will be able to write: 0, or -errno when
+ * it cannot carry the mark (a filesystem without user attributes is 0). */
+int cr_oppath_mark(const char *path);
 /* The real path of an fd of ours, from the kernel's own record of it. */
 int cr_fd_realpath(int fd, char *out, size_t len);
 int cr_workspace_remove(const char *path);

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
+#include <linux/magic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,7 +116,7 @@ int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 
 /* ---- operator paths and the links an earlier run left ---- */
 
-static void mark(int fd);
+static int mark(int fd);
 
 /* Is the directory fd, or one of its ancestors, the top of a directory
  * corral gave a program to write (the mark below)? A link found there
@@ -158,6 +160,13 @@ static bool under_mark(int fd)
 	return marked;
 }
 
+static bool in_proc(int dirfd)
+{
+	struct statfs sf;
+
+	return fstatfs(dirfd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
+}
+
 int cr_oppath_open(const char *given, int *out, char *why, size_t len)
 {
 	char buf[2][PATH_MAX];
@@ -197,6 +206,19 @@ int cr_oppath_open(const char *given, int *out, char *why, size_t len)
 			if (fd >= 0)
 				close(fd);
 			break;
+		}
+		if (S_ISLNK(st.st_mode) && in_proc(cur)) {
+			/* A magic link (/dev/stdin -> /proc/self/fd/0 ->
+			 * "pipe:[N]"): its text names no path; the kernel
+			 * follows it. procfs is no run's writable space. */
+			close(fd);
+			fd = openat(cur, name, O_PATH | O_CLOEXEC);
+			if (fd < 0 || fstat(fd, &st) < 0) {
+				rc = -errno;
+				if (fd >= 0)
+					close(fd);
+				break;
+			}
 		}
 		if (S_ISLNK(st.st_mode)) {
 			char target[PATH_MAX];
@@ -290,14 +312,15 @@ int cr_oppath_mkdir(const char *given, char *why, size_t len, bool *made)
 	return rc == -EEXIST ? 0 : rc;
 }
 
-void cr_oppath_mark(const char *path)
+int cr_oppath_mark(const char *path)
 {
-	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC), rc;
 
-	if (fd >= 0) {
-		mark(fd);
-		close(fd);
-	}
+	if (fd < 0)
+		return 0;	/* absent: nothing there to plant in */
+	rc = mark(fd);
+	close(fd);
+	return rc;
 }
 
 int cr_fd_realpath(int fd, char *out, size_t len)
@@ -617,13 +640,32 @@ int cr_workspace_gc_main(int argc, char **argv)
  * effort: a filesystem without user attributes keeps no mark
  * (docs/threat-model.md). The program cannot set or remove the name
  * (handlers/xattr.c). */
-static void mark(int fd)
+static int mark(int fd)
 {
 	char p[32];
+	struct stat st;
+	int rc;
 
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	if (getxattr(p, CR_WS_MARK, NULL, 0) < 0 && errno == ENODATA)
-		(void)setxattr(p, CR_WS_MARK, "1", 1, 0);
+	if (getxattr(p, CR_WS_MARK, NULL, 0) >= 0)
+		return 0;
+	if (errno == ENOTSUP)
+		return 0;	/* a filesystem without user attributes */
+	if (errno != ENODATA && errno != EACCES)
+		return -errno;
+	if (!setxattr(p, CR_WS_MARK, "1", 1, 0))
+		return 0;
+	rc = -errno;
+	/* A directory of the caller's without its write bit (0555): the
+	 * program, as its owner, could add the bit back and plant; the mark
+	 * is set with the bit for a moment, before anything runs. */
+	if ((rc == -EACCES || rc == -EPERM) && fstat(fd, &st) == 0 &&
+	    st.st_uid == getuid() && !(st.st_mode & S_IWUSR) &&
+	    chmod(p, (st.st_mode & 07777) | S_IWUSR | S_IRUSR) == 0) {
+		rc = setxattr(p, CR_WS_MARK, "1", 1, 0) ? -errno : 0;
+		chmod(p, st.st_mode & 07777);
+	}
+	return rc == -ENOTSUP ? 0 : rc;
 }
 
 int cr_workspace_make(struct cr_run_config *cfg, const char *given,
@@ -667,7 +709,14 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given,
 				close(fd);
 			return rc;
 		}
-		mark(fd);
+		rc = mark(fd);
+		if (rc && !cfg->ws_unsafe) {
+			snprintf(why, len,
+				 "corral cannot mark it as a run's writable space (%s): a link its program left there could steer a later run's paths; name a directory of your own",
+				 strerror(-rc));
+			close(fd);
+			return -EPERM;
+		}
 		cfg->ws_private = false;
 	} else {
 		const char *tmp = getenv("TMPDIR");

@@ -272,6 +272,34 @@ def links_left_in_a_writable_root_are_not_followed_either(t):
     r = t.result(run)
     eq(r.get("status"), "policy_denied", "-w below the link")
     eq(os.listdir(secret), [], "nothing made or written where it leads")
+    # A directory of the caller's without its write bit still carries
+    # the mark (setting it needs the bit; the program, as the owner, could
+    # add it back and plant), and a root that cannot carry one (a sticky
+    # directory of another owner) is refused.
+    ro = t.path("ws555")
+    os.mkdir(ro, 0o555)
+    run = t.corral(["run", "--json", "-w", ro, "--", "sh", "-c",
+                    "chmod 755 . && ln -s %s task && chmod 555 ." % secret])
+    eq(run.code, 0, "the planting run in a 0555 workspace (%s)" %
+       run.summary())
+    eq(oct(os.stat(ro).st_mode & 0o7777), oct(0o555), "its mode kept")
+    run = t.corral(["run", "--json", "-w", os.path.join(ro, "task"), "--",
+                    "sh", "-c", "echo x > planted"])
+    r = t.result(run)
+    eq(r.get("status"), "policy_denied", "-w through a link in a 0555 one")
+    if os.stat("/var/tmp").st_uid != os.getuid() and \
+            os.stat("/var/tmp").st_mode & 0o1000:
+        run = t.corral(["run", "--json", "--rw", "/var/tmp", "--", "true"])
+        r = t.result(run)
+        eq(r.get("status"), "policy_denied", "--rw of a sticky /var/tmp")
+        contains(r.get("message", ""), "cannot mark", "message")
+    # /dev/stdin as an input: the pipe it leads to is refused as a fifo
+    # (the walk read the magic link's text as a path: ENOENT).
+    run = t.corral(["run", "--json", "--input", "/dev/stdin:x", "--",
+                    "true"], stdin="data")
+    r = t.result(run)
+    eq(r.get("status"), "policy_denied", "--input /dev/stdin (a pipe)")
+    contains(r.get("message", ""), "fifo", "message")
     # The caller's own link to a file, as an input.
     src = t.write("data.txt", "input-%s\n" % t.marker)
     os.symlink(src, t.path("data-link"))
