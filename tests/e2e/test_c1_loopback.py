@@ -800,7 +800,13 @@ closed = socket.socket()
 closed.bind(("127.0.0.1", 0))
 port = closed.getsockname()[1]
 closed.close()
-print("closed", nb(("127.0.0.1", port))[1])
+c, what = nb(("127.0.0.1", port))
+print("closed", what)
+try:
+    c.connect(("127.0.0.1", port))
+    print("closed again 0")
+except OSError as e:
+    print("closed again", errno.errorcode[e.errno])
 srv = socket.socket()
 srv.bind(("127.0.0.1", 0))
 srv.listen(4)
@@ -835,6 +841,7 @@ def loopback_nonblocking_connects_answer_as_the_kernel(t):
     native = subprocess.run([PY, prog], capture_output=True, text=True,
                             timeout=60).stdout
     eq(native, "closed EINPROGRESS pollerr=True so_error=ECONNREFUSED\n"
+       "closed again ECONNABORTED\n"
        "again 0\nagain EISCONN\nv6only ENETUNREACH\n", "natively")
     host = HostService()
     try:

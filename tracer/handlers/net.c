@@ -490,8 +490,11 @@ static struct cr_verdict refused_later(struct cr_netstate *ns,
 		ns->tref[i] = fd;
 		ns->traddr[i] = a;
 	}
-	if (connect(s->dup, &ns->traddr[i].sa, l) < 0 && errno == EINPROGRESS)
-		return v_err(EINPROGRESS);
+	/* The kernel's answer on this socket's own state: EINPROGRESS for a
+	 * fresh one; after a failure already seen, ECONNABORTED, as a new
+	 * connect would get natively whatever it named. */
+	if (connect(s->dup, &ns->traddr[i].sa, l) < 0 && errno != ECONNREFUSED)
+		return v_err(errno);
 	return v;
 }
 
