@@ -301,11 +301,11 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	judged = cr_net_local_listener(ns, &dst);
 	if (judged < 0 || (judged == 0 && !cr_net_local_port(ns, dst.family,
 							      dst.port))) {
-		*v = refuse_local(run, n, e, a, alen);
+		*v = cr_net_refused_later(ns, s, refuse_local(run, n, e, a, alen));
 		return true;
 	}
 	if (judged == 0) {	/* the run's port, nobody listens now */
-		*v = v_err(ECONNREFUSED);
+		*v = cr_net_refused_later(ns, s, v_err(ECONNREFUSED));
 		return true;
 	}
 	tl = ep_to_sa(&dst, s->domain, &t);

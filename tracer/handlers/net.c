@@ -458,9 +458,9 @@ static bool bound_way_out(struct cr_run *run, const struct seccomp_notif *n,
  * the kernel answers as for any closed port. Any other outcome: the
  * refusal as it was.
  */
-static struct cr_verdict refused_later(struct cr_netstate *ns,
-				       const struct cr_sock *s,
-				       struct cr_verdict v)
+struct cr_verdict cr_net_refused_later(struct cr_netstate *ns,
+				      const struct cr_sock *s,
+				      struct cr_verdict v)
 {
 	int i = s->domain == AF_INET6, fl, one = 1;
 	socklen_t l = i ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
@@ -546,13 +546,18 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 								 addr, port), &v))
 			return v;
 	}
+	/* corral's own refusals (not an error the kernel gave on this
+	 * socket, which passes as it is) answer as a closed port does. */
 	why = inet_refusal(run, a->sa.sa_family, addr, port);
 	if (why)
-		return cr_net_deny(run, n, e, a, alen, "net", why, ECONNREFUSED);
+		return cr_net_refused_later(ns, s,
+			cr_net_deny(run, n, e, a, alen, "net", why,
+				    ECONNREFUSED));
 	if (ns->lfd[idx] < 0)
-		return cr_net_deny(run, n, e, a, alen, "net",
-			    "the proxy has no listener for this address family",
-			    ECONNREFUSED);
+		return cr_net_refused_later(ns, s,
+			cr_net_deny(run, n, e, a, alen, "net",
+				    "the proxy has no listener for this address family",
+				    ECONNREFUSED));
 	if (run->usage.net_connections >= lim) {
 		char b[32];
 
@@ -760,9 +765,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 				cr_net_peer_set(ns, s.ino, &a, alen, true);
 			}
 		} else if (s.type == SOCK_STREAM) {
-			v = refused_later(ns, &s,
-					  connect_tcp(run, n, e, &s, &a, alen,
-						      addr, port));
+			v = connect_tcp(run, n, e, &s, &a, alen, addr, port);
 		} else if (s.type == SOCK_DGRAM && port == 53) {
 			int idx = family_idx(a.sa.sa_family);
 
