@@ -5,15 +5,16 @@
 
 #include "../tracer.h"
 
-/* refuse.c */
-/* A refusal of corral's own to a TCP connect (ECONNREFUSED): on a
- * non-blocking socket, answered as the kernel answers a closed port
- * (EINPROGRESS, then the error on the socket); handlers/net.c. */
+/* net.c: a refusal of corral's own to a TCP connect (ECONNREFUSED): on
+ * a non-blocking socket, answered as the kernel answers a closed port
+ * (EINPROGRESS, then the error on the socket). */
 struct cr_netstate;
 struct cr_sock;
 struct cr_verdict cr_net_refused_later(struct cr_netstate *ns,
 				      const struct cr_sock *s,
 				      struct cr_verdict v);
+
+/* refuse.c */
 struct cr_verdict cr_h_refuse_kind(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n);

@@ -171,7 +171,7 @@ static struct cr_verdict kill_many(struct cr_run *run, pid_t caller_tgid,
 	int last = ESRCH;
 
 	/* A group of the run: signalled by the kernel in one step, through
-	 * a member's pidfd (6.9+), so a child a member is forking right now
+	 * its leader's pidfd (6.9+), so a child a member is forking right now
 	 * gets it too, as with the kernel's own kill(-pgrp). Member by
 	 * member, a child not yet in corral's table was missed and ran on
 	 * after a SIGKILL or SIGSTOP of its group (found by a probing

@@ -132,7 +132,7 @@ struct cr_netstate {
 	union cr_sockaddr saddr[2][2];
 	/* TCP ports per family bound by corral and never listening: a
 	 * refused non-blocking connect is pointed at one, so the kernel
-	 * answers it as a closed port (handlers/net.c, refused_later). */
+	 * answers it as a closed port (handlers/net.c, cr_net_refused_later). */
 	int tref[2];			/* owned, made at first use, or -1 */
 	union cr_sockaddr traddr[2];
 	size_t nudp, capudp;

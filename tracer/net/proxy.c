@@ -213,8 +213,17 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 					*progress = true;
 					continue;
 				}
-				if (!at)
-					c->urg[d] = false;
+				/* Not at the mark: forgotten only once the
+				 * kernel holds no urgent data (POLLPRI is its
+				 * level), so a pointer that came ahead of its
+				 * byte is still looked for when the byte comes. */
+				if (!at) {
+					struct pollfd pf = { .fd = c->fd[d],
+							     .events = POLLPRI };
+
+					if (poll(&pf, 1, 0) == 0)
+						c->urg[d] = false;
+				}
 			}
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				return PUMP_ERR;
