@@ -2936,11 +2936,14 @@ static void walk_tick(struct cr_run *run)
 }
 
 /* One full pass, however long it takes: the baseline and the last word. */
-static int add_walk_root(struct cr_budgets *b, const char *root)
+static int add_walk_root(struct cr_budgets *b,
+			 const struct cr_run_config *cfg, const char *root)
 {
-	/* Unresolvable (absent, unreachable): as written; the walk
+	/* Where the walk before the run led (run.c), else the name's real
+	 * path; unresolvable (absent, unreachable): as written; the walk
 	 * skips an absent root and says why for the rest. */
-	char *real = realpath(root, NULL);
+	const struct cr_pin *pin = cr_pin_find(cfg, root);
+	char *real = pin ? strdup(pin->real) : realpath(root, NULL);
 
 	b->roots[b->nroots] = real ? real : strdup(root);
 	if (!b->roots[b->nroots])
@@ -3104,12 +3107,12 @@ int cr_budget_setup(struct cr_run *run)
 	/* Each walked where the rules grant it: at its real path, taken
 	 * now as the rules' was (a root named through a link is the
 	 * directory it leads to; the walk itself never follows a link). */
-	if ((rc = add_walk_root(b, run->cfg->workspace)))
+	if ((rc = add_walk_root(b, run->cfg, run->cfg->workspace)))
 		return rc;
 	for (size_t i = 0; !rc && i < run->cfg->cls->fs_write.n; i++)
-		rc = add_walk_root(b, run->cfg->cls->fs_write.v[i]);
+		rc = add_walk_root(b, run->cfg, run->cfg->cls->fs_write.v[i]);
 	for (size_t i = 0; !rc && i < run->cfg->extra_rw.n; i++)
-		rc = add_walk_root(b, run->cfg->extra_rw.v[i]);
+		rc = add_walk_root(b, run->cfg, run->cfg->extra_rw.v[i]);
 	if (rc)
 		return rc;
 	nested_roots_out(b);

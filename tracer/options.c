@@ -419,6 +419,12 @@ void cr_config_free(struct cr_run_config *cfg)
 			free(*e);
 		free(cfg->envp);
 	}
+	for (size_t i = 0; i < cfg->npins; i++) {
+		free(cfg->pins[i].given);
+		free(cfg->pins[i].real);
+		close(cfg->pins[i].fd);
+	}
+	free(cfg->pins);
 	cr_strlist_free(&cfg->extra_ro);
 	cr_strlist_free(&cfg->extra_rw);
 	cr_strlist_free(&cfg->extra_exec);

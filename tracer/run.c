@@ -432,28 +432,38 @@ int cr_run_main(int argc, char **argv)
 	if (!cfg.ws_unsafe) {
 		/* Roots the caller names, reached through a link a program
 		 * of an earlier run could have left: refused (run.c's -w,
-		 * --output-dir, --input, --result and --audit alike). */
-		const struct cr_strlist *l[] = { &cfg.extra_ro, &cfg.extra_rw,
-						 &cfg.extra_exec };
+		 * --output-dir, --input, --result and --audit alike). Each
+		 * is walked once, and what the walk opened is what the run
+		 * uses (cfg.pins): a program of a live run swapping a link
+		 * in afterwards steers nothing. A policy file's roots too;
+		 * the built-in classes name only the system's own. */
+		const struct cr_strlist *l[] = {
+			&cfg.extra_ro, &cfg.extra_rw, &cfg.extra_exec,
+			cfg.policy_file ? &cfg.cls->fs_read : NULL,
+			cfg.policy_file ? &cfg.cls->fs_write : NULL,
+			cfg.policy_file ? &cfg.cls->fs_exec : NULL,
+		};
 		char why[PATH_MAX + 256];
+		const char *bad = NULL;
 
-		for (size_t i = 0; i < 3; i++)
-			for (size_t j = 0; j < l[i]->n; j++) {
-				int fd = -1;
-
-				why[0] = 0;
-				rc = cr_oppath_open(l[i]->v[j], &fd, why,
-						    sizeof(why));
-				if (fd >= 0)
-					close(fd);
-				if (rc != -EPERM)
-					continue;
+		for (size_t i = 0; i < CR_ARRAY_SIZE(l); i++) {
+			if (!l[i])
+				continue;
+			rc = cr_oppath_pin(&cfg, l[i], &bad, why, sizeof(why));
+			if (rc == -EPERM) {
 				cfg.workspace = strdup(ws ? ws : "");
 				cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,
 					   "root %s refused: %s (--workspace-unsafe to use it anyway)",
-					   l[i]->v[j], why);
+					   bad, why);
 				goto finish;
 			}
+			if (rc) {
+				cfg.workspace = strdup(ws ? ws : "");
+				cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL,
+					   "roots: %s", strerror(-rc));
+				goto finish;
+			}
+		}
 	}
 	/* The writable roots are the program's ground as the workspace is:
 	 * marked, so a link it leaves there steers no later run; one that
@@ -464,7 +474,10 @@ int cr_run_main(int argc, char **argv)
 						  NULL) : &cfg.extra_rw;
 
 		for (size_t j = 0; l && j < l->n; j++) {
-			rc = cr_oppath_mark(l->v[j]);
+			const struct cr_pin *pin = cr_pin_find(&cfg, l->v[j]);
+
+			rc = pin ? cr_oppath_mark_fd(pin->fd) :
+			     cr_oppath_mark(l->v[j]);
 			if (!rc)
 				continue;
 			cfg.workspace = strdup(ws ? ws : "");

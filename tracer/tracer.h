@@ -20,6 +20,17 @@
 
 /* ---- configuration of one run (immutable once the child exists) ---- */
 
+/* A root the caller named, as the operator-path walk opened it before
+ * anything ran: the rules' real path, the resolver's fd, Landlock's rule
+ * and the disk walk take it from here, never from the name again, so a
+ * link a live run's program swaps in afterwards steers none of them. */
+struct cr_pin {
+	char *given;		/* owned: the root as written */
+	char *real;		/* owned: where the walk led */
+	int fd;			/* owned: O_PATH, what the walk opened */
+	bool dir;
+};
+
 struct cr_run_config {
 	struct cr_policy *policy;	/* owned */
 	const struct cr_class *cls;	/* borrowed from policy */
@@ -45,6 +56,8 @@ struct cr_run_config {
 	const char *stdin_text;		/* borrowed from req, NULL: inherit */
 	size_t stdin_len;
 	struct cr_strlist extra_ro, extra_rw, extra_exec, allow_net; /* owned */
+	struct cr_pin *pins;		/* owned: roots walked once (run.c) */
+	size_t npins;
 	const char *require;		/* borrowed: --require LEVEL, or NULL */
 	uint16_t *publish;		/* owned: --publish ports */
 	size_t npublish;
@@ -702,8 +715,18 @@ int cr_oppath_mkdir(const char *given, char *why, size_t len, bool *made);
 /* Mark a directory a program will be able to write: 0, or -errno when
  * it cannot carry the mark (a filesystem without user attributes is 0). */
 int cr_oppath_mark(const char *path);
+/* The same, for a directory the walk already opened. */
+int cr_oppath_mark_fd(int fd);
 /* The real path of an fd of ours, from the kernel's own record of it. */
 int cr_fd_realpath(int fd, char *out, size_t len);
+/* Walk each root of l once (cr_oppath_open) and keep what it opened in
+ * cfg->pins: -EPERM and why when a planted link is in the way; roots the
+ * walk cannot reach (absent) get no pin and stay names. */
+int cr_oppath_pin(struct cr_run_config *cfg, const struct cr_strlist *l,
+		  const char **refused, char *why, size_t len);
+/* The pin of a root, by its name as written or its real path, or NULL. */
+const struct cr_pin *cr_pin_find(const struct cr_run_config *cfg,
+				 const char *path);
 int cr_workspace_remove(const char *path);
 /* $TMPDIR, or /tmp: where private workspaces and corral's records are. */
 const char *cr_workspace_tmp_dir(void);

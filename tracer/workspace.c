@@ -323,6 +323,71 @@ int cr_oppath_mark(const char *path)
 	return rc;
 }
 
+int cr_oppath_mark_fd(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? mark(fd) : 0;
+}
+
+int cr_oppath_pin(struct cr_run_config *cfg, const struct cr_strlist *l,
+		  const char **refused, char *why, size_t len)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		char real[PATH_MAX];
+		struct cr_pin *np;
+		struct stat st;
+		int fd = -1, rc;
+
+		if (cr_pin_find(cfg, l->v[i]))
+			continue;	/* named twice */
+		why[0] = 0;
+		rc = cr_oppath_open(l->v[i], &fd, why, len);
+		if (rc == -EPERM) {
+			*refused = l->v[i];
+			return rc;
+		}
+		if (rc)
+			continue;	/* absent or unreachable: a name */
+		if (fstat(fd, &st) < 0 ||
+		    cr_fd_realpath(fd, real, sizeof(real))) {
+			close(fd);
+			continue;
+		}
+		np = realloc(cfg->pins, (cfg->npins + 1) * sizeof(*np));
+		if (!np) {
+			close(fd);
+			return -ENOMEM;
+		}
+		cfg->pins = np;
+		np += cfg->npins;
+		np->given = strdup(l->v[i]);
+		np->real = strdup(real);
+		np->fd = fd;
+		np->dir = S_ISDIR(st.st_mode);
+		if (!np->given || !np->real) {
+			free(np->given);
+			free(np->real);
+			close(fd);
+			return -ENOMEM;
+		}
+		cfg->npins++;
+	}
+	return 0;
+}
+
+const struct cr_pin *cr_pin_find(const struct cr_run_config *cfg,
+				 const char *path)
+{
+	for (size_t i = 0; i < cfg->npins; i++)
+		if (!strcmp(cfg->pins[i].given, path) ||
+		    !strcmp(cfg->pins[i].real, path))
+			return &cfg->pins[i];
+	return NULL;
+}
+
 int cr_fd_realpath(int fd, char *out, size_t len)
 {
 	char p[32];

@@ -391,6 +391,73 @@ def workspace_is_judged_on_the_directory_it_opens(t):
     t.assert_next_run_ok()
 
 
+@test
+def roots_are_taken_from_what_the_walk_opened(t):
+    """--ro and --rw were walked for planted links, then resolved again by
+    name when the run's roots were made: a program of a live run whose
+    workspace holds the name, exchanging the directory with a link to a
+    directory outside, got a later run that directory as a root of its
+    own (its real path was taken through the link), readable by that
+    run's program under its own name (7 of 20 runs). Now the walk's
+    directory is the root: its real path, the resolver's fd, Landlock's
+    rule, the disk walk; a policy file's roots are walked too."""
+    secret = t.path("secret")
+    os.mkdir(secret, 0o700)
+    with open(os.path.join(secret, "f"), "w") as f:
+        f.write("SECRET-%s\n" % t.marker)
+    sc = t.path("sc")
+    os.mkdir(sc, 0o700)
+    os.mkdir(os.path.join(sc, "data"))
+    with open(os.path.join(sc, "data", "f"), "w") as f:
+        f.write("decoy\n")
+    # The window is the sweep of $TMPDIR between the walk and the roots:
+    # a full one makes it wide.
+    tmp = t.path("tmp")
+    os.mkdir(tmp, 0o700)
+    for i in range(3000):
+        os.mkdir(os.path.join(tmp, "d%d" % i))
+    env = {"TMPDIR": tmp}
+    swapper = ("import ctypes, os, time\n"
+               "libc = ctypes.CDLL(None, use_errno=True)\n"
+               "os.symlink(%r, 'alt')\n"
+               "end = time.time() + 30\n"
+               "while time.time() < end and not os.path.exists('stop'):\n"
+               "    libc.renameat2(-100, b'data', -100, b'alt', 2)\n"
+               % secret)
+    a = t.spawn(["run", "--json", "-w", sc, "--limit", "wall=45s", "--",
+                 "python3", "-c", swapper], env=env)
+    wait_for(lambda: os.path.lexists(os.path.join(sc, "alt")), 10)
+    leaks = refused = 0
+    w2 = t.path("w2")
+    os.mkdir(w2, 0o700)
+    # A policy file's roots are the caller's too.
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    pol["classes"]["default"]["fs"]["read"].append(os.path.join(sc, "data"))
+    pfile = t.path("pol.json")
+    with open(pfile, "w") as f:
+        json.dump(pol, f)
+    for i in range(21):
+        opt = [["--rw", os.path.join(sc, "data")],
+               ["--ro", os.path.join(sc, "data")],
+               ["--policy", pfile]][i % 3]
+        run = t.corral(["run", "--json", "-w", w2] + opt + [
+                        "--", "sh", "-c",
+                        "cat %s/f %s/data/f 2>/dev/null; true" %
+                        (secret, sc)], env=env)
+        r = t.result(run)
+        if "SECRET" in (r.get("stdout") or ""):
+            leaks += 1
+        if r.get("status") == "policy_denied":
+            refused += 1
+    with open(os.path.join(sc, "stop"), "w"):
+        pass
+    t.finish(a, timeout=60)
+    eq(leaks, 0, "runs whose program read the directory the link led to "
+       "(%d of 21 refused for the link)" % refused)
+    t.assert_next_run_ok()
+
+
 def _private(tmp):
     try:
         return sorted(e for e in os.listdir(tmp) if e.startswith("corral-"))

@@ -209,12 +209,23 @@ static int nesting_refused(struct cr_run *run, const struct real_memo *m)
  * but it must be allowed to step on the link named in the policy. The pair
  * is remembered, for the resolver's fast path (resolve.c). */
 static int add_root(struct cr_fsstate *fs, struct real_memo *m,
-		    const char *path, unsigned acc)
+		    const struct cr_run_config *cfg, const char *path,
+		    unsigned acc)
 {
 	char real[PATH_MAX];
 	struct cr_fsalias *na;
+	const struct cr_pin *pin = cr_pin_find(cfg, path);
 	int rc = cr_fsrules_add(&fs->rules, path, acc);
-	bool found = !rc && real_path(m, path, real);
+	bool found = false;
+
+	/* Walked before anything ran: where the walk led, not where the
+	 * name leads now. */
+	if (!rc && pin && strlen(pin->real) < sizeof(real)) {
+		strcpy(real, pin->real);
+		found = true;
+	} else if (!rc) {
+		found = real_path(m, path, real) != NULL;
+	}
 
 	if (!rc && !found && !(acc & CR_FS_W))
 		return note_unmade(m, path);
@@ -277,11 +288,20 @@ static void keep_fixed_aliases(struct cr_fsstate *fs)
 	fs->nalias = k;
 }
 
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static int add_list(struct cr_fsstate *fs, struct real_memo *m,
+		    const struct cr_run_config *cfg,
 		    const struct cr_strlist *l, unsigned acc)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		int rc = add_root(fs, m, l->v[i], acc);
+		int rc = add_root(fs, m, cfg, l->v[i], acc);
 
 		if (rc)
 			return rc;
@@ -395,19 +415,19 @@ int cr_fs_setup(struct cr_run *run)
 			fs->stdin_pipe_ino = in.st_ino;
 		}
 	}
-	rc = add_list(fs, &memo, &c->fs_read, CR_FS_R);
+	rc = add_list(fs, &memo, cfg, &c->fs_read, CR_FS_R);
 	if (!rc)
-		rc = add_list(fs, &memo, &c->fs_write, CR_FS_R | CR_FS_W);
+		rc = add_list(fs, &memo, cfg, &c->fs_write, CR_FS_R | CR_FS_W);
 	if (!rc)
-		rc = add_list(fs, &memo, &c->fs_exec, CR_FS_R | CR_FS_X);
+		rc = add_list(fs, &memo, cfg, &c->fs_exec, CR_FS_R | CR_FS_X);
 	if (!rc)
-		rc = add_list(fs, &memo, &cfg->extra_ro, CR_FS_R);
+		rc = add_list(fs, &memo, cfg, &cfg->extra_ro, CR_FS_R);
 	if (!rc)
-		rc = add_list(fs, &memo, &cfg->extra_rw, CR_FS_R | CR_FS_W);
+		rc = add_list(fs, &memo, cfg, &cfg->extra_rw, CR_FS_R | CR_FS_W);
 	if (!rc)
-		rc = add_list(fs, &memo, &cfg->extra_exec, CR_FS_R | CR_FS_X);
+		rc = add_list(fs, &memo, cfg, &cfg->extra_exec, CR_FS_R | CR_FS_X);
 	if (!rc)
-		rc = add_root(fs, &memo, cfg->workspace,
+		rc = add_root(fs, &memo, cfg, cfg->workspace,
 			      CR_FS_R | CR_FS_W | CR_FS_X);
 	if (!rc)
 		rc = nesting_refused(run, &memo);
@@ -431,14 +451,27 @@ int cr_fs_setup(struct cr_run *run)
 		return -ENOMEM;
 	for (size_t i = 0; i < fs->rules.nroots; i++) {
 		const struct cr_fsroot *r = &fs->rules.roots[i];
+		const struct cr_pin *pin = cr_pin_find(cfg, r->path);
 
 		/* The workspace is the directory judged when it was made,
-		 * whatever its name leads to now. */
+		 * whatever its name leads to now; a walked root the
+		 * directory its walk opened. */
 		if (!strcmp(r->path, cfg->workspace))
 			fs->root_fds[i] = cr_workspace_fd(cfg);
+		else if (pin && !strcmp(pin->real, r->path))
+			fs->root_fds[i] = pin->dir ?
+				fcntl(pin->fd, F_DUPFD_CLOEXEC, 0) : -1;
 		else
 			fs->root_fds[i] = open(r->path, O_PATH | O_DIRECTORY |
 					       O_NOFOLLOW | O_CLOEXEC);
+		/* A root named through a link keeps no fd unless the name
+		 * still leads where the walk went: paths through it then
+		 * take the walk, which judges where each link leads now. */
+		if (pin && fs->root_fds[i] >= 0 &&
+		    !same_file(fs->root_fds[i], pin->fd)) {
+			close(fs->root_fds[i]);
+			fs->root_fds[i] = -1;
+		}
 		for (size_t j = 0; j < fs->rules.ndeny; j++)
 			if (cr_path_within(r->path, r->len, fs->rules.deny[j],
 					   strlen(fs->rules.deny[j])))

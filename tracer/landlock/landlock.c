@@ -231,6 +231,7 @@ static int add_roots(struct cr_run *run, int rs, uint64_t handled,
 
 	for (size_t i = 0; i < r->nroots; i++) {
 		const struct cr_fsroot *root = &r->roots[i];
+		const struct cr_pin *pin;
 		uint64_t acc = 0;
 
 		if (builtin_only(root->path, root->len))
@@ -245,6 +246,9 @@ static int add_roots(struct cr_run *run, int rs, uint64_t handled,
 		 * its fd, rather than opening it again (start-up cost). */
 		if (run->fs->root_fds && run->fs->root_fds[i] >= 0)
 			rc = add_fd(rs, run->fs->root_fds[i], true, acc, handled);
+		else if ((pin = cr_pin_find(run->cfg, root->path)) &&
+			 !strcmp(pin->real, root->path))
+			rc = add_fd(rs, pin->fd, pin->dir, acc, handled);
 		else
 			rc = add_file(rs, root->path, acc, handled);
 		if (rc)
