@@ -392,6 +392,88 @@ print("sha", hashlib.sha256(data).hexdigest(), len(data))
         srv.close()
 
 
+@test
+def net_allowed_port_where_nothing_listens_is_refused(t):
+    """An allowed host service that is not up yet: the kernel answers
+    ECONNREFUSED (at once, or after EINPROGRESS on a non-blocking socket).
+    corral connected the program to its proxy and only then found the
+    port closed, so the connect succeeded and the first read was a reset:
+    a program waiting for its server took it for up. The upstream is now
+    made first for a destination allowed by address."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()          # nobody listens there now
+    prog = r'''
+import errno, select, socket, sys, time
+port = int(sys.argv[1])
+def show(what, fn):
+    try:
+        print(what, fn())
+    except OSError as e:
+        print(what, errno.errorcode.get(e.errno, e.errno))
+s = socket.socket()
+show("blocking", lambda: s.connect(("127.0.0.1", port)))
+s.close()
+s = socket.socket()
+s.setblocking(False)
+show("nonblocking", lambda: errno.errorcode.get(
+    s.connect_ex(("127.0.0.1", port)), 0))
+select.select([], [s], [], 5)
+show("so_error", lambda: errno.errorcode.get(
+    s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), 0))
+s.close()
+if sys.argv[2] == "-":
+    sys.exit(0)
+open(sys.argv[2], "w").close()
+for i in range(200):        # a client waiting for its server
+    try:
+        c = socket.create_connection(("127.0.0.1", port))
+        break
+    except ConnectionRefusedError:
+        time.sleep(0.05)
+c.sendall(b"ping")
+print("echo", c.recv(10))
+'''
+    nat = subprocess.run([PY, "-c", prog, str(port), "-"],
+                         capture_output=True, timeout=5)
+    want = ("blocking ECONNREFUSED\nnonblocking EINPROGRESS\n"
+            "so_error ECONNREFUSED\n")
+    eq(nat.stdout.decode(), want, "natively")
+    rdir = t.path("rdy")
+    os.mkdir(rdir, 0o700)
+    ready = os.path.join(rdir, "ready")
+    box = {}
+
+    def serve_when_asked():
+        wait_for(lambda: os.path.exists(ready), 30)
+        ls = socket.socket()
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", port))
+        ls.listen(4)
+        box["ls"] = ls
+        c, _ = ls.accept()
+        c.sendall(c.recv(10))
+        c.close()
+    th = threading.Thread(target=serve_when_asked, daemon=True)
+    th.start()
+    try:
+        run, r = net_run(t, [str(port), ready], prog,
+                         ["--allow-net", "127.0.0.1:%d" % port, "--rw",
+                          rdir] + budget())
+    finally:
+        open(ready, "a").close()
+        th.join(10)
+        if "ls" in box:
+            box["ls"].close()
+    eq(r["stdout"], want + "echo b'ping'\n", "under corral (stderr %r)" %
+       r["stderr"])
+    eq(r["denials"], [], "the peer's refusal is not corral's: no denial")
+    eq(r["usage"]["net_connections"], 1,
+       "only the connection made counts against the budget")
+    t.assert_next_run_ok()
+
+
 def urgent_handler(c, rec):
     """Sends "ab", urgent "c", "de", then "fg"; reads the program's bytes
     (the urgent one apart, as natively without SO_OOBINLINE), answers

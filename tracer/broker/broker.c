@@ -363,6 +363,22 @@ static bool v4_of(const struct sockaddr *a, socklen_t len, uint32_t *addr,
 	return false;
 }
 
+bool cr_broker_is_dest(const struct cr_run *run, const struct sockaddr *dest,
+		       socklen_t destlen)
+{
+	const struct cr_broker *b = run->broker;
+	uint32_t addr;
+	uint16_t dport;
+
+	if (!b || !v4_of(dest, destlen, &addr, &dport) ||
+	    addr != htonl(INADDR_LOOPBACK))
+		return false;
+	for (size_t i = 0; i < b->n; i++)
+		if (htons(b->cr[i].port) == dport)
+			return true;
+	return false;
+}
+
 int cr_broker_expect(struct cr_run *run, int fd, const struct sockaddr *dest,
 		     socklen_t destlen)
 {
@@ -371,15 +387,10 @@ int cr_broker_expect(struct cr_run *run, int fd, const struct sockaddr *dest,
 	socklen_t ml = sizeof(me);
 	uint32_t addr;
 	uint16_t port, dport;
-	bool broker = false;
 	int rc = 0;
 
-	if (!b || !v4_of(dest, destlen, &addr, &dport) ||
-	    addr != htonl(INADDR_LOOPBACK))
-		return 0;
-	for (size_t i = 0; i < b->n; i++)
-		broker |= htons(b->cr[i].port) == dport;
-	if (!broker)
+	if (!cr_broker_is_dest(run, dest, destlen) ||
+	    !v4_of(dest, destlen, &addr, &dport))
 		return 0;
 	/* Bound before the connect, so the broker can never accept it
 	 * before it is registered. */

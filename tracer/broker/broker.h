@@ -20,6 +20,9 @@ int cr_broker_check_files(struct cr_run *run);
 /* After the environment is built: CORRAL_BROKER_<NAME>=http://127.0.0.1:P,
  * and no variable whose value holds a secret. */
 int cr_broker_env(struct cr_run *run);
+/* Is dest one of the run's brokers? */
+bool cr_broker_is_dest(const struct cr_run *run, const struct sockaddr *dest,
+		       socklen_t destlen);
 /* The proxy, for each connection it makes on the program's behalf, before
  * its connect: when dest is a broker's, binds fd to a loopback port and
  * registers it, so that the broker serves that peer and no other (0; or

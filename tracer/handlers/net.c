@@ -509,8 +509,9 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	union cr_sockaddr peer;
 	socklen_t pl = sizeof(peer);
 	const char *why;
-	int idx = family_idx(a->sa.sa_family), rc, err;
+	int idx = family_idx(a->sa.sa_family), rc, err, up = -1;
 	uint64_t lim = run->cfg->limits.v[CR_LIM_NET_CONNECTIONS];
+	bool by_name;
 
 	/* Already connected (a program asking again after EINPROGRESS):
 	 * the kernel's answer, without counting a new connection. Asked of
@@ -570,17 +571,37 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	}
 	if (!cr_proxy_room(run))
 		return v_err(EAGAIN);
+	by_name = !cr_netrules_allow_addr(ns->rules, ns->nrules,
+					  a->sa.sa_family, addr, port);
+	/* Allowed by address: the upstream first, so a port where nothing
+	 * listens answers ECONNREFUSED as natively (a program waiting for
+	 * its server to come up took the proxy's accept for it, then got a
+	 * reset). Not for a name: its TLS server name is checked before
+	 * anything is sent there. The peer's refusal is not corral's: not
+	 * recorded, no connection counted. */
+	if (!by_name) {
+		up = cr_proxy_preconnect(run, a, alen);
+		if (up == -ECONNREFUSED)
+			return cr_net_refused_later(ns, s, v_err(ECONNREFUSED));
+		if (up == -ENETUNREACH || up == -EHOSTUNREACH)
+			return v_err(-up);
+		if (up < 0)
+			up = -1;
+	}
 	/* Local and immediate: the listener's backlog is far larger than
 	 * what may be pending, so even a blocking socket does not wait. */
 	rc = connect(s->dup, &ns->laddr[idx].sa, inet_len(a->sa.sa_family));
 	err = errno;
-	if (rc < 0 && err != EINPROGRESS)
+	if (rc < 0 && err != EINPROGRESS) {
+		if (up >= 0)
+			close(up);
 		return v_err(err);
-	if (cr_proxy_expect(run, s->dup, a, alen, s->ino,
-			    !cr_netrules_allow_addr(ns->rules, ns->nrules,
-						    a->sa.sa_family, addr,
-						    port)) < 0)
+	}
+	if (cr_proxy_expect(run, s->dup, a, alen, s->ino, by_name, up) < 0) {
+		if (up >= 0)
+			close(up);
 		return v_err(ECONNREFUSED);	/* the proxy will drop it */
+	}
 	run->usage.net_connections++;
 	cr_net_peer_set(ns, s->ino, a, alen, true);
 	return rc < 0 ? v_err(EINPROGRESS) : v_val(0);

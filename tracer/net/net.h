@@ -223,8 +223,19 @@ bool cr_net_charge(struct cr_run *run, uint64_t n);
  * proxy listener: remember where it wanted to go. */
 /* check_sni: allowed by a name, not by an address rule: the proxy checks
  * the TLS server name before relaying. */
+/* up: the upstream connection cr_proxy_preconnect made, taken over, or
+ * -1 for the proxy to make it after the accept. */
 int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
-		    socklen_t destlen, uint64_t ino, bool check_sni);
+		    socklen_t destlen, uint64_t ino, bool check_sni, int up);
+/* For a destination allowed by address: the upstream connection, made
+ * before the program's socket is connected to the proxy, so that a
+ * refusal the peer gives at once (a loopback port where nothing listens)
+ * is the program's answer, as natively, rather than a connection that
+ * is then reset. The socket (connected or still connecting), or
+ * -ECONNREFUSED / -ENETUNREACH / -EHOSTUNREACH for that answer, or
+ * another -errno: leave it to the proxy. */
+int cr_proxy_preconnect(struct cr_run *run, const union cr_sockaddr *dest,
+			socklen_t destlen);
 /* May one more connect be recorded? Records whose held socket is no
  * longer connecting are swept when the table is full. */
 bool cr_proxy_room(struct cr_run *run);

@@ -30,6 +30,8 @@ struct cr_net_pending {
 	socklen_t destlen;
 	uint64_t ino;
 	int dup;			/* owned: the program's socket */
+	int up;				/* owned: the upstream made before, or -1 */
+	uint64_t up_ino;
 	bool check_sni;			/* allowed by name, not by address */
 };
 
@@ -418,7 +420,8 @@ static void start_conn(struct cr_run *run, int fd,
 		rc = fcntl(c->pipe[i][0], F_GETPIPE_SZ);
 		c->pipesz[i] = rc > 0 ? (size_t)rc : 65536;
 	}
-	c->fd[1] = socket(p->dest.sa.sa_family,
+	/* Made by the connect handler (cr_proxy_preconnect), or now. */
+	c->fd[1] = p->up >= 0 ? p->up : socket(p->dest.sa.sa_family,
 			  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd[1] < 0)
 		goto fail;
@@ -440,16 +443,22 @@ static void start_conn(struct cr_run *run, int fd,
 			       sizeof(one)) < 0)
 			goto fail;
 	}
-	/* A connection to the broker is announced to it first: the broker
-	 * serves only peers so announced (tracer/broker/). */
-	if (cr_broker_expect(run, c->fd[1], &p->dest.sa, p->destlen))
-		goto fail;
-	/* Never a blocking call on the loop: the upstream connect runs in
-	 * the background and its end is seen as EPOLLOUT. */
-	rc = connect(c->fd[1], &p->dest.sa, p->destlen);
-	if (rc < 0 && errno != EINPROGRESS)
-		goto fail;
-	c->connecting = rc < 0;
+	if (p->up >= 0) {
+		/* Its end, if it came already, is the first event of the
+		 * edge-triggered watch below. */
+		c->connecting = true;
+	} else {
+		/* A connection to the broker is announced to it first: the
+		 * broker serves only peers so announced (tracer/broker/). */
+		if (cr_broker_expect(run, c->fd[1], &p->dest.sa, p->destlen))
+			goto fail;
+		/* Never a blocking call on the loop: the upstream connect
+		 * runs in the background and its end is seen as EPOLLOUT. */
+		rc = connect(c->fd[1], &p->dest.sa, p->destlen);
+		if (rc < 0 && errno != EINPROGRESS)
+			goto fail;
+		c->connecting = rc < 0;
+	}
 	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (c->tfd < 0 || timerfd_settime(c->tfd, 0, &its, NULL) < 0)
 		goto fail;
@@ -529,10 +538,13 @@ static void on_accept(struct cr_run *run, uint32_t events, void *arg)
 			 * one's connection is gone. */
 			ns->pending[i] = ns->pending[--ns->npending];
 			close(p.dup);
-			if (ours)
-				start_conn(run, fd, &p);
-			else
+			if (ours) {
+				start_conn(run, fd, &p);	/* takes p.up */
+			} else {
 				close(fd);
+				if (p.up >= 0)
+					close(p.up);
+			}
 		}
 	}
 }
@@ -548,6 +560,10 @@ size_t cr_proxy_inodes(const struct cr_netstate *ns, uint64_t *out,
 			out[k++] = c->own_ino[i];
 		*piped += c->inpipe[0] + c->inpipe[1];
 	}
+	/* Upstream connections made before the program's was accepted. */
+	for (size_t i = 0; ns && i < ns->npending && k < cap; i++)
+		if (ns->pending[i].up_ino)
+			out[k++] = ns->pending[i].up_ino;
 	return k;
 }
 
@@ -575,6 +591,8 @@ bool cr_proxy_room(struct cr_run *run)
 	for (size_t i = 0; i < ns->npending;)
 		if (!still_connecting(ns->pending[i].dup)) {
 			close(ns->pending[i].dup);
+			if (ns->pending[i].up >= 0)
+				close(ns->pending[i].up);
 			ns->pending[i] = ns->pending[--ns->npending];
 		} else {
 			i++;
@@ -582,8 +600,40 @@ bool cr_proxy_room(struct cr_run *run)
 	return ns->npending < CR_NET_MAX_PENDING;
 }
 
+int cr_proxy_preconnect(struct cr_run *run, const union cr_sockaddr *dest,
+			socklen_t destlen)
+{
+	struct pollfd pf = { .events = POLLOUT };
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	if (cr_broker_is_dest(run, &dest->sa, destlen))
+		return -EOPNOTSUPP;	/* announced first: the proxy's */
+	pf.fd = socket(dest->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK |
+		       SOCK_CLOEXEC, 0);
+	if (pf.fd < 0)
+		return -EOPNOTSUPP;
+	if (connect(pf.fd, &dest->sa, destlen) == 0)
+		return pf.fd;
+	if (errno != EINPROGRESS) {
+		err = errno;
+		close(pf.fd);
+		return err == ECONNREFUSED || err == ENETUNREACH ||
+		       err == EHOSTUNREACH ? -err : -EOPNOTSUPP;
+	}
+	/* A loopback peer has answered by now (the handshake runs as the
+	 * connect returns); a remote one goes on in the proxy's hands. */
+	if (poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP)) &&
+	    getsockopt(pf.fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
+	    (err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH)) {
+		close(pf.fd);
+		return -err;
+	}
+	return pf.fd;
+}
+
 int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
-		    socklen_t destlen, uint64_t ino, bool check_sni)
+		    socklen_t destlen, uint64_t ino, bool check_sni, int up)
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_net_pending *p;
@@ -605,6 +655,12 @@ int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
 	p->destlen = destlen;
 	p->ino = ino;
 	p->check_sni = check_sni;
+	p->up = up;
+	{
+		struct stat st;
+
+		p->up_ino = up >= 0 && fstat(up, &st) == 0 ? st.st_ino : 0;
+	}
 	ns->npending++;
 	return 0;
 }
@@ -658,8 +714,11 @@ void cr_proxy_finish(struct cr_run *run)
 			close(ns->lfd[i]);
 			ns->lfd[i] = -1;
 		}
-	for (size_t i = 0; i < ns->npending; i++)
+	for (size_t i = 0; i < ns->npending; i++) {
 		close(ns->pending[i].dup);
+		if (ns->pending[i].up >= 0)
+			close(ns->pending[i].up);
+	}
 	ns->npending = 0;
 	free(ns->pending);
 	ns->pending = NULL;
