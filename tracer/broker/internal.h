@@ -75,6 +75,7 @@ struct cr_broker {
 	uint64_t ref_dropped;		/* refusals past CR_MAX_DENIALS targets */
 	struct expect *expect;		/* owned, EXPECT_MAX */
 	size_t nexpect;
+	uint64_t strangers;		/* connections from outside the run */
 };
 
 struct buf {
