@@ -438,12 +438,56 @@ bool cr_tasks_own_table(const struct cr_task *t)
 
 void cr_task_kill(struct cr_run *run, struct cr_task *t)
 {
-	if (t->pidfd >= 0)
+	int fd;
+
+	if (t->pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, t->pidfd, SIGKILL, NULL, 0);
-	else
-		/* A thread: its tid cannot be recycled while it is our
-		 * unreaped tracee, and SIGKILL takes its whole group. */
-		syscall(SYS_tkill, t->tid, SIGKILL);
+		return;
+	}
+	/* A thread (SIGKILL takes its whole group). Its tid is ours while
+	 * it is our unreaped tracee, but a thread that execs as its group
+	 * is killed vanishes with no report at all (the exec event is
+	 * skipped): checked first, through a pidfd that pins what it
+	 * names, so a process that has the number since is never hit
+	 * (found by a probing session: same-user processes outside the run
+	 * were SIGKILLed by a run's end). */
+	if (t->tpidfd >= 0) {	/* opened while it was ours: pinned */
+		syscall(SYS_pidfd_send_signal, t->tpidfd, SIGKILL, NULL, 0);
+		return;
+	}
+	if (!t->start)
+		return;
+	if (cr_taskfd_thread_pidfds()) {
+		fd = cr_taskfd_open(t->tid);
+		if (fd < 0)
+			return;
+		if (cr_tasks_start_time(t->tid) == t->start)
+			syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+		close(fd);
+	} else if (t->tgid > 0 && cr_tasks_start_time(t->tid) == t->start) {
+		/* No thread pidfds (before 6.9): the pair narrows it. */
+		syscall(SYS_tgkill, t->tgid, t->tid, SIGKILL);
+	}
+}
+
+/* The group of leader tgid is reaped, so every thread of it is gone: an
+ * entry still here lost its report (a thread that exec'd as the group
+ * was killed) and must not outlive it, or its number, free for any new
+ * process, would be taken for the run's. */
+static void purge_group(struct cr_tasks *t, pid_t tgid)
+{
+	pid_t stale[32];
+	size_t n;
+
+	do {
+		n = 0;
+		for (size_t i = 0; i < t->cap && n < CR_ARRAY_SIZE(stale); i++)
+			if (t->slots[i].tid && !t->slots[i].leader &&
+			    t->slots[i].tgid == tgid)
+				stale[n++] = t->slots[i].tid;
+		for (size_t i = 0; i < n; i++)
+			cr_tasks_remove(t, stale[i]);
+	} while (n == CR_ARRAY_SIZE(stale));
 }
 
 size_t cr_tasks_kill_all(struct cr_run *run)
@@ -703,7 +747,12 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 	if (t)
 		cr_budget_on_gone(run, t);
 	cr_fs_fifo_on_gone(run, tid);
-	cr_tasks_remove(&run->tasks, tid);
+	if (t && t->leader) {
+		cr_tasks_remove(&run->tasks, tid);
+		purge_group(&run->tasks, tid);
+	} else {
+		cr_tasks_remove(&run->tasks, tid);
+	}
 }
 
 /* At most this many stops and exits per call: a tree that keeps stops

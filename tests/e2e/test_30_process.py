@@ -280,6 +280,38 @@ def thread_exec_keeps_the_old_leaders_cpu(t):
 
 
 @test
+def thread_lost_in_an_exec_leaves_no_number_behind(t):
+    """A thread that execs as its process is SIGKILLed vanishes with no
+    report at all (the kernel skips the exec event), and its number stayed
+    in corral's table: at the run's end corral SIGKILLed whatever process
+    had the number by then, outside the run (found by a probing session),
+    and counted it among the leftover processes. The entries now go with
+    their group, and a thread is killed only through a pidfd of its own
+    after its start time matched."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    cyc = subprocess.Popen([t.prog("pid_reuse"), "cycle", ws, "8"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    try:
+        run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
+                       ["--", t.prog("pid_reuse"), "stale", ws, "60"],
+                       timeout=240)
+        # The run has ended (cleanup and all) while the numbers are held.
+    finally:
+        out, _ = cyc.communicate(input=b"", timeout=60)
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "stale done\n"),
+       "status (message %r)" % r.get("message"))
+    held = [int(x) for x in open(os.path.join(ws, "held")).read().split()]
+    true(held, "the outside helper holds recycled numbers")
+    eq(out.decode().split("\n")[-2], "alive %d/%d" % (len(held), len(held)),
+       "outside processes untouched by the run's end")
+    eq(r["cleanup"]["leftover_processes"], 0, "leftover processes")
+    t.assert_next_run_ok()
+
+
+@test
 def recycled_pid_is_never_ours(t):
     # Children of the run exit and are reaped; a process outside the run
     # then gets their numbers (the allocator wraps). Every call aimed at

@@ -76,9 +76,11 @@
  *                             each splitting one PROT_NONE reservation
  *                             into N single-page mappings (every other
  *                             page made readable), nothing resident
- *   hoard locks FILES N [ofd] byte-range locks' kernel memory: FILES
- *                             files, each with N one-byte locks (every
- *                             other byte), POSIX or OFD; nothing resident
+ *   hoard locks FILES N [ofd|pidfd] byte-range locks' kernel memory:
+ *                             FILES files, each with N one-byte locks
+ *                             (every other byte), POSIX or OFD; nothing
+ *                             resident. pidfd: POSIX locks on pidfds of
+ *                             reaped children (one inode each)
  *   hoard lockchurn N         known good: N lock and unlock calls on one
  *                             byte of one file (a database's pattern);
  *                             prints "churn ok N"
@@ -609,8 +611,26 @@ static int lock_byte(int fd, int cmd, short type, off_t at)
 	return fcntl(fd, cmd, &fl);
 }
 
-static void locks(long files, long n, bool ofd)
+/* A pidfd of a child already reaped: made with CLONE_FILES, so its exit
+ * closes nothing of ours (and walks no lock list of ours). */
+static int reaped_pidfd(void)
 {
+	pid_t c = (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
+	int fd;
+
+	if (c == 0)
+		syscall(SYS_exit, 0);
+	if (c < 0)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_open, c, 0);
+	waitpid(c, NULL, 0);
+	return fd;
+}
+
+static void locks(long files, long n, const char *how)
+{
+	bool ofd = how && !strcmp(how, "ofd");
+	bool pidfd = how && !strcmp(how, "pidfd");
 	int cmd = ofd ? F_OFD_SETLK : F_SETLK;
 	long made = 0;
 
@@ -619,7 +639,8 @@ static void locks(long files, long n, bool ofd)
 		int fd;
 
 		snprintf(name, sizeof(name), "lock%ld", f);
-		fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		fd = pidfd ? reaped_pidfd() :
+		     open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			printf("open: %s\n", strerror(errno));
 			break;
@@ -1277,8 +1298,7 @@ int main(int argc, char **argv)
 	else if (argc >= 3 && !strcmp(argv[1], "rules"))
 		rules(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "locks"))
-		locks(atol(argv[2]), atol(argv[3]),
-		      argc >= 5 && !strcmp(argv[4], "ofd"));
+		locks(atol(argv[2]), atol(argv[3]), argc >= 5 ? argv[4] : NULL);
 	else if (argc >= 3 && !strcmp(argv[1], "lockchurn"))
 		lockchurn(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "threads"))

@@ -5,7 +5,11 @@
  *       DIR/held (pids now held by processes outside the run), then aims
  *       kill, /proc, prlimit, pidfd_open, kcmp and sched_setaffinity at each
  *       and prints what it got.
- *   pid_reuse cycle DIR     (outside) forks until it holds one of the
+ *   pid_reuse stale DIR N   (in the run) N times: a child whose second
+ *       thread execs /bin/true as its parent SIGKILLs it, so the thread's
+ *       number vanishes without a report when the exec event is skipped;
+ *       writes those numbers to DIR/pids, waits for DIR/held, exits 0.
+ *   pid_reuse cycle DIR [K] (outside) forks until it holds K (3) of the
  *       numbers in DIR/pids (the pid allocator is cyclic: they come back
  *       after a wrap), keeps those children alive, writes DIR/held, then
  *       waits for its stdin to close and reports whether they all still
@@ -21,6 +25,8 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAXP 256
@@ -93,7 +99,66 @@ static int probe(const char *dir, int n)
 	return 0;
 }
 
-static int cycle(const char *dir)
+static int stale_pipe[2];
+
+static void *stale_exec(void *arg)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	char *av[] = { "true", NULL };
+
+	(void)arg;
+	if (write(stale_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		_exit(1);
+	execv("/bin/true", av);
+	_exit(1);
+}
+
+static int stale(const char *dir, int n)
+{
+	char path[4096], tmp[4096];
+	int held[MAXP];
+	FILE *f;
+
+	srand((unsigned)getpid());
+	snprintf(tmp, sizeof(tmp), "%s/pids.tmp", dir);
+	f = fopen(tmp, "w");
+	if (!f)
+		return 1;
+	for (int i = 0; i < n && i < MAXP; i++) {
+		struct timespec ts = { 0, (rand() % 3000) * 1000L };
+		pid_t tid = 0, p;
+
+		if (pipe(stale_pipe) < 0)
+			return 1;
+		p = fork();
+		if (p == 0) {
+			pthread_t th;
+
+			pthread_create(&th, NULL, stale_exec, NULL);
+			for (;;)
+				pause();
+		}
+		if (read(stale_pipe[0], &tid, sizeof(tid)) != sizeof(tid))
+			tid = 0;
+		nanosleep(&ts, NULL);
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+		close(stale_pipe[0]);
+		close(stale_pipe[1]);
+		if (tid > 0)
+			fprintf(f, "%d\n", tid);
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/pids", dir);
+	rename(tmp, path);
+	snprintf(path, sizeof(path), "%s/held", dir);
+	for (int i = 0; i < 12000 && load(path, held) < 0; i++)
+		usleep(10000);
+	puts("stale done");
+	return 0;
+}
+
+static int cycle(const char *dir, int most)
 {
 	char path[4096], tmp[4096];
 	int want[MAXP], n, held[MAXP], k = 0, alive = 0;
@@ -114,7 +179,7 @@ static int cycle(const char *dir)
 	}
 	/* Two full turns of the allocator at most. vfork is cheap; a real
 	 * fork (whose child stays) when the next number is one we want. */
-	for (long tries = 0, last = 0; tries < 2 * max && k < 3; tries++) {
+	for (long tries = 0, last = 0; tries < 2 * max && k < most; tries++) {
 		int next = 0;
 		pid_t p;
 
@@ -167,8 +232,11 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "probe"))
 		return probe(argv[2], atoi(argv[3]));
-	if (argc == 3 && !strcmp(argv[1], "cycle"))
-		return cycle(argv[2]);
-	fprintf(stderr, "usage: pid_reuse probe DIR N | cycle DIR\n");
+	if (argc == 4 && !strcmp(argv[1], "stale"))
+		return stale(argv[2], atoi(argv[3]));
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "cycle"))
+		return cycle(argv[2], argc == 4 && atoi(argv[3]) > 0 &&
+				      atoi(argv[3]) < MAXP ? atoi(argv[3]) : 3);
+	fprintf(stderr, "usage: pid_reuse probe DIR N | stale DIR N | cycle DIR [K]\n");
 	return 2;
 }
