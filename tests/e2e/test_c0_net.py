@@ -877,6 +877,48 @@ for name in ("allowed.test", "secret.attacker.example"):
 
 
 @test
+def net_dns_answer_source_whatever_the_buffer(t):
+    """A DNS answer read with recvfrom is reported as coming from the
+    nameserver asked, and a unix datagram from the name its sender bound.
+    Both were so only for buffers up to 64 KiB: c-ares (Node's dns.resolve,
+    pycares) reads with 128 KiB, saw corral's responder as the source,
+    dropped the answer and timed out (found by a compatibility probe)."""
+    prog = DNS_CLIENT.split("for name in sys.argv")[0] + r'''
+import os
+q = struct.pack(">HHHHHH", 4242, 0x0100, 1, 0, 0, 0)
+q += b"\x07nowhere\x07invalid\x00" + struct.pack(">HH", 1, 1)
+for n in (2048, 65536, 131069, 1 << 20):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(q, ("127.0.0.53", 53))
+    r, a = s.recvfrom(n)
+    print("dns", n, a, r[3] & 15)
+    s.close()
+for n in (4096, 131072, 1 << 20):
+    for f in ("srv.sock", "cli.sock"):
+        if os.path.exists(f):
+            os.unlink(f)
+    a = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.bind("srv.sock")
+    b = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    b.bind("cli.sock")
+    b.sendto(b"x" * 100000, "srv.sock")
+    d, frm = a.recvfrom(n)
+    print("unix", n, frm, len(d))
+    a.close()
+    b.close()
+'''
+    run, r = net_run(t, [], prog)
+    eq(r["status"], "ok", "status (stderr %r)" % r["stderr"])
+    want = "".join("dns %d ('127.0.0.53', 53) 3\n" % n
+                   for n in (2048, 65536, 131069, 1 << 20))
+    want += "".join("unix %d cli.sock %d\n" % (n, min(n, 100000))
+                    for n in (4096, 131072, 1 << 20))
+    eq(r["stdout"], want, "sources reported")
+    t.assert_next_run_ok()
+
+
+@test
 def net_dns_flood_charged_to_net_bytes(t):
     """Every query for an allowed name was asked of the upstream again,
     and nothing counted it: a program repeating one name drove unbounded

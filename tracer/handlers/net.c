@@ -35,6 +35,7 @@
 
 #define STREAM_CAP (256 * 1024)	/* a stream send may be partial */
 #define DGRAM_CAP 65536		/* a datagram is all or nothing */
+#define UNIX_DGRAM_CAP (8u << 20)	/* past the largest send buffer */
 #define CONTROL_CAP 4096
 #define MMSG_MAX 64
 #define SCM_MAX_FD 253		/* the kernel's bound on fds in one message */
@@ -1052,13 +1053,22 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 	return v;
 }
 
+/* The largest datagram a send may carry: an internet one is at most
+ * 64 KiB; a unix one is bounded by its socket's send buffer (~208 KiB by
+ * default), which the kernel then judges (EMSGSIZE). */
+static size_t dgram_cap(const struct cr_sock *s)
+{
+	return s->domain == AF_UNIX ? UNIX_DGRAM_CAP : DGRAM_CAP;
+}
+
 /* Read the iovecs' bytes into one buffer of at most cap bytes. A datagram
  * longer than cap is EMSGSIZE; a stream send takes a prefix (a partial
  * send, which stream semantics allow). */
-static int gather(pid_t pid, uint64_t iovp, uint64_t iovcnt, bool dgram,
+static int gather(pid_t pid, uint64_t iovp, uint64_t iovcnt, size_t dgram_cap,
 		  struct cr_net_msg *m)
 {
-	size_t cap = dgram ? DGRAM_CAP : STREAM_CAP, total = 0, off = 0;
+	bool dgram = dgram_cap != 0;
+	size_t cap = dgram ? dgram_cap : STREAM_CAP, total = 0, off = 0;
 	struct iovec *v;
 	int rc;
 
@@ -1436,7 +1446,7 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 	msg_init(&m, &s, flags);
 	{
 		bool dgram = s.type != SOCK_STREAM;
-		size_t cap = dgram ? DGRAM_CAP : STREAM_CAP;
+		size_t cap = dgram ? dgram_cap(&s) : STREAM_CAP;
 
 		if (dgram && len > cap) {
 			cr_net_msg_free(&m);
@@ -1499,7 +1509,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	msg_init(m, &s, flags);
 	rc = gather(pid, (uint64_t)(uintptr_t)h.msg_iov, h.msg_iovlen,
-		    m->dup >= 0 && s.type != SOCK_STREAM, m);
+		    m->dup >= 0 && s.type != SOCK_STREAM ? dgram_cap(&s) : 0, m);
 	if (!rc)
 		rc = control_copy(run, pid, (uint64_t)(uintptr_t)h.msg_control,
 				  h.msg_controllen, m);
@@ -2140,6 +2150,7 @@ static bool same_inet(const union cr_sockaddr *a, const union cr_sockaddr *b)
 /* What one recvfrom performed here needs, now or when data arrives. */
 struct recv_args {
 	uint64_t buf, len, from, fromlen;	/* the program's */
+	uint64_t cap;			/* the most read at once */
 	int flags;
 	bool dns;			/* report `asked` for the responder */
 	union cr_sockaddr asked;
@@ -2155,14 +2166,19 @@ static struct cr_verdict recv_try(struct cr_run *run, uint64_t id, pid_t pid,
 	struct recv_args *ra = arg;
 	union cr_sockaddr from;
 	socklen_t fl = sizeof(from);
-	void *buf = malloc(ra->len ? ra->len : 1);
+	/* What the kernel could hand over at once, whatever the program
+	 * offers (c-ares reads with 128 KiB): an internet datagram is at
+	 * most 64 KiB, a stream read may be short, a unix datagram is
+	 * bounded by its sender's buffer. */
+	size_t want = ra->len < ra->cap ? ra->len : ra->cap;
+	void *buf = malloc(want ? want : 1);
 	ssize_t got;
 	int ulen, rc;
 
 	if (!buf)
 		return v_err(ENOMEM);
 	memset(&from, 0, sizeof(from));
-	got = recvfrom(dup, buf, ra->len, ra->flags | MSG_DONTWAIT, &from.sa, &fl);
+	got = recvfrom(dup, buf, want, ra->flags | MSG_DONTWAIT, &from.sa, &fl);
 	rc = errno;
 	if (got < 0) {
 		int fdfl = fcntl(dup, F_GETFL);
@@ -2180,7 +2196,7 @@ static struct cr_verdict recv_try(struct cr_run *run, uint64_t id, pid_t pid,
 	}
 	cr_net_unix_fix(ns, &from, &fl);
 	rc = cr_mem_write(pid, ra->buf, buf,
-			  (size_t)got < ra->len ? (size_t)got : ra->len);
+			  (size_t)got < want ? (size_t)got : want);
 	free(buf);
 	if (!rc && ra->fromlen &&
 	    !(rc = cr_mem_read(pid, ra->fromlen, &ulen, sizeof(ulen)))) {
@@ -2243,7 +2259,9 @@ struct cr_verdict cr_h_recvfrom(struct cr_run *run,
 	if (ra->dns)
 		ra->asked = *asked;
 	unixs = s.domain == AF_UNIX && !(ra->flags & MSG_WAITALL);
-	if ((!ra->dns && !unixs) || ra->len > DGRAM_CAP) {
+	ra->cap = s.type == SOCK_STREAM ? STREAM_CAP :
+		  s.domain == AF_UNIX ? UNIX_DGRAM_CAP : DGRAM_CAP;
+	if (!ra->dns && !unixs) {
 		cr_sock_close(&s);
 		free(ra);
 		return cont;
