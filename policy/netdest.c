@@ -175,6 +175,23 @@ static int check_hostname(struct dest_err *e, const char *h, size_t n)
 	return 0;
 }
 
+/* localhost and the names the hosts file gives loopback (RFC 6761 keeps
+ * every *.localhost there too). */
+static bool loopback_name(const char *h, size_t n)
+{
+	static const char *const names[] = {
+		"localhost", "localhost.localdomain", "ip6-localhost",
+		"ip6-loopback",
+	};
+
+	if (n && h[n - 1] == '.')
+		n--;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && !strncasecmp(h, names[i], n))
+			return true;
+	return n > 10 && !strncasecmp(h + n - 10, ".localhost", 10);
+}
+
 int cr_net_dest_validate(const char *dest, char *err, size_t errlen)
 {
 	struct dest_err e = { err, errlen, "" };
@@ -223,6 +240,12 @@ int cr_net_dest_validate(const char *dest, char *err, size_t errlen)
 			return -EINVAL;
 	} else if (check_hostname(&e, host, hlen)) {
 		return -EINVAL;
+	} else if (loopback_name(host, hlen)) {
+		/* The hosts file answers it, never corral's responder, and
+		 * loopback opens only by its address: the rule would open
+		 * nothing (found by a compatibility probe). */
+		return bad(&e, "names loopback, which no name opens: name the "
+			   "address (127.0.0.1:PORT or [::1]:PORT)");
 	}
 	return check_ports(&e, colon + 1);
 }

@@ -10,7 +10,7 @@ TEST_IMPL(netdest_good)
 		"1.2.3.4:80", "0.0.0.0/0:*", "192.168.1.0/24:22",
 		"1.2.3.4/32:65535", "[fe80::/10]:443", "[::]:*", "[::/0]:*",
 		"[2001:db8::1]:8080", "[::ffff:1.2.3.4]:80",
-		"[2001:db8::/128]:1", "a-b.c:65535", "localhost:1",
+		"[2001:db8::/128]:1", "a-b.c:65535", "localhostx:1",
 		"xn--bcher-kva.example:443", "h:1-65535", "A.B.C:80",
 		"a.b.c.d.e.f:80", "123.example:80",
 	};
@@ -71,6 +71,10 @@ TEST_IMPL(netdest_bad)
 		{ "", "is empty" },
 		{ " host:80", "bad character" },
 		{ "host:80 ", "bad port" },
+		{ "localhost:8000", "names loopback" },
+		{ "LocalHost.:8000", "names loopback" },
+		{ "app.localhost:80", "names loopback" },
+		{ "ip6-localhost:80", "names loopback" },
 	};
 	char err[256], name[300];
 	size_t i;
