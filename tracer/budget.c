@@ -2966,7 +2966,8 @@ static int add_walk_root(struct cr_budgets *b,
 	 * path; unresolvable (absent, unreachable): as written; the walk
 	 * skips an absent root and says why for the rest. */
 	const struct cr_pin *pin = cr_pin_find(cfg, root);
-	char *real = pin ? strdup(pin->real) : realpath(root, NULL);
+	char *real = !pin ? realpath(root, NULL) :
+		     pin->fd >= 0 ? strdup(pin->real) : NULL;
 
 	b->roots[b->nroots] = real ? real : strdup(root);
 	if (!b->roots[b->nroots])

@@ -422,7 +422,8 @@ void cr_config_free(struct cr_run_config *cfg)
 	for (size_t i = 0; i < cfg->npins; i++) {
 		free(cfg->pins[i].given);
 		free(cfg->pins[i].real);
-		close(cfg->pins[i].fd);
+		if (cfg->pins[i].fd >= 0)
+			close(cfg->pins[i].fd);
 	}
 	free(cfg->pins);
 	cr_strlist_free(&cfg->extra_ro);

@@ -476,8 +476,8 @@ int cr_run_main(int argc, char **argv)
 		for (size_t j = 0; l && j < l->n; j++) {
 			const struct cr_pin *pin = cr_pin_find(&cfg, l->v[j]);
 
-			rc = pin ? cr_oppath_mark_fd(pin->fd) :
-			     cr_oppath_mark(l->v[j]);
+			rc = !pin ? cr_oppath_mark(l->v[j]) :
+			     pin->fd >= 0 ? cr_oppath_mark_fd(pin->fd) : 0;
 			if (!rc)
 				continue;
 			cfg.workspace = strdup(ws ? ws : "");

@@ -26,8 +26,9 @@
  * link a live run's program swaps in afterwards steers none of them. */
 struct cr_pin {
 	char *given;		/* owned: the root as written */
-	char *real;		/* owned: where the walk led */
-	int fd;			/* owned: O_PATH, what the walk opened */
+	char *real;		/* owned: where the walk led; NULL if absent */
+	int fd;			/* owned: O_PATH, what the walk opened, or -1:
+				 * absent then, never resolved by name */
 	bool dir;
 };
 

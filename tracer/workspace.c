@@ -349,28 +349,36 @@ int cr_oppath_pin(struct cr_run_config *cfg, const struct cr_strlist *l,
 			*refused = l->v[i];
 			return rc;
 		}
-		if (rc)
-			continue;	/* absent or unreachable: a name */
-		if (fstat(fd, &st) < 0 ||
-		    cr_fd_realpath(fd, real, sizeof(real))) {
+		/* Absent or unreachable now: pinned as absent, so that
+		 * nothing resolves the name again while the run is set up
+		 * (a live run's program flipping it between missing and a
+		 * link outside got later runs that place as a root, found
+		 * by a probing session). The supervisor judges the name
+		 * where it leads at each call, once it exists. */
+		if (!rc && (fstat(fd, &st) < 0 ||
+			    cr_fd_realpath(fd, real, sizeof(real)))) {
 			close(fd);
-			continue;
+			fd = -1;
 		}
+		if (rc)
+			fd = -1;
 		np = realloc(cfg->pins, (cfg->npins + 1) * sizeof(*np));
 		if (!np) {
-			close(fd);
+			if (fd >= 0)
+				close(fd);
 			return -ENOMEM;
 		}
 		cfg->pins = np;
 		np += cfg->npins;
 		np->given = strdup(l->v[i]);
-		np->real = strdup(real);
+		np->real = fd >= 0 ? strdup(real) : NULL;
 		np->fd = fd;
-		np->dir = S_ISDIR(st.st_mode);
-		if (!np->given || !np->real) {
+		np->dir = fd >= 0 && S_ISDIR(st.st_mode);
+		if (!np->given || (fd >= 0 && !np->real)) {
 			free(np->given);
 			free(np->real);
-			close(fd);
+			if (fd >= 0)
+				close(fd);
 			return -ENOMEM;
 		}
 		cfg->npins++;
@@ -383,7 +391,7 @@ const struct cr_pin *cr_pin_find(const struct cr_run_config *cfg,
 {
 	for (size_t i = 0; i < cfg->npins; i++)
 		if (!strcmp(cfg->pins[i].given, path) ||
-		    !strcmp(cfg->pins[i].real, path))
+		    (cfg->pins[i].real && !strcmp(cfg->pins[i].real, path)))
 			return &cfg->pins[i];
 	return NULL;
 }

@@ -423,6 +423,18 @@ select.select([], [s], [], 5)
 show("so_error", lambda: errno.errorcode.get(
     s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), 0))
 s.close()
+def listening():
+    l = socket.socket()
+    l.bind(("127.0.0.1", 0))
+    l.listen(1)
+    for i in range(49):     # each a connection corral made, uncounted
+        try:
+            l.connect(("127.0.0.1", port))
+        except OSError:
+            pass
+    show("listening", lambda: l.connect(("127.0.0.1", port)))
+    l.close()
+listening()
 if sys.argv[2] == "-":
     sys.exit(0)
 open(sys.argv[2], "w").close()
@@ -434,11 +446,12 @@ for i in range(200):        # a client waiting for its server
         time.sleep(0.05)
 c.sendall(b"ping")
 print("echo", c.recv(10))
+listening()
 '''
     nat = subprocess.run([PY, "-c", prog, str(port), "-"],
                          capture_output=True, timeout=5)
     want = ("blocking ECONNREFUSED\nnonblocking EINPROGRESS\n"
-            "so_error ECONNREFUSED\n")
+            "so_error ECONNREFUSED\nlistening EISCONN\n")
     eq(nat.stdout.decode(), want, "natively")
     rdir = t.path("rdy")
     os.mkdir(rdir, 0o700)
@@ -460,14 +473,14 @@ print("echo", c.recv(10))
     try:
         run, r = net_run(t, [str(port), ready], prog,
                          ["--allow-net", "127.0.0.1:%d" % port, "--rw",
-                          rdir] + budget())
+                          rdir] + budget(conns=2))
     finally:
         open(ready, "a").close()
         th.join(10)
         if "ls" in box:
             box["ls"].close()
-    eq(r["stdout"], want + "echo b'ping'\n", "under corral (stderr %r)" %
-       r["stderr"])
+    eq(r["stdout"], want + "echo b'ping'\nlistening EISCONN\n",
+       "under corral (stderr %r)" % r["stderr"])
     eq(r["denials"], [], "the peer's refusal is not corral's: no denial")
     eq(r["usage"]["net_connections"], 1,
        "only the connection made counts against the budget")

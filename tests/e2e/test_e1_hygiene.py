@@ -455,6 +455,32 @@ def roots_are_taken_from_what_the_walk_opened(t):
     t.finish(a, timeout=60)
     eq(leaks, 0, "runs whose program read the directory the link led to "
        "(%d of 21 refused for the link)" % refused)
+    # A root absent at the walk was resolved by name later: flipping the
+    # name between missing and the link got 12 of 60 runs the directory
+    # outside as a root (found by a probing session).
+    os.unlink(os.path.join(sc, "stop"))
+    flipper = ("import os, time\n"
+               "end = time.time() + 30\n"
+               "while time.time() < end and not os.path.exists('stop'):\n"
+               "    try: os.symlink(%r, 'gone')\n"
+               "    except OSError: pass\n"
+               "    try: os.unlink('gone')\n"
+               "    except OSError: pass\n" % secret)
+    a = t.spawn(["run", "--json", "-w", sc, "--limit", "wall=45s", "--",
+                 "python3", "-c", flipper], env=env)
+    wait_for(lambda: os.path.lexists(os.path.join(sc, "gone")), 10)
+    leaks = 0
+    for i in range(20):
+        opt = "--ro" if i % 2 else "--rw"
+        run = t.corral(["run", "--json", "-w", w2, opt,
+                        os.path.join(sc, "gone"), "--", "sh", "-c",
+                        "cat %s/f 2>/dev/null; true" % secret], env=env)
+        if "SECRET" in (t.result(run).get("stdout") or ""):
+            leaks += 1
+    with open(os.path.join(sc, "stop"), "w"):
+        pass
+    t.finish(a, timeout=60)
+    eq(leaks, 0, "runs given the place a root absent at the walk led to")
     t.assert_next_run_ok()
 
 

@@ -220,7 +220,9 @@ static int add_root(struct cr_fsstate *fs, struct real_memo *m,
 
 	/* Walked before anything ran: where the walk led, not where the
 	 * name leads now. */
-	if (!rc && pin && strlen(pin->real) < sizeof(real)) {
+	if (!rc && pin && pin->fd < 0) {
+		found = false;		/* absent at the walk: stays a name */
+	} else if (!rc && pin && strlen(pin->real) < sizeof(real)) {
 		strcpy(real, pin->real);
 		found = true;
 	} else if (!rc) {
@@ -458,6 +460,8 @@ int cr_fs_setup(struct cr_run *run)
 		 * directory its walk opened. */
 		if (!strcmp(r->path, cfg->workspace))
 			fs->root_fds[i] = cr_workspace_fd(cfg);
+		else if (pin && pin->fd < 0)
+			fs->root_fds[i] = -1;	/* absent at the walk */
 		else if (pin && !strcmp(pin->real, r->path))
 			fs->root_fds[i] = pin->dir ?
 				fcntl(pin->fd, F_DUPFD_CLOEXEC, 0) : -1;

@@ -8,6 +8,7 @@
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/openat2.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -499,6 +500,16 @@ struct cr_verdict cr_net_refused_later(struct cr_netstate *ns,
 	return v;
 }
 
+/* A TCP socket that has never connected nor listened (state CLOSE). */
+static bool fresh_tcp(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == 0 &&
+	       ti.tcpi_state == TCP_CLOSE;
+}
+
 static struct cr_verdict connect_tcp(struct cr_run *run,
 				     const struct seccomp_notif *n,
 				     const struct cr_syscall_entry *e,
@@ -580,7 +591,11 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 	 * reset). Not for a name: its TLS server name is checked before
 	 * anything is sent there. The peer's refusal is not corral's: not
 	 * recorded, no connection counted. */
-	if (!by_name) {
+	/* Only for a socket that can still connect: a listening one (whose
+	 * connect is EISCONN, as the kernel says below) had corral make a
+	 * real connection per call, uncounted (5000 under a budget of 1,
+	 * found by a probing session). */
+	if (!by_name && fresh_tcp(s->dup)) {
 		up = cr_proxy_preconnect(run, a, alen);
 		if (up == -ECONNREFUSED)
 			return cr_net_refused_later(ns, s, v_err(ECONNREFUSED));
@@ -588,6 +603,8 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 			return v_err(-up);
 		if (up < 0)
 			up = -1;
+		else	/* made: counted, whatever happens next */
+			run->usage.net_connections++;
 	}
 	/* Local and immediate: the listener's backlog is far larger than
 	 * what may be pending, so even a blocking socket does not wait. */
@@ -603,7 +620,8 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 			close(up);
 		return v_err(ECONNREFUSED);	/* the proxy will drop it */
 	}
-	run->usage.net_connections++;
+	if (up < 0)
+		run->usage.net_connections++;
 	cr_net_peer_set(ns, s->ino, a, alen, true);
 	return rc < 0 ? v_err(EINPROGRESS) : v_val(0);
 }

@@ -244,11 +244,16 @@ static int add_roots(struct cr_run *run, int rs, uint64_t handled,
 			acc |= LL_FS_EXECUTE;
 		/* A directory root the fs area already holds open (fs.c):
 		 * its fd, rather than opening it again (start-up cost). */
+		pin = cr_pin_find(run->cfg, root->path);
 		if (run->fs->root_fds && run->fs->root_fds[i] >= 0)
 			rc = add_fd(rs, run->fs->root_fds[i], true, acc, handled);
-		else if ((pin = cr_pin_find(run->cfg, root->path)) &&
-			 !strcmp(pin->real, root->path))
+		else if (pin && pin->fd >= 0 && !strcmp(pin->real, root->path))
 			rc = add_fd(rs, pin->fd, pin->dir, acc, handled);
+		else if (pin)
+			/* Absent at the walk, or named through a link whose
+			 * target (the walked directory, a root of its own)
+			 * has the rule: never opened by name again. */
+			rc = 0;
 		else
 			rc = add_file(rs, root->path, acc, handled);
 		if (rc)
