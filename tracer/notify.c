@@ -224,6 +224,19 @@ struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
 				    .error = errno == EMFILE ? EMFILE : EIO };
 }
 
+struct cr_verdict cr_notif_give_fd_last(struct cr_run *run, uint64_t id,
+					int fd, bool cloexec)
+{
+	int rc = cr_notif_add_fd(run, id, fd, cloexec);
+
+	close(fd);
+	if (rc == -ENOENT)	/* the task is gone: nothing to answer */
+		return (struct cr_verdict){ .kind = CR_V_SENT };
+	if (rc < 0)	/* fail closed, as cr_notif_send_fd_id */
+		return CR_V_ERR(rc == -EMFILE ? EMFILE : EIO);
+	return CR_V_VAL(rc);
+}
+
 int cr_notif_add_fd(struct cr_run *run, uint64_t id, int fd, bool cloexec)
 {
 	struct seccomp_notif_addfd a = {

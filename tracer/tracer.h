@@ -546,6 +546,12 @@ struct cr_verdict cr_notif_send_fd(struct cr_run *run,
 				   bool cloexec);
 struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
 				      bool cloexec);
+/* For a FIFO: install fd (owned: closed here), close corral's copy, and
+ * only then answer with its number. A FIFO counts its readers and
+ * writers, and the program's next call after the answer may be a read
+ * that must not see corral's copy as a writer. One ioctl more. */
+struct cr_verdict cr_notif_give_fd_last(struct cr_run *run, uint64_t id,
+					int fd, bool cloexec);
 /* Install fd in the notifying task without answering (ADDFD without
  * SEND), for a call that returns an fd through memory: its number there,
  * or -errno. Answer the call afterwards as usual. */

@@ -1101,3 +1101,66 @@ def posix_fd_forms_answer_as_the_kernel(t):
                                 "open s NOFOLLOW|DIRECTORY = ENOTDIR",
                                 "creat b9/ = EISDIR",
                                 "access p/. F_OK = EACCES"])
+
+
+FIFO_EOF = r"""
+import errno, os, select
+os.mkfifo("ff")
+seen = {}
+for i in range(200):
+    r = os.open("ff", os.O_RDONLY | os.O_NONBLOCK)
+    w = os.open("ff", os.O_WRONLY | (os.O_NONBLOCK if i % 2 else 0))
+    os.close(w)
+    try:
+        first = repr(os.read(r, 10))
+    except OSError as e:
+        first = errno.errorcode[e.errno]
+    p = select.poll()
+    p.register(r, select.POLLIN)
+    k = "read %s poll %s" % (first, [e for _, e in p.poll(0)])
+    seen[k] = seen.get(k, 0) + 1
+    os.close(r)
+print(seen)
+"""
+
+
+@test
+def posix_fifo_last_writer_closed_is_end_of_file(t):
+    """A FIFO's reader sees end of file (and POLLHUP) as soon as the last
+    writer closed: corral closed its own copy of the writer's descriptor
+    only after answering the open, so a reader polled right after the
+    program's close saw a writer still (EAGAIN in 25-39 of 40 rounds,
+    found by a compatibility probe)."""
+    _side_by_side(t, FIFO_EOF, ["{\"read b'' poll [16]\": 200}"])
+
+
+RMDIR_ORDER = r"""
+import errno, os
+def e(f):
+    try:
+        f()
+        return "ok"
+    except OSError as x:
+        return errno.errorcode[x.errno]
+os.makedirs("ro/sub")
+open("ro/f", "w").close()
+os.symlink("sub", "ro/l")
+os.makedirs("rw/sub")
+open("rw/f", "w").close()
+os.symlink("sub", "rw/l")
+os.chmod("ro", 0o555)
+for p in ("ro/f/", "ro/f", "ro/l/", "ro/sub/", "rw/f/", "rw/l/", "rw/f"):
+    print(p, "rmdir", e(lambda: os.rmdir(p)), "unlink", e(lambda: os.unlink(p)))
+os.chmod("ro", 0o755)
+"""
+
+
+@test
+def posix_rmdir_asks_permission_before_the_type(t):
+    """rmdir("file/") in a directory the caller may not write is EACCES:
+    the kernel asks for the permission first (may_delete), then says
+    ENOTDIR; unlink of a name with a trailing '/' is refused before any
+    permission. corral answered ENOTDIR for both (found by a
+    compatibility probe)."""
+    _side_by_side(t, RMDIR_ORDER, ["ro/f/ rmdir EACCES unlink ENOTDIR",
+                                   "rw/f/ rmdir ENOTDIR"])

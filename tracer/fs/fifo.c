@@ -222,11 +222,15 @@ static struct cr_verdict fifo_give(struct cr_run *run, uint64_t id, int fd,
 				   int flags)
 {
 	int rc = cr_budget_on_opened(run, fd);
-	struct cr_verdict v = rc < 0 ? CR_V_ERR(-rc) :
-			      cr_notif_send_fd_id(run, id, fd, flags & O_CLOEXEC);
 
-	close(fd);
-	return v;
+	if (rc < 0) {
+		close(fd);
+		return CR_V_ERR(-rc);
+	}
+	/* A reader polled right after the program closed its only write
+	 * end saw corral's copy as a writer still (EAGAIN where the kernel
+	 * gives end of file, found by a compatibility probe). */
+	return cr_notif_give_fd_last(run, id, fd, flags & O_CLOEXEC);
 }
 
 static void on_done(struct cr_run *run, uint32_t events, void *arg)

@@ -376,6 +376,10 @@ static struct cr_verdict do_open(struct cr_run *run,
 		cr_fs_held_add(run, fd);
 	else if (!res.exists)
 		cr_budget_on_placed(run, &res);
+	if (res.exists && S_ISFIFO(res.st.st_mode)) {
+		cr_fsres_free(&res);
+		return cr_notif_give_fd_last(run, n->id, fd, flags & O_CLOEXEC);
+	}
 	cr_fsres_free(&res);
 send:
 	{

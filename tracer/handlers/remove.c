@@ -111,12 +111,12 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 			     res.last == CR_LAST_ROOT ? EBUSY : EINVAL);
 	} else if (!res.exists) {
 		v = CR_V_ERR(ENOENT);
-	} else if (res.trailing_slash &&
-		   (!S_ISDIR(res.st.st_mode) || !(flags & AT_REMOVEDIR))) {
+	} else if (res.trailing_slash && !(flags & AT_REMOVEDIR)) {
 		/* "l/" names the entry l, never what a link l leads to: a
 		 * link, as any non-directory, is not one; unlink of a
 		 * directory is EISDIR (do_unlinkat, before any permission
-		 * is asked). */
+		 * is asked). rmdir asks permission first (may_delete), and
+		 * the kernel's own rmdir below then says ENOTDIR. */
 		v = CR_V_ERR(S_ISDIR(res.st.st_mode) ? EISDIR : ENOTDIR);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res)) {
 		v = refuse(run, n, sys, &res);
