@@ -328,3 +328,27 @@ def audit_alert_policy_keys_checked(t):
     eq(doc["classes"]["default"]["alerts"],
        {"secret_denials": 5, "probe_denials": 64, "probe_window": "1s"},
        "normalised alerts")
+
+
+@test
+def records_in_a_read_root_are_absent_to_the_program(t):
+    """An audit trail or a result file the caller keeps in a directory it
+    also gives as a read root: the program read the trail, every run's
+    commands, denials and destinations in it (found by a probing
+    session). corral's own records are absent to the program now."""
+    d = t.path("records")
+    os.mkdir(d, 0o700)
+    audit = os.path.join(d, "a.jsonl")
+    res = os.path.join(d, "r.json")
+    with open(os.path.join(d, "plain.txt"), "w") as f:
+        f.write("plain\n")
+    for _ in range(2):      # the second run finds the first's records
+        run = t.corral(["run", "--json", "--ro", d, "--audit", audit,
+                        "--result", res, "--", "sh", "-c",
+                        "cat %s %s 2>&1; ls %s" % (audit, res, d)])
+        r = t.result(run)
+        eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+        not_contains(r.get("stdout", ""), "task_id", "the records' contents")
+        eq(r["stdout"].splitlines()[-1], "plain.txt", "the listing")
+    eq(t.corral(["audit", "verify", audit]).code, 0, "the trail verifies")
+    t.assert_next_run_ok()

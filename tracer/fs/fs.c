@@ -395,6 +395,38 @@ static int add_cgroup_limits(struct cr_fsrules *r)
 	return rc;
 }
 
+/* corral's own records, when the caller put them in a root: absent to the
+ * program, as a deny entry (a shared trail holds every run's commands,
+ * denials and destinations, and a program with --ro of its directory
+ * read them; found by a probing session). Other runs naming the same
+ * root are the operator's to keep away (docs/threat-model.md). */
+static int hide_records(struct cr_run *run, struct cr_fsstate *fs)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	char real[PATH_MAX];
+	int rc = 0;
+
+	if (run->audit_fd >= 0 &&
+	    !cr_fd_realpath(run->audit_fd, real, sizeof(real)) &&
+	    cr_fsrules_access(&fs->rules, real, strlen(real)))
+		rc = cr_fsrules_add_deny(&fs->rules, real);
+	if (!rc && cfg->result_dirfd >= 0 && cfg->result_file &&
+	    !cr_fd_realpath(cfg->result_dirfd, real, sizeof(real))) {
+		const char *slash = strrchr(cfg->result_file, '/');
+		const char *base = slash ? slash + 1 : cfg->result_file;
+		size_t n = strlen(real);
+
+		if (n + 1 + strlen(base) < sizeof(real)) {
+			if (n > 1)
+				real[n++] = '/';
+			strcpy(real + n, base);
+			if (cr_fsrules_access(&fs->rules, real, strlen(real)))
+				rc = cr_fsrules_add_deny(&fs->rules, real);
+		}
+	}
+	return rc;
+}
+
 int cr_fs_setup(struct cr_run *run)
 {
 	const struct cr_run_config *cfg = run->cfg;
@@ -443,6 +475,8 @@ int cr_fs_setup(struct cr_run *run)
 		    strcmp(real, c->fs_deny.v[i]))
 			rc = cr_fsrules_add_deny(&fs->rules, real);
 	}
+	if (!rc)
+		rc = hide_records(run, fs);
 	memo_free(&memo);
 	if (rc)
 		return rc;
