@@ -175,13 +175,27 @@ static int check_hostname(struct dest_err *e, const char *h, size_t n)
 	return 0;
 }
 
+/* A host inet_aton(3) takes for an address (hex, octal, fewer parts). */
+static bool inet_form(const char *h, size_t n)
+{
+	char buf[64];
+	struct in_addr a;
+
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, h, n);
+	buf[n] = 0;
+	return inet_aton(buf, &a) != 0;
+}
+
 /* localhost and the names the hosts file gives loopback (RFC 6761 keeps
  * every *.localhost there too). */
 static bool loopback_name(const char *h, size_t n)
 {
 	static const char *const names[] = {
 		"localhost", "localhost.localdomain", "ip6-localhost",
-		"ip6-loopback",
+		"ip6-loopback", "localhost4", "localhost6",
+		"localhost4.localdomain4", "localhost6.localdomain6",
 	};
 
 	if (n && h[n - 1] == '.')
@@ -240,6 +254,12 @@ int cr_net_dest_validate(const char *dest, char *err, size_t errlen)
 			return -EINVAL;
 	} else if (check_hostname(&e, host, hlen)) {
 		return -EINVAL;
+	} else if (inet_form(host, hlen)) {
+		/* "0x7f000001", "127.1": the C library reads them as
+		 * addresses and never asks the responder, so a name rule
+		 * would open nothing (found by a probing session). */
+		return bad(&e, "is an IPv4 address in a form the C library "
+			   "reads but rules do not: write it as a dotted quad");
 	} else if (loopback_name(host, hlen)) {
 		/* The hosts file answers it, never corral's responder, and
 		 * loopback opens only by its address: the rule would open

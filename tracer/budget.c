@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/openat2.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <linux/kcmp.h>
@@ -85,6 +86,8 @@ struct cr_budgets {
 
 	/* disk and files: an incremental walk of the writable roots */
 	char *roots[CR_BUDGET_MAX_ROOTS];	/* owned: real paths at set-up */
+	bool root_named[CR_BUDGET_MAX_ROOTS];	/* absent then: a name, opened
+						 * without following links */
 	size_t nroots, root;		/* root: the next to open */
 	bool in_pass;
 	uint64_t pass_cpu_ns, next_pass_ns;
@@ -2748,8 +2751,29 @@ static int walk_step(struct cr_run *run, size_t budget)
 				b->in_pass = false;
 				return 1;
 			}
-			fd = open(b->roots[b->root++],
-				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (b->root_named[b->root]) {
+				/* Absent when the run was set up: reached
+				 * through a link now, it is no place the
+				 * program can write (its calls are judged
+				 * where the link leads), and what lies there
+				 * is not the run's (another run's link made
+				 * it charge a tree it could not touch; found
+				 * by a probing session). */
+				struct open_how how = {
+					.flags = O_RDONLY | O_DIRECTORY |
+						 O_NOFOLLOW | O_CLOEXEC,
+					.resolve = RESOLVE_NO_SYMLINKS,
+				};
+
+				fd = (int)syscall(SYS_openat2, AT_FDCWD,
+						  b->roots[b->root++], &how,
+						  sizeof(how));
+				if (fd < 0 && errno == ELOOP)
+					continue;
+			} else {
+				fd = open(b->roots[b->root++], O_RDONLY |
+					  O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			}
 			if (fd < 0 && errno == ENOENT)
 				continue;	/* an absent root holds nothing */
 			if (fd < 0 && errno == ENOTDIR &&
@@ -2972,6 +2996,7 @@ static int add_walk_root(struct cr_budgets *b,
 	b->roots[b->nroots] = real ? real : strdup(root);
 	if (!b->roots[b->nroots])
 		return -ENOMEM;
+	b->root_named[b->nroots] = !real;
 	b->nroots++;
 	return 0;
 }
@@ -3002,10 +3027,12 @@ static void nested_roots_out(struct cr_budgets *b)
 		}
 	}
 	for (size_t i = 0; i < b->nroots; i++) {
-		if (inner[i])
+		if (inner[i]) {
 			free(b->roots[i]);
-		else
+		} else {
+			b->root_named[k] = b->root_named[i];
 			b->roots[k++] = b->roots[i];
+		}
 	}
 	b->nroots = k;
 }

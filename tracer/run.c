@@ -442,6 +442,7 @@ int cr_run_main(int argc, char **argv)
 			cfg.policy_file ? &cfg.cls->fs_read : NULL,
 			cfg.policy_file ? &cfg.cls->fs_write : NULL,
 			cfg.policy_file ? &cfg.cls->fs_exec : NULL,
+			cfg.policy_file ? &cfg.cls->fs_deny : NULL,
 		};
 		char why[PATH_MAX + 256];
 		const char *bad = NULL;
@@ -449,7 +450,8 @@ int cr_run_main(int argc, char **argv)
 		for (size_t i = 0; i < CR_ARRAY_SIZE(l); i++) {
 			if (!l[i])
 				continue;
-			rc = cr_oppath_pin(&cfg, l[i], &bad, why, sizeof(why));
+			rc = cr_oppath_pin(&cfg, l[i], l[i] == &cfg.cls->fs_deny,
+					   &bad, why, sizeof(why));
 			if (rc == -EPERM) {
 				cfg.workspace = strdup(ws ? ws : "");
 				cr_run_end(&run, CR_ST_POLICY_DENIED, NULL,

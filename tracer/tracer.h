@@ -728,9 +728,10 @@ int cr_oppath_mark_fd(int fd);
 int cr_fd_realpath(int fd, char *out, size_t len);
 /* Walk each root of l once (cr_oppath_open) and keep what it opened in
  * cfg->pins: -EPERM and why when a planted link is in the way; roots the
- * walk cannot reach (absent) get no pin and stay names. */
+ * walk cannot reach (absent) are pinned as absent. strict (deny entries):
+ * one absent in a run's writable space is refused too. */
 int cr_oppath_pin(struct cr_run_config *cfg, const struct cr_strlist *l,
-		  const char **refused, char *why, size_t len);
+		  bool strict, const char **refused, char *why, size_t len);
 /* The pin of a root, by its name as written or its real path, or NULL. */
 const struct cr_pin *cr_pin_find(const struct cr_run_config *cfg,
 				 const char *path);

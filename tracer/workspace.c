@@ -332,8 +332,36 @@ int cr_oppath_mark_fd(int fd)
 	return S_ISDIR(st.st_mode) ? mark(fd) : 0;
 }
 
+/* A name absent now whose directory lies in a run's writable space: its
+ * program could put a link there at any time. */
+static bool absent_under_mark(const char *given)
+{
+	char parent[PATH_MAX], why[8];
+	char *slash;
+	int fd;
+	bool marked;
+
+	if (strlen(given) >= sizeof(parent))
+		return true;
+	strcpy(parent, given);
+	while ((slash = strrchr(parent, '/')) && slash != parent && !slash[1])
+		*slash = 0;	/* trailing slashes */
+	slash = strrchr(parent, '/');
+	if (!slash)
+		return false;
+	if (slash == parent)
+		slash[1] = 0;
+	else
+		*slash = 0;
+	if (cr_oppath_open(parent, &fd, why, sizeof(why)))
+		return false;	/* its parent is absent too, or refused */
+	marked = under_mark(fd);
+	close(fd);
+	return marked;
+}
+
 int cr_oppath_pin(struct cr_run_config *cfg, const struct cr_strlist *l,
-		  const char **refused, char *why, size_t len)
+		  bool strict, const char **refused, char *why, size_t len)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		char real[PATH_MAX];
@@ -345,6 +373,12 @@ int cr_oppath_pin(struct cr_run_config *cfg, const struct cr_strlist *l,
 			continue;	/* named twice */
 		why[0] = 0;
 		rc = cr_oppath_open(l->v[i], &fd, why, len);
+		if (rc == -ENOENT && strict && absent_under_mark(l->v[i])) {
+			snprintf(why, len,
+				 "%s does not exist, in the writable space of a corral run, whose program could put a link there; name the place it should deny",
+				 l->v[i]);
+			rc = -EPERM;
+		}
 		if (rc == -EPERM) {
 			*refused = l->v[i];
 			return rc;

@@ -484,6 +484,57 @@ def roots_are_taken_from_what_the_walk_opened(t):
     t.assert_next_run_ok()
 
 
+@test
+def deny_entries_and_absent_roots_are_not_steered(t):
+    """A policy file's deny entry named through a link in a run's writable
+    space was resolved by name once: a live run's program re-pointing the
+    link got later runs what the entry denied (12 of 20, found by a
+    probing session). Deny entries are walked as roots are: one reached
+    through such a link, or absent there, refuses the run. And a --rw
+    root absent at the start was measured by the disk walk through a link
+    that appeared on its path later: the run ended on "disk" for a tree
+    it could not touch."""
+    share = t.path("share")
+    os.mkdir(share, 0o700)
+    data = t.path("data")
+    os.makedirs(os.path.join(data, "keys"))
+    with open(os.path.join(data, "keys", "k.txt"), "w") as f:
+        f.write("KEY\n")
+    run = t.corral(["run", "--json", "--rw", share, "--", "ln", "-s",
+                    os.path.join(data, "keys"), os.path.join(share, "keys")])
+    eq(run.code, 0, "the planting run (%s)" % run.summary())
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        pol = json.load(f)
+    fs = pol["classes"]["default"]["fs"]
+    fs["read"].append(data)
+    for deny, what in ((os.path.join(share, "keys"), "through the link"),
+                       (os.path.join(share, "nothing"), "absent there")):
+        fs["deny"] = [deny]
+        pfile = t.path("pol.json")
+        with open(pfile, "w") as f:
+            json.dump(pol, f)
+        run = t.corral(["run", "--json", "--policy", pfile, "--", "cat",
+                        os.path.join(data, "keys", "k.txt")])
+        r = t.result(run)
+        eq(r.get("status"), "policy_denied", "a deny entry %s (message %r)" %
+           (what, r.get("message")))
+        not_contains(r.get("stdout") or "", "KEY", "what the entry denies")
+    # The absent --rw root: a link appears on its path while the run goes.
+    big = t.path("big")
+    os.makedirs(os.path.join(big, "out"))
+    with open(os.path.join(big, "out", "f"), "wb") as f:
+        f.write(b"x" * (8 << 20))
+    p = t.spawn(["run", "--json", "--rw", os.path.join(share, "d", "out"),
+                 "--limit", "disk=2MiB", "--", "sleep", "2"])
+    time.sleep(0.7)
+    os.symlink(big, os.path.join(share, "d"))
+    r = t.result(t.finish(p, timeout=60))
+    eq((r.get("status"), r.get("limit")), ("ok", None),
+       "a tree reached through a link on an absent root's path (message %r)"
+       % r.get("message"))
+    t.assert_next_run_ok()
+
+
 def _private(tmp):
     try:
         return sorted(e for e in os.listdir(tmp) if e.startswith("corral-"))

@@ -75,6 +75,9 @@ TEST_IMPL(netdest_bad)
 		{ "LocalHost.:8000", "names loopback" },
 		{ "app.localhost:80", "names loopback" },
 		{ "ip6-localhost:80", "names loopback" },
+		{ "localhost4:80", "names loopback" },
+		{ "0x7f000001:80", "dotted quad" },
+		{ "0x7f.1:80", "dotted quad" },
 	};
 	char err[256], name[300];
 	size_t i;

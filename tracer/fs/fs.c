@@ -468,12 +468,21 @@ int cr_fs_setup(struct cr_run *run)
 	if (!rc)
 		rc = add_cgroup_limits(&fs->rules);
 	for (size_t i = 0; !rc && i < c->fs_deny.n; i++) {
+		const struct cr_pin *pin = cr_pin_find(cfg, c->fs_deny.v[i]);
 		char real[PATH_MAX];
+		const char *r = NULL;
 
+		/* A policy file's deny entries are walked as its roots are
+		 * (run.c): where the walk led, never the name again (a live
+		 * run's program flipping a link on it got later runs what
+		 * the entry denies, found by a probing session). */
 		rc = cr_fsrules_add_deny(&fs->rules, c->fs_deny.v[i]);
-		if (!rc && real_path(&memo, c->fs_deny.v[i], real) &&
-		    strcmp(real, c->fs_deny.v[i]))
-			rc = cr_fsrules_add_deny(&fs->rules, real);
+		if (pin)
+			r = pin->real;	/* NULL: absent then, the name only */
+		else if (real_path(&memo, c->fs_deny.v[i], real))
+			r = real;
+		if (!rc && r && strcmp(r, c->fs_deny.v[i]))
+			rc = cr_fsrules_add_deny(&fs->rules, r);
 	}
 	if (!rc)
 		rc = hide_records(run, fs);
