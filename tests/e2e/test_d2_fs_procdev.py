@@ -204,8 +204,8 @@ def fs_shm_subdirectories_hold_files(t):
        "openat a dirfd = ok\nlist = ['g', 'z']\nchdir = EACCES\n"
        "relative read = deep\nrelative up = ['y']\n"
        "rename a file down = ok\nrename a dir up = ok\n"
-       "rename a dir deeper = EXDEV\ndepth 8 = ok\ndepth 9 = ENOENT\n"
-       "file at depth 9 = ENOENT\nrmtree = ok\ngone = False\n", "stdout")
+       "rename a dir deeper = EXDEV\ndepth 8 = ok\ndepth 9 = EACCES\n"
+       "file at depth 9 = EACCES\nrmtree = ok\ngone = False\n", "stdout")
     true(any(d.get("reason") == "a directory may not move into /dev/shm from elsewhere, nor deeper in it"
              for d in r.get("denials") or []),
          "the deeper move is recorded: %r" % r.get("denials"))

@@ -1164,3 +1164,31 @@ def posix_rmdir_asks_permission_before_the_type(t):
     compatibility probe)."""
     _side_by_side(t, RMDIR_ORDER, ["ro/f/ rmdir EACCES unlink ENOTDIR",
                                    "rw/f/ rmdir ENOTDIR"])
+
+
+CREATE_EDGES = r"""
+import errno, os
+def e(f):
+    try:
+        f()
+        return "ok"
+    except OSError as x:
+        return errno.errorcode[x.errno]
+for p in ("/x-corral-e2e", "/etc/x-corral-e2e", "/usr/x-corral-e2e",
+          "/nonexistent-corral-e2e/x"):
+    print(p, "mkdir", e(lambda: os.mkdir(p)), "creat",
+          e(lambda: os.close(os.open(p, os.O_CREAT | os.O_WRONLY))),
+          "symlink", e(lambda: os.symlink("t", p)),
+          "stat", e(lambda: os.stat(p)))
+"""
+
+
+@test
+def posix_creation_in_a_visible_directory_is_eacces(t):
+    """Making a name in a directory the program can see but not write
+    (/, /etc, /usr) answers EACCES, as the kernel answers the caller
+    there; it answered ENOENT, "no such directory", of a directory a stat
+    had just shown (found by a compatibility probe). The name's own
+    existence is told no more than by stat, which still answers ENOENT
+    outside the roots."""
+    _side_by_side(t, CREATE_EDGES, ["/x-corral-e2e mkdir EACCES"])

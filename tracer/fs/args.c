@@ -119,3 +119,10 @@ int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd)
 {
 	return cr_tasks_getfd(run, tid, fd);
 }
+
+int cr_fs_create_refusal(const struct cr_run *run, const struct cr_fsres *res,
+			 int err)
+{
+	return err == ENOENT && res->refused && res->refused_last &&
+	       !run->fs->rules.hide ? EACCES : err;
+}

@@ -115,6 +115,8 @@ struct cr_fsres {
 	bool trailing_slash;	/* the path ended in '/' */
 	unsigned char last;	/* CR_LAST_*: what the last component was */
 	bool refused;		/* -EACCES/-ENOENT came from the rules, at path */
+	bool refused_last;	/* ...at the last name, in a directory the
+				 * walk could see (creations: EACCES) */
 	const char *layer;	/* "fs" or "proc" for a refusal */
 	char link_text[64];	/* /proc/self as a link: the caller's answer */
 	bool via_link;		/* a /proc/<pid>/fd link to a pipe of the run:

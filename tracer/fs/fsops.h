@@ -19,6 +19,13 @@ int cr_fs_arg(struct cr_run *run, const struct seccomp_notif *n,
 /* An O_PATH fd on exactly the resolved object (never through a link that
  * appeared since), or -errno. */
 int cr_fs_opath(const struct cr_fsres *res, bool follow_link);
+/* The errno err of a refused creation, or EACCES where the name refused
+ * was the last, in a directory the program can see: the kernel answers a
+ * creation there EACCES (ENOENT said "no such directory" of a directory a
+ * stat had just shown); the name's existence is told no more than by a
+ * stat, which still answers ENOENT. */
+int cr_fs_create_refusal(const struct cr_run *run, const struct cr_fsres *res,
+			 int err);
 /* A copy of the task's fd (pidfd_getfd), for calls on "" + AT_EMPTY_PATH:
  * the object the task already holds. Caller closes. */
 int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd);

@@ -822,6 +822,8 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			       (size_t)snprintf(full, sizeof(full), "%s", cand);
 		if (flen >= PATH_MAX)
 			flen = PATH_MAX - 1;
+		res->refused_last = last &&
+				    !cr_path_within("/proc", 5, cand, plen);
 		return refuse(w, res, full, flen,
 			      cr_path_within("/proc", 5, cand, plen) ? "proc" : "fs");
 	}

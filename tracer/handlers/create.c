@@ -70,7 +70,7 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 	}
 	rc = cr_fs_arg(run, n, sys, diri, pathi, CR_RES_ENTRY, 0, &res);
 	if (rc)
-		return CR_V_ERR(-rc);
+		return CR_V_ERR(cr_fs_create_refusal(run, &res, -rc));
 	if (res.exists) {
 		cr_fsres_free(&res);
 		return CR_V_ERR(EEXIST);
@@ -143,7 +143,7 @@ static struct cr_verdict do_symlink(struct cr_run *run,
 		return CR_V_ERR(ENOENT);
 	rc = cr_fs_arg(run, n, sys, diri, pathi, CR_RES_ENTRY, 0, &res);
 	if (rc)
-		return CR_V_ERR(-rc);
+		return CR_V_ERR(cr_fs_create_refusal(run, &res, -rc));
 	if (res.exists) {
 		cr_fsres_free(&res);
 		return CR_V_ERR(EEXIST);

@@ -235,7 +235,8 @@ static struct cr_verdict do_open(struct cr_run *run,
 	if (rc && res.tmp_refused)
 		rc = tmp_to_workspace(run, n, sys, &res);	/* /tmp unseen */
 	if (rc)
-		return CR_V_ERR(-rc);
+		return CR_V_ERR((flags & O_CREAT) ?
+				cr_fs_create_refusal(run, &res, -rc) : -rc);
 	if (!res.exists && !(flags & O_CREAT)) {
 		rc = -ENOENT;
 		goto out;
