@@ -279,6 +279,21 @@ def thread_exec_keeps_the_old_leaders_cpu(t):
     t.assert_next_run_ok()
 
 
+def _with_numbers_held(t, ws, args, k):
+    """pid_reuse ARGS in a run in ws while `pid_reuse cycle` outside holds
+    K of the numbers it wrote to ws/pids: (the run, cycle's output once
+    the run has ended)."""
+    cyc = subprocess.Popen([t.prog("pid_reuse"), "cycle", ws, k],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    try:
+        run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
+                       ["--", t.prog("pid_reuse")] + args, timeout=240)
+    finally:
+        out, _ = cyc.communicate(input=b"", timeout=60)
+    return run, out
+
+
 @test
 def thread_lost_in_an_exec_leaves_no_number_behind(t):
     """A thread that execs as its process is SIGKILLed vanishes with no
@@ -290,16 +305,8 @@ def thread_lost_in_an_exec_leaves_no_number_behind(t):
     after its start time matched."""
     ws = t.path("ws")
     os.makedirs(ws)
-    cyc = subprocess.Popen([t.prog("pid_reuse"), "cycle", ws, "8"],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
-    try:
-        run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
-                       ["--", t.prog("pid_reuse"), "stale", ws, "60"],
-                       timeout=240)
-        # The run has ended (cleanup and all) while the numbers are held.
-    finally:
-        out, _ = cyc.communicate(input=b"", timeout=60)
+    # The run ends (cleanup and all) while the numbers are held.
+    run, out = _with_numbers_held(t, ws, ["stale", ws, "60"], "8")
     r = t.result(run)
     eq((r.get("status"), r.get("stdout")), ("ok", "stale done\n"),
        "status (message %r)" % r.get("message"))
@@ -320,15 +327,7 @@ def recycled_pid_is_never_ours(t):
     # outside process is untouched.
     ws = t.path("ws")
     os.makedirs(ws)
-    cyc = subprocess.Popen([t.prog("pid_reuse"), "cycle", ws],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
-    try:
-        run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
-                       ["--", t.prog("pid_reuse"), "probe", ws, "40"],
-                       timeout=240)
-    finally:
-        out, _ = cyc.communicate(input=b"", timeout=60)
+    run, out = _with_numbers_held(t, ws, ["probe", ws, "40"], "3")
     r = t.result(run)
     eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
     held = [int(x) for x in open(os.path.join(ws, "held")).read().split()]

@@ -1103,6 +1103,18 @@ def posix_fd_forms_answer_as_the_kernel(t):
                                 "access p/. F_OK = EACCES"])
 
 
+# e(f): what f() answered, "ok" or the errno's name.
+ERRNO_OF = r"""
+import errno, os
+def e(f):
+    try:
+        f()
+        return "ok"
+    except OSError as x:
+        return errno.errorcode[x.errno]
+"""
+
+
 FIFO_EOF = r"""
 import errno, os, select
 os.mkfifo("ff")
@@ -1134,14 +1146,7 @@ def posix_fifo_last_writer_closed_is_end_of_file(t):
     _side_by_side(t, FIFO_EOF, ["{\"read b'' poll [16]\": 200}"])
 
 
-RMDIR_ORDER = r"""
-import errno, os
-def e(f):
-    try:
-        f()
-        return "ok"
-    except OSError as x:
-        return errno.errorcode[x.errno]
+RMDIR_ORDER = ERRNO_OF + r"""
 os.makedirs("ro/sub")
 open("ro/f", "w").close()
 os.symlink("sub", "ro/l")
@@ -1166,14 +1171,7 @@ def posix_rmdir_asks_permission_before_the_type(t):
                                    "rw/f/ rmdir ENOTDIR"])
 
 
-CREATE_EDGES = r"""
-import errno, os
-def e(f):
-    try:
-        f()
-        return "ok"
-    except OSError as x:
-        return errno.errorcode[x.errno]
+CREATE_EDGES = ERRNO_OF + r"""
 for p in ("/x-corral-e2e", "/etc/x-corral-e2e", "/usr/x-corral-e2e",
           "/nonexistent-corral-e2e/x"):
     print(p, "mkdir", e(lambda: os.mkdir(p)), "creat",

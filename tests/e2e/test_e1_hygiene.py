@@ -343,6 +343,27 @@ def links_below_another_owners_search_only_directory_are_followed(t):
         shutil.rmtree(top, ignore_errors=True)
 
 
+def _flip_link(t, ws, name, target, env, rmdir=False):
+    """A live run in ws whose program makes name a link to target and
+    removes it (and, with rmdir, a directory of that name), over and over
+    until ws/stop exists or 25 s passed: the run, started."""
+    prog = ("import os, time\n"
+            "end = time.time() + 25\n"
+            "while time.time() < end and not os.path.exists('stop'):\n"
+            "    try: os.symlink(%r, %r)\n"
+            "    except OSError: pass\n"
+            "    try: os.unlink(%r)\n"
+            "    except IsADirectoryError:\n"
+            "        if %r:\n"
+            "            try: os.rmdir(%r)\n"
+            "            except OSError: pass\n"
+            "    except OSError: pass\n" % (target, name, name, rmdir, name))
+    a = t.spawn(["run", "--json", "-w", ws, "--limit", "wall=40s", "--",
+                 "python3", "-c", prog], env=env)
+    wait_for(lambda: os.path.lexists(os.path.join(ws, name)), 10)
+    return a
+
+
 @test
 def workspace_is_judged_on_the_directory_it_opens(t):
     """The -w refusals were judged on one resolution of the name and the
@@ -361,19 +382,7 @@ def workspace_is_judged_on_the_directory_it_opens(t):
     for i in range(3000):
         os.mkdir(os.path.join(tmp, "d%d" % i))
     env = {"HOME": home, "TMPDIR": tmp}
-    toggler = ("import os, time\n"
-               "end = time.time() + 25\n"
-               "while time.time() < end and not os.path.exists('stop'):\n"
-               "    try: os.symlink(%r, 'task3')\n"
-               "    except OSError: pass\n"
-               "    try: os.unlink('task3')\n"
-               "    except IsADirectoryError:\n"
-               "        try: os.rmdir('task3')\n"
-               "        except OSError: pass\n"
-               "    except OSError: pass\n" % home)
-    a = t.spawn(["run", "--json", "-w", sc, "--limit", "wall=40s", "--",
-                 "python3", "-c", toggler], env=env)
-    wait_for(lambda: os.path.lexists(os.path.join(sc, "task3")), 10)
+    a = _flip_link(t, sc, "task3", home, env, rmdir=True)
     homes = 0
     for _ in range(20):
         run = t.corral(["run", "--json", "-w", os.path.join(sc, "task3"),
@@ -459,16 +468,7 @@ def roots_are_taken_from_what_the_walk_opened(t):
     # name between missing and the link got 12 of 60 runs the directory
     # outside as a root (found by a probing session).
     os.unlink(os.path.join(sc, "stop"))
-    flipper = ("import os, time\n"
-               "end = time.time() + 30\n"
-               "while time.time() < end and not os.path.exists('stop'):\n"
-               "    try: os.symlink(%r, 'gone')\n"
-               "    except OSError: pass\n"
-               "    try: os.unlink('gone')\n"
-               "    except OSError: pass\n" % secret)
-    a = t.spawn(["run", "--json", "-w", sc, "--limit", "wall=45s", "--",
-                 "python3", "-c", flipper], env=env)
-    wait_for(lambda: os.path.lexists(os.path.join(sc, "gone")), 10)
+    a = _flip_link(t, sc, "gone", secret, env)
     leaks = 0
     for i in range(20):
         opt = "--ro" if i % 2 else "--rw"
