@@ -1190,3 +1190,24 @@ def posix_creation_in_a_visible_directory_is_eacces(t):
     existence is told no more than by stat, which still answers ENOENT
     outside the roots."""
     _side_by_side(t, CREATE_EDGES, ["/x-corral-e2e mkdir EACCES"])
+
+
+@test
+def posix_tmpfile_in_dev_shm_for_reading_and_writing(t):
+    """An O_TMPFILE file made in /dev/shm opened O_RDWR: corral asked read
+    access of the directory, which /dev/shm does not give, and answered
+    EACCES where O_WRONLY worked (found by a probing session)."""
+    _side_by_side(t, ERRNO_OF + r"""
+def mk(mode):
+    fd = os.open("/dev/shm", os.O_TMPFILE | mode, 0o600)
+    os.write(fd, b"abc")
+    os.lseek(fd, 0, 0)
+    try:
+        return os.read(fd, 3)
+    except OSError as x:
+        return errno.errorcode[x.errno]
+    finally:
+        os.close(fd)
+print("rdwr", e(lambda: print(mk(os.O_RDWR))))
+print("wronly", e(lambda: print(mk(os.O_WRONLY))))
+""", ["b'abc'\nrdwr ok", "EBADF\nwronly ok"])

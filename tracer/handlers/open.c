@@ -20,6 +20,11 @@ static unsigned need_for(int flags, bool exists)
 
 	if (!exists)
 		return CR_FS_W;			/* O_CREAT of a new entry */
+	/* O_TMPFILE names the directory to make a file in: the kernel asks
+	 * write on it, whatever the new file's mode (O_RDWR asked read of
+	 * /dev/shm, which gives none: EACCES, found by a probing session). */
+	if ((flags & __O_TMPFILE) == __O_TMPFILE)
+		return CR_FS_W;
 	/* O_PATH becomes a read-only open (ADDFD cannot carry O_PATH), and
 	 * a read-only fd on a directory can list it: so it needs read. */
 	if (flags & O_PATH)
