@@ -1211,3 +1211,16 @@ def mk(mode):
 print("rdwr", e(lambda: print(mk(os.O_RDWR))))
 print("wronly", e(lambda: print(mk(os.O_WRONLY))))
 """, ["b'abc'\nrdwr ok", "EBADF\nwronly ok"])
+
+
+@test
+def posix_exclusive_creation_of_dot_is_eexist(t):
+    """open(".", O_CREAT|O_EXCL) answers EEXIST, as the kernel's do_open
+    asks O_EXCL before it refuses a directory; corral answered EISDIR
+    (found by a probing session). A plain "d/" is EISDIR either way."""
+    _side_by_side(t, ERRNO_OF + r"""
+os.mkdir("d")
+for p in ("./", ".", "d/.", "d/..", "d/", "d"):
+    for fl, name in ((os.O_CREAT | os.O_EXCL, "excl"), (os.O_CREAT, "creat")):
+        print(p, name, e(lambda: os.close(os.open(p, fl | os.O_WRONLY))))
+""", ["./ excl EEXIST", "d/ excl EISDIR"])

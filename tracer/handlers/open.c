@@ -246,6 +246,12 @@ static struct cr_verdict do_open(struct cr_run *run,
 		rc = -ENOENT;
 		goto out;
 	}
+	/* ".", ".." and "/" are found, never created: O_EXCL says so before
+	 * the directory is refused (do_open: EEXIST, then EISDIR). */
+	if ((flags & O_CREAT) && res.exists && !strcmp(res.name, ".")) {
+		rc = (flags & O_EXCL) ? -EEXIST : -EISDIR;
+		goto out;
+	}
 	/* "x/" names a directory, and open never creates one: with O_CREAT
 	 * the kernel answers EISDIR whatever x is. */
 	if ((flags & O_CREAT) && res.trailing_slash) {
