@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../fs/fsops.h"
 #include "../budget.h"
@@ -61,13 +63,6 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 	if (!dir && type != 0 && type != S_IFREG && type != S_IFIFO &&
 	    type != S_IFSOCK && type != S_IFCHR && type != S_IFBLK)
 		return CR_V_ERR(type == S_IFDIR ? EPERM : EINVAL);
-	if (!dir && (type == S_IFCHR || type == S_IFBLK)) {
-		char path[PATH_MAX] = "";
-
-		cr_fs_read_path(run, n, pathi, path, sizeof(path));
-		cr_deny(run, (pid_t)n->pid, sys, path, "fs", "device nodes are refused");
-		return CR_V_ERR(EPERM);
-	}
 	rc = cr_fs_arg(run, n, sys, diri, pathi, CR_RES_ENTRY, 0, &res);
 	if (rc)
 		return CR_V_ERR(cr_fs_create_refusal(run, &res, -rc));
@@ -82,6 +77,21 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 	}
 	if (!cr_fs_entry_writable(run, (pid_t)n->pid, &res))
 		return refuse_write(run, n, sys, &res);
+	/* A device node: the kernel's EPERM (no CAP_MKNOD) comes after the
+	 * name and the permission to make it were judged (vfs_mknod). */
+	if (!dir && (type == S_IFCHR || type == S_IFBLK)) {
+		/* The directory's own permission first (may_create), as
+		 * the kernel asks it: corral has the program's uid. */
+		if (syscall(SYS_faccessat2, res.dirfd, "", W_OK | X_OK,
+			    AT_EACCESS | AT_EMPTY_PATH) < 0 && errno == EACCES) {
+			cr_fsres_free(&res);
+			return CR_V_ERR(EACCES);
+		}
+		res.refused = true;
+		cr_fs_deny(run, n, sys, &res, "device nodes are refused");
+		cr_fsres_free(&res);
+		return CR_V_ERR(EPERM);
+	}
 	if (shm_kind_refused(run, n, sys, &res,
 			     dir ? S_IFDIR : type ? type : S_IFREG))
 		return CR_V_ERR(EPERM);
