@@ -1242,3 +1242,23 @@ for p in ("f", "missing/x", "f/x", "ro/x", "new"):
     print(p, e(lambda: os.mknod(p, stat.S_IFCHR | 0o600, os.makedev(1, 3))))
 os.chmod("ro", 0o755)
 """, ["f EEXIST", "missing/x ENOENT", "ro/x EACCES", "new EPERM"])
+
+
+@test
+def posix_rename_flags_answer_from_the_names_first(t):
+    """renameat2 with RENAME_NOREPLACE onto an existing name is EEXIST,
+    and RENAME_EXCHANGE with a missing one ENOENT, before any permission
+    is asked (do_renameat2); in a directory the caller may not write,
+    corral answered EACCES (found by a probing session)."""
+    _side_by_side(t, ERRNO_OF + r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def ren(a, b, fl):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), fl) < 0:
+        raise OSError(ctypes.get_errno(), "")
+for a, b in (("/etc/passwd", "/etc/group"),
+             ("/etc/passwd", "/etc/none-corral-e2e")):
+    for fl, name in ((1, "noreplace"), (2, "exchange")):
+        print(a, b, name, e(lambda: ren(a, b, fl)))
+""", ["/etc/passwd /etc/group noreplace EEXIST",
+      "/etc/passwd /etc/none-corral-e2e exchange ENOENT"])

@@ -274,6 +274,10 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 	if (rc) {
 		if (rc == -ENAMETOOLONG && !a.exists && strcmp(a.name, "."))
 			rc = -ENOENT;
+		/* The new name is made (an exchange's must exist): refused
+		 * in a directory the program sees, it is EACCES. */
+		else if (a.exists && (link || !(flags & RENAME_EXCHANGE)))
+			rc = -cr_fs_create_refusal(run, &b, -rc);
 		cr_fsres_free(&a);
 		return CR_V_ERR(-rc);
 	}
@@ -305,6 +309,13 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		 * the kernel's filename_create. A source "d/.." is a
 		 * directory, refused with EPERM below, as vfs_link does. */
 		v = CR_V_ERR(EEXIST);
+	} else if (!link && (flags & RENAME_NOREPLACE) && b.exists) {
+		/* do_renameat2 answers these from the lookups, before
+		 * any permission (vfs_rename): EACCES came first in a read
+		 * root (found by a probing session). Both names are seen. */
+		v = CR_V_ERR(EEXIST);
+	} else if (!link && (flags & RENAME_EXCHANGE) && !b.exists) {
+		v = CR_V_ERR(ENOENT);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
 		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
