@@ -1262,3 +1262,31 @@ for a, b in (("/etc/passwd", "/etc/group"),
         print(a, b, name, e(lambda: ren(a, b, fl)))
 """, ["/etc/passwd /etc/group noreplace EEXIST",
       "/etc/passwd /etc/none-corral-e2e exchange ENOENT"])
+
+
+@test
+def posix_access_of_a_link_itself_outside_the_exec_roots(t):
+    """faccessat2(link, X_OK, AT_SYMLINK_NOFOLLOW) asks about the link's
+    own mode (0777): 0 natively, EACCES under corral in a --rw root,
+    which grants no execution (found by a probing session)."""
+    rw = t.path("rw")
+    os.mkdir(rw)
+    os.symlink("nowhere", os.path.join(rw, "l"))
+    code = ERRNO_OF + r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def acc(p, m, fl):
+    if libc.syscall(439, -100, p.encode(), m, fl) < 0:
+        raise OSError(ctypes.get_errno(), "")
+l = sys.argv[1] + "/l"
+print("x nofollow", e(lambda: acc(l, 1, 0x100)))
+print("w nofollow", e(lambda: acc(l, 2, 0x100)))
+print("x follow", e(lambda: acc(l, 1, 0)))
+"""
+    nat = subprocess.run(["python3", "-c", code, rw], capture_output=True,
+                         text=True, timeout=30)
+    contains(nat.stdout, "x nofollow ok", "native premise")
+    run = t.corral(["run", "--json", "--rw", rw, "--", "python3", "-c",
+                    code, rw])
+    r = t.result(run)
+    eq(r.get("stdout"), nat.stdout, "corral against native")

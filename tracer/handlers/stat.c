@@ -286,8 +286,12 @@ static struct cr_verdict do_access(struct cr_run *run,
 		need |= CR_FS_R;
 	if (mode & W_OK)
 		need |= CR_FS_W;
-	/* X on a directory is search: traversal, which STAT already means. */
-	if ((mode & X_OK) && !S_ISDIR(res.st.st_mode))
+	/* X on a directory is search: traversal, which STAT already means.
+	 * A link asked about itself (AT_SYMLINK_NOFOLLOW) has mode 0777 and
+	 * is never executed: the kernel's answer on its mode stands (EACCES
+	 * answered it outside the exec roots, found by a probing session). */
+	if ((mode & X_OK) && !S_ISDIR(res.st.st_mode) &&
+	    !S_ISLNK(res.st.st_mode))
 		need |= CR_FS_X;
 	/* R on an ancestor of a root: it opens for reading (its listing
 	 * shows what leads into a root, open.c), so the kernel's answer on
