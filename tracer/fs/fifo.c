@@ -235,7 +235,7 @@ static struct cr_verdict fifo_give(struct cr_run *run, uint64_t id, int fd,
 	 * An open a worker waited on keeps the atomic install-and-answer:
 	 * split, a rendezvous interrupted by signals every 2 ms hung in 2
 	 * of 4 runs of fifo_interrupted_opens_lose_nothing, 0 of 6 without
-	 * (cause not found; docs/limits.md). */
+	 * (cause not found; docs/compatibility.md). */
 	if (at_once)
 		return cr_notif_give_fd_last(run, id, fd, flags & O_CLOEXEC);
 	v = cr_notif_send_fd_id(run, id, fd, flags & O_CLOEXEC);
