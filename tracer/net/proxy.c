@@ -387,10 +387,13 @@ static void start_conn(struct cr_run *run, int fd,
 
 	if (!c) {
 		close(fd);
+		if (p->up >= 0)
+			close(p->up);
 		return;
 	}
 	c->fd[0] = fd;
-	c->fd[1] = c->tfd = -1;
+	c->tfd = -1;
+	c->fd[1] = p->up;	/* made by the connect handler, or -1: now */
 	c->oob[0] = c->oob[1] = -1;
 	for (int i = 0; i < 2; i++) {
 		c->pipe[i][0] = c->pipe[i][1] = -1;
@@ -420,9 +423,9 @@ static void start_conn(struct cr_run *run, int fd,
 		rc = fcntl(c->pipe[i][0], F_GETPIPE_SZ);
 		c->pipesz[i] = rc > 0 ? (size_t)rc : 65536;
 	}
-	/* Made by the connect handler (cr_proxy_preconnect), or now. */
-	c->fd[1] = p->up >= 0 ? p->up : socket(p->dest.sa.sa_family,
-			  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd[1] < 0)
+		c->fd[1] = socket(p->dest.sa.sa_family,
+				  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd[1] < 0)
 		goto fail;
 	for (int i = 0; i < 2; i++) {
