@@ -1290,3 +1290,18 @@ print("x follow", e(lambda: acc(l, 1, 0)))
                     code, rw])
     r = t.result(run)
     eq(r.get("stdout"), nat.stdout, "corral against native")
+
+
+@test
+def posix_xattr_changes_answer_by_name_before_permission(t):
+    """setxattr and removexattr in a read root answered EACCES before the
+    kernel's ENOENT for a missing name and its EPERM for trusted.* (no
+    run has CAP_SYS_ADMIN) and for user.* on what is not a file or a
+    directory (found by a probing session)."""
+    _side_by_side(t, ERRNO_OF + r"""
+for p in ("/etc/passwd", "/etc/none-corral-e2e", "/dev/null"):
+    for n in ("user.x", "trusted.x"):
+        print(p, n, "set", e(lambda: os.setxattr(p, n, b"1")),
+              "remove", e(lambda: os.removexattr(p, n)))
+""", ["/etc/none-corral-e2e user.x set ENOENT", "/etc/passwd trusted.x set EPERM",
+      "/dev/null user.x set EPERM"])
