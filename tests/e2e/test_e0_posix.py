@@ -1305,3 +1305,25 @@ for p in ("/etc/passwd", "/etc/none-corral-e2e", "/dev/null"):
               "remove", e(lambda: os.removexattr(p, n)))
 """, ["/etc/none-corral-e2e user.x set ENOENT", "/etc/passwd trusted.x set EPERM",
       "/dev/null user.x set EPERM"])
+
+
+@test
+def posix_link_of_a_directory_is_eperm_across_roots_too(t):
+    """link() of a directory is EPERM wherever it goes (vfs_link); from
+    a --rw root into the workspace corral answered EXDEV, its answer for
+    what may not be brought in (found by a probing session)."""
+    rw = t.path("rw")
+    os.makedirs(os.path.join(rw, "dir"))
+    ws = t.path("ws")
+    os.mkdir(ws)
+    code = ERRNO_OF + r"""
+import sys
+print("link", e(lambda: os.link(sys.argv[1] + "/dir", "nx")))
+"""
+    nat = subprocess.run(["python3", "-c", code, rw], capture_output=True,
+                         text=True, timeout=30, cwd=ws)
+    eq(nat.stdout, "link EPERM\n", "native premise")
+    run = t.corral(["run", "--json", "-w", ws, "--rw", rw, "--", "python3",
+                    "-c", code, rw])
+    r = t.result(run)
+    eq(r.get("stdout"), nat.stdout, "corral against native")

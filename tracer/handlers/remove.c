@@ -207,6 +207,15 @@ static bool in_workspace(const struct cr_run *run, const struct cr_fsres *r)
  * session). Answered EXDEV, as for two filesystems: mv, shutil.move and
  * package managers then copy, and a copied socket reaches nobody. An
  * exchange moves both ways. */
+/* Is the directory fd on the filesystem of st (the kernel's EXDEV test
+ * is the mount; one filesystem is what corral can tell)? */
+static bool same_dev(int dirfd, const struct stat *st)
+{
+	struct stat d;
+
+	return fstat(dirfd, &d) == 0 && d.st_dev == st->st_dev;
+}
+
 static bool brings_in(const struct cr_run *run, const struct cr_fsres *from,
 		      const struct cr_fsres *to)
 {
@@ -329,6 +338,12 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		cr_fs_deny(run, n, sys, m,
 			   "the workspace and the directories above it do not move");
 		v = CR_V_ERR(EBUSY);
+	} else if (link && S_ISDIR(a.st.st_mode) && !b.exists &&
+		   same_dev(b.dirfd, &a.st)) {
+		/* No directory is ever linked (vfs_link: EPERM), whatever
+		 * the places; EXDEV came first across roots (found by a
+		 * probing session). */
+		v = CR_V_ERR(EPERM);
 	} else if (brings_in(run, &a, &b) ||
 		   (!link && (flags & RENAME_EXCHANGE) &&
 		    brings_in(run, &b, &a))) {
