@@ -1327,3 +1327,24 @@ print("link", e(lambda: os.link(sys.argv[1] + "/dir", "nx")))
                     "-c", code, rw])
     r = t.result(run)
     eq(r.get("stdout"), nat.stdout, "corral against native")
+
+
+@test
+def posix_rename_flags_across_filesystems_are_exdev(t):
+    """renameat2 NOREPLACE onto an existing name, or EXCHANGE with a
+    missing one, across filesystems is EXDEV before anything is said of
+    the names (found by a probing session of the change that answers
+    those from the names first)."""
+    _side_by_side(t, ERRNO_OF + r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def ren(a, b, fl):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), fl) < 0:
+        raise OSError(ctypes.get_errno(), "")
+open("f", "w").close()
+y = "/dev/shm/corral-e2e-xdev-%d" % os.getpid()
+open(y, "w").close()
+print("noreplace", e(lambda: ren("f", y, 1)))
+print("exchange", e(lambda: ren("f", y + "-none", 2)))
+os.unlink(y)
+""", ["noreplace EXDEV", "exchange EXDEV"])

@@ -207,6 +207,16 @@ static bool in_workspace(const struct cr_run *run, const struct cr_fsres *r)
  * session). Answered EXDEV, as for two filesystems: mv, shutil.move and
  * package managers then copy, and a copied socket reaches nobody. An
  * exchange moves both ways. */
+/* Are the two names' directories on one filesystem? The kernel's EXDEV
+ * (a mount apart) comes before what it says of the names. */
+static bool same_dirs_dev(const struct cr_fsres *a, const struct cr_fsres *b)
+{
+	struct stat da, db;
+
+	return fstat(a->dirfd, &da) == 0 && fstat(b->dirfd, &db) == 0 &&
+	       da.st_dev == db.st_dev;
+}
+
 /* Is the directory fd on the filesystem of st (the kernel's EXDEV test
  * is the mount; one filesystem is what corral can tell)? */
 static bool same_dev(int dirfd, const struct stat *st)
@@ -318,12 +328,15 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		 * the kernel's filename_create. A source "d/.." is a
 		 * directory, refused with EPERM below, as vfs_link does. */
 		v = CR_V_ERR(EEXIST);
-	} else if (!link && (flags & RENAME_NOREPLACE) && b.exists) {
+	} else if (!link && (flags & RENAME_NOREPLACE) && b.exists &&
+		   same_dirs_dev(&a, &b)) {
 		/* do_renameat2 answers these from the lookups, before
 		 * any permission (vfs_rename): EACCES came first in a read
-		 * root (found by a probing session). Both names are seen. */
+		 * root (found by a probing session). Both names are seen.
+		 * Across filesystems its EXDEV comes first (below). */
 		v = CR_V_ERR(EEXIST);
-	} else if (!link && (flags & RENAME_EXCHANGE) && !b.exists) {
+	} else if (!link && (flags & RENAME_EXCHANGE) && !b.exists &&
+		   same_dirs_dev(&a, &b)) {
 		v = CR_V_ERR(ENOENT);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
 		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
