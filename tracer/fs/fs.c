@@ -406,12 +406,17 @@ static int hide_records(struct cr_run *run, struct cr_fsstate *fs)
 	char real[PATH_MAX];
 	int rc = 0;
 
+	/* Where they are cannot be told: no run (fail closed). */
 	if (run->audit_fd >= 0 &&
-	    !cr_fd_realpath(run->audit_fd, real, sizeof(real)) &&
+	    (rc = cr_fd_realpath(run->audit_fd, real, sizeof(real))))
+		return rc;
+	if (run->audit_fd >= 0 &&
 	    cr_fsrules_access(&fs->rules, real, strlen(real)))
 		rc = cr_fsrules_add_deny(&fs->rules, real);
 	if (!rc && cfg->result_dirfd >= 0 && cfg->result_file &&
-	    !cr_fd_realpath(cfg->result_dirfd, real, sizeof(real))) {
+	    (rc = cr_fd_realpath(cfg->result_dirfd, real, sizeof(real))))
+		return rc;
+	if (!rc && cfg->result_dirfd >= 0 && cfg->result_file) {
 		const char *slash = strrchr(cfg->result_file, '/');
 		const char *base = slash ? slash + 1 : cfg->result_file;
 		size_t n = strlen(real);
