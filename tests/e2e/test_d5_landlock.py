@@ -356,3 +356,65 @@ def fast_open_stays_off_roots_holding_placed_objects(t):
             contains(r.get("stdout", ""), "rc=1", "refused")
     finally:
         os.unlink(name)
+
+
+@test
+def fast_open_states_what_proc_fd_shows(t):
+    """Two trade-offs of level open, stated (docs/threat-model.md): a stat
+    of /proc/<pid>/fd/N of a same-user process outside the run answers
+    (its fd numbers and their access modes show; the kernel's lookup there
+    asks only the directory's owner bits) while following the link stays
+    refused; and a read-only reopen through /proc/self/fd of a memfd is
+    the kernel's. Without the fast path both are absent (ENOENT)."""
+    import subprocess
+    need_landlock(t)
+    fx = Fix(t)
+    held = os.path.join(fx.home, "held")
+    with open(held, "w"):
+        pass
+    # Outside the run, this uid: fd 7 read-only, fd 8 write-only.
+    out = subprocess.Popen(
+        ["python3", "-c",
+         "import os, sys, time\n"
+         "os.dup2(os.open(sys.argv[1], os.O_RDONLY), 7)\n"
+         "os.dup2(os.open(sys.argv[1], os.O_WRONLY), 8)\n"
+         "print('ready', flush=True); time.sleep(300)\n", held, t.marker],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, pass_fds=())
+    try:
+        eq(out.stdout.readline(), b"ready\n", "the outsider holds its fds")
+        code = (
+            "import os, errno, stat\n"
+            "def t(what, f):\n"
+            "    try:\n"
+            "        print(what, f())\n"
+            "    except OSError as e:\n"
+            "        print(what, errno.errorcode[e.errno])\n"
+            "p = '/proc/%d/fd/'\n"
+            "t('r', lambda: stat.filemode(os.lstat(p + '7').st_mode))\n"
+            "t('w', lambda: stat.filemode(os.lstat(p + '8').st_mode))\n"
+            "t('none', lambda: stat.filemode(os.lstat(p + '9').st_mode))\n"
+            "t('link', lambda: os.readlink(p + '7'))\n"
+            "t('open', lambda: os.close(os.open(p + '7', os.O_RDONLY)))\n"
+            "m = os.memfd_create('x'); os.write(m, b'mem')\n"
+            "def reopen():\n"
+            "    fd = os.open('/proc/self/fd/%%d' %% m, os.O_RDONLY)\n"
+            "    return os.read(fd, 9).decode()\n"
+            "t('memfd', reopen)\n" % out.pid)
+        path = os.path.join(fx.ws, "probe.py")
+        with open(path, "w") as f:
+            f.write(code)
+        absent = ("r ENOENT\nw ENOENT\nnone ENOENT\nlink ENOENT\n"
+                  "open ENOENT\nmemfd ENOENT\n")
+        for opts, level, want in (
+                (["--fast-open"], "open",
+                 "r lr-x------\nw l-wx------\nnone ENOENT\nlink EACCES\n"
+                 "open EACCES\nmemfd mem\n"),
+                ([], "off", absent),
+                (["--fast-open", "--strict-metadata"], "off", absent)):
+            run, r = fx.run("python3 %s" % path, opts=opts)
+            eq(ll(r).get("fast_path"), level, "%s: fast_path" % opts)
+            eq(r.get("stdout"), want, "%s: what shows" % opts)
+    finally:
+        out.kill()
+        out.wait()
