@@ -617,6 +617,62 @@ print(a.recv(100).decode())
 
 
 @test
+def loopback_many_live_binds(t):
+    """A server holding more than 4096 bound loopback sockets at once (a
+    load test's listeners, say): every bind works as natively, and the
+    sockets stay usable. An earlier build refused the 4097th with
+    ENOBUFS, unrecorded, the socket bound anyway."""
+    prog = r'''
+import resource, socket
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held = []
+for i in range(4300):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    held.append(s)
+last = held[-1]
+last.listen(1)
+c = socket.create_connection(last.getsockname())
+a, _ = last.accept()
+c.sendall(b"bound %d" % len(held))
+print(a.recv(100).decode())
+'''
+    run, r = loop_run(t, prog, timeout=120,
+                      extra=["--limit", "memory=512MiB"])
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "bound 4300\n", "stdout")
+    eq(denials(r), [], "no denial")
+
+
+@test
+def loopback_connection_waits_past_many_newer_ones(t):
+    """A connection of the run waiting in one listener's queue while more
+    than 4096 newer ones come and go through another is still the run's
+    when it is accepted. An earlier build kept the run's connections in a
+    ring of 4096 and dropped the old one as a stranger's: its accept then
+    waited to the wall limit."""
+    prog = r'''
+import socket
+a = socket.socket(); a.bind(("127.0.0.1", 0)); a.listen(4)
+b = socket.socket(); b.bind(("127.0.0.1", 0)); b.listen(64)
+first = socket.create_connection(a.getsockname())
+first.sendall(b"A!")
+for i in range(4200):
+    c = socket.create_connection(b.getsockname())
+    s, _ = b.accept()
+    s.close(); c.close()
+a.settimeout(20)
+s, _ = a.accept()
+print(s.recv(10).decode())
+'''
+    run, r = loop_run(t, prog, timeout=180)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "A!\n", "stdout")
+    eq(denials(r), [], "no connection taken for a stranger's")
+
+
+@test
 def unix_passcred_autobind_refused(t):
     """SO_PASSCRED on an unnamed unix datagram socket would have the kernel
     autobind it to an abstract name any local user may send to: refused.

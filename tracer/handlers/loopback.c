@@ -163,6 +163,10 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 					   ENOBUFS);
 		return rc ? v_err(-rc) : v_val(0);
 	}
+	if (cr_net_local_room(run->net) < 0)
+		return cr_net_deny(run, n, e, a, alen, "net",
+				   "the run holds too many bound sockets",
+				   ENOBUFS);
 	if (bind(s->dup, &t.sa, tl) < 0)
 		return v_err(errno);
 	if (!local_ep(s->dup, &real, false) ||
@@ -203,6 +207,10 @@ struct cr_verdict cr_net_listen_inet(struct cr_run *run,
 		ep.family = s->domain;
 		ep_loopback(&ep);
 		tl = ep_to_sa(&ep, s->domain, &t);
+		if (cr_net_local_room(run->net) < 0)
+			return cr_net_deny(run, n, e, NULL, 0, "net",
+					   "the run holds too many bound sockets",
+					   ENOBUFS);
 		if (bind(s->dup, &t.sa, tl) < 0)
 			return v_err(errno);
 		if (!local_ep(s->dup, &ep, false) ||

@@ -8,6 +8,7 @@
 #include <linux/sock_diag.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "net.h"
 
@@ -26,7 +27,6 @@ struct cr_net_lsn {
 struct cr_net_client {
 	struct cr_net_ep local, remote;
 	uint64_t ino;		/* the run's client socket */
-	bool live;
 };
 
 static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -79,24 +79,36 @@ static int diag_dump(int family, int proto, uint16_t port, uint32_t states,
 		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
 		     void *arg);
 
+static int by_ino(const void *a, const void *b)
+{
+	uint64_t x = ((const struct cr_net_lsn *)a)->ino;
+	uint64_t y = ((const struct cr_net_lsn *)b)->ino;
+
+	return x < y ? -1 : x > y;
+}
+
 static int mark_live(const struct cr_net_ep *ep, uint64_t ino, void *arg)
 {
 	struct cr_netstate *ns = arg;
+	struct cr_net_lsn key = { .ino = ino }, *l;
 
-	for (size_t i = 0; i < ns->nlsn; i++)
-		if (ns->lsn[i].ino == ino)
-			ns->lsn[i].live = true;
+	(void)ep;
+	l = bsearch(&key, ns->lsn, ns->nlsn, sizeof(key), by_ino);
+	if (l)
+		l->live = true;
 	return 0;
 }
 
 /* The table is full: forget the sockets the kernel no longer has (a long
- * test suite binds a server per test). On a failure nothing is forgotten
- * and the bind is refused. */
+ * test suite binds a server per test). Sorted by inode first, so that
+ * each socket of the host's dumps is one binary search. On a failure
+ * nothing is forgotten. */
 static void prune(struct cr_netstate *ns)
 {
 	uint32_t all = ~0u | (1u << TCP_BOUND_INACTIVE_STATE);
 	size_t k = 0;
 
+	qsort(ns->lsn, ns->nlsn, sizeof(*ns->lsn), by_ino);
 	for (size_t i = 0; i < ns->nlsn; i++)
 		ns->lsn[i].live = false;
 	if (diag_dump(AF_INET, IPPROTO_TCP, 0, all, mark_live, ns) ||
@@ -106,6 +118,41 @@ static void prune(struct cr_netstate *ns)
 		if (ns->lsn[i].live)
 			ns->lsn[k++] = ns->lsn[i];
 	ns->nlsn = k;
+}
+
+/* A table at its largest is pruned at most once a second: each prune of
+ * a table full of live entries costs the loop the same again. */
+static bool prune_due(struct timespec *last)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((last->tv_sec || last->tv_nsec) &&
+	    (now.tv_sec - last->tv_sec) * 1000 +
+	    (now.tv_nsec - last->tv_nsec) / 1000000 < 1000)
+		return false;
+	*last = now;
+	return true;
+}
+
+/* A full table from CR_NET_PRUNE_FROM on is pruned before it grows. */
+static bool prune_first(size_t cap, struct timespec *pruned)
+{
+	return cap >= CR_NET_PRUNE_FROM &&
+	       (cap < CR_NET_MAX_LOCAL || prune_due(pruned));
+}
+
+/* The capacity a table of n entries (after its prune) grows to: doubled
+ * when more than half stayed, so that the next prune is at least as many
+ * additions away as this one's entries; 0 when it keeps its size (room
+ * enough, or at its largest). */
+static size_t grown(size_t n, size_t cap)
+{
+	size_t c = cap ? cap * 2 : 16;
+
+	if (n < cap && n <= cap / 2)
+		return 0;
+	return c > CR_NET_MAX_LOCAL ? 0 : c;
 }
 
 struct each_ino {
@@ -135,10 +182,29 @@ int cr_net_each_inet_socket(int (*fn)(uint64_t ino, void *arg), void *arg)
 	return rc;
 }
 
+int cr_net_local_room(struct cr_netstate *ns)
+{
+	struct cr_net_lsn *l;
+	size_t c;
+
+	if (ns->nlsn < ns->caplsn)
+		return 0;
+	if (prune_first(ns->caplsn, &ns->lsn_pruned))
+		prune(ns);
+	if (!(c = grown(ns->nlsn, ns->caplsn)))
+		return ns->nlsn < ns->caplsn ? 0 : -ENOSPC;
+	if (!(l = realloc(ns->lsn, c * sizeof(*l))))
+		return ns->nlsn < ns->caplsn ? 0 : -ENOMEM;
+	ns->lsn = l;
+	ns->caplsn = c;
+	return 0;
+}
+
 int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 		       const struct cr_net_ep *ep, bool wildcard)
 {
 	struct cr_net_lsn *l;
+	int rc;
 
 	for (size_t i = 0; i < ns->nlsn; i++)
 		if (ns->lsn[i].ino == ino) {
@@ -146,19 +212,9 @@ int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 			ns->lsn[i].wildcard = wildcard;
 			return 0;
 		}
-	if (ns->nlsn == CR_NET_MAX_LOCAL)
-		prune(ns);
-	if (ns->nlsn == ns->caplsn) {
-		size_t cap = ns->caplsn ? ns->caplsn * 2 : 16;
-
-		if (cap > CR_NET_MAX_LOCAL)
-			return -ENOSPC;	/* the bind is refused: fail closed */
-		l = realloc(ns->lsn, cap * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		ns->lsn = l;
-		ns->caplsn = cap;
-	}
+	rc = cr_net_local_room(ns);
+	if (rc < 0)
+		return rc;	/* the bind is refused: fail closed */
 	l = &ns->lsn[ns->nlsn++];
 	l->ino = ino;
 	l->ep = *ep;
@@ -346,25 +402,56 @@ int cr_net_local_listener(const struct cr_netstate *ns,
 	return j.listeners ? 1 : 0;
 }
 
+/* Forget the connections no longer waiting for an accept: the listener's
+ * end of each is asked of the kernel (an exact lookup); kept when it is
+ * there and no file holds it yet (queued), when the run's client socket
+ * is still open (a dual-stack listener's end may be filed under the other
+ * family), or when the kernel could not be asked. */
+static void clients_prune(struct cr_netstate *ns)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < ns->nlocal_clients; i++) {
+		const struct cr_net_client *c = &ns->clients_local[i];
+		uint64_t ino;
+		int found = cr_net_tcp_inode(&c->remote, &c->local, &ino);
+
+		if (found == 1 && ino)
+			continue;	/* accepted: nothing waits */
+		if (found != 0 ||
+		    cr_net_tcp_inode(&c->local, &c->remote, &ino) != 0)
+			ns->clients_local[k++] = *c;
+	}
+	ns->nlocal_clients = k;
+}
+
 void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 			 const struct cr_net_ep *local,
 			 const struct cr_net_ep *remote)
 {
 	struct cr_net_client *c;
+	size_t cap;
 
-	if (!ns->clients_local) {
-		ns->clients_local = calloc(CR_NET_MAX_LOCAL, sizeof(*c));
-		if (!ns->clients_local)
-			return;	/* fail closed: the accept will refuse it */
+	if (ns->nlocal_clients == ns->caplocal_clients) {
+		if (prune_first(ns->caplocal_clients, &ns->clients_pruned))
+			clients_prune(ns);
+		if ((cap = grown(ns->nlocal_clients, ns->caplocal_clients)) &&
+		    (c = realloc(ns->clients_local, cap * sizeof(*c)))) {
+			ns->clients_local = c;
+			ns->caplocal_clients = cap;
+		}
 	}
-	/* A ring: a connection nobody accepts for 4096 newer ones is
-	 * forgotten, and its accept then refuses it. */
-	c = &ns->clients_local[ns->nclients_next];
-	ns->nclients_next = (ns->nclients_next + 1) % CR_NET_MAX_LOCAL;
+	if (ns->nlocal_clients == ns->caplocal_clients) {
+		if (!ns->nlocal_clients)
+			return;	/* fail closed: the accept will refuse it */
+		/* CR_NET_MAX_LOCAL connections waiting at once: one of
+		 * them is forgotten, and its accept then refuses it. */
+		ns->clients_local[0] = ns->clients_local[--ns->nlocal_clients];
+	}
+	c = &ns->clients_local[ns->nlocal_clients++];
 	c->local = *local;
 	c->remote = *remote;
 	c->ino = ino;
-	c->live = true;
 }
 
 int cr_net_tcp_inode(const struct cr_net_ep *self,
@@ -425,9 +512,7 @@ bool cr_net_local_client_take(struct cr_netstate *ns,
 			      const struct cr_net_ep *peer,
 			      const struct cr_net_ep *local)
 {
-	if (!ns->clients_local)
-		return false;
-	for (size_t i = 0; i < CR_NET_MAX_LOCAL; i++) {
+	for (size_t i = 0; i < ns->nlocal_clients; i++) {
 		struct cr_net_client *c = &ns->clients_local[i];
 
 		/* One accepted connection per connect the run made: the
@@ -441,13 +526,12 @@ bool cr_net_local_client_take(struct cr_netstate *ns,
 		 * with this 4-tuple cannot be queued while the one we are
 		 * accepting holds it, and the stranger's socket would be
 		 * live. */
-		if (c->live && ep_same(&c->local, peer) &&
-		    ep_same(&c->remote, local)) {
-			uint64_t now;
+		if (ep_same(&c->local, peer) && ep_same(&c->remote, local)) {
+			uint64_t now, was = c->ino;
 			int found = cr_net_tcp_inode(peer, local, &now);
 
-			c->live = false;
-			return c->ino && found >= 0 && (now == 0 || now == c->ino);
+			*c = ns->clients_local[--ns->nlocal_clients];
+			return was && found >= 0 && (now == 0 || now == was);
 		}
 	}
 	return false;

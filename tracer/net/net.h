@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 
 #include "corral/netmatch.h"
 #include "../tracer.h"
@@ -23,7 +24,11 @@
  * rest stays for the budgets' measures, the ledger and the calls (defer.c). */
 #define CR_NET_DEFER_FDS_DIV 8
 #define CR_NET_MAX_PEERS 4096	/* remembered destinations (getpeername) */
-#define CR_NET_MAX_LOCAL 4096	/* run sockets bound; run connects to them */
+/* Run sockets bound, and connections the run made to them not yet
+ * accepted: each table grows to this, forgetting what the kernel no
+ * longer has whenever it is full (local.c). */
+#define CR_NET_MAX_LOCAL 65536
+#define CR_NET_PRUNE_FROM 4096	/* smaller tables only grow */
 #define CR_NET_MAX_UNAMES 4096	/* unix names bound */
 #define CR_NET_MAX_ANAMES 1024	/* abstract unix names bound (abstract.c) */
 #define SUN_LEN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
@@ -106,8 +111,10 @@ struct cr_netstate {
 	const struct cr_run_config *cfg;	/* borrowed: --publish */
 	struct cr_net_lsn *lsn;		/* owned array: sockets the run bound */
 	size_t nlsn, caplsn;
-	struct cr_net_client *clients_local;	/* owned ring: run connects */
-	size_t nclients_next;
+	struct timespec lsn_pruned;	/* the last prune of a full table */
+	struct cr_net_client *clients_local;	/* owned: run connects */
+	size_t nlocal_clients, caplocal_clients;
+	struct timespec clients_pruned;
 	/* unix names as bound (unixname.c) */
 	struct cr_net_uname *unames;	/* owned array */
 	size_t nunames, uname_next;
@@ -302,6 +309,10 @@ bool cr_net_ep_of(const union cr_sockaddr *a, socklen_t len,
 		  struct cr_net_ep *ep);
 bool cr_net_ep_loopback(const struct cr_net_ep *ep);
 bool cr_net_ep_any(const struct cr_net_ep *ep);
+/* Room for one more bound socket (0), made by growing the table or by
+ * forgetting sockets the kernel no longer has; -ENOSPC or -ENOMEM when
+ * there is none: the bind is then refused before it is made. */
+int cr_net_local_room(struct cr_netstate *ns);
 int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 		       const struct cr_net_ep *ep, bool wildcard);
 bool cr_net_local_find(const struct cr_netstate *ns, uint64_t ino,
