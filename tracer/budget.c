@@ -1397,7 +1397,7 @@ static int walk_entry(struct cr_budgets *b, int dfd, const char *name,
 	struct stat st;
 	int sub;
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (cr_quiet_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!count_entry(b, &st) || !S_ISDIR(st.st_mode))
 		return 0;
@@ -2062,7 +2062,7 @@ static void fdscan_entry(struct cr_run *run, struct dirent *de)
 	/* The magic link leads to the open file itself, deleted or not;
 	 * stat never opens it. */
 	if (de->d_name[0] == '.' ||
-	    fstatat(dirfd(b->fs_dir), de->d_name, &st, 0) < 0)
+	    cr_quiet_fstatat(dirfd(b->fs_dir), de->d_name, &st, 0) < 0)
 		return;
 	if (S_ISSOCK(st.st_mode)) {
 		note_socket(b, st.st_ino);
@@ -2349,7 +2349,7 @@ static bool count_locks(struct cr_run *run, uint64_t *out)
 			 * records on pidfds went uncounted (146 MiB of slab
 			 * under memory=32MiB, found by a probing session). */
 			if (de->d_name[0] == '.' ||
-			    fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
+			    cr_quiet_fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
 			    (!(st.st_mode & S_IFMT) &&
 			     st.st_ino == b->anon_ino &&
 			     st.st_dev == b->anon_dev))
@@ -2810,7 +2810,8 @@ static int walk_step(struct cr_run *run, size_t budget)
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (cr_quiet_fstatat(dirfd(d), de->d_name, &st,
+				     AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno == ENOENT)
 				continue;	/* removed meanwhile */
 			if (errno != EACCES) {

@@ -132,6 +132,11 @@ struct cr_fsres {
 				 * land elsewhere */
 };
 
+/* tracer/fs/quietstat.c: fstatat and fstat that never ask for the times
+ * (which would make the file's next change fine-grained); times zero. */
+int cr_quiet_fstatat(int dirfd, const char *name, struct stat *st, int flags);
+int cr_quiet_fstat(int fd, struct stat *st);
+
 int cr_fs_setup(struct cr_run *run);
 void cr_fs_finish(struct cr_run *run);
 

@@ -1123,7 +1123,7 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		 * walk judges each step (a directory of /dev/shm's
 		 * filesystem met through a bind mount of /dev elsewhere,
 		 * where a creation would land among the host's objects). */
-		if (fstat(pfd, &pst) < 0 ||
+		if (cr_quiet_fstat(pfd, &pst) < 0 ||
 		    misplaced(fs, abs, dlen ? dlen : 1, &pst, pfd, ".")) {
 			cr_fsres_free(res);
 			return 1;
