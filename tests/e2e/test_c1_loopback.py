@@ -380,6 +380,82 @@ def loopback_stranger_dropped(t):
     _assert_dropped(*_stranger(t, False))
 
 
+STALE_PROG = r'''
+import os, socket, sys, time
+ws = sys.argv[1]
+def listener(port):
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("127.0.0.1", port)); l.listen(16)
+    return l
+l = listener(0)
+port = l.getsockname()[1]
+c = socket.socket()
+c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+c.bind(("127.0.0.1", 0))
+c.connect(("127.0.0.1", port))
+cport = c.getsockname()[1]
+l.close()      # the queued connection is reset, never accepted
+c.close()
+time.sleep(0.2)
+l = listener(port)
+with open(os.path.join(ws, "ports.tmp"), "w") as f:
+    f.write("%d %d" % (port, cport))
+os.rename(os.path.join(ws, "ports.tmp"), os.path.join(ws, "ports"))
+l.settimeout(4)
+try:
+    s, peer = l.accept()
+    print("accepted", peer[1], s.recv(100))
+except socket.timeout:
+    print("nothing accepted")
+'''
+
+STALE_STRANGER = r'''
+import socket, sys
+port, cport = int(sys.argv[1]), int(sys.argv[2])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", cport))
+s.connect(("127.0.0.1", port))
+s.sendall(b"from outside")
+s.close()
+print("sent")
+'''
+
+
+@test
+def loopback_stranger_from_a_port_the_run_used_is_dropped(t):
+    """The run connects to its own listener from a port it chose, closes
+    the listener before the accept (the connection is reset), listens
+    again on the same port; a stranger then connects from that client
+    port, sends and closes before the accept. The record of the run's
+    connect vouches for its own connection only (the cookie of the
+    listener's end), not for a later one with the same addresses. An
+    earlier build took the stranger's bytes as the run's (found by a
+    probing session)."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    proc = loop_run(t, STALE_PROG, args=[ws], spawn=True)
+    try:
+        pf = os.path.join(ws, "ports")
+        true(wait_for(lambda: os.path.exists(pf), 30), "the run's ports")
+        port, cport = open(pf).read().split()
+        out = subprocess.run([PY, "-c", STALE_STRANGER, port, cport],
+                             capture_output=True, timeout=30)
+        eq(out.stdout, b"sent\n", "the stranger sent (%r)" % out.stderr)
+        run, r = finish(t, proc)
+        proc = None
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.communicate()
+    eq(r["stdout"], "nothing accepted\n", "the stranger's bytes stay out")
+    d = denials(r, "accept", "net")
+    eq(len(d), 1, "one accept denial (%r)" % r["denials"])
+    eq(r["status"], "ok", "status")
+
+
 @test
 def loopback_stranger_dropped_by_a_dual_stack_wildcard(t):
     # [::] is bound as the wildcard on the loopback device: a stranger of

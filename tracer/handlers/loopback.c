@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -226,6 +227,26 @@ struct cr_verdict cr_net_listen_inet(struct cr_run *run,
 
 /* ---- connect to the run's own listeners ---- */
 
+/* The cookie of the listener's end of a connection just established
+ * (from local to dst), which its accept will hand over: 0 when it is not
+ * there yet (the client's last handshake packet still on its way, or a
+ * listener deferring the accept keeping a request only). Asked a few
+ * times: on loopback the packet is a moment behind. */
+static uint64_t server_end(const struct cr_net_ep *dst,
+			   const struct cr_net_ep *local)
+{
+	for (int k = 0; k < 4; k++) {
+		uint64_t ino, cookie;
+		int state;
+
+		if (cr_net_tcp_find(dst, local, &ino, &cookie, &state) == 1 &&
+		    state != TCP_SYN_RECV && state != 12 /* NEW_SYN_RECV */)
+			return cookie;
+		sched_yield();
+	}
+	return 0;
+}
+
 static long ms_since(const struct timespec *t0)
 {
 	struct timespec t;
@@ -360,7 +381,7 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 		*v = refuse_local(run, n, e, a, alen);
 		return true;
 	}
-	cr_net_local_client(ns, s->ino, &local, &dst);
+	cr_net_local_client(ns, s->ino, &local, &dst, server_end(&dst, &local));
 	cr_net_peer_drop(ns, s->ino);
 	/* Established: a blocking connect is done; a non-blocking one
 	 * answers as the kernel did, and its poll sees it writable. */
@@ -522,14 +543,19 @@ static bool peer_ok(struct cr_run *run, pid_t tid, int fd,
 	char target[96];
 	union cr_sockaddr la;
 	socklen_t ll = sizeof(la);
+	uint64_t cookie;
 
+	socklen_t cl = sizeof(cookie);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &cl) < 0)
+		cookie = 0;	/* no record vouches for it then */
 	if (!cr_net_ep_of(pa, pl, &peer) || !local_ep(fd, &local, false)) {
 		cr_deny(run, tid, "accept", NULL, "net",
 			"a connection whose ends cannot be read was dropped");
 		return false;
 	}
 	if (cr_net_published(run->net, local.port) ||
-	    cr_net_local_client_take(run->net, &peer, &local))
+	    cr_net_local_client_take(run->net, &peer, &local, cookie))
 		return true;
 	if (getsockname(fd, &la.sa, &ll) == 0)
 		cr_net_addr_text(&la, ll, target, sizeof(target));

@@ -27,6 +27,7 @@ struct cr_net_lsn {
 struct cr_net_client {
 	struct cr_net_ep local, remote;
 	uint64_t ino;		/* the run's client socket */
+	uint64_t server;	/* the listener's end's cookie, 0 unknown */
 };
 
 static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -427,7 +428,7 @@ static void clients_prune(struct cr_netstate *ns)
 
 void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 			 const struct cr_net_ep *local,
-			 const struct cr_net_ep *remote)
+			 const struct cr_net_ep *remote, uint64_t server)
 {
 	struct cr_net_client *c;
 	size_t cap;
@@ -452,10 +453,20 @@ void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 	c->local = *local;
 	c->remote = *remote;
 	c->ino = ino;
+	c->server = server;
 }
 
 int cr_net_tcp_inode(const struct cr_net_ep *self,
 		     const struct cr_net_ep *other, uint64_t *ino)
+{
+	uint64_t cookie;
+	int state;
+
+	return cr_net_tcp_find(self, other, ino, &cookie, &state);
+}
+
+int cr_net_tcp_find(const struct cr_net_ep *self, const struct cr_net_ep *other,
+		    uint64_t *ino, uint64_t *cookie, int *state)
 {
 	struct {
 		struct nlmsghdr h;
@@ -469,6 +480,8 @@ int cr_net_tcp_inode(const struct cr_net_ep *self,
 	int fd, rc = -1;
 
 	*ino = 0;
+	*cookie = 0;
+	*state = -1;
 	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0)
 		return -1;
@@ -484,6 +497,10 @@ int cr_net_tcp_inode(const struct cr_net_ep *self,
 	memcpy(req.r.id.idiag_src, self->addr, self->family == AF_INET ? 4 : 16);
 	memcpy(req.r.id.idiag_dst, other->addr, other->family == AF_INET ? 4 : 16);
 	req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	/* Every socket asked about is on loopback; a listener's end bound
+	 * to the device (a wildcard, SO_BINDTODEVICE "lo") is found only
+	 * when the lookup names it, and an unbound one either way. */
+	req.r.id.idiag_if = CR_NET_LOOPBACK_IFINDEX;
 	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel,
 		   sizeof(kernel)) == sizeof(req)) {
 		do
@@ -496,6 +513,9 @@ int cr_net_tcp_inode(const struct cr_net_ep *self,
 		    ntohs(m->id.idiag_sport) == self->port &&
 		    ntohs(m->id.idiag_dport) == other->port) {
 			*ino = m->idiag_inode;
+			*cookie = (uint64_t)m->id.idiag_cookie[1] << 32 |
+				  m->id.idiag_cookie[0];
+			*state = m->idiag_state;
 			rc = 1;
 		} else if (got > 0 && NLMSG_OK(h, (size_t)got) &&
 			   h->nlmsg_type == NLMSG_ERROR &&
@@ -510,29 +530,42 @@ int cr_net_tcp_inode(const struct cr_net_ep *self,
 
 bool cr_net_local_client_take(struct cr_netstate *ns,
 			      const struct cr_net_ep *peer,
-			      const struct cr_net_ep *local)
+			      const struct cr_net_ep *local, uint64_t accepted)
 {
-	for (size_t i = 0; i < ns->nlocal_clients; i++) {
+	size_t i = 0;
+
+	while (i < ns->nlocal_clients) {
 		struct cr_net_client *c = &ns->clients_local[i];
 
-		/* One accepted connection per connect the run made: the
-		 * 4-tuple is unique while the connection lives, and once
-		 * taken it cannot vouch for a later one. A live socket at
-		 * the other end must still be the run's (a client that gave
-		 * up leaves its address free for a stranger to connect
-		 * from). None there (inode 0: closed, orphaned or in
-		 * TIME_WAIT) is the run's client that sent and closed before
-		 * the accept, as short clients do: a stranger's connection
-		 * with this 4-tuple cannot be queued while the one we are
-		 * accepting holds it, and the stranger's socket would be
-		 * live. */
-		if (ep_same(&c->local, peer) && ep_same(&c->remote, local)) {
-			uint64_t now, was = c->ino;
-			int found = cr_net_tcp_inode(peer, local, &now);
+		/* One accepted connection per connect the run made, and
+		 * only the very one: the listener's end the connect made has
+		 * its cookie recorded, and the accepted socket is that end
+		 * or not. A 4-tuple alone does not do: a record whose
+		 * connection went (its listener closed before the accept)
+		 * would vouch for a stranger's later connection from the
+		 * same port to a new listener on the same port, sent and
+		 * closed before the accept (found by a probing session).
+		 * Where the end was not seen at the connect (a listener
+		 * deferring its accept until data comes keeps only a
+		 * request until then), the run's client socket must still
+		 * be open: a connection whose client is gone is refused. */
+		uint64_t now, was = c->ino, server = c->server;
+		bool mine;
 
-			*c = ns->clients_local[--ns->nlocal_clients];
-			return was && found >= 0 && (now == 0 || now == was);
+		if (!ep_same(&c->local, peer) || !ep_same(&c->remote, local)) {
+			i++;
+			continue;
 		}
+		if (server)
+			mine = accepted && server == accepted;
+		else
+			mine = was && cr_net_tcp_inode(peer, local, &now) == 1 &&
+			       now == was;
+		/* Used up, or gone: the accepted connection holds the
+		 * 4-tuple now, so another record of it is a dead one. */
+		*c = ns->clients_local[--ns->nlocal_clients];
+		if (mine)
+			return true;
 	}
 	return false;
 }

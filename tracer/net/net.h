@@ -328,12 +328,21 @@ int cr_net_local_listener(const struct cr_netstate *ns,
  * kernel could not be asked (fail closed). */
 int cr_net_tcp_inode(const struct cr_net_ep *self,
 		     const struct cr_net_ep *other, uint64_t *ino);
+/* The same lookup, with the socket's cookie (SO_COOKIE: one socket's, never
+ * reused) and TCP state as well. */
+int cr_net_tcp_find(const struct cr_net_ep *self, const struct cr_net_ep *other,
+		    uint64_t *ino, uint64_t *cookie, int *state);
+/* A connection the run made (its client socket ino, from local to remote)
+ * waits for the run's accept; the listener's end of it is the socket with
+ * cookie `server` (0: not known at the connect). */
 void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 			 const struct cr_net_ep *local,
-			 const struct cr_net_ep *remote);
+			 const struct cr_net_ep *remote, uint64_t server);
+/* Is the connection accepted from peer at local, whose accepted socket has
+ * the cookie `accepted`, one the run made? Its record is used up. */
 bool cr_net_local_client_take(struct cr_netstate *ns,
 			      const struct cr_net_ep *peer,
-			      const struct cr_net_ep *local);
+			      const struct cr_net_ep *local, uint64_t accepted);
 void cr_net_local_finish(struct cr_netstate *ns);
 /* SO_REUSEADDR of a UDP socket and SO_REUSEPORT of any internet socket fd:
  * set (0, or -1 when it cannot be remembered), and read back (the value,
