@@ -192,8 +192,14 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 		return m;
 	/* O_NOCTTY always: opened by the supervisor, the slave must never
 	 * become the supervisor's controlling terminal. */
+	/* Without O_CLOEXEC, which the ioctl would keep in the file's
+	 * status flags where an open strips it; our copy is marked apart. */
 	s = ioctl(m, TIOCGPTPEER, (flags & (O_ACCMODE | O_NONBLOCK)) |
-		  O_NOCTTY | O_CLOEXEC);
+		  O_NOCTTY);
+	if (s >= 0 && fcntl(s, F_SETFD, FD_CLOEXEC) < 0) {
+		close(s);
+		s = -1;
+	}
 	s = s < 0 ? -errno : s;
 	close(m);
 	if (s >= 0) {	/* a slave alone keeps the pty allocated */

@@ -1432,7 +1432,10 @@ static void msg_init(struct cr_net_msg *m, struct cr_sock *s, int flags)
 	/* The program's own flags, minus the ones that change who receives
 	 * what; MSG_DONTWAIT/NOSIGNAL are added when it is performed. */
 	m->flags = flags & ~(MSG_FASTOPEN | MSG_NOSIGNAL);
-	m->sigpipe = !(flags & MSG_NOSIGNAL);
+	/* Only stream sockets raise it: a seqpacket or datagram send to a
+	 * closed peer answers EPIPE alone (the kernel's unix datagram path,
+	 * which seqpacket shares). */
+	m->sigpipe = !(flags & MSG_NOSIGNAL) && s->type == SOCK_STREAM;
 }
 
 struct cr_verdict cr_h_sendto(struct cr_run *run,
@@ -2216,7 +2219,10 @@ static struct cr_verdict recv_try(struct cr_run *run, uint64_t id, pid_t pid,
 	rc = cr_mem_write(pid, ra->buf, buf,
 			  (size_t)got < want ? (size_t)got : want);
 	free(buf);
-	if (!rc && ra->fromlen &&
+	/* As the kernel: an address asked for (from) needs its length
+	 * (EFAULT without one, the data consumed); none asked, the length
+	 * is not looked at. */
+	if (!rc && ra->from &&
 	    !(rc = cr_mem_read(pid, ra->fromlen, &ulen, sizeof(ulen)))) {
 		if (ulen < 0)
 			return v_err(EINVAL);

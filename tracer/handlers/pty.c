@@ -54,8 +54,15 @@ struct cr_verdict cr_h_tiocgptpeer(struct cr_run *run,
 		close(m);
 		return CR_V_ERR(EINVAL);
 	}
-	/* O_NOCTTY always: never the supervisor's controlling terminal. */
-	s = ioctl(m, TIOCGPTPEER, (flags & ~O_CLOEXEC) | O_NOCTTY | O_CLOEXEC);
+	/* O_NOCTTY always: never the supervisor's controlling terminal.
+	 * O_CLOEXEC as the program asked: the ioctl keeps it in the file's
+	 * status flags (F_GETFL shows it natively too), so our copy is
+	 * marked apart when it was not asked. */
+	s = ioctl(m, TIOCGPTPEER, flags | O_NOCTTY);
+	if (s >= 0 && !(flags & O_CLOEXEC) && fcntl(s, F_SETFD, FD_CLOEXEC) < 0) {
+		close(s);
+		s = -1;
+	}
 	if (s < 0) {
 		s = errno;
 		close(m);

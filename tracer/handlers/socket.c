@@ -155,6 +155,14 @@ CR_HANDLER(cr_h_socket)
 			return v;
 		return unix_made(run, n, pair, type, proto);
 	}
+	/* A pair of the internet sockets corral allows: the kernel makes
+	 * both, then finds the family has no pairs (EOPNOTSUPP), and so
+	 * nothing is made or refused (a program probing for pairs tests for
+	 * that answer). */
+	if (pair && (domain == AF_INET || domain == AF_INET6) &&
+	    ((base == SOCK_STREAM && (proto == 0 || proto == IPPROTO_TCP)) ||
+	     (base == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP))))
+		return CR_V_ERR(EOPNOTSUPP);
 	if (pair || (domain != AF_INET && domain != AF_INET6))
 		return deny(run, n, e->name, EAFNOSUPPORT,
 			    pair ? "socketpair: AF_UNIX only" :
