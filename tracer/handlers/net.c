@@ -34,7 +34,7 @@
  * refuses CONTINUE for such entries).
  */
 
-#define STREAM_CAP (256 * 1024)	/* a stream send may be partial */
+#define STREAM_CAP CR_NET_STREAM_PIECE	/* a stream send's piece */
 #define DGRAM_CAP 65536		/* a datagram is all or nothing */
 #define UNIX_DGRAM_CAP (8u << 20)	/* past the largest send buffer */
 #define CONTROL_CAP 4096
@@ -1120,6 +1120,14 @@ static int gather(pid_t pid, uint64_t iovp, uint64_t iovcnt, size_t dgram_cap,
 		}
 		m->iov.iov_base = m->data;
 		m->iov.iov_len = off;
+		m->total = total;
+		/* More than a piece: the rest is read as it goes (defer.c). */
+		if (!rc && total > take) {
+			m->piov = v;
+			m->npiov = iovcnt;
+			m->pid = pid;
+			v = NULL;
+		}
 	}
 	free(v);
 	return rc;
@@ -1436,6 +1444,7 @@ static void msg_init(struct cr_net_msg *m, struct cr_sock *s, int flags)
 	 * closed peer answers EPIPE alone (the kernel's unix datagram path,
 	 * which seqpacket shares). */
 	m->sigpipe = !(flags & MSG_NOSIGNAL) && s->type == SOCK_STREAM;
+	m->stream = s->type == SOCK_STREAM;
 }
 
 struct cr_verdict cr_h_sendto(struct cr_run *run,
@@ -1473,8 +1482,20 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 			cr_net_msg_free(&m);
 			return v_err(EMSGSIZE);
 		}
-		if (len > cap)
+		m.total = len;
+		if (len > cap) {
+			/* The rest is read as it goes (defer.c). */
+			m.piov = malloc(sizeof(*m.piov));
+			if (m.piov) {
+				m.piov->iov_base = (void *)(uintptr_t)n->data.args[1];
+				m.piov->iov_len = len;
+				m.npiov = 1;
+				m.pid = pid;
+			} else {
+				m.total = cap;
+			}
 			len = cap;
+		}
 		m.data = malloc(len ? len : 1);
 		rc = m.data ? cr_mem_read(pid, n->data.args[1], m.data, len) :
 			      -ENOMEM;

@@ -40,6 +40,7 @@ void cr_net_msg_free(struct cr_net_msg *m)
 	free(m->fds);
 	free(m->data);
 	free(m->control);
+	free(m->piov);
 	if (m->hold >= 0)
 		close(m->hold);
 	memset(m, 0, sizeof(*m));
@@ -57,6 +58,70 @@ static ssize_t send_now(struct cr_net_msg *m)
 		r = sendmsg(m->dup, &m->msg, m->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
 	return r;
+}
+
+/* The next piece of a whole send, read from the program's iovecs past
+ * what was sent. 0 or -errno. */
+static int refill(struct cr_net_msg *m)
+{
+	size_t skip = m->sent, off = 0, take = m->total - m->sent;
+	int rc = 0;
+
+	if (take > CR_NET_STREAM_PIECE)
+		take = CR_NET_STREAM_PIECE;
+	for (size_t i = 0; !rc && i < m->npiov && off < take; i++) {
+		size_t len = m->piov[i].iov_len, k;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		k = len - skip < take - off ? len - skip : take - off;
+		rc = cr_mem_read(m->pid,
+				 (uint64_t)(uintptr_t)m->piov[i].iov_base + skip,
+				 (char *)m->data + off, k);
+		off += k;
+		skip = 0;
+	}
+	m->iov.iov_base = m->data;
+	m->iov.iov_len = rc ? 0 : off;
+	return rc ? rc : off ? 0 : -EFAULT;
+}
+
+/*
+ * A whole send goes on after *r bytes went (the result of the last
+ * send_now): 1 when the socket is full again (wait for room), 0 when it
+ * is answered, with *r the count (everything, or what went before an
+ * error or an unreadable piece: the kernel's stream send answers what it
+ * copied once it copied anything) or -1 with errno when nothing went.
+ * Rights and credentials ride with the first bytes only.
+ */
+static int push(struct cr_net_msg *m, ssize_t *r)
+{
+	int err;
+
+	while (*r > 0) {
+		m->sent += (size_t)*r;
+		m->msg.msg_control = NULL;
+		m->msg.msg_controllen = 0;
+		m->iov.iov_base = (char *)m->iov.iov_base + *r;
+		m->iov.iov_len -= (size_t)*r;
+		if (m->sent >= m->total ||
+		    (!m->iov.iov_len && (!m->piov || refill(m) < 0))) {
+			*r = (ssize_t)m->sent;
+			return 0;
+		}
+		*r = send_now(m);
+	}
+	err = errno;
+	if (*r < 0 && err == EAGAIN)
+		return 1;
+	if (m->sent) {
+		*r = (ssize_t)m->sent;
+		return 0;
+	}
+	errno = err;
+	return 0;
 }
 
 static struct cr_verdict done(struct cr_net_msg *m, pid_t tid, ssize_t r,
@@ -110,6 +175,8 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 		return;
 	}
 	r = send_now(&d->m);
+	if (d->m.whole && push(&d->m, &r))
+		return;	/* more to send: wait for room again */
 	if (r < 0 && errno == EAGAIN)
 		return;	/* still full: wait for the next EPOLLOUT or tick */
 	/* Out of epoll before done() closes the duplicate: epoll keys on
@@ -165,6 +232,21 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 	ssize_t r = send_now(m);
 	int err = errno, fl;
 
+	/* A blocking stream socket: the kernel's send waits until all is
+	 * queued, and answers a short count only when a signal cuts it
+	 * (then the count of what went: on_sig_tick). An earlier build
+	 * answered the first piece that went at once: a 1 MiB sendmsg
+	 * answered 219 264 bytes, and a program taking it as whole lost the
+	 * rest (found by a differential probing session). */
+	if (m->stream && m->total && may_defer && !(m->flags & MSG_DONTWAIT) &&
+	    ((r >= 0 && (size_t)r < m->total) || (r < 0 && err == EAGAIN)) &&
+	    (fl = fcntl(m->dup, F_GETFL)) >= 0 && !(fl & O_NONBLOCK)) {
+		m->whole = true;
+		if (!push(m, &r))
+			return done(m, (pid_t)n->pid, r, errno);
+		r = -1;
+		err = EAGAIN;
+	}
 	if (r >= 0 || err != EAGAIN || !may_defer || (m->flags & MSG_DONTWAIT))
 		return done(m, (pid_t)n->pid, r, err);
 	fl = fcntl(m->dup, F_GETFL);
@@ -387,7 +469,17 @@ static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
 	for (struct cr_net_deferred *d = ns->deferred, *next; d; d = next) {
 		next = d->next;
 		if (!run->ending && cr_tasks_would_take_signal(d->tid, &d->held)) {
-			interrupted(run, d->id, d->tid, d->m.dup, SO_SNDTIMEO);
+			/* Some of a whole send went: its count, as the
+			 * kernel's interrupted stream send answers. */
+			if (d->m.sent) {
+				if (cr_notif_valid(run, d->id))
+					cr_notif_reply(run, d->id, (struct cr_verdict){
+						.kind = CR_V_VALUE,
+						.val = (int64_t)d->m.sent });
+			} else {
+				interrupted(run, d->id, d->tid, d->m.dup,
+					    SO_SNDTIMEO);
+			}
 			drop(run, d);
 		}
 	}

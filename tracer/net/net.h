@@ -280,7 +280,17 @@ struct cr_net_msg {
 	bool sigpipe;			/* raise SIGPIPE in the task on EPIPE */
 	uint64_t mmsg_len;		/* sendmmsg: where msg_len goes; the
 					 * deferred answer is then 1 */
+	/* A blocking stream send is finished whole, as the kernel's: the
+	 * program's iovecs as the call gave them (the kernel copies them
+	 * once too), read a piece of CR_NET_STREAM_PIECE at a time. */
+	bool stream;			/* a SOCK_STREAM socket */
+	bool whole;			/* answered when all is sent */
+	struct iovec *piov;		/* owned, or NULL: all read at once */
+	size_t npiov;
+	size_t total, sent;		/* bytes asked for, sent so far */
+	pid_t pid;			/* whose memory piov names */
 };
+#define CR_NET_STREAM_PIECE (256 * 1024)
 void cr_net_msg_free(struct cr_net_msg *m);
 /* Perform m without blocking. Returns the verdict to answer now, or a
  * CR_V_SENT verdict after taking m over to finish it when the socket has
