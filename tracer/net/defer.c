@@ -124,6 +124,13 @@ static int push(struct cr_net_msg *m, ssize_t *r)
 	return 0;
 }
 
+/* What a send that cannot wait answers: the count of a whole send's
+ * bytes that went already, else r. */
+static ssize_t so_far(const struct cr_net_msg *m, ssize_t r)
+{
+	return m->sent ? (ssize_t)m->sent : r;
+}
+
 static struct cr_verdict done(struct cr_net_msg *m, pid_t tid, ssize_t r,
 			      int err)
 {
@@ -251,17 +258,17 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 		return done(m, (pid_t)n->pid, r, err);
 	fl = fcntl(m->dup, F_GETFL);
 	if (fl < 0 || (fl & O_NONBLOCK) || ns->ndeferred >= CR_NET_MAX_DEFERRED)
-		return done(m, (pid_t)n->pid, r, err);
+		return done(m, (pid_t)n->pid, so_far(m, r), err);
 	/* A waiting send keeps a copy of every descriptor it passes, and
 	 * 256 of them could hold 64,768: enough to leave the supervisor
 	 * none for measuring the budgets. Past the share they may take, the
 	 * kernel's own answer to too many descriptors in flight. */
 	if (m->nfds && ns->deferred_fds + cr_guard_backlog() + m->nfds >
 		       defer_fds_max())
-		return done(m, (pid_t)n->pid, -1, ETOOMANYREFS);
+		return done(m, (pid_t)n->pid, so_far(m, -1), ETOOMANYREFS);
 	d = sig_watch(run) < 0 ? NULL : calloc(1, sizeof(*d));
 	if (!d)
-		return done(m, (pid_t)n->pid, r, err);
+		return done(m, (pid_t)n->pid, so_far(m, r), err);
 	d->id = n->id;
 	d->tid = (pid_t)n->pid;
 	d->tfd = -1;
@@ -291,7 +298,8 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 		d->w = cr_loop_watch(run, d->m.dup, EPOLLOUT, on_writable, d);
 	}
 	if (!d->w) {
-		struct cr_verdict v = done(&d->m, d->tid, -1, EAGAIN);
+		struct cr_verdict v = done(&d->m, d->tid, so_far(&d->m, -1),
+					   EAGAIN);
 
 		if (d->tfd >= 0)
 			close(d->tfd);
