@@ -1263,3 +1263,38 @@ def net_scm_rights_never_pass_supervisor_fds(t):
     want = "foreign-fds EBADF\nown-fd sent\nlying-length EINVAL\n"
     eq(nat.out.decode(), want, "natively")
     eq(r["stdout"], want, "under corral")
+
+
+FLOWLABEL = r"""
+import errno, os, socket, struct
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+# struct in6_flowlabel_req: a label to get, created if need be, exclusive
+req = struct.pack("16sIBBHHHI", socket.inet_pton(socket.AF_INET6, "::1"),
+                  socket.htonl(0x12345 + os.getpid() % 1000), 0, 1, 1, 0, 0, 0)
+try:
+    s.setsockopt(socket.IPPROTO_IPV6, 32, req)
+    print("label", "made")
+except OSError as e:
+    print("label", errno.errorcode[e.errno])
+"""
+
+
+@test
+def net_ipv6_flow_labels_are_refused(t):
+    """IPv6 flow labels (setsockopt IPV6_FLOWLABEL_MGR) are one table for
+    the whole host, kept up to 150 s after their socket: a run filled it
+    (3 073 labels) and another user's request then failed with ENOBUFS
+    (found by a probing session). Refused (EPERM, recorded); the next run
+    works."""
+    import subprocess
+    path = t.write("fl.py", FLOWLABEL)
+    nat = subprocess.run(["python3", path], capture_output=True, text=True,
+                         timeout=30).stdout
+    true(nat in ("label made\n", "label EPERM\n", "label ENOENT\n"),
+         "natively: %r" % nat)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--", "python3", path])
+    r = t.result(run)
+    eq(r.get("stdout"), "label EPERM\n", "under corral")
+    true(any(d.get("syscall") == "setsockopt" and d.get("layer") == "net"
+             for d in r.get("denials", [])), "recorded: %r" % r.get("denials"))
+    t.assert_next_run_ok()

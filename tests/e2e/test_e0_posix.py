@@ -1469,3 +1469,31 @@ def posix_blocking_stream_sends_are_whole(t):
     _side_by_side(t, WHOLE_SENDS, ["unix sendmsg 3145728",
                                    "tcp reader 3145728 True",
                                    "cut True", "cut reader True"])
+
+
+TRUNCATE_FSIZE = r"""
+import errno, os, resource, signal
+signal.signal(signal.SIGXFSZ, lambda *a: print("SIGXFSZ"))
+open("f", "w").close()
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, hard))
+for n in (1 << 19, 1 << 20, (1 << 20) + 1, 64 << 20):
+    try:
+        os.truncate("f", n)
+        print(n, "ok", os.stat("f").st_size)
+    except OSError as e:
+        print(n, errno.errorcode[e.errno], os.stat("f").st_size)
+os.truncate("f", 10)
+print("shrink", os.stat("f").st_size)
+"""
+
+
+@test
+def posix_truncate_keeps_the_callers_file_size_limit(t):
+    """truncate growing a file past the caller's RLIMIT_FSIZE: SIGXFSZ
+    and EFBIG, as the kernel's inode_newsize_ok. corral performs the call
+    with its own limit, and an earlier build grew the file to 64 MiB
+    under a 1 MiB limit (found by a probing session); ftruncate was the
+    kernel's all along."""
+    _side_by_side(t, TRUNCATE_FSIZE, ["1048577 EFBIG 1048576",
+                                      "SIGXFSZ", "shrink 10"])

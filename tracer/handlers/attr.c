@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/statfs.h>
@@ -316,6 +318,22 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 	close(fd);
 	if (wfd < 0)
 		return CR_V_ERR(errno);
+	/* The caller's file size limit, as the kernel's inode_newsize_ok
+	 * applies it to a file that grows: SIGXFSZ and EFBIG (corral's own
+	 * limit is not the program's; found by a probing session). */
+	{
+		struct rlimit rl;
+		struct stat st;
+		off_t len = (off_t)n->data.args[1];
+
+		if (cr_quiet_fstat(wfd, &st) == 0 && st.st_size < len &&
+		    prlimit((pid_t)n->pid, RLIMIT_FSIZE, NULL, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY && (rlim_t)len > rl.rlim_cur) {
+			close(wfd);
+			syscall(SYS_tkill, (pid_t)n->pid, SIGXFSZ);
+			return CR_V_ERR(EFBIG);
+		}
+	}
 	cr_slow_begin();
 	rc = ftruncate(wfd, (off_t)n->data.args[1]) < 0 ? errno : 0;
 	cr_slow_end();

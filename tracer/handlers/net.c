@@ -1775,6 +1775,9 @@ struct cr_verdict cr_h_getsockopt(struct cr_run *run,
 #ifndef TCP_FASTOPEN_CONNECT
 #define TCP_FASTOPEN_CONNECT 30
 #endif
+#ifndef IPV6_FLOWLABEL_MGR
+#define IPV6_FLOWLABEL_MGR 32	/* linux/in6.h */
+#endif
 #ifndef IPV6_MINHOPCOUNT
 #define IPV6_MINHOPCOUNT 73
 #endif
@@ -1952,6 +1955,8 @@ struct inet_sockopt {
 static const struct inet_sockopt inet_sockopts[] = {
 	{ IPPROTO_IPV6, IPV6_RTHDR, opt_always, EPERM, RTHDR_WHY },
 	{ IPPROTO_IPV6, IPV6_2292PKTOPTIONS, opt_always, EPERM, RTHDR_WHY },
+	{ IPPROTO_IPV6, IPV6_FLOWLABEL_MGR, opt_always, EPERM,
+	  "IPv6 flow labels are one table for the whole host" },
 	/* IPv4's twin: a loose or strict source route among the options
 	 * picks the first hop of every later send (and of corral's own
 	 * connect). This kernel refuses it to an unprivileged caller; one
@@ -2118,6 +2123,11 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 	if (sockopt_by_reference(n, run, level, opt, val, len, &fp, &ins,
 				 &ofd, &v))
 		;	/* answered */
+	else if (level == SOL_SOCKET && opt == SO_SNDBUFFORCE)
+		/* The program never holds CAP_NET_ADMIN (corral drops it),
+		 * while a supervisor run as root might: the kernel's answer
+		 * to the program, not what corral's credentials would get. */
+		v = v_err(EPERM);
 	else if (level == SOL_SOCKET && opt == SO_ZEROCOPY)
 		v = cr_net_deny(run, n, e, NULL, 0, "net",
 				"MSG_ZEROCOPY would pin the program's pages in socket queues, past every budget",
