@@ -37,6 +37,24 @@ def finish(t, p, timeout=60):
     return run, r
 
 
+def beside(t, proc, ws, name, fn):
+    """With proc (a run spawned by loop_run) live: wait for the file name
+    it writes in ws, call fn(its words), then let the run end. (fn's
+    value, run, result); the run is killed if anything fails."""
+    try:
+        path = os.path.join(ws, name)
+        true(wait_for(lambda: os.path.exists(path), 30),
+             "the run wrote %s" % name)
+        got = fn(open(path).read().split())
+        run, r = finish(t, proc)
+        proc = None
+        return got, run, r
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.communicate()
+
+
 class HostService:
     """A loopback server outside the run (the user's database, say): it
     counts the connections it accepts."""
@@ -437,19 +455,9 @@ def loopback_stranger_from_a_port_the_run_used_is_dropped(t):
     os.makedirs(ws, exist_ok=True)
     os.chmod(ws, 0o777)
     proc = loop_run(t, STALE_PROG, args=[ws], spawn=True)
-    try:
-        pf = os.path.join(ws, "ports")
-        true(wait_for(lambda: os.path.exists(pf), 30), "the run's ports")
-        port, cport = open(pf).read().split()
-        out = subprocess.run([PY, "-c", STALE_STRANGER, port, cport],
-                             capture_output=True, timeout=30)
-        eq(out.stdout, b"sent\n", "the stranger sent (%r)" % out.stderr)
-        run, r = finish(t, proc)
-        proc = None
-    finally:
-        if proc is not None:
-            proc.kill()
-            proc.communicate()
+    out, run, r = beside(t, proc, ws, "ports", lambda ports: subprocess.run(
+        [PY, "-c", STALE_STRANGER] + ports, capture_output=True, timeout=30))
+    eq(out.stdout, b"sent\n", "the stranger sent (%r)" % out.stderr)
     eq(r["stdout"], "nothing accepted\n", "the stranger's bytes stay out")
     d = denials(r, "accept", "net")
     eq(len(d), 1, "one accept denial (%r)" % r["denials"])

@@ -11,7 +11,7 @@ import subprocess
 
 from harness import eq, contains, true, test, wait_for
 from test_c0_net import denials
-from test_c1_loopback import loop_run, finish, _as_nobody, PY
+from test_c1_loopback import loop_run, finish, beside, _as_nobody, PY
 
 
 GOOD = r'''
@@ -140,21 +140,15 @@ for what, p in (("held", port), ("closed", closed)):
 def _udp_stranger(t, preexec=None):
     ws = t.path("ws")
     proc = loop_run(t, SERVE, spawn=True)
-    try:
-        portf = os.path.join(ws, "port")
-        true(wait_for(lambda: os.path.exists(portf), 30),
-             "the run wrote its ports")
-        port, closed = open(portf).read().split()
-        st = subprocess.run([PY, "-c", STRANGER, port, closed],
+
+    def stranger(ports):
+        st = subprocess.run([PY, "-c", STRANGER] + ports,
                             capture_output=True, timeout=60,
                             preexec_fn=preexec)
         open(os.path.join(ws, "go"), "w").close()
-        run, r = finish(t, proc)
-        proc = None
-    finally:
-        if proc is not None:
-            proc.kill()
-            proc.communicate()
+        return st
+
+    st, run, r = beside(t, proc, ws, "port", stranger)
     eq(st.returncode, 0, "the stranger ran (stderr %r)" % st.stderr)
     out = st.stdout.decode()
     for what in ("held", "closed"):
