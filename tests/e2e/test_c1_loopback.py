@@ -465,6 +465,30 @@ def loopback_stranger_from_a_port_the_run_used_is_dropped(t):
 
 
 @test
+def loopback_deferred_accept_takes_a_short_client(t):
+    """A listener with TCP_DEFER_ACCEPT keeps a request only until data
+    comes, so the listener's end of the run's connection is not there at
+    the connect; the record then names the listener, and a client that
+    sent and closed before the accept is the run's, as natively. (An
+    earlier build of this session asked the client to be still open and
+    dropped it as a stranger's; found by a probing session.)"""
+    prog = r'''
+import socket
+l = socket.socket(); l.bind(("127.0.0.1", 0))
+l.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, 5)
+l.listen(4)
+c = socket.create_connection(l.getsockname())
+c.sendall(b"hello"); c.close()
+l.settimeout(5)
+s, _ = l.accept()
+print(s.recv(10).decode())
+'''
+    run, r = loop_run(t, prog)
+    eq(r["stdout"], "hello\n", "stdout (stderr %r)" % r["stderr"])
+    eq(denials(r), [], "no denial")
+
+
+@test
 def loopback_stranger_dropped_by_a_dual_stack_wildcard(t):
     # [::] is bound as the wildcard on the loopback device: a stranger of
     # the host reaches the kernel's listener by 127.0.0.1 and is dropped

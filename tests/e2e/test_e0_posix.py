@@ -1497,3 +1497,63 @@ def posix_truncate_keeps_the_callers_file_size_limit(t):
     kernel's all along."""
     _side_by_side(t, TRUNCATE_FSIZE, ["1048577 EFBIG 1048576",
                                       "SIGXFSZ", "shrink 10"])
+
+
+SEND_EDGES = r"""
+import ctypes, errno, signal, socket
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+big = ctypes.create_string_buffer(8 << 20)
+def msg(iovs):
+    arr = (iovec * len(iovs))(*iovs)
+    return msghdr(None, 0, arr, len(iovs), None, 0, 0), arr
+# An iovec past the first piece naming a kernel address: EFAULT, nothing
+# sent (the kernel checks every range first).
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+m, keep = msg([iovec(ctypes.addressof(big), 1 << 20),
+               iovec(0xffff888000000000, 16)])
+r = libc.sendmsg(a.fileno(), ctypes.byref(m), 0)
+print("kernel address", r, errno.errorcode.get(ctypes.get_errno()) if r < 0 else "")
+b.setblocking(False)
+try:
+    print("reader", len(b.recv(1 << 20)))
+except BlockingIOError:
+    print("reader nothing")
+# A blocking sendmmsg cut by a signal after part of its first message went:
+# a count of 1, the bytes in msg_len, as many as the reader finds.
+signal.signal(signal.SIGALRM, lambda *x: None)
+signal.siginterrupt(signal.SIGALRM, True)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+h, keep2 = msg([iovec(ctypes.addressof(big), 8 << 20)])
+mm = (mmsghdr * 2)(mmsghdr(h, 0), mmsghdr(h, 0))
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+r = libc.sendmmsg(a.fileno(), mm, 2, 0)
+a.shutdown(socket.SHUT_WR)
+got = 0
+while True:
+    x = b.recv(1 << 20)
+    if not x:
+        break
+    got += len(x)
+print("sendmmsg", r, 0 < mm[0].len < (8 << 20), mm[0].len == got)
+"""
+
+
+@test
+def posix_stream_send_edges_answer_as_natively(t):
+    """Two edges of whole stream sends (found by a probing session of
+    them): an iovec naming a kernel address past the first 256 KiB is
+    EFAULT with nothing sent, as the kernel checks every range first (the
+    whole send sent 1 MiB and answered it); a blocking sendmmsg cut by a
+    signal answers a count of 1 with the bytes in msg_len (it answered the
+    byte count as the number of messages)."""
+    _side_by_side(t, SEND_EDGES, ["kernel address -1 EFAULT",
+                                  "reader nothing", "sendmmsg 1 True True"])

@@ -35,6 +35,10 @@
  */
 
 #define STREAM_CAP CR_NET_STREAM_PIECE	/* a stream send's piece */
+#define MAX_RW ((size_t)0x7ffff000)	/* the kernel's MAX_RW_COUNT */
+/* The top of user space (x86_64 with 5-level page tables; with 4 levels
+ * the kernel's own copy faults past 2^47 all the same). */
+#define USER_TOP ((uint64_t)1 << 56)
 #define DGRAM_CAP 65536		/* a datagram is all or nothing */
 #define UNIX_DGRAM_CAP (8u << 20)	/* past the largest send buffer */
 #define CONTROL_CAP 4096
@@ -1096,10 +1100,20 @@ static int gather(pid_t pid, uint64_t iovp, uint64_t iovcnt, size_t dgram_cap,
 	if (!v)
 		return -ENOMEM;
 	rc = cr_mem_read(pid, iovp, v, iovcnt * sizeof(*v));
+	/* As the kernel's import_iovec: every range must lie in user space
+	 * (EFAULT before anything is sent), and one call moves at most
+	 * MAX_RW_COUNT bytes (the rest is cut off, not refused). */
 	for (size_t i = 0; !rc && i < iovcnt; i++) {
-		if (v[i].iov_len > SSIZE_MAX - total)
+		uint64_t b = (uint64_t)(uintptr_t)v[i].iov_base;
+
+		if (v[i].iov_len > SSIZE_MAX)
 			rc = -EINVAL;
-		else
+		else if (v[i].iov_len &&
+			 (b > USER_TOP || v[i].iov_len > USER_TOP - b))
+			rc = -EFAULT;
+		else if (v[i].iov_len > MAX_RW - total)
+			v[i].iov_len = MAX_RW - total;
+		if (!rc)
 			total += v[i].iov_len;
 	}
 	if (!rc && dgram && total > cap)
@@ -1477,11 +1491,18 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 	{
 		bool dgram = s.type != SOCK_STREAM;
 		size_t cap = dgram ? dgram_cap(&s) : STREAM_CAP;
+		uint64_t b = n->data.args[1];
 
+		if (len && (b > USER_TOP || len > USER_TOP - b)) {
+			cr_net_msg_free(&m);
+			return v_err(EFAULT);
+		}
 		if (dgram && len > cap) {
 			cr_net_msg_free(&m);
 			return v_err(EMSGSIZE);
 		}
+		if (len > MAX_RW)
+			len = MAX_RW;
 		m.total = len;
 		if (len > cap) {
 			/* The rest is read as it goes (defer.c). */

@@ -161,7 +161,8 @@ CR_HANDLER(cr_h_socket)
 	 * that answer). */
 	if (pair && (domain == AF_INET || domain == AF_INET6) &&
 	    ((base == SOCK_STREAM && (proto == 0 || proto == IPPROTO_TCP)) ||
-	     (base == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP))))
+	     (base == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP ||
+				     proto == IPPROTO_UDPLITE))))
 		return CR_V_ERR(EOPNOTSUPP);
 	if (pair || (domain != AF_INET && domain != AF_INET6))
 		return deny(run, n, e->name, EAFNOSUPPORT,

@@ -480,10 +480,22 @@ static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
 			/* Some of a whole send went: its count, as the
 			 * kernel's interrupted stream send answers. */
 			if (d->m.sent) {
+				/* sendmmsg: the count in the first message's
+				 * msg_len, the answer a count of 1. */
+				unsigned len = (unsigned)d->m.sent;
+				struct cr_verdict v = {
+					.kind = CR_V_VALUE,
+					.val = (int64_t)d->m.sent };
+
+				if (d->m.mmsg_len)
+					v = cr_mem_write(d->tid, d->m.mmsg_len, &len,
+							 sizeof(len)) ?
+					    (struct cr_verdict){ .kind = CR_V_ERRNO,
+								 .error = EFAULT } :
+					    (struct cr_verdict){ .kind = CR_V_VALUE,
+								 .val = 1 };
 				if (cr_notif_valid(run, d->id))
-					cr_notif_reply(run, d->id, (struct cr_verdict){
-						.kind = CR_V_VALUE,
-						.val = (int64_t)d->m.sent });
+					cr_notif_reply(run, d->id, v);
 			} else {
 				interrupted(run, d->id, d->tid, d->m.dup,
 					    SO_SNDTIMEO);
