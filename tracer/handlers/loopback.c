@@ -316,7 +316,6 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	union cr_sockaddr t, un = { .sa.sa_family = AF_UNSPEC };
 	socklen_t tl;
 	int judged, rc, err, fl;
-	uint64_t lino, server;
 
 	if (!cr_net_ep_of(a, alen, &dst))
 		return false;
@@ -376,15 +375,13 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	/* The SYN went to whoever listened when the handshake ended: asked
 	 * again, so a listener closed and re-bound by a stranger in between
 	 * is caught. The connection is then dissolved. */
-	if (cr_net_local_listener_of(ns, &dst, &lino) != 1 ||
+	if (cr_net_local_listener(ns, &dst) != 1 ||
 	    !local_ep(s->dup, &local, false)) {
 		connect(s->dup, &un.sa, sizeof(un.sa));
 		*v = refuse_local(run, n, e, a, alen);
 		return true;
 	}
-	server = server_end(&dst, &local);
-	cr_net_local_client(ns, s->ino, &local, &dst, server,
-			    server ? 0 : lino);
+	cr_net_local_client(ns, s->ino, &local, &dst, server_end(&dst, &local));
 	cr_net_peer_drop(ns, s->ino);
 	/* Established: a blocking connect is done; a non-blocking one
 	 * answers as the kernel did, and its poll sees it writable. */
@@ -539,7 +536,7 @@ struct accept_args {
 /* Is this accepted connection one the run may see? The peer is the
  * address accept itself gave (pa): getpeername fails on a connection its
  * client reset before the accept, which the kernel still hands over. */
-static bool peer_ok(struct cr_run *run, pid_t tid, int lfd, int fd,
+static bool peer_ok(struct cr_run *run, pid_t tid, int fd,
 		    const union cr_sockaddr *pa, socklen_t pl)
 {
 	struct cr_net_ep peer, local;
@@ -550,20 +547,15 @@ static bool peer_ok(struct cr_run *run, pid_t tid, int lfd, int fd,
 
 	socklen_t cl = sizeof(cookie);
 
-	struct stat lst;
-
 	if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &cl) < 0)
 		cookie = 0;	/* no record vouches for it then */
-	if (fstat(lfd, &lst) < 0)
-		lst.st_ino = 0;	/* nor by its listener */
 	if (!cr_net_ep_of(pa, pl, &peer) || !local_ep(fd, &local, false)) {
 		cr_deny(run, tid, "accept", NULL, "net",
 			"a connection whose ends cannot be read was dropped");
 		return false;
 	}
 	if (cr_net_published(run->net, local.port) ||
-	    cr_net_local_client_take(run->net, &peer, &local, cookie,
-				     (uint64_t)lst.st_ino))
+	    cr_net_local_client_take(run->net, &peer, &local, cookie))
 		return true;
 	if (getsockname(fd, &la.sa, &ll) == 0)
 		cr_net_addr_text(&la, ll, target, sizeof(target));
@@ -634,7 +626,7 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 			}
 			return v_err(err);
 		}
-		if (aa->inet && !peer_ok(run, tid, dup, fd, &pa, pl)) {
+		if (aa->inet && !peer_ok(run, tid, fd, &pa, pl)) {
 			close(fd);
 			continue;
 		}

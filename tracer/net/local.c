@@ -28,7 +28,6 @@ struct cr_net_client {
 	struct cr_net_ep local, remote;
 	uint64_t ino;		/* the run's client socket */
 	uint64_t server;	/* the listener's end's cookie, 0 unknown */
-	uint64_t listener;	/* where it waits, when server is unknown */
 };
 
 static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -364,7 +363,6 @@ struct judge {
 	const struct cr_net_ep *dst;
 	int listeners;
 	bool stranger;
-	uint64_t ino;		/* the last listener that could receive */
 };
 
 static int judge_one(const struct cr_net_ep *l, uint64_t ino, void *arg)
@@ -374,7 +372,6 @@ static int judge_one(const struct cr_net_ep *l, uint64_t ino, void *arg)
 	if (!could_receive(l, j->dst))
 		return 0;
 	j->listeners++;
-	j->ino = ino;
 	if (!cr_net_local_find(j->ns, ino, NULL, NULL))
 		j->stranger = true;
 	return 0;
@@ -391,14 +388,6 @@ static int judge_one(const struct cr_net_ep *l, uint64_t ino, void *arg)
 int cr_net_local_listener(const struct cr_netstate *ns,
 			  const struct cr_net_ep *dst)
 {
-	uint64_t ino;
-
-	return cr_net_local_listener_of(ns, dst, &ino);
-}
-
-int cr_net_local_listener_of(const struct cr_netstate *ns,
-			     const struct cr_net_ep *dst, uint64_t *only)
-{
 	struct judge j = { .ns = ns, .dst = dst };
 	uint32_t listen = 1u << TCP_LISTEN_STATE;
 	int rc = diag_dump(AF_INET6, IPPROTO_TCP, dst->port, listen,
@@ -407,13 +396,10 @@ int cr_net_local_listener_of(const struct cr_netstate *ns,
 	if (!rc && dst->family == AF_INET)
 		rc = diag_dump(AF_INET, IPPROTO_TCP, dst->port, listen,
 			       judge_one, &j);
-	*only = 0;
 	if (rc)
 		return rc;
 	if (j.stranger)
 		return -EACCES;
-	if (j.listeners == 1)
-		*only = j.ino;
 	return j.listeners ? 1 : 0;
 }
 
@@ -442,8 +428,7 @@ static void clients_prune(struct cr_netstate *ns)
 
 void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 			 const struct cr_net_ep *local,
-			 const struct cr_net_ep *remote, uint64_t server,
-			 uint64_t listener)
+			 const struct cr_net_ep *remote, uint64_t server)
 {
 	struct cr_net_client *c;
 	size_t cap;
@@ -469,7 +454,6 @@ void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 	c->remote = *remote;
 	c->ino = ino;
 	c->server = server;
-	c->listener = listener;
 }
 
 int cr_net_tcp_inode(const struct cr_net_ep *self,
@@ -546,8 +530,7 @@ int cr_net_tcp_find(const struct cr_net_ep *self, const struct cr_net_ep *other,
 
 bool cr_net_local_client_take(struct cr_netstate *ns,
 			      const struct cr_net_ep *peer,
-			      const struct cr_net_ep *local, uint64_t accepted,
-			      uint64_t listener)
+			      const struct cr_net_ep *local, uint64_t accepted)
 {
 	size_t i = 0;
 
@@ -564,10 +547,11 @@ bool cr_net_local_client_take(struct cr_netstate *ns,
 		 * closed before the accept (found by a probing session).
 		 * Where the end was not seen at the connect (a listener
 		 * deferring its accept until data comes keeps only a
-		 * request until then), the connection must come out of the
-		 * very listener it went to (a new listener on the port is
-		 * another socket), or the run's client socket must still be
-		 * open. */
+		 * request until then), the run's client socket must still
+		 * be open: a client gone cannot be told from a stranger's
+		 * that came from its port. (Naming the listener is not
+		 * enough: a request the run's client reset leaves its record
+		 * behind while the listener stays.) */
 		uint64_t now, was = c->ino, server = c->server;
 		bool mine;
 
@@ -577,8 +561,6 @@ bool cr_net_local_client_take(struct cr_netstate *ns,
 		}
 		if (server)
 			mine = accepted && server == accepted;
-		else if (c->listener)
-			mine = listener == c->listener;
 		else
 			mine = was && cr_net_tcp_inode(peer, local, &now) == 1 &&
 			       now == was;

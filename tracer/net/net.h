@@ -332,10 +332,6 @@ bool cr_net_local_port(const struct cr_netstate *ns, int family,
 bool cr_net_published(const struct cr_netstate *ns, uint16_t port);
 int cr_net_local_listener(const struct cr_netstate *ns,
 			  const struct cr_net_ep *dst);
-/* The same, with *only the inode of the listener when exactly one could
- * take the connection (else 0). */
-int cr_net_local_listener_of(const struct cr_netstate *ns,
-			     const struct cr_net_ep *dst, uint64_t *only);
 /* The inode of the TCP socket whose own end is `self` and whose peer is
  * `other` (sock_diag's exact lookup) in *ino: 1 found (inode 0 for one no
  * file holds any more: closed, orphaned, TIME_WAIT), 0 none, -1 when the
@@ -348,19 +344,15 @@ int cr_net_tcp_find(const struct cr_net_ep *self, const struct cr_net_ep *other,
 		    uint64_t *ino, uint64_t *cookie, int *state);
 /* A connection the run made (its client socket ino, from local to remote)
  * waits for the run's accept; the listener's end of it is the socket with
- * cookie `server` (0: not known at the connect), waiting in the listener
- * whose inode is `listener` (0: not known). */
+ * cookie `server` (0: not known at the connect). */
 void cr_net_local_client(struct cr_netstate *ns, uint64_t ino,
 			 const struct cr_net_ep *local,
-			 const struct cr_net_ep *remote, uint64_t server,
-			 uint64_t listener);
+			 const struct cr_net_ep *remote, uint64_t server);
 /* Is the connection accepted from peer at local, whose accepted socket has
- * the cookie `accepted`, out of the listener of inode `listener`, one the
- * run made? Its record is used up. */
+ * the cookie `accepted`, one the run made? Its record is used up. */
 bool cr_net_local_client_take(struct cr_netstate *ns,
 			      const struct cr_net_ep *peer,
-			      const struct cr_net_ep *local, uint64_t accepted,
-			      uint64_t listener);
+			      const struct cr_net_ep *local, uint64_t accepted);
 void cr_net_local_finish(struct cr_netstate *ns);
 /* SO_REUSEADDR of a UDP socket and SO_REUSEPORT of any internet socket fd:
  * set (0, or -1 when it cannot be remembered), and read back (the value,
