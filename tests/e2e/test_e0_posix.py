@@ -156,13 +156,19 @@ def posix_trailing_slash_on_a_link_names_the_link(t):
                   ("rmdir le/ = ENOTDIR", "mkdir dl/ = EEXIST"))
 
 
-REMOVED_CWD_OPS = r"""
-import errno, os
+# Each case's answer or errno, one line (a prelude of several programs).
+SHOW = r"""
+import errno
 def t(name, f):
     try:
         print(name, "=", f())
     except OSError as e:
         print(name, "=", errno.errorcode[e.errno])
+"""
+
+
+REMOVED_CWD_OPS = SHOW + r"""
+import os
 os.mkdir("gone"); os.mkdir("gone2"); os.mkdir("sib")
 open("sib/f", "w").close()
 fd = os.open("gone2", os.O_RDONLY | os.O_DIRECTORY)
@@ -1350,13 +1356,8 @@ os.unlink(y)
 """, ["noreplace EXDEV", "exchange EXDEV"])
 
 
-SOCKET_EDGES = r"""
-import ctypes, errno, fcntl, os, pty, signal, socket
-def t(name, f):
-    try:
-        print(name, "=", f())
-    except OSError as e:
-        print(name, "=", errno.errorcode[e.errno])
+SOCKET_EDGES = SHOW + r"""
+import ctypes, fcntl, os, pty, signal, socket
 # A seqpacket send to a closed peer: EPIPE alone, no SIGPIPE (stream
 # sockets raise it; the seqpacket path is the datagram one).
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -1411,7 +1412,19 @@ def posix_socket_edges_answer_as_natively(t):
                                     "slave F_GETFL 0o0 "])
 
 
-WHOLE_SENDS = r"""
+# Read a stream socket to its end: how many bytes came.
+DRAIN = r"""
+def drain(s):
+    got = 0
+    while True:
+        x = s.recv(1 << 20)
+        if not x:
+            return got
+        got += len(x)
+"""
+
+
+WHOLE_SENDS = DRAIN + r"""
 import hashlib, os, signal, socket, time
 def pair(kind):
     if kind == "unix":
@@ -1448,12 +1461,7 @@ signal.setitimer(signal.ITIMER_REAL, 0.3)
 n = a.sendmsg([bytes(8 << 20)])
 print("cut", 0 < n < (8 << 20))
 a.shutdown(socket.SHUT_WR)
-got = 0
-while True:
-    x = b.recv(1 << 20)
-    if not x:
-        break
-    got += len(x)
+got = drain(b)
 print("cut reader", got == n)
 """
 
@@ -1499,7 +1507,7 @@ def posix_truncate_keeps_the_callers_file_size_limit(t):
                                       "SIGXFSZ", "shrink 10"])
 
 
-SEND_EDGES = r"""
+SEND_EDGES = DRAIN + r"""
 import ctypes, errno, signal, socket
 libc = ctypes.CDLL(None, use_errno=True)
 class iovec(ctypes.Structure):
@@ -1537,12 +1545,7 @@ mm = (mmsghdr * 2)(mmsghdr(h, 0), mmsghdr(h, 0))
 signal.setitimer(signal.ITIMER_REAL, 0.3)
 r = libc.sendmmsg(a.fileno(), mm, 2, 0)
 a.shutdown(socket.SHUT_WR)
-got = 0
-while True:
-    x = b.recv(1 << 20)
-    if not x:
-        break
-    got += len(x)
+got = drain(b)
 print("sendmmsg", r, 0 < mm[0].len < (8 << 20), mm[0].len == got)
 """
 
