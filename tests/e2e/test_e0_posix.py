@@ -75,7 +75,8 @@ def posix_trailing_slash_differential(t):
 
 def _side_by_side(t, code, premises):
     """code natively, then under corral in the emptied workspace: both
-    outputs equal, and each premise string in the native one."""
+    outputs equal, and each premise string in the native one. Returns
+    corral's result."""
     fx = FsFix(t)
     nat = fx.native(["python3", "-c", code])
     eq(nat.code, 0, "native probe (test setup)")
@@ -87,6 +88,7 @@ def _side_by_side(t, code, premises):
     r = fx.result(run, statuses=("ok",))
     eq(r.get("stdout"), want, "corral against native")
     fx.check()
+    return r
 
 
 # Each case in a directory of its own: d a directory, e an empty one, f a
@@ -1410,6 +1412,49 @@ def posix_socket_edges_answer_as_natively(t):
                                     "socketpair 2 1 = ENOTSUP",
                                     "recvfrom addr nolen 2 = EFAULT",
                                     "slave F_GETFL 0o0 "])
+
+
+# Internet sockets the kernel cannot make whatever the caller's privilege:
+# a bad flag, a type or protocol number out of range, a protocol of
+# another type, a raw socket of protocol 0, a type the family has none of.
+SOCKET_NONE = SHOW + r"""
+import socket
+for fam in (socket.AF_INET, socket.AF_INET6):
+    for ty, pr in ((socket.SOCK_STREAM, socket.IPPROTO_UDP),
+                   (socket.SOCK_STREAM, 255),
+                   (socket.SOCK_DGRAM, socket.IPPROTO_TCP),
+                   (socket.SOCK_STREAM, 263),
+                   (socket.SOCK_RAW, 0),
+                   (4, 0),
+                   (15, 0),
+                   (socket.SOCK_STREAM | 0x40000, 0)):
+        t("socket %d %d %d" % (fam, ty, pr), lambda: socket.socket(fam, ty, pr))
+        t("pair %d %d %d" % (fam, ty, pr),
+          lambda: socket.socketpair(fam, ty, pr))
+# A raw socket of a real protocol: the privilege is missing (EPERM).
+t("raw pair", lambda: socket.socketpair(socket.AF_INET, socket.SOCK_RAW, 6))
+"""
+
+
+@test
+def posix_socket_kinds_the_kernel_cannot_make_answer_as_natively(t):
+    """An Internet socket (or pair) the kernel cannot make at all answers
+    the kernel's errno, EINVAL, ESOCKTNOSUPPORT or EPROTONOSUPPORT, and is
+    not recorded as a denial: nothing was refused (an earlier build
+    answered EPERM for a socket and EAFNOSUPPORT for a pair, both
+    recorded, found by a differential probing session). A raw pair
+    answers EPERM, as for a program without CAP_NET_RAW."""
+    r = _side_by_side(t, SOCKET_NONE, ["socket 2 1 17 = EPROTONOSUPPORT",
+                                   "pair 10 2 6 = EPROTONOSUPPORT",
+                                   "socket 2 3 0 = EPROTONOSUPPORT",
+                                   "pair 2 4 0 = ESOCKTNOSUPPORT",
+                                   "socket 10 1 263 = EINVAL",
+                                   "socket 2 15 0 = EINVAL",
+                                   "pair 10 262145 0 = EINVAL",
+                                   "raw pair = EPERM"])
+    socks = [d for d in denials(r)
+             if d.get("syscall") in ("socket", "socketpair")]
+    eq(len(socks), 1, "only the raw pair is recorded: %r" % socks)
 
 
 # Read a stream socket to its end: how many bytes came.

@@ -135,6 +135,49 @@ static struct cr_verdict unix_made(struct cr_run *run,
 	return CR_V_VAL(0);
 }
 
+/*
+ * An Internet socket corral refuses may be one the kernel cannot make at
+ * all: a bad flag, type or protocol number, or a protocol of another type
+ * (a TCP datagram socket). The kernel answers those with EINVAL,
+ * ESOCKTNOSUPPORT or EPROTONOSUPPORT whatever the caller's privilege,
+ * so the supervisor asks it with the same three registers and passes
+ * that answer on: nothing was refused, and nothing is recorded. A socket
+ * it does make (it may run with privileges the program lacks) is closed
+ * at once and the call refused as before; so is any other failure
+ * (EPERM, EACCES, a full table of the supervisor's): fail closed.
+ * Only AF_INET and AF_INET6, whose presence is no secret: for a refused
+ * family the answer stays EAFNOSUPPORT, which hides whether it exists.
+ */
+static int kernel_cannot_make(int domain, int type, int proto)
+{
+	int fd = socket(domain, type | SOCK_CLOEXEC, proto);
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	switch (errno) {
+	case EINVAL:
+	case ESOCKTNOSUPPORT:
+	case EPROTONOSUPPORT:
+		return errno;
+	default:
+		return 0;
+	}
+}
+
+/* The Internet sockets a program may make: TCP streams, UDP and UDP-Lite
+ * datagrams (base: the type without SOCK_NONBLOCK and SOCK_CLOEXEC). */
+static bool inet_allowed(int base, int proto)
+{
+	if (base == SOCK_STREAM)
+		return proto == 0 || proto == IPPROTO_TCP;
+	if (base == SOCK_DGRAM)
+		return proto == 0 || proto == IPPROTO_UDP ||
+		       proto == IPPROTO_UDPLITE;
+	return false;
+}
+
 CR_HANDLER(cr_h_socket)
 {
 	int domain = (int)n->data.args[0];
@@ -155,27 +198,26 @@ CR_HANDLER(cr_h_socket)
 			return v;
 		return unix_made(run, n, pair, type, proto);
 	}
-	/* A pair of the internet sockets corral allows: the kernel makes
-	 * both, then finds the family has no pairs (EOPNOTSUPP), and so
-	 * nothing is made or refused (a program probing for pairs tests for
-	 * that answer). */
-	if (pair && (domain == AF_INET || domain == AF_INET6) &&
-	    ((base == SOCK_STREAM && (proto == 0 || proto == IPPROTO_TCP)) ||
-	     (base == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP ||
-				     proto == IPPROTO_UDPLITE))))
-		return CR_V_ERR(EOPNOTSUPP);
-	if (pair || (domain != AF_INET && domain != AF_INET6))
+	if (domain != AF_INET && domain != AF_INET6)
 		return deny(run, n, e->name, EAFNOSUPPORT,
 			    pair ? "socketpair: AF_UNIX only" :
 				   "socket family refused (AF_UNIX, AF_INET and AF_INET6 only)",
 			    domain, type, proto);
-	if ((base == SOCK_STREAM && (proto == 0 || proto == IPPROTO_TCP)) ||
-	    (base == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP ||
-				    proto == IPPROTO_UDPLITE))) {
+	if (inet_allowed(base, proto)) {
+		/* A pair of them: the kernel makes both, then finds the
+		 * family has no pairs (EOPNOTSUPP), and so nothing is made
+		 * or refused (a program probing for pairs tests for that
+		 * answer). */
+		if (pair)
+			return CR_V_ERR(EOPNOTSUPP);
 		/* Its queues count against memory (tracer/sockmem.c). */
 		cr_budget_on_inet_socket(run, domain, base, proto);
 		return cr_surface_chain(run, e, n);
 	}
+	int err = kernel_cannot_make(domain, type, proto);
+
+	if (err)
+		return CR_V_ERR(err);
 	return deny(run, n, e->name, EPERM,
 		    "only TCP stream and UDP datagram Internet sockets",
 		    domain, type, proto);
