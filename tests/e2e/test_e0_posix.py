@@ -1511,6 +1511,49 @@ print("cut reader", got == n)
 """
 
 
+SEND_TIMEOUTS = DRAIN + r"""
+import errno, socket, struct, threading
+def pair(kind):
+    if kind == "unix":
+        return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+    c = socket.create_connection(l.getsockname())
+    a, _ = l.accept(); l.close()
+    return c, a
+for kind in ("unix", "tcp"):
+    a, b = pair(kind)
+    # 0.3 s: a blocking send to a reader that does not read gives up
+    # after it, with the count of what went, then EAGAIN with nothing.
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                 struct.pack("ll", 0, 300000))
+    n = a.sendmsg([bytes(16 << 20)])
+    print(kind, "cut", 0 < n < (16 << 20), flush=True)
+    # (TCP's buffer may grow meanwhile: room again is no error there)
+    try:
+        m = a.sendmsg([bytes(1 << 16)])
+        again = m
+    except OSError as e:
+        m, again = 0, errno.errorcode[e.errno]
+    if kind == "unix":
+        print(kind, "again", again)
+    a.shutdown(socket.SHUT_WR)
+    print(kind, "reader", drain(b) == n + m)
+    a.close(); b.close()
+"""
+
+
+@test
+def posix_stream_send_timeouts_are_kept(t):
+    """A blocking stream send that waits for room gives up after the
+    socket's SO_SNDTIMEO, as the kernel's does: the count of what went,
+    or EAGAIN when nothing did; the reader gets exactly that count. An
+    earlier build waited for room past the timeout, until the wall
+    limit."""
+    _side_by_side(t, SEND_TIMEOUTS, ["unix cut True", "unix again EAGAIN",
+                                     "unix reader True", "tcp cut True",
+                                     "tcp reader True"])
+
+
 @test
 def posix_blocking_stream_sends_are_whole(t):
     """A blocking sendmsg on a stream socket (unix and TCP) queues all it

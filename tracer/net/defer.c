@@ -24,6 +24,8 @@ struct cr_net_deferred {
 	struct cr_watch *w;
 	int tfd;		/* owned: the retry timer of a named unix
 				 * datagram send, or -1 (w watches it) */
+	int tofd;		/* owned: the timer of SO_SNDTIMEO, or -1 */
+	struct cr_watch *tow;	/* watches tofd */
 };
 
 /* The check of waiting callers' signals (below cr_net_wait). */
@@ -154,10 +156,66 @@ static void drop(struct cr_run *run, struct cr_net_deferred *d)
 	ns->ndeferred--;
 	ns->deferred_fds -= d->m.nfds;
 	cr_loop_unwatch(run, d->w);
+	if (d->tow)
+		cr_loop_unwatch(run, d->tow);
 	if (d->tfd >= 0)
 		close(d->tfd);
+	if (d->tofd >= 0)
+		close(d->tofd);
 	cr_net_msg_free(&d->m);
 	free(d);
+}
+
+/* The answer of a waiting send after r >= 0 bytes went: the count, or for
+ * sendmmsg a count of 1 with r in the first message's msg_len. */
+static struct cr_verdict count_answer(const struct cr_net_deferred *d,
+				      ssize_t r)
+{
+	unsigned len = (unsigned)r;
+
+	if (!d->m.mmsg_len)
+		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = r };
+	if (cr_mem_write(d->tid, d->m.mmsg_len, &len, sizeof(len)))
+		return CR_V_ERR(EFAULT);
+	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 1 };
+}
+
+/* The socket's own send timeout ran out first: what went, or EAGAIN when
+ * nothing did, as the kernel's timed-out send answers. */
+static void on_send_timeout(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_deferred *d = arg;
+
+	(void)events;
+	if (cr_notif_valid(run, d->id))
+		cr_notif_reply(run, d->id, d->m.sent ?
+			       count_answer(d, (ssize_t)d->m.sent) :
+			       CR_V_ERR(EAGAIN));
+	drop(run, d);
+}
+
+/* A waiting send on a socket with SO_SNDTIMEO gives up after it, counted
+ * from the wait's start (the kernel's timeout covers the whole call, and
+ * its first try did not wait). 0: no timeout, or it is kept; -errno when
+ * one is set but cannot be kept. */
+static int arm_send_timeout(struct cr_run *run, struct cr_net_deferred *d)
+{
+	struct timeval tv = { 0 };
+	socklen_t tl = sizeof(tv);
+	struct itimerspec its = { 0 };
+
+	if (getsockopt(d->m.dup, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) < 0 ||
+	    (!tv.tv_sec && !tv.tv_usec))
+		return 0;
+	d->tofd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (d->tofd < 0)
+		return -errno;
+	its.it_value.tv_sec = tv.tv_sec;
+	its.it_value.tv_nsec = tv.tv_usec * 1000L;
+	if (timerfd_settime(d->tofd, 0, &its, NULL) < 0)
+		return -errno;
+	d->tow = cr_loop_watch(run, d->tofd, EPOLLIN, on_send_timeout, d);
+	return d->tow ? 0 : -ENOMEM;
 }
 
 static void on_writable(struct cr_run *run, uint32_t events, void *arg)
@@ -194,21 +252,17 @@ static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 	if (d->tfd >= 0)
 		close(d->tfd);
 	d->tfd = -1;
-	errno = err;
-	if (r >= 0 && d->m.mmsg_len) {
-		unsigned len = (unsigned)r;
-
-		/* sendmmsg: the first message's length, and a count of 1. */
-		if (cr_mem_write(d->tid, d->m.mmsg_len, &len, sizeof(len)) == 0) {
-			r = 1;
-		} else {
-			r = -1;
-			errno = EFAULT;
-		}
-	}
+	/* sendmmsg: the first message's length, and a count of 1. */
+	v = r >= 0 ? count_answer(d, r) : (struct cr_verdict){ 0 };
 	/* done() frees the copies (and zeroes nfds for drop). */
 	run->net->deferred_fds -= d->m.nfds;
-	v = done(&d->m, d->tid, r, errno);
+	if (r >= 0 && v.kind != CR_V_VALUE) {
+		r = -1;
+		err = v.error;
+	} else if (r >= 0) {
+		r = (ssize_t)v.val;
+	}
+	v = done(&d->m, d->tid, r, err);
 	if (v.kind == CR_V_VALUE)
 		resp.val = v.val;
 	else
@@ -272,6 +326,7 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 	d->id = n->id;
 	d->tid = (pid_t)n->pid;
 	d->tfd = -1;
+	d->tofd = -1;
 	d->m = *m;
 	/* The message's pointers point into m's own fields: re-aim them at
 	 * the copy's. */
@@ -297,12 +352,18 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 	} else {
 		d->w = cr_loop_watch(run, d->m.dup, EPOLLOUT, on_writable, d);
 	}
-	if (!d->w) {
+	if (!d->w || arm_send_timeout(run, d) < 0) {
 		struct cr_verdict v = done(&d->m, d->tid, so_far(&d->m, -1),
 					   EAGAIN);
 
+		if (d->w)
+			cr_loop_unwatch(run, d->w);
+		if (d->tow)
+			cr_loop_unwatch(run, d->tow);
 		if (d->tfd >= 0)
 			close(d->tfd);
+		if (d->tofd >= 0)
+			close(d->tofd);
 		free(d);
 		return v;
 	}
@@ -480,22 +541,9 @@ static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
 			/* Some of a whole send went: its count, as the
 			 * kernel's interrupted stream send answers. */
 			if (d->m.sent) {
-				/* sendmmsg: the count in the first message's
-				 * msg_len, the answer a count of 1. */
-				unsigned len = (unsigned)d->m.sent;
-				struct cr_verdict v = {
-					.kind = CR_V_VALUE,
-					.val = (int64_t)d->m.sent };
-
-				if (d->m.mmsg_len)
-					v = cr_mem_write(d->tid, d->m.mmsg_len, &len,
-							 sizeof(len)) ?
-					    (struct cr_verdict){ .kind = CR_V_ERRNO,
-								 .error = EFAULT } :
-					    (struct cr_verdict){ .kind = CR_V_VALUE,
-								 .val = 1 };
 				if (cr_notif_valid(run, d->id))
-					cr_notif_reply(run, d->id, v);
+					cr_notif_reply(run, d->id,
+						       count_answer(d, (ssize_t)d->m.sent));
 			} else {
 				interrupted(run, d->id, d->tid, d->m.dup,
 					    SO_SNDTIMEO);
