@@ -328,6 +328,81 @@ def udp_stranger_other_uid_not_heard(t):
     _udp_stranger(t, preexec=_as_nobody)
 
 
+# An unbound socket's first send goes to a port nobody holds; then the
+# socket publishes where it is bound and listens. Both families.
+PROBED_FIRST = r'''
+import os, socket, sys, time
+ws = os.environ["HOME"]
+closed = int(sys.argv[1])   # a port the run never held
+member = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+member.bind(("127.0.0.1", 0))
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+print("probe", c.sendto(b"anyone?", ("127.0.0.1", closed)))
+c6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+print("probe6", c6.sendto(b"anyone?", ("::ffff:127.0.0.1", closed)))
+print("bound", c.getsockname()[0], c6.getsockname()[0])
+# the run's own sockets are still reachable from it
+try:
+    print("to member", c.sendto(b"own", member.getsockname()),
+          member.recvfrom(100)[0])
+except OSError as e:
+    print("to member errno", e.errno)
+with open(ws + "/port.tmp", "w") as f:
+    f.write("%d %d" % (c.getsockname()[1], c6.getsockname()[1]))
+os.rename(ws + "/port.tmp", ws + "/port")
+while not os.path.exists(ws + "/go"):
+    time.sleep(0.02)
+for s in (c, c6):
+    s.settimeout(1)
+    got = []
+    try:
+        while True:
+            got.append(s.recvfrom(100)[0].decode())
+    except socket.timeout:
+        pass
+    print("received", got)
+'''
+
+TO_PORTS = r'''
+import socket, sys
+for p in sys.argv[1:]:
+    for host in ("127.0.0.1", "127.0.0.9"):
+        x = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        x.sendto(b"stranger", (host, int(p)))
+print("sent")
+'''
+
+
+@test
+def udp_socket_that_probed_a_closed_port_hears_only_the_run(t):
+    """An unbound UDP socket whose first send goes to a loopback port
+    nobody holds gets its loopback port and source filter at that send,
+    as at a connect: an earlier build sent on it unbound, the kernel bound
+    it to the wildcard without a filter, and a sender outside the run was
+    heard (and the run's own sockets answered EACCES to it; found by a
+    probing session)."""
+    ws = t.path("ws")
+    gone = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    gone.bind(("127.0.0.1", 0))
+    closed = gone.getsockname()[1]
+    gone.close()
+    proc = loop_run(t, PROBED_FIRST, args=[str(closed)], spawn=True)
+
+    def stranger(ports):
+        st = subprocess.run([PY, "-c", TO_PORTS] + ports,
+                            capture_output=True, timeout=60)
+        open(os.path.join(ws, "go"), "w").close()
+        return st
+
+    st, run, r = beside(t, proc, ws, "port", stranger)
+    eq(st.stdout, b"sent\n", "the stranger sent (stderr %r)" % st.stderr)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "probe 7\nprobe6 7\nbound 127.0.0.1 ::ffff:127.0.0.1\n"
+       "to member 3 b'own'\nreceived []\nreceived []\n",
+       "what the run said")
+    eq(r["status"], "ok", "status")
+
+
 class HostUDP:
     """A UDP service on loopback outside the run (a resolver, syslog)."""
 

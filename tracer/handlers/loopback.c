@@ -491,8 +491,15 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		/* A send (not a connect) of plain UDP: as the kernel, the
 		 * length, the datagram dropped (cr_net_udp_sink). UDP-Lite
 		 * ports are another space, where corral's sink's number could
-		 * be a host service's: refused. */
+		 * be a host service's: refused. The socket gets its own
+		 * port and source filter first, as at a connect: corral's
+		 * send on an unbound socket made the kernel bind it to the
+		 * wildcard, unfiltered, and any sender on the host (or the
+		 * network) was heard, while the run's own sockets were out
+		 * of its reach (found by a probing session). */
 		if (send && s->protocol == IPPROTO_UDP &&
+		    cr_net_udp_adopt(run, s->dup, s->ino, s->domain, src,
+				     srclen, false) == 0 &&
 		    sink_for(run->net, s, src != NULL, false, t, tl) == 0)
 			return 1;
 		/* A connect: pointed at corral's refuser, which the kernel
