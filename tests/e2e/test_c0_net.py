@@ -1038,6 +1038,59 @@ print("stream ended")
         srv.close()
 
 
+# Connects whose SYN never reaches corral's proxy (a TCP-MD5 key for
+# 127.0.0.1 on the program's socket: the proxy's listener drops signed
+# SYNs), each socket closed at once, then a long sleep.
+UNREACHED = r'''
+import socket, struct, sys, time
+port = int(sys.argv[1])
+key = (struct.pack("=H", socket.AF_INET) + struct.pack(">H", 0) +
+       socket.inet_aton("127.0.0.1")).ljust(128, b"\0") + \
+      struct.pack("=BBHi", 0, 0, 8, 0) + b"k3yk3yk3".ljust(80, b"\0")
+for i in range(4):
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, 14, key)   # TCP_MD5SIG
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    s.close()
+print("asked", flush=True)
+time.sleep(20)
+print("slept")
+'''
+
+
+@test
+def net_conn_time_counts_upstreams_never_accepted(t):
+    """corral opens the upstream of an allowed connect before its proxy
+    accepts the program's side; a side that never arrives (its SYN
+    dropped) left the upstream open, with no relay and no timer: an
+    earlier build held 64 such connections to the server for 15 s under
+    net-conn-time=1s and ended ok (found by a probing session). Now their
+    time counts from the upstream's birth, and the run ends on
+    net-conn-time."""
+    srv = TcpServer(slow_handler)
+    try:
+        t0 = time.monotonic()
+        run, r = net_run(t, [str(srv.port)], UNREACHED,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--limit", "net-conn-time=1s",
+                          "--limit", "wall=60s"] + budget())
+        eq(r["status"], "limit_exceeded", "status (%s)" % r["message"])
+        eq(r["limit"], "net-conn-time", "limit")
+        eq(r["stdout"], "asked\n", "the program was cut in its sleep")
+        lt(time.monotonic() - t0, 15, "seconds until the limit fired")
+        true(srv.count() >= 1, "the upstreams reached the server (%d)" %
+             srv.count())
+        true(wait_for(lambda: all(c["done"] for c in srv.conns), 10),
+             "the server's connections were closed")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
 @test
 def net_nonblocking_asyncio(t):
     srv = TcpServer(echo_handler)

@@ -80,6 +80,9 @@ struct cr_netstate {
 	union cr_sockaddr laddr[2];
 	struct cr_net_pending *pending;	/* owned array */
 	size_t npending;
+	int ptfd;			/* owned: net-conn-time of pending
+					 * upstreams (proxy.c), or -1 */
+	struct cr_watch *ptw;
 	struct cr_net_conn *conns;	/* owned list */
 	size_t nconns;
 	size_t audited;			/* "net" audit events written */
