@@ -1414,6 +1414,97 @@ def posix_socket_edges_answer_as_natively(t):
                                     "slave F_GETFL 0o0 "])
 
 
+@test
+def posix_rename_in_a_read_root_answers_from_the_names_first(t):
+    """rename of a name onto itself (or onto another name of its file)
+    succeeds and moves nothing; a directory moved beneath itself is
+    EINVAL, and one moved over its own ancestor ENOTEMPTY; all before any
+    permission is asked (do_renameat2, vfs_rename). In a read root corral
+    answered EACCES (found by a differential probing session)."""
+    _side_by_side(t, ERRNO_OF + r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def ren(a, b, fl):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), fl) < 0:
+        raise OSError(ctypes.get_errno(), "")
+    return "ok"
+cases = (("/etc/passwd", "/etc/passwd"),
+         ("/usr/share", "/usr/share/common-licenses/x"),
+         ("/usr/share/common-licenses", "/usr/share"))
+for a, b in cases:
+    for fl, name in ((0, "plain"), (2, "exchange")):
+        print(a, b, name, e(lambda: ren(a, b, fl)))
+print("passwd still there", os.path.isfile("/etc/passwd"))
+""", ["/etc/passwd /etc/passwd plain ok",
+      "/etc/passwd /etc/passwd exchange ok",
+      "/usr/share /usr/share/common-licenses/x plain EINVAL",
+      "/usr/share/common-licenses /usr/share plain ENOTEMPTY",
+      "/usr/share/common-licenses /usr/share exchange EINVAL"])
+
+
+# File calls whose argument checks come before the path, and what a
+# watcher sees of a truncate.
+FILE_ARG_ORDER = SHOW + r"""
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *args):
+    def f():
+        r = getattr(libc, name)(*args)
+        if r < 0:
+            raise OSError(ctypes.get_errno(), name)
+        return r
+    return f
+open("f", "w").write("data")
+big = b"v" * 70000
+t("setxattr big", call("setxattr", b"f", b"user.big", big, len(big), 0))
+t("setxattr big absent", call("setxattr", b"nothere", b"user.big", big,
+                              len(big), 0))
+t("lsetxattr big", call("lsetxattr", b"f", b"user.big", big, len(big), 0))
+ino = libc.inotify_init1(os.O_NONBLOCK)
+t("watch empty mask", call("inotify_add_watch", ino, b".", 0))
+t("watch add+create", call("inotify_add_watch", ino, b".",
+                           0x2 | 0x10000000 | 0x20000000))
+buf = ctypes.create_string_buffer(256)
+for fl in (0x2000, 0x4000):  # AT_STATX_FORCE_SYNC, AT_STATX_DONT_SYNC
+    t("fstatat sync %x" % fl, call("fstatat", -100, b"f", buf, fl))
+stx = ctypes.create_string_buffer(256)
+t("statx both syncs absent", call("statx", -100, b"nothere", 0x6000, 0x7ff, stx))
+t("statx reserved absent", call("statx", -100, b"nothere", 0, 0x80000000, stx))
+t("statx bad flag absent", call("statx", -100, b"nothere", 0x1, 0x7ff, stx))
+# What a watcher of the directory sees of truncate(path): a modification,
+# not an open and a finished write.
+wd = libc.inotify_add_watch(ino, b".", 0xfff)
+os.truncate("f", 2)
+n = libc.read(ino, buf, 256)
+ev, off = [], 0
+while off < n:
+    _, mask, _, ln = struct.unpack_from("iIII", buf.raw, off)
+    ev.append(hex(mask))
+    off += 16 + ln
+print("truncate events", ev)
+"""
+
+
+@test
+def posix_file_argument_checks_come_first(t):
+    """Checks the kernel makes on a call's arguments before its path, side
+    by side (found by a differential probing session): a value too large
+    for setxattr is E2BIG (an earlier build cut it to 64 KiB and stored it
+    on tmpfs, or answered ENOSPC on ext4), an empty inotify mask is EINVAL
+    (corral's own IN_MASK_CREATE made it pass), fstatat takes the statx
+    sync flags (was EINVAL), statx's flag and mask checks come before the
+    path (was ENOENT); and a watcher sees truncate(path) as one
+    modification (corral opened the file for writing: IN_OPEN and
+    IN_CLOSE_WRITE too)."""
+    _side_by_side(t, FILE_ARG_ORDER, ["setxattr big = E2BIG",
+                                      "setxattr big absent = E2BIG",
+                                      "watch empty mask = EINVAL",
+                                      "fstatat sync 2000 = 0",
+                                      "statx both syncs absent = EINVAL",
+                                      "statx reserved absent = EINVAL",
+                                      "truncate events ['0x2']"])
+
+
 # Internet sockets the kernel cannot make whatever the caller's privilege:
 # a bad flag, a type or protocol number out of range, a protocol of
 # another type, a raw socket of protocol 0, a type the family has none of.

@@ -297,7 +297,7 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 {
 	struct cr_fsres res;
 	char p[64];
-	int rc, fd, wfd;
+	int rc, fd;
 
 	if ((int64_t)n->data.args[1] < 0)
 		return CR_V_ERR(EINVAL);
@@ -313,11 +313,6 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 	cr_fsres_free(&res);
 	if (fd < 0)
 		return CR_V_ERR(-fd);
-	cr_fs_fdpath(fd, p, sizeof(p));
-	wfd = open(p, O_WRONLY | O_CLOEXEC | O_NONBLOCK);
-	close(fd);
-	if (wfd < 0)
-		return CR_V_ERR(errno);
 	/* The caller's file size limit, as the kernel's inode_newsize_ok
 	 * applies it to a file that grows: SIGXFSZ and EFBIG (corral's own
 	 * limit is not the program's; found by a probing session). */
@@ -326,18 +321,24 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 		struct stat st;
 		off_t len = (off_t)n->data.args[1];
 
-		if (cr_quiet_fstat(wfd, &st) == 0 && st.st_size < len &&
+		if (cr_quiet_fstat(fd, &st) == 0 && st.st_size < len &&
 		    prlimit((pid_t)n->pid, RLIMIT_FSIZE, NULL, &rl) == 0 &&
 		    rl.rlim_cur != RLIM_INFINITY && (rlim_t)len > rl.rlim_cur) {
-			close(wfd);
+			close(fd);
 			syscall(SYS_tkill, (pid_t)n->pid, SIGXFSZ);
 			return CR_V_ERR(EFBIG);
 		}
 	}
+	/* truncate(2) of the inode resolved, through its O_PATH fd: the
+	 * kernel's own path form, with its permission checks, and no open
+	 * (an open for writing and its close showed watchers IN_OPEN and
+	 * IN_CLOSE_WRITE, a finished write, where the kernel reports
+	 * IN_MODIFY alone; found by a differential probing session). */
+	cr_fs_fdpath(fd, p, sizeof(p));
 	cr_slow_begin();
-	rc = ftruncate(wfd, (off_t)n->data.args[1]) < 0 ? errno : 0;
+	rc = truncate(p, (off_t)n->data.args[1]) < 0 ? errno : 0;
 	cr_slow_end();
-	close(wfd);
+	close(fd);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }
 

@@ -146,7 +146,10 @@ struct cr_verdict cr_h_newfstatat(struct cr_run *run,
 {
 	int flags = (int)n->data.args[3];
 
-	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT))
+	/* The sync flags are statx's, and the kernel's fstatat takes them
+	 * too (vfs_statx's check). */
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT |
+		      AT_STATX_SYNC_TYPE))
 		return CR_V_ERR(EINVAL);
 	return do_stat(run, n, e->name, 0, 1, 2, flags);
 }
@@ -160,6 +163,13 @@ struct cr_verdict cr_h_statx(struct cr_run *run, const struct cr_syscall_entry *
 	struct statx stx;
 	int rc;
 
+	/* The kernel's checks of the flags and the mask come before the
+	 * path is looked up (do_statx, vfs_statx). */
+	if ((mask & STATX__RESERVED) ||
+	    (flags & AT_STATX_SYNC_TYPE) == AT_STATX_SYNC_TYPE ||
+	    (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH |
+		       AT_STATX_SYNC_TYPE)))
+		return CR_V_ERR(EINVAL);
 	if (flags & AT_EMPTY_PATH) {
 		bool empty;
 		int fd = cr_h_empty_path(run, n, 1, 0, statx_null_ok(),

@@ -101,6 +101,12 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		if (rc)
 			return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
 	}
+	/* A value too large to set is E2BIG, before the path is looked up;
+	 * a read's buffer is only clamped (an earlier build clamped a set's
+	 * too, and stored the first 64 KiB of a larger value on tmpfs,
+	 * found by a differential probing session). */
+	if (op == X_SET && size > CR_XATTR_MAX)
+		return CR_V_ERR(E2BIG);
 	if (size > CR_XATTR_MAX)
 		size = CR_XATTR_MAX;
 	if ((op == X_SET || op == X_REMOVE) && corral_name(name)) {
@@ -320,6 +326,14 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 	char p[64];
 	int rc, fd, ifd, wd;
 
+	/* The kernel's checks of the mask, before anything else: corral's
+	 * own IN_MASK_CREATE (below) made an empty mask pass them (found by
+	 * a differential probing session). */
+	if (((mask & IN_MASK_ADD) && (mask & IN_MASK_CREATE)) ||
+	    !(mask & (IN_ALL_EVENTS | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED |
+		      IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK |
+		      IN_MASK_CREATE | IN_MASK_ADD | IN_ISDIR | IN_ONESHOT)))
+		return CR_V_ERR(EINVAL);
 	rc = cr_fs_arg(run, n, e->name, -1, 1,
 		       mask & IN_DONT_FOLLOW ? 0 : CR_RES_FOLLOW, CR_FS_R, &res);
 	if (rc)
