@@ -1435,11 +1435,21 @@ for a, b in cases:
     for fl, name in ((0, "plain"), (2, "exchange")):
         print(a, b, name, e(lambda: ren(a, b, fl)))
 print("passwd still there", os.path.isfile("/etc/passwd"))
+# A whiteout of a missing name: the names first (ENOENT). A link's mode
+# (fchmodat2 without following): EOPNOTSUPP before the owner is asked.
+print("whiteout missing", e(lambda: ren("/etc/none-corral-e2e",
+                                        "/etc/none-corral-e2f", 4)))
+def chmod_nofollow(p):
+    if libc.syscall(452, -100, p.encode(), 0o644, 0x100) < 0:
+        raise OSError(ctypes.get_errno(), "")
+if os.path.islink("/usr/bin/python3"):
+    print("link mode", e(lambda: chmod_nofollow("/usr/bin/python3")))
 """, ["/etc/passwd /etc/passwd plain ok",
       "/etc/passwd /etc/passwd exchange ok",
       "/usr/share /usr/share/common-licenses/x plain EINVAL",
       "/usr/share/common-licenses /usr/share plain ENOTEMPTY",
-      "/usr/share/common-licenses /usr/share exchange EINVAL"])
+      "/usr/share/common-licenses /usr/share exchange EINVAL",
+      "whiteout missing ENOENT"])
 
 
 # File calls whose argument checks come before the path, and what a

@@ -362,6 +362,11 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		v = CR_V_ERR(flags & RENAME_NOREPLACE ? EEXIST : EBUSY);
 	} else if (!a.exists) {
 		v = CR_V_ERR(ENOENT);
+	} else if (!link && (flags & RENAME_WHITEOUT)) {
+		/* A whiteout is a device node, never made (docs/policy.md);
+		 * refused once the names were looked up, as mknod's (ENOENT
+		 * came after it, found by a differential probing session). */
+		v = CR_V_ERR(EPERM);
 	} else if (!link && !S_ISDIR(a.st.st_mode) &&
 		   !((flags & RENAME_EXCHANGE) && !b.exists) &&
 		   !((flags & RENAME_NOREPLACE) && b.exists) &&
@@ -555,8 +560,6 @@ struct cr_verdict cr_h_renameat2(struct cr_run *run,
 	    ((flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)) &&
 	     (flags & RENAME_EXCHANGE)))
 		return CR_V_ERR(EINVAL);
-	if (flags & RENAME_WHITEOUT)
-		return CR_V_ERR(EPERM);
 	return do_two(run, n, e->name, 0, 1, 2, 3, flags, false);
 }
 
