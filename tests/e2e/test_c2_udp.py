@@ -93,30 +93,39 @@ def udp_servers_in_the_run(t):
     eq(r["status"], "ok", "status")
 
 
-SERVE = r'''
+# The turns of a run beside a stranger: publish its ports in the
+# workspace, wait for "go", then list what a socket heard.
+TURNS = r'''
 import os, socket, time
 ws = os.environ["HOME"]
+def publish(*ports):
+    with open(ws + "/port.tmp", "w") as f:
+        f.write(" ".join(str(p) for p in ports))
+    os.rename(ws + "/port.tmp", ws + "/port")
+    while not os.path.exists(ws + "/go"):
+        time.sleep(0.02)
+def heard(s, secs):
+    s.settimeout(secs)
+    got = []
+    try:
+        while True:
+            got.append(s.recvfrom(100)[0].decode())
+    except socket.timeout:
+        pass
+    return got
+'''
+
+SERVE = TURNS + r'''
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("127.0.0.1", 0))
 gone = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 gone.bind(("127.0.0.1", 0))
 closed_port = gone.getsockname()[1]
 gone.close()
-with open(ws + "/port.tmp", "w") as f:
-    f.write("%d %d" % (s.getsockname()[1], closed_port))
-os.rename(ws + "/port.tmp", ws + "/port")
-while not os.path.exists(ws + "/go"):
-    time.sleep(0.02)
+publish(s.getsockname()[1], closed_port)
 c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 c.sendto(b"own", s.getsockname())
-s.settimeout(2)
-got = []
-try:
-    while True:
-        got.append(s.recvfrom(100)[0].decode())
-except socket.timeout:
-    pass
-print("received", got)
+print("received", heard(s, 2))
 '''
 
 STRANGER = r'''
@@ -330,9 +339,8 @@ def udp_stranger_other_uid_not_heard(t):
 
 # An unbound socket's first send goes to a port nobody holds; then the
 # socket publishes where it is bound and listens. Both families.
-PROBED_FIRST = r'''
-import os, socket, sys, time
-ws = os.environ["HOME"]
+PROBED_FIRST = TURNS + r'''
+import sys
 closed = int(sys.argv[1])   # a port the run never held
 member = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 member.bind(("127.0.0.1", 0))
@@ -347,20 +355,9 @@ try:
           member.recvfrom(100)[0])
 except OSError as e:
     print("to member errno", e.errno)
-with open(ws + "/port.tmp", "w") as f:
-    f.write("%d %d" % (c.getsockname()[1], c6.getsockname()[1]))
-os.rename(ws + "/port.tmp", ws + "/port")
-while not os.path.exists(ws + "/go"):
-    time.sleep(0.02)
+publish(c.getsockname()[1], c6.getsockname()[1])
 for s in (c, c6):
-    s.settimeout(1)
-    got = []
-    try:
-        while True:
-            got.append(s.recvfrom(100)[0].decode())
-    except socket.timeout:
-        pass
-    print("received", got)
+    print("received", heard(s, 1))
 '''
 
 TO_PORTS = r'''

@@ -1558,8 +1558,17 @@ def posix_socket_kinds_the_kernel_cannot_make_answer_as_natively(t):
     eq(len(socks), 1, "only the raw pair is recorded: %r" % socks)
 
 
-# Read a stream socket to its end: how many bytes came.
+# Read a stream socket to its end: how many bytes came; and a connected
+# pair of stream sockets, unix or TCP.
 DRAIN = r"""
+import socket
+def pair(kind):
+    if kind == "unix":
+        return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+    c = socket.create_connection(l.getsockname())
+    a, _ = l.accept(); l.close()
+    return c, a
 def drain(s):
     got = 0
     while True:
@@ -1572,13 +1581,6 @@ def drain(s):
 
 WHOLE_SENDS = DRAIN + r"""
 import hashlib, os, signal, socket, time
-def pair(kind):
-    if kind == "unix":
-        return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
-    c = socket.create_connection(l.getsockname())
-    a, _ = l.accept(); l.close()
-    return c, a
 data = os.urandom(3 << 20)
 for kind in ("unix", "tcp"):
     a, b = pair(kind)
@@ -1614,13 +1616,6 @@ print("cut reader", got == n)
 
 SEND_TIMEOUTS = DRAIN + r"""
 import errno, socket, struct, threading
-def pair(kind):
-    if kind == "unix":
-        return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
-    c = socket.create_connection(l.getsockname())
-    a, _ = l.accept(); l.close()
-    return c, a
 for kind in ("unix", "tcp"):
     a, b = pair(kind)
     # 0.3 s: a blocking send to a reader that does not read gives up

@@ -194,28 +194,38 @@ static void on_send_timeout(struct cr_run *run, uint32_t events, void *arg)
 	drop(run, d);
 }
 
-/* A waiting send on a socket with SO_SNDTIMEO gives up after it, counted
- * from the wait's start (the kernel's timeout covers the whole call, and
- * its first try did not wait). 0: no timeout, or it is kept; -errno when
- * one is set but cannot be kept. */
-static int arm_send_timeout(struct cr_run *run, struct cr_net_deferred *d)
+/* The socket's own timeout opt (SO_SNDTIMEO or SO_RCVTIMEO) as a timer
+ * beside a wait: *tfd and *tw set when one is set, fn(arg) called when it
+ * runs out. 0: no timeout, or it is kept; -errno when one is set but
+ * cannot be kept (the caller closes *tfd). */
+static int arm_sock_timeout(struct cr_run *run, int sock, int opt, int *tfd,
+			    struct cr_watch **tw, cr_watch_fn fn, void *arg)
 {
 	struct timeval tv = { 0 };
 	socklen_t tl = sizeof(tv);
 	struct itimerspec its = { 0 };
 
-	if (getsockopt(d->m.dup, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) < 0 ||
+	if (getsockopt(sock, SOL_SOCKET, opt, &tv, &tl) < 0 ||
 	    (!tv.tv_sec && !tv.tv_usec))
 		return 0;
-	d->tofd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (d->tofd < 0)
+	*tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (*tfd < 0)
 		return -errno;
 	its.it_value.tv_sec = tv.tv_sec;
 	its.it_value.tv_nsec = tv.tv_usec * 1000L;
-	if (timerfd_settime(d->tofd, 0, &its, NULL) < 0)
+	if (timerfd_settime(*tfd, 0, &its, NULL) < 0)
 		return -errno;
-	d->tow = cr_loop_watch(run, d->tofd, EPOLLIN, on_send_timeout, d);
-	return d->tow ? 0 : -ENOMEM;
+	*tw = cr_loop_watch(run, *tfd, EPOLLIN, fn, arg);
+	return *tw ? 0 : -ENOMEM;
+}
+
+/* A waiting send on a socket with SO_SNDTIMEO gives up after it, counted
+ * from the wait's start (the kernel's timeout covers the whole call, and
+ * its first try did not wait). */
+static int arm_send_timeout(struct cr_run *run, struct cr_net_deferred *d)
+{
+	return arm_sock_timeout(run, d->m.dup, SO_SNDTIMEO, &d->tofd, &d->tow,
+				on_send_timeout, d);
 }
 
 static void on_writable(struct cr_run *run, uint32_t events, void *arg)
@@ -446,23 +456,10 @@ static void on_timeout(struct cr_run *run, uint32_t events, void *arg)
 static int arm_timeout(struct cr_run *run, struct cr_net_wait *w,
 		       uint32_t events)
 {
-	struct timeval tv = { 0 };
-	socklen_t tl = sizeof(tv);
-	struct itimerspec its = { 0 };
-
-	if (!(events & EPOLLIN) ||
-	    getsockopt(w->dup, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) < 0 ||
-	    (!tv.tv_sec && !tv.tv_usec))
+	if (!(events & EPOLLIN))
 		return 0;
-	w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (w->tfd < 0)
-		return -errno;
-	its.it_value.tv_sec = tv.tv_sec;
-	its.it_value.tv_nsec = tv.tv_usec * 1000L;
-	if (timerfd_settime(w->tfd, 0, &its, NULL) < 0)
-		return -errno;
-	w->tw = cr_loop_watch(run, w->tfd, EPOLLIN, on_timeout, w);
-	return w->tw ? 0 : -ENOMEM;
+	return arm_sock_timeout(run, w->dup, SO_RCVTIMEO, &w->tfd, &w->tw,
+				on_timeout, w);
 }
 
 /*
