@@ -102,8 +102,8 @@ struct cr_budgets {
 					 * hash set, {0, 0} empty */
 	size_t fs_nseen, fs_seencap;	/* cap: a power of two */
 	uid_t uid;
-	DIR *stack[CR_BUDGET_WALK_DEPTH];
-	int depth;
+	struct cr_dir **stack;		/* owned: the pass's open directories */
+	int depth, stackcap;
 	uint64_t w_bytes, w_files;	/* the pass in progress */
 	struct cr_walkset *ws;		/* owned: what the pass met and
 					 * what moved while it ran */
@@ -1205,7 +1205,7 @@ static void poll_tasks(struct cr_run *run)
 static void walk_reset(struct cr_budgets *b)
 {
 	while (b->depth > 0)
-		closedir(b->stack[--b->depth]);
+		cr_dir_close(b->stack[--b->depth]);
 	b->w_bytes = b->w_files = 0;
 	b->root = 0;
 	b->in_pass = false;
@@ -1215,21 +1215,36 @@ static void walk_reset(struct cr_budgets *b)
 		cr_walkset_clear(b->ws, b->seen_max);
 }
 
+/* A directory's reading buffer: large near the roots, where directories
+ * are wide, small deep down, where a configure check's chain of hundreds
+ * of nested directories holds one entry each (an open DIR took 32 KiB). */
+static size_t walk_buf(int depth)
+{
+	return depth < 32 ? 32768 : 2048;
+}
+
 static int walk_push(struct cr_budgets *b, int fd)
 {
-	DIR *d;
+	struct cr_dir *d;
 
 	if (b->depth >= CR_BUDGET_WALK_DEPTH) {
 		close(fd);
 		return -ELOOP;
 	}
-	d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
+	if (b->depth == b->stackcap) {
+		int cap = b->stackcap ? b->stackcap * 2 : 64;
+		struct cr_dir **g = realloc(b->stack, (size_t)cap * sizeof(*g));
 
-		close(fd);
-		return -e;
+		if (!g) {
+			close(fd);
+			return -ENOMEM;
+		}
+		b->stack = g;
+		b->stackcap = cap;
 	}
+	d = cr_dir_open(fd, walk_buf(b->depth));
+	if (!d)
+		return -errno;
 	b->stack[b->depth++] = d;
 	return 0;
 }
@@ -1414,31 +1429,28 @@ static int walk_entry(struct cr_budgets *b, int dfd, const char *name,
 
 static int walk_sync(struct cr_budgets *b, int fd, int depth)
 {
-	struct dirent *de;
-	DIR *d;
+	const char *name;
+	struct cr_dir *d;
 	int rc = 0;
 
 	if (depth >= CR_BUDGET_WALK_DEPTH) {
 		close(fd);
 		return -ELOOP;
 	}
-	d = fdopendir(fd);
-	if (!d) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
+	d = cr_dir_open(fd, walk_buf(depth));
+	if (!d)
+		return -errno;
 	while (!b->redo && !rc) {
 		errno = 0;
-		de = readdir(d);
-		if (!de) {
+		name = cr_dir_next(d);
+		if (!name) {
 			rc = errno ? -errno : 0;
 			break;
 		}
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			rc = walk_entry(b, dirfd(d), de->d_name, depth);
+		if (strcmp(name, ".") && strcmp(name, ".."))
+			rc = walk_entry(b, cr_dir_fd(d), name, depth);
 	}
-	closedir(d);
+	cr_dir_close(d);
 	return rc;
 }
 
@@ -1451,13 +1463,13 @@ static int walk_sync(struct cr_budgets *b, int fd, int depth)
  * run there ended ~3 % of a differential probe's runs with no intent in
  * the program; abandoning the pass would let a program that keeps
  * toggling keep every pass from finishing. 0 or -errno. */
-static int walk_finish_lent(struct cr_budgets *b, DIR *d, const char *first,
-			    int depth)
+static int walk_finish_lent(struct cr_budgets *b, struct cr_dir *d,
+			    const char *first, int depth)
 {
 	char p[64];
 	struct stat st;
-	struct dirent *de;
-	int fd = dirfd(d), rc;
+	const char *name;
+	int fd = cr_dir_fd(d), rc;
 
 	if (fstat(fd, &st) < 0 || st.st_uid != b->uid)
 		return -EACCES;
@@ -1467,13 +1479,13 @@ static int walk_finish_lent(struct cr_budgets *b, DIR *d, const char *first,
 	rc = walk_entry(b, fd, first, depth);
 	while (!rc && !b->redo) {
 		errno = 0;
-		de = readdir(d);
-		if (!de) {
+		name = cr_dir_next(d);
+		if (!name) {
 			rc = errno ? -errno : 0;
 			break;
 		}
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			rc = walk_entry(b, fd, de->d_name, depth);
+		if (strcmp(name, ".") && strcmp(name, ".."))
+			rc = walk_entry(b, fd, name, depth);
 	}
 	if (chmod(p, st.st_mode & 07777) < 0 && !rc)
 		rc = -errno;
@@ -2737,8 +2749,8 @@ static int walk_step(struct cr_run *run, size_t budget)
 		b->fail_dir = NULL;
 	}
 	while (budget) {
-		DIR *d;
-		struct dirent *de;
+		struct cr_dir *d;
+		const char *name;
 		struct stat st;
 
 		if (b->depth == 0) {
@@ -2798,19 +2810,19 @@ static int walk_step(struct cr_run *run, size_t budget)
 		budget--;
 		d = b->stack[b->depth - 1];
 		errno = 0;
-		de = readdir(d);
-		if (!de) {
+		name = cr_dir_next(d);
+		if (!name) {
 			if (errno) {
 				rc = -errno;
 				goto fail;
 			}
-			closedir(d);
+			cr_dir_close(d);
 			b->depth--;
 			continue;
 		}
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
 			continue;
-		if (cr_quiet_fstatat(dirfd(d), de->d_name, &st,
+		if (cr_quiet_fstatat(cr_dir_fd(d), name, &st,
 				     AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno == ENOENT)
 				continue;	/* removed meanwhile */
@@ -2818,21 +2830,21 @@ static int walk_step(struct cr_run *run, size_t budget)
 				rc = -errno;
 				goto fail;
 			}
-			rc = walk_finish_lent(b, d, de->d_name, b->depth - 1);
+			rc = walk_finish_lent(b, d, name, b->depth - 1);
 			if (rc)
 				goto fail;
-			closedir(d);
+			cr_dir_close(d);
 			b->depth--;
 			continue;
 		}
 		if (!count_entry(b, &st))
 			continue;
 		if (locked(&st, b->uid)) {
-			rc = walk_locked(b, dirfd(d), de->d_name, b->depth);
+			rc = walk_locked(b, cr_dir_fd(d), name, b->depth);
 			if (rc)
 				goto fail;
 		} else if (S_ISDIR(st.st_mode)) {
-			int fd = openat(dirfd(d), de->d_name,
+			int fd = openat(cr_dir_fd(d), name,
 					O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 					O_CLOEXEC);
 
@@ -2840,7 +2852,7 @@ static int walk_step(struct cr_run *run, size_t budget)
 				       errno == ELOOP))
 				continue;	/* replaced meanwhile */
 			if (fd < 0 && errno == EACCES) {
-				rc = walk_unlisted(b, dirfd(d), de->d_name,
+				rc = walk_unlisted(b, cr_dir_fd(d), name,
 						   b->depth);
 				if (rc)
 					goto fail;
@@ -3220,6 +3232,7 @@ static void cr_budget_free(struct cr_run *run)
 	if (!b)
 		return;
 	walk_reset(b);
+	free(b->stack);
 	free(b->fail_dir);
 	cr_walkset_free(b->ws);
 	for (size_t i = 0; i < b->nzombies; i++)

@@ -20,8 +20,11 @@
 #define CR_BUDGET_WALK_IDLE 30
 #define CR_BUDGET_WALK_IDLE_NEAR 3
 /* Deeper directories cannot be measured with the walk's fd stack; a run
- * that makes one is stopped ("files"): fail closed, never undercount. */
-#define CR_BUDGET_WALK_DEPTH 128
+ * that makes one is stopped ("files"): fail closed, never undercount.
+ * gnulib's getcwd checks in configure scripts nest ~450-570 levels
+ * (1366 natively; corral refuses names past PATH_MAX first): 128 ended
+ * tar's configure (found by a probing session). */
+#define CR_BUDGET_WALK_DEPTH 4096
 /* Objects given a new name (moved, linked, made) during one pass that
  * the pass follows (an O_PATH descriptor each, and at most 1/16 of the
  * supervisor's RLIMIT_NOFILE), and entries the end of a pass may measure

@@ -951,29 +951,34 @@ def budget_sanitizer_build_runs_with_the_backstop_lifted(t):
 
 @test
 def budget_tree_too_deep_to_measure_is_named(t):
-    """Directories nested deeper than the walk's 128 levels cannot be
+    """Directories nested deeper than the walk's 4096 levels cannot be
     measured: the run ends on `files` and the next run on that workspace
     is refused before it starts. Both messages said "Too many levels of
     symbolic links" (no link was involved, found by a probing session
-    running gnulib's test-getcwd); they name the depth now."""
+    running gnulib's test-getcwd); they name the depth now. The tree is
+    built by renaming 42 chains of 100 into one another (tests/progs/
+    deepnest.c): names past PATH_MAX are refused before that depth."""
     ws = t.path("ws")
     os.makedirs(ws, exist_ok=True)
     os.chmod(ws, 0o777)
-    deep = ("import os, time\n"
-            "for _ in range(140):\n"
-            "    os.mkdir('d')\n"
-            "    os.chdir('d')\n"
-            "time.sleep(8)\n")
-    run = t.corral(["run", "--json", "-w", ws, "--limit", "wall=30s", "--",
-                    "python3", "-c", deep], timeout=60)
+    run = t.corral(["run", "--json", "-w", ws, "--limit", "wall=30s",
+                    "--limit", "files=100000"] + t.prog_roots() +
+                   ["--", t.prog("deepnest"), "42", "100"], timeout=60)
     r = t.result(run)
-    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "files"),
-       "verdict (message %r)" % r.get("message"))
-    contains(r.get("message", ""), "nested deeper than 128 levels", "message")
-    run = t.corral(["run", "--json", "-w", ws, "--", "true"], timeout=60)
-    r = t.result(run)
-    eq(r.get("status"), "platform_failure", "the next run")
-    contains(r.get("message", ""), "nested deeper than 128 levels",
-             "the next run's message")
-    shutil.rmtree(os.path.join(ws, "d"))
+    try:
+        eq((r.get("status"), r.get("limit")), ("limit_exceeded", "files"),
+           "verdict (message %r, stdout %r)" % (r.get("message"),
+                                                r.get("stdout")))
+        contains(r.get("message", ""), "nested deeper than 4096 levels",
+                 "message")
+        run = t.corral(["run", "--json", "-w", ws, "--", "true"],
+                       timeout=60)
+        r = t.result(run)
+        eq(r.get("status"), "platform_failure", "the next run")
+        contains(r.get("message", ""), "nested deeper than 4096 levels",
+                 "the next run's message")
+    finally:
+        for name in os.listdir(ws):
+            subprocess.run(["rm", "-rf", os.path.join(ws, name)],
+                           check=True)
     t.assert_next_run_ok()

@@ -3,7 +3,7 @@ than its budget allows where the measurement misses it, or leaves what it
 stored on the host after the run. Probe: tests/progs/deepnest.c.
 
 The doors here are directory trees deeper than the walk's bound
-(CR_BUDGET_WALK_DEPTH, 128 levels), built in a few milliseconds by renaming
+(CR_BUDGET_WALK_DEPTH, 4096 levels), built in a few milliseconds by renaming
 whole chains (each under the bound) into one another through descriptors
 kept on their bottoms, and the program exiting before the next tick's walk
 would end the run:
@@ -74,7 +74,7 @@ def storage_deep_tree_hides_a_breach_from_the_last_word(t):
     (the `unmeasurable` verdict the ticks give), never as `ok`."""
     before = workspaces()
     try:
-        run, r = deepnest(t, ["disk=16MiB"], 2, 100, 256)
+        run, r = deepnest(t, ["disk=16MiB"], 42, 100, 256)
         # A tick may land between the allocation and the join and end
         # the run on disk before the tree is built: the right verdict
         # too, so the join is not required.
@@ -900,22 +900,71 @@ def storage_walk_drop_box_opened_mid_run_ends_the_run(t):
     t.assert_next_run_ok()
 
 
+def deep_tree(top, levels):
+    """top/d/d/.../d, levels deep, made through descriptors (its paths
+    are longer than PATH_MAX)."""
+    os.makedirs(top)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(levels):
+        os.mkdir("d", dir_fd=fd)
+        sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = sub
+    os.close(fd)
+
+
+def remove_deep(top):
+    """rm -rf walks by descriptors: Python's rmtree recurses too deep."""
+    subprocess.run(["rm", "-rf", top], check=True)
+
+
 @test
 def storage_walk_failing_rw_root_is_named(t):
-    """A --rw root the walk cannot measure (a tree deeper than its 128
+    """A --rw root the walk cannot measure (a tree deeper than its 4096
     levels) refuses the run: the message named the workspace, whatever
     root failed (the walk's reset had forgotten which). Now it names the
     root."""
     rw = t.path("deep")
-    cur = rw
-    for _ in range(135):
-        cur = os.path.join(cur, "d")
-    os.makedirs(cur)
-    run = t.corral(["run", "--json", "--rw", rw, "--", "echo", "ran"])
+    deep_tree(rw, 4100)
+    try:
+        run = t.corral(["run", "--json", "--rw", rw, "--", "echo", "ran"])
+        r = t.result(run)
+        eq(r.get("status"), "platform_failure", "status")
+        contains(r.get("message") or "", "cannot measure the writable "
+                 "root %s for the disk budget" % rw, "message")
+    finally:
+        remove_deep(rw)
+    t.assert_next_run_ok()
+
+
+@test
+def storage_walk_measures_a_configure_checks_deep_tree(t):
+    """gnulib's getcwd checks in configure scripts (tar, findutils, m4)
+    nest a directory hundreds of levels deep, then remove it. The walk
+    stopped at 128 levels and ended the run on "files" with 202 files
+    used of 10 000 (found by a probing session running tar's configure);
+    it measures 4096 levels now, and a breach beneath them still ends
+    the run."""
+    prog = ("import os\n"
+            "for _ in range(400):\n"
+            "    os.mkdir('confdir3')\n"
+            "    os.chdir('confdir3')\n"
+            "open('f', 'wb').write(b'x' * %d)\n"
+            "import time; time.sleep(1.5)\n"
+            "print(len(os.getcwd()) > 3600)\n")
+    run = t.corral(["run", "--json", "--limit", "wall=60s", "--",
+                    "python3", "-c", prog % 1000], timeout=90)
     r = t.result(run)
-    eq(r.get("status"), "platform_failure", "status")
-    contains(r.get("message") or "", "cannot measure the writable root %s "
-             "for the disk budget" % rw, "message")
+    eq((r.get("status"), r.get("stdout")), ("ok", "True\n"),
+       "400 levels (message %r)" % r.get("message"))
+    run = t.corral(["run", "--json", "--env", "CRMARK=" + t.marker,
+                    "--limit", "disk=16MiB", "--limit", "wall=60s", "--",
+                    "python3", "-c", prog % (64 * MIB)], timeout=90)
+    r = t.result(run)
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "disk"),
+       "64 MiB at the bottom under disk=16MiB (message %r)" %
+       r.get("message"))
+    t.no_marker_processes("after the breach")
     t.assert_next_run_ok()
 
 
