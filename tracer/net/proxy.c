@@ -514,11 +514,14 @@ static bool is_ours(const struct cr_netstate *ns, int idx,
 /*
  * An upstream made at the connect (cr_proxy_preconnect) is open before the
  * proxy accepts the program's side, and a program socket whose SYN never
- * reaches the proxy (a TCP-MD5 key, say) leaves it open with no relay and
+ * reaches the proxy (a TCP-MD5 key, say) left it open with no relay and
  * no timer of its own: 64 such held an allowed server's connections 15 s
  * under net-conn-time=1s, the run ending ok (found by a probing session).
- * One timer covers them all: it fires when the oldest has been open for
- * net-conn-time, which ends the run as a relay's own timer would.
+ * One timer covers them all: a record whose upstream has been open for
+ * net-conn-time is let go, upstream and held socket closed. The run is not
+ * ended: its program never had that connection (natively the server would
+ * not even have seen it), and may have closed its socket long ago; a SYN
+ * arriving later finds no record and is refused.
  */
 static void pending_arm(struct cr_run *run);
 
@@ -533,25 +536,16 @@ static void on_pending_timer(struct cr_run *run, uint32_t events, void *arg)
 	if (read(ns->ptfd, &ticks, sizeof(ticks)) < 0) {
 		/* EAGAIN: a tick already read */
 	}
-	for (size_t i = 0; ms && i < ns->npending; i++) {
-		const struct cr_net_pending *p = &ns->pending[i];
-		char b[32], dest[80];
+	for (size_t i = 0; ms && i < ns->npending;) {
+		struct cr_net_pending *p = &ns->pending[i];
 
-		if (p->up < 0 || now - p->since_ms < ms)
+		if (p->up < 0 || now - p->since_ms < ms) {
+			i++;
 			continue;
-		cr_limit_format(CR_LIM_NET_CONN_TIME, ms, b, sizeof(b));
-		cr_net_addr_text(&p->dest, p->destlen, dest, sizeof(dest));
-		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "net-conn-time",
-			   "a connection to %s stayed open longer than %s (its program side never reached the proxy)",
-			   dest, b);
-		/* Closed now: nothing of it outlives the decision. */
-		for (size_t j = 0; j < ns->npending; j++)
-			if (ns->pending[j].up >= 0) {
-				close(ns->pending[j].up);
-				ns->pending[j].up = -1;
-				ns->pending[j].up_ino = 0;
-			}
-		break;
+		}
+		close(p->up);
+		close(p->dup);
+		ns->pending[i] = ns->pending[--ns->npending];
 	}
 	pending_arm(run);
 }
