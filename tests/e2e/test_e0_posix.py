@@ -73,7 +73,7 @@ def posix_trailing_slash_differential(t):
     fx.check()
 
 
-def _side_by_side(t, code, premises):
+def _side_by_side(t, code, premises, opts=()):
     """code natively, then under corral in the emptied workspace: both
     outputs equal, and each premise string in the native one. Returns
     corral's result."""
@@ -84,7 +84,7 @@ def _side_by_side(t, code, premises):
     true(all(p in want for p in premises), "native premise: %s" % want)
     for name in os.listdir(fx.ws):
         subprocess.run(["rm", "-rf", fx.wsp(name)], check=True)
-    run = fx.run(["python3", "-c", code])
+    run = fx.run(["python3", "-c", code], opts=opts)
     r = fx.result(run, statuses=("ok",))
     eq(r.get("stdout"), want, "corral against native")
     fx.check()
@@ -1450,6 +1450,44 @@ if os.path.islink("/usr/bin/python3"):
       "/usr/share/common-licenses /usr/share plain ENOTEMPTY",
       "/usr/share/common-licenses /usr/share exchange EINVAL",
       "whiteout missing ENOENT"])
+
+
+@test(root=True)
+def posix_rename_on_a_read_only_mount_answers_from_the_mount(t):
+    """On a read-only mount do_renameat2 answers EROFS before it looks at
+    the names (a missing source, a file onto itself, a directory beneath
+    itself), and EXDEV across two mounts of one filesystem before
+    anything. corral answered ENOENT, 0, EINVAL (found by a probing
+    session), or EACCES before."""
+    rom = t.path("rom")
+    os.makedirs(rom)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=755",
+                    "tmpfs", rom], check=True)
+    try:
+        os.makedirs(os.path.join(rom, "d", "sub"))
+        open(os.path.join(rom, "f"), "w").close()
+        os.link(os.path.join(rom, "f"), os.path.join(rom, "g"))
+        os.makedirs(os.path.join(rom, "rw"))
+        subprocess.run(["mount", "--bind", os.path.join(rom, "d"),
+                        os.path.join(rom, "rw")], check=True)
+        subprocess.run(["mount", "-o", "remount,ro", rom], check=True)
+        try:
+            _side_by_side(t, ERRNO_OF + r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def ren(a, b):
+    if libc.rename(a.encode(), b.encode()) < 0:
+        raise OSError(ctypes.get_errno(), "")
+R = %r
+for a, b in (("missing", "x"), ("f", "f"), ("f", "g"), ("d", "d/sub/x"),
+             ("d/sub", "rw/y")):
+    print(a, b, e(lambda: ren(R + "/" + a, R + "/" + b)))
+""" % rom, ["missing x EROFS", "f g EROFS", "d/sub rw/y EXDEV"],
+                opts=["--ro", rom])
+        finally:
+            subprocess.run(["umount", os.path.join(rom, "rw")])
+    finally:
+        subprocess.run(["umount", "-l", rom])
 
 
 # File calls whose argument checks come before the path, and what a

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 
 #include "../fs/fsops.h"
@@ -226,6 +228,28 @@ static bool same_dev(int dirfd, const struct stat *st)
 	return fstat(dirfd, &d) == 0 && d.st_dev == st->st_dev;
 }
 
+/* What do_renameat2 answers from the two parents' mounts, before it looks
+ * at the names: EXDEV across mounts (one filesystem bound twice too; the
+ * names' own EBUSY comes after it), EROFS on a read-only one (after
+ * EBUSY: ro set). 0 when neither (or when the kernel cannot say: then
+ * the rules decide). No times are asked. */
+static int mount_answer(const struct cr_fsres *a, const struct cr_fsres *b,
+			bool ro)
+{
+	struct statx sa, sb;
+	struct statvfs v;
+
+	if (!ro) {
+		if (statx(a->dirfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sa) < 0 ||
+		    statx(b->dirfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sb) < 0 ||
+		    !(sa.stx_mask & sb.stx_mask & STATX_MNT_ID))
+			return 0;
+		return sa.stx_mnt_id != sb.stx_mnt_id ? -EXDEV : 0;
+	}
+	return fstatvfs(a->dirfd, &v) == 0 && (v.f_flag & ST_RDONLY) ?
+	       -EROFS : 0;
+}
+
 /* Is the directory d the one dirfd names, or one of its ancestors? Walked
  * up by "..", compared by inode, no times asked (multigrain stamps). */
 static bool holds_dir(int dirfd, const struct stat *d)
@@ -356,10 +380,14 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		cr_fsres_free(&a);
 		return CR_V_ERR(-rc);
 	}
-	if (!link && !strcmp(a.name, ".")) {
+	if (!link && (rc = mount_answer(&a, &b, false)) != 0) {
+		v = CR_V_ERR(-rc);
+	} else if (!link && !strcmp(a.name, ".")) {
 		v = CR_V_ERR(EBUSY);
 	} else if (!link && !strcmp(b.name, ".")) {
 		v = CR_V_ERR(flags & RENAME_NOREPLACE ? EEXIST : EBUSY);
+	} else if (!link && (rc = mount_answer(&a, &b, true)) != 0) {
+		v = CR_V_ERR(-rc);
 	} else if (!a.exists) {
 		v = CR_V_ERR(ENOENT);
 	} else if (!link && (flags & RENAME_WHITEOUT)) {
