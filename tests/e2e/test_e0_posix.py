@@ -1553,6 +1553,28 @@ def posix_file_argument_checks_come_first(t):
                                       "truncate events ['0x2']"])
 
 
+@test
+def posix_udp_broadcast_needs_so_broadcast(t):
+    """A datagram to the loopback network's broadcast address, sent or
+    connected without SO_BROADCAST, is EACCES (udp_sendmsg,
+    ip4_datagram_connect), IPv4-mapped too; corral redirected it to its
+    sink and answered the length (found by a probing session). With the
+    option it goes (to corral's sink: no socket of the run is bound
+    there)."""
+    _side_by_side(t, SHOW + r"""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+t("send", lambda: s.sendto(b"x", ("127.255.255.255", 9)))
+t("connect", lambda: s.connect(("127.255.255.255", 9)))
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+t("send mapped", lambda: s6.sendto(b"x", ("::ffff:127.255.255.255", 9)))
+b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+b.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+t("send with the option", lambda: b.sendto(b"x", ("127.255.255.255", 9)))
+""", ["send = EACCES", "connect = EACCES", "send mapped = EACCES",
+      "send with the option = 1"])
+
+
 # Internet sockets the kernel cannot make whatever the caller's privilege:
 # a bad flag, a type or protocol number out of range, a protocol of
 # another type, a raw socket of protocol 0, a type the family has none of.

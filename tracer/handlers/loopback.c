@@ -476,6 +476,21 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		ep_loopback(&dst);
 	if (!cr_net_ep_loopback(&dst))
 		return 0;
+	/* The loopback network's broadcast address: the kernel refuses it to
+	 * a socket without SO_BROADCAST (EACCES: udp_sendmsg,
+	 * ip4_datagram_connect), a check corral's redirect to its sink
+	 * skipped (found by a probing session). */
+	if (dst.family == AF_INET && dst.addr[1] == 255 && dst.addr[2] == 255 &&
+	    dst.addr[3] == 255) {
+		int on = 0;
+		socklen_t ol = sizeof(on);
+
+		if (getsockopt(s->dup, SOL_SOCKET, SO_BROADCAST, &on, &ol) < 0 ||
+		    !on) {
+			*v = v_err(EACCES);
+			return -1;
+		}
+	}
 	/* A connect to a member the program has closed, whose port only
 	 * corral's duplicate still holds: the kernel would find the port
 	 * closed (a free port is found by binding and closing a socket).
