@@ -290,6 +290,7 @@ static bool cred_name_valid(const char *n)
 
 static int method_check(const char *s, char **norm, char *msg, size_t msglen)
 {
+	char q[96];
 	size_t i;
 
 	(void)norm;
@@ -298,7 +299,10 @@ static int method_check(const char *s, char **norm, char *msg, size_t msglen)
 			break;
 	if (!s[i] && i >= 1 && i <= 16)
 		return 0;
-	cr_errf(msg, msglen, "%s is not an HTTP method (A-Z, 1-16 letters)", s);
+	/* Quoted: the value is the document's, and may hold terminal
+	 * controls (found by a probing session). */
+	cr_errf(msg, msglen, "%s is not an HTTP method (A-Z, 1-16 letters)",
+		cr_str_quote(s, q, sizeof(q)));
 	return -EINVAL;
 }
 
@@ -315,8 +319,13 @@ static int prefix_check(const char *s, char **norm, char *msg, size_t msglen)
 		return 0;
 	}
 bad:
-	cr_errf(msg, msglen, "%s is not a path prefix (starts with /, printable, "
-		"no dot segment, no query)", s);
+	{
+		char q[96];
+
+		cr_errf(msg, msglen, "%s is not a path prefix (starts with /, "
+			"printable, no dot segment, no query)",
+			cr_str_quote(s, q, sizeof(q)));
+	}
 	return -EINVAL;
 }
 

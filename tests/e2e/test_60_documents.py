@@ -5,7 +5,7 @@ import json
 import os
 import re
 
-from harness import (POLICY_VERSION, CFG, eq, contains, true, test,
+from harness import (POLICY_VERSION, CFG, eq, ne, contains, true, test,
                      check_result_shape)
 
 # A valid policy, one key or list element per line, so each case below can
@@ -332,6 +332,31 @@ def policy_check_roundtrip(t):
     eq(run2.code, 0, "policy check of its own output: exit (stderr %r)" %
        run2.err)
     eq(run2.out, run.out, "normalised output, checked again")
+
+
+@test
+def policy_errors_quote_credential_values(t):
+    """A credential's methods or path_prefixes value that is refused was
+    printed raw in the error: a policy could write terminal controls to
+    the operator's terminal (a clipboard write, a cleared screen, a fake
+    "policy OK" line; found by a probing session). It is quoted now, as
+    every other value in document errors."""
+    esc = "\u001b]52;c;eA==\u0007\u001b[2J\rcorral: policy OK"
+    for key, val in (("methods", [esc]), ("path_prefixes", ["/" + esc])):
+        doc = json.load(open(_default_policy_path()))
+        cred = {"origin": "https://api.example.com",
+                "header": "Authorization: Bearer {secret}",
+                "secret_env": "TOKEN", key: val}
+        doc["classes"]["default"]["credentials"] = {"GH": cred}
+        path = t.write("esc-%s.json" % key, json.dumps(doc))
+        run = t.corral(["policy", "check", path])
+        ne(run.code, 0, "%s: the policy is refused" % key)
+        err = run.err.decode("utf-8", "replace")
+        contains(err, key if key == "path_prefixes" else "HTTP method",
+                 "%s: the error says what" % key)
+        true("\x1b" not in err and "\x07" not in err and "\r" not in err,
+             "%s: no control character reaches the terminal: %r" %
+             (key, err))
 
 
 @test

@@ -487,6 +487,41 @@ def io_extraction_has_a_deadline(t):
 
 
 @test
+def io_sparse_hole_and_big_archive_keep_the_deadline(t):
+    """A 10 KB tar whose one member is a 40 GiB hole: the hole is hashed
+    as the zeros it reads as, with no deadline or cancel looked at (a
+    20 GiB one held corral 16-26 s past wall=2s, found by a probing
+    session); and an archive input's own bytes, hashed whole before it is
+    opened, the same (a 16 GiB sparse file an earlier run can leave). Both
+    end on the wall budget now, in seconds, nothing placed."""
+    d = t.path("sparse")
+    os.makedirs(d)
+    with open(os.path.join(d, "f"), "wb") as f:
+        f.truncate(40 << 30)
+    a = t.path("hole.tar")
+    subprocess.run(["tar", "--sparse", "-cf", a, "-C", d, "f"], check=True)
+    os.unlink(os.path.join(d, "f"))
+    lt(os.path.getsize(a), 1 << 20, "the archive's size")
+    big = t.path("big.tar")
+    with open(big, "wb") as f:
+        f.truncate(40 << 30)
+    for arch in (a, big):
+        ws = t.path("ws-" + os.path.basename(arch))
+        os.mkdir(ws, 0o700)
+        t0 = time.monotonic()
+        run = t.corral(["run", "--json", "-w", ws, "--limit", "disk=41GiB",
+                        "--limit", "wall=2s", "--input", "%s:in/" % arch,
+                        "--", "true"], timeout=120)
+        took = time.monotonic() - t0
+        r = t.result(run)
+        eq((r.get("status"), r.get("limit")), ("limit_exceeded", "wall"),
+           "%s (message %r)" % (arch, r.get("message")))
+        lt(took, 15, "seconds until %s ended" % arch)
+        eq(os.listdir(ws), [], "what the input placed is removed")
+    t.assert_next_run_ok()
+
+
+@test
 def io_many_hardlinks_extract_in_linear_time(t):
     """40 000 hard links to a file whose path is 3.7 KB: each link's target
     was found by a strcmp scan back over every earlier entry, O(n^2)
