@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tracer.h"
 #include "io/io.h"
@@ -209,7 +210,17 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	/* '+': stop at the first non-option, the command is the program's. */
 	while ((c = getopt_long(argc, argv, "+w:", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'w': cli.workspace = optarg; break;
+		case 'w':
+			/* An unset "-w $WS" would make corral's own working
+			 * directory the writable workspace (found by a
+			 * probing session): refused, as an empty root. */
+			if (!optarg[0]) {
+				cr_errf(err, errlen, "-w/--workspace: must not be empty");
+				rc = -EINVAL;
+				break;
+			}
+			cli.workspace = optarg;
+			break;
 		case OPT_WS_UNSAFE: cfg->ws_unsafe = true; break;
 		case OPT_POLICY: cfg->policy_file = optarg; break;
 		case OPT_CLASS: cli.class_name = optarg; break;
@@ -292,6 +303,22 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	 * against it. */
 	*workspace = cli.workspace;
 
+	/* The result would replace the whole trail (found by a probing
+	 * session): one file cannot be both. Compared by name, and by inode
+	 * when both exist. */
+	if (cfg->result_file && cfg->audit_file) {
+		struct stat ra, aa;
+
+		if (!strcmp(cfg->result_file, cfg->audit_file) ||
+		    (stat(cfg->result_file, &ra) == 0 &&
+		     stat(cfg->audit_file, &aa) == 0 &&
+		     ra.st_dev == aa.st_dev && ra.st_ino == aa.st_ino)) {
+			cr_errf(err, errlen,
+				"--result and --audit name the same file");
+			rc = -EINVAL;
+			goto out;
+		}
+	}
 	rc = load_policy(cfg, err, errlen);
 	if (rc)
 		goto out;

@@ -200,6 +200,32 @@ def usage_error_exit(t):
 
 
 @test
+def usage_errors_of_hostile_values(t):
+    """Values a careless caller or an agent's request could give, refused
+    before anything runs (found by a probing session): an empty -w (an
+    unset "$WS" made corral's own working directory the writable
+    workspace), --result naming the --audit trail (the result replaced the
+    whole trail), and a CORRAL_DNS_UPSTREAM port with trailing garbage, a
+    space or a sign (taken as port 53)."""
+    run = t.corral(["run", "-w", "", "--", "true"])
+    eq(run.code, 125, "-w '': exit status")
+    contains(run.err.decode(), "must not be empty", "-w '': message")
+    trail = t.write("trail.jsonl", "")
+    run = t.corral(["run", "--audit", trail, "--result", trail, "--",
+                    "true"])
+    eq(run.code, 125, "--result = --audit: exit status")
+    contains(run.err.decode(), "same file", "--result = --audit: message")
+    eq(open(trail).read(), "", "the trail is untouched")
+    for bad in ("127.0.0.1:53abc", "127.0.0.1: 53", "127.0.0.1:+53"):
+        run = t.corral(["run", "--json", "--", "true"],
+                       env={"CORRAL_DNS_UPSTREAM": bad})
+        r = t.result(run)
+        eq(r.get("status"), "platform_failure",
+           "CORRAL_DNS_UPSTREAM=%r (message %r)" % (bad, r.get("message")))
+    t.assert_next_run_ok()
+
+
+@test
 def command_not_found(t):
     # A missing program is not corral's success.
     run = t.corral(["run", "--json", "--", "no-such-program-" + t.marker])

@@ -570,6 +570,10 @@ static int find_upstream(struct cr_netstate *ns)
 			return -EINVAL;
 		memcpy(host, env, hl);
 		host[hl] = '\0';
+		/* Digits only: strtoul took "53abc", " 53" and "+53". */
+		if (!colon[1] || strspn(colon + 1, "0123456789") !=
+				 strlen(colon + 1) || strlen(colon + 1) > 5)
+			return -EINVAL;
 		port = (unsigned)strtoul(colon + 1, NULL, 10);
 		if (!port || port > 65535)
 			return -EINVAL;
