@@ -195,6 +195,8 @@ bool cr_task_id_valid(const char *id);
 
 /* Documents larger than these are refused before parsing. */
 #define CR_POLICY_MAX_BYTES	(1u << 20)
+/* Paths in one of a class's fs lists (read, write, exec, deny). */
+#define CR_POLICY_MAX_PATHS	4096
 #define CR_REQUEST_MAX_BYTES	(1u << 20)
 
 void cr_strlist_free(struct cr_strlist *l);
