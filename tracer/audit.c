@@ -60,6 +60,32 @@ static int open_dir(const char *path, int *dirfd, char **real,
 	return 0;
 }
 
+/*
+ * One live run per task id in a trail. A request may name its id, and a
+ * second live run of one id interleaved its chain with the first's, which
+ * verify then reported broken from there on, for every later run in the
+ * file (found by a probing session). The id is claimed with an OFD lock
+ * on one byte far past any trail's end, at an offset from the id's hash,
+ * held while the trail is open (the run's life). 0, or -EBUSY when a live
+ * run holds it; a filesystem without such locks claims nothing (the trail
+ * still works, as before).
+ */
+static int claim_id(int fd, const char *id)
+{
+	uint64_t h = 14695981039346656037ull;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			    .l_len = 1 };
+
+	for (const char *c = id; *c; c++) {
+		h ^= (unsigned char)*c;
+		h *= 1099511628211ull;
+	}
+	fl.l_start = (off_t)((1ull << 61) + (h & ((1ull << 48) - 1)));
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	return errno == EAGAIN || errno == EACCES ? -EBUSY : 0;
+}
+
 int cr_audit_open(struct cr_run *run, const char *ws, char *err,
 		  size_t errlen)
 {
@@ -119,6 +145,13 @@ int cr_audit_open(struct cr_run *run, const char *ws, char *err,
 		return -EPERM;
 	}
 	fcntl(run->audit_fd, F_SETFL, O_APPEND);
+	if (claim_id(run->audit_fd, run->cfg->task_id)) {
+		cr_errf(err, errlen, "--audit %s: a live run already writes task id %s to this trail",
+			path, run->cfg->task_id);
+		close(run->audit_fd);
+		run->audit_fd = -1;
+		return -EBUSY;
+	}
 	return 0;
 }
 

@@ -6,6 +6,7 @@ reach."""
 import hashlib
 import json
 import os
+import time
 
 from harness import CFG, eq, true, contains, not_contains, test
 
@@ -352,3 +353,42 @@ def records_in_a_read_root_are_absent_to_the_program(t):
         eq(r["stdout"].splitlines()[-1], "plain.txt", "the listing")
     eq(t.corral(["audit", "verify", audit]).code, 0, "the trail verifies")
     t.assert_next_run_ok()
+
+
+@test
+def audit_one_live_run_per_task_id_in_a_trail(t):
+    """A request may name its task id; a second live run of one id in a
+    shared trail interleaved its chain with the first's, and verify found
+    the trail broken from there on, for every later run in it (found by a
+    probing session). The id is claimed while the run lives: a second run
+    of it in that trail is refused (exit 125, nothing written), other ids
+    share the trail as before, and once the first ends the id is free."""
+    path = t.path("shared.jsonl")
+    tid = "live-" + t.marker
+    p = t.spawn(["run", "--json", "--id", tid, "--audit", path, "--",
+                 "sleep", "3"])
+    try:
+        ok = False
+        for _ in range(100):
+            if os.path.exists(path) and os.path.getsize(path) > 0:
+                ok = True
+                break
+            time.sleep(0.05)
+        true(ok, "the first run started its trail")
+        run = t.corral(["run", "--json", "--id", tid, "--audit", path,
+                        "--", "true"])
+        eq(run.code, 125, "a second live run of the id (stderr %r)" %
+           run.err[-300:])
+        contains(run.err.decode(), "already writes task id", "message")
+        run = t.corral(["run", "--json", "--id", tid + "-other", "--audit",
+                        path, "--", "true"])
+        eq(run.code, 0, "another id shares the trail")
+    finally:
+        first = t.finish(p, timeout=30)
+    eq(first.code, 0, "the first run ended on its own")
+    v = verify(t, path)
+    eq(v.code, 0, "the trail verifies (stderr %r)" % v.err)
+    run = t.corral(["run", "--json", "--id", tid, "--audit", path, "--",
+                    "true"])
+    eq(run.code, 0, "the id is free once its run ended")
+    eq(verify(t, path).code, 0, "and the trail still verifies")
