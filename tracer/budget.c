@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,9 @@ struct cr_budgets {
 	uid_t uid;
 	struct cr_dir **stack;		/* owned: the pass's open directories */
 	int depth, stackcap;
+	uintptr_t sync_top;		/* the loop thread's stack near its base */
+	size_t sync_room;		/* ...and how far walk_sync may use it */
+	pthread_t sync_thread;
 	uint64_t w_bytes, w_files;	/* the pass in progress */
 	struct cr_walkset *ws;		/* owned: what the pass met and
 					 * what moved while it ran */
@@ -1427,6 +1431,21 @@ static int walk_entry(struct cr_budgets *b, int dfd, const char *name,
 	       -errno : 0;
 }
 
+/* walk_sync recurses once per level beneath a directory made unreadable
+ * (its mode lent), on the loop thread's stack: a tree 4090 levels deep
+ * under a chmod-000 directory overflowed a 1 MiB stack (`ulimit -s 1024`,
+ * the supervisor killed by SIGSEGV, the lent mode left; found by a probing
+ * session). Past the room the stack limit leaves, the tree is not
+ * measurable: -EOVERFLOW, and the run ends (fail closed). */
+static bool sync_stack_full(const struct cr_budgets *b)
+{
+	char here;
+	uintptr_t at = (uintptr_t)&here;
+
+	return b->sync_top && pthread_equal(pthread_self(), b->sync_thread) &&
+	       at < b->sync_top && b->sync_top - at > b->sync_room;
+}
+
 static int walk_sync(struct cr_budgets *b, int fd, int depth)
 {
 	const char *name;
@@ -1436,6 +1455,10 @@ static int walk_sync(struct cr_budgets *b, int fd, int depth)
 	if (depth >= CR_BUDGET_WALK_DEPTH) {
 		close(fd);
 		return -ELOOP;
+	}
+	if (sync_stack_full(b)) {
+		close(fd);
+		return -EOVERFLOW;
 	}
 	d = cr_dir_open(fd, walk_buf(depth));
 	if (!d)
@@ -2933,7 +2956,8 @@ static void unmeasurable(struct cr_run *run, int rc)
 
 	if (run->ending)
 		return;
-	enum cr_limit_id id = rc == -ELOOP ? CR_LIM_FILES : CR_LIM_DISK;
+	enum cr_limit_id id = rc == -ELOOP || rc == -EOVERFLOW ||
+			      rc == -EMFILE ? CR_LIM_FILES : CR_LIM_DISK;
 
 	if (b->fail_dir)
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
@@ -2945,6 +2969,12 @@ static void unmeasurable(struct cr_run *run, int rc)
 			   "the %s budget cannot be enforced: the writable root %s holds directories nested deeper than %d levels, which corral cannot measure",
 			   cr_limit_name(id), b->fail_root ? b->fail_root : "?",
 			   CR_BUDGET_WALK_DEPTH);
+	else if (rc == -EOVERFLOW || rc == -EMFILE)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget cannot be enforced: the writable root %s holds directories nested deeper than corral's %s allows it to measure",
+			   cr_limit_name(id), b->fail_root ? b->fail_root : "?",
+			   rc == -EMFILE ? "descriptor limit (RLIMIT_NOFILE)" :
+			   "stack limit (ulimit -s) beneath a directory made unreadable");
 	else
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
 			   "the %s budget cannot be enforced: the writable root %s cannot be measured (an unreadable entry: %s)",
@@ -3112,6 +3142,21 @@ int cr_budget_setup(struct cr_run *run)
 	if (!b)
 		return -ENOMEM;
 	run->budgets = b;
+	/* The walk's recursion may use the stack the limit allows, less
+	 * 256 KiB for the frames above this one and the loop's own. */
+	{
+		char here;
+		struct rlimit st;
+		size_t room = 64u << 20;
+
+		if (getrlimit(RLIMIT_STACK, &st) == 0 &&
+		    st.rlim_cur != RLIM_INFINITY && st.rlim_cur < room)
+			room = (size_t)st.rlim_cur;
+		b->sync_top = (uintptr_t)&here;
+		b->sync_room = room > (512u << 10) ? room - (256u << 10) :
+			       room / 2;
+		b->sync_thread = pthread_self();
+	}
 	b->timerfd = -1;
 	b->pipe_weak = -1;
 	b->ino_weak = -1;
@@ -3192,6 +3237,13 @@ int cr_budget_setup(struct cr_run *run)
 				 "cannot measure the writable root %s for the disk budget: it holds directories nested deeper than %d levels (remove or flatten them outside corral)",
 				 b->fail_root ? b->fail_root :
 				 run->cfg->workspace, CR_BUDGET_WALK_DEPTH);
+		else if (rc == -EOVERFLOW || rc == -EMFILE)
+			snprintf(run->message, sizeof(run->message),
+				 "cannot measure the writable root %s for the disk budget: it holds directories nested deeper than corral's %s allows (raise it, or flatten them outside corral)",
+				 b->fail_root ? b->fail_root :
+				 run->cfg->workspace,
+				 rc == -EMFILE ? "descriptor limit (ulimit -n)" :
+				 "stack limit (ulimit -s)");
 		else
 			snprintf(run->message, sizeof(run->message),
 				 "cannot measure the writable root %s for the disk budget: %s",

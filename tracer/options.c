@@ -176,6 +176,25 @@ static int check_root(const char *opt, const char *path, char *err,
 	return 0;
 }
 
+/* A file's name with its directory's real path: "./r.json" and "r.json"
+ * alike, before either exists. NULL when the directory cannot be
+ * resolved (the file's own open then says why). */
+static char *real_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	cr_autofree char *dir = slash ? strndup(path, (size_t)(slash - path)) :
+				strdup(".");
+	cr_autofree char *real = NULL;
+	char *out = NULL;
+
+	if (!dir)
+		return NULL;
+	real = realpath(*dir ? dir : "/", NULL);
+	if (!real || asprintf(&out, "%s/%s", real, slash ? slash + 1 : path) < 0)
+		return NULL;
+	return out;
+}
+
 static int check_input(const char *arg, char *err, size_t errlen)
 {
 	cr_autofree char *from = NULL;
@@ -308,8 +327,11 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	 * when both exist. */
 	if (cfg->result_file && cfg->audit_file) {
 		struct stat ra, aa;
+		cr_autofree char *rp = real_name(cfg->result_file);
+		cr_autofree char *ap = real_name(cfg->audit_file);
 
 		if (!strcmp(cfg->result_file, cfg->audit_file) ||
+		    (rp && ap && !strcmp(rp, ap)) ||
 		    (stat(cfg->result_file, &ra) == 0 &&
 		     stat(cfg->audit_file, &aa) == 0 &&
 		     ra.st_dev == aa.st_dev && ra.st_ino == aa.st_ino)) {

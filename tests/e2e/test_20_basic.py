@@ -216,6 +216,13 @@ def usage_errors_of_hostile_values(t):
     eq(run.code, 125, "--result = --audit: exit status")
     contains(run.err.decode(), "same file", "--result = --audit: message")
     eq(open(trail).read(), "", "the trail is untouched")
+    # The same file by two spellings, before it exists.
+    fresh = t.path("fresh.jsonl")
+    run = t.corral(["run", "--audit", fresh, "--result",
+                    os.path.join(os.path.dirname(fresh), ".",
+                                 os.path.basename(fresh)), "--", "true"])
+    eq(run.code, 125, "--result = --audit by another name: exit status")
+    true(not os.path.exists(fresh), "nothing written")
     for bad in ("127.0.0.1:53abc", "127.0.0.1: 53", "127.0.0.1:+53"):
         run = t.corral(["run", "--json", "--", "true"],
                        env={"CORRAL_DNS_UPSTREAM": bad})

@@ -22,6 +22,7 @@ them, so what the run wrote beneath them was never counted.
 
 import ctypes
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -965,6 +966,65 @@ def storage_walk_measures_a_configure_checks_deep_tree(t):
        "64 MiB at the bottom under disk=16MiB (message %r)" %
        r.get("message"))
     t.no_marker_processes("after the breach")
+    t.assert_next_run_ok()
+
+
+# 40 chains of 100 directories joined by renames into one tree 4000 deep
+# (names past PATH_MAX are refused first), its top then made unreadable.
+DEEP_LOCKED = r"""
+import os, time
+bottoms = []
+for k in range(40):
+    top = "c%d" % k
+    os.mkdir(top)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(100):
+        os.mkdir("d", dir_fd=fd)
+        sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = sub
+    bottoms.append(fd)
+for k in range(39, 0, -1):
+    os.rename("c%d" % k, "c", dst_dir_fd=bottoms[k - 1])
+os.chmod("c0", 0)
+print("built", flush=True)
+time.sleep(3)
+os.chmod("c0", 0o700)
+print("done")
+"""
+
+
+@test
+def storage_walk_of_a_deep_locked_tree_keeps_the_stack(t):
+    """Beneath a directory made unreadable the walk recurses once per
+    level on the loop's stack: a tree 4090 deep under a chmod-000 top
+    killed the supervisor (SIGSEGV, no result, the lent mode left) when
+    corral ran with `ulimit -s 1024` (found by a probing session). Past
+    the room the stack limit leaves, the tree is unmeasurable: the run
+    ends on files, the message names the stack limit, the mode is put
+    back, and the default stack measures the same tree."""
+    def small_stack():
+        resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, 1 << 20))
+    for pre, want in ((small_stack, ("limit_exceeded", "files")),
+                      (None, ("ok", None))):
+        ws = t.path("ws-%s" % ("small" if pre else "default"))
+        os.makedirs(ws)
+        os.chmod(ws, 0o777)
+        try:
+            run = t.corral(["run", "--json", "-w", ws, "--limit",
+                            "wall=60s", "--", "python3", "-c",
+                            DEEP_LOCKED], preexec=pre, timeout=120)
+            r = t.result(run)
+            eq((r.get("status"), r.get("limit")), want,
+               "verdict (message %r, stderr %r)" %
+               (r.get("message"), r.get("stderr", "")[-300:]))
+            if pre:
+                contains(r.get("message", ""), "stack limit", "message")
+            mode = os.stat(os.path.join(ws, "c0")).st_mode & 0o777
+            true(mode in (0, 0o700), "the mode put back: %o" % mode)
+        finally:
+            os.chmod(os.path.join(ws, "c0"), 0o700)
+            remove_deep(ws)
     t.assert_next_run_ok()
 
 

@@ -1571,8 +1571,14 @@ t("send mapped", lambda: s6.sendto(b"x", ("::ffff:127.255.255.255", 9)))
 b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 b.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
 t("send with the option", lambda: b.sendto(b"x", ("127.255.255.255", 9)))
+t("connect limited", lambda: s.connect(("255.255.255.255", 9)))
+# Connected to the broadcast address: every send goes (no port is closed).
+t("connect with the option", lambda: b.connect(("127.255.255.255", 9)))
+for i in range(3):
+    t("send %d connected" % i, lambda: b.send(b"x"))
 """, ["send = EACCES", "connect = EACCES", "send mapped = EACCES",
-      "send with the option = 1"])
+      "send with the option = 1", "connect limited = EACCES",
+      "send 2 connected = 1"])
 
 
 # Internet sockets the kernel cannot make whatever the caller's privilege:

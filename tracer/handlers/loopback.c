@@ -455,6 +455,7 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 	union cr_sockaddr srcbuf;
 	socklen_t srclen = 0;
 	const union cr_sockaddr *src;
+	bool bcast;
 	int rc;
 
 	if (!cr_net_udp_proto(s) || !cr_net_ep_of(a, alen, &dst))
@@ -474,14 +475,14 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 	/* 0.0.0.0 and [::] reach loopback, as in the kernel */
 	if (cr_net_ep_any(&dst))
 		ep_loopback(&dst);
-	if (!cr_net_ep_loopback(&dst))
-		return 0;
-	/* The loopback network's broadcast address: the kernel refuses it to
-	 * a socket without SO_BROADCAST (EACCES: udp_sendmsg,
-	 * ip4_datagram_connect), a check corral's redirect to its sink
-	 * skipped (found by a probing session). */
-	if (dst.family == AF_INET && dst.addr[1] == 255 && dst.addr[2] == 255 &&
-	    dst.addr[3] == 255) {
+	/* The loopback network's broadcast address and the limited one: the
+	 * kernel refuses them to a socket without SO_BROADCAST (EACCES:
+	 * udp_sendmsg, ip4_datagram_connect), a check corral's redirect to
+	 * its sink, or its refusal, skipped (found by probing sessions). */
+	bcast = dst.family == AF_INET &&
+		(dst.addr[0] == 127 || dst.addr[0] == 255) &&
+		dst.addr[1] == 255 && dst.addr[2] == 255 && dst.addr[3] == 255;
+	if (bcast) {
 		int on = 0;
 		socklen_t ol = sizeof(on);
 
@@ -491,6 +492,8 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 			return -1;
 		}
 	}
+	if (!cr_net_ep_loopback(&dst))
+		return 0;
 	/* A connect to a member the program has closed, whose port only
 	 * corral's duplicate still holds: the kernel would find the port
 	 * closed (a free port is found by binding and closing a socket).
@@ -521,10 +524,12 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		 * answers as a closed port (connect succeeds, a later call
 		 * says ECONNREFUSED); the socket gets its own port first,
 		 * as any member does (its source filter). */
+		/* A broadcast has no port to be closed: its sends go on
+		 * without an error, to the sink. */
 		if (!send && s->protocol == IPPROTO_UDP &&
 		    cr_net_udp_adopt(run, s->dup, s->ino, s->domain, src,
 				     srclen, false) == 0 &&
-		    sink_for(run->net, s, src != NULL, true, t, tl) == 0)
+		    sink_for(run->net, s, src != NULL, !bcast, t, tl) == 0)
 			return 2;
 		return -1;
 	}
