@@ -1581,6 +1581,81 @@ for i in range(3):
       "send 2 connected = 1"])
 
 
+SOCKET_STATE = SHOW + r"""
+import ctypes, os, socket, struct
+libc = ctypes.CDLL(None, use_errno=True)
+def raw(call, fd, addr, n):
+    buf = ctypes.create_string_buffer(addr, 128)
+    def f():
+        if call == "sendto":
+            r = libc.sendto(fd, b"x", 1, 0, buf, n)
+        else:
+            r = getattr(libc, call)(fd, buf, n)
+        if r < 0:
+            raise OSError(ctypes.get_errno(), call)
+        return r
+    return f
+# An abstract name is held by one socket: EADDRINUSE for the second, and
+# the first takes the connections.
+name = b"\0corral-e2e-lock-%d" % os.getpid()
+a = socket.socket(socket.AF_UNIX); a.bind(name); a.listen(4)
+b = socket.socket(socket.AF_UNIX)
+t("second abstract bind", lambda: b.bind(name))
+c = socket.socket(socket.AF_UNIX); c.connect(name)
+a.settimeout(5)
+t("first takes it", lambda: len(a.accept()) == 2)
+# sockaddr_in6 of the RFC 2133 length (24 bytes, no scope id).
+l6 = socket.socket(socket.AF_INET6); l6.bind(("::1", 0)); l6.listen(4)
+port = l6.getsockname()[1]
+sin6 = \
+       struct.pack("=H", socket.AF_INET6) + struct.pack("!H", port) + \
+       b"\0" * 4 + socket.inet_pton(socket.AF_INET6, "::1")
+s6 = socket.socket(socket.AF_INET6)
+t("connect v6 len 24", raw("connect", s6.fileno(), sin6, 24))
+u6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+t("bind v6 len 24", raw("bind", u6.fileno(),
+                        sin6[:2] + b"\0\0" + sin6[4:], 24))
+# A second connect of a blocking socket that connected: EISCONN.
+c4 = socket.socket(); l4 = socket.socket(); l4.bind(("127.0.0.1", 0))
+l4.listen(4)
+t("connect", lambda: c4.connect(l4.getsockname()))
+t("connect again", lambda: c4.connect(l4.getsockname()))
+# A connected unix seqpacket socket ignores an address; unconnected it is
+# ENOTCONN.
+sp = b"\0corral-e2e-seq-%d" % os.getpid()
+ls = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); ls.bind(sp)
+ls.listen(4)
+cs = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); cs.connect(sp)
+t("seqpacket sendto connected", lambda: cs.sendto(b"hello", sp))
+us = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+t("seqpacket sendto unconnected", lambda: us.sendto(b"hello", sp))
+# A unix address longer than a sockaddr_un: EINVAL before the name.
+un = struct.pack("=H", socket.AF_UNIX) + b"nothere" + b"\0" * 100
+x = socket.socket(socket.AF_UNIX)
+t("connect unix len 111", raw("connect", x.fileno(), un, 111))
+"""
+
+
+@test
+def posix_socket_state_answers_as_natively(t):
+    """Socket answers side by side (found by a differential probing
+    session): a second bind of an abstract name is EADDRINUSE and the
+    first socket keeps its connections (each bind got a name of its own,
+    the newest took every connection: a name used as a single-instance
+    lock held nothing); a 24-byte sockaddr_in6 is taken (was EINVAL); a
+    blocking socket's second connect is EISCONN (was 0); a connected unix
+    seqpacket socket ignores a send's address (was EISCONN, nothing sent)
+    and an unconnected one is ENOTCONN; a unix address longer than
+    sockaddr_un is EINVAL (was ENOENT)."""
+    _side_by_side(t, SOCKET_STATE, ["second abstract bind = EADDRINUSE",
+                                    "first takes it = True",
+                                    "connect v6 len 24 = 0",
+                                    "connect again = EISCONN",
+                                    "seqpacket sendto connected = 5",
+                                    "seqpacket sendto unconnected = ENOTCONN",
+                                    "connect unix len 111 = EINVAL"])
+
+
 # Internet sockets the kernel cannot make whatever the caller's privilege:
 # a bad flag, a type or protocol number out of range, a protocol of
 # another type, a raw socket of protocol 0, a type the family has none of.

@@ -384,7 +384,17 @@ bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	cr_net_local_client(ns, s->ino, &local, &dst, server_end(&dst, &local));
 	cr_net_peer_drop(ns, s->ino);
 	/* Established: a blocking connect is done; a non-blocking one
-	 * answers as the kernel did, and its poll sees it writable. */
+	 * answers as the kernel did, and its poll sees it writable. The
+	 * blocking one was performed non-blocking, which left the socket
+	 * "connecting" for the kernel: a second connect answered 0 where
+	 * natively it is EISCONN (found by a differential probing
+	 * session). Asked once more, the established socket becomes
+	 * connected (the kernel answers 0 and moves it). */
+	if (rc < 0 && !(fl & O_NONBLOCK)) {
+		fcntl(s->dup, F_SETFL, fl | O_NONBLOCK);
+		connect(s->dup, &t.sa, tl);
+		fcntl(s->dup, F_SETFL, fl);
+	}
 	*v = rc == 0 || !(fl & O_NONBLOCK) ? v_val(0) : v_err(EINPROGRESS);
 	return true;
 }

@@ -167,7 +167,10 @@ static int inet_of(const union cr_sockaddr *a, socklen_t len, uint8_t *addr,
 		*port = ntohs(a->in4.sin_port);
 		return 0;
 	}
-	if (len < sizeof(struct sockaddr_in6))
+	/* The kernel takes the RFC 2133 length (no sin6_scope_id, read as
+	 * 0: read_addr zeroed what was not read); an earlier build
+	 * refused it (found by a differential probing session). */
+	if (len < CR_SIN6_LEN_RFC2133)
 		return -EINVAL;
 	memcpy(addr, &a->in6.sin6_addr, 16);
 	*port = ntohs(a->in6.sin6_port);
@@ -298,6 +301,26 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 	return 0;
 }
 
+/* Is the abstract name (inner, its leading NUL included) bound now? Asked
+ * by binding a socket of the same type to it, let go at once. */
+static bool abstract_held(int type, const uint8_t *inner, size_t ilen)
+{
+	union cr_sockaddr a;
+	int fd, rc, err;
+
+	memset(&a, 0, sizeof(a));
+	a.un.sun_family = AF_UNIX;
+	memcpy(a.un.sun_path, inner, ilen);
+	fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	rc = bind(fd, &a.sa, (socklen_t)(offsetof(struct sockaddr_un,
+						   sun_path) + ilen));
+	err = errno;
+	close(fd);
+	return rc < 0 && err == EADDRINUSE;
+}
+
 /* A unix address for the kernel naming what unix_path_resolve checked. */
 static struct cr_verdict unix_target(struct cr_run *run,
 				     const struct seccomp_notif *n,
@@ -313,6 +336,10 @@ static struct cr_verdict unix_target(struct cr_run *run,
 
 	*ok = false;
 	memset(&alias, 0, sizeof(alias));
+	/* unix_validate_addr: longer than a sockaddr_un is EINVAL, before
+	 * any name is looked at (was ENOENT). */
+	if (alen > sizeof(struct sockaddr_un))
+		return v_err(EINVAL);
 	if (is_abstract_or_unnamed(a, alen)) {
 		uint8_t inner[SUN_LEN_MAX];
 		size_t glen = alen - off < SUN_LEN_MAX ? alen - off : SUN_LEN_MAX,
@@ -331,6 +358,17 @@ static struct cr_verdict unix_target(struct cr_run *run,
 			/* autobind: the kernel's fresh name, recorded after */
 			*outlen = (socklen_t)alen;
 		} else if (for_bind) {
+			/* A name a live socket of the run holds is taken:
+			 * the kernel's EADDRINUSE (each bind got an inner
+			 * name of its own, and the newest took every
+			 * connection: an abstract name used as a single-
+			 * instance lock held nothing; found by a
+			 * differential probing session). */
+			if (cr_net_abstract_inner(run->net,
+						  (const uint8_t *)a->un.sun_path,
+						  glen, inner, &ilen) &&
+			    abstract_held(s->type, inner, ilen))
+				return v_err(EADDRINUSE);
 			rc = cr_net_abstract_name(run->net,
 						  (const uint8_t *)a->un.sun_path,
 						  glen, inner, &ilen);
@@ -1335,6 +1373,20 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		/* A connected stream ignores the address (TCP) or refuses it
 		 * (unix); either way it goes where connect sent it. */
 		if (s->domain == AF_INET || s->domain == AF_INET6) {
+			m->msg.msg_name = NULL;
+			m->msg.msg_namelen = 0;
+			return true;
+		}
+		/* A unix seqpacket socket drops the address once connected
+		 * and is ENOTCONN before (unix_seqpacket_sendmsg); a unix
+		 * stream one refuses it (EISCONN, or EOPNOTSUPP). An
+		 * earlier build answered a connected seqpacket EISCONN and
+		 * sent nothing (found by a differential probing session). */
+		if (s->type == SOCK_SEQPACKET) {
+			if (getpeername(s->dup, &peer.sa, &pl) < 0) {
+				*v = v_err(ENOTCONN);
+				return false;
+			}
 			m->msg.msg_name = NULL;
 			m->msg.msg_namelen = 0;
 			return true;

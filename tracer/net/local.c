@@ -42,7 +42,7 @@ bool cr_net_ep_of(const union cr_sockaddr *a, socklen_t len,
 		ep->port = ntohs(a->in4.sin_port);
 		return true;
 	}
-	if (a->sa.sa_family != AF_INET6 || len < sizeof(a->in6))
+	if (a->sa.sa_family != AF_INET6 || len < CR_SIN6_LEN_RFC2133)
 		return false;
 	ep->port = ntohs(a->in6.sin6_port);
 	/* An IPv4-mapped address is the IPv4 endpoint the kernel uses. */

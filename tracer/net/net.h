@@ -63,6 +63,9 @@ struct tcpdns;
 struct cr_net_dnsclient;
 
 /* A TCP endpoint, IPv4-mapped IPv6 addresses already made IPv4. */
+/* The shortest sockaddr_in6 the kernel takes: without sin6_scope_id. */
+#define CR_SIN6_LEN_RFC2133 24
+
 struct cr_net_ep {
 	int family;
 	uint8_t addr[16];
