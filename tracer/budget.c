@@ -94,6 +94,7 @@ struct cr_budgets {
 	uint64_t pass_cpu_ns, next_pass_ns;
 	uint64_t deleted, fdscan_next_ns;	/* unlinked-but-open bytes */
 	uint64_t fdscan_soon_ns;	/* the earliest its cost allows */
+	uint64_t rescan_next_ns;	/* no cr_budget_rescan_now before */
 	bool fs_on;			/* an fd scan in progress: */
 	size_t fs_slot;			/* the task slot to read next */
 	DIR *fs_dir;			/* owned: the fd table being read */
@@ -1625,6 +1626,23 @@ void cr_budget_rescan_soon(struct cr_run *run)
 	 * that time). */
 	if (b && b->fdscan_next_ns > b->fdscan_soon_ns)
 		b->fdscan_next_ns = b->fdscan_soon_ns;
+}
+
+static void fdscan_run(struct cr_run *run, size_t budget);
+
+void cr_budget_rescan_now(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t t0;
+
+	if (!b || cr_now_ns() < b->rescan_next_ns)
+		return;
+	t0 = cr_thread_cpu_ns();
+	if (b->fs_on)
+		fdscan_run(run, SIZE_MAX);	/* started before: finished */
+	fdscan_run(run, SIZE_MAX);
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+	b->rescan_next_ns = cr_now_ns() + CR_BUDGET_RESCAN_NOW_NS;
 }
 
 /* An internet socket without a port: in no listing of the kernel's, so

@@ -265,6 +265,10 @@ int cr_budget_on_alloc(struct cr_run *run, pid_t pid, uint64_t bytes);
 /* The ledger of files without a name (fs/held.c) keeps a new entry: the
  * next fd scan comes as soon as its pacing by cost allows. */
 void cr_budget_rescan_soon(struct cr_run *run);
+/* The fd scan now, in one go (its CPU the run's), at most once every
+ * CR_BUDGET_RESCAN_NOW_NS: for a table full until a scan lets some go. */
+#define CR_BUDGET_RESCAN_NOW_NS 10000000ull
+void cr_budget_rescan_now(struct cr_run *run);
 /* CPU corral spent doing a task's work for it (a copy the kernel would
  * have made in the task's own time): counted as the run's, for good. */
 void cr_budget_charge_cpu(struct cr_run *run, uint64_t ns);
