@@ -1440,8 +1440,9 @@ static int walk_entry(struct cr_budgets *b, int dfd, const char *name,
  * measurable: -EOVERFLOW, and the run ends (fail closed). */
 static bool sync_stack_full(const struct cr_budgets *b)
 {
-	char here;
-	uintptr_t at = (uintptr_t)&here;
+	/* The frame's own address: a sanitizer's fake stack would move a
+	 * local's elsewhere. */
+	uintptr_t at = (uintptr_t)__builtin_frame_address(0);
 
 	return b->sync_top && pthread_equal(pthread_self(), b->sync_thread) &&
 	       at < b->sync_top && b->sync_top - at > b->sync_room;
@@ -2987,12 +2988,15 @@ static void unmeasurable(struct cr_run *run, int rc)
 			   "the %s budget cannot be enforced: the writable root %s holds directories nested deeper than %d levels, which corral cannot measure",
 			   cr_limit_name(id), b->fail_root ? b->fail_root : "?",
 			   CR_BUDGET_WALK_DEPTH);
-	else if (rc == -EOVERFLOW || rc == -EMFILE)
+	else if (rc == -EOVERFLOW)
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
-			   "the %s budget cannot be enforced: the writable root %s holds directories nested deeper than corral's %s allows it to measure",
-			   cr_limit_name(id), b->fail_root ? b->fail_root : "?",
-			   rc == -EMFILE ? "descriptor limit (RLIMIT_NOFILE)" :
-			   "stack limit (ulimit -s) beneath a directory made unreadable");
+			   "the %s budget cannot be enforced: the writable root %s holds directories nested deeper beneath a directory made unreadable than corral's stack limit (ulimit -s) allows it to measure",
+			   cr_limit_name(id), b->fail_root ? b->fail_root : "?");
+	else if (rc == -EMFILE)
+		/* Deep trees hold a descriptor a level; so may the run. */
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget cannot be enforced: corral ran out of descriptors (its RLIMIT_NOFILE) measuring the writable root %s",
+			   cr_limit_name(id), b->fail_root ? b->fail_root : "?");
 	else
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
 			   "the %s budget cannot be enforced: the writable root %s cannot be measured (an unreadable entry: %s)",
@@ -3163,14 +3167,13 @@ int cr_budget_setup(struct cr_run *run)
 	/* The walk's recursion may use the stack the limit allows, less
 	 * 256 KiB for the frames above this one and the loop's own. */
 	{
-		char here;
 		struct rlimit st;
 		size_t room = 64u << 20;
 
 		if (getrlimit(RLIMIT_STACK, &st) == 0 &&
 		    st.rlim_cur != RLIM_INFINITY && st.rlim_cur < room)
 			room = (size_t)st.rlim_cur;
-		b->sync_top = (uintptr_t)&here;
+		b->sync_top = (uintptr_t)__builtin_frame_address(0);
 		b->sync_room = room > (512u << 10) ? room - (256u << 10) :
 			       room / 2;
 		b->sync_thread = pthread_self();
@@ -3257,11 +3260,11 @@ int cr_budget_setup(struct cr_run *run)
 				 run->cfg->workspace, CR_BUDGET_WALK_DEPTH);
 		else if (rc == -EOVERFLOW || rc == -EMFILE)
 			snprintf(run->message, sizeof(run->message),
-				 "cannot measure the writable root %s for the disk budget: it holds directories nested deeper than corral's %s allows (raise it, or flatten them outside corral)",
+				 "cannot measure the writable root %s for the disk budget: %s (raise it, or flatten deep trees outside corral)",
 				 b->fail_root ? b->fail_root :
 				 run->cfg->workspace,
-				 rc == -EMFILE ? "descriptor limit (ulimit -n)" :
-				 "stack limit (ulimit -s)");
+				 rc == -EMFILE ? "corral ran out of descriptors measuring it (ulimit -n)" :
+				 "it holds directories nested deeper beneath a directory made unreadable than corral's stack limit allows (ulimit -s)");
 		else
 			snprintf(run->message, sizeof(run->message),
 				 "cannot measure the writable root %s for the disk budget: %s",

@@ -55,6 +55,13 @@ static int pair_note(struct cr_run *run, const struct seccomp_notif *n,
 	return cr_net_pair_add(run->net, ino, tgid, start);
 }
 
+/* Room in the held table for one datagram socket, or a pair. */
+static bool held_room(struct cr_run *run, bool pair)
+{
+	return cr_unix_hold_room(run->net) &&
+	       (!pair || run->net->nuheld + 1 < CR_NET_UNIX_HELD_MAX);
+}
+
 /*
  * An AF_UNIX datagram socket (or pair) is made by the supervisor, which
  * holds a duplicate of each (tracer/net/unixhold.c): a sender closed with
@@ -92,11 +99,9 @@ static struct cr_verdict unix_made(struct cr_run *run,
 	 * clients do, hit ENOBUFS at the 1250th within a scan period, at the
 	 * 64th under a 1024-descriptor limit; found by a differential
 	 * probing session). */
-	if (dgram && (!cr_unix_hold_room(run->net) ||
-		      (pair && run->net->nuheld + 1 >= CR_NET_UNIX_HELD_MAX)))
+	if (dgram && !held_room(run, pair))
 		cr_budget_rescan_now(run);
-	if (dgram && (!cr_unix_hold_room(run->net) ||
-		      (pair && run->net->nuheld + 1 >= CR_NET_UNIX_HELD_MAX))) {
+	if (dgram && !held_room(run, pair)) {
 		cr_budget_rescan_soon(run);
 		return CR_V_ERR(ENOBUFS);
 	}
@@ -191,7 +196,7 @@ CR_HANDLER(cr_h_socket)
 	int domain = (int)n->data.args[0];
 	int type = (int)n->data.args[1];
 	int proto = (int)n->data.args[2];
-	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), err;
 	bool pair = !strcmp(e->name, "socketpair");
 
 	if (domain == AF_UNIX) {
@@ -222,8 +227,7 @@ CR_HANDLER(cr_h_socket)
 		cr_budget_on_inet_socket(run, domain, base, proto);
 		return cr_surface_chain(run, e, n);
 	}
-	int err = kernel_cannot_make(domain, type, proto);
-
+	err = kernel_cannot_make(domain, type, proto);
 	if (err)
 		return CR_V_ERR(err);
 	return deny(run, n, e->name, EPERM,
