@@ -184,6 +184,33 @@ $B/psql -h "$PWD" -U me -d postgres -Atc "create table t(x int); insert into t s
 test "$($B/psql -h "$PWD" -U me -d postgres -Atqc "set parallel_setup_cost=0; set parallel_tuple_cost=0; set min_parallel_table_scan_size=0; select sum(x) from t")" = 5000050000
 $B/pg_ctl -D data -m fast -w stop
 """, timeout=240))
+    r.append(Row("nginx: stock sendfile on, a 3 MB file over loopback",
+                 r"""
+set -e
+N=$(command -v nginx || echo /usr/sbin/nginx)
+test -x "$N" || { echo "needs nginx (Debian's nginx-light)"; exit 1; }
+mkdir -p html tmp && head -c 3000000 /dev/urandom > html/big.bin
+printf '%%s\n' 'worker_processes 1;' 'daemon off;' 'error_log ngx.err info;' \
+  'pid nginx.pid;' 'events { worker_connections 64; }' 'http {' \
+  'access_log off; sendfile on; client_body_temp_path tmp/b;' \
+  'proxy_temp_path tmp/p; fastcgi_temp_path tmp/f; uwsgi_temp_path tmp/u;' \
+  'scgi_temp_path tmp/s; server { listen 127.0.0.1:18089; root html; } }' \
+  > nginx.conf
+"$N" -p "$PWD" -c "$PWD/nginx.conf" &
+NP=$!
+%s -c '
+import hashlib, time, urllib.request
+for i in range(50):
+    try:
+        d = urllib.request.urlopen("http://127.0.0.1:18089/big.bin", timeout=10).read()
+        break
+    except OSError:
+        time.sleep(0.1)
+assert d == open("html/big.bin", "rb").read(), "wrong bytes"
+'
+kill $NP
+wait $NP || true
+""" % PY, timeout=60))
     r.append(Row("make: compile, pattern rules, recursion",
                  "make -C make", ("make",)))
     r.append(Row("coreutils: tar, gzip, find, sort, ln, mv", r"""

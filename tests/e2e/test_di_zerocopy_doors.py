@@ -6,11 +6,13 @@ memory=32MiB, run `ok`); splice of one byte of a large page-cache folio,
 then ftruncate, the same. sendfile goes through splice, and SO_ZEROCOPY
 lets send(MSG_ZEROCOPY) queue skbs on the program's pages.
 
-vmsplice, splice, tee and sendfile now answer EINVAL in the filter (no
-denial, as clone3), the errno on which programs fall back to read and
-write; setsockopt(SO_ZEROCOPY) answers ENOPROTOOPT (a kernel without it),
-recorded as a net denial. Probe: tests/progs/zerocopy.c. On the build
-before the fix every call answered `ok` and the thp probe pinned 32 MiB.
+vmsplice, splice and tee now answer EINVAL in the filter (no denial, as
+clone3), the errno on which programs fall back to read and write;
+setsockopt(SO_ZEROCOPY) answers ENOPROTOOPT (a kernel without it),
+recorded as a net denial. sendfile answered EINVAL too; it is now
+performed by the supervisor through its own memory (test_dl_sendfile.py).
+Probe: tests/progs/zerocopy.c. On the build before the fix every call
+answered `ok` and the thp probe pinned 32 MiB.
 """
 
 import os
@@ -36,14 +38,16 @@ def probe(t, args, limits=("wall=30s",)):
 
 @test
 def di_zerocopy_calls_answer_einval(t):
-    """vmsplice, splice, tee and sendfile on valid descriptors answer
-    EINVAL, with no denial (answered in the filter, like clone3);
-    setsockopt(SO_ZEROCOPY) answers ENOPROTOOPT and is recorded (layer
-    net); copy_file_range still copies."""
+    """vmsplice, splice and tee on valid descriptors answer EINVAL, with
+    no denial (answered in the filter, like clone3); sendfile into a
+    socket works (the supervisor copies); setsockopt(SO_ZEROCOPY)
+    answers ENOPROTOOPT and is recorded (layer net); copy_file_range
+    still copies."""
     r = probe(t, ["calls"])
     a = answers(r.get("stdout"))
     eq({k: a.get(k) for k in ("vmsplice", "splice", "tee", "sendfile")},
-       {k: "EINVAL" for k in ("vmsplice", "splice", "tee", "sendfile")},
+       {"vmsplice": "EINVAL", "splice": "EINVAL", "tee": "EINVAL",
+        "sendfile": "ok"},
        "zero-copy calls (stdout %s)" % _show(r.get("stdout")))
     eq(a.get("so_zerocopy"), "ENOPROTOOPT", "setsockopt(SO_ZEROCOPY)")
     eq(a.get("copy_file_range"), "ok", "copy_file_range")

@@ -182,6 +182,8 @@ CR_HANDLER(cr_h_sysv_ctl);
 CR_HANDLER(cr_h_pipe);
 CR_HANDLER(cr_h_inotify_init);
 CR_HANDLER(cr_h_fallocate);
+/* sendfile.c */
+CR_HANDLER(cr_h_sendfile);
 
 /* signal.c */
 CR_HANDLER(cr_h_kill);

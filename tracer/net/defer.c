@@ -45,6 +45,8 @@ void cr_net_msg_free(struct cr_net_msg *m)
 	free(m->piov);
 	if (m->hold >= 0)
 		close(m->hold);
+	if (m->file_src)
+		close(m->src);
 	memset(m, 0, sizeof(*m));
 	m->dup = -1;
 	m->hold = -1;
@@ -63,7 +65,7 @@ static ssize_t send_now(struct cr_net_msg *m)
 }
 
 /* The next piece of a whole send, read from the program's iovecs past
- * what was sent. 0 or -errno. */
+ * what was sent, or from its file. 0 or -errno (-EFAULT: nothing left). */
 static int refill(struct cr_net_msg *m)
 {
 	size_t skip = m->sent, off = 0, take = m->total - m->sent;
@@ -71,6 +73,19 @@ static int refill(struct cr_net_msg *m)
 
 	if (take > CR_NET_STREAM_PIECE)
 		take = CR_NET_STREAM_PIECE;
+	if (m->file_src) {
+		ssize_t r;
+
+		/* The file may have shrunk meanwhile: what was sent is
+		 * the answer then, as the kernel's answer at its EOF. */
+		do
+			r = pread(m->src, m->data, take,
+				  (off_t)(m->src_pos + (int64_t)m->sent));
+		while (r < 0 && errno == EINTR);
+		m->iov.iov_base = m->data;
+		m->iov.iov_len = r > 0 ? (size_t)r : 0;
+		return r > 0 ? 0 : r < 0 ? -errno : -EFAULT;
+	}
 	for (size_t i = 0; !rc && i < m->npiov && off < take; i++) {
 		size_t len = m->piov[i].iov_len, k;
 
@@ -109,7 +124,8 @@ static int push(struct cr_net_msg *m, ssize_t *r)
 		m->iov.iov_base = (char *)m->iov.iov_base + *r;
 		m->iov.iov_len -= (size_t)*r;
 		if (m->sent >= m->total ||
-		    (!m->iov.iov_len && (!m->piov || refill(m) < 0))) {
+		    (!m->iov.iov_len && ((!m->piov && !m->file_src) ||
+					 refill(m) < 0))) {
 			*r = (ssize_t)m->sent;
 			return 0;
 		}
@@ -133,11 +149,32 @@ static ssize_t so_far(const struct cr_net_msg *m, ssize_t r)
 	return m->sent ? (ssize_t)m->sent : r;
 }
 
+/* A sendfile's offset moved by the r bytes that went, once: the
+ * program's loff_t (EFAULT if it cannot be written, as the kernel's
+ * put_user after the transfer), or the file's position. 0 or -errno. */
+static int settle(struct cr_net_msg *m, pid_t tid, ssize_t r)
+{
+	int64_t pos = m->src_pos + r;
+	int rc = 0;
+
+	if (!m->file_src || r < 0)
+		return 0;
+	if (m->src_ptr)
+		rc = cr_mem_write(tid, m->src_ptr, &pos, sizeof(pos)) ? -EFAULT : 0;
+	else if (lseek(m->src, (off_t)pos, SEEK_SET) < 0)
+		rc = -errno;
+	close(m->src);
+	m->file_src = false;
+	return rc;
+}
+
 static struct cr_verdict done(struct cr_net_msg *m, pid_t tid, ssize_t r,
 			      int err)
 {
 	if (r < 0 && err == EPIPE && m->sigpipe)
 		syscall(SYS_tkill, tid, SIGPIPE);
+	if (r >= 0 && (err = -settle(m, tid, r)) != 0)
+		r = -1;
 	cr_net_msg_free(m);
 	if (r < 0)
 		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = err };
@@ -168,11 +205,13 @@ static void drop(struct cr_run *run, struct cr_net_deferred *d)
 
 /* The answer of a waiting send after r >= 0 bytes went: the count, or for
  * sendmmsg a count of 1 with r in the first message's msg_len. */
-static struct cr_verdict count_answer(const struct cr_net_deferred *d,
-				      ssize_t r)
+static struct cr_verdict count_answer(struct cr_net_deferred *d, ssize_t r)
 {
 	unsigned len = (unsigned)r;
+	int rc = settle(&d->m, d->tid, r);
 
+	if (rc)
+		return CR_V_ERR(-rc);
 	if (!d->m.mmsg_len)
 		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = r };
 	if (cr_mem_write(d->tid, d->m.mmsg_len, &len, sizeof(len)))

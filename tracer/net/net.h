@@ -295,6 +295,14 @@ struct cr_net_msg {
 	size_t npiov;
 	size_t total, sent;		/* bytes asked for, sent so far */
 	pid_t pid;			/* whose memory piov names */
+	/* sendfile (handlers/sendfile.c): the pieces are read from a file
+	 * instead, at src_pos + sent; once answered with a count, the
+	 * program's offset (at src_ptr) or the file's own position moves
+	 * by it, as the kernel's sendfile moves it. */
+	bool file_src;
+	int src;			/* owned when file_src */
+	int64_t src_pos;
+	uint64_t src_ptr;		/* the program's loff_t, or 0 */
 };
 #define CR_NET_STREAM_PIECE (256 * 1024)
 void cr_net_msg_free(struct cr_net_msg *m);

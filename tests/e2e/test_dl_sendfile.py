@@ -1,0 +1,233 @@
+"""sendfile, performed by the supervisor (tracer/handlers/sendfile.c).
+
+The kernel's sendfile splices: a socket keeps a reference to each page it
+was given (and its whole folio) after the call, memory no budget sees, so
+corral answered every sendfile EINVAL in the filter. Programs with a
+fallback copied through user memory; nginx's default configuration
+(`sendfile on`) has none and closed every connection after the headers.
+Now a sendfile into a stream socket is read by the supervisor into its own
+memory and sent as the program's send would be, and one into a regular
+file is the supervisor's own sendfile (nothing held past the call); into
+a pipe it still answers EINVAL. Each answer is compared with the kernel's,
+case by case, natively and under corral, as in test_dg_errno_parity.py.
+"""
+
+import os
+
+from harness import eq, test, _show
+from test_dg_errno_parity import parity, PRELUDE, PY
+
+CASES = r'''
+import hashlib, resource, signal, socket, threading
+
+def mkfile(name, data, flags=os.O_RDWR):
+    fd = os.open(name, flags | os.O_CREAT | os.O_TRUNC, 0o600)
+    if flags & os.O_ACCMODE == os.O_WRONLY:
+        os.write(fd, data)
+    else:
+        os.write(fd, data)
+        os.lseek(fd, 0, 0)
+    return fd
+
+data = bytes(range(256)) * 16 * 64          # 256 KiB
+src = mkfile("src.bin", data)
+
+def drain(sock, out):
+    while True:
+        b = sock.recv(1 << 16)
+        if not b:
+            break
+        out.append(b)
+
+# Into a socket, with an offset: the count, the bytes, the offset moved,
+# the file's own position not.
+a, b = socket.socketpair()
+off = 1000
+n = os.sendfile(a.fileno(), src, off, 5000)
+got = b.recv(1 << 16)
+print("sock_off count", n, "same", got == data[1000:6000],
+      "pos", os.lseek(src, 0, 1))
+# Without one: the file's position moves.
+os.lseek(src, 7, 0)
+n = os.sendfile(a.fileno(), src, None, 100)
+print("sock_pos count", n, "same", b.recv(1 << 16) == data[7:107],
+      "pos", os.lseek(src, 0, 1))
+t("sock_eof", lambda: print("sock_eof count",
+                            os.sendfile(a.fileno(), src, len(data) + 5, 10)))
+t("sock_zero", lambda: print("sock_zero count",
+                             os.sendfile(a.fileno(), src, 0, 0)))
+a.close(); b.close()
+
+# A blocking stream socket takes all of a big count, as the kernel's.
+a, b = socket.socketpair()
+parts = []
+th = threading.Thread(target=drain, args=(b, parts))
+th.start()
+os.lseek(src, 0, 0)
+n = os.sendfile(a.fileno(), src, None, len(data))
+a.shutdown(socket.SHUT_WR)
+th.join()
+print("big count", n, "same", b"".join(parts) == data,
+      "pos", os.lseek(src, 0, 1))
+a.close(); b.close()
+
+# TCP on loopback, between two sockets of the program.
+l = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+l.bind(("127.0.0.1", 0))
+l.listen(1)
+c = socket.create_connection(l.getsockname())
+s, _ = l.accept()
+parts = []
+th = threading.Thread(target=drain, args=(s, parts))
+th.start()
+n = os.sendfile(c.fileno(), src, 0, len(data))
+c.close()
+th.join()
+print("tcp count", n, "same", b"".join(parts) == data)
+s.close(); l.close()
+
+# A full non-blocking socket: EAGAIN.
+a, b = socket.socketpair()
+a.setblocking(False)
+try:
+    while True:
+        a.send(b"x" * 65536)
+except BlockingIOError:
+    pass
+t("nonblock_full", lambda: os.sendfile(a.fileno(), src, 0, 4096))
+a.close(); b.close()
+
+# A closed peer: EPIPE, and SIGPIPE, counted by a handler.
+hits = []
+signal.signal(signal.SIGPIPE, lambda *x: hits.append(1))
+a, b = socket.socketpair()
+b.close()
+t("epipe", lambda: os.sendfile(a.fileno(), src, 0, 10))
+print("sigpipe", len(hits))
+signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+a.close()
+
+# Into a file, with an offset and without.
+out = mkfile("out.bin", b"")
+n = os.sendfile(out, src, 10, 3000)
+print("file_off count", n, "pos", os.lseek(src, 0, 1),
+      "out", os.lseek(out, 0, 1),
+      "same", open("out.bin", "rb").read() == data[10:3010])
+os.lseek(src, 0, 0)
+n = os.sendfile(out, src, None, len(data))
+print("file_pos count", n, "pos", os.lseek(src, 0, 1),
+      "size", os.fstat(out).st_size)
+os.close(out)
+
+# The file-size limit: cut to it, then EFBIG (SIGXFSZ ignored).
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+old = resource.getrlimit(resource.RLIMIT_FSIZE)
+out = mkfile("lim.bin", b"")
+resource.setrlimit(resource.RLIMIT_FSIZE, (3000, old[1]))
+os.lseek(out, 2000, 0)
+t("fsize_cut", lambda: print("fsize_cut count",
+                             os.sendfile(out, src, 0, 4096)))
+t("fsize_past", lambda: os.sendfile(out, src, 0, 4096))
+resource.setrlimit(resource.RLIMIT_FSIZE, old)
+os.close(out)
+
+# Errors, in the kernel's order.
+ro = os.open("src.bin", os.O_RDONLY)
+wo = os.open("src.bin", os.O_WRONLY)
+ap = os.open("ap.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+d = os.open(".", os.O_RDONLY)
+r, w = os.pipe()
+os.write(w, b"pipe")
+a, b = socket.socketpair()
+t("in_badfd", lambda: os.sendfile(a.fileno(), 999, 0, 10))
+t("in_wronly", lambda: os.sendfile(a.fileno(), wo, 0, 10))
+t("in_pipe_off", lambda: os.sendfile(a.fileno(), r, 0, 10))
+t("in_pipe", lambda: os.sendfile(a.fileno(), r, None, 10))
+t("in_dir", lambda: os.sendfile(a.fileno(), d, None, 10))
+t("in_neg", lambda: sysc(40, a.fileno(), ro,
+                         ctypes.byref(ctypes.c_longlong(-1)), 10))
+t("off_fault", lambda: sysc(40, a.fileno(), ro, ctypes.c_void_p(8), 10))
+t("out_badfd", lambda: os.sendfile(999, ro, 0, 10))
+t("out_rdonly", lambda: os.sendfile(ro, ro, 0, 10))
+t("out_append", lambda: os.sendfile(ap, ro, 0, 10))
+t("out_dir", lambda: os.sendfile(d, ro, 0, 10))
+t("in_badfd_out_badfd", lambda: os.sendfile(998, 999, 0, 10))
+t("out_fault", lambda: sysc(40, a.fileno(), ro, ctypes.c_void_p(8), 0))
+'''
+
+# What a pipe gets: the kernel's sendfile fills it; under corral EINVAL.
+PIPE = r'''
+r, w = os.pipe()
+src = os.open("p.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(src, b"p" * 100)
+t("out_pipe", lambda: os.sendfile(w, src, 0, 100))
+'''
+
+# After the call, what the reader gets must not change with the file: the
+# kernel's socket held the file's page (the reader sees the later write),
+# corral's copy did not.
+PIN = r'''
+import socket
+fd = os.open("pin.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(fd, b"A" * 4096)
+a, b = socket.socketpair()
+n = os.sendfile(a.fileno(), fd, 0, 4096)
+os.pwrite(fd, b"B" * 4096, 0)
+got = b.recv(8192)
+print("pin count", n, "reader", got[:1].decode(), len(got))
+'''
+
+
+@test
+def sendfile_answers_as_the_kernel(t):
+    """Into sockets (unix and loopback TCP, blocking and not) and files,
+    with and without an offset: the counts, the bytes, the offsets and
+    file positions after, EAGAIN, EPIPE with its SIGPIPE, the file-size
+    limit, and every error in the kernel's order, line for line as
+    natively (the build before answered every case EINVAL)."""
+    nat, cor, res = parity(t, CASES, name="sendfile", want={
+        "big count": "%d same True pos %d" % (256 << 10, 256 << 10),
+        "in_pipe": "EINVAL", "off_fault": "EFAULT",
+        "out_append": "EINVAL"})
+    eq(res.get("status"), "ok", "status")
+    eq(res.get("denials") or [], [], "denials")
+
+
+@test
+def sendfile_into_a_pipe_answers_einval(t):
+    """A pipe would hold the spliced pages: corral answers EINVAL there,
+    with no denial, where the kernel fills the pipe (the documented
+    difference; programs fall back to write)."""
+    ws = t.path("pipe")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    script = t.write("pipe.py", PRELUDE + PIPE)
+    nat = t.native([PY, script, ws])
+    eq(nat.out.decode().split(), ["out_pipe", "ok"], "native (premise)")
+    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
+                  script, "."])
+    res = t.result(r)
+    eq(res.get("stdout"), "out_pipe EINVAL\n", "under corral (stderr %s)" %
+       _show(res.get("stderr")))
+    eq(res.get("denials") or [], [], "denials")
+
+
+@test
+def sendfile_holds_no_page_past_the_call(t):
+    """The bytes go through the supervisor's memory: a write to the file
+    after the call does not change what the reader gets. Natively it does
+    (the socket held the page: the reader sees the later 'B'), which is
+    the reference that could pin a folio past a truncate."""
+    ws = t.path("pin")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    script = t.write("pin.py", PRELUDE + PIN)
+    nat = t.native([PY, script, ws])
+    eq(nat.out.decode(), "pin count 4096 reader B 4096\n",
+       "native (premise: the kernel's socket shares the page)")
+    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
+                  script, "."])
+    res = t.result(r)
+    eq(res.get("stdout"), "pin count 4096 reader A 4096\n",
+       "under corral (stderr %s)" % _show(res.get("stderr")))
+    t.assert_next_run_ok()

@@ -1,0 +1,229 @@
+/* tracer/handlers/sendfile.c: sendfile, performed by the supervisor so that
+ * no page the program could let go of stays held by a socket past the call. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "handlers.h"
+#include "../fs/fsops.h"
+#include "../net/net.h"
+
+/*
+ * The kernel's sendfile splices: a socket's skb keeps a reference to each
+ * page-cache page it was given, and so to its whole folio, after the file
+ * is truncated; one byte sent per page pins a page per byte charged to the
+ * socket (docs/limits.md). So the calls whose pages would outlive them are
+ * not the kernel's:
+ * - into a stream socket, the bytes are read by the supervisor into its
+ *   own memory and sent as a send(2) of the program's would be: whole on a
+ *   blocking socket (tracer/net/defer.c), what fits on a non-blocking one;
+ * - into a regular file, the supervisor's own sendfile (its splice pipe is
+ *   empty again when the call returns), at most FILE_STEP a call;
+ * - into a pipe or anything else: EINVAL, as before, on which programs
+ *   fall back to read and write.
+ * Checks and errnos in do_sendfile's order: the offset read, then the
+ * input, then the output.
+ */
+
+#define MAX_RW ((size_t)0x7ffff000)	/* the kernel's MAX_RW_COUNT */
+#define FILE_STEP ((size_t)64 << 20)	/* the supervisor's loop waits on it */
+
+/* Filesystems whose files answer by who reads or writes them (a sysfs
+ * attribute asking CAP_SYS_ADMIN of the reader, a cgroup file moving the
+ * writer's pids): never read or written by the supervisor for the program
+ * (EINVAL, as for a pipe). */
+static bool special_fs(int fd)
+{
+	static const long magic[] = {
+		PROC_SUPER_MAGIC, SYSFS_MAGIC, CGROUP_SUPER_MAGIC,
+		CGROUP2_SUPER_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC,
+		SECURITYFS_MAGIC, BPF_FS_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC,
+		0x62656570 /* configfs */, 0x65735546 /* fuse */,
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return true;
+	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if ((long)sf.f_type == magic[i])
+			return true;
+	return false;
+}
+
+/* The open file's access mode: readable (want_read) or writable; O_PATH
+ * is neither (EBADF, as fdget's FMODE checks answer). */
+static bool has_mode(int fd, bool want_read)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || (fl & O_PATH))
+		return false;
+	fl &= O_ACCMODE;
+	return want_read ? fl != O_WRONLY : fl != O_RDONLY;
+}
+
+/* RLIMIT_FSIZE of the caller, as generic_write_check_limits applies it:
+ * past it EFBIG and SIGXFSZ, else the count cut to it. 0 or -EFBIG. */
+static int fsize_limit(pid_t tid, int out, size_t *count)
+{
+	struct rlimit rl;
+	off_t at;
+
+	if (prlimit(tid, RLIMIT_FSIZE, NULL, &rl) < 0 ||
+	    rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	at = lseek(out, 0, SEEK_CUR);
+	if (at < 0)
+		return 0;
+	if ((uint64_t)at >= rl.rlim_cur) {
+		syscall(SYS_tkill, tid, SIGXFSZ);
+		return -EFBIG;
+	}
+	if (*count > rl.rlim_cur - (uint64_t)at)
+		*count = (size_t)(rl.rlim_cur - (uint64_t)at);
+	return 0;
+}
+
+static struct cr_verdict to_file(const struct seccomp_notif *n, int in,
+				 int out, int64_t pos, size_t count)
+{
+	uint64_t ptr = n->data.args[2];
+	loff_t off = pos;
+	ssize_t r;
+	int rc;
+
+	if (count > FILE_STEP)
+		count = FILE_STEP;
+	rc = fsize_limit((pid_t)n->pid, out, &count);
+	if (rc)
+		return CR_V_ERR(-rc);
+	cr_slow_begin();
+	r = sendfile(out, in, ptr ? &off : NULL, count);
+	cr_slow_end();
+	if (r < 0)
+		return CR_V_ERR(errno);
+	if (ptr && cr_mem_write((pid_t)n->pid, ptr, &off, sizeof(off)))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL(r);
+}
+
+static struct cr_verdict to_socket(struct cr_run *run,
+				   const struct seccomp_notif *n, int *in,
+				   int *out, int64_t pos, size_t count)
+{
+	struct cr_net_msg m;
+	size_t first = count < CR_NET_STREAM_PIECE ? count : CR_NET_STREAM_PIECE;
+	ssize_t r;
+
+	memset(&m, 0, sizeof(m));
+	m.hold = -1;
+	m.data = malloc(first ? first : 1);
+	if (!m.data)
+		return CR_V_ERR(ENOMEM);
+	do
+		r = pread(*in, m.data, first, (off_t)pos);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		int e = errno;
+
+		free(m.data);
+		return r < 0 ? CR_V_ERR(e) : CR_V_VAL(0);
+	}
+	m.dup = *out;
+	*out = -1;
+	m.msg.msg_iov = &m.iov;
+	m.msg.msg_iovlen = 1;
+	m.iov.iov_base = m.data;
+	m.iov.iov_len = (size_t)r;
+	m.sigpipe = true;
+	m.stream = true;
+	m.total = count;
+	m.file_src = true;
+	m.src = *in;
+	*in = -1;
+	m.src_pos = pos;
+	m.src_ptr = n->data.args[2];
+	return cr_net_send(run, n, &m, true);
+}
+
+CR_HANDLER(cr_h_sendfile)
+{
+	pid_t pid = (pid_t)n->pid;
+	uint64_t ptr = n->data.args[2];
+	size_t count = (size_t)n->data.args[3];
+	int in = -1, out = -1, type = 0;
+	socklen_t tl = sizeof(type);
+	struct stat ist, ost;
+	struct cr_verdict v;
+	int64_t pos = 0;
+
+	(void)e;
+	if (ptr) {
+		if (cr_mem_read(pid, ptr, &pos, sizeof(pos)))
+			return CR_V_ERR(EFAULT);
+		if (!cr_notif_valid(run, n->id))
+			return CR_V_ERR(EINTR);
+	}
+	in = cr_fs_task_fd(run, pid, (int)n->data.args[1]);
+	if (in < 0)
+		return CR_V_ERR(EBADF);
+	if (!has_mode(in, true) || fstat(in, &ist) < 0) {
+		v = CR_V_ERR(EBADF);
+		goto out;
+	}
+	if (ptr && (S_ISFIFO(ist.st_mode) || S_ISSOCK(ist.st_mode))) {
+		v = CR_V_ERR(ESPIPE);
+		goto out;
+	}
+	if (!ptr)
+		pos = lseek(in, 0, SEEK_CUR);
+	if (pos < 0) {
+		v = CR_V_ERR(EINVAL);
+		goto out;
+	}
+	if (count > MAX_RW)
+		count = MAX_RW;
+	out = cr_fs_task_fd(run, pid, (int)n->data.args[0]);
+	if (out < 0 || !has_mode(out, false) || fstat(out, &ost) < 0) {
+		v = CR_V_ERR(EBADF);
+		goto out;
+	}
+	/* splice_direct_to_actor's own check, before either side works. */
+	if ((!S_ISREG(ist.st_mode) && !S_ISBLK(ist.st_mode)) || special_fs(in)) {
+		v = CR_V_ERR(EINVAL);
+		goto out;
+	}
+	/* A set-id file loses its bits to a write of the program's, not to
+	 * one of a supervisor holding CAP_FSETID: the program's own write. */
+	if (S_ISREG(ost.st_mode) && !special_fs(out) &&
+	    !(ost.st_mode & S_ISUID) &&
+	    (ost.st_mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP)) {
+		v = to_file(n, in, out, pos, count);
+	} else if (S_ISSOCK(ost.st_mode) && run->net &&
+		   getsockopt(out, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
+		   type == SOCK_STREAM) {
+		if (fcntl(out, F_GETFL) & O_APPEND) {
+			v = CR_V_ERR(EINVAL);
+			goto out;
+		}
+		v = to_socket(run, n, &in, &out, pos, count);
+	} else {
+		v = CR_V_ERR(EINVAL);
+	}
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		cr_guard_close(out);
+	return v;
+}
