@@ -439,6 +439,10 @@ static long proc_dir_pid(int c)
 		return -EINVAL;
 	link[n] = 0;
 	p = strtol(link + 6, &end, 10);
+	/* A directory below a process's (task/N, fd, thread-self's): the
+	 * kernel takes only a process's own directory for a pidfd. */
+	if (end == link + 6 || *end == '/')
+		return -EINVAL;
 	if (*end || p <= 0)
 		return -ESRCH;	/* "(deleted)": the process is gone */
 	return p;

@@ -689,3 +689,108 @@ def errno_parity_refused_ioctls_on_other_files(t):
                                                 "TIOCSTI badfd": "EBADF"})
     eq([d for d in res.get("denials", []) if d.get("syscall") == "ioctl"],
        [], "no denial recorded")
+
+
+# ---- signals with a siginfo, pidfds, process_vm: the kernel's order ----
+
+SIGNAL_ORDER = r'''
+import signal, struct, time
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+def info(signo, code):
+    return ctypes.create_string_buffer(struct.pack("iii", signo, 0, code)
+                                       + bytes(116), 128)
+SI_USER, SI_QUEUE, SI_TKILL = 0, -1, -6
+PIDFD_SEND, SIGQ, TGSIGQ, VMR = 424, 129, 297, 310
+z = os.fork()
+if z == 0:
+    os._exit(0)
+time.sleep(0.3)                      # z is a zombie: not waited for yet
+live = os.fork()
+if live == 0:
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    time.sleep(30)
+    os._exit(0)
+time.sleep(0.2)
+zfd, lfd = os.pidfd_open(z), os.pidfd_open(live)
+for who, fd in (("zombie", zfd), ("live", lfd)):
+    t("pidfd %s bad flags" % who, lambda: sysc(PIDFD_SEND, fd, 0, None, 0x100))
+    t("pidfd %s two scopes" % who, lambda: sysc(PIDFD_SEND, fd, 10, None, 3))
+    t("pidfd %s signo differs" % who,
+      lambda: sysc(PIDFD_SEND, fd, 10, info(12, SI_QUEUE), 0))
+    t("pidfd %s SI_USER" % who,
+      lambda: sysc(PIDFD_SEND, fd, 10, info(10, SI_USER), 0))
+    t("pidfd %s info fault" % who,
+      lambda: sysc(PIDFD_SEND, fd, 10, ctypes.c_void_p(8), 0))
+    t("pidfd %s sig 0 info differs" % who,
+      lambda: sysc(PIDFD_SEND, fd, 0, info(12, SI_QUEUE), 0))
+    t("pidfd %s sig 0 SI_USER" % who,
+      lambda: sysc(PIDFD_SEND, fd, 0, info(0, SI_USER), 0))
+    t("pidfd %s sig 0 queue" % who,
+      lambda: sysc(PIDFD_SEND, fd, 0, info(0, SI_QUEUE), 0))
+    t("pidfd %s bad signal" % who, lambda: sysc(PIDFD_SEND, fd, 99, None, 0))
+    pid = z if who == "zombie" else live
+    t("sigqueue %s fault" % who, lambda: sysc(SIGQ, pid, 10, ctypes.c_void_p(8)))
+    t("sigqueue %s SI_USER" % who, lambda: sysc(SIGQ, pid, 10, info(10, SI_USER)))
+    t("sigqueue %s bad signal" % who,
+      lambda: sysc(SIGQ, pid, 99, info(99, SI_QUEUE)))
+    t("tgsigqueue %s SI_TKILL" % who,
+      lambda: sysc(TGSIGQ, pid, pid, 10, info(10, SI_TKILL)))
+    t("tgsigqueue %s fault" % who,
+      lambda: sysc(TGSIGQ, pid, pid, 10, ctypes.c_void_p(8)))
+    t("tgsigqueue %s zero tid" % who,
+      lambda: sysc(TGSIGQ, pid, 0, 10, info(10, SI_QUEUE)))
+t("pidfd badfd bad signal", lambda: sysc(PIDFD_SEND, 999, 99, None, 0))
+# A process's directory is a pidfd; a directory below it is not (EBADF).
+for name in ("/proc/%d" % live, "/proc/%d/task/%d" % (live, live),
+             "/proc/%d/fd" % live, "/proc/thread-self"):
+    d = os.open(name, os.O_RDONLY | os.O_DIRECTORY)
+    t("pidfd dir %s" % name.replace(str(live), "L").replace(
+        "thread-self", "TS"), lambda: sysc(PIDFD_SEND, d, 0, None, 0))
+    os.close(d)
+# process_vm: the local vector first, nothing to copy is 0 before the pid.
+buf = ctypes.create_string_buffer(16)
+class Iov(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+good = Iov(ctypes.addressof(buf), 16)
+neg = Iov(ctypes.addressof(buf), (1 << 64) - 1)
+zero = Iov(ctypes.addressof(buf), 0)
+L = ctypes.c_long
+for nr, nm in ((VMR, "readv"), (311, "writev")):
+    t("vm %s local negative" % nm,
+      lambda: sysc(nr, L(live), ctypes.byref(neg), L(1), ctypes.byref(good), L(1), L(0)))
+    t("vm %s remote negative" % nm,
+      lambda: sysc(nr, L(live), ctypes.byref(good), L(1), ctypes.byref(neg), L(1), L(0)))
+    t("vm %s empty pid 0" % nm,
+      lambda: sysc(nr, L(0), ctypes.byref(zero), L(1), ctypes.byref(good), L(1), L(0)))
+    t("vm %s empty remote pid -5" % nm,
+      lambda: sysc(nr, L(-5), ctypes.byref(good), L(1), ctypes.byref(zero), L(1), L(0)))
+    t("vm %s no local pid 0" % nm,
+      lambda: sysc(nr, L(0), None, L(0), ctypes.byref(good), L(1), L(0)))
+    t("vm %s local fault" % nm,
+      lambda: sysc(nr, L(live), ctypes.c_void_p(8), L(1), ctypes.byref(good), L(1), L(0)))
+    t("vm %s pid 0" % nm,
+      lambda: sysc(nr, L(0), ctypes.byref(good), L(1), ctypes.byref(good), L(1), L(0)))
+os.kill(live, 9)
+os.waitpid(live, 0)
+os.waitpid(z, 0)
+'''
+
+
+@test
+def errno_parity_signal_checks_before_the_target(t):
+    """pidfd_send_signal, rt_sigqueueinfo and rt_tgsigqueueinfo check their
+    flags and siginfo (EFAULT, a signal that differs, a code only the
+    target may claim) before the target, and a zombie takes a signal only
+    past those checks; signal 0 with a siginfo checks it; a directory
+    below a process's in /proc is no pidfd (EBADF); process_vm_readv and
+    writev check the local vector first and answer 0 for nothing to copy
+    before looking at the pid. Each answered otherwise before (0 for a
+    zombie, EFAULT for a negative length, ESRCH for pid 0; found by a
+    differential probing session)."""
+    nat, cor, res = parity(t, SIGNAL_ORDER, name="sigorder", want={
+        "pidfd zombie SI_USER": "EPERM",
+        "sigqueue zombie fault": "EFAULT",
+        "pidfd dir /proc/L/fd": "EBADF",
+        "vm readv local negative": "EINVAL",
+        "vm readv empty pid 0": "ok"})

@@ -367,6 +367,15 @@ CR_HANDLER(cr_h_process_madvise)
  * than asked, and callers loop. */
 #define CR_VM_MAX (16u << 20)
 
+/* import_iovec's check: a length with the sign bit set is EINVAL. */
+static int iov_check(const struct iovec *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((ssize_t)v[i].iov_len < 0)
+			return EINVAL;
+	return 0;
+}
+
 static size_t iov_total(const struct iovec *v, size_t n)
 {
 	size_t t = 0;
@@ -395,8 +404,33 @@ CR_HANDLER(cr_h_process_vm)
 	uint64_t t0;
 	int r;
 
-	if (n->data.args[5] || lcnt > IOV_MAX || rcnt > IOV_MAX)
+	/* The kernel's order (process_vm_rw): the flags, the local
+	 * vectors (EINVAL, EFAULT), nothing to copy (0), the remote ones,
+	 * nothing to copy there (0), and only then the pid. */
+	if (n->data.args[5] || lcnt > IOV_MAX)
 		return err(EINVAL);
+	if (!lcnt)
+		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
+	local = calloc(lcnt, sizeof(*local));
+	if (!local)
+		return err(ENOMEM);
+	if ((r = cr_mem_read(caller, n->data.args[1], local,
+			     lcnt * sizeof(*local))))
+		return err(-r);
+	if ((r = iov_check(local, lcnt)) || !iov_total(local, lcnt))
+		return r ? err(r) : (struct cr_verdict){ .kind = CR_V_VALUE };
+	if (rcnt > IOV_MAX)
+		return err(EINVAL);
+	remote = calloc(rcnt ? rcnt : 1, sizeof(*remote));
+	if (!remote)
+		return err(ENOMEM);
+	if (rcnt && (r = cr_mem_read(caller, n->data.args[3], remote,
+				     rcnt * sizeof(*remote))))
+		return err(-r);
+	if ((r = iov_check(remote, rcnt)) || !iov_total(remote, rcnt))
+		return r ? err(r) : (struct cr_verdict){ .kind = CR_V_VALUE };
+	if (!cr_notif_valid(run, n->id))
+		return err(EINTR);
 	if (pid <= 0)
 		return err(ESRCH);
 	switch (cr_surface_target(run, caller, pid)) {
@@ -407,19 +441,6 @@ CR_HANDLER(cr_h_process_vm)
 	default:
 		break;
 	}
-	if (!lcnt || !rcnt)
-		return (struct cr_verdict){ .kind = CR_V_VALUE, .val = 0 };
-	local = calloc(lcnt, sizeof(*local));
-	remote = calloc(rcnt, sizeof(*remote));
-	if (!local || !remote)
-		return err(ENOMEM);
-	if ((r = cr_mem_read(caller, n->data.args[1], local,
-			     lcnt * sizeof(*local))) ||
-	    (r = cr_mem_read(caller, n->data.args[3], remote,
-			     rcnt * sizeof(*remote))))
-		return err(-r);
-	if (!cr_notif_valid(run, n->id))
-		return err(EINTR);
 	len = iov_total(local, lcnt);
 	if (iov_total(remote, rcnt) < len)
 		len = iov_total(remote, rcnt);

@@ -136,6 +136,13 @@ static bool bad_signal(int sig)
 	return sig < 0 || sig >= _NSIG;
 }
 
+/* A siginfo only its target may send itself: a kill's or tgkill's, or
+ * the kernel's own (si_code >= 0, SI_TKILL). */
+static bool claims_kernel_code(const siginfo_t *si)
+{
+	return si->si_code >= 0 || si->si_code == SI_TKILL;
+}
+
 /* Is some process of the run that has exited, and that a process of the
  * run has not yet waited for, a member of pgrp? The kernel accepts a
  * signal to such a group (its zombies are still members) and it has no
@@ -337,23 +344,31 @@ CR_HANDLER(cr_h_sigqueue)
 	long rc;
 	int r;
 
-	if (bad_signal(sig))
-		return err(EINVAL);
-	if (a0 <= 0 || tid <= 0)
-		return err(tg ? EINVAL : ESRCH);
-	switch (cr_surface_target(run, caller, tid)) {
-	case CR_TARGET_OUTSIDE:
-		return outside(run, n, e->name, "signal", tid);
-	case CR_TARGET_ZOMBIE:
-		return ok(0);
-	default:
-		break;
-	}
+	/* The kernel's order: the siginfo copied (EFAULT), the ids
+	 * (EINVAL, tgsigqueueinfo), the code only the target itself may
+	 * claim (EPERM), the target (ESRCH), the signal (EINVAL); a zombie
+	 * takes the signal with no effect only past all of those. */
 	r = cr_mem_read(caller, uinfo, &si, sizeof(si));
 	if (r)
 		return err(-r);
 	if (!cr_notif_valid(run, n->id))
 		return err(EINTR);	/* the caller is gone; unanswered */
+	if (tg && (a0 <= 0 || tid <= 0))
+		return err(EINVAL);
+	if (claims_kernel_code(&si) && tid != caller)
+		return err(EPERM);
+	if (a0 <= 0 || tid <= 0)
+		return err(ESRCH);
+	switch (cr_surface_target(run, caller, tid)) {
+	case CR_TARGET_OUTSIDE:
+		return outside(run, n, e->name, "signal", tid);
+	case CR_TARGET_ZOMBIE:
+		return bad_signal(sig) ? err(EINVAL) : ok(0);
+	default:
+		break;
+	}
+	if (bad_signal(sig))
+		return err(EINVAL);
 	if (tg)
 		rc = syscall(SYS_rt_tgsigqueueinfo, a0, tid, sig, &si);
 	else
@@ -409,13 +424,33 @@ CR_HANDLER(cr_h_pidfd_send_signal)
 	long rc;
 	int r;
 
-	if (bad_signal(sig))
+	/* The kernel's order: the flags (one scope at most), the fd, the
+	 * siginfo (EFAULT, its signal, the code only the target itself may
+	 * claim), the target, the signal; a zombie takes it with no effect
+	 * only past all of those. */
+	if ((flags & ~7u) || (flags & (flags - 1)))
 		return err(EINVAL);
 	r = cr_surface_take_pidfd(run, caller, fd, &copy, &pid);
 	if (r == -EINVAL)
 		return err(EBADF);	/* what the kernel says of any other fd */
 	if (r)
 		return err(-r);
+	if (uinfo) {
+		r = cr_mem_read(caller, uinfo, &si, sizeof(si));
+		if (r)
+			return err(-r);
+		if (!cr_notif_valid(run, n->id))
+			return err(EINTR);
+		if (si.si_signo != sig)
+			return err(EINVAL);
+		/* The caller's own thread, not its group: the kernel would
+		 * take the code from it; relayed, it refuses corral (EPERM,
+		 * docs/interface.md). */
+		if (claims_kernel_code(&si) && (pid != caller || (flags & 4)))
+			return err(EPERM);
+	} else {
+		relay_info(&si, sig, cr_surface_tgid(run, caller));
+	}
 	if (pid <= 0)
 		return err(ESRCH);
 	switch (cr_surface_target(run, caller, pid)) {
@@ -426,20 +461,14 @@ CR_HANDLER(cr_h_pidfd_send_signal)
 		 * made: setpgid below): the kernel signals the members. */
 		if (flags & 4 /* PIDFD_SIGNAL_PROCESS_GROUP */)
 			break;
-		return ok(0);
+		return bad_signal(sig) ? err(EINVAL) : ok(0);
 	default:
 		break;
 	}
-	if (uinfo) {
-		r = cr_mem_read(caller, uinfo, &si, sizeof(si));
-		if (r)
-			return err(-r);
-		if (!cr_notif_valid(run, n->id))
-			return err(EINTR);
-	} else {
-		relay_info(&si, sig, cr_surface_tgid(run, caller));
-	}
-	rc = syscall(SYS_pidfd_send_signal, copy, sig, sig ? &si : NULL, flags);
+	if (bad_signal(sig))
+		return err(EINVAL);
+	rc = syscall(SYS_pidfd_send_signal, copy, sig,
+		     sig || uinfo ? &si : NULL, flags);
 	return rc < 0 ? err(errno) : ok(0);
 }
 
