@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "handlers.h"
+#include "../budget.h"
 #include "../fs/fsops.h"
 #include "../net/net.h"
 
@@ -94,10 +95,11 @@ static int fsize_limit(pid_t tid, int out, size_t *count)
 	return 0;
 }
 
-static struct cr_verdict to_file(const struct seccomp_notif *n, int in,
-				 int out, int64_t pos, size_t count)
+static struct cr_verdict to_file(struct cr_run *run,
+				 const struct seccomp_notif *n, int in, int out,
+				 int64_t pos, size_t count)
 {
-	uint64_t ptr = n->data.args[2];
+	uint64_t ptr = n->data.args[2], t0;
 	loff_t off = pos;
 	ssize_t r;
 	int rc;
@@ -107,9 +109,12 @@ static struct cr_verdict to_file(const struct seccomp_notif *n, int in,
 	rc = fsize_limit((pid_t)n->pid, out, &count);
 	if (rc)
 		return CR_V_ERR(-rc);
+	t0 = cr_thread_cpu_ns();
 	cr_slow_begin();
 	r = sendfile(out, in, ptr ? &off : NULL, count);
 	cr_slow_end();
+	/* The kernel's copy, in corral's time: the run's (handlers/proc.c). */
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	if (r < 0)
 		return CR_V_ERR(errno);
 	if (ptr && cr_mem_write((pid_t)n->pid, ptr, &off, sizeof(off)))
@@ -123,6 +128,7 @@ static struct cr_verdict to_socket(struct cr_run *run,
 {
 	struct cr_net_msg m;
 	size_t first = count < CR_NET_STREAM_PIECE ? count : CR_NET_STREAM_PIECE;
+	uint64_t t0;
 	ssize_t r;
 
 	memset(&m, 0, sizeof(m));
@@ -130,9 +136,11 @@ static struct cr_verdict to_socket(struct cr_run *run,
 	m.data = malloc(first ? first : 1);
 	if (!m.data)
 		return CR_V_ERR(ENOMEM);
+	t0 = cr_thread_cpu_ns();
 	do
 		r = pread(*in, m.data, first, (off_t)pos);
 	while (r < 0 && errno == EINTR);
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	if (r <= 0) {
 		int e = errno;
 
@@ -208,7 +216,7 @@ CR_HANDLER(cr_h_sendfile)
 	if (S_ISREG(ost.st_mode) && !special_fs(out) &&
 	    !(ost.st_mode & S_ISUID) &&
 	    (ost.st_mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP)) {
-		v = to_file(n, in, out, pos, count);
+		v = to_file(run, n, in, out, pos, count);
 	} else if (S_ISSOCK(ost.st_mode) && run->net &&
 		   getsockopt(out, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
 		   type == SOCK_STREAM) {

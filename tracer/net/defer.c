@@ -13,6 +13,7 @@
 #include <sys/time.h>
 #include <sys/timerfd.h>
 
+#include "../budget.h"
 #include "net.h"
 
 struct cr_net_deferred {
@@ -267,15 +268,43 @@ static int arm_send_timeout(struct cr_run *run, struct cr_net_deferred *d)
 				on_send_timeout, d);
 }
 
+/* A send that copies much (a big buffer, a file's pieces) is the
+ * program's work done by corral: its CPU is the run's, as process_vm's
+ * copies are (handlers/proc.c). A small one costs less than the clock
+ * reads that would measure it. */
+#define CR_NET_CHARGE_MIN (64 * 1024)
+
+static uint64_t charge_begin(const struct cr_net_msg *m)
+{
+	return m->file_src || m->total >= CR_NET_CHARGE_MIN ?
+	       cr_thread_cpu_ns() : 0;
+}
+
+static void charge_end(struct cr_run *run, uint64_t t0)
+{
+	if (t0)
+		cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+}
+
+static void writable(struct cr_run *run, struct cr_net_deferred *d);
+
 static void on_writable(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_net_deferred *d = arg;
+	uint64_t t0 = charge_begin(&d->m);
+
+	(void)events;
+	writable(run, d);	/* may free d */
+	charge_end(run, t0);
+}
+
+static void writable(struct cr_run *run, struct cr_net_deferred *d)
+{
 	struct seccomp_notif_resp resp = { .id = d->id };
 	struct cr_verdict v;
 	ssize_t r;
 	int err;
 
-	(void)events;
 	if (d->tfd >= 0) {
 		uint64_t ticks;
 
@@ -333,9 +362,24 @@ static size_t defer_fds_max(void)
 
 #define CR_NET_DGRAM_RETRY_MS 5
 
+static struct cr_verdict send_or_defer(struct cr_run *run,
+					const struct seccomp_notif *n,
+					struct cr_net_msg *m, bool may_defer);
+
 struct cr_verdict cr_net_send(struct cr_run *run,
 			      const struct seccomp_notif *n,
 			      struct cr_net_msg *m, bool may_defer)
+{
+	uint64_t t0 = charge_begin(m);
+	struct cr_verdict v = send_or_defer(run, n, m, may_defer);
+
+	charge_end(run, t0);
+	return v;
+}
+
+static struct cr_verdict send_or_defer(struct cr_run *run,
+					const struct seccomp_notif *n,
+					struct cr_net_msg *m, bool may_defer)
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_net_deferred *d;
