@@ -635,6 +635,15 @@ bool cr_budget_zombie(struct cr_run *run, pid_t pid)
 	return false;
 }
 
+void cr_budget_memory_view(const struct cr_run *run, uint64_t *limit,
+			   uint64_t *used)
+{
+	const struct cr_budgets *b = run->budgets;
+
+	*limit = lim(run, CR_LIM_MEMORY);
+	*used = b ? b->rss : 0;
+}
+
 bool cr_budget_zombie_listed(const struct cr_run *run, pid_t pid)
 {
 	const struct cr_budgets *b = run->budgets;

@@ -272,6 +272,10 @@ void cr_budget_rescan_now(struct cr_run *run);
 /* CPU corral spent doing a task's work for it (a copy the kernel would
  * have made in the task's own time): counted as the run's, for good. */
 void cr_budget_charge_cpu(struct cr_run *run, uint64_t ns);
+/* The memory budget and the tree's resident memory at the last tick (the
+ * machine sysinfo shows the run: handlers/sysinfo.c). */
+void cr_budget_memory_view(const struct cr_run *run, uint64_t *limit,
+			   uint64_t *used);
 /* The supervisor is about to pass fd (ours) over SCM_RIGHTS for the
  * program: a socket is followed for the memory budget wherever it goes.
  * 0, or -errno to refuse the send. */

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 from harness import (CFG, assert_breach, eq, ne, contains, not_contains,
-                     true, lt, ge, test, check_result_shape)
+                     true, lt, ge, test, check_result_shape, _show, answers)
 
 MIB = 1 << 20
 # Slacks stated in docs/limits.md.
@@ -982,3 +982,40 @@ def budget_tree_too_deep_to_measure_is_named(t):
             subprocess.run(["rm", "-rf", os.path.join(ws, name)],
                            check=True)
     t.assert_next_run_ok()
+
+
+SYSINFO = r'''
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+page = os.sysconf("SC_PAGE_SIZE")
+print("phys_mib", os.sysconf("SC_PHYS_PAGES") * page >> 20)
+print("avail_le_phys", os.sysconf("SC_AVPHYS_PAGES") <= os.sysconf("SC_PHYS_PAGES"))
+buf = ctypes.create_string_buffer(112)
+r = libc.sysinfo(buf)
+procs = int.from_bytes(buf.raw[80:82], "little")
+print("sysinfo", r, "procs_small", 0 < procs < 10)
+r = libc.sysinfo(ctypes.c_void_p(8))
+print("sysinfo_fault", r, ctypes.get_errno())
+'''
+
+
+@test
+def budget_memory_is_the_machines_memory_to_the_run(t):
+    """sysinfo (glibc's sysconf(_SC_PHYS_PAGES)) shows the memory budget
+    as the machine's RAM and the run's tasks as its processes: a JVM with
+    no heap flag sized its heap from the host's 24 GiB, committed 3 GiB
+    to hold 200 MiB and crashed on the RLIMIT_DATA backstop of a 512 MiB
+    budget (found by a compatibility probe); it now sizes itself from the
+    budget, as from a container's limit. A bad pointer is EFAULT, as
+    natively. On the build before: the host's RAM and process count."""
+    script = t.write("sysinfo.py", SYSINFO)
+    r = t.corral(["run", "--json", "--ro", t.tmp, "--limit", "memory=256MiB",
+                  "--", "/usr/bin/python3", script])
+    res = t.result(r)
+    eq(res.get("status"), "ok", "status (stderr %s)" % _show(res.get("stderr")))
+    a = answers(res.get("stdout"))
+    host_mib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+    eq(a.get("phys_mib"), str(min(256, host_mib)), "physical memory (MiB)")
+    eq(a.get("avail_le_phys"), "True", "available <= physical")
+    eq(a.get("sysinfo"), "0 procs_small True", "sysinfo and its process count")
+    eq(a.get("sysinfo_fault"), "-1 14", "sysinfo(bad pointer): EFAULT")

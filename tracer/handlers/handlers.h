@@ -184,6 +184,8 @@ CR_HANDLER(cr_h_inotify_init);
 CR_HANDLER(cr_h_fallocate);
 /* sendfile.c */
 CR_HANDLER(cr_h_sendfile);
+/* sysinfo.c */
+CR_HANDLER(cr_h_sysinfo);
 
 /* signal.c */
 CR_HANDLER(cr_h_kill);
