@@ -476,6 +476,7 @@ struct cr_net_wait {
 	int dup;		/* owned */
 	cr_net_wait_fn fn;
 	void *arg;		/* owned */
+	void (*free_arg)(void *);	/* or free() */
 	struct cr_watch *w;
 	int tfd;		/* owned timerfd of SO_RCVTIMEO, or -1 */
 	struct cr_watch *tw;
@@ -499,7 +500,10 @@ static void wait_drop(struct cr_run *run, struct cr_net_wait *w)
 	if (w->tfd >= 0)
 		close(w->tfd);
 	cr_guard_close(w->dup);
-	free(w->arg);
+	if (w->free_arg)
+		w->free_arg(w->arg);
+	else
+		free(w->arg);
 	free(w);
 }
 
@@ -657,9 +661,10 @@ static int sig_watch(struct cr_run *run)
 	return 0;
 }
 
-struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
-			      int dup, uint32_t events, cr_net_wait_fn fn,
-			      void *arg)
+static struct cr_verdict wait_on(struct cr_run *run,
+				 const struct seccomp_notif *n, int dup,
+				 uint32_t events, cr_net_wait_fn fn, void *arg,
+				 void (*free_arg)(void *))
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_net_wait *w;
@@ -667,7 +672,10 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 	if (ns->nwaits >= CR_NET_MAX_WAITS || sig_watch(run) < 0 ||
 	    !(w = calloc(1, sizeof(*w)))) {
 		close(dup);
-		free(arg);
+		if (free_arg)
+			free_arg(arg);
+		else
+			free(arg);
 		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
 	}
 	w->id = n->id;
@@ -676,6 +684,7 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 	w->dup = dup;
 	w->fn = fn;
 	w->arg = arg;
+	w->free_arg = free_arg;
 	w->next = ns->waits;
 	ns->waits = w;
 	ns->nwaits++;
@@ -686,6 +695,40 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	sig_arm(run);
 	return (struct cr_verdict){ .kind = CR_V_SENT };
+}
+
+struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
+			      int dup, uint32_t events, cr_net_wait_fn fn,
+			      void *arg)
+{
+	return wait_on(run, n, dup, events, fn, arg, NULL);
+}
+
+int cr_net_wait_rearm(int tfd, unsigned ms)
+{
+	struct itimerspec it = { { 0, 0 }, { ms / 1000, ms % 1000 * 1000000L } };
+	uint64_t ticks;
+
+	if (read(tfd, &ticks, sizeof(ticks)) < 0) {
+		/* EAGAIN: nothing to clear */
+	}
+	return timerfd_settime(tfd, 0, &it, NULL) < 0 ? -errno : 0;
+}
+
+struct cr_verdict cr_net_wait_timer(struct cr_run *run,
+				    const struct seccomp_notif *n, unsigned ms,
+				    cr_net_wait_fn fn, void *arg,
+				    void (*free_arg)(void *))
+{
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+
+	if (tfd < 0 || cr_net_wait_rearm(tfd, ms ? ms : 1) < 0) {
+		if (tfd >= 0)
+			close(tfd);
+		free_arg(arg);
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
+	}
+	return wait_on(run, n, tfd, EPOLLIN, fn, arg, free_arg);
 }
 
 void cr_net_defer_finish(struct cr_run *run)

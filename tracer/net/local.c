@@ -77,7 +77,8 @@ bool cr_net_ep_any(const struct cr_net_ep *ep)
 }
 
 static int diag_dump(int family, int proto, uint16_t port, uint32_t states,
-		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
+		     int (*fn)(const struct cr_net_ep *,
+			       const struct inet_diag_msg *, void *),
 		     void *arg);
 
 static int by_ino(const void *a, const void *b)
@@ -88,10 +89,11 @@ static int by_ino(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int mark_live(const struct cr_net_ep *ep, uint64_t ino, void *arg)
+static int mark_live(const struct cr_net_ep *ep,
+		     const struct inet_diag_msg *m, void *arg)
 {
 	struct cr_netstate *ns = arg;
-	struct cr_net_lsn key = { .ino = ino }, *l;
+	struct cr_net_lsn key = { .ino = m->idiag_inode }, *l;
 
 	(void)ep;
 	l = bsearch(&key, ns->lsn, ns->nlsn, sizeof(key), by_ino);
@@ -161,12 +163,13 @@ struct each_ino {
 	void *arg;
 };
 
-static int call_each(const struct cr_net_ep *ep, uint64_t ino, void *arg)
+static int call_each(const struct cr_net_ep *ep,
+		     const struct inet_diag_msg *m, void *arg)
 {
 	const struct each_ino *e = arg;
 
 	(void)ep;
-	return e->fn(ino, e->arg);
+	return e->fn(m->idiag_inode, e->arg);
 }
 
 int cr_net_each_inet_socket(int (*fn)(uint64_t ino, void *arg), void *arg)
@@ -272,7 +275,8 @@ static bool could_receive(const struct cr_net_ep *l, const struct cr_net_ep *dst
 /* One sock_diag dump of the TCP listeners of family on port. Calls back
  * with each one's address and socket inode. */
 static int diag_dump(int family, int proto, uint16_t port, uint32_t states,
-		     int (*fn)(const struct cr_net_ep *, uint64_t, void *),
+		     int (*fn)(const struct cr_net_ep *,
+			       const struct inet_diag_msg *, void *),
 		     void *arg)
 {
 	struct {
@@ -349,7 +353,7 @@ static int diag_dump(int family, int proto, uint16_t port, uint32_t states,
 				memmove(ep.addr, ep.addr + 12, 4);
 				memset(ep.addr + 4, 0, 12);
 			}
-			rc = fn(&ep, m->idiag_inode, arg);
+			rc = fn(&ep, m, arg);
 			if (rc)
 				break;
 		}
@@ -363,17 +367,24 @@ struct judge {
 	const struct cr_net_ep *dst;
 	int listeners;
 	bool stranger;
+	bool full;
 };
 
-static int judge_one(const struct cr_net_ep *l, uint64_t ino, void *arg)
+static int judge_one(const struct cr_net_ep *l, const struct inet_diag_msg *m,
+		     void *arg)
 {
 	struct judge *j = arg;
 
 	if (!could_receive(l, j->dst))
 		return 0;
 	j->listeners++;
-	if (!cr_net_local_find(j->ns, ino, NULL, NULL))
+	if (!cr_net_local_find(j->ns, m->idiag_inode, NULL, NULL))
 		j->stranger = true;
+	/* A listener's queue: rqueue taken, wqueue its backlog; the
+	 * kernel drops a SYN once more than the backlog wait
+	 * (sk_acceptq_is_full). */
+	if (m->idiag_rqueue > m->idiag_wqueue)
+		j->full = true;
 	return 0;
 }
 
@@ -386,7 +397,7 @@ static int judge_one(const struct cr_net_ep *l, uint64_t ino, void *arg)
  * negative errno when the kernel could not be asked (the caller refuses).
  */
 int cr_net_local_listener(const struct cr_netstate *ns,
-			  const struct cr_net_ep *dst)
+			  const struct cr_net_ep *dst, bool *full)
 {
 	struct judge j = { .ns = ns, .dst = dst };
 	uint32_t listen = 1u << TCP_LISTEN_STATE;
@@ -400,6 +411,8 @@ int cr_net_local_listener(const struct cr_netstate *ns,
 		return rc;
 	if (j.stranger)
 		return -EACCES;
+	if (full)
+		*full = j.full;
 	return j.listeners ? 1 : 0;
 }
 

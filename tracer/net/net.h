@@ -323,6 +323,14 @@ typedef struct cr_verdict (*cr_net_wait_fn)(struct cr_run *run, uint64_t id,
 struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 			      int dup, uint32_t events, cr_net_wait_fn fn,
 			      void *arg);
+/* The same, woken by a one-shot timer after ms instead of a socket: fn
+ * gets the timerfd as dup (cr_net_wait_rearm sets it again before fn asks
+ * for *again). arg is released by free_arg when the wait ends. */
+struct cr_verdict cr_net_wait_timer(struct cr_run *run,
+				    const struct seccomp_notif *n, unsigned ms,
+				    cr_net_wait_fn fn, void *arg,
+				    void (*free_arg)(void *));
+int cr_net_wait_rearm(int tfd, unsigned ms);
 
 /* tracer/net/local.c */
 /* fn(inode) for every TCP and UDP socket of the host's network namespace,
@@ -344,8 +352,10 @@ bool cr_net_local_find(const struct cr_netstate *ns, uint64_t ino,
 bool cr_net_local_port(const struct cr_netstate *ns, int family,
 		       uint16_t port);
 bool cr_net_published(const struct cr_netstate *ns, uint16_t port);
+/* Who would take a TCP connection to dst now (local.c); *full (if not
+ * NULL) set when one of the run's listeners has its queue full. */
 int cr_net_local_listener(const struct cr_netstate *ns,
-			  const struct cr_net_ep *dst);
+			  const struct cr_net_ep *dst, bool *full);
 /* The inode of the TCP socket whose own end is `self` and whose peer is
  * `other` (sock_diag's exact lookup) in *ino: 1 found (inode 0 for one no
  * file holds any more: closed, orphaned, TIME_WAIT), 0 none, -1 when the
