@@ -794,3 +794,54 @@ def errno_parity_signal_checks_before_the_target(t):
         "pidfd dir /proc/L/fd": "EBADF",
         "vm readv local negative": "EINVAL",
         "vm readv empty pid 0": "ok"})
+
+
+# ---- an empty range outside user space: EFAULT, as access_ok answers ----
+
+EMPTY_RANGES = r'''
+import socket
+class Iov(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class Msg(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.c_void_p), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+L = ctypes.c_long
+r0 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r0.bind(("127.0.0.1", 0))
+r0.setblocking(False)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(r0.getsockname())
+kv = Iov(0xffff888000000000, 0)
+ok = Iov(None, 0)
+for name, iov in (("kernel", kv), ("null", ok)):
+    m = Msg(None, 0, ctypes.addressof(iov), 1, None, 0, 0)
+    t("sendmsg empty %s" % name, lambda: sysc(46, L(s.fileno()), ctypes.byref(m), L(0)))
+    t("sendto empty %s" % name, lambda: sysc(44, L(s.fileno()),
+      ctypes.c_void_p(iov.base), L(0), L(0), None, L(0)))
+    try:
+        print("received", len(r0.recv(16)))
+    except BlockingIOError:
+        print("received nothing")
+    try:
+        print("received", len(r0.recv(16)))
+    except BlockingIOError:
+        print("received nothing")
+buf = ctypes.create_string_buffer(16)
+good = Iov(ctypes.addressof(buf), 16)
+t("vm readv local empty kernel", lambda: sysc(310, L(os.getpid()),
+  ctypes.byref(kv), L(1), ctypes.byref(good), L(1), L(0)))
+'''
+
+
+@test
+def errno_parity_empty_ranges_outside_user_space(t):
+    """A zero-length iovec or buffer whose base is a kernel address is
+    EFAULT for sendmsg, sendto and process_vm_readv's own side, as the
+    kernel's access_ok answers, and nothing is sent; corral skipped the
+    check for empty ranges and sent an empty datagram (found by a probing
+    session)."""
+    parity(t, EMPTY_RANGES, name="emptyranges", want={
+        "sendmsg empty kernel": "EFAULT", "sendto empty kernel": "EFAULT",
+        "vm readv local empty kernel": "EFAULT"})

@@ -168,6 +168,11 @@ int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen);
 /* create.c: may the entry at res be created, removed or renamed? */
 struct cr_fsres;
 int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *res);
+/* The top of user space (x86_64 with 5-level page tables; with 4 levels
+ * the kernel's own copy faults past 2^47 all the same): access_ok's
+ * bound for the program's ranges. */
+#define CR_USER_TOP ((uint64_t)1 << 56)
+
 #define CR_HANDLER(name)						\
 	struct cr_verdict name(struct cr_run *run,			\
 			       const struct cr_syscall_entry *e,	\

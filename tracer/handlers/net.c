@@ -36,9 +36,6 @@
 
 #define STREAM_CAP CR_NET_STREAM_PIECE	/* a stream send's piece */
 #define MAX_RW ((size_t)0x7ffff000)	/* the kernel's MAX_RW_COUNT */
-/* The top of user space (x86_64 with 5-level page tables; with 4 levels
- * the kernel's own copy faults past 2^47 all the same). */
-#define USER_TOP ((uint64_t)1 << 56)
 #define DGRAM_CAP 65536		/* a datagram is all or nothing */
 #define UNIX_DGRAM_CAP (8u << 20)	/* past the largest send buffer */
 #define CONTROL_CAP 4096
@@ -1146,9 +1143,8 @@ static int gather(pid_t pid, uint64_t iovp, uint64_t iovcnt, size_t dgram_cap,
 
 		if (v[i].iov_len > SSIZE_MAX)
 			rc = -EINVAL;
-		else if (v[i].iov_len &&
-			 (b > USER_TOP || v[i].iov_len > USER_TOP - b))
-			rc = -EFAULT;
+		else if (b > CR_USER_TOP || v[i].iov_len > CR_USER_TOP - b)
+			rc = -EFAULT;	/* an empty range too (access_ok) */
 		else if (v[i].iov_len > MAX_RW - total)
 			v[i].iov_len = MAX_RW - total;
 		if (!rc)
@@ -1545,7 +1541,7 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 		size_t cap = dgram ? dgram_cap(&s) : STREAM_CAP;
 		uint64_t b = n->data.args[1];
 
-		if (len && (b > USER_TOP || len > USER_TOP - b)) {
+		if (b > CR_USER_TOP || len > CR_USER_TOP - b) {
 			cr_net_msg_free(&m);
 			return v_err(EFAULT);
 		}

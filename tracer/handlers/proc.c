@@ -367,12 +367,19 @@ CR_HANDLER(cr_h_process_madvise)
  * than asked, and callers loop. */
 #define CR_VM_MAX (16u << 20)
 
-/* import_iovec's check: a length with the sign bit set is EINVAL. */
-static int iov_check(const struct iovec *v, size_t n)
+/* import_iovec's checks: a length with the sign bit set is EINVAL; on
+ * the caller's own side (user) a range beyond user space, an empty one
+ * too, EFAULT (access_ok). */
+static int iov_check(const struct iovec *v, size_t n, bool user)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		uint64_t b = (uint64_t)(uintptr_t)v[i].iov_base;
+
 		if ((ssize_t)v[i].iov_len < 0)
 			return EINVAL;
+		if (user && (b > CR_USER_TOP || v[i].iov_len > CR_USER_TOP - b))
+			return EFAULT;
+	}
 	return 0;
 }
 
@@ -417,7 +424,7 @@ CR_HANDLER(cr_h_process_vm)
 	if ((r = cr_mem_read(caller, n->data.args[1], local,
 			     lcnt * sizeof(*local))))
 		return err(-r);
-	if ((r = iov_check(local, lcnt)) || !iov_total(local, lcnt))
+	if ((r = iov_check(local, lcnt, true)) || !iov_total(local, lcnt))
 		return r ? err(r) : (struct cr_verdict){ .kind = CR_V_VALUE };
 	if (rcnt > IOV_MAX)
 		return err(EINVAL);
@@ -427,7 +434,7 @@ CR_HANDLER(cr_h_process_vm)
 	if (rcnt && (r = cr_mem_read(caller, n->data.args[3], remote,
 				     rcnt * sizeof(*remote))))
 		return err(-r);
-	if ((r = iov_check(remote, rcnt)) || !iov_total(remote, rcnt))
+	if ((r = iov_check(remote, rcnt, false)) || !iov_total(remote, rcnt))
 		return r ? err(r) : (struct cr_verdict){ .kind = CR_V_VALUE };
 	if (!cr_notif_valid(run, n->id))
 		return err(EINTR);
