@@ -717,7 +717,9 @@ static struct cr_verdict unix_connect(int dup, const union cr_sockaddr *t,
 static int addr_call_open(struct cr_run *run, const struct seccomp_notif *n,
 			  union cr_sockaddr *a, struct cr_sock *s)
 {
-	int rc = read_addr((pid_t)n->pid, n->data.args[1], n->data.args[2], a);
+	/* addrlen is an int to the kernel: its upper half is not read. */
+	int rc = read_addr((pid_t)n->pid, n->data.args[1],
+			   (uint32_t)n->data.args[2], a);
 
 	if (rc)
 		return rc;
@@ -749,6 +751,35 @@ static struct cr_verdict addr_call_done(struct cr_sock *s, int hold,
 	return v;
 }
 
+/* An address of a family not the socket's: the kernel's answer by the
+ * socket's protocol, before anything else and not a refusal of corral's
+ * (an earlier build recorded a denial, EACCES; found by a probing
+ * session). Internet sockets: EINVAL when shorter than their own address,
+ * else EAFNOSUPPORT; unix and netlink sockets: EINVAL. 0 for the socket's
+ * own family, AF_UNSPEC and an IPv4 address to an IPv6 socket (the
+ * callers' own cases). */
+static int foreign_family(const struct cr_sock *s, const union cr_sockaddr *a,
+			  socklen_t alen)
+{
+	int f = a->sa.sa_family;
+
+	if (f == s->domain || f == AF_UNSPEC)
+		return 0;
+	switch (s->domain) {
+	case AF_INET:
+		return alen < sizeof(struct sockaddr_in) ? EINVAL : EAFNOSUPPORT;
+	case AF_INET6:
+		if (f == AF_INET)
+			return 0;
+		return alen < CR_SIN6_LEN_RFC2133 ? EINVAL : EAFNOSUPPORT;
+	case AF_UNIX:
+	case AF_NETLINK:
+		return EINVAL;
+	default:
+		return 0;
+	}
+}
+
 struct cr_verdict cr_h_connect(struct cr_run *run,
 			       const struct cr_syscall_entry *e,
 			       const struct seccomp_notif *n)
@@ -768,6 +799,8 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
+	if ((rc = foreign_family(&s, &a, alen)) != 0)
+		return addr_call_done(&s, hold, v_err(rc));
 	/* Every connect below is on the program's shared open file, which
 	 * the program can make block (tracer/guard.c): bounded. */
 	cr_guard_arm(CR_GUARD_MS);
@@ -1013,6 +1046,8 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
+	if ((rc = foreign_family(&s, &a, alen)) != 0)
+		return addr_call_done(&s, hold, v_err(rc));
 	switch (a.sa.sa_family) {
 	case AF_INET:
 	case AF_INET6:
@@ -1396,6 +1431,10 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			  "this socket type may not name a destination", EACCES);
 		return false;
 	}
+	if (foreign_family(s, a, alen)) {
+		*v = v_err(foreign_family(s, a, alen));
+		return false;
+	}
 	switch (a->sa.sa_family) {
 	case AF_INET:
 	case AF_INET6: {
@@ -1524,7 +1563,8 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 
 	if (!run->net)
 		return v_err(EACCES);
-	rc = read_addr(pid, n->data.args[4], n->data.args[5], &a);
+	/* addr_len is an int to the kernel: its upper half is not read. */
+	rc = read_addr(pid, n->data.args[4], (uint32_t)n->data.args[5], &a);
 	if (rc)
 		return v_err(-rc);
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
