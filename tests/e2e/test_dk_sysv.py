@@ -122,6 +122,7 @@ def sysv_objects_outside_the_run_are_absent(t):
             "shmctl SHM_STAT_ANY err=EINVAL",
             "semop outside err=EINVAL",
             "msgsnd outside err=EINVAL",
+            "msgsnd outside bad message err=EFAULT",
         ], "answers")
         got = sorted((d["syscall"], d.get("target") or "", d["count"])
                      for d in denials_of(r, "ipc"))

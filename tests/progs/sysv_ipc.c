@@ -142,6 +142,8 @@ static int outside(int id, key_t key)
 	say("semop outside", semop(id, &(struct sembuf){ 0, 1, 0 }, 1));
 	say("msgsnd outside", msgsnd(id, &(struct { long t; char c; }){ 1, 0 },
 				     1, IPC_NOWAIT));
+	/* The kernel reads the message's type before the id: EFAULT. */
+	say("msgsnd outside bad message", msgsnd(id, (void *)8, 1, IPC_NOWAIT));
 	return 0;
 }
 

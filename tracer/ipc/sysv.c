@@ -478,8 +478,14 @@ CR_HANDLER(cr_h_sysv_use)
 {
 	enum kind k = kind_of(e->name);
 
+	long mtype;
+
 	if (find_id(run->sysv, k, (int)n->data.args[0]))
 		return CR_V_CONT;
+	/* msgsnd reads the message's type before it looks at the id. */
+	if (!strcmp(e->name, "msgsnd") &&
+	    cr_mem_read((pid_t)n->pid, n->data.args[1], &mtype, sizeof(mtype)))
+		return CR_V_ERR(EFAULT);
 	return outside(run, n, e, k, (int)n->data.args[0], -1);
 }
 
