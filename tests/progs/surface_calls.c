@@ -4,8 +4,10 @@
  *   surface_calls sys NAME|NR [ARG...]   raw syscall(); ARG is a number
  *                                        (any base, may be negative),
  *                                        s:TEXT (a string pointer),
- *                                        b:N (a zeroed N-byte buffer) or
- *                                        ppid (this process's parent)
+ *                                        b:N (a zeroed N-byte buffer),
+ *                                        iov:N (one iovec of an N-byte
+ *                                        buffer) or ppid (this process's
+ *                                        parent)
  *   surface_calls int80_write            write(1) through the i386 ABI
  *   surface_calls x32_getpid             getpid through the x32 ABI
  *   surface_calls uring_open PATH        openat + read PATH through io_uring
@@ -81,6 +83,15 @@ static long arg(const char *a)
 		return (long)(uintptr_t)strdup(a + 2);
 	if (!strncmp(a, "b:", 2))
 		return (long)(uintptr_t)calloc(1, strtoul(a + 2, NULL, 0) + 1);
+	if (!strncmp(a, "iov:", 4)) {
+		struct iovec *v = calloc(1, sizeof(*v));
+
+		if (v) {
+			v->iov_len = strtoul(a + 4, NULL, 0);
+			v->iov_base = calloc(1, v->iov_len + 1);
+		}
+		return (long)(uintptr_t)v;
+	}
 	if (!strcmp(a, "ppid"))
 		return getppid();
 	return (long)strtoull(a, NULL, 0);
