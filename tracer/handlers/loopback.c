@@ -457,20 +457,28 @@ static struct cr_verdict room_again(struct cr_run *run, uint64_t id,
 
 	(void)id;
 	(void)tid;
+	/* Bounded as cr_h_connect bounds its connects (tracer/guard.c). */
+	cr_guard_arm(CR_GUARD_MS);
 	rc = connect_local(run, &rw->n, rw->e, &rw->s, &rw->a, rw->alen,
 			   rw->by_rule, cr_now_ns() < rw->until_ns, &v);
-	/* Asking the kernel again and again is work done for the run: its
-	 * CPU, so a run cannot keep corral asking past its budget. */
-	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	if (rc == LOCAL_FULL) {
 		rw->ms = rw->ms * 2 > ROOM_MAX_MS ? ROOM_MAX_MS : rw->ms * 2;
 		if (cr_net_wait_rearm(tfd, rw->ms) == 0) {
+			cr_guard_disarm();
 			*again = true;
-			return v;
+		} else {
+			rc = connect_local(run, &rw->n, rw->e, &rw->s, &rw->a,
+					   rw->alen, rw->by_rule, false, &v);
 		}
-		rc = connect_local(run, &rw->n, rw->e, &rw->s, &rw->a,
-				   rw->alen, rw->by_rule, false, &v);
 	}
+	if (!*again && cr_guard_disarm() && v.kind == CR_V_ERRNO &&
+	    v.error == EINTR)
+		v = v_err(ETIMEDOUT);
+	/* Asking the kernel again and again is work done for the run: its
+	 * CPU, so a run cannot keep corral asking past its budget. */
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+	if (*again)
+		return v;
 	/* No longer a connect of the run's to loopback: refused, as the
 	 * listener's address is the run's own. */
 	return rc == LOCAL_DONE ? v : v_err(ECONNREFUSED);
