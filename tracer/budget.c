@@ -1165,7 +1165,7 @@ static void poll_tasks(struct cr_run *run)
 	locks_tighten(run);
 	extra = pte + b->sockbytes + b->filebytes + b->epollbytes +
 		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL + lock_bound(b) +
-		b->kobj_bytes + cr_sysv_bytes(run);
+		b->kobj_bytes + cr_sysv_bytes(run) + cr_net_deferred_bytes(run);
 	b->kobj_new = 0;
 	b->ipc_new = 0;
 	/* Over budget by the cheap measure: judge by the fair one before
@@ -2498,6 +2498,11 @@ static int charge_for_good(struct cr_run *run, uint64_t bytes)
 /* A System V object made for the run (ipc/sysv.c): its fixed charge is in
  * every poll's sum from the next one (cr_sysv_bytes) until it is removed;
  * until then it is added here. */
+int cr_budget_on_held(struct cr_run *run, uint64_t bytes)
+{
+	return cr_budget_on_ipc(run, bytes);
+}
+
 int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes)
 {
 	struct cr_budgets *b = run->budgets;

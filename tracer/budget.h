@@ -299,6 +299,10 @@ int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind);
  * counted until removed. 0, or -ENOMEM past the memory budget (the run is
  * then ended). */
 int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes);
+/* Memory the supervisor holds for the run until a poll sees it in its own
+ * sum (a waiting send's buffers: cr_net_deferred_bytes): the same check.
+ * 0, or -ENOMEM past the memory budget (the run is then ended). */
+int cr_budget_on_held(struct cr_run *run, uint64_t bytes);
 /* The supervisor made a pipe for the run (handlers/pipe.c): both ends
  * are followed to their end, without a reference, so a pipe no fd table
  * shows is still charged. 0, or -errno: then the pipe must not reach the

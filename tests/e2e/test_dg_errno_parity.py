@@ -880,6 +880,30 @@ for sname, (f, ty) in socks.items():
             t("%s(%s, %s)" % (cname, sname, aname),
               lambda: call(nr, s.fileno(), buf))
             s.close()
+# AF_UNSPEC: taken for AF_INET by an IPv4 socket's bind (the wildcard
+# only) and send; EINVAL for a unix socket.
+def unspec(ip, port=0, size=16):
+    return ctypes.create_string_buffer(struct.pack("HH4s", 0, socket.htons(port),
+                                       socket.inet_aton(ip)) + bytes(size - 8), size)
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+t("bind(tcp, AF_UNSPEC 0.0.0.0)", lambda: call(49, s.fileno(), unspec("0.0.0.0")))
+s.close()
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+t("bind(tcp, AF_UNSPEC 127.0.0.1)", lambda: call(49, s.fileno(), unspec("127.0.0.1")))
+t("bind(tcp, AF_UNSPEC short)", lambda: call(49, s.fileno(), unspec("0.0.0.0", 0, 8)))
+s.close()
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r.bind(("127.0.0.1", 0))
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+t("sendto(udp, AF_UNSPEC to the run's own port)",
+  lambda: call(44, s.fileno(), unspec("127.0.0.1", r.getsockname()[1])))
+r.settimeout(2)
+print("received", r.recv(16))
+s.close()
+r.close()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+t("bind(unix dgram, AF_UNSPEC)", lambda: call(49, s.fileno(), unspec("0.0.0.0")))
+s.close()
 # The address length is an int to the kernel: its upper half is not read.
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 t("connect(udp, family 5, length's upper half set)",

@@ -14,11 +14,13 @@ case by case, natively and under corral, as in test_dg_errno_parity.py.
 
 import os
 
+import resource
+
 from harness import eq, test, _show
 from test_dg_errno_parity import parity, PRELUDE, PY
 
 CASES = r'''
-import hashlib, resource, signal, socket, threading
+import errno, hashlib, resource, signal, socket, threading
 
 def mkfile(name, data, flags=os.O_RDWR):
     fd = os.open(name, flags | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -153,6 +155,35 @@ t("out_append", lambda: os.sendfile(ap, ro, 0, 10))
 t("out_dir", lambda: os.sendfile(d, ro, 0, 10))
 t("in_badfd_out_badfd", lambda: os.sendfile(998, 999, 0, 10))
 t("out_fault", lambda: sysc(40, a.fileno(), ro, ctypes.c_void_p(8), 0))
+L = ctypes.c_long
+t("count_sign", lambda: sysc(40, L(a.fileno()), L(ro), None, L(-1)))
+t("end_overflows", lambda: sysc(40, L(a.fileno()), L(ro),
+  ctypes.byref(ctypes.c_longlong((1 << 63) - 100)), L(1000)))
+ev = os.eventfd(0)
+t("in_eventfd_off", lambda: os.sendfile(a.fileno(), ev, 0, 10))
+t("in_eventfd", lambda: os.sendfile(a.fileno(), ev, None, 10))
+
+# An input opened O_DIRECT: the kernel moves whole pages (a count under
+# one: EINVAL; others cut to pages).
+try:
+    dfd = os.open("src.bin", os.O_RDONLY | os.O_DIRECT)
+except OSError:
+    dfd = None
+for cnt in (4096, 100, 65536, 200000):
+    if dfd is None:
+        print("odirect", cnt, "unsupported here")
+        continue
+    c, d = socket.socketpair()
+    parts = []
+    th = threading.Thread(target=drain, args=(d, parts))
+    th.start()
+    try:
+        print("odirect", cnt, os.sendfile(c.fileno(), dfd, 0, cnt))
+    except OSError as e:
+        print("odirect", cnt, errno.errorcode[e.errno])
+    c.close()
+    th.join()
+    d.close()
 '''
 
 # What a pipe gets: the kernel's sendfile fills it; under corral EINVAL.
@@ -264,3 +295,73 @@ def sendfile_copies_count_as_the_runs_cpu(t):
        "the run (stdout %s, usage %s)" % (_show(res.get("stdout")),
                                           _show(res.get("usage"))))
     t.assert_next_run_ok()
+
+
+HOLD = r"""
+import socket, threading, time
+f = os.open("hold.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+os.ftruncate(f, 1 << 30)
+def wait_in_sendfile():
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1)
+    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+    os.sendfile(a.fileno(), f, 0, 1 << 30)
+for i in range(100):
+    threading.Thread(target=wait_in_sendfile, daemon=True).start()
+time.sleep(4)
+print("not stopped")
+"""
+
+
+@test
+def sendfile_waiting_buffers_count_as_memory(t):
+    """A sendfile into a socket nobody reads waits in corral with a
+    buffer of up to 256 KiB: the run's memory while it waits. 100 such
+    waits under memory=16MiB end the run on memory (a probing session
+    held 64 MiB in corral so, 250 waits under memory=16MiB, run ok)."""
+    ws = t.path("hold")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    script = t.write("hold.py", PRELUDE + HOLD)
+    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
+                  "memory=16MiB", "--limit", "wall=60s", "--", PY, script,
+                  "."], timeout=90)
+    res = t.result(r)
+    eq((res.get("status"), res.get("limit")), ("limit_exceeded", "memory"),
+       "the run (stdout %s, message %s)" % (_show(res.get("stdout")),
+                                            _show(res.get("message"))))
+    t.assert_next_run_ok()
+
+
+FSIZE = r"""
+import resource
+print("own limit above 1 MiB",
+      resource.getrlimit(resource.RLIMIT_FSIZE)[0] > (1 << 20))
+src = os.open("fs.in", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(src, b"y" * (4 << 20))
+out = os.open("fs.out", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+print("sendfile", os.sendfile(out, src, 0, 4 << 20))
+"""
+
+
+@test
+def sendfile_into_a_file_keeps_the_programs_size_limit(t):
+    """corral performs a sendfile into a file itself: the program's
+    RLIMIT_FSIZE applies (it is checked first), not the one corral was
+    started with. Started under `ulimit -f 1024` (soft), the program's
+    own limit is its disk budget's; a 4 MiB sendfile copies 4 MiB (a
+    probing session got a short count, then EFBIG)."""
+    ws = t.path("fsize")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    script = t.write("fsize.py", PRELUDE + FSIZE)
+
+    def small_fsize():
+        hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, hard))
+    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
+                  script, "."], preexec=small_fsize)
+    res = t.result(r)
+    eq(res.get("stdout"), "own limit above 1 MiB True\nsendfile %d\n" %
+       (4 << 20), "the program's answers (stderr %s)" %
+       _show(res.get("stderr")))

@@ -759,6 +759,38 @@ static struct cr_verdict addr_call_done(struct cr_sock *s, int hold,
  * own family, AF_UNSPEC and an IPv4 address to an IPv6 socket (the
  * callers' own cases). */
 static int foreign_family(const struct cr_sock *s, const union cr_sockaddr *a,
+			  socklen_t alen);
+
+/* AF_UNSPEC where the kernel takes it for AF_INET (inet_bind's
+ * "compatibility games" for a wildcard, udp_sendmsg for a destination):
+ * our copy becomes AF_INET and is judged as one. 0 (maybe rewritten), or
+ * the kernel's errno for an AF_UNSPEC it refuses; other families are left
+ * to foreign_family. An IPv6 socket's send is left as it was. */
+static int unspec_as_inet(const struct cr_sock *s, union cr_sockaddr *a,
+			  socklen_t alen, bool bind)
+{
+	if (a->sa.sa_family != AF_UNSPEC)
+		return 0;
+	switch (s->domain) {
+	case AF_INET:
+		if (alen < sizeof(struct sockaddr_in))
+			return EINVAL;
+		if (bind && a->in4.sin_addr.s_addr != htonl(INADDR_ANY))
+			return EAFNOSUPPORT;
+		a->sa.sa_family = AF_INET;
+		return 0;
+	case AF_INET6:
+		if (!bind)
+			return 0;
+		return alen < CR_SIN6_LEN_RFC2133 ? EINVAL : EAFNOSUPPORT;
+	case AF_UNIX:
+		return EINVAL;
+	default:
+		return 0;
+	}
+}
+
+static int foreign_family(const struct cr_sock *s, const union cr_sockaddr *a,
 			  socklen_t alen)
 {
 	int f = a->sa.sa_family;
@@ -1046,7 +1078,8 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
-	if ((rc = foreign_family(&s, &a, alen)) != 0)
+	if ((rc = unspec_as_inet(&s, &a, alen, true)) != 0 ||
+	    (rc = foreign_family(&s, &a, alen)) != 0)
 		return addr_call_done(&s, hold, v_err(rc));
 	switch (a.sa.sa_family) {
 	case AF_INET:
@@ -1389,7 +1422,7 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
  */
 static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			const struct cr_syscall_entry *e, struct cr_sock *s,
-			const union cr_sockaddr *a, socklen_t alen,
+			union cr_sockaddr *a, socklen_t alen,
 			struct cr_net_msg *m, int *hold, struct cr_verdict *v)
 {
 	struct cr_netstate *ns = run->net;
@@ -1431,8 +1464,10 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			  "this socket type may not name a destination", EACCES);
 		return false;
 	}
-	if (foreign_family(s, a, alen)) {
-		*v = v_err(foreign_family(s, a, alen));
+	if (unspec_as_inet(s, a, alen, false) || foreign_family(s, a, alen)) {
+		int err = unspec_as_inet(s, a, alen, false);
+
+		*v = v_err(err ? err : foreign_family(s, a, alen));
 		return false;
 	}
 	switch (a->sa.sa_family) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -38,6 +39,7 @@
 
 #define MAX_RW ((size_t)0x7ffff000)	/* the kernel's MAX_RW_COUNT */
 #define FILE_STEP ((size_t)64 << 20)	/* the supervisor's loop waits on it */
+#define DIRECT_UNIT 4096		/* an O_DIRECT input's splice unit */
 
 /* Filesystems whose files answer by who reads or writes them (a sysfs
  * attribute asking CAP_SYS_ADMIN of the reader, a cgroup file moving the
@@ -100,19 +102,32 @@ static struct cr_verdict to_file(struct cr_run *run,
 				 int64_t pos, size_t count)
 {
 	uint64_t ptr = n->data.args[2], t0;
+	struct rlimit own;
 	loff_t off = pos;
+	bool lifted;
 	ssize_t r;
-	int rc;
+	int rc, err;
 
 	if (count > FILE_STEP)
 		count = FILE_STEP;
 	rc = fsize_limit((pid_t)n->pid, out, &count);
 	if (rc)
 		return CR_V_ERR(-rc);
+	/* The program's limit was applied above; corral's own is the
+	 * caller's shell's (ulimit -f), not the program's: lifted to its
+	 * hard limit for the call (SIGXFSZ is ignored here: run.c). */
+	lifted = getrlimit(RLIMIT_FSIZE, &own) == 0 &&
+		 own.rlim_cur != own.rlim_max &&
+		 setrlimit(RLIMIT_FSIZE, &(struct rlimit){ own.rlim_max,
+							   own.rlim_max }) == 0;
 	t0 = cr_thread_cpu_ns();
 	cr_slow_begin();
 	r = sendfile(out, in, ptr ? &off : NULL, count);
 	cr_slow_end();
+	err = errno;
+	if (lifted)
+		setrlimit(RLIMIT_FSIZE, &own);
+	errno = err;
 	/* The kernel's copy, in corral's time: the run's (handlers/proc.c). */
 	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	if (r < 0)
@@ -136,15 +151,46 @@ static struct cr_verdict to_socket(struct cr_run *run,
 	m.data = malloc(first ? first : 1);
 	if (!m.data)
 		return CR_V_ERR(ENOMEM);
+	/* A file the program opened O_DIRECT needs aligned buffers and
+	 * offsets, which the kernel's splice through the page cache does
+	 * not: read through an open of our own without it (found by a
+	 * probing session: EINVAL, or not, by the allocator's alignment). */
+	m.src_rd = -1;
+	if (fcntl(*in, F_GETFL) & O_DIRECT) {
+		char p[64];
+
+		/* The kernel's direct read moves whole pages (a count
+		 * under one: EINVAL); so does this one's answer. */
+		count &= ~(size_t)(DIRECT_UNIT - 1);
+		if (!count) {
+			free(m.data);
+			return CR_V_ERR(EINVAL);
+		}
+		if (first > count)
+			first = count;
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", *in);
+		m.src_rd = open(p, O_RDONLY | O_CLOEXEC);
+		if (m.src_rd < 0) {	/* its mode changed since: EINVAL,
+					 * on which programs fall back */
+			free(m.data);
+			return CR_V_ERR(EINVAL);
+		}
+	}
 	t0 = cr_thread_cpu_ns();
+	cr_slow_begin();	/* the program's write may hold the inode */
 	do
-		r = pread(*in, m.data, first, (off_t)pos);
+		r = pread(m.src_rd >= 0 ? m.src_rd : *in, m.data, first,
+			  (off_t)pos);
 	while (r < 0 && errno == EINTR);
+	cr_slow_end();
 	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	if (r <= 0) {
 		int e = errno;
 
 		free(m.data);
+		if (m.src_rd >= 0)
+			close(m.src_rd);
 		return r < 0 ? CR_V_ERR(e) : CR_V_VAL(0);
 	}
 	m.dup = *out;
@@ -189,13 +235,19 @@ CR_HANDLER(cr_h_sendfile)
 		v = CR_V_ERR(EBADF);
 		goto out;
 	}
-	if (ptr && (S_ISFIFO(ist.st_mode) || S_ISSOCK(ist.st_mode))) {
+	/* No pread on it (FMODE_PREAD): a FIFO, a socket, an anonymous
+	 * inode (eventfd, timerfd, epoll: no file type bits). */
+	if (ptr && (S_ISFIFO(ist.st_mode) || S_ISSOCK(ist.st_mode) ||
+		    !(ist.st_mode & S_IFMT))) {
 		v = CR_V_ERR(ESPIPE);
 		goto out;
 	}
 	if (!ptr)
 		pos = lseek(in, 0, SEEK_CUR);
-	if (pos < 0) {
+	/* rw_verify_area: a count with its sign bit set, a negative
+	 * offset, an end past the largest offset. */
+	if ((ssize_t)count < 0 || pos < 0 ||
+	    (uint64_t)pos + count > (uint64_t)INT64_MAX) {
 		v = CR_V_ERR(EINVAL);
 		goto out;
 	}

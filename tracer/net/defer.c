@@ -19,6 +19,7 @@
 struct cr_net_deferred {
 	struct cr_net_deferred *next;
 	uint64_t id;		/* the notification still waiting */
+	uint64_t bytes;		/* its buffers, charged while it waits */
 	pid_t tid;
 	uint64_t held;		/* cr_tasks_would_take_signal's memory */
 	struct cr_net_msg m;
@@ -46,8 +47,11 @@ void cr_net_msg_free(struct cr_net_msg *m)
 	free(m->piov);
 	if (m->hold >= 0)
 		close(m->hold);
-	if (m->file_src)
+	if (m->file_src) {
 		close(m->src);
+		if (m->src_rd >= 0)
+			close(m->src_rd);
+	}
 	memset(m, 0, sizeof(*m));
 	m->dup = -1;
 	m->hold = -1;
@@ -79,10 +83,12 @@ static int refill(struct cr_net_msg *m)
 
 		/* The file may have shrunk meanwhile: what was sent is
 		 * the answer then, as the kernel's answer at its EOF. */
+		cr_slow_begin();	/* the program's write may hold the inode */
 		do
-			r = pread(m->src, m->data, take,
-				  (off_t)(m->src_pos + (int64_t)m->sent));
+			r = pread(m->src_rd >= 0 ? m->src_rd : m->src, m->data,
+				  take, (off_t)(m->src_pos + (int64_t)m->sent));
 		while (r < 0 && errno == EINTR);
+		cr_slow_end();
 		m->iov.iov_base = m->data;
 		m->iov.iov_len = r > 0 ? (size_t)r : 0;
 		return r > 0 ? 0 : r < 0 ? -errno : -EFAULT;
@@ -165,6 +171,8 @@ static int settle(struct cr_net_msg *m, pid_t tid, ssize_t r)
 	else if (lseek(m->src, (off_t)pos, SEEK_SET) < 0)
 		rc = -errno;
 	close(m->src);
+	if (m->src_rd >= 0)
+		close(m->src_rd);
 	m->file_src = false;
 	return rc;
 }
@@ -193,6 +201,7 @@ static void drop(struct cr_run *run, struct cr_net_deferred *d)
 		}
 	ns->ndeferred--;
 	ns->deferred_fds -= d->m.nfds;
+	ns->deferred_bytes -= d->bytes;
 	cr_loop_unwatch(run, d->w);
 	if (d->tow)
 		cr_loop_unwatch(run, d->tow);
@@ -366,6 +375,21 @@ static struct cr_verdict send_or_defer(struct cr_run *run,
 					const struct seccomp_notif *n,
 					struct cr_net_msg *m, bool may_defer);
 
+/* What a waiting send keeps in corral: its data (a piece at most, for a
+ * whole stream send read as it goes), its control data and the struct. */
+static uint64_t held_bytes(const struct cr_net_msg *m)
+{
+	uint64_t data = m->total < CR_NET_STREAM_PIECE ? m->total :
+						      CR_NET_STREAM_PIECE;
+
+	return data + m->msg.msg_controllen + sizeof(struct cr_net_deferred);
+}
+
+uint64_t cr_net_deferred_bytes(const struct cr_run *run)
+{
+	return run->net ? run->net->deferred_bytes : 0;
+}
+
 struct cr_verdict cr_net_send(struct cr_run *run,
 			      const struct seccomp_notif *n,
 			      struct cr_net_msg *m, bool may_defer)
@@ -413,9 +437,15 @@ static struct cr_verdict send_or_defer(struct cr_run *run,
 	if (m->nfds && ns->deferred_fds + cr_guard_backlog() + m->nfds >
 		       defer_fds_max())
 		return done(m, (pid_t)n->pid, so_far(m, -1), ETOOMANYREFS);
+	/* Its buffers stay in corral while it waits: the run's memory (a
+	 * probing session held 64 MiB so, 250 sendfiles into a socket
+	 * nobody read, under memory=16MiB). Past the budget the run ends. */
+	if (cr_budget_on_held(run, held_bytes(m)) < 0)
+		return done(m, (pid_t)n->pid, so_far(m, -1), ENOMEM);
 	d = sig_watch(run) < 0 ? NULL : calloc(1, sizeof(*d));
 	if (!d)
 		return done(m, (pid_t)n->pid, so_far(m, r), err);
+	d->bytes = held_bytes(m);
 	d->id = n->id;
 	d->tid = (pid_t)n->pid;
 	d->tfd = -1;
@@ -464,6 +494,7 @@ static struct cr_verdict send_or_defer(struct cr_run *run,
 	ns->deferred = d;
 	ns->ndeferred++;
 	ns->deferred_fds += d->m.nfds;
+	ns->deferred_bytes += d->bytes;
 	sig_arm(run);
 	return (struct cr_verdict){ .kind = CR_V_SENT };
 }

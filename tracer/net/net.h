@@ -112,6 +112,7 @@ struct cr_netstate {
 	struct cr_net_deferred *deferred;	/* owned list */
 	size_t ndeferred;
 	size_t deferred_fds;	/* SCM_RIGHTS copies the deferred sends hold */
+	uint64_t deferred_bytes;	/* their buffers: the run's memory */
 
 	/* the run's own loopback servers (local.c) */
 	const struct cr_run_config *cfg;	/* borrowed: --publish */
@@ -301,6 +302,8 @@ struct cr_net_msg {
 	 * by it, as the kernel's sendfile moves it. */
 	bool file_src;
 	int src;			/* owned when file_src */
+	int src_rd;			/* owned: an open of src's file to
+					 * read through (no O_DIRECT), or -1 */
 	int64_t src_pos;
 	uint64_t src_ptr;		/* the program's loff_t, or 0 */
 };
@@ -313,6 +316,8 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 			      const struct seccomp_notif *n,
 			      struct cr_net_msg *m, bool may_defer);
 void cr_net_defer_finish(struct cr_run *run);
+/* The buffers corral holds for the run's waiting sends (memory budget). */
+uint64_t cr_net_deferred_bytes(const struct cr_run *run);
 /* Keep notification n unanswered until dup (taken over) reports events,
  * then call fn on the loop thread: it returns the verdict to answer (or
  * CR_V_SENT after answering itself) and sets *again to wait once more.
