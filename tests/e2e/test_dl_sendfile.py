@@ -19,6 +19,18 @@ import resource
 from harness import eq, test, _show
 from test_dg_errno_parity import parity, PRELUDE, PY
 
+def in_ws(t, name, body, extra=(), preexec=None):
+    """PRELUDE + body run under corral in a fresh workspace of its own
+    (the script beside, read-only): the result."""
+    ws = t.path(name)
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    script = t.write(name + ".py", PRELUDE + body)
+    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws] + list(extra) +
+                 ["--", PY, script, "."], preexec=preexec, timeout=90)
+    return t.result(r)
+
+
 CASES = r'''
 import errno, hashlib, resource, signal, socket, threading
 
@@ -229,15 +241,11 @@ def sendfile_into_a_pipe_answers_einval(t):
     """A pipe would hold the spliced pages: corral answers EINVAL there,
     with no denial, where the kernel fills the pipe (the documented
     difference; programs fall back to write)."""
-    ws = t.path("pipe")
-    os.makedirs(ws)
-    os.chmod(ws, 0o755)
-    script = t.write("pipe.py", PRELUDE + PIPE)
-    nat = t.native([PY, script, ws])
+    nat_ws = t.path("pipe-native")
+    os.makedirs(nat_ws)
+    nat = t.native([PY, t.write("pipe-native.py", PRELUDE + PIPE), nat_ws])
     eq(nat.out.decode().split(), ["out_pipe", "ok"], "native (premise)")
-    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
-                  script, "."])
-    res = t.result(r)
+    res = in_ws(t, "pipe", PIPE)
     eq(res.get("stdout"), "out_pipe EINVAL\n", "under corral (stderr %s)" %
        _show(res.get("stderr")))
     eq(res.get("denials") or [], [], "denials")
@@ -249,16 +257,12 @@ def sendfile_holds_no_page_past_the_call(t):
     after the call does not change what the reader gets. Natively it does
     (the socket held the page: the reader sees the later 'B'), which is
     the reference that could pin a folio past a truncate."""
-    ws = t.path("pin")
-    os.makedirs(ws)
-    os.chmod(ws, 0o755)
-    script = t.write("pin.py", PRELUDE + PIN)
-    nat = t.native([PY, script, ws])
+    nat_ws = t.path("pin-native")
+    os.makedirs(nat_ws)
+    nat = t.native([PY, t.write("pin-native.py", PRELUDE + PIN), nat_ws])
     eq(nat.out.decode(), "pin count 4096 reader B 4096\n",
        "native (premise: the kernel's socket shares the page)")
-    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
-                  script, "."])
-    res = t.result(r)
+    res = in_ws(t, "pin", PIN)
     eq(res.get("stdout"), "pin count 4096 reader A 4096\n",
        "under corral (stderr %s)" % _show(res.get("stderr")))
     t.assert_next_run_ok()
@@ -283,14 +287,7 @@ def sendfile_copies_count_as_the_runs_cpu(t):
     for it past its budget (the build before: 1212 copies of 32 MiB in
     6 s, the program's own CPU 0.3 s, corral's 4.8 s, `ok` under
     cpu=1s)."""
-    ws = t.path("burn")
-    os.makedirs(ws)
-    os.chmod(ws, 0o755)
-    script = t.write("burn.py", PRELUDE + BURN)
-    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
-                  "cpu=1s", "--limit", "wall=60s", "--", PY, script, "."],
-                 timeout=90)
-    res = t.result(r)
+    res = in_ws(t, "burn", BURN, ["--limit", "cpu=1s", "--limit", "wall=60s"])
     eq((res.get("status"), res.get("limit")), ("limit_exceeded", "cpu"),
        "the run (stdout %s, usage %s)" % (_show(res.get("stdout")),
                                           _show(res.get("usage"))))
@@ -319,14 +316,8 @@ def sendfile_waiting_buffers_count_as_memory(t):
     buffer of up to 256 KiB: the run's memory while it waits. 100 such
     waits under memory=16MiB end the run on memory (a probing session
     held 64 MiB in corral so, 250 waits under memory=16MiB, run ok)."""
-    ws = t.path("hold")
-    os.makedirs(ws)
-    os.chmod(ws, 0o755)
-    script = t.write("hold.py", PRELUDE + HOLD)
-    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
-                  "memory=16MiB", "--limit", "wall=60s", "--", PY, script,
-                  "."], timeout=90)
-    res = t.result(r)
+    res = in_ws(t, "hold", HOLD, ["--limit", "memory=16MiB", "--limit",
+                                  "wall=60s"])
     eq((res.get("status"), res.get("limit")), ("limit_exceeded", "memory"),
        "the run (stdout %s, message %s)" % (_show(res.get("stdout")),
                                             _show(res.get("message"))))
@@ -351,17 +342,10 @@ def sendfile_into_a_file_keeps_the_programs_size_limit(t):
     started with. Started under `ulimit -f 1024` (soft), the program's
     own limit is its disk budget's; a 4 MiB sendfile copies 4 MiB (a
     probing session got a short count, then EFBIG)."""
-    ws = t.path("fsize")
-    os.makedirs(ws)
-    os.chmod(ws, 0o755)
-    script = t.write("fsize.py", PRELUDE + FSIZE)
-
     def small_fsize():
         hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, hard))
-    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--", PY,
-                  script, "."], preexec=small_fsize)
-    res = t.result(r)
+    res = in_ws(t, "fsize", FSIZE, preexec=small_fsize)
     eq(res.get("stdout"), "own limit above 1 MiB True\nsendfile %d\n" %
        (4 << 20), "the program's answers (stderr %s)" %
        _show(res.get("stderr")))
