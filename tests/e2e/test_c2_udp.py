@@ -400,6 +400,66 @@ def udp_socket_that_probed_a_closed_port_hears_only_the_run(t):
     eq(r["status"], "ok", "status")
 
 
+# An unbound socket's send or write without an address fails
+# (EDESTADDRREQ) and the kernel binds it to the wildcard all the same: a
+# call corral never sees. Both families.
+AUTOBOUND = TURNS + r'''
+import errno
+socks = []
+for fam in (socket.AF_INET, socket.AF_INET6):
+    c = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        c.send(b"to no one")
+    except OSError as e:
+        print("send", errno.errorcode[e.errno])
+    try:
+        os.write(c.fileno(), b"to no one")
+    except OSError as e:
+        print("write", errno.errorcode[e.errno])
+    socks.append(c)
+print("bound", [c.getsockname()[1] > 0 for c in socks])
+publish(*[c.getsockname()[1] for c in socks])
+for c in socks:
+    print("received", heard(c, 1))
+'''
+
+TO_PORTS6 = r'''
+import socket, sys
+for p, fam, host in ((sys.argv[1], socket.AF_INET, "127.0.0.1"),
+                     (sys.argv[2], socket.AF_INET6, "::1")):
+    x = socket.socket(fam, socket.SOCK_DGRAM)
+    x.sendto(b"stranger", (host, int(p)))
+print("sent")
+'''
+
+
+@test
+def udp_socket_bound_by_a_failed_send_hears_no_stranger(t):
+    """A UDP socket the kernel binds at a send or write that names no
+    address (which fails, EDESTADDRREQ, and which corral never sees) is
+    bound to the wildcard: corral makes every UDP socket with a filter
+    that drops all until the run's own filter replaces it, so a sender
+    outside the run is not heard. An earlier build made none, and the
+    stranger's datagrams were received in both families (found by a
+    probing session)."""
+    ws = t.path("ws")
+    proc = loop_run(t, AUTOBOUND, spawn=True)
+
+    def stranger(ports):
+        st = subprocess.run([PY, "-c", TO_PORTS6] + ports,
+                            capture_output=True, timeout=60)
+        open(os.path.join(ws, "go"), "w").close()
+        return st
+
+    st, run, r = beside(t, proc, ws, "port", stranger)
+    eq(st.stdout, b"sent\n", "the stranger sent (stderr %r)" % st.stderr)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "send EDESTADDRREQ\nwrite EDESTADDRREQ\n"
+       "send EDESTADDRREQ\nwrite EDESTADDRREQ\nbound [True, True]\n"
+       "received []\nreceived []\n", "what the run said")
+    eq(r["status"], "ok", "status")
+
+
 class HostUDP:
     """A UDP service on loopback outside the run (a resolver, syslog)."""
 

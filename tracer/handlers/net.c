@@ -780,6 +780,7 @@ static int unspec_as_inet(const struct cr_sock *s, union cr_sockaddr *a,
 		a->sa.sa_family = AF_INET;
 		return 0;
 	case AF_INET6:
+		/* A send: udpv6_sendmsg drops the address (send_target). */
 		if (!bind)
 			return 0;
 		return alen < CR_SIN6_LEN_RFC2133 ? EINVAL : EAFNOSUPPORT;
@@ -1464,10 +1465,21 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 			  "this socket type may not name a destination", EACCES);
 		return false;
 	}
+	/* udpv6_sendmsg: AF_UNSPEC names no one (the connected peer, or
+	 * EDESTADDRREQ), a family it does not know is EINVAL. */
+	if (s->domain == AF_INET6 && a->sa.sa_family == AF_UNSPEC) {
+		m->msg.msg_name = NULL;
+		m->msg.msg_namelen = 0;
+		return true;
+	}
 	if (unspec_as_inet(s, a, alen, false) || foreign_family(s, a, alen)) {
 		int err = unspec_as_inet(s, a, alen, false);
 
-		*v = v_err(err ? err : foreign_family(s, a, alen));
+		if (!err)
+			err = foreign_family(s, a, alen);
+		if (s->domain == AF_INET6 && err == EAFNOSUPPORT)
+			err = EINVAL;
+		*v = v_err(err);
 		return false;
 	}
 	switch (a->sa.sa_family) {

@@ -39,7 +39,7 @@
 
 #define MAX_RW ((size_t)0x7ffff000)	/* the kernel's MAX_RW_COUNT */
 #define FILE_STEP ((size_t)64 << 20)	/* the supervisor's loop waits on it */
-#define DIRECT_UNIT 4096		/* an O_DIRECT input's splice unit */
+#define DIRECT_UNIT 512			/* O_DIRECT's unit where statx has none */
 
 /* Filesystems whose files answer by who reads or writes them (a sysfs
  * attribute asking CAP_SYS_ADMIN of the reader, a cgroup file moving the
@@ -61,6 +61,17 @@ static bool special_fs(int fd)
 		if ((long)sf.f_type == magic[i])
 			return true;
 	return false;
+}
+
+/* The direct I/O alignment of fd's file (STATX_DIOALIGN, Linux 6.1+). */
+static size_t direct_unit(int fd)
+{
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+	    (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align)
+		return sx.stx_dio_offset_align;
+	return DIRECT_UNIT;
 }
 
 /* The open file's access mode: readable (want_read) or writable; O_PATH
@@ -110,7 +121,10 @@ static struct cr_verdict to_file(struct cr_run *run,
 
 	if (count > FILE_STEP)
 		count = FILE_STEP;
-	rc = fsize_limit((pid_t)n->pid, out, &count);
+	/* Past the kernel's earlier answers only: nothing to send (0), an
+	 * appending output (EINVAL, do_splice_direct). */
+	rc = count && !(fcntl(out, F_GETFL) & O_APPEND) ?
+	     fsize_limit((pid_t)n->pid, out, &count) : 0;
 	if (rc)
 		return CR_V_ERR(-rc);
 	/* The program's limit was applied above; corral's own is the
@@ -158,11 +172,13 @@ static struct cr_verdict to_socket(struct cr_run *run,
 	m.src_rd = -1;
 	if (fcntl(*in, F_GETFL) & O_DIRECT) {
 		char p[64];
+		size_t unit = direct_unit(*in);
 
-		/* The kernel's direct read moves whole pages (a count
-		 * under one: EINVAL); so does this one's answer. */
-		count &= ~(size_t)(DIRECT_UNIT - 1);
-		if (!count) {
+		/* The kernel's direct read moves whole units of the file's
+		 * direct I/O alignment from an aligned offset (else, or a
+		 * count under one: EINVAL); so does this one's answer. */
+		count -= count % unit;
+		if (!count || pos % (int64_t)unit) {
 			free(m.data);
 			return CR_V_ERR(EINVAL);
 		}

@@ -1,6 +1,7 @@
 /* tracer/handlers/socket.c: socket, socketpair: which families and types a
  * program may create at all (addresses are the network layer's). */
 #include <errno.h>
+#include <linux/filter.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -179,6 +180,40 @@ static int kernel_cannot_make(int domain, int type, int proto)
 	}
 }
 
+/*
+ * A UDP (or UDP-Lite) socket is made here with a filter that drops every
+ * datagram, and handed over. The kernel binds an unbound socket to the
+ * wildcard at its first send or write that names no address (even one
+ * that fails, EDESTADDRREQ, on a socket not connected), calls corral
+ * never sees: without a filter that port heard the host and the network
+ * (found by a probing session). A bind, a connect or an addressed send
+ * puts the run's source filter in its place (net/udp.c), and the program
+ * may not change a UDP socket's filter (handlers/net.c). Fail closed: a
+ * socket whose filter cannot be set is not handed over.
+ */
+static struct cr_verdict udp_made(struct cr_run *run,
+				  const struct seccomp_notif *n, int domain,
+				  int type, int proto)
+{
+	static struct sock_filter drop[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	struct sock_fprog prog = { 1, drop };
+	int fd = socket(domain, type | SOCK_CLOEXEC, proto);
+	struct cr_verdict v;
+
+	if (fd < 0)
+		return CR_V_ERR(errno);
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+		       sizeof(prog)) < 0) {
+		int err = errno;
+
+		close(fd);
+		return CR_V_ERR(err == ENOMEM ? ENOMEM : ENOBUFS);
+	}
+	v = cr_notif_send_fd(run, n, fd, (type & SOCK_CLOEXEC) != 0);
+	close(fd);
+	return v;
+}
+
 /* The Internet sockets a program may make: TCP streams, UDP and UDP-Lite
  * datagrams (base: the type without SOCK_NONBLOCK and SOCK_CLOEXEC). */
 static bool inet_allowed(int base, int proto)
@@ -225,6 +260,13 @@ CR_HANDLER(cr_h_socket)
 			return CR_V_ERR(EOPNOTSUPP);
 		/* Its queues count against memory (tracer/sockmem.c). */
 		cr_budget_on_inet_socket(run, domain, base, proto);
+		if (base == SOCK_DGRAM) {
+			struct cr_verdict v = cr_surface_chain(run, e, n);
+
+			if (v.kind != CR_V_CONTINUE)
+				return v;
+			return udp_made(run, n, domain, type, proto);
+		}
 		return cr_surface_chain(run, e, n);
 	}
 	err = kernel_cannot_make(domain, type, proto);

@@ -376,11 +376,12 @@ static struct cr_verdict send_or_defer(struct cr_run *run,
 					struct cr_net_msg *m, bool may_defer);
 
 /* What a waiting send keeps in corral: its data (a piece at most, for a
- * whole stream send read as it goes), its control data and the struct. */
+ * whole stream send read as it goes; a datagram whole, up to the
+ * socket's buffer: 4 MiB here), its control data and the struct. */
 static uint64_t held_bytes(const struct cr_net_msg *m)
 {
-	uint64_t data = m->total < CR_NET_STREAM_PIECE ? m->total :
-						      CR_NET_STREAM_PIECE;
+	uint64_t data = !m->stream || m->total < CR_NET_STREAM_PIECE ?
+			m->total : CR_NET_STREAM_PIECE;
 
 	return data + m->msg.msg_controllen + sizeof(struct cr_net_deferred);
 }
