@@ -40,6 +40,7 @@
 #define MAX_RW ((size_t)0x7ffff000)	/* the kernel's MAX_RW_COUNT */
 #define FILE_STEP ((size_t)64 << 20)	/* the supervisor's loop waits on it */
 #define DIRECT_UNIT 512			/* O_DIRECT's unit where statx has none */
+#define SPLICE_PIPE ((size_t)65536)	/* the kernel's splice pipe: 16 pages */
 
 /* Filesystems whose files answer by who reads or writes them (a sysfs
  * attribute asking CAP_SYS_ADMIN of the reader, a cgroup file moving the
@@ -174,10 +175,13 @@ static struct cr_verdict to_socket(struct cr_run *run,
 		char p[64];
 		size_t unit = direct_unit(*in);
 
-		/* The kernel's direct read moves whole units of the file's
-		 * direct I/O alignment from an aligned offset (else, or a
-		 * count under one: EINVAL); so does this one's answer. */
-		count -= count % unit;
+		/* The kernel's splice reads it a pipe (64 KiB) at a time,
+		 * each a direct read that needs the file's own alignment of
+		 * offset and length: a last piece out of line is not read,
+		 * and with nothing read the answer is EINVAL. So is this
+		 * one's. */
+		if ((count % SPLICE_PIPE) % unit)
+			count -= count % SPLICE_PIPE;
 		if (!count || pos % (int64_t)unit) {
 			free(m.data);
 			return CR_V_ERR(EINVAL);
