@@ -370,6 +370,25 @@ print("sent")
 '''
 
 
+def stranger_beside(t, prog, sender, args=()):
+    """prog runs (loop_run) until it publishes its ports; sender, a
+    process outside the run, sends to them; then prog goes on. The
+    result, once the stranger sent and the run exited 0."""
+    ws = t.path("ws")
+    proc = loop_run(t, prog, args=list(args), spawn=True)
+
+    def stranger(ports):
+        st = subprocess.run([PY, "-c", sender] + ports,
+                            capture_output=True, timeout=60)
+        open(os.path.join(ws, "go"), "w").close()
+        return st
+
+    st, run, r = beside(t, proc, ws, "port", stranger)
+    eq(st.stdout, b"sent\n", "the stranger sent (stderr %r)" % st.stderr)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    return r
+
+
 @test
 def udp_socket_that_probed_a_closed_port_hears_only_the_run(t):
     """An unbound UDP socket whose first send goes to a loopback port
@@ -378,22 +397,11 @@ def udp_socket_that_probed_a_closed_port_hears_only_the_run(t):
     it to the wildcard without a filter, and a sender outside the run was
     heard (and the run's own sockets answered EACCES to it; found by a
     probing session)."""
-    ws = t.path("ws")
     gone = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     gone.bind(("127.0.0.1", 0))
     closed = gone.getsockname()[1]
     gone.close()
-    proc = loop_run(t, PROBED_FIRST, args=[str(closed)], spawn=True)
-
-    def stranger(ports):
-        st = subprocess.run([PY, "-c", TO_PORTS] + ports,
-                            capture_output=True, timeout=60)
-        open(os.path.join(ws, "go"), "w").close()
-        return st
-
-    st, run, r = beside(t, proc, ws, "port", stranger)
-    eq(st.stdout, b"sent\n", "the stranger sent (stderr %r)" % st.stderr)
-    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    r = stranger_beside(t, PROBED_FIRST, TO_PORTS, [str(closed)])
     eq(r["stdout"], "probe 7\nprobe6 7\nbound 127.0.0.1 ::ffff:127.0.0.1\n"
        "to member 3 b'own'\nreceived []\nreceived []\n",
        "what the run said")
@@ -442,18 +450,7 @@ def udp_socket_bound_by_a_failed_send_hears_no_stranger(t):
     outside the run is not heard. An earlier build made none, and the
     stranger's datagrams were received in both families (found by a
     probing session)."""
-    ws = t.path("ws")
-    proc = loop_run(t, AUTOBOUND, spawn=True)
-
-    def stranger(ports):
-        st = subprocess.run([PY, "-c", TO_PORTS6] + ports,
-                            capture_output=True, timeout=60)
-        open(os.path.join(ws, "go"), "w").close()
-        return st
-
-    st, run, r = beside(t, proc, ws, "port", stranger)
-    eq(st.stdout, b"sent\n", "the stranger sent (stderr %r)" % st.stderr)
-    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    r = stranger_beside(t, AUTOBOUND, TO_PORTS6)
     eq(r["stdout"], "send EDESTADDRREQ\nwrite EDESTADDRREQ\n"
        "send EDESTADDRREQ\nwrite EDESTADDRREQ\nbound [True, True]\n"
        "received []\nreceived []\n", "what the run said")
