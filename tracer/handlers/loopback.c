@@ -346,7 +346,7 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	/* The kernel would drop the SYN and send it again a second later,
 	 * past the handshake's deadline below: wait for room first, off the
-	 * loop (connect_room). */
+	 * loop (room_wait_start). */
 	if (full && may_wait)
 		return LOCAL_FULL;
 	tl = ep_to_sa(&dst, s->domain, &t);

@@ -1472,15 +1472,16 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		m->msg.msg_namelen = 0;
 		return true;
 	}
-	if (unspec_as_inet(s, a, alen, false) || foreign_family(s, a, alen)) {
+	{
 		int err = unspec_as_inet(s, a, alen, false);
 
 		if (!err)
 			err = foreign_family(s, a, alen);
-		if (s->domain == AF_INET6 && err == EAFNOSUPPORT)
-			err = EINVAL;
-		*v = v_err(err);
-		return false;
+		if (err) {
+			*v = v_err(s->domain == AF_INET6 && err == EAFNOSUPPORT ?
+				   EINVAL : err);
+			return false;
+		}
 	}
 	switch (a->sa.sa_family) {
 	case AF_INET:
