@@ -204,6 +204,9 @@ void cr_budget_finish(struct cr_run *run);
  * judge wall, cpu and memory as a tick does (no reaping, no ptrace); on a
  * breach every task is killed. */
 void cr_budget_stall_tick(struct cr_run *run);
+/* The loop, between two callbacks: a tick overdue, and the wall limit,
+ * judged at once (cheap when nothing is due). */
+void cr_budget_overdue(struct cr_run *run);
 
 /* The per-process rlimit backstops the child sets before exec, computed
  * by the supervisor (the child makes system calls only): how many of out

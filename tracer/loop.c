@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tracer.h"
+#include "budget.h"
 
 /* Watches are owned by the loop. Unwatching marks a watch dead and takes
  * its fd out of epoll at once; the memory is freed after the current batch
@@ -339,6 +340,7 @@ int cr_loop(struct cr_run *run)
 
 			if (!w->dead)
 				w->fn(run, evs[i].events, w->arg);
+			cr_budget_overdue(run);
 		}
 		reap_watches(run, false);
 	}

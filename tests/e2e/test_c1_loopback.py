@@ -1109,3 +1109,46 @@ def loopback_full_backlog_waits_for_room(t):
     eq(r.get("stdout"), want, "under corral (stderr %r)" %
        r.get("stderr", "")[-400:])
     eq(denials(r, "connect"), [], "no connect refused or dissolved")
+
+
+FULL_STORM = r"""
+import os, socket, threading, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(0)
+port = l.getsockname()[1]
+go = threading.Event()
+def worker():
+    go.wait()
+    while True:
+        c = socket.socket(); c.setblocking(False)
+        c.connect_ex(("127.0.0.1", port)); c.close()
+ts = [threading.Thread(target=worker, daemon=True) for _ in range(60)]
+for th in ts:
+    th.start()
+go.set()
+time.sleep(60)
+"""
+
+
+@test
+def loopback_full_backlog_storm_keeps_the_budgets(t):
+    """60 threads connect over and over to the run's listener that never
+    accepts (listen(0)): each waits for room 1 s, then times out. Their
+    waits end together, and an earlier build made each connect anyway and
+    sat out its 200 ms handshake on the loop, one after the other, with
+    the budget tick and the wall timer queued behind them: a 2 s wall
+    limit fired at about 12 s (a 64 MiB memory budget let 1 GiB in; found
+    by a probing session). Now a queue still full answers ETIMEDOUT
+    unmade, and an overdue tick runs between the loop's callbacks."""
+    run, r = loop_run(t, FULL_STORM, extra=["--limit", "wall=2s"],
+                      timeout=90)
+    eq(r.get("status"), "limit_exceeded", "status (message %r)" %
+       r.get("message"))
+    eq(r.get("limit"), "wall", "limit")
+    true(r["usage"]["wall_ms"] < 4000,
+         "usage.wall_ms %d: the wall limit of 2 s named late" %
+         r["usage"]["wall_ms"])
+    reasons = {d.get("reason") for d in denials(r, "connect")}
+    true(any("stayed full" in (x or "") for x in reasons),
+         "a connect past its wait is answered unmade (reasons %r)" % reasons)
+    eq(r["cleanup"]["leftover_processes"], 0, "nothing left running")
+    t.assert_next_run_ok()
