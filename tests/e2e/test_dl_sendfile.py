@@ -349,3 +349,35 @@ def sendfile_into_a_file_keeps_the_programs_size_limit(t):
     eq(res.get("stdout"), "own limit above 1 MiB True\nsendfile %d\n" %
        (4 << 20), "the program's answers (stderr %s)" %
        _show(res.get("stderr")))
+
+
+SPARSE = r"""
+src = os.open("sp.in", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+os.ftruncate(src, 512 << 20)
+out = os.open("sp.out", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+done = 0
+while done < (512 << 20):
+    n = os.sendfile(out, src, None, (512 << 20) - done)
+    if n <= 0:
+        break
+    done += n
+print("copied", done)
+"""
+
+
+@test
+def sendfile_into_a_file_is_charged_as_it_grows(t):
+    """A sendfile into a file makes blocks the walk has not seen: corral
+    copies in 8 MiB steps and charges each one's growth at once, as it
+    does fallocate's, so a 512 MiB sparse file copied dense under
+    disk=1MiB ends the run within one step (a probing session: one 64 MiB
+    call before the walk saw it)."""
+    res = in_ws(t, "sparse", SPARSE, ["--limit", "disk=1MiB",
+                                      "--limit", "wall=60s"])
+    eq((res.get("status"), res.get("limit")), ("limit_exceeded", "disk"),
+       "the run (stdout %s, message %s)" % (_show(res.get("stdout")),
+                                            _show(res.get("message"))))
+    used = res["usage"]["disk_bytes"]
+    eq(used <= (9 << 20), True,
+       "usage.disk_bytes %d: at most one 8 MiB step past 1 MiB" % used)
+    t.assert_next_run_ok()

@@ -39,6 +39,7 @@
 
 #define MAX_RW ((size_t)0x7ffff000)	/* the kernel's MAX_RW_COUNT */
 #define FILE_STEP ((size_t)64 << 20)	/* the supervisor's loop waits on it */
+#define CHARGE_STEP ((size_t)8 << 20)	/* a file's growth charged per step */
 #define DIRECT_UNIT 512			/* O_DIRECT's unit where statx has none */
 #define SPLICE_PIPE ((size_t)65536)	/* the kernel's splice pipe: 16 pages */
 
@@ -116,6 +117,7 @@ static struct cr_verdict to_file(struct cr_run *run,
 	uint64_t ptr = n->data.args[2], t0;
 	struct rlimit own;
 	loff_t off = pos;
+	size_t done = 0;
 	bool lifted;
 	ssize_t r;
 	int rc, err;
@@ -136,20 +138,46 @@ static struct cr_verdict to_file(struct cr_run *run,
 		 setrlimit(RLIMIT_FSIZE, &(struct rlimit){ own.rlim_max,
 							   own.rlim_max }) == 0;
 	t0 = cr_thread_cpu_ns();
-	cr_slow_begin();
-	r = sendfile(out, in, ptr ? &off : NULL, count);
-	cr_slow_end();
-	err = errno;
+	/* In steps, each one's growth (st_blocks) charged at once, as
+	 * fallocate's (handlers/alloc.c): 64 MiB in one call went past a
+	 * disk budget of 1 MiB before the walk saw it (a probing session).
+	 * Only the kernel's call is marked slow: the charge may measure the
+	 * roots, which the stall watcher's tick touches too. */
+	err = 0;
+	while (done < count) {
+		size_t step = count - done < CHARGE_STEP ? count - done :
+			      CHARGE_STEP;
+		struct stat a, b;
+		bool known = fstat(out, &a) == 0;
+
+		cr_slow_begin();
+		r = sendfile(out, in, ptr ? &off : NULL, step);
+		cr_slow_end();
+		err = r < 0 ? errno : 0;
+		if (known && fstat(out, &b) == 0 && b.st_blocks > a.st_blocks &&
+		    cr_budget_on_alloc(run, (pid_t)n->pid,
+				       (uint64_t)(b.st_blocks - a.st_blocks) * 512)) {
+			if (r > 0)
+				done += (size_t)r;
+			err = done ? 0 : ENOSPC;
+			break;
+		}
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+		if ((size_t)r < step)
+			break;	/* the input's end, or the output's room */
+	}
 	if (lifted)
 		setrlimit(RLIMIT_FSIZE, &own);
-	errno = err;
 	/* The kernel's copy, in corral's time: the run's (handlers/proc.c). */
 	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
-	if (r < 0)
-		return CR_V_ERR(errno);
+	/* As the kernel's: an error after bytes went answers the bytes. */
+	if (!done && err)
+		return CR_V_ERR(err);
 	if (ptr && cr_mem_write((pid_t)n->pid, ptr, &off, sizeof(off)))
 		return CR_V_ERR(EFAULT);
-	return CR_V_VAL(r);
+	return CR_V_VAL((int64_t)done);
 }
 
 static struct cr_verdict to_socket(struct cr_run *run,
