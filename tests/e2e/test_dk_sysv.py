@@ -145,6 +145,33 @@ def sysv_objects_outside_the_run_are_absent(t):
 
 
 @test
+def sysv_unreadable_object_outside_answers_eacces(t):
+    """IPC_STAT of an object outside the run that the caller may not read
+    (here the user's own segment of mode 000) answers the kernel's
+    EACCES, not EPERM: PostgreSQL takes EACCES for another user's segment
+    and starts, where a stale postmaster.pid names an id another user
+    holds now (it refused to start under corral; found by a compatibility
+    probe). A readable one stays EPERM (above)."""
+    made = t.native(["python3", "-c",
+                     "import ctypes; l = ctypes.CDLL(None); "
+                     "print(l.shmget(0, 4096, 0o1000))"])
+    shmid = int(made.out.decode().strip())
+    true(shmid >= 0, "a segment made outside the run")
+    try:
+        nat = t.native([sysv(t), "stat", str(shmid)])
+        eq(nat.out.decode(), "shmctl IPC_STAT err=EACCES\n",
+           "natively (premise)")
+        r = t.result(run_sysv(t, ["stat", str(shmid)]))
+        eq(r.get("stdout"), "shmctl IPC_STAT err=EACCES\n",
+           "under corral (stderr %r)" % r.get("stderr"))
+        eq([(d["syscall"], d.get("target")) for d in denials_of(r, "ipc")],
+           [("shmctl", "shm id %d" % shmid)], "recorded (layer ipc)")
+    finally:
+        t.native(["ipcrm", "-m", str(shmid)])
+    t.assert_next_run_ok()
+
+
+@test
 def sysv_objects_are_capped(t):
     """The host's table is shared by every user: a run holds at most 32
     objects of a kind, then ENOSPC (the kernel's answer at its limit),

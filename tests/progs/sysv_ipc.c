@@ -228,6 +228,12 @@ int main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "own"))
 		return own(argc > 3 && !strcmp(argv[3], "keep"),
 			   (key_t)strtol(argv[2], NULL, 0));
+	if (argc == 3 && !strcmp(argv[1], "stat")) {
+		struct shmid_ds ds;
+
+		say("shmctl IPC_STAT", shmctl(atoi(argv[2]), IPC_STAT, &ds));
+		return 0;
+	}
 	if (argc == 4 && !strcmp(argv[1], "outside"))
 		return outside(atoi(argv[2]), (key_t)strtol(argv[3], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "many"))
@@ -236,6 +242,6 @@ int main(int argc, char **argv)
 		return dontneed((size_t)atoi(argv[2]), atoi(argv[3]));
 	if (argc == 5 && !strcmp(argv[1], "hold"))
 		return hold(atoi(argv[2]), (size_t)atoi(argv[3]), atoi(argv[4]));
-	fprintf(stderr, "usage: sysv_ipc own KEY [keep] | outside ID KEY | many N | hold COUNT MIB SECONDS | dontneed MIB SECONDS\n");
+	fprintf(stderr, "usage: sysv_ipc own KEY [keep] | outside ID KEY | stat ID | many N | hold COUNT MIB SECONDS | dontneed MIB SECONDS\n");
 	return 2;
 }

@@ -428,8 +428,11 @@ CR_HANDLER(cr_h_sysv_get)
 	return CR_V_VAL(id);
 }
 
-/* Does an object of kind k exist at id (whoever's it is)? */
-static bool exists(enum kind k, int id)
+/* Does an object of kind k exist at id (whoever's it is)? 0 when it
+ * does not, else the kernel's IPC_STAT answer: EACCES for one the caller
+ * may not read, EPERM for one it may (or a stat of a kind it may not
+ * make). */
+static int exists(enum kind k, int id)
 {
 	int rc;
 
@@ -446,7 +449,9 @@ static bool exists(enum kind k, int id)
 
 		rc = msgctl(id, IPC_STAT, &ds);
 	}
-	return rc == 0 || errno == EACCES || errno == EPERM;
+	if (rc < 0 && errno == EACCES)
+		return EACCES;
+	return rc == 0 || errno == EPERM ? EPERM : 0;
 }
 
 /* An id that is not the run's: absent, as an id with no object is
@@ -456,7 +461,11 @@ static bool exists(enum kind k, int id)
  * EINVAL told it the data directory was free while a server outside the
  * run was using it, and a second postmaster started on it and lost
  * committed rows (found by a compatibility probe). Any other error means
- * "in use" to it. The price: IPC_STAT tells whether an id is taken. */
+ * "in use" to it. The price: IPC_STAT tells whether an id is taken.
+ * One the caller could not read natively answers the kernel's EACCES,
+ * which PostgreSQL takes for another user's object: a stale
+ * postmaster.pid naming an id another user holds now starts natively,
+ * and did not under corral (found by a compatibility probe). */
 static struct cr_verdict outside(struct cr_run *run,
 				 const struct seccomp_notif *n,
 				 const struct cr_syscall_entry *e, enum kind k,
@@ -464,12 +473,12 @@ static struct cr_verdict outside(struct cr_run *run,
 {
 	static const char *const prefix[NKINDS] = { "shm", "sem", "msg" };
 	char what[32];
-	bool in_use = cmd == IPC_STAT && id >= 0 && exists(k, id);
+	int in_use = cmd == IPC_STAT && id >= 0 ? exists(k, id) : 0;
 
 	snprintf(what, sizeof(what), "%s id %d", prefix[k], id);
 	cr_deny(run, (pid_t)n->pid, e->name, what, "ipc",
 		"the id names a System V object outside the run");
-	return CR_V_ERR(in_use ? EPERM : EINVAL);
+	return CR_V_ERR(in_use ? in_use : EINVAL);
 }
 
 /* shmat(id, ...), semop(id, ...), semtimedop(id, ...), msgsnd(id, ...),
