@@ -927,3 +927,60 @@ def errno_parity_addresses_of_another_family(t):
     eq([d for d in res.get("denials", [])
         if "address family" in d.get("reason", "")], [],
        "no denial for another family")
+
+
+V4_ON_V6 = r'''
+import socket, struct
+L = ctypes.c_long
+def sin(port, n=16):
+    raw = struct.pack("=HH4s8x", socket.AF_INET, socket.htons(port),
+                      socket.inet_aton("127.0.0.1"))
+    return ctypes.create_string_buffer(raw + b"\0" * 16, 32), L(n)
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r.bind(("127.0.0.1", 0))
+r.settimeout(5)
+port = r.getsockname()[1]
+def heard():
+    data, (ip, _) = r.recvfrom(16)
+    print("heard", data, "from", ip)
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+b, n = sin(port)
+t("v6 udp sendto AF_INET", lambda: sysc(44, L(s6.fileno()), b"a", L(1), L(0), b, n))
+heard()
+b, n = sin(port, 8)
+t("v6 udp sendto AF_INET, 8 bytes", lambda: sysc(44, L(s6.fileno()), b"b", L(1), L(0), b, n))
+o6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+o6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+b, n = sin(port, 8)
+t("v6only udp sendto AF_INET, 8 bytes", lambda: sysc(44, L(o6.fileno()), b"c", L(1), L(0), b, n))
+t("v6only udp connect AF_INET, 8 bytes", lambda: sysc(42, L(o6.fileno()), b, n))
+c6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+b, n = sin(port)
+t("v6 udp connect AF_INET", lambda: sysc(42, L(c6.fileno()), b, n))
+print("peer", c6.getpeername()[0], c6.getpeername()[1] == port)
+c6.send(b"d")
+heard()
+t6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+b, n = sin(port)
+t("v6 tcp connect AF_INET", lambda: sysc(42, L(t6.fileno()), b, n))
+b, n = sin(port, 28)
+t("v6 tcp connect AF_INET, 28 bytes", lambda: sysc(42, L(t6.fileno()), b, n))
+'''
+
+
+@test
+def errno_parity_ipv4_addresses_on_ipv6_sockets(t):
+    """An IPv4 address given to an IPv6 UDP socket goes to the IPv4 code
+    in the kernel: the datagram arrives, a connect is made (getpeername
+    then names the mapped address); short, it is EINVAL; on a V6ONLY
+    socket ENETUNREACH (send) and EAFNOSUPPORT (connect). TCP refuses it
+    by the IPv6 address's length. corral refused every one EAFNOSUPPORT
+    (found by a probing session)."""
+    parity(t, V4_ON_V6, name="v4on6", want={
+        "v6 udp sendto AF_INET": "ok",
+        "v6 udp sendto AF_INET, 8 bytes": "EINVAL",
+        "v6only udp sendto AF_INET, 8 bytes": "ENETUNREACH",
+        "v6only udp connect AF_INET, 8 bytes": "EAFNOSUPPORT",
+        "v6 udp connect AF_INET": "ok",
+        "v6 tcp connect AF_INET": "EINVAL",
+        "v6 tcp connect AF_INET, 28 bytes": "EAFNOSUPPORT"})

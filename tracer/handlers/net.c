@@ -791,6 +791,45 @@ static int unspec_as_inet(const struct cr_sock *s, union cr_sockaddr *a,
 	}
 }
 
+/*
+ * An IPv4 address given to an IPv6 socket. UDP (and UDP-Lite) hand it to
+ * the IPv4 code (udpv6_sendmsg's do_udp_sendmsg, ip6_datagram_connect's
+ * __ip4_datagram_connect), which reaches the same place as its v4-mapped
+ * form: our copy is rewritten so and judged as one (an earlier build
+ * refused it EAFNOSUPPORT where natively the datagram arrives; found by
+ * a probing session). TCP refuses it (tcp_v6_connect). 0, or the
+ * kernel's errno; other sockets and families are left as they are.
+ */
+static int v4_on_v6(const struct cr_sock *s, union cr_sockaddr *a,
+		    socklen_t *alen, bool connect)
+{
+	struct sockaddr_in in4;
+	int only = 0;
+	socklen_t ol = sizeof(only);
+
+	if (s->domain != AF_INET6 || a->sa.sa_family != AF_INET)
+		return 0;
+	if (s->type == SOCK_STREAM)
+		return *alen < CR_SIN6_LEN_RFC2133 ? EINVAL : EAFNOSUPPORT;
+	if (!cr_net_udp_proto(s))
+		return 0;
+	if (getsockopt(s->dup, IPPROTO_IPV6, IPV6_V6ONLY, &only, &ol) < 0)
+		return errno;
+	if (only)	/* the kernel asks this before the length */
+		return connect ? EAFNOSUPPORT : ENETUNREACH;
+	if (*alen < sizeof(struct sockaddr_in))
+		return EINVAL;
+	memcpy(&in4, &a->in4, sizeof(in4));
+	memset(&a->in6, 0, sizeof(a->in6));
+	a->in6.sin6_family = AF_INET6;
+	a->in6.sin6_port = in4.sin_port;
+	a->in6.sin6_addr.s6_addr[10] = 0xff;
+	a->in6.sin6_addr.s6_addr[11] = 0xff;
+	memcpy(&a->in6.sin6_addr.s6_addr[12], &in4.sin_addr, 4);
+	*alen = sizeof(a->in6);
+	return 0;
+}
+
 static int foreign_family(const struct cr_sock *s, const union cr_sockaddr *a,
 			  socklen_t alen)
 {
@@ -832,7 +871,8 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
-	if ((rc = foreign_family(&s, &a, alen)) != 0)
+	if ((rc = foreign_family(&s, &a, alen)) != 0 ||
+	    (rc = v4_on_v6(&s, &a, &alen, true)) != 0)
 		return addr_call_done(&s, hold, v_err(rc));
 	/* Every connect below is on the program's shared open file, which
 	 * the program can make block (tracer/guard.c): bounded. */
@@ -1480,6 +1520,10 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		if (err) {
 			*v = v_err(s->domain == AF_INET6 && err == EAFNOSUPPORT ?
 				   EINVAL : err);
+			return false;
+		}
+		if ((err = v4_on_v6(s, a, &alen, false)) != 0) {
+			*v = v_err(err);
 			return false;
 		}
 	}

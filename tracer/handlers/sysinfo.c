@@ -17,7 +17,8 @@
  * as a container's cgroup limit tells a JVM, GCC's collector or sort's
  * buffer. Free memory is what the budget has left at the last tick, and
  * the process count the run's tasks (the host's is not the run's to
- * know). Uptime, loads and swap are the kernel's, as /proc shows them.
+ * know). Uptime, loads and swap are the kernel's, as /proc shows them,
+ * and so are the shared and buffer figures, capped to the budget.
  */
 static unsigned long units(uint64_t bytes, unsigned unit)
 {
