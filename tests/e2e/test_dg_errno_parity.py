@@ -965,6 +965,21 @@ b, n = sin(port)
 t("v6 tcp connect AF_INET", lambda: sysc(42, L(t6.fileno()), b, n))
 b, n = sin(port, 28)
 t("v6 tcp connect AF_INET, 28 bytes", lambda: sysc(42, L(t6.fileno()), b, n))
+gone = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+gone.bind(("127.0.0.1", 0))
+closed = gone.getsockname()[1]
+gone.close()
+for p, what in ((53, "dns"), (closed, "a closed port")):
+    for form in ("AF_INET", "mapped"):
+        u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        if form == "AF_INET":
+            b, n = sin(p)
+            t("send to %s (%s)" % (what, form), lambda: sysc(44, L(u.fileno()), b"e", L(1), L(0), b, n))
+            t("then connect (%s)" % form, lambda: sysc(42, L(u.fileno()), b, n))
+        else:
+            t("send to %s (%s)" % (what, form), lambda: u.sendto(b"e", ("::ffff:127.0.0.1", p)))
+            t("then connect (%s)" % form, lambda: u.connect(("::ffff:127.0.0.1", p)))
+        u.close()
 '''
 
 
@@ -975,7 +990,10 @@ def errno_parity_ipv4_addresses_on_ipv6_sockets(t):
     then names the mapped address); short, it is EINVAL; on a V6ONLY
     socket ENETUNREACH (send) and EAFNOSUPPORT (connect). TCP refuses it
     by the IPv6 address's length. corral refused every one EAFNOSUPPORT
-    (found by a probing session)."""
+    (found by a probing session). A connect after a send to the DNS port
+    or a closed port, in either form, is made as natively (corral's own
+    bind of the socket made it V6ONLY, and a second source asked of a
+    member failed: EAFNOSUPPORT, ECONNREFUSED; found by the next one)."""
     parity(t, V4_ON_V6, name="v4on6", want={
         "v6 udp sendto AF_INET": "ok",
         "v6 udp sendto AF_INET, 8 bytes": "EINVAL",
@@ -983,4 +1001,5 @@ def errno_parity_ipv4_addresses_on_ipv6_sockets(t):
         "v6only udp connect AF_INET, 8 bytes": "EAFNOSUPPORT",
         "v6 udp connect AF_INET": "ok",
         "v6 tcp connect AF_INET": "EINVAL",
-        "v6 tcp connect AF_INET, 28 bytes": "EAFNOSUPPORT"})
+        "v6 tcp connect AF_INET, 28 bytes": "EAFNOSUPPORT",
+        "then connect (AF_INET)": "ok", "then connect (mapped)": "ok"})

@@ -679,22 +679,25 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 		 * wildcard, unfiltered, and any sender on the host (or the
 		 * network) was heard, while the run's own sockets were out
 		 * of its reach (found by a probing session). */
-		if (send && s->protocol == IPPROTO_UDP &&
-		    cr_net_udp_adopt(run, s->dup, s->ino, s->domain, src,
-				     srclen, false) == 0 &&
-		    sink_for(run->net, s, src != NULL, false, t, tl) == 0)
-			return 1;
 		/* A connect: pointed at corral's refuser, which the kernel
 		 * answers as a closed port (connect succeeds, a later call
 		 * says ECONNREFUSED); the socket gets its own port first,
-		 * as any member does (its source filter). */
-		/* A broadcast has no port to be closed: its sends go on
-		 * without an error, to the sink. */
-		if (!send && s->protocol == IPPROTO_UDP &&
-		    cr_net_udp_adopt(run, s->dup, s->ino, s->domain, src,
-				     srclen, false) == 0 &&
-		    sink_for(run->net, s, src != NULL, !bcast, t, tl) == 0)
-			return 2;
+		 * as any member does (its source filter). A broadcast has
+		 * no port to be closed: its sends go on without an error,
+		 * to the sink. A member already keeps its port (the mapped
+		 * source asked of it again failed EINVAL, and a connect
+		 * after a send to a closed mapped port was refused; found
+		 * by a probing session). */
+		if (s->protocol == IPPROTO_UDP) {
+			rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain,
+					      src, srclen, false);
+			if (rc == -EINVAL && src)
+				rc = cr_net_udp_adopt(run, s->dup, s->ino,
+						      s->domain, NULL, 0, false);
+			if (!rc && sink_for(run->net, s, src != NULL,
+					    !send && !bcast, t, tl) == 0)
+				return send ? 1 : 2;
+		}
 		return -1;
 	}
 	rc = cr_net_udp_adopt(run, s->dup, s->ino, s->domain, src, srclen,

@@ -791,6 +791,18 @@ static int unspec_as_inet(const struct cr_sock *s, union cr_sockaddr *a,
 	}
 }
 
+/* Whether the socket has a local port (bound, or autobound by a send). */
+static bool has_port(int fd)
+{
+	union cr_sockaddr l;
+	socklen_t ll = sizeof(l);
+
+	memset(&l, 0, sizeof(l));
+	return getsockname(fd, &l.sa, &ll) == 0 &&
+	       (l.sa.sa_family == AF_INET6 ? l.in6.sin6_port :
+		l.sa.sa_family == AF_INET ? l.in4.sin_port : 0) != 0;
+}
+
 /*
  * An IPv4 address given to an IPv6 socket. UDP (and UDP-Lite) hand it to
  * the IPv4 code (udpv6_sendmsg's do_udp_sendmsg, ip6_datagram_connect's
@@ -813,9 +825,15 @@ static int v4_on_v6(const struct cr_sock *s, union cr_sockaddr *a,
 		return *alen < CR_SIN6_LEN_RFC2133 ? EINVAL : EAFNOSUPPORT;
 	if (!cr_net_udp_proto(s))
 		return 0;
-	if (getsockopt(s->dup, IPPROTO_IPV6, IPV6_V6ONLY, &only, &ol) < 0)
-		return errno;
-	if (only)	/* the kernel asks this before the length */
+	/* The kernel asks this before the length. Only of a socket without
+	 * a port, whose flag is the program's: corral's own bind to [::1]
+	 * (a send to its DNS responder, a wildcard bound as loopback) sets
+	 * it, where natively the socket is dual-stack (a connect after such
+	 * a send answered EAFNOSUPPORT; found by a probing session). A bound
+	 * one goes on as its mapped form does. */
+	if (!has_port(s->dup) &&
+	    getsockopt(s->dup, IPPROTO_IPV6, IPV6_V6ONLY, &only, &ol) == 0 &&
+	    only)
 		return connect ? EAFNOSUPPORT : ENETUNREACH;
 	if (*alen < sizeof(struct sockaddr_in))
 		return EINVAL;
