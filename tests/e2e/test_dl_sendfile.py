@@ -381,3 +381,47 @@ def sendfile_into_a_file_is_charged_as_it_grows(t):
     eq(used <= (9 << 20), True,
        "usage.disk_bytes %d: at most one 8 MiB step past 1 MiB" % used)
     t.assert_next_run_ok()
+
+
+PAST_FSIZE = r"""
+import resource, signal, sys
+# Python ignores SIGXFSZ from its start: the default action asked for.
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN if sys.argv[2:] == ["ignore"]
+              else signal.SIG_DFL)
+src = os.open("fz.in", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+os.ftruncate(src, 4 << 20)
+hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+resource.setrlimit(resource.RLIMIT_FSIZE, (1000000, hard))
+out = os.open("fz.out", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+print("sendfile", os.sendfile(out, src, 0, 4 << 20), flush=True)
+"""
+
+
+@test
+def sendfile_past_the_size_limit_raises_sigxfsz_in_the_call(t):
+    """A sendfile whose count crosses the program's RLIMIT_FSIZE: the
+    kernel writes up to the limit, then its next write at the limit sends
+    SIGXFSZ, which kills the program in that call (default action); with
+    the signal ignored the call answers the bytes written. corral cut the
+    count and answered it, the program died only at its next call (found
+    by a probing session)."""
+    ws = t.path("fz-native")
+    os.makedirs(ws)
+    script = t.write("fz.py", PRELUDE + PAST_FSIZE)
+    nat = t.native([PY, script, ws])
+    eq(nat.code, -25, "natively killed by SIGXFSZ (premise; stdout %r)" %
+       nat.out)
+    res = in_ws(t, "fz", PAST_FSIZE)
+    eq((res.get("status"), res.get("signal"), res.get("stdout")),
+       ("program_error", "SIGXFSZ", ""), "under corral (message %s)" %
+       _show(res.get("message")))
+    nat = t.native([PY, script, t.path("fz-native"), "ignore"])
+    eq(nat.out.decode(), "sendfile 1000000\n", "natively, ignored (premise)")
+    ign = t.write("fz-ignore.py", PRELUDE + PAST_FSIZE.replace(
+        'sys.argv[2:] == ["ignore"]', "True"))
+    ws = t.path("fz-ign")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    r = t.result(t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--",
+                           PY, ign, "."]))
+    eq(r.get("stdout"), "sendfile 1000000\n", "under corral, ignored")

@@ -89,8 +89,9 @@ static bool has_mode(int fd, bool want_read)
 }
 
 /* RLIMIT_FSIZE of the caller, as generic_write_check_limits applies it:
- * past it EFBIG and SIGXFSZ, else the count cut to it. 0 or -EFBIG. */
-static int fsize_limit(pid_t tid, int out, size_t *count)
+ * past it EFBIG and SIGXFSZ, else the count cut to it (*cut). 0 or
+ * -EFBIG. */
+static int fsize_limit(pid_t tid, int out, size_t *count, bool *cut)
 {
 	struct rlimit rl;
 	off_t at;
@@ -105,8 +106,10 @@ static int fsize_limit(pid_t tid, int out, size_t *count)
 		syscall(SYS_tkill, tid, SIGXFSZ);
 		return -EFBIG;
 	}
-	if (*count > rl.rlim_cur - (uint64_t)at)
+	if (*count > rl.rlim_cur - (uint64_t)at) {
 		*count = (size_t)(rl.rlim_cur - (uint64_t)at);
+		*cut = true;
+	}
 	return 0;
 }
 
@@ -118,7 +121,7 @@ static struct cr_verdict to_file(struct cr_run *run,
 	struct rlimit own;
 	loff_t off = pos;
 	size_t done = 0;
-	bool lifted;
+	bool lifted, cut = false;
 	ssize_t r;
 	int rc, err;
 
@@ -127,7 +130,7 @@ static struct cr_verdict to_file(struct cr_run *run,
 	/* Past the kernel's earlier answers only: nothing to send (0), an
 	 * appending output (EINVAL, do_splice_direct). */
 	rc = count && !(fcntl(out, F_GETFL) & O_APPEND) ?
-	     fsize_limit((pid_t)n->pid, out, &count) : 0;
+	     fsize_limit((pid_t)n->pid, out, &count, &cut) : 0;
 	if (rc)
 		return CR_V_ERR(-rc);
 	/* The program's limit was applied above; corral's own is the
@@ -172,6 +175,12 @@ static struct cr_verdict to_file(struct cr_run *run,
 		setrlimit(RLIMIT_FSIZE, &own);
 	/* The kernel's copy, in corral's time: the run's (handlers/proc.c). */
 	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+	/* The kernel's splice goes on writing what it read past the limit:
+	 * that write, at the limit, sends SIGXFSZ (it killed the program
+	 * during the call natively, and only at its next call under corral;
+	 * found by a probing session). The bytes before it are answered. */
+	if (cut && done == count)
+		syscall(SYS_tkill, (pid_t)n->pid, SIGXFSZ);
 	/* As the kernel's: an error after bytes went answers the bytes. */
 	if (!done && err)
 		return CR_V_ERR(err);
