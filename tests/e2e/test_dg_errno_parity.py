@@ -965,6 +965,10 @@ b, n = sin(port)
 t("v6 tcp connect AF_INET", lambda: sysc(42, L(t6.fileno()), b, n))
 b, n = sin(port, 28)
 t("v6 tcp connect AF_INET, 28 bytes", lambda: sysc(42, L(t6.fileno()), b, n))
+b, n = sin(0)
+t("v6 udp sendto AF_INET port 0", lambda: sysc(44, L(s6.fileno()), b"z", L(1), L(0), b, n))
+v4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+t("v4 udp sendto port 0", lambda: v4.sendto(b"z", ("127.0.0.1", 0)))
 gone = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 gone.bind(("127.0.0.1", 0))
 closed = gone.getsockname()[1]
@@ -1002,4 +1006,5 @@ def errno_parity_ipv4_addresses_on_ipv6_sockets(t):
         "v6 udp connect AF_INET": "ok",
         "v6 tcp connect AF_INET": "EINVAL",
         "v6 tcp connect AF_INET, 28 bytes": "EAFNOSUPPORT",
-        "then connect (AF_INET)": "ok", "then connect (mapped)": "ok"})
+        "then connect (AF_INET)": "ok", "then connect (mapped)": "ok",
+        "v4 udp sendto port 0": "EINVAL"})

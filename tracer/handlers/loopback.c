@@ -636,6 +636,13 @@ int cr_net_udp_local(struct cr_run *run, const struct seccomp_notif *n,
 			return -1;
 		}
 	}
+	/* A send to port 0: the kernel's EINVAL (udp_sendmsg,
+	 * udpv6_sendmsg), before any route; corral's sink answered the
+	 * length (found by a probing session). */
+	if (send && dst.port == 0) {
+		*v = v_err(EINVAL);
+		return -1;
+	}
 	/* 0.0.0.0 and [::] reach loopback, as in the kernel */
 	if (cr_net_ep_any(&dst))
 		ep_loopback(&dst);
