@@ -1008,3 +1008,65 @@ def errno_parity_ipv4_addresses_on_ipv6_sockets(t):
         "v6 tcp connect AF_INET, 28 bytes": "EAFNOSUPPORT",
         "then connect (AF_INET)": "ok", "then connect (mapped)": "ok",
         "v4 udp sendto port 0": "EINVAL"})
+
+
+SEND_NAMES = r'''
+import socket, struct
+L = ctypes.c_long
+def buf(raw, n=256):
+    return ctypes.create_string_buffer(raw + b"\0" * (n - len(raw)), n)
+def sendto(s, data, raw, n, flags=0):
+    return lambda: sysc(44, L(s.fileno()), data, L(len(data)), L(flags), buf(raw), L(n))
+def got(s):
+    s.settimeout(5)
+    print("  received", s.recv(64))
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+sin = struct.pack("=HH4s8x", socket.AF_INET, socket.htons(1), socket.inet_aton("127.0.0.1"))
+t("tcp sendto, a name of 0 bytes", sendto(c, b"t0", sin, 0)); got(a)
+t("tcp sendto, a name of 1 byte", sendto(c, b"t1", sin, 1)); got(a)
+x, y = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+t("unix stream sendto, 0 bytes", sendto(x, b"u0", b"\1\0", 0)); got(y)
+t("unix stream sendto, 1 byte", sendto(x, b"u1", b"\1\0", 1))
+x, y = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+t("unix dgram sendto, 0 bytes", sendto(x, b"d0", b"\1\0", 0)); got(y)
+t("unix dgram sendto, 1 byte", sendto(x, b"d1", b"\1\0", 1))
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); r.bind(("127.0.0.1", 0))
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+to = struct.pack("=HH4s8x", socket.AF_INET, socket.htons(r.getsockname()[1]), socket.inet_aton("127.0.0.1"))
+t("udp sendto, 0 bytes", sendto(u, b"n0", to, 0))
+t("udp6 sendto, 1 byte", sendto(socket.socket(socket.AF_INET6, socket.SOCK_DGRAM), b"n1", b"\x0a", 1))
+t("udp sendto, flag bit 31", sendto(u, b"f31", to, 16, 0x80000000)); got(r)
+class MsgHdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.c_void_p), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_char_p), ("len", ctypes.c_size_t)]
+name = buf(to, 256)
+iov = IoVec(b"m129", 4)
+h = MsgHdr(ctypes.cast(name, ctypes.c_void_p), 129, ctypes.cast(ctypes.pointer(iov), ctypes.c_void_p), 1, None, 0, 0)
+t("udp sendmsg, a name of 129 bytes", lambda: sysc(46, L(u.fileno()), ctypes.byref(h), L(0))); got(r)
+'''
+
+
+@test
+def errno_parity_send_names_of_odd_lengths(t):
+    """The name a send gives, as the kernel takes it: sendto's of 0 or 1
+    bytes is the protocol's to answer (TCP ignores it and sends; a unix
+    stream socket sends for none, EISCONN for one byte; a unix datagram
+    socket sends to its peer for none; UDP EINVAL); sendmsg's longer than
+    a sockaddr_storage is cut to it; sendto ignores MSG_CMSG_COMPAT. corral
+    answered EINVAL to each and sent nothing (found by a differential
+    probing session)."""
+    parity(t, SEND_NAMES, name="sendnames", want={
+        "tcp sendto, a name of 0 bytes": "ok",
+        "tcp sendto, a name of 1 byte": "ok",
+        "unix stream sendto, 0 bytes": "ok",
+        "unix stream sendto, 1 byte": "EISCONN",
+        "unix dgram sendto, 0 bytes": "ok",
+        "unix dgram sendto, 1 byte": "EINVAL",
+        "udp sendto, 0 bytes": "EINVAL",
+        "udp sendto, flag bit 31": "ok",
+        "udp sendmsg, a name of 129 bytes": "ok"})

@@ -153,6 +153,20 @@ static int read_addr(pid_t pid, uint64_t p, uint64_t len, union cr_sockaddr *a)
 	return cr_mem_read(pid, p, a, (size_t)len);
 }
 
+/* A send's address as the kernel's move_addr_to_kernel takes it: up to a
+ * sockaddr_storage (longer: EINVAL), and 0 or 1 bytes too, which the
+ * protocol then answers for (send_target): a connected TCP or unix
+ * stream socket sends, where an earlier build refused EINVAL and sent
+ * nothing (found by a differential probing session). */
+static int read_send_addr(pid_t pid, uint64_t p, uint64_t len,
+			  union cr_sockaddr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (len > sizeof(a->ss))
+		return -EINVAL;
+	return len ? cr_mem_read(pid, p, a, (size_t)len) : 0;
+}
+
 /* The address of an AF_INET/AF_INET6 sockaddr; -EINVAL if short. */
 static int inet_of(const union cr_sockaddr *a, socklen_t len, uint8_t *addr,
 		   uint16_t *port)
@@ -1505,7 +1519,7 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		 * stream one refuses it (EISCONN, or EOPNOTSUPP). An
 		 * earlier build answered a connected seqpacket EISCONN and
 		 * sent nothing (found by a differential probing session). */
-		if (s->type == SOCK_SEQPACKET) {
+		if (s->type == SOCK_SEQPACKET || !alen) {
 			if (getpeername(s->dup, &peer.sa, &pl) < 0) {
 				*v = v_err(ENOTCONN);
 				return false;
@@ -1522,6 +1536,18 @@ static bool send_target(struct cr_run *run, const struct seccomp_notif *n,
 		*v = cr_net_deny(run, n, e, a, alen, "net",
 			  "this socket type may not name a destination", EACCES);
 		return false;
+	}
+	/* A name of 0 or 1 bytes: a unix datagram socket sends to its peer
+	 * for none (unix_dgram_sendmsg); the rest is EINVAL (a unix name's
+	 * check, udp_sendmsg's length, udpv6_sendmsg's family). */
+	if (alen < sizeof(sa_family_t)) {
+		if (s->domain != AF_UNIX || alen) {
+			*v = v_err(EINVAL);
+			return false;
+		}
+		m->msg.msg_name = NULL;
+		m->msg.msg_namelen = 0;
+		return true;
 	}
 	/* udpv6_sendmsg: AF_UNSPEC names no one (the connected peer, or
 	 * EDESTADDRREQ), a family it does not know is EINVAL. */
@@ -1673,8 +1699,10 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 
 	if (!run->net)
 		return v_err(EACCES);
-	/* addr_len is an int to the kernel: its upper half is not read. */
-	rc = read_addr(pid, n->data.args[4], (uint32_t)n->data.args[5], &a);
+	/* addr_len is an int to the kernel: its upper half is not read
+	 * (negative: past the storage, EINVAL). */
+	rc = read_send_addr(pid, n->data.args[4], (uint32_t)n->data.args[5],
+			    &a);
 	if (rc)
 		return v_err(-rc);
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
@@ -1685,7 +1713,10 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 		cr_sock_close(&s);
 		return v;
 	}
-	msg_init(&m, &s, flags);
+	/* sendto has no compat control messages to refuse: the kernel's
+	 * passes the bit on, which no protocol reads; corral's sendmsg
+	 * would refuse it (EINVAL, nothing sent). */
+	msg_init(&m, &s, flags & 0x7fffffff);	/* less MSG_CMSG_COMPAT */
 	{
 		bool dgram = s.type != SOCK_STREAM;
 		size_t cap = dgram ? dgram_cap(&s) : STREAM_CAP;
@@ -1753,9 +1784,20 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 
 	if (rc)
 		return rc;
-	if (h.msg_name && h.msg_namelen) {
-		rc = read_addr(pid, (uint64_t)(uintptr_t)h.msg_name,
-			       h.msg_namelen, &a);
+	/* __copy_msghdr: no name, no length; a negative one EINVAL; a
+	 * longer one than a sockaddr_storage cut to it (an earlier build
+	 * refused it EINVAL: a sendmmsg stopped at it; found by a
+	 * differential probing session). */
+	if (!h.msg_name)
+		h.msg_namelen = 0;
+	if ((int)h.msg_namelen < 0)
+		return -EINVAL;
+	if (h.msg_namelen > sizeof(a.ss))
+		h.msg_namelen = sizeof(a.ss);
+	memset(&a, 0, sizeof(a));
+	if (h.msg_namelen) {
+		rc = read_send_addr(pid, (uint64_t)(uintptr_t)h.msg_name,
+				    h.msg_namelen, &a);
 		if (rc)
 			return rc;
 	}
@@ -1763,8 +1805,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 	if (rc)
 		return rc;
 	if (bound_way_out(run, n, e, &s, v) ||
-	    fastopen_refused(run, n, e, &s, &a,
-			     h.msg_name ? h.msg_namelen : 0, flags, v)) {
+	    fastopen_refused(run, n, e, &s, &a, h.msg_namelen, flags, v)) {
 		cr_sock_close(&s);
 		return 1;
 	}
@@ -1778,7 +1819,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 		return rc;
 	if (!cr_notif_valid(run, n->id))
 		return -EINTR;
-	if (h.msg_name && h.msg_namelen) {
+	if (h.msg_namelen) {
 		s.dup = m->dup;
 		if (!send_target(run, n, e, &s, &a, h.msg_namelen, m, hold,
 				 v)) {
