@@ -853,20 +853,27 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 			cr_unix_accepted(run->net, fd);
 		if (pa.sa.sa_family == AF_UNIX)
 			cr_net_unix_fix(run->net, &pa, &pl);
-		if (aa->addr && aa->lenp) {
+		/* The address's length is read once the connection is taken,
+		 * as do_accept's move_addr_to_user reads it: a bad one loses
+		 * the connection (a length pointer of NULL handed it over,
+		 * one unreadable left it queued; found by a differential
+		 * probing session). */
+		if (aa->addr) {
 			int ulen = 0;
 
 			rc = cr_mem_read(tid, aa->lenp, &ulen, sizeof(ulen));
 			if (!rc && ulen < 0)
 				rc = -EINVAL;
-			if (!rc)
-				rc = cr_mem_write(tid, aa->addr, &pa,
-						  (size_t)ulen < pl ? (size_t)ulen : pl);
+			/* The length before the address, as this kernel's
+			 * move_addr_to_user writes them. */
 			if (!rc) {
 				int out = (int)pl;
 
 				rc = cr_mem_write(tid, aa->lenp, &out, sizeof(out));
 			}
+			if (!rc)
+				rc = cr_mem_write(tid, aa->addr, &pa,
+						  (size_t)ulen < pl ? (size_t)ulen : pl);
 		}
 		if (rc) {
 			/* As the kernel: the connection is lost. */
@@ -905,15 +912,6 @@ struct cr_verdict cr_h_accept(struct cr_run *run,
 	if (aa->flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
 		free(aa);
 		return v_err(EINVAL);
-	}
-	if (aa->addr && aa->lenp) {
-		int ulen;
-
-		rc = cr_mem_read((pid_t)n->pid, aa->lenp, &ulen, sizeof(ulen));
-		if (rc || ulen < 0) {
-			free(aa);
-			return v_err(rc ? -rc : EINVAL);
-		}
 	}
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc) {

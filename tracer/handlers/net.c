@@ -104,14 +104,15 @@ struct cr_verdict cr_sock_name_reply(const struct seccomp_notif *n,
 				     int ulen)
 {
 	pid_t pid = (pid_t)n->pid;
-	int rc = cr_mem_write(pid, n->data.args[1], a,
-			      (size_t)ulen < al ? (size_t)ulen : al);
+	int out = (int)al;
+	/* The length before the address, as this kernel's
+	 * move_addr_to_user writes them (an unwritable address left the
+	 * length as it was; found by a differential probing session). */
+	int rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
 
-	if (!rc) {
-		int out = (int)al;
-
-		rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
-	}
+	if (!rc)
+		rc = cr_mem_write(pid, n->data.args[1], a,
+				  (size_t)ulen < al ? (size_t)ulen : al);
 	return rc ? v_err(-rc) : v_val(0);
 }
 
@@ -369,6 +370,15 @@ static struct cr_verdict unix_target(struct cr_run *run,
 			/* autobind: the kernel's fresh name, recorded after */
 			*outlen = (socklen_t)alen;
 		} else if (for_bind) {
+			union cr_sockaddr own;
+			socklen_t ol = sizeof(own);
+
+			/* A socket with a name already: unix_bind_abstract's
+			 * EINVAL comes before the name is looked at (was
+			 * EADDRINUSE for its own name again; found by a
+			 * differential probing session). */
+			if (getsockname(s->dup, &own.sa, &ol) == 0 && ol > off)
+				return v_err(EINVAL);
 			/* A name a live socket of the run holds is taken:
 			 * the kernel's EADDRINUSE (each bind got an inner
 			 * name of its own, and the newest took every
@@ -906,6 +916,19 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	if ((rc = foreign_family(&s, &a, alen)) != 0 ||
 	    (rc = v4_on_v6(&s, &a, &alen, true)) != 0)
 		return addr_call_done(&s, hold, v_err(rc));
+	/* A listening TCP socket: __inet_stream_connect answers EISCONN
+	 * before the protocol looks at the address (corral judged the
+	 * address first: ECONNREFUSED, recorded; found by a differential
+	 * probing session). */
+	if (a.sa.sa_family != AF_UNSPEC && s.type == SOCK_STREAM &&
+	    (s.domain == AF_INET || s.domain == AF_INET6)) {
+		int on = 0;
+		socklen_t ol = sizeof(on);
+
+		if (getsockopt(s.dup, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) == 0 &&
+		    on)
+			return addr_call_done(&s, hold, v_err(EISCONN));
+	}
 	/* Every connect below is on the program's shared open file, which
 	 * the program can make block (tracer/guard.c): bounded. */
 	cr_guard_arm(CR_GUARD_MS);
@@ -1154,6 +1177,13 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 	if ((rc = unspec_as_inet(&s, &a, alen, true)) != 0 ||
 	    (rc = foreign_family(&s, &a, alen)) != 0)
 		return addr_call_done(&s, hold, v_err(rc));
+	/* inet6_bind takes no IPv4 address: its length first (EINVAL
+	 * below an RFC 2133 one), then its family (was EAFNOSUPPORT for
+	 * both; found by a differential probing session). */
+	if (s.domain == AF_INET6 && a.sa.sa_family == AF_INET)
+		return addr_call_done(&s, hold,
+				      v_err(alen < CR_SIN6_LEN_RFC2133 ?
+					    EINVAL : EAFNOSUPPORT));
 	switch (a.sa.sa_family) {
 	case AF_INET:
 	case AF_INET6:
@@ -1397,7 +1427,7 @@ static bool opt_source_route(const void *val, uint64_t len);
  * number would name one of the supervisor's own descriptors).
  */
 static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
-			uint64_t len, struct cr_net_msg *m)
+			uint64_t len, bool unix_sock, struct cr_net_msg *m)
 {
 	size_t off = 0;
 	int rc;
@@ -1419,6 +1449,17 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 
 		if (h->cmsg_len < sizeof(*h) || h->cmsg_len > len - off)
 			return -EINVAL;
+		/* Only unix sockets read them: an internet socket's
+		 * __sock_cmsg_send passes over both unread, so they are
+		 * neither checked nor translated there (an earlier build
+		 * refused them EBADF or EPERM; found by a differential
+		 * probing session). */
+		if (!unix_sock && h->cmsg_level == SOL_SOCKET &&
+		    (h->cmsg_type == SCM_RIGHTS ||
+		     h->cmsg_type == SCM_CREDENTIALS)) {
+			off += CMSG_ALIGN(h->cmsg_len);
+			continue;
+		}
 		if (h->cmsg_level == SOL_SOCKET &&
 		    h->cmsg_type == SCM_CREDENTIALS) {
 			/* The kernel checks them against the sender, which
@@ -1814,7 +1855,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 		    m->dup >= 0 && s.type != SOCK_STREAM ? dgram_cap(&s) : 0, m);
 	if (!rc)
 		rc = control_copy(run, pid, (uint64_t)(uintptr_t)h.msg_control,
-				  h.msg_controllen, m);
+				  h.msg_controllen, s.domain == AF_UNIX, m);
 	if (rc)
 		return rc;
 	if (!cr_notif_valid(run, n->id))
@@ -2515,15 +2556,15 @@ static struct cr_verdict recv_try(struct cr_run *run, uint64_t id, pid_t pid,
 	 * is not looked at. */
 	if (!rc && ra->from &&
 	    !(rc = cr_mem_read(pid, ra->fromlen, &ulen, sizeof(ulen)))) {
+		int out = (int)fl;
+
 		if (ulen < 0)
 			return v_err(EINVAL);
-		rc = cr_mem_write(pid, ra->from, &from,
-				  (size_t)ulen < fl ? (size_t)ulen : fl);
-		if (!rc) {
-			int out = (int)fl;
-
-			rc = cr_mem_write(pid, ra->fromlen, &out, sizeof(out));
-		}
+		/* The length first, as move_addr_to_user writes it. */
+		rc = cr_mem_write(pid, ra->fromlen, &out, sizeof(out));
+		if (!rc)
+			rc = cr_mem_write(pid, ra->from, &from,
+					  (size_t)ulen < fl ? (size_t)ulen : fl);
 	}
 	/* The data is consumed: on a fault the program loses it, as it
 	 * would had the kernel failed to copy it out. */
