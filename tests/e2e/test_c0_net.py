@@ -1175,6 +1175,78 @@ except OSError as e:
     t.assert_next_run_ok()
 
 
+UNIX_ROOM = r"""
+import os, socket, sys, threading, time
+res = []
+def client(name, out):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        c.connect(name)
+        out.append("ok")
+    except OSError as e:
+        out.append("refused %d" % e.errno)
+l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+l.bind("b.sock")
+l.listen(1)
+ts = [threading.Thread(target=client, args=("b.sock", res)) for _ in range(10)]
+for th in ts:
+    th.start()
+time.sleep(0.5)
+got = [l.accept()[0] for _ in range(10)]
+for th in ts:
+    th.join()
+print("clients", sorted(res))
+# A name swapped while a connect waits is judged again.
+f = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+f.bind("s.sock")
+f.listen(0)
+first = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+first.connect("s.sock")
+late = []
+th = threading.Thread(target=client, args=("s.sock", late))
+th.start()
+time.sleep(0.3)
+os.rename("s.sock", "old.sock")
+os.symlink(sys.argv[1], "s.sock")
+th.join(10)
+print("swapped", late)
+"""
+
+
+@test
+def net_unix_connect_waits_for_room(t):
+    """A blocking unix connect to a listener whose backlog is full waits
+    for room, as natively: 10 clients of a listen(1) server that accepts
+    half a second later all connect (corral answered EAGAIN at once: 7
+    of them failed; found by a differential probing session). While it
+    waits, the name is judged again at every try: swapped for a link to a
+    listener outside the run, the connect is refused (EACCES, layer fs)
+    and the outside listener hears nothing."""
+    outside = t.path("room-outside.sock")
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(outside)
+    ls.listen(4)
+    ls.settimeout(0.3)
+    os.chmod(outside, 0o777)
+    try:
+        run, r = net_run(t, [outside], UNIX_ROOM, extra=["-w", t.path("ws")])
+        eq(r["stdout"], "clients %r\nswapped ['refused 13']\n" %
+           (["ok"] * 10), "the program's view (stderr %r)" % r["stderr"])
+        try:
+            ls.accept()
+            heard = True
+        except OSError:
+            heard = False
+        eq(heard, False, "the outside listener heard nothing")
+    finally:
+        ls.close()
+    eq(r["status"], "ok", "status")
+    true(any(d["target"] == "s.sock" for d in denials(r, "connect", "fs")),
+         "the swapped name refused at the fs layer (%r)" %
+         denials(r, "connect"))
+    t.assert_next_run_ok()
+
+
 @test
 def net_unix_sockets(t):
     outside = t.path("outside.sock")
@@ -1225,12 +1297,17 @@ try_("abstract-connect", lambda: u.connect("\0corral-host-test"))
 u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try_("autobind-listen", lambda: u.listen(1))
 # A listener that never accepts: the supervisor must not wait on it.
+# A blocking connect waits for room, as natively, until its send
+# timeout (then EAGAIN, the kernel's answer).
+import struct
 full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 full.bind("full.sock")
 full.listen(0)
 held = []
 for i in range(3):
     u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    u.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                 struct.pack("ll", 0, 300000))
     held.append(u)
     try:
         u.connect("full.sock")

@@ -718,8 +718,8 @@ static void dns_register(struct cr_run *run, const struct cr_sock *s)
 /* A unix stream connect waits while the listener's backlog is full, and
  * the listener is the program's own: performed non-blocking, so the loop
  * never waits on it. The flag lives on the shared open file, so it is set
- * only around the call; a blocking program socket gets EAGAIN where it
- * would have waited (docs/network.md). */
+ * only around the call; a blocking program socket's EAGAIN is waited out
+ * off the loop (unix_wait_start). */
 static struct cr_verdict unix_connect(int dup, const union cr_sockaddr *t,
 				      socklen_t tl)
 {
@@ -773,6 +773,143 @@ static struct cr_verdict addr_call_done(struct cr_sock *s, int hold,
 		close(hold);
 	cr_sock_close(s);
 	return v;
+}
+
+/* One unix connect, its name judged as it is now: the kernel looks the
+ * name up again after each wait for room (unix_stream_connect's
+ * restart), so a name swapped meanwhile is judged again, never connected
+ * on the strength of an earlier look. */
+static struct cr_verdict unix_connect_try(struct cr_run *run,
+					  const struct seccomp_notif *n,
+					  const struct cr_syscall_entry *e,
+					  struct cr_sock *s,
+					  const union cr_sockaddr *a,
+					  socklen_t alen)
+{
+	struct cr_netstate *ns = run->net;
+	union cr_sockaddr t;
+	socklen_t tl = 0;
+	struct cr_verdict v;
+	int hold = -1;
+	bool ok;
+
+	v = unix_target(run, n, e, s, a, alen, false, &t, &tl, &hold, &ok);
+	/* A stream client is held until accepted (unixhold.c): with no
+	 * room, refused as a full backlog is. */
+	if (ok && s->type != SOCK_DGRAM && !cr_unix_hold_room(ns)) {
+		ok = false;
+		v = v_err(EAGAIN);
+	}
+	if (ok)
+		v = unix_connect(s->dup, &t, tl);
+	if (ok && v.kind == CR_V_VALUE && s->type != SOCK_DGRAM &&
+	    cr_unix_hold(ns, s->dup, s->ino)) {
+		shutdown(s->dup, SHUT_RDWR);
+		v = v_err(ENOMEM);
+	}
+	if (ok && v.kind == CR_V_VALUE && is_abstract_or_unnamed(a, alen) &&
+	    !listener_is_ours(s->dup)) {
+		/* The run's name, re-bound by a stranger after the run's
+		 * socket went: nothing may pass. */
+		shutdown(s->dup, SHUT_RDWR);
+		v = cr_net_deny(run, n, e, a, alen, "net",
+				"the abstract name is bound outside the run now",
+				ECONNREFUSED);
+	}
+	if (hold >= 0)
+		close(hold);
+	return v;
+}
+
+/*
+ * A blocking unix stream or seqpacket connect whose listener's backlog is
+ * full waits for room, as the kernel lets it (unix_wait_for_peer), its
+ * caller held and the loop free: tried again after 1, 2, 4 ... 32 ms,
+ * until it connects, fails otherwise, or its SO_SNDTIMEO runs out
+ * (EAGAIN, the kernel's answer then). An earlier build answered EAGAIN
+ * at once: of 20 clients of a listen(2) server that accepted half a
+ * second later, 17 failed, where natively all connect (found by a
+ * differential probing session). The tries are the run's CPU.
+ */
+struct unix_wait {
+	struct seccomp_notif n;		/* a copy, for the records */
+	const struct cr_syscall_entry *e;
+	struct cr_sock s;		/* s.dup owned */
+	union cr_sockaddr a;
+	socklen_t alen;
+	unsigned ms;
+	uint64_t until_ns;		/* 0: no SO_SNDTIMEO */
+};
+
+static void unix_wait_free(void *arg)
+{
+	struct unix_wait *uw = arg;
+
+	cr_sock_close(&uw->s);
+	free(uw);
+}
+
+static struct cr_verdict unix_again(struct cr_run *run, uint64_t id,
+				    pid_t tid, int tfd, void *arg, bool *again)
+{
+	struct unix_wait *uw = arg;
+	uint64_t t0 = cr_thread_cpu_ns();
+	struct cr_verdict v;
+
+	(void)id;
+	(void)tid;
+	cr_guard_arm(CR_GUARD_MS);
+	v = unix_connect_try(run, &uw->n, uw->e, &uw->s, &uw->a, uw->alen);
+	if (v.kind == CR_V_ERRNO && v.error == EAGAIN &&
+	    (!uw->until_ns || cr_now_ns() < uw->until_ns)) {
+		uw->ms = uw->ms * 2 > 32 ? 32 : uw->ms * 2;
+		if (uw->until_ns) {
+			uint64_t left = (uw->until_ns - cr_now_ns()) / 1000000u;
+
+			if (left < uw->ms)
+				uw->ms = left ? (unsigned)left : 1;
+		}
+		*again = cr_net_wait_rearm(tfd, uw->ms) == 0;
+	}
+	if (cr_guard_disarm() && v.kind == CR_V_ERRNO && v.error == EINTR)
+		v = v_err(EAGAIN);
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+	return v;
+}
+
+/* Start the wait for a blocking caller: *v becomes CR_V_SENT; otherwise
+ * (a non-blocking socket, or no memory) *v stays EAGAIN. */
+static void unix_wait_start(struct cr_run *run, const struct seccomp_notif *n,
+			    const struct cr_syscall_entry *e,
+			    const struct cr_sock *s, const union cr_sockaddr *a,
+			    socklen_t alen, struct cr_verdict *v)
+{
+	struct timeval tv = { 0, 0 };
+	socklen_t tvl = sizeof(tv);
+	int fl = fcntl(s->dup, F_GETFL);
+	struct unix_wait *uw;
+
+	if (fl < 0 || (fl & O_NONBLOCK) || (size_t)alen > sizeof(uw->a))
+		return;
+	uw = calloc(1, sizeof(*uw));
+	if (!uw)
+		return;
+	uw->n = *n;
+	uw->e = e;
+	uw->s = *s;
+	uw->s.dup = fcntl(s->dup, F_DUPFD_CLOEXEC, 0);
+	if (uw->s.dup < 0) {
+		free(uw);
+		return;
+	}
+	memcpy(&uw->a, a, (size_t)alen);
+	uw->alen = alen;
+	uw->ms = 1;
+	if (getsockopt(s->dup, SOL_SOCKET, SO_SNDTIMEO, &tv, &tvl) == 0 &&
+	    (tv.tv_sec || tv.tv_usec))
+		uw->until_ns = cr_now_ns() + (uint64_t)tv.tv_sec * 1000000000u +
+			       (uint64_t)tv.tv_usec * 1000u;
+	*v = cr_net_wait_timer(run, n, 1, unix_again, uw, unix_wait_free);
 }
 
 /* An address of a family not the socket's: the kernel's answer by the
@@ -906,7 +1043,6 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	uint8_t addr[16];
 	uint16_t port;
 	int rc, hold = -1;
-	bool ok;
 
 	if (!ns)
 		return v_err(EACCES);
@@ -1028,29 +1164,10 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		}
 		break;
 	case AF_UNIX:
-		v = unix_target(run, n, e, &s, &a, alen, false, &t, &tl, &hold, &ok);
-		/* A stream client is held until accepted (unixhold.c): with
-		 * no room, refused as a full backlog is. */
-		if (ok && s.type != SOCK_DGRAM && !cr_unix_hold_room(ns)) {
-			ok = false;
-			v = v_err(EAGAIN);
-		}
-		if (ok)
-			v = unix_connect(s.dup, &t, tl);
-		if (ok && v.kind == CR_V_VALUE && s.type != SOCK_DGRAM &&
-		    cr_unix_hold(ns, s.dup, s.ino)) {
-			shutdown(s.dup, SHUT_RDWR);
-			v = v_err(ENOMEM);
-		}
-		if (ok && v.kind == CR_V_VALUE && is_abstract_or_unnamed(&a, alen) &&
-		    !listener_is_ours(s.dup)) {
-			/* The run's name, re-bound by a stranger after the
-			 * run's socket went: nothing may pass. */
-			shutdown(s.dup, SHUT_RDWR);
-			v = cr_net_deny(run, n, e, &a, alen, "net",
-				"the abstract name is bound outside the run now",
-				ECONNREFUSED);
-		}
+		v = unix_connect_try(run, n, e, &s, &a, alen);
+		if (v.kind == CR_V_ERRNO && v.error == EAGAIN &&
+		    s.type != SOCK_DGRAM)
+			unix_wait_start(run, n, e, &s, &a, alen, &v);
 		break;
 	case AF_NETLINK:
 		/* Netlink reaches the kernel (the kernel-surface layer decides
