@@ -1048,6 +1048,8 @@ name = buf(to, 256)
 iov = IoVec(b"m129", 4)
 h = MsgHdr(ctypes.cast(name, ctypes.c_void_p), 129, ctypes.cast(ctypes.pointer(iov), ctypes.c_void_p), 1, None, 0, 0)
 t("udp sendmsg, a name of 129 bytes", lambda: sysc(46, L(u.fileno()), ctypes.byref(h), L(0))); got(r)
+sx, sy = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+t("unix stream sendmsg, a name and flag bit 31", lambda: sysc(46, L(sx.fileno()), ctypes.byref(h), L(0x80000000)))
 '''
 
 
@@ -1069,7 +1071,8 @@ def errno_parity_send_names_of_odd_lengths(t):
         "unix dgram sendto, 1 byte": "EINVAL",
         "udp sendto, 0 bytes": "EINVAL",
         "udp sendto, flag bit 31": "ok",
-        "udp sendmsg, a name of 129 bytes": "ok"})
+        "udp sendmsg, a name of 129 bytes": "ok",
+        "unix stream sendmsg, a name and flag bit 31": "EINVAL"})
 
 
 SOCKET_ORDERS = r'''

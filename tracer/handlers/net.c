@@ -1999,6 +1999,10 @@ struct cr_verdict cr_h_sendmsg(struct cr_run *run,
 
 	if (!run->net)
 		return v_err(EACCES);
+	/* __sys_sendmsg refuses the compat bit before anything else (was
+	 * EISCONN first; found by a differential probing session). */
+	if ((uint32_t)n->data.args[2] & 0x80000000u)
+		return v_err(EINVAL);
 	rc = build_msg(run, n, e, (int)n->data.args[0], n->data.args[1],
 		       (int)n->data.args[2], &m, &hold, &v);
 	if (rc) {
@@ -2022,6 +2026,8 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 
 	if (!run->net)
 		return v_err(EACCES);
+	if ((uint32_t)flags & 0x80000000u)	/* MSG_CMSG_COMPAT, as sendmsg */
+		return v_err(EINVAL);
 	if (vlen > MMSG_MAX)
 		vlen = MMSG_MAX;	/* a short count, as the kernel may give */
 	for (unsigned i = 0; i < vlen; i++) {
