@@ -1116,3 +1116,32 @@ def errno_parity_socket_checks_in_the_kernels_order(t):
         "udp SCM_RIGHTS of a closed fd": "ok",
         "accept, an address without a length": "EFAULT",
         "getsockname into an unwritable address": "EFAULT"})
+
+
+WAIT_SIGNAL = r'''
+import signal, socket, struct
+L = ctypes.c_long
+l = socket.socket(socket.AF_UNIX); l.bind("full.sock"); l.listen(0)
+first = socket.socket(socket.AF_UNIX); first.setblocking(False)
+first.connect("full.sock")
+c = socket.socket(socket.AF_UNIX)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 2, 0))
+signal.signal(signal.SIGALRM, lambda *a: None)
+signal.siginterrupt(signal.SIGALRM, False)     # SA_RESTART
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+name = b"\1\0full.sock\0"
+t("a waiting unix connect with a send timeout, a restarting signal",
+  lambda: sysc(42, L(c.fileno()), ctypes.create_string_buffer(name, 12), L(12)))
+'''
+
+
+@test
+def errno_parity_waiting_connect_with_a_timeout_is_interrupted(t):
+    """The kernel never restarts a socket call that has a timeout: a
+    blocking unix connect waiting for room with SO_SNDTIMEO, hit by a
+    SA_RESTART signal, ends EINTR. corral's wait asked its timer for the
+    timeout instead of the socket, restarted the call and answered EAGAIN
+    seconds later (found by a probing session)."""
+    parity(t, WAIT_SIGNAL, name="waitsig", want={
+        "a waiting unix connect with a send timeout, a restarting signal":
+            "EINTR"})

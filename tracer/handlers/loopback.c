@@ -534,7 +534,8 @@ static bool room_wait_start(struct cr_run *run, const struct seccomp_notif *n,
 	rw->ms = ROOM_FIRST_MS;
 	rw->until_ns = cr_now_ns() + 1000000ull *
 		       (fl & O_NONBLOCK ? ROOM_WAIT_NB_MS : ROOM_WAIT_MS);
-	*v = cr_net_wait_timer(run, n, rw->ms, room_again, rw, room_free);
+	*v = cr_net_wait_timer(run, n, rw->ms, room_again, rw, room_free,
+			       rw->s.dup, SO_SNDTIMEO);
 	return v->kind == CR_V_SENT;
 }
 

@@ -909,7 +909,8 @@ static void unix_wait_start(struct cr_run *run, const struct seccomp_notif *n,
 	    (tv.tv_sec || tv.tv_usec))
 		uw->until_ns = cr_now_ns() + (uint64_t)tv.tv_sec * 1000000000u +
 			       (uint64_t)tv.tv_usec * 1000u;
-	*v = cr_net_wait_timer(run, n, 1, unix_again, uw, unix_wait_free);
+	*v = cr_net_wait_timer(run, n, 1, unix_again, uw, unix_wait_free,
+			       uw->s.dup, SO_SNDTIMEO);
 }
 
 /* An address of a family not the socket's: the kernel's answer by the
@@ -1049,13 +1050,10 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
-	if ((rc = foreign_family(&s, &a, alen)) != 0 ||
-	    (rc = v4_on_v6(&s, &a, &alen, true)) != 0)
-		return addr_call_done(&s, hold, v_err(rc));
 	/* A listening TCP socket: __inet_stream_connect answers EISCONN
-	 * before the protocol looks at the address (corral judged the
-	 * address first: ECONNREFUSED, recorded; found by a differential
-	 * probing session). */
+	 * before the protocol looks at the address, its family included
+	 * (corral judged the address first: ECONNREFUSED, recorded; found
+	 * by a differential probing session). */
 	if (a.sa.sa_family != AF_UNSPEC && s.type == SOCK_STREAM &&
 	    (s.domain == AF_INET || s.domain == AF_INET6)) {
 		int on = 0;
@@ -1065,6 +1063,9 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		    on)
 			return addr_call_done(&s, hold, v_err(EISCONN));
 	}
+	if ((rc = foreign_family(&s, &a, alen)) != 0 ||
+	    (rc = v4_on_v6(&s, &a, &alen, true)) != 0)
+		return addr_call_done(&s, hold, v_err(rc));
 	/* Every connect below is on the program's shared open file, which
 	 * the program can make block (tracer/guard.c): bounded. */
 	cr_guard_arm(CR_GUARD_MS);

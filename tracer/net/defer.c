@@ -512,6 +512,8 @@ struct cr_net_wait {
 	struct cr_watch *w;
 	int tfd;		/* owned timerfd of SO_RCVTIMEO, or -1 */
 	struct cr_watch *tw;
+	int sock;		/* the socket whose timeout a signal asks */
+	int opt;		/* ...and which: SO_RCVTIMEO or SO_SNDTIMEO */
 };
 
 static void wait_drop(struct cr_run *run, struct cr_net_wait *w)
@@ -647,7 +649,7 @@ static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
 	for (struct cr_net_wait *w = ns->waits, *next; w; w = next) {
 		next = w->next;
 		if (!run->ending && cr_tasks_would_take_signal(w->tid, &w->held)) {
-			interrupted(run, w->id, w->tid, w->dup, SO_RCVTIMEO);
+			interrupted(run, w->id, w->tid, w->sock, w->opt);
 			wait_drop(run, w);
 		}
 	}
@@ -696,7 +698,7 @@ static int sig_watch(struct cr_run *run)
 static struct cr_verdict wait_on(struct cr_run *run,
 				 const struct seccomp_notif *n, int dup,
 				 uint32_t events, cr_net_wait_fn fn, void *arg,
-				 void (*free_arg)(void *))
+				 void (*free_arg)(void *), int sock, int opt)
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_net_wait *w;
@@ -714,6 +716,8 @@ static struct cr_verdict wait_on(struct cr_run *run,
 	w->tid = (pid_t)n->pid;
 	w->tfd = -1;
 	w->dup = dup;
+	w->sock = sock;
+	w->opt = opt;
 	w->fn = fn;
 	w->arg = arg;
 	w->free_arg = free_arg;
@@ -733,7 +737,7 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 			      int dup, uint32_t events, cr_net_wait_fn fn,
 			      void *arg)
 {
-	return wait_on(run, n, dup, events, fn, arg, NULL);
+	return wait_on(run, n, dup, events, fn, arg, NULL, dup, SO_RCVTIMEO);
 }
 
 int cr_net_wait_rearm(int tfd, unsigned ms)
@@ -750,7 +754,7 @@ int cr_net_wait_rearm(int tfd, unsigned ms)
 struct cr_verdict cr_net_wait_timer(struct cr_run *run,
 				    const struct seccomp_notif *n, unsigned ms,
 				    cr_net_wait_fn fn, void *arg,
-				    void (*free_arg)(void *))
+				    void (*free_arg)(void *), int sock, int opt)
 {
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 
@@ -760,7 +764,7 @@ struct cr_verdict cr_net_wait_timer(struct cr_run *run,
 		free_arg(arg);
 		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EAGAIN };
 	}
-	return wait_on(run, n, tfd, EPOLLIN, fn, arg, free_arg);
+	return wait_on(run, n, tfd, EPOLLIN, fn, arg, free_arg, sock, opt);
 }
 
 void cr_net_defer_finish(struct cr_run *run)

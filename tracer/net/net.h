@@ -330,11 +330,13 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 			      void *arg);
 /* The same, woken by a one-shot timer after ms instead of a socket: fn
  * gets the timerfd as dup (cr_net_wait_rearm sets it again before fn asks
- * for *again). arg is released by free_arg when the wait ends. */
+ * for *again). arg is released by free_arg when the wait ends. sock (kept
+ * open by arg) and opt name the timeout a signal asks about: with one set
+ * the call ends EINTR, else it restarts (sock_intr_errno). */
 struct cr_verdict cr_net_wait_timer(struct cr_run *run,
 				    const struct seccomp_notif *n, unsigned ms,
 				    cr_net_wait_fn fn, void *arg,
-				    void (*free_arg)(void *));
+				    void (*free_arg)(void *), int sock, int opt);
 int cr_net_wait_rearm(int tfd, unsigned ms);
 
 /* tracer/net/local.c */
