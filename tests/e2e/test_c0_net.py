@@ -1175,6 +1175,28 @@ except OSError as e:
     t.assert_next_run_ok()
 
 
+def outside_unix_listener(t, name):
+    """A unix listener of the test's own, outside the run, that anyone may
+    reach: (its path, the socket, which waits 0.3 s in accept)."""
+    path = t.path(name)
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(path)
+    ls.listen(4)
+    ls.settimeout(0.3)
+    os.chmod(path, 0o777)
+    return path, ls
+
+
+def accepted_any(ls):
+    """Whether a listener outside the run has a connection waiting (its
+    timeout or non-blocking mode decides how long it is asked)."""
+    try:
+        ls.accept()[0].close()
+        return True
+    except OSError:
+        return False
+
+
 UNIX_ROOM = r"""
 import os, socket, sys, threading, time
 res = []
@@ -1222,22 +1244,12 @@ def net_unix_connect_waits_for_room(t):
     waits, the name is judged again at every try: swapped for a link to a
     listener outside the run, the connect is refused (EACCES, layer fs)
     and the outside listener hears nothing."""
-    outside = t.path("room-outside.sock")
-    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    ls.bind(outside)
-    ls.listen(4)
-    ls.settimeout(0.3)
-    os.chmod(outside, 0o777)
+    outside, ls = outside_unix_listener(t, "room-outside.sock")
     try:
         run, r = net_run(t, [outside], UNIX_ROOM, extra=["-w", t.path("ws")])
         eq(r["stdout"], "clients %r\nswapped ['refused 13']\n" %
            (["ok"] * 10), "the program's view (stderr %r)" % r["stderr"])
-        try:
-            ls.accept()
-            heard = True
-        except OSError:
-            heard = False
-        eq(heard, False, "the outside listener heard nothing")
+        eq(accepted_any(ls), False, "the outside listener heard nothing")
     finally:
         ls.close()
     eq(r["status"], "ok", "status")
@@ -1249,12 +1261,7 @@ def net_unix_connect_waits_for_room(t):
 
 @test
 def net_unix_sockets(t):
-    outside = t.path("outside.sock")
-    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    ls.bind(outside)
-    ls.listen(4)
-    ls.settimeout(0.3)
-    os.chmod(outside, 0o777)
+    outside, ls = outside_unix_listener(t, "outside.sock")
     try:
         prog = r'''
 import os, socket, sys, threading

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "handlers.h"
+#include "connwait.h"
 #include "../budget.h"
 #include "../net/net.h"
 
@@ -445,34 +446,13 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
  * (backlog 50) under 200 concurrent clients failed in 7 of 9 runs (found
  * by a compatibility probe).
  */
-#define ROOM_FIRST_MS 1
-#define ROOM_MAX_MS 32
 #define ROOM_WAIT_MS 30000
 #define ROOM_WAIT_NB_MS 1000
-
-struct room_wait {
-	struct seccomp_notif n;		/* a copy, for the record */
-	const struct cr_syscall_entry *e;
-	struct cr_sock s;		/* s.dup owned */
-	union cr_sockaddr a;
-	socklen_t alen;
-	bool by_rule;
-	unsigned ms;			/* the next wait */
-	uint64_t until_ns;
-};
-
-static void room_free(void *arg)
-{
-	struct room_wait *rw = arg;
-
-	cr_sock_close(&rw->s);
-	free(rw);
-}
 
 static struct cr_verdict room_again(struct cr_run *run, uint64_t id,
 				    pid_t tid, int tfd, void *arg, bool *again)
 {
-	struct room_wait *rw = arg;
+	struct cr_connect_wait *rw = arg;
 	struct cr_verdict v = v_err(ECONNREFUSED);
 	uint64_t t0 = cr_thread_cpu_ns();
 	int rc;
@@ -484,8 +464,7 @@ static struct cr_verdict room_again(struct cr_run *run, uint64_t id,
 	rc = connect_local(run, &rw->n, rw->e, &rw->s, &rw->a, rw->alen,
 			   rw->by_rule, cr_now_ns() < rw->until_ns, &v);
 	if (rc == LOCAL_FULL) {
-		rw->ms = rw->ms * 2 > ROOM_MAX_MS ? ROOM_MAX_MS : rw->ms * 2;
-		if (cr_net_wait_rearm(tfd, rw->ms) == 0) {
+		if (cr_connect_wait_again(rw, tfd)) {
 			cr_guard_disarm();
 			*again = true;
 		} else {
@@ -513,30 +492,15 @@ static bool room_wait_start(struct cr_run *run, const struct seccomp_notif *n,
 			    const struct cr_sock *s, const union cr_sockaddr *a,
 			    socklen_t alen, bool by_rule, struct cr_verdict *v)
 {
-	struct room_wait *rw = calloc(1, sizeof(*rw));
 	int fl = fcntl(s->dup, F_GETFL);
 
-	if (!rw || fl < 0 || (size_t)alen > sizeof(rw->a)) {
-		free(rw);
+	if (fl < 0)
 		return false;
-	}
-	rw->n = *n;
-	rw->e = e;
-	rw->s = *s;
-	rw->s.dup = fcntl(s->dup, F_DUPFD_CLOEXEC, 0);
-	if (rw->s.dup < 0) {
-		free(rw);
-		return false;
-	}
-	memcpy(&rw->a, a, (size_t)alen);
-	rw->alen = alen;
-	rw->by_rule = by_rule;
-	rw->ms = ROOM_FIRST_MS;
-	rw->until_ns = cr_now_ns() + 1000000ull *
-		       (fl & O_NONBLOCK ? ROOM_WAIT_NB_MS : ROOM_WAIT_MS);
-	*v = cr_net_wait_timer(run, n, rw->ms, room_again, rw, room_free,
-			       rw->s.dup, SO_SNDTIMEO);
-	return v->kind == CR_V_SENT;
+	return cr_connect_wait_start(run, n, e, s, a, alen, by_rule,
+				     cr_now_ns() + 1000000ull *
+				     (fl & O_NONBLOCK ? ROOM_WAIT_NB_MS :
+				      ROOM_WAIT_MS),
+				     room_again, v);
 }
 
 bool cr_net_connect_local(struct cr_run *run, const struct seccomp_notif *n,

@@ -21,6 +21,7 @@
 #include "../fs/fs.h"
 #include "../fs/fsops.h"
 #include "../net/net.h"
+#include "connwait.h"
 #include "../budget.h"
 
 /*
@@ -831,28 +832,10 @@ static struct cr_verdict unix_connect_try(struct cr_run *run,
  * second later, 17 failed, where natively all connect (found by a
  * differential probing session). The tries are the run's CPU.
  */
-struct unix_wait {
-	struct seccomp_notif n;		/* a copy, for the records */
-	const struct cr_syscall_entry *e;
-	struct cr_sock s;		/* s.dup owned */
-	union cr_sockaddr a;
-	socklen_t alen;
-	unsigned ms;
-	uint64_t until_ns;		/* 0: no SO_SNDTIMEO */
-};
-
-static void unix_wait_free(void *arg)
-{
-	struct unix_wait *uw = arg;
-
-	cr_sock_close(&uw->s);
-	free(uw);
-}
-
 static struct cr_verdict unix_again(struct cr_run *run, uint64_t id,
 				    pid_t tid, int tfd, void *arg, bool *again)
 {
-	struct unix_wait *uw = arg;
+	struct cr_connect_wait *uw = arg;
 	uint64_t t0 = cr_thread_cpu_ns();
 	struct cr_verdict v;
 
@@ -860,17 +843,8 @@ static struct cr_verdict unix_again(struct cr_run *run, uint64_t id,
 	(void)tid;
 	cr_guard_arm(CR_GUARD_MS);
 	v = unix_connect_try(run, &uw->n, uw->e, &uw->s, &uw->a, uw->alen);
-	if (v.kind == CR_V_ERRNO && v.error == EAGAIN &&
-	    (!uw->until_ns || cr_now_ns() < uw->until_ns)) {
-		uw->ms = uw->ms * 2 > 32 ? 32 : uw->ms * 2;
-		if (uw->until_ns) {
-			uint64_t left = (uw->until_ns - cr_now_ns()) / 1000000u;
-
-			if (left < uw->ms)
-				uw->ms = left ? (unsigned)left : 1;
-		}
-		*again = cr_net_wait_rearm(tfd, uw->ms) == 0;
-	}
+	if (v.kind == CR_V_ERRNO && v.error == EAGAIN)
+		*again = cr_connect_wait_again(uw, tfd);
 	if (cr_guard_disarm() && v.kind == CR_V_ERRNO && v.error == EINTR)
 		v = v_err(EAGAIN);
 	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
@@ -887,30 +861,16 @@ static void unix_wait_start(struct cr_run *run, const struct seccomp_notif *n,
 	struct timeval tv = { 0, 0 };
 	socklen_t tvl = sizeof(tv);
 	int fl = fcntl(s->dup, F_GETFL);
-	struct unix_wait *uw;
+	uint64_t until = 0;
 
-	if (fl < 0 || (fl & O_NONBLOCK) || (size_t)alen > sizeof(uw->a))
+	if (fl < 0 || (fl & O_NONBLOCK))
 		return;
-	uw = calloc(1, sizeof(*uw));
-	if (!uw)
-		return;
-	uw->n = *n;
-	uw->e = e;
-	uw->s = *s;
-	uw->s.dup = fcntl(s->dup, F_DUPFD_CLOEXEC, 0);
-	if (uw->s.dup < 0) {
-		free(uw);
-		return;
-	}
-	memcpy(&uw->a, a, (size_t)alen);
-	uw->alen = alen;
-	uw->ms = 1;
 	if (getsockopt(s->dup, SOL_SOCKET, SO_SNDTIMEO, &tv, &tvl) == 0 &&
 	    (tv.tv_sec || tv.tv_usec))
-		uw->until_ns = cr_now_ns() + (uint64_t)tv.tv_sec * 1000000000u +
-			       (uint64_t)tv.tv_usec * 1000u;
-	*v = cr_net_wait_timer(run, n, 1, unix_again, uw, unix_wait_free,
-			       uw->s.dup, SO_SNDTIMEO);
+		until = cr_now_ns() + (uint64_t)tv.tv_sec * 1000000000u +
+			(uint64_t)tv.tv_usec * 1000u;
+	cr_connect_wait_start(run, n, e, s, a, alen, false, until, unix_again,
+			      v);
 }
 
 /* An address of a family not the socket's: the kernel's answer by the
