@@ -441,10 +441,10 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
  * made sooner), the loop free: the queue is asked again after 1, 2, 4 ...
  * 32 ms. Past ROOM_WAIT_MS (a non-blocking caller: ROOM_WAIT_NB_MS) the
  * queue is asked once more: with room the connect is made, still full it
- * answers ETIMEDOUT unmade (connect_local). An earlier build made it at once: the dropped
- * SYN held the loop its 200 ms deadline, then ETIMEDOUT; a JDK HttpServer
- * (backlog 50) under 200 concurrent clients failed in 7 of 9 runs (found
- * by a compatibility probe).
+ * answers ETIMEDOUT unmade (connect_local). An earlier build made it at
+ * once: the dropped SYN held the loop its 200 ms deadline, then
+ * ETIMEDOUT; a JDK HttpServer (backlog 50) under 200 concurrent clients
+ * failed in 7 of 9 runs (found by a compatibility probe).
  */
 #define ROOM_WAIT_MS 30000
 #define ROOM_WAIT_NB_MS 1000
