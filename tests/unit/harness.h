@@ -68,6 +68,10 @@ struct cr_test {
 	X(dnsmsg_query)			\
 	X(dnsmsg_answer)		\
 	X(dnsmsg_random_bytes)		\
+	X(rtnlmsg_dumps)		\
+	X(rtnlmsg_gets_and_errors)	\
+	X(rtnlmsg_walk)			\
+	X(rtnlmsg_random_bytes)		\
 	X(tlssni_found)			\
 	X(tlssni_not_tls)		\
 	X(tlssni_malformed)		\

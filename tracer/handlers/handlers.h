@@ -229,10 +229,14 @@ CR_HANDLER(cr_h_personality);
 /* net.c: a duplicate of a program socket and what it is, shared with
  * loopback.c */
 union cr_sockaddr;
+struct cr_rtnl;
 struct cr_sock {
 	int dup;		/* owned, -1 when handed on */
 	int domain, type, protocol;
 	uint64_t ino;
+	/* An emulated route netlink socket (net/rtnl.c): domain, type and
+	 * protocol are the ones asked for, dup the program's unix end. */
+	struct cr_rtnl *rtnl;
 };
 int cr_sock_open(struct cr_run *run, const struct seccomp_notif *n, int fd,
 		 struct cr_sock *s);

@@ -883,6 +883,11 @@ struct cr_verdict cr_h_accept(struct cr_run *run,
 		free(aa);
 		return v_err(-rc);
 	}
+	if (s.rtnl) {	/* netlink has no accept: sock_no_accept */
+		cr_sock_close(&s);
+		free(aa);
+		return v_err(EOPNOTSUPP);
+	}
 	aa->inet = s.domain == AF_INET || s.domain == AF_INET6;
 	if (s.domain == AF_UNIX) {
 		union cr_sockaddr l;
@@ -927,6 +932,11 @@ struct cr_verdict cr_h_getsockname(struct cr_run *run,
 	rc = cr_sock_name_open(run, n, &s, &ulen);
 	if (rc)
 		return v_err(-rc);
+	if (s.rtnl) {
+		al = cr_rtnl_name(s.rtnl, false, &a);
+		cr_sock_close(&s);
+		return cr_sock_name_reply(n, &a, al, ulen);
+	}
 	memset(&a, 0, sizeof(a));
 	if (getsockname(s.dup, &a.sa, &al) < 0) {
 		rc = errno;

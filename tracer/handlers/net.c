@@ -58,6 +58,12 @@ static struct cr_verdict v_rc(int rc)
 	return rc < 0 ? v_err(errno) : v_val(rc);
 }
 
+/* 0 or -errno, as net/rtnl.c answers. */
+static struct cr_verdict v_neg(int rc)
+{
+	return rc < 0 ? v_err(-rc) : v_val(rc);
+}
+
 struct cr_verdict cr_net_deny(struct cr_run *run, const struct seccomp_notif *n,
 			       const struct cr_syscall_entry *e,
 			       const union cr_sockaddr *a, socklen_t alen,
@@ -136,6 +142,12 @@ int cr_sock_open(struct cr_run *run, const struct seccomp_notif *n,
 		return -ENOTSOCK;
 	}
 	s->ino = (uint64_t)st.st_ino;
+	if (run->net && (s->rtnl = cr_rtnl_find(run->net, s->ino)) != NULL) {
+		s->domain = AF_NETLINK;
+		s->type = cr_rtnl_type(s->rtnl);
+		s->protocol = NETLINK_ROUTE;
+		return 0;
+	}
 	if (getsockopt(s->dup, SOL_SOCKET, SO_DOMAIN, &s->domain, &l) < 0 ||
 	    getsockopt(s->dup, SOL_SOCKET, SO_TYPE, &s->type, &l) < 0 ||
 	    getsockopt(s->dup, SOL_SOCKET, SO_PROTOCOL, &s->protocol, &l) < 0) {
@@ -1010,6 +1022,9 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
+	if (s.rtnl)
+		return addr_call_done(&s, -1,
+				      v_neg(cr_rtnl_connect(run, s.rtnl, &a, alen)));
 	/* A listening TCP socket: __inet_stream_connect answers EISCONN
 	 * before the protocol looks at the address, its family included
 	 * (corral judged the address first: ECONNREFUSED, recorded; found
@@ -1252,6 +1267,9 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 	rc = addr_call_open(run, n, &a, &s);
 	if (rc)
 		return v_err(-rc);
+	if (s.rtnl)
+		return addr_call_done(&s, -1,
+				      v_neg(cr_rtnl_bind(run, s.rtnl, &a, alen)));
 	if ((rc = unspec_as_inet(&s, &a, alen, true)) != 0 ||
 	    (rc = foreign_family(&s, &a, alen)) != 0)
 		return addr_call_done(&s, hold, v_err(rc));
@@ -1320,6 +1338,10 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
 
 	if (rc)
 		return v_err(-rc);
+	if (s.rtnl) {	/* netlink has no listen: sock_no_listen */
+		cr_sock_close(&s);
+		return v_err(EOPNOTSUPP);
+	}
 	memset(&l, 0, sizeof(l));
 	if ((s.domain == AF_INET || s.domain == AF_INET6 ||
 	     s.domain == AF_UNIX) &&
@@ -1364,6 +1386,8 @@ struct cr_verdict cr_h_listen(struct cr_run *run,
  * default), which the kernel then judges (EMSGSIZE). */
 static size_t dgram_cap(const struct cr_sock *s)
 {
+	if (s->rtnl)
+		return CR_RTNL_SEND_MAX;
 	return s->domain == AF_UNIX ? UNIX_DGRAM_CAP : DGRAM_CAP;
 }
 
@@ -1803,6 +1827,38 @@ static void msg_init(struct cr_net_msg *m, struct cr_sock *s, int flags)
 	m->stream = s->type == SOCK_STREAM;
 }
 
+/* A send to an emulated route netlink socket: the request is read once and
+ * answered by corral (net/rtnl.c); nothing reaches the program's end. */
+static struct cr_verdict rtnl_sendto(struct cr_run *run,
+				     const struct seccomp_notif *n,
+				     struct cr_sock *s, const union cr_sockaddr *a,
+				     uint32_t alen, int flags)
+{
+	uint64_t b = n->data.args[1], len = n->data.args[2];
+	struct cr_verdict v;
+	void *data;
+	int rc;
+
+	if (len > MAX_RW)
+		len = MAX_RW;
+	if (b > CR_USER_TOP || len > CR_USER_TOP - b)
+		v = v_err(EFAULT);
+	else if (len > CR_RTNL_SEND_MAX)
+		v = v_err(EMSGSIZE);
+	else if (!(data = malloc(len ? len : 1)))
+		v = v_err(ENOMEM);
+	else {
+		rc = cr_mem_read((pid_t)n->pid, b, data, len);
+		if (!rc && !cr_notif_valid(run, n->id))
+			rc = -EINTR;
+		v = rc ? v_err(-rc) :
+			 cr_rtnl_send(run, s->rtnl, data, len, a, alen, flags);
+		free(data);
+	}
+	cr_sock_close(s);
+	return v;
+}
+
 struct cr_verdict cr_h_sendto(struct cr_run *run,
 			      const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n)
@@ -1827,6 +1883,8 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
+	if (s.rtnl)
+		return rtnl_sendto(run, n, &s, &a, (uint32_t)alen, flags);
 	if (bound_way_out(run, n, e, &s, &v) ||
 	    fastopen_refused(run, n, e, &s, &a, alen, flags, &v)) {
 		cr_sock_close(&s);
@@ -1889,7 +1947,8 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 }
 
 /* One msghdr of the program's, read and turned into a performable
- * message. Returns 0, -errno, or 1 with *v holding a refusal. */
+ * message. Returns 0, -errno, 1 with *v holding a refusal, or 2 with *v
+ * the answer of a send performed here (to an emulated netlink socket). */
 static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 		     const struct cr_syscall_entry *e, int fd, uint64_t p,
 		     int flags, struct cr_net_msg *m, int *hold,
@@ -1923,6 +1982,22 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 	rc = cr_sock_open(run, n, fd, &s);
 	if (rc)
 		return rc;
+	if (s.rtnl) {
+		/* Its control messages are read by no one (netlink takes
+		 * credentials only, and nothing here reads them). */
+		struct cr_rtnl *r = s.rtnl;
+
+		msg_init(m, &s, flags);
+		rc = gather(pid, (uint64_t)(uintptr_t)h.msg_iov, h.msg_iovlen,
+			    CR_RTNL_SEND_MAX, m);
+		if (!rc && !cr_notif_valid(run, n->id))
+			rc = -EINTR;
+		if (rc)
+			return rc;
+		*v = cr_rtnl_send(run, r, m->data, m->iov.iov_len, &a,
+				  h.msg_namelen, flags);
+		return 2;
+	}
 	if (bound_way_out(run, n, e, &s, v) ||
 	    fastopen_refused(run, n, e, &s, &a, h.msg_namelen, flags, v)) {
 		cr_sock_close(&s);
@@ -2000,6 +2075,15 @@ struct cr_verdict cr_h_sendmmsg(struct cr_run *run,
 
 		rc = build_msg(run, n, e, (int)n->data.args[0], p, flags, &m,
 			       &hold, &v);
+		if (rc == 2 && v.kind == CR_V_VALUE) {
+			cr_net_msg_free(&m);
+			len = (unsigned)v.val;
+			cr_mem_write((pid_t)n->pid,
+				     p + offsetof(struct mmsghdr, msg_len),
+				     &len, sizeof(len));
+			sent++;
+			continue;
+		}
 		if (rc) {
 			cr_net_msg_free(&m);
 			if (hold >= 0)
@@ -2131,7 +2215,15 @@ struct cr_verdict cr_h_getsockopt(struct cr_run *run,
 		return v_err(-rc);
 	memset(buf, 0, sizeof(buf));
 	bl = (socklen_t)ulen < sizeof(buf) ? (socklen_t)ulen : sizeof(buf);
-	if (level == SOL_SOCKET && run->net &&
+	if (s.rtnl && level == SOL_SOCKET && opt == SO_PEERCRED) {
+		/* A netlink socket has no peer: no pid, no ids (the pair's
+		 * would name corral). */
+		struct ucred none = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+
+		bl = bl < sizeof(none) ? bl : sizeof(none);
+		memcpy(buf, &none, bl);
+		rc = 0;
+	} else if (level == SOL_SOCKET && run->net &&
 	    (flag = cr_net_flag_get(run->net, s.dup, opt)) >= 0) {
 		/* As the kernel: an int, cut to the length given. */
 		bl = bl < sizeof(int) ? bl : sizeof(int);
@@ -2499,6 +2591,12 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		return v_err(-rc);
 	}
 	memset(&a, 0, sizeof(a));
+	if (s.rtnl && level == SOL_NETLINK) {
+		rc = cr_rtnl_setsockopt(s.rtnl, opt, val, len);
+		cr_sock_close(&s);
+		free(val);
+		return v_neg(rc);
+	}
 	if (level == SOL_SOCKET && run->net &&
 	    share_sockopt(run, n, e, &s, opt, val, len, &v)) {
 		cr_sock_close(&s);
@@ -2557,8 +2655,11 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 		return v_err(-rc);
 	/* The proxy's address is the kernel's truth; the program is told
 	 * the destination it asked for. */
-	a = cr_net_peer_get(run->net, s.ino, &al, true);
-	if (!a) {
+	a = s.rtnl ? NULL : cr_net_peer_get(run->net, s.ino, &al, true);
+	if (s.rtnl) {
+		al = cr_rtnl_name(s.rtnl, true, &real);
+		a = &real;
+	} else if (!a) {
 		al = sizeof(real);
 		if (getpeername(s.dup, &real.sa, &al) < 0) {
 			rc = errno;
@@ -2590,6 +2691,7 @@ struct recv_args {
 	uint64_t cap;			/* the most read at once */
 	int flags;
 	bool dns;			/* report `asked` for the responder */
+	bool rtnl;			/* report the kernel (net/rtnl.c) */
 	union cr_sockaddr asked;
 	socklen_t al;
 };
@@ -2630,6 +2732,13 @@ static struct cr_verdict recv_try(struct cr_run *run, uint64_t id, pid_t pid,
 	    same_inet(&from, &ns->daddr[family_idx(from.sa.sa_family)])) {
 		from = ra->asked;
 		fl = ra->al;
+	}
+	if (ra->rtnl) {
+		struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+
+		memset(&from, 0, sizeof(from));
+		memcpy(&from, &kernel, sizeof(kernel));
+		fl = sizeof(kernel);
 	}
 	cr_net_unix_fix(ns, &from, &fl);
 	rc = cr_mem_write(pid, ra->buf, buf,
@@ -2698,7 +2807,10 @@ struct cr_verdict cr_h_recvfrom(struct cr_run *run,
 	ra->dns = asked && s.type == SOCK_DGRAM;
 	if (ra->dns)
 		ra->asked = *asked;
-	unixs = s.domain == AF_UNIX && !(ra->flags & MSG_WAITALL);
+	/* An emulated netlink socket is a unix one underneath; its answers
+	 * come from the kernel, as far as the program can tell. */
+	ra->rtnl = s.rtnl != NULL;
+	unixs = (s.domain == AF_UNIX || ra->rtnl) && !(ra->flags & MSG_WAITALL);
 	ra->cap = s.type == SOCK_STREAM ? STREAM_CAP :
 		  s.domain == AF_UNIX ? UNIX_DGRAM_CAP : DGRAM_CAP;
 	if (!ra->dns && !unixs) {

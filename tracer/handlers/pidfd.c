@@ -156,6 +156,10 @@ CR_HANDLER(cr_h_peer_pidfd)
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return err(-rc);
+	if (s.rtnl) {	/* no peer process: sock_getsockopt's ENODATA */
+		cr_sock_close(&s);
+		return err(ENODATA);
+	}
 	rc = cr_mem_read(caller, lenp, &ulen, sizeof(ulen));
 	if (rc || ulen < 0) {
 		cr_sock_close(&s);

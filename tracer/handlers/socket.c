@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <linux/netlink.h>
 
 #include "handlers.h"
 #include "../budget.h"
@@ -18,8 +19,9 @@
  * Safe against a racing thread: the verdict reads three registers only.
  * Allowed: AF_UNIX (any type; its addresses are checked at connect and
  * bind), and AF_INET/AF_INET6 stream (TCP) and datagram (UDP, UDP-Lite)
- * sockets.
- * Refused: netlink (the kernel's routing, audit and uevent interfaces),
+ * sockets. Emulated: NETLINK_ROUTE (tracer/net/rtnl.c: the run is shown
+ * lo alone; the kernel's socket is never made).
+ * Refused: other netlink (the kernel's audit, uevent, diag interfaces),
  * packet and raw sockets (forged traffic around the network layer), ICMP
  * "ping" datagram sockets, SCTP, MPTCP, vsock, Bluetooth, alg and the rest:
  * none of them is mediated by another layer of corral. A refused family
@@ -245,6 +247,19 @@ CR_HANDLER(cr_h_socket)
 		    (!pair || !cr_budget_sockets_measured(run)))
 			return v;
 		return unix_made(run, n, pair, type, proto);
+	}
+	/* NETLINK_ROUTE is answered by corral with a view of lo alone
+	 * (net/rtnl.c); netlink has no pairs (EOPNOTSUPP, as the kernel's
+	 * sock_no_socketpair: nothing made, nothing refused). */
+	if (domain == AF_NETLINK && proto == NETLINK_ROUTE && run->net) {
+		struct cr_verdict v;
+
+		if (pair)
+			return CR_V_ERR(EOPNOTSUPP);
+		v = cr_surface_chain(run, e, n);
+		if (v.kind != CR_V_CONTINUE)
+			return v;
+		return cr_rtnl_socket(run, n, type);
 	}
 	if (domain != AF_INET && domain != AF_INET6)
 		return deny(run, n, e->name, EAFNOSUPPORT,

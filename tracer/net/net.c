@@ -112,6 +112,7 @@ void cr_net_finish(struct cr_run *run)
 	cr_unix_held_finish(ns);
 	cr_net_pairs_finish(ns);
 	cr_net_abstract_finish(ns);
+	cr_rtnl_finish(ns);
 	free(ns);
 	run->net = NULL;
 }

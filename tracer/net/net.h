@@ -35,6 +35,7 @@
 #define CR_NET_MAX_WAITS 1024	/* accepts and receives waiting */
 #define CR_NET_MAX_UDP 512	/* UDP sockets of the run held (udp.c) */
 #define CR_NET_MAX_FLAGS 4096	/* sockets with a sharing option set */
+#define CR_NET_MAX_RTNL 64	/* route netlink sockets emulated at once */
 /* The kernel gives loopback this index in every namespace (LOOPBACK_IFINDEX). */
 #define CR_NET_LOOPBACK_IFINDEX 1
 
@@ -59,6 +60,7 @@ struct cr_net_aname;
 struct cr_net_wait;
 struct cr_net_udp;
 struct cr_net_flag;
+struct cr_rtnl;
 struct tcpdns;
 struct cr_net_dnsclient;
 
@@ -163,6 +165,11 @@ struct cr_netstate {
 	struct cr_net_aname *anames;	/* owned array, CR_NET_MAX_ANAMES */
 	size_t nanames, aname_next;
 	uint64_t anonce, aseq;
+	/* route netlink sockets, emulated (rtnl.c) */
+	struct cr_rtnl *rtnl;		/* owned array, CR_NET_MAX_RTNL; made
+					 * at first use */
+	uint32_t rtnl_rover;		/* the next autobound portid */
+	bool rtnl_view_known, rtnl_ipv6;
 };
 
 /* tracer/net/unixhold.c: unix stream connections the run made, held by
@@ -194,6 +201,33 @@ bool cr_net_pair_creator(const struct cr_netstate *ns, uint64_t ino,
 void cr_net_pairs_prune(struct cr_netstate *ns, const uint64_t *alive,
 			size_t nalive);
 void cr_net_pairs_finish(struct cr_netstate *ns);
+
+/* tracer/net/rtnl.c: the run's NETLINK_ROUTE sockets, answered by corral
+ * with a view of lo alone. socket() makes one (type as asked: SOCK_RAW or
+ * SOCK_DGRAM and the two flags); the rest are the calls' halves on a
+ * socket cr_rtnl_find knows by its inode (0 or -errno). */
+struct cr_verdict cr_rtnl_socket(struct cr_run *run,
+				 const struct seccomp_notif *n, int type);
+struct cr_rtnl *cr_rtnl_find(struct cr_netstate *ns, uint64_t ino);
+int cr_rtnl_type(const struct cr_rtnl *r);
+/* The longest request one send may carry: netlink_sendmsg's bound with the
+ * default send buffer (EMSGSIZE past it). */
+#define CR_RTNL_SEND_MAX (212992 - 32)
+int cr_rtnl_bind(struct cr_run *run, struct cr_rtnl *r,
+		 const union cr_sockaddr *a, socklen_t alen);
+int cr_rtnl_connect(struct cr_run *run, struct cr_rtnl *r,
+		    const union cr_sockaddr *a, socklen_t alen);
+socklen_t cr_rtnl_name(const struct cr_rtnl *r, bool peer,
+		       union cr_sockaddr *a);
+/* A request sent (data, len; the address alen bytes, 0 for none): answered
+ * before this returns; the verdict is the send's. */
+struct cr_verdict cr_rtnl_send(struct cr_run *run, struct cr_rtnl *r,
+			       const void *data, size_t len,
+			       const union cr_sockaddr *a, socklen_t alen,
+			       int flags);
+int cr_rtnl_setsockopt(struct cr_rtnl *r, int opt, const void *val,
+		       size_t len);
+void cr_rtnl_finish(struct cr_netstate *ns);
 
 /* tracer/net/net.c */
 int cr_net_setup(struct cr_run *run);
