@@ -5,7 +5,7 @@
 set -eu
 pkgs="gcc make pkg-config libseccomp-dev libunwind-dev libcjson-dev libcap-dev \
 libarchive-dev nettle-dev libcurl4-openssl-dev openssl python3 util-linux procps \
-coreutils tar gzip curl git"
+coreutils tar gzip curl git iproute2 nodejs"
 [ $# -gt 0 ] && pkgs="$*"
 missing=""
 for p in $pkgs; do

@@ -179,9 +179,14 @@ static void on_request(struct cr_run *run, uint32_t events, void *arg)
 	struct cr_rtnl *r = arg;
 	uint8_t *buf;
 
-	(void)events;
 	if (!run->net || !r->used)
 		return;
+	/* Every copy of the program's end closed: nobody could read an
+	 * answer, and nobody can send again. */
+	if (events & (EPOLLHUP | EPOLLERR)) {
+		release(r);
+		return;
+	}
 	buf = malloc(RTNL_READ_MAX);
 	if (!buf)
 		return;
@@ -189,12 +194,19 @@ static void on_request(struct cr_run *run, uint32_t events, void *arg)
 		ssize_t got = recv(r->fd, buf, RTNL_READ_MAX,
 				   MSG_DONTWAIT | MSG_TRUNC);
 
-		if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
-			release(r);	/* every copy of the program's end closed */
-			break;
-		}
 		if (got < 0)
-			break;
+			break;	/* EAGAIN: all answered */
+		/* An empty record (answered by nothing, as an empty skb),
+		 * or the end of what the program may still write (it shut
+		 * its end down for writing): then only the hang-up is
+		 * waited for, or the loop would wake for ever. */
+		if (got == 0) {
+			if (events & EPOLLRDHUP) {
+				cr_loop_modify(run, r->w, 0);
+				break;
+			}
+			continue;
+		}
 		/* Longer than read: the kernel would have refused its send
 		 * (EMSGSIZE past the buffer); nothing is answered. */
 		if ((size_t)got > RTNL_READ_MAX)
@@ -268,7 +280,7 @@ struct cr_verdict cr_rtnl_socket(struct cr_run *run,
 		r->ino = (uint64_t)st.st_ino;
 		r->type = base;
 		r->tgid = cr_tasks_tgid(&run->tasks, (pid_t)n->pid);
-		r->w = cr_loop_watch(run, sv[0], EPOLLIN, on_request, r);
+		r->w = cr_loop_watch(run, sv[0], EPOLLIN | EPOLLRDHUP, on_request, r);
 		if (!r->w) {
 			err = ENOBUFS;
 			r->used = false;
@@ -377,19 +389,21 @@ struct cr_verdict cr_rtnl_send(struct cr_run *run, struct cr_rtnl *r,
 int cr_rtnl_setsockopt(struct cr_rtnl *r, int opt, const void *val,
 		       size_t len)
 {
-	int on = 0;
+	int v = 0;
 
-	/* netlink_setsockopt: an int for every option but the memberships'
-	 * u32, EINVAL shorter. Memberships and modes are taken and do
-	 * nothing here (no event is ever sent), except CAP_ACK, which
-	 * shapes an error answer; NETLINK_LISTEN_ALL_NSID needs
-	 * CAP_NET_BROADCAST. */
-	if (len < sizeof(int))
-		return -EINVAL;
-	memcpy(&on, val, sizeof(on));
+	/* netlink_setsockopt: the value is an int when at least one is
+	 * given, else 0. Memberships are taken (no event is ever sent
+	 * here) when they name a route group; the modes are taken and do
+	 * nothing but CAP_ACK, which shapes an error answer;
+	 * NETLINK_LISTEN_ALL_NSID needs CAP_NET_BROADCAST. */
+	if (len >= sizeof(int))
+		memcpy(&v, val, sizeof(v));
 	switch (opt) {
 	case NETLINK_ADD_MEMBERSHIP:
 	case NETLINK_DROP_MEMBERSHIP:
+		if (!v || (unsigned)v - 1 >= RTNLGRP_MAX)
+			return -EINVAL;
+		return 0;
 	case NETLINK_PKTINFO:
 	case NETLINK_BROADCAST_ERROR:
 	case NETLINK_NO_ENOBUFS:
@@ -397,7 +411,7 @@ int cr_rtnl_setsockopt(struct cr_rtnl *r, int opt, const void *val,
 	case NETLINK_GET_STRICT_CHK:
 		return 0;
 	case NETLINK_CAP_ACK:
-		r->cap_ack = on != 0;
+		r->cap_ack = v != 0;
 		return 0;
 	case NETLINK_LISTEN_ALL_NSID:
 		return -EPERM;
