@@ -281,41 +281,103 @@ def inotify_on_a_device_is_refused(t):
     t.assert_next_run_ok()
 
 
+IFIOCTLS = r"""
+import errno, fcntl, socket, struct, sys
+other = sys.argv[1]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def q(name, cmd, arg, sock=s):
+    try:
+        r = fcntl.ioctl(sock.fileno(), cmd, arg)
+        print(name, r.hex())
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+def ifr(n):
+    return struct.pack('16s24x', n.encode())
+conf = fcntl.ioctl(s.fileno(), 0x8912, struct.pack('iL', 0, 0))
+print('conf need', struct.unpack('iL', conf)[0] // 40 >= 1)
+for name, cmd in (('flags', 0x8913), ('addr', 0x8915), ('dstaddr', 0x8917),
+                  ('brdaddr', 0x8919), ('netmask', 0x891b),
+                  ('metric', 0x891d), ('mtu', 0x8921), ('hwaddr', 0x8927),
+                  ('index', 0x8933), ('txqlen', 0x8942), ('map', 0x8970)):
+    q(name + ' lo', cmd, ifr('lo'))
+    q(name + ' other', cmd, ifr(other))
+u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+q('unix flags lo', 0x8913, ifr('lo'), u)
+q('unix addr lo', 0x8915, ifr('lo'), u)
+q('name 1', 0x8910, struct.pack('16si20x', b'', 1))
+print('names', socket.if_nameindex() == [(1, 'lo')])
+print('index', socket.if_nametoindex('lo'))
+t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+print('outqnsd', len(fcntl.ioctl(t.fileno(), 0x894b, b'\0' * 4)))
+"""
+
+
 @test
-def interface_ioctls_are_refused(t):
-    """Socket ioctls on any Internet or unix socket told the run the
-    host's interfaces: addresses (SIOCGIFCONF, SIOCGIFADDR), MACs
-    (SIOCGIFHWADDR), netmasks, flags, the ARP table (SIOCGARP) and the
-    card's driver and counters (SIOCETHTOOL), all of which the refusal of
-    netlink keeps hidden, unrecorded. Now "no such device", recorded;
-    interface names and indexes (if_nametoindex) and the socket's own
-    queries (SIOCATMARK, SIOCOUTQNSD) still work."""
-    code = (
-        "import errno, fcntl, socket, struct\n"
-        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-        "def q(name, cmd, arg):\n"
-        "    try:\n"
-        "        fcntl.ioctl(s.fileno(), cmd, arg); print(name, 'ok')\n"
-        "    except OSError as e:\n"
-        "        print(name, errno.errorcode[e.errno])\n"
-        "ifr = struct.pack('16s24x', b'lo')\n"
-        "q('conf', 0x8912, struct.pack('iL', 0, 0))\n"
-        "q('addr', 0x8915, ifr)\n"
-        "q('hwaddr', 0x8927, ifr)\n"
-        "q('flags', 0x8913, ifr)\n"
-        "q('arp', 0x8954, bytes(68))\n"
-        "q('ethtool', 0x8946, ifr)\n"
-        "q('wireless', 0x8b01, ifr)\n"
-        "print('index', socket.if_nametoindex('lo'))\n"
-        "t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
-        "print('outqnsd', len(fcntl.ioctl(t.fileno(), 0x894b, b'\\0' * 4)))\n")
-    run = t.corral(["run", "--json", "--", "python3", "-c", code])
+def interface_ioctls_show_lo_alone(t):
+    """Socket ioctls on any socket told the run the host's interfaces:
+    addresses (SIOCGIFCONF, SIOCGIFADDR), MACs, netmasks, flags, the ARP
+    table (SIOCGARP) and the card's driver and counters (SIOCETHTOOL).
+    The interface queries now show lo alone, as the emulated route
+    netlink does: lo's own values, answered by the kernel, exactly as
+    natively; any other interface is absent (ENODEV, by name and by
+    index); SIOCGIFCONF lists lo only. ARP, ethtool and the wireless
+    queries stay refused and recorded; the socket's own queries work."""
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True,
+                           text=True, check=True).stdout.split("\n")
+    others = [ln.split(": ")[1].split("@")[0] for ln in links
+              if ": " in ln and ln.split(": ")[1] != "lo"]
+    true(others, "the host has an interface besides lo (test premise)")
+    prog = t.write("ifioctls.py", IFIOCTLS, mode=0o644)
+    nat = t.native(["python3", prog, others[0]])
+    eq(nat.code, 0, "native (stderr %r)" % nat.err[-400:])
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--", "python3", prog,
+                    others[0]])
     r = t.result(run)
     eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
-    eq(r.get("stdout"), "conf ENODEV\naddr ENODEV\nhwaddr ENODEV\n"
-       "flags ENODEV\narp ENODEV\nethtool ENODEV\nwireless ENODEV\n"
-       "index 1\noutqnsd 4\n", "stdout")
+    got = r["stdout"].splitlines()
+    native = nat.out.decode().splitlines()
+    # lo's answers are the kernel's own; the other interface is absent.
+    for g, w in zip(got, native):
+        if " other " in g:
+            eq(g.split()[-1], "ENODEV", "under corral: %s" % g)
+        elif g.startswith("names"):
+            eq(g, "names True", "if_nameindex")
+        else:
+            eq(g, w, "as natively")
+    eq(len(got), len(native), "as many answers")
+    # The list holds lo's IPv4 address and nothing else.
+    code = ("import fcntl, socket, struct, array\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "buf = array.array('B', bytes(400))\n"
+            "a, _ = buf.buffer_info()\n"
+            "r = fcntl.ioctl(s.fileno(), 0x8912, struct.pack('iL', 400, a))\n"
+            "n = struct.unpack('iL', r)[0]\n"
+            "b = buf.tobytes()[:n]\n"
+            "print(n, [(b[i:i+16].rstrip(b'\\0').decode(),"
+            " socket.inet_ntoa(b[i+20:i+24])) for i in range(0, n, 40)])\n"
+            "r = fcntl.ioctl(s.fileno(), 0x8912, struct.pack('iL', 39, a))\n"
+            "print(struct.unpack('iL', r)[0])\n")
+    run = t.corral(["run", "--json", "--", "python3", "-c", code])
+    r = t.result(run)
+    eq(r.get("stdout"), "40 [('lo', '127.0.0.1')]\n0\n", "SIOCGIFCONF")
+    # The rest: refused and recorded.
+    code = ("import errno, fcntl, socket, struct\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "for name, cmd, arg in (('arp', 0x8954, bytes(68)),"
+            " ('ethtool', 0x8946, struct.pack('16s24x', b'lo')),"
+            " ('wireless', 0x8b01, struct.pack('16s24x', b'lo')),"
+            " ('set flags', 0x8914, struct.pack('16s24x', b'lo'))):\n"
+            "    try:\n"
+            "        fcntl.ioctl(s.fileno(), cmd, arg); print(name, 'ok')\n"
+            "    except OSError as e:\n"
+            "        print(name, errno.errorcode[e.errno])\n")
+    run = t.corral(["run", "--json", "--", "python3", "-c", code])
+    r = t.result(run)
+    eq(r.get("stdout"), "arp ENODEV\nethtool ENODEV\nwireless ENODEV\n"
+       "set flags EPERM\n", "refused (a change: EPERM, as natively for "
+       "any uid without CAP_NET_ADMIN)")
     got = {d.get("target") for d in denials_of(r, "ioctl", "net")}
-    true({"ioctl 0x8912", "ioctl 0x8927", "ioctl 0x8954"} <= got,
+    true({"ioctl 0x8954", "ioctl 0x8946", "ioctl 0x8b01",
+          "ioctl 0x8914"} <= got,
          "interface ioctl denials: %s" % _show(r.get("denials")))
     t.assert_next_run_ok()

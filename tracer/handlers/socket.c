@@ -9,6 +9,9 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <linux/netlink.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 
 #include "handlers.h"
 #include "../budget.h"
@@ -293,15 +296,128 @@ CR_HANDLER(cr_h_socket)
 }
 
 /*
+ * The interface queries a run may make, of lo alone: the view the
+ * emulated route netlink gives (tracer/net/rtnl.c). A query naming lo (by
+ * name, or by index 1 for SIOCGIFNAME) is performed on corral's copy of
+ * the program's socket, so the kernel answers with lo's own values and
+ * with its own errno for the socket's family; any other name is the
+ * kernel's answer for a device that does not exist, ENODEV. SIOCGIFCONF
+ * lists lo's IPv4 address only. What the program names is read once,
+ * and the call is never let through: the kernel would answer from the
+ * name in its memory, which another thread may have changed since.
+ */
+static bool ifview_cmd(unsigned cmd)
+{
+	switch (cmd) {
+	case SIOCGIFNAME:
+	case SIOCGIFFLAGS:
+	case SIOCGIFADDR:
+	case SIOCGIFDSTADDR:
+	case SIOCGIFBRDADDR:
+	case SIOCGIFNETMASK:
+	case SIOCGIFMETRIC:
+	case SIOCGIFMTU:
+	case SIOCGIFHWADDR:
+	case SIOCGIFINDEX:
+	case SIOCGIFPFLAGS:
+	case SIOCGIFTXQLEN:
+	case SIOCGIFMAP:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The interface and route changes: the kernel checks CAP_NET_ADMIN before
+ * it looks at the name, so every one is EPERM for a run, which never has
+ * it (recorded: an attempt on the host's network). */
+static bool ifset_cmd(unsigned cmd)
+{
+	switch (cmd) {
+	case SIOCADDRT: case SIOCDELRT:
+	case SIOCSIFFLAGS: case SIOCSIFADDR: case SIOCSIFDSTADDR:
+	case SIOCSIFBRDADDR: case SIOCSIFNETMASK: case SIOCSIFMETRIC:
+	case SIOCSIFMTU: case SIOCSIFNAME: case SIOCSIFHWADDR:
+	case SIOCADDMULTI: case SIOCDELMULTI: case SIOCSIFPFLAGS:
+	case SIOCDIFADDR: case SIOCSIFHWBROADCAST: case SIOCSIFTXQLEN:
+	case SIOCSIFMAP: case SIOCDARP: case SIOCSARP:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static struct cr_verdict ifview_conf(struct cr_run *run,
+				     const struct seccomp_notif *n)
+{
+	pid_t pid = (pid_t)n->pid;
+	struct ifconf ifc;
+	struct ifreq lo;
+	int len;
+
+	if (cr_mem_read(pid, n->data.args[2], &ifc, sizeof(ifc)))
+		return CR_V_ERR(EFAULT);
+	memset(&lo, 0, sizeof(lo));
+	memcpy(lo.ifr_name, "lo", 3);
+	lo.ifr_addr.sa_family = AF_INET;
+	((struct sockaddr_in *)&lo.ifr_addr)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* dev_ifconf: with no buffer, the length a full answer needs; with
+	 * one, the entries that fit whole, and their length. */
+	if (!ifc.ifc_buf)
+		len = (int)sizeof(lo);
+	else if (ifc.ifc_len < (int)sizeof(lo))
+		len = 0;
+	else if (cr_mem_write(pid, (uint64_t)(uintptr_t)ifc.ifc_buf, &lo,
+			      sizeof(lo)))
+		return CR_V_ERR(EFAULT);
+	else
+		len = (int)sizeof(lo);
+	if (!cr_notif_valid(run, n->id))
+		return CR_V_ERR(EINTR);
+	if (cr_mem_write(pid, n->data.args[2] + offsetof(struct ifconf, ifc_len),
+			 &len, sizeof(len)))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL(0);
+}
+
+static struct cr_verdict ifview_query(struct cr_run *run,
+				      const struct seccomp_notif *n,
+				      unsigned cmd)
+{
+	pid_t pid = (pid_t)n->pid;
+	struct ifreq ifr;
+	bool lo;
+	int fd, rc;
+
+	if (cr_mem_read(pid, n->data.args[2], &ifr, sizeof(ifr)))
+		return CR_V_ERR(EFAULT);
+	ifr.ifr_name[IFNAMSIZ - 1] = 0;	/* as the kernel reads it */
+	lo = cmd == SIOCGIFNAME ? ifr.ifr_ifindex == CR_NET_LOOPBACK_IFINDEX :
+			      !strcmp(ifr.ifr_name, "lo");
+	if (!lo)
+		return CR_V_ERR(ENODEV);
+	fd = cr_tasks_getfd(run, pid, (int)n->data.args[0]);
+	if (fd < 0)
+		return CR_V_ERR(fd == -EBADF ? EBADF : ESRCH);
+	rc = ioctl(fd, cmd, &ifr) < 0 ? -errno : 0;
+	close(fd);
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (!cr_notif_valid(run, n->id))
+		return CR_V_ERR(EINTR);
+	if (cr_mem_write(pid, n->data.args[2], &ifr, sizeof(ifr)))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL(0);
+}
+
+/*
  * The socket ioctls (0x89xx) and the wireless ones (0x8bxx), by their
- * number alone (a register): those of the socket itself go on (signal
- * owner queries, the out-of-band mark, timestamps, unsent bytes); the
- * interface, ARP, ethtool and MII queries describe the host's interfaces
- * (addresses, MACs, the LAN's neighbours, traffic counters), which the
- * refusal of netlink keeps hidden too: "no such device". Interface names
- * and indexes (SIOCGIFNAME, SIOCGIFINDEX: if_nametoindex) stay, as
- * docs/threat-model.md lists them visible. Setting calls need
- * CAP_NET_ADMIN, which a run never has.
+ * number (a register): those of the socket itself go on (signal owner
+ * queries, the out-of-band mark, timestamps, unsent bytes); the
+ * interface queries answer with lo alone (above); the ARP, ethtool, MII
+ * and wireless queries describe the host's interfaces (the LAN's
+ * neighbours, the card's driver and counters): "no such device",
+ * recorded. Changes are EPERM, recorded (ifset_cmd).
  */
 CR_HANDLER(cr_h_sockios)
 {
@@ -314,8 +430,6 @@ CR_HANDLER(cr_h_sockios)
 	case 0x8905:	/* SIOCATMARK */
 	case 0x8906:	/* SIOCGSTAMP_OLD */
 	case 0x8907:	/* SIOCGSTAMPNS_OLD */
-	case 0x8910:	/* SIOCGIFNAME */
-	case 0x8933:	/* SIOCGIFINDEX */
 	case 0x894b:	/* SIOCOUTQNSD */
 		return CR_V_CONT;
 	default:
@@ -330,7 +444,16 @@ CR_HANDLER(cr_h_sockios)
 	default:
 		break;
 	}
+	if (cmd == SIOCGIFCONF)
+		return ifview_conf(run, n);
+	if (ifview_cmd(cmd))
+		return ifview_query(run, n, cmd);
 	snprintf(target, sizeof(target), "ioctl 0x%x", cmd);
+	if (ifset_cmd(cmd)) {
+		cr_deny(run, (pid_t)n->pid, e->name, target, "net",
+			"changes to the host's interfaces and routes are refused");
+		return CR_V_ERR(EPERM);
+	}
 	cr_deny(run, (pid_t)n->pid, e->name, target, "net",
 		"queries of the host's network interfaces are refused");
 	return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = ENODEV };
