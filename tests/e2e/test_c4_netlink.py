@@ -380,3 +380,42 @@ def netlink_route_survives_garbage(t):
     eq(r["stdout"], "sent True\nstill 16\n", "answers after the garbage")
     eq(r["status"], "ok", "status")
     t.assert_next_run_ok()
+
+
+FIRST = r'''
+import errno, socket, struct, os
+for how in ("write", "send", "sendto-inet", "sendto-unspec-ack"):
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    fam = 2 if how == "sendto-inet" else 0
+    fl = 0x305 if how.endswith("ack") else 0x301
+    r = struct.pack("=IHHII", 20, 22, fl, 1, 0) + bytes([fam, 0, 0, 0])
+    if how == "write":
+        os.write(s.fileno(), r)
+    elif how == "send":
+        s.send(r)
+    else:
+        s.sendto(r, (0, 0))
+    s.settimeout(20)
+    print(how, len(s.recv(65536)) > 0)
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+r = struct.pack("=IHHII", 20, 22, 0x301, 1, 0) + bytes(4)
+try:
+    s.sendto(r, (0, 0))
+    print("glibc's probe answered")
+except OSError as e:
+    print("glibc's probe", errno.errorcode[e.errno])
+s.sendto(r, (0, 0))
+print("then", len(s.recv(65536)) > 0)
+'''
+
+
+@test
+def netlink_route_only_glibcs_probe_is_refused(t):
+    # The one request refused on purpose (glibc's AI_ADDRCONFIG probe) is
+    # exactly its form: a first request of another shape, or sent
+    # without an address, is answered (a reader would wait for ever).
+    run, r = loop_run(t, FIRST)
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "write True\nsend True\nsendto-inet True\n"
+       "sendto-unspec-ack True\nglibc's probe ECONNREFUSED\nthen True\n",
+       "answers")

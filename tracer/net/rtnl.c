@@ -42,7 +42,8 @@
  *
  * One request is refused as if netlink were not there: glibc's
  * getaddrinfo asks a fresh socket for an address dump (__check_pf: a
- * 20-byte RTM_GETADDR dump request, the socket's first) to learn whether
+ * 20-byte RTM_GETADDR dump request of AF_UNSPEC, the socket's first,
+ * sent with sendto and the kernel's address) to learn whether
  * the host has IPv4 and IPv6 addresses besides loopback; with lo alone it
  * would conclude it has neither, and every AF_INET or AF_INET6 lookup
  * with AI_ADDRCONFIG would fail (EAI_NONAME) where the host and earlier
@@ -159,19 +160,23 @@ static void answer(struct cr_netstate *ns, struct cr_rtnl *r, const uint8_t *m,
 	free(out);
 }
 
-/* glibc's address-family probe (see above): the first request of the
- * socket, an address dump of 20 bytes. */
+/* glibc's address-family probe (see above), exactly as __check_pf sends
+ * it: the socket's first request, sent with an address, a datagram of
+ * one 20-byte RTM_GETADDR dump request of every family. A write or an
+ * unaddressed send is never refused: it has no error to give, and its
+ * reader would wait for ever for an answer (found by a probing session). */
 static bool family_probe(struct cr_rtnl *r, const uint8_t *m, size_t len)
 {
 	struct nlmsghdr h;
 	bool first = !r->asked;
 
 	r->asked = true;
-	if (!first || len < sizeof(h))
+	if (!first || len != 20)
 		return false;
 	memcpy(&h, m, sizeof(h));
 	return h.nlmsg_type == RTM_GETADDR && h.nlmsg_len == 20 &&
-	       (h.nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
+	       h.nlmsg_flags == (NLM_F_REQUEST | NLM_F_DUMP) &&
+	       m[NLMSG_HDRLEN] == AF_UNSPEC;
 }
 
 static void on_request(struct cr_run *run, uint32_t events, void *arg)
@@ -212,8 +217,8 @@ static void on_request(struct cr_run *run, uint32_t events, void *arg)
 		if ((size_t)got > RTNL_READ_MAX)
 			continue;
 		autobind(run->net, r);
-		if (!family_probe(r, buf, (size_t)got))
-			answer(run->net, r, buf, (size_t)got);
+		r->asked = true;
+		answer(run->net, r, buf, (size_t)got);
 	}
 	free(buf);
 }
@@ -380,7 +385,7 @@ struct cr_verdict cr_rtnl_send(struct cr_run *run, struct cr_rtnl *r,
 			return CR_V_ERR(EPERM);
 	}
 	autobind(run->net, r);
-	if (family_probe(r, data, len))
+	if (alen && family_probe(r, data, len))
 		return CR_V_ERR(ECONNREFUSED);
 	answer(run->net, r, data, len);
 	return CR_V_VAL((int64_t)len);
