@@ -161,6 +161,8 @@ print("peer", s.getpeername())
 print("send", err(lambda: s.sendto(req(RTM_GETLINK, NLM_F_REQUEST, 1), (9, 0))),
       err(lambda: s.sendto(req(RTM_GETLINK, NLM_F_REQUEST, 1), (0, 2))))
 print("listen", err(lambda: s.listen()), "accept", err(lambda: s.accept()))
+print("empty", err(lambda: s.sendto(b"", (0, 0))),
+      err(lambda: s.sendto(b"", socket.MSG_OOB, (0, 0))))
 print("pair", err(lambda: socket.socketpair(socket.AF_NETLINK,
                                              socket.SOCK_RAW, 0)))
 print("stream", err(lambda: socket.socket(socket.AF_NETLINK,
@@ -245,7 +247,8 @@ def netlink_route_hides_the_host(t):
                     "eth0"])
     r = t.result(run)
     eq(r.get("exit_code"), 1, "ip link show dev eth0 fails")
-    contains(r["stderr"], "No such device", "as for a missing device")
+    contains(r["stderr"], 'Device "eth0" does not exist',
+             "as for a missing device")
 
 
 @test
@@ -419,3 +422,32 @@ def netlink_route_only_glibcs_probe_is_refused(t):
     eq(r["stdout"], "write True\nsend True\nsendto-inet True\n"
        "sendto-unspec-ack True\nglibc's probe ECONNREFUSED\nthen True\n",
        "answers")
+
+
+FLOOD = r"""
+import os, socket, struct, time
+k = (212992 - 32 - 64) // 20
+one = struct.pack("=IHHII", 20, 18, 0x301, 1, 0) + bytes(4)
+buf = one * k
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, len(buf) + 4096)
+# Blocking writes, answers never read: the program waits on corral.
+end = time.monotonic() + 20
+while time.monotonic() < end:
+    os.write(s.fileno(), buf)
+print("not stopped")
+"""
+
+
+@test
+def netlink_route_answers_cost_the_runs_cpu(t):
+    # Datagrams packed with 10 000 requests, written (never notified):
+    # corral's work answering them is the run's CPU. Uncharged, the run
+    # went 20 s on ~0.1 s of its own CPU, ok under cpu=1s (found by a
+    # probing session).
+    run, r = loop_run(t, FLOOD, extra=["--limit", "cpu=1s",
+                                        "--limit", "wall=60s"])
+    eq((r["status"], r["limit"]), ("limit_exceeded", "cpu"), "status, limit")
+    true(r["usage"]["wall_ms"] < 15000, "ended well before the program's "
+         "20 s: %d ms" % r["usage"]["wall_ms"])
+    t.assert_next_run_ok()
