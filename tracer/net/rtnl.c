@@ -54,7 +54,8 @@
  * answered.
  */
 
-#define RTNL_SNDBUF 32768	/* the kernel doubles it: what may wait unread */
+#define RTNL_SNDBUF 131072	/* doubled by the kernel: what may wait unread
+				 * (a datagram's 64 answers, with room) */
 #define RTNL_READ_MAX CR_RTNL_SEND_MAX	/* the largest request read */
 #define RTNL_BATCH 16		/* datagrams answered per wake-up */
 /* Requests answered in one datagram: the kernel answers them all, but a
