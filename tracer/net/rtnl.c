@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -107,6 +108,21 @@ static void release(struct cr_rtnl *r)
 	r->fd = -1;
 }
 
+/* Let go of every record whose program's end is closed (corral's end hung
+ * up), without waiting for the loop to say so. */
+static void sweep(struct cr_netstate *ns)
+{
+	struct pollfd p[CR_NET_MAX_RTNL];
+
+	for (size_t i = 0; i < CR_NET_MAX_RTNL; i++)
+		p[i] = (struct pollfd){ .fd = ns->rtnl[i].used ? ns->rtnl[i].fd : -1 };
+	if (poll(p, CR_NET_MAX_RTNL, 0) <= 0)
+		return;
+	for (size_t i = 0; i < CR_NET_MAX_RTNL; i++)
+		if (p[i].revents & (POLLHUP | POLLERR))
+			release(&ns->rtnl[i]);
+}
+
 struct cr_rtnl *cr_rtnl_find(struct cr_netstate *ns, uint64_t ino)
 {
 	for (size_t i = 0; ns->rtnl && i < CR_NET_MAX_RTNL; i++)
@@ -133,7 +149,7 @@ static bool portid_taken(const struct cr_netstate *ns, uint32_t portid)
  * negative id below -4096 chosen at random. */
 static void autobind(struct cr_netstate *ns, struct cr_rtnl *r)
 {
-	uint32_t id = (uint32_t)r->tgid;
+	uint32_t id = r->tgid > 0 ? (uint32_t)r->tgid : 0;
 
 	if (r->bound)
 		return;
@@ -180,13 +196,11 @@ static void answer(struct cr_run *run, struct cr_rtnl *r, const uint8_t *m,
  * one 20-byte RTM_GETADDR dump request of every family. A write or an
  * unaddressed send is never refused: it has no error to give, and its
  * reader would wait for ever for an answer (found by a probing session). */
-static bool family_probe(struct cr_rtnl *r, const uint8_t *m, size_t len)
+static bool family_probe(const uint8_t *m, size_t len)
 {
 	struct nlmsghdr h;
-	bool first = !r->asked;
 
-	r->asked = true;
-	if (!first || len != 20)
+	if (len != 20)
 		return false;
 	memcpy(&h, m, sizeof(h));
 	return h.nlmsg_type == RTM_GETADDR && h.nlmsg_len == 20 &&
@@ -286,9 +300,17 @@ struct cr_verdict cr_rtnl_socket(struct cr_run *run,
 		return CR_V_ERR(ESOCKTNOSUPPORT);
 	if (!ns->rtnl && !(ns->rtnl = calloc(CR_NET_MAX_RTNL, sizeof(*ns->rtnl))))
 		return CR_V_ERR(ENOMEM);
-	for (size_t i = 0; !r && i < CR_NET_MAX_RTNL; i++)
-		if (!ns->rtnl[i].used)
-			r = &ns->rtnl[i];
+	for (int pass = 0; !r && pass < 2; pass++) {
+		/* Full: those closed by now go first, their hang-ups maybe
+		 * still queued behind this call in the loop (a program that
+		 * closed 64 and made one more met ENOBUFS under the
+		 * sanitizer build). */
+		if (pass)
+			sweep(ns);
+		for (size_t i = 0; !r && i < CR_NET_MAX_RTNL; i++)
+			if (!ns->rtnl[i].used)
+				r = &ns->rtnl[i];
+	}
 	if (!r)
 		return CR_V_ERR(ENOBUFS);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
@@ -395,6 +417,8 @@ struct cr_verdict cr_rtnl_send(struct cr_run *run, struct cr_rtnl *r,
 			       const union cr_sockaddr *a, socklen_t alen,
 			       int flags)
 {
+	bool first;
+
 	/* netlink_sendmsg, in its order. */
 	if (flags & MSG_OOB)
 		return CR_V_ERR(EOPNOTSUPP);
@@ -410,7 +434,9 @@ struct cr_verdict cr_rtnl_send(struct cr_run *run, struct cr_rtnl *r,
 			return CR_V_ERR(EPERM);
 	}
 	autobind(run->net, r);
-	if (alen && family_probe(r, data, len))
+	first = !r->asked;
+	r->asked = true;
+	if (alen && first && family_probe(data, len))
 		return CR_V_ERR(ECONNREFUSED);
 	answer(run, r, data, len);
 	return CR_V_VAL((int64_t)len);
