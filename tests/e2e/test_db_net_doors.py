@@ -38,15 +38,15 @@ def host_v4_address(t):
 
 
 def other_interface(t):
-    """The name of an interface that is not loopback (one with an address
-    first: the route the hole took), or None."""
+    """An interface that is not loopback (one with an address first: the
+    route the hole took) as "NAME=INDEX" (its index asked here: the run
+    sees lo alone, tests/progs/net_doors.c), or None."""
     _, ifname = host_v4_address(t)
-    if ifname:
-        return ifname
-    for _, name in socket.if_nameindex():
-        if name != "lo":
-            return name
-    return None
+    if not ifname:
+        ifname = next((n for _, n in socket.if_nameindex() if n != "lo"),
+                      None)
+    return "%s=%d" % (ifname, socket.if_nametoindex(ifname)) if ifname \
+        else None
 
 
 class HostService:

@@ -12,6 +12,8 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <net/route.h>
+#include <linux/sockios.h>
 
 #include "handlers.h"
 #include "../budget.h"
@@ -392,13 +394,35 @@ static struct cr_verdict ifview_query(struct cr_run *run,
 	if (cr_mem_read(pid, n->data.args[2], &ifr, sizeof(ifr)))
 		return CR_V_ERR(EFAULT);
 	ifr.ifr_name[IFNAMSIZ - 1] = 0;	/* as the kernel reads it */
+	/* The kernel looks a name up up to its first ':' (an alias label:
+	 * "lo:0" is lo, whose answer the kernel then gives). */
 	lo = cmd == SIOCGIFNAME ? ifr.ifr_ifindex == CR_NET_LOOPBACK_IFINDEX :
-			      !strcmp(ifr.ifr_name, "lo");
-	if (!lo)
-		return CR_V_ERR(ENODEV);
+			      !strncmp(ifr.ifr_name, "lo", 2) &&
+			      (!ifr.ifr_name[2] || ifr.ifr_name[2] == ':');
+	/* SIOCGIFPFLAGS answers alike for every name (EINVAL on an IPv4
+	 * socket, ENOTTY elsewhere): asked as lo. */
+	if (cmd == SIOCGIFPFLAGS && !lo) {
+		memset(ifr.ifr_name, 0, sizeof(ifr.ifr_name));
+		memcpy(ifr.ifr_name, "lo", 2);
+		lo = true;
+	}
 	fd = cr_tasks_getfd(run, pid, (int)n->data.args[0]);
 	if (fd < 0)
 		return CR_V_ERR(fd == -EBADF ? EBADF : ESRCH);
+	if (!lo) {
+		/* Absent, as the kernel says it: ENODEV, but ENOTTY for an
+		 * address query on a socket that is not IPv4's (it never
+		 * looks the name up). */
+		int dom = AF_INET;
+		socklen_t dl = sizeof(dom);
+		bool addr = cmd == SIOCGIFADDR || cmd == SIOCGIFDSTADDR ||
+			    cmd == SIOCGIFBRDADDR || cmd == SIOCGIFNETMASK;
+
+		if (addr)
+			(void)getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl);
+		close(fd);
+		return CR_V_ERR(addr && dom != AF_INET ? ENOTTY : ENODEV);
+	}
 	rc = ioctl(fd, cmd, &ifr) < 0 ? -errno : 0;
 	close(fd);
 	if (rc)
@@ -448,8 +472,25 @@ CR_HANDLER(cr_h_sockios)
 		return ifview_conf(run, n);
 	if (ifview_cmd(cmd))
 		return ifview_query(run, n, cmd);
+	/* Queries this kernel does not have, on any socket. */
+	if (cmd == SIOCGIFCOUNT || cmd == SIOCGIFMEM || cmd == SIOCGIFENCAP)
+		return CR_V_ERR(ENOTTY);
 	snprintf(target, sizeof(target), "ioctl 0x%x", cmd);
+	if (cmd == SIOCGSKNS) {	/* the network namespace: CAP_NET_ADMIN */
+		cr_deny(run, (pid_t)n->pid, e->name, target, "net",
+			"the network namespace is not handed out");
+		return CR_V_ERR(EPERM);
+	}
 	if (ifset_cmd(cmd)) {
+		/* The kernel reads the request before it checks the
+		 * capability (an unreadable one is EFAULT). */
+		uint8_t req[sizeof(struct rtentry)];
+		size_t rl = cmd == SIOCADDRT || cmd == SIOCDELRT ?
+			    sizeof(struct rtentry) : sizeof(struct ifreq);
+
+		if (cmd != SIOCSARP && cmd != SIOCDARP &&
+		    cr_mem_read((pid_t)n->pid, n->data.args[2], req, rl))
+			return CR_V_ERR(EFAULT);
 		cr_deny(run, (pid_t)n->pid, e->name, target, "net",
 			"changes to the host's interfaces and routes are refused");
 		return CR_V_ERR(EPERM);
