@@ -191,12 +191,17 @@ print("lo first", m[0][0], struct.unpack_from("=BxHiII", m[0][4])[1:4],
 '''
 
 
+def _staged(t, name, mode, script, text):
+    """A workspace (mode) and a script beside it, readable by the run."""
+    ws = t.path(name)
+    os.makedirs(ws)
+    os.chmod(ws, mode)
+    return ws, t.write(script, text, mode=0o644)
+
+
 @test
 def netlink_route_answers_as_the_kernel(t):
-    ws = t.path("parity")
-    os.makedirs(ws)
-    os.chmod(ws, 0o755)
-    script = t.write("parity/p.py", PARITY, mode=0o644)
+    ws, script = _staged(t, "parity", 0o755, "parity/p.py", PARITY)
 
     # This tier runs unprivileged: nothing here could change the host.
     nat = t.native([PY, script])
@@ -283,10 +288,7 @@ open(os.path.join(os.environ["WS"], "name"), "wb").write(name)
 
 @test
 def netlink_route_corral_end_unreachable(t):
-    ws = t.path("ws")
-    os.makedirs(ws)
-    os.chmod(ws, 0o777)
-    script = t.write("reach.py", REACH, mode=0o644)
+    ws, script = _staged(t, "ws", 0o777, "reach.py", REACH)
     run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--env",
                     "WS=" + ws, "--", PY, script])
     r = t.result(run)
