@@ -251,13 +251,23 @@ int cr_fs_held_add(struct cr_run *run, int fd);
 int cr_fs_held_room(struct cr_run *run);
 /* Drop the entries nothing but the ledger holds (their storage is freed). */
 void cr_fs_held_prune(struct cr_run *run);
-/* Around an unlink or a rename over res: *keep, an O_PATH fd on the file
- * when this removes its last name (-1 otherwise); -errno when it cannot be
- * had, and the call must be refused. Then, when the call succeeded, the
- * file goes to the ledger (or the run ends); keep is closed. */
+/* Around an unlink or a rename over res: *keep holds what is needed to
+ * follow the file when this removes its last name (keep->fd -1 otherwise);
+ * -errno when it cannot be had, and the call must be refused. Then, when
+ * the call succeeded, the file goes to the ledger unless it is provably
+ * gone (or the run ends); keep's fd is closed or handed to the ledger. */
+struct cr_fs_keep {
+	int fd;			/* our open file (own) or an O_PATH fd */
+	signed char lease;	/* 1 ours held through the call, 0 others hold
+				 * the file, -1 cannot tell */
+	bool own;		/* fd is a read-only open file of our own */
+	dev_t dev;
+	ino_t ino;
+};
 int cr_fs_held_before_unlink(struct cr_run *run, const struct cr_fsres *res,
-			     int *keep);
-void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done);
+			     struct cr_fs_keep *keep);
+void cr_fs_held_after_unlink(struct cr_run *run, struct cr_fs_keep *keep,
+			     bool done);
 
 /* weak.c: files followed without a reference (an epoll set, *set -1
  * until the first add). Add fd's file with data; then call fn for each

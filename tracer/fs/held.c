@@ -127,12 +127,43 @@ int cr_fs_held_room(struct cr_run *run)
 	return -EDQUOT;
 }
 
+/* Enter h (its fd ours, handed over) unless its inode is there already. */
+static int insert(struct cr_run *run, struct cr_held h)
+{
+	struct cr_fsstate *fs = run->fs;
+	int r;
+
+	for (size_t i = 0; i < fs->nheld; i++)
+		if (fs->held[i].dev == h.dev && fs->held[i].ino == h.ino) {
+			close(h.fd);
+			return 0;
+		}
+	r = cr_fs_held_room(run);
+	if (r) {
+		close(h.fd);
+		return r;
+	}
+	if (fs->nheld == fs->heldcap) {
+		size_t cap = fs->heldcap ? fs->heldcap * 2 : 16;
+		struct cr_held *g = realloc(fs->held, cap * sizeof(*g));
+
+		if (!g) {
+			close(h.fd);
+			return -ENOMEM;
+		}
+		fs->held = g;
+		fs->heldcap = cap;
+	}
+	fs->held[fs->nheld++] = h;
+	cr_budget_rescan_soon(run);
+	return 0;
+}
+
 int cr_fs_held_add(struct cr_run *run, int fd)
 {
 	struct cr_fsstate *fs = run->fs;
 	struct cr_held h = { .provable = true };
 	struct stat st;
-	int r;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
@@ -141,9 +172,6 @@ int cr_fs_held_add(struct cr_run *run, int fd)
 	for (size_t i = 0; i < fs->nheld; i++)
 		if (fs->held[i].dev == st.st_dev && fs->held[i].ino == st.st_ino)
 			return 0;
-	r = cr_fs_held_room(run);
-	if (r)
-		return r;
 	h.dev = st.st_dev;
 	h.ino = st.st_ino;
 	h.fd = reopen(fd);
@@ -164,30 +192,57 @@ int cr_fs_held_add(struct cr_run *run, int fd)
 		}
 		h.provable = alone == 0;
 	}
-	if (fs->nheld == fs->heldcap) {
-		size_t cap = fs->heldcap ? fs->heldcap * 2 : 16;
-		struct cr_held *g = realloc(fs->held, cap * sizeof(*g));
-
-		if (!g) {
-			close(h.fd);
-			return -ENOMEM;
-		}
-		fs->held = g;
-		fs->heldcap = cap;
-	}
-	fs->held[fs->nheld++] = h;
-	cr_budget_rescan_soon(run);
-	return 0;
+	return insert(run, h);
 }
 
+/*
+ * Around an unlink (or a rename over a file) that removes a file's last
+ * name. The common case, a file nobody else holds open, is decided before
+ * the call: our own read-only open of the file takes a write lease, which
+ * the kernel grants only while no other open file of the inode exists
+ * anywhere. Held through the unlink, the lease also reports any open
+ * attempted meanwhile (it starts a lease break: F_GETLEASE then no longer
+ * answers F_WRLCK), so a lease still whole afterwards proves the file died
+ * with our close, and nothing goes to the ledger. Four system calls
+ * (open, lease, lease query, close) where the ledger's own check after
+ * the call costs seven. Names do not move under us meanwhile: the run's
+ * renames and unlinks are all performed by this loop, one at a time.
+ * A file we cannot open for reading, or whose lease we may not take (not
+ * ours), goes the ledger's way: an O_PATH fd, judged after the call.
+ */
 int cr_fs_held_before_unlink(struct cr_run *run, const struct cr_fsres *res,
-			     int *keep)
+			     struct cr_fs_keep *keep)
 {
-	*keep = -1;
+	int fd;
+
+	keep->fd = -1;
+	keep->lease = -1;
+	keep->own = false;
 	if (!res->exists || !S_ISREG(res->st.st_mode) || res->st.st_nlink != 1)
 		return 0;
-	*keep = openat(res->dirfd, res->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (*keep >= 0)
+	keep->dev = res->st.st_dev;
+	keep->ino = res->st.st_ino;
+	/* O_NONBLOCK: a lease of the program's makes this fail at once
+	 * (EWOULDBLOCK), never wait; the name is a regular file's. */
+	fd = openat(res->dirfd, res->name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
+		    O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0) {
+		keep->fd = fd;
+		keep->own = true;
+		if (fcntl(fd, F_SETLEASE, F_WRLCK) == 0)
+			keep->lease = 1;
+		else if (errno == EAGAIN || errno == EBUSY)
+			keep->lease = 0;	/* others hold it: provable */
+		return 0;
+	}
+	if (errno == EMFILE || errno == ENFILE) {
+		if (cr_budget_fds_short(run, errno, "keep an unlinked file measurable"))
+			return -ENOMEM;
+		return -errno;
+	}
+	keep->fd = openat(res->dirfd, res->name,
+			  O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (keep->fd >= 0)
 		return 0;
 	/* Without it the file would leave the ledger's sight: the call is
 	 * refused (and out of descriptors, the run ends). */
@@ -196,14 +251,34 @@ int cr_fs_held_before_unlink(struct cr_run *run, const struct cr_fsres *res,
 	return errno == ENOENT ? 0 : -errno;
 }
 
-void cr_fs_held_after_unlink(struct cr_run *run, int keep, bool done)
+void cr_fs_held_after_unlink(struct cr_run *run, struct cr_fs_keep *keep,
+			     bool done)
 {
-	int rc;
+	int rc = 0, fd = keep->fd;
 
-	if (keep < 0)
+	keep->fd = -1;
+	if (fd < 0)
 		return;
-	rc = done ? cr_fs_held_add(run, keep) : 0;
-	close(keep);
+	if (!done) {
+		close(fd);	/* the lease, if any, goes with it */
+		return;
+	}
+	if (keep->lease == 1 && fcntl(fd, F_GETLEASE) == F_WRLCK) {
+		close(fd);	/* nobody else ever held it: freed now */
+		return;
+	}
+	if (keep->lease == 1)
+		fcntl(fd, F_SETLEASE, F_UNLCK);	/* let the opener through */
+	if (keep->own) {
+		/* Our own open file of the inode: the ledger's entry as is. */
+		struct cr_held h = { .dev = keep->dev, .ino = keep->ino,
+				     .fd = fd, .provable = keep->lease >= 0 };
+
+		rc = insert(run, h);
+	} else {
+		rc = cr_fs_held_add(run, fd);
+		close(fd);
+	}
 	/* The name is gone and the ledger has no entry: fail closed. */
 	if (rc && !cr_budget_fds_short(run, rc, "keep an unlinked file measurable") &&
 	    !run->ending)

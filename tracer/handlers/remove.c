@@ -129,7 +129,7 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		/* A file losing its last name may live on where no walk
 		 * looks (a socket's queue, a mapping): the ledger follows
 		 * it (fs/held.c). */
-		int keep = -1;
+		struct cr_fs_keep keep = { .fd = -1 };
 
 		rc = flags & AT_REMOVEDIR ? 0 :
 		     cr_fs_held_before_unlink(run, &res, &keep);
@@ -145,7 +145,7 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		rc = unlinkat(res.dirfd, res.name, flags);
 		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
-		cr_fs_held_after_unlink(run, keep, rc == 0);
+		cr_fs_held_after_unlink(run, &keep, rc == 0);
 		if (!rc) {
 			cr_budget_on_remove(run);
 			cr_budget_on_unnamed(run, &res.st);
@@ -518,7 +518,7 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		v = CR_V_ERR(-rc);
 	} else {
 		/* Renaming over a file removes its name: see do_unlink. */
-		int keep = -1;
+		struct cr_fs_keep keep = { .fd = -1 };
 
 		rc = flags & RENAME_EXCHANGE ? 0 :
 		     cr_fs_held_before_unlink(run, &b, &keep);
@@ -535,7 +535,7 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 				  b.name, flags);
 		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
-		cr_fs_held_after_unlink(run, keep, rc == 0);
+		cr_fs_held_after_unlink(run, &keep, rc == 0);
 		if (!rc) {
 			struct stat now;
 
