@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -258,17 +259,9 @@ static uint64_t supervisor_cpu_ms(void)
 	       (uint64_t)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1000;
 }
 
-static cJSON *build(struct cr_run *run, int code)
+/* Who ran what under which policy: the head of every result. */
+static void add_identity(cJSON *r, const struct cr_run_config *cfg)
 {
-	const struct cr_run_config *cfg = run->cfg;
-	cJSON *r = cJSON_CreateObject(), *u, *d, *c;
-	int st = run->exit_status;
-	bool exited = run->status == CR_ST_OK || run->status == CR_ST_PROGRAM_ERROR ||
-		      run->export_cancel;
-	struct rusage ru = { 0 };
-
-	if (!r)
-		return NULL;
 	cJSON_AddNumberToObject(r, "schema", 1);
 	cJSON_AddStringToObject(r, "task_id", cfg->task_id ? cfg->task_id : "");
 	cJSON_AddStringToObject(r, "policy_version",
@@ -285,6 +278,20 @@ static cJSON *build(struct cr_run *run, int code)
 	} else {
 		cJSON_AddNullToObject(r, "syscall_profile");
 	}
+}
+
+static cJSON *build(struct cr_run *run, int code)
+{
+	const struct cr_run_config *cfg = run->cfg;
+	cJSON *r = cJSON_CreateObject(), *u, *d, *c;
+	int st = run->exit_status;
+	bool exited = run->status == CR_ST_OK || run->status == CR_ST_PROGRAM_ERROR ||
+		      run->export_cancel;
+	struct rusage ru = { 0 };
+
+	if (!r)
+		return NULL;
+	add_identity(r, cfg);
 	cJSON_AddStringToObject(r, "status", cr_status_name(run->status));
 	if (run->limit)
 		cJSON_AddStringToObject(r, "limit", run->limit);
@@ -409,6 +416,70 @@ static cJSON *build(struct cr_run *run, int code)
 	return r;
 }
 
+/*
+ * A run has one result, written either at its end (cr_result_emit) or, when
+ * the loop stopped turning, by the watchdog (watchdog.c): whichever claims
+ * it first writes it whole, the other writes nothing.
+ */
+static atomic_bool result_claimed;
+
+bool cr_result_claim(void)
+{
+	return !atomic_exchange(&result_claimed, true);
+}
+
+/* The result the watchdog writes, made while the run starts (no memory is
+ * allocated when it fires, and nothing of the run's state is read then):
+ * the run's identity, platform_failure, and usage.wall_ms set to mark, for
+ * the watchdog to replace with the time it fires. Every other figure is 0:
+ * the loop that measures them is the one that stopped (the message says
+ * so). NULL when out of memory. */
+char *cr_result_stalled(const struct cr_run *run, double mark)
+{
+	cJSON *r = cJSON_CreateObject(), *u, *c;
+	static const char *const zero[] = {
+		"cpu_ms", "peak_memory_bytes", "processes", "tasks",
+		"output_bytes", "disk_bytes", "files", "net_bytes",
+		"net_connections", "supervisor_notifications",
+		"supervisor_cpu_ms",
+	};
+	char *text;
+
+	if (!r)
+		return NULL;
+	add_identity(r, run->cfg);
+	cJSON_AddStringToObject(r, "status", cr_status_name(CR_ST_PLATFORM_FAILURE));
+	cJSON_AddNullToObject(r, "limit");
+	cJSON_AddNullToObject(r, "exit_code");
+	cJSON_AddNullToObject(r, "signal");
+	cJSON_AddStringToObject(r, "stdout", "");
+	cJSON_AddStringToObject(r, "stderr", "");
+	cJSON_AddBoolToObject(r, "stdout_truncated", false);
+	cJSON_AddBoolToObject(r, "stderr_truncated", false);
+	u = cJSON_AddObjectToObject(r, "usage");
+	if (u) {
+		cJSON_AddNumberToObject(u, "wall_ms", mark);
+		for (size_t i = 0; i < CR_ARRAY_SIZE(zero); i++)
+			add_u64(u, zero[i], 0);
+	}
+	cJSON_AddArrayToObject(r, "denials");
+	add_u64(r, "denials_dropped", 0);
+	c = cJSON_AddObjectToObject(r, "cleanup");
+	if (c) {
+		add_u64(c, "killed", 0);
+		add_u64(c, "leftover_processes", 0);
+		cJSON_AddBoolToObject(c, "workspace_removed", false);
+	}
+	cJSON_AddStringToObject(r, "message",
+		"the supervisor stopped making progress past the wall budget and "
+		"exited, which kills every task of the run (PTRACE_O_EXITKILL); "
+		"the usage figures, denials and output it held are lost, and a "
+		"private workspace left behind is removed by the next run");
+	text = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	return text;
+}
+
 /* Writes the result where it was asked for and returns corral's exit code. */
 /* The file is replaced at the end (unlink, then create): what is needed is
  * a directory we may write and search, and a name that is not a directory.
@@ -435,6 +506,10 @@ int cr_result_emit(struct cr_run *run)
 	cJSON *r;
 	char *text;
 
+	/* The watchdog has claimed the result and is ending the process. */
+	if (!cr_result_claim())
+		for (;;)
+			pause();
 	settle(run, &code);
 	/* The message may name what the program chose (an exec's path): it
 	 * goes into JSON and onto the caller's terminal. */

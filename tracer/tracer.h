@@ -638,6 +638,11 @@ int cr_loop(struct cr_run *run);
 void cr_cleanup(struct cr_run *run);
 
 /* tracer/result.c */
+/* The run's one result: true for the first caller only (the end of the
+ * run, or the watchdog); cr_result_stalled is the watchdog's text, with
+ * usage.wall_ms set to mark (malloc'd; NULL when out of memory). */
+bool cr_result_claim(void);
+char *cr_result_stalled(const struct cr_run *run, double mark);
 int cr_result_emit(struct cr_run *run);
 /* Before the program starts: can the --result file be made in its
  * directory (opened already)? 0 or -errno. */
@@ -760,7 +765,8 @@ void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
 			   const char *name);
 
 /* tracer/watchdog.c: exits the process (killing every tracee) if the run
- * is still going wall budget + 60 s after it started. */
+ * is still going wall budget + 60 s after it started, and writes the
+ * result that says so. */
 int cr_watchdog_start(const struct cr_run *run);
 
 /* tracer/stall.c: a call the program can hold up (a file's inode lock) is

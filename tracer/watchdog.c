@@ -1,9 +1,14 @@
 /* tracer/watchdog.c: the last line of defence if the supervisor's own loop
  * ever stops turning: past the wall budget plus a grace, end the process. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,8 +16,33 @@
 #include "budget.h"
 
 /* Cleanup may legitimately take its kill deadline (10 s) and more: the
- * grace is well past it. */
+ * grace is well past it. The test-only build (`make bypass`) waits 2 s, so
+ * a test can watch it fire. */
+#ifdef CR_TEST_BYPASS_OPEN
+#define CR_WATCHDOG_GRACE_S 2
+#else
 #define CR_WATCHDOG_GRACE_S 60
+#endif
+
+/* Where the usage's wall_ms sits in the prepared result: a number no run
+ * reaches, replaced by the real figure when the watchdog fires. */
+#define CR_WATCHDOG_MARK 4503599627370495.0	/* 2^52 - 1 */
+#define CR_WATCHDOG_MARK_TEXT "4503599627370495"
+
+/* Everything the watchdog needs, prepared by the main thread before the
+ * program runs: when it fires, it reads nothing the stuck loop may be
+ * changing and allocates nothing (the loop may hold the allocator's
+ * lock). One run per process. */
+static struct {
+	uint64_t total_ms;	/* wall budget + grace, or UINT64_MAX */
+	uint64_t t0_ms;		/* CLOCK_MONOTONIC when it started */
+	uint64_t run0_ms;	/* the run's own clock then */
+	char *text;		/* the result, split at the mark: */
+	size_t head, tail;	/* text[0, head) and text + tail */
+	int dirfd;		/* the --result directory, or -1 */
+	const char *name;	/* the --result name in it */
+	bool json;		/* --json: the result goes to stdout too */
+} wd = { .dirfd = -1 };
 
 static uint64_t mono_ms(void)
 {
@@ -20,6 +50,110 @@ static uint64_t mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void put(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void put_result(int fd, const char *num)
+{
+	put(fd, wd.text, wd.head);
+	put(fd, num, strlen(num));
+	put(fd, wd.text + wd.tail, strlen(wd.text + wd.tail));
+	put(fd, "\n", 1);
+}
+
+static bool regular(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void decimal(uint64_t v, char *out, size_t size)
+{
+	char tmp[24];
+	size_t n = 0, i = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && n < sizeof(tmp));
+	while (n && i + 1 < size)
+		out[i++] = tmp[--n];
+	out[i] = 0;
+}
+
+/*
+ * The end: the process exits, and with it every tracee (PTRACE_O_EXITKILL).
+ * Before that, the result file, as the run's end writes it (a name replaced,
+ * never written through), unless the end already claimed the result. What
+ * may block for ever (stdout and stderr as the caller's pipes, which it may
+ * not be reading) is written by a child made for it, with nothing of
+ * corral's open and ten seconds to live, after the tree is gone; regular
+ * files are written before the exit, so a caller that reads them once
+ * corral has exited finds them whole. An earlier
+ * build wrote its last line to stderr first, and a full pipe there would
+ * have kept the tree running unsupervised.
+ */
+static _Noreturn void fire(void)
+{
+	static const char msg[] =
+		"corral: platform_failure: the supervisor stopped making progress past the wall budget; exiting so that every sandboxed task is killed (PTRACE_O_EXITKILL)\n";
+	bool mine = wd.text && cr_result_claim();
+	bool to_out = mine && wd.json, to_err = true;
+	char num[24];
+	pid_t pid;
+
+	decimal(wd.run0_ms + (mono_ms() - wd.t0_ms), num, sizeof(num));
+	if (mine && wd.dirfd >= 0 &&
+	    (unlinkat(wd.dirfd, wd.name, 0) == 0 || errno == ENOENT)) {
+		int fd = openat(wd.dirfd, wd.name, O_WRONLY | O_CREAT | O_EXCL |
+				O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd >= 0) {
+			put_result(fd, num);
+			close(fd);
+		}
+	}
+	/* A regular file cannot hold us up: written now, before the exit. */
+	if (regular(1) && mine && wd.json) {
+		put_result(1, num);
+		to_out = false;
+	}
+	if (regular(2)) {
+		put(2, msg, sizeof(msg) - 1);
+		to_err = false;
+	}
+	pid = to_out || to_err ? fork() : -1;
+	if (pid == 0) {
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		sigset_t alrm;
+
+		sigaction(SIGALRM, &dfl, NULL);
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+		alarm(10);
+		syscall(SYS_close_range, 3U, ~0U, 0U);
+		if (to_out)
+			put_result(1, num);
+		if (to_err)
+			put(2, msg, sizeof(msg) - 1);
+		_exit(0);
+	}
+	_exit(CR_EXIT_USAGE);
 }
 
 /* Time is counted in steps of a tick, each worth at most a second: a step
@@ -31,12 +165,10 @@ static uint64_t mono_ms(void)
  * in a call the program can hold up (tracer/stall.c). */
 static void *watch(void *arg)
 {
-	const uint64_t *budget_ms = arg;
-	static const char msg[] =
-		"corral: platform_failure: the supervisor stopped making progress past the wall budget; exiting so that every sandboxed task is killed (PTRACE_O_EXITKILL)\n";
 	uint64_t counted = 0;
 
-	while (counted < *budget_ms) {
+	(void)arg;
+	while (counted < wd.total_ms) {
 		struct timespec step = {
 			.tv_nsec = CR_BUDGET_TICK_MS * 1000000L,
 		};
@@ -48,14 +180,31 @@ static void *watch(void *arg)
 		counted += took < 1000 ? took : 1000;
 		cr_stall_step();
 	}
-	/* The main thread is the tracer: when this process exits, the kernel
-	 * kills every tracee. Nothing here touches the run's state, which the
-	 * stuck thread may hold half-changed. */
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-		/* nothing more to say */
+	fire();
+}
+
+/* The prepared result, split around the mark; without it (out of memory)
+ * the watchdog still ends the run, with no result. */
+static void prepare(const struct cr_run *run)
+{
+	char *at;
+
+	wd.text = cr_result_stalled(run, CR_WATCHDOG_MARK);
+	at = wd.text ? strstr(wd.text, CR_WATCHDOG_MARK_TEXT) : NULL;
+	if (!at) {
+		free(wd.text);
+		wd.text = NULL;
+		return;
 	}
-	_exit(CR_EXIT_USAGE);
-	return NULL;
+	wd.head = (size_t)(at - wd.text);
+	wd.tail = wd.head + strlen(CR_WATCHDOG_MARK_TEXT);
+	wd.json = run->cfg->json;
+	if (run->cfg->result_file && run->cfg->result_dirfd >= 0) {
+		const char *slash = strrchr(run->cfg->result_file, '/');
+
+		wd.dirfd = run->cfg->result_dirfd;
+		wd.name = slash ? slash + 1 : run->cfg->result_file;
+	}
 }
 
 /*
@@ -67,7 +216,6 @@ static void *watch(void *arg)
  */
 int cr_watchdog_start(const struct cr_run *run)
 {
-	static uint64_t total_ms;	/* one run per process */
 	uint64_t ms = run->cfg->limits.v[CR_LIM_WALL];
 	pthread_attr_t attr;
 	pthread_t th;
@@ -75,12 +223,15 @@ int cr_watchdog_start(const struct cr_run *run)
 
 	/* A wall budget of decades: never ends the process, but still
 	 * stands in for a stalled loop. */
-	total_ms = ms / 1000 > (uint64_t)(INT32_MAX - CR_WATCHDOG_GRACE_S) ?
-		   UINT64_MAX : ms + CR_WATCHDOG_GRACE_S * 1000u;
+	wd.total_ms = ms / 1000 > (uint64_t)(INT32_MAX - CR_WATCHDOG_GRACE_S) ?
+		      UINT64_MAX : ms + CR_WATCHDOG_GRACE_S * 1000u;
+	wd.t0_ms = mono_ms();
+	wd.run0_ms = cr_run_ms(run);
+	prepare(run);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	rc = -pthread_create(&th, &attr, watch, &total_ms);
+	rc = -pthread_create(&th, &attr, watch, NULL);
 	pthread_attr_destroy(&attr);
 	return rc;
 }

@@ -28,6 +28,8 @@ import json
 import os
 import shutil
 import struct
+import subprocess
+import time
 
 from harness import Fail, eq, true, lt, contains, test, _show
 
@@ -288,3 +290,132 @@ def supervisor_stacks_read_only_the_mapped_file(t):
     for fr in d.get("stack") or []:
         true(word not in fr, "a frame carries the secret's bytes: %r" % fr)
     t.assert_next_run_ok()
+
+
+# The watchdog's own test: the test-only build (`make bypass`) stalls its
+# loop for good on an open with mode 0xC0FFEE, and waits 2 s past the wall
+# budget instead of 60. The program leaves a double-forked sleeper first.
+STALL = r'''
+import ctypes, os, sys, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        with open(sys.argv[1] + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+ctypes.CDLL(None).syscall(257, -100, b"x", 0, 0xC0FFEE)
+'''
+
+
+def stall_args(t, extra=()):
+    from test_d5_landlock import bypass
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    t.write("ws/stall.py", STALL)
+    pidfile = os.path.join(ws, "sleeper.pid")
+    return bypass(t), pidfile, (["run", "-w", ws, "--limit", "wall=2s"] +
+                                list(extra) +
+                                ["--", "python3", os.path.join(ws, "stall.py"),
+                                 pidfile])
+
+
+def gone_soon(pidfile, what):
+    """The sleeper the program left: killed with the tree (gone, or a
+    zombie its new parent has not reaped yet) within 5 s."""
+    with open(pidfile) as f:
+        pid = int(f.read())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    raise Fail("%s: the double-forked sleeper %d outlived corral" % (what, pid))
+
+
+@test
+def watchdog_end_writes_the_result(t):
+    """A loop stalled for good: past the wall budget and the grace the
+    watchdog exits corral, which kills the whole tree, and writes the
+    result that says so (the --result file before the exit, the --json
+    copy on stdout). Before, it wrote no result at all."""
+    b, pidfile, args = stall_args(t)
+    res = t.path("result.json")
+    args[1:1] = ["--json", "--result", res]
+    run = t.corral(args, binary=b, timeout=90)
+    eq(run.code, 125, "corral's exit (stderr %s)" % _show(run.err))
+    contains(run.err.decode(errors="replace"), "stopped making progress",
+             "corral's last line")
+    r = t.result(run)
+    with open(res) as f:
+        eq(json.load(f), r, "the --result file is the --json result")
+    eq(r.get("status"), "platform_failure", "status")
+    eq(r.get("limit"), None, "limit")
+    eq(r.get("exit_code"), None, "exit_code")
+    true(len(r.get("task_id", "")) > 0, "a task id")
+    true(r["usage"]["wall_ms"] >= 2000, "wall_ms %r counts the stall" %
+         r["usage"]["wall_ms"])
+    contains(r.get("message", ""), "stopped making progress", "message")
+    eq(r["cleanup"]["workspace_removed"], False, "workspace_removed")
+    gone_soon(pidfile, "watchdog end")
+    # The next run in the same workspace is unaffected.
+    ok = t.corral(["run", "--json", "-w", t.path("ws"), "--", "true"],
+                  binary=b)
+    eq(t.result(ok).get("status"), "ok", "the next run")
+
+
+@test
+def watchdog_end_kills_the_tree_when_stderr_is_full(t):
+    """corral's stderr a pipe already full that nobody reads: the watchdog
+    still exits at once and the tree dies with it; its last line waits in
+    a helper of its own (ten seconds at most). An earlier build wrote that
+    line before exiting and would have blocked there for good, the tree
+    running on with no supervisor."""
+    b, pidfile, args = stall_args(t)
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    argv = [t.prog("nons"), b] + args
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=w, close_fds=True)
+    os.close(w)
+    try:
+        code = p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        os.close(r)
+        raise Fail("corral still running 30 s after a 2 s wall budget, "
+                   "its stderr full")
+    took = time.monotonic() - t0
+    eq(code, 125, "corral's exit")
+    lt(took, 15, "seconds until corral exited")
+    gone_soon(pidfile, "stderr full")
+    # Drain: the helper then writes the last line and exits.
+    os.set_blocking(r, False)
+    tail = b""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and b"stopped making" not in tail:
+        try:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            tail = (tail + chunk)[-4096:]
+        except BlockingIOError:
+            time.sleep(0.05)
+    os.close(r)
+    contains(tail.decode(errors="replace"), "stopped making progress",
+             "the last line, once the pipe is read")
