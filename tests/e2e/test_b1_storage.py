@@ -162,6 +162,59 @@ def storage_memfds_in_a_socket_queue_count(t):
     t.assert_next_run_ok()
 
 
+UNLINKED_ELSEWHERE = r"""
+import os, socket, time
+with open("big", "wb") as f:
+    for _ in range(24):
+        f.write(b"x" * (1 << 20))
+    f.flush()
+    os.fsync(f.fileno())
+fd = os.open("big", os.O_RDONLY)
+open("ready", "w").close()
+while os.path.exists("big"):    # unlinked from outside the run
+    time.sleep(0.02)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+socket.send_fds(a, [b"f"], [fd])
+os.close(fd)
+print("in flight", flush=True)
+with open("more", "wb") as f:
+    for _ in range(16):
+        f.write(b"y" * (1 << 20))
+        f.flush()
+time.sleep(3)
+print("done", flush=True)
+"""
+
+
+@test
+def storage_file_unlinked_elsewhere_counts_in_a_queue(t):
+    """A file of 24 MiB the program holds open, unlinked by another
+    process (the ledger never saw that unlink), then sent into a socket
+    queue and closed there: only the queue holds it. A send of a file
+    without a name puts it in the ledger, whoever unlinked it; with 16 MiB
+    more written, disk=32MiB fires. Before, the file counted nowhere once
+    in the queue and the run ended ok at 16 MiB."""
+    path = t.write("unlinked_elsewhere.py", UNLINKED_ELSEWHERE)
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    p = t.spawn(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
+                 "disk=32MiB", "--limit", "wall=40s", "--", PY, path])
+    ready = wait_for(lambda: os.path.exists(os.path.join(ws, "ready")),
+                     30, 0.05)
+    if ready:
+        os.unlink(os.path.join(ws, "big"))
+    run = t.finish(p, timeout=60)
+    true(ready, "the program never said it held the file")
+    r = t.result(run)
+    eq(r.get("status"), "limit_exceeded",
+       "status (message %r, stdout %r)" % (r.get("message"),
+                                            r.get("stdout", "")))
+    eq(r.get("limit"), "disk", "limit")
+    contains(r.get("stdout", ""), "in flight", "the program's progress")
+    ge(r["usage"]["disk_bytes"], 32 * MIB, "usage.disk_bytes")
+    t.assert_next_run_ok()
+
+
 @test
 def storage_file_in_a_socket_in_flight_counts(t):
     # The file is queued in socket pair B; B's end is queued in pair C;

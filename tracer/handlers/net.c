@@ -1467,6 +1467,15 @@ static bool opath_file(int fd)
 	       S_ISREG(st.st_mode);
 }
 
+/* A regular file that has lost its last name (unlinked, O_TMPFILE, a
+ * memfd): its storage lives as long as anything holds it. */
+static bool nameless_file(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0;
+}
+
 /* An epoll instance: its watches (~205 B each, up to the user's
  * fs.epoll.max_user_watches, ~1.1 GB here) are counted from its fdinfo in
  * the tasks' tables (tracer/budget.c); sent and closed, one instance in
@@ -1623,6 +1632,17 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 					cr_deny(run, pid, "sendmsg", NULL, "net",
 						"an epoll instance cannot be passed: in flight its watches would hold kernel memory where nothing can measure it");
 					return -EPERM;
+				}
+				/* A file without a name goes into the queue
+				 * followed by the ledger, however the sender
+				 * came to hold it (fs/held.c; an open that
+				 * raced the unlink, at the fast-open level,
+				 * is the one the unlink's own check cannot
+				 * see). */
+				if (nameless_file(fd)) {
+					rc = cr_fs_held_add(run, fd);
+					if (rc)
+						return rc;
 				}
 				memcpy(&fds[i], &fd, sizeof(fd));
 			}
