@@ -107,8 +107,14 @@ static const struct cr_syscall_entry *matching(const struct cr_syscall_entry *e,
  * says that call was notified, the ERESTARTSYS can only be that withdrawn
  * wait, and ERESTARTNOINTR makes the kernel run the handler and then make
  * the call again, as if the signal had come just before it. recvfrom is
- * the one notified call that corral may CONTINUE into a real wait (the
- * kernel's own ERESTARTSYS there is the program's EINTR): left alone.
+ * a notified call that corral may CONTINUE into a real wait (the kernel's
+ * own ERESTARTSYS there is the program's EINTR): left alone. So is a
+ * blocking lock (F_SETLKW, F_OFD_SETLKW) corral has continued: the task
+ * is marked when it is answered and unmarked at its next notification,
+ * and only that same call is left alone (an earlier build made every
+ * interrupted lock wait again: `alarm` around `lockf` hung until the lock
+ * was freed; found by a differential probing session). A lock call whose
+ * notification was withdrawn unreceived is made again, as any.
  */
 #define CR_ERESTARTNOINTR 513
 
@@ -132,8 +138,8 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
 	struct user_regs_struct r;
 	struct seccomp_data d;
 	uint32_t act;
-
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+	bool waited = t && t->lock_wait;
 
 	/* Answered ERESTARTSYS on purpose (an interrupted FIFO open,
 	 * fs/fifo.c): the kernel's own choice stands. */
@@ -142,10 +148,17 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
 		run->restarts -= run->restarts > 0;
 		return;
 	}
+	if (waited) {
+		t->lock_wait = false;
+		run->tasks.lock_waits--;
+	}
 	if (!run->filter ||
 	    ptrace(PTRACE_GETREGS, tid, 0, &r) < 0 ||
 	    r.rax != (unsigned long long)-CR_ERESTARTSYS ||
 	    (long long)r.orig_rax < 0 || r.orig_rax == SYS_recvfrom)
+		return;
+	if (waited && r.orig_rax == SYS_fcntl &&
+	    (r.rsi == F_SETLKW || r.rsi == F_OFD_SETLKW))
 		return;
 	cr_regs_seccomp_data(&r, &d);
 	if (cr_filter_eval(run->filter, &d, &act) ||
@@ -162,6 +175,27 @@ void cr_notif_restart_native(struct cr_run *run, pid_t tid)
 	if (t && !t->restart_native) {
 		t->restart_native = true;
 		run->restarts++;
+	}
+}
+
+void cr_notif_kernel_wait(struct cr_run *run, pid_t tid)
+{
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+
+	if (t && !t->lock_wait) {
+		t->lock_wait = true;
+		run->tasks.lock_waits++;
+	}
+}
+
+/* The task's next notification: its continued lock call has returned. */
+static void kernel_wait_settled(struct cr_run *run, pid_t tid)
+{
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+
+	if (t && t->lock_wait) {
+		t->lock_wait = false;
+		run->tasks.lock_waits--;
 	}
 }
 
@@ -266,6 +300,8 @@ void cr_notify_handle(struct cr_run *run)
 		cr_tasks_umask_settled(&run->tasks, (pid_t)n->pid);
 	if (run->restarts)
 		restart_settled(run, (pid_t)n->pid);
+	if (run->tasks.lock_waits)
+		kernel_wait_settled(run, (pid_t)n->pid);
 	if (run->ending) {
 		/* Cleanup has begun: answer nothing new with success. */
 		v = (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };

@@ -136,6 +136,8 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 		t->leaders--;
 	if (task->umask_moving)
 		t->umask_moving--;
+	if (task->lock_wait)
+		t->lock_waits--;
 	t->count--;
 	if (!t->gone)	/* without it a gone number is judged as foreign */
 		t->gone = calloc(CR_TASKS_GONE, sizeof(*t->gone));

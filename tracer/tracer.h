@@ -198,6 +198,9 @@ struct cr_task {
 				 * (on its leader's entry; not made) */
 	bool restart_native;	/* answered ERESTARTSYS on purpose: its
 				 * next signal stop leaves it as is */
+	bool lock_wait;		/* a blocking lock call of its was continued
+				 * into the kernel's wait: an ERESTARTSYS of
+				 * that call is the kernel's (notify.c) */
 	uint64_t start;		/* start time (clock ticks after boot, field
 				 * 22 of /proc/TID/stat); 0: unknown */
 	bool umask_moving;	/* a umask call of its was answered and may
@@ -229,6 +232,7 @@ struct cr_tasks {
 	size_t gone_next;
 	uint32_t umask_gen;	/* bumped by every umask call of the run */
 	size_t umask_moving;	/* tasks whose umask call may not have run */
+	size_t lock_waits;	/* tasks with lock_wait set */
 	bool umask_blind;	/* a umask call of a task not in the table:
 				 * no umask is kept for the rest of the run */
 };
@@ -567,6 +571,10 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid);
 #define CR_ERESTARTSYS 512
 /* tid was just answered CR_ERESTARTSYS on purpose: its next signal stop
  * leaves that to the kernel (cr_notif_on_signal_stop). */
+/* A blocking lock call (F_SETLKW, F_OFD_SETLKW) of tid is continued into
+ * the kernel's wait: a signal that ends that wait ends the call as the
+ * kernel says (EINTR without SA_RESTART), it is not made again. */
+void cr_notif_kernel_wait(struct cr_run *run, pid_t tid);
 void cr_notif_restart_native(struct cr_run *run, pid_t tid);
 /* The seccomp_data an x86_64 call of these registers gives the filter. */
 struct user_regs_struct;

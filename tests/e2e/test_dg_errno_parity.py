@@ -1145,3 +1145,54 @@ def errno_parity_waiting_connect_with_a_timeout_is_interrupted(t):
     parity(t, WAIT_SIGNAL, name="waitsig", want={
         "a waiting unix connect with a send timeout, a restarting signal":
             "EINTR"})
+
+
+@test
+def errno_parity_lock_wait_is_interrupted(t):
+    """alarm() around a blocking lock that another process holds: natively
+    the signal ends the wait (EINTR; Python's handler raises). Each of
+    F_SETLKW and F_OFD_SETLKW is continued into the kernel's own wait, and
+    an earlier build made every interrupted notified call wait again: the
+    handler ran, the call went back to waiting, and the run hung until the
+    lock was freed (found by a differential probing session). Here the
+    holder frees it only after both attempts: an uninterrupted wait never
+    ends."""
+    body = r'''
+import fcntl, signal, struct
+fd = os.open("lockfile", os.O_RDWR | os.O_CREAT, 0o600)
+r, w = os.pipe()
+r2, w2 = os.pipe()
+holder = os.fork()
+if holder == 0:
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    os.write(w, b"x")
+    os.read(r2, 1)
+    os._exit(0)
+os.read(r, 1)
+
+class Timeout(Exception):
+    pass
+
+def on_alarm(s, f):
+    raise Timeout()
+
+signal.signal(signal.SIGALRM, on_alarm)
+F_OFD_SETLKW = 38
+for what in ("posix", "ofd"):
+    signal.alarm(1)
+    try:
+        if what == "posix":
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+        else:
+            fcntl.fcntl(fd, F_OFD_SETLKW,
+                        struct.pack("hhqqii", fcntl.F_WRLCK, 0, 0, 0, 0, 0))
+        print(what, "acquired")
+    except Timeout:
+        print(what, "interrupted")
+    signal.alarm(0)
+os.write(w2, b"x")
+os.waitpid(holder, 0)
+'''
+    parity(t, body, name="lockwait",
+           extra=["--limit", "wall=20s"],
+           want={"posix": "interrupted", "ofd": "interrupted"})

@@ -25,7 +25,11 @@ CR_HANDLER(cr_h_fcntl_lock)
 
 	(void)e;
 	rc = cr_budget_on_lock(run, cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW);
-	return rc ? CR_V_ERR(-rc) : CR_V_CONT;
+	if (rc)
+		return CR_V_ERR(-rc);
+	if (cmd == F_SETLKW || cmd == F_OFD_SETLKW)
+		cr_notif_kernel_wait(run, (pid_t)n->pid);
+	return CR_V_CONT;
 }
 
 /*
