@@ -1196,3 +1196,57 @@ os.waitpid(holder, 0)
     parity(t, body, name="lockwait",
            extra=["--limit", "wall=20s"],
            want={"posix": "interrupted", "ofd": "interrupted"})
+
+
+@test
+def errno_parity_xattr_arguments_links_and_memfds(t):
+    """Found by a differential probing session, each answered otherwise
+    by an earlier build: a set's flags, an empty name and an unreadable
+    value are judged before the path (EINVAL, ERANGE, EFAULT, not the
+    path's ENOENT or EACCES); a symbolic link's attributes answer by
+    their namespace (EOPNOTSUPP for ACLs and unknown prefixes); a
+    memfd's attribute reads see what fsetxattr stored (they were hidden
+    as a path outside the roots); a watch of IN_DONT_FOLLOW alone is a
+    watch (it was EINVAL); F_SETOWN of INT_MIN is EINVAL (it was
+    ESRCH)."""
+    body = r'''
+import fcntl
+open("f", "w").close()
+os.symlink("f", "lnk")
+v = b"1"
+buf = ctypes.create_string_buffer(256)
+for path in (b"missing", b"f"):
+    p = path.decode()
+    t("set-badflags " + p, lambda: sysc(188, path, b"user.a", v, 1, 4))
+    t("set-emptyname " + p, lambda: sysc(188, path, b"", v, 1, 0))
+    t("set-nullvalue " + p, lambda: sysc(188, path, b"user.a", None, 1, 0))
+    t("get-emptyname " + p, lambda: sysc(191, path, b"", buf, 256))
+    t("remove-emptyname " + p, lambda: sysc(197, path, b""))
+for name in (b"user.a", b"trusted.a", b"system.posix_acl_access",
+             b"system.x", b"noprefix"):
+    k = name.decode()
+    t("lset " + k, lambda: sysc(189, b"lnk", name, v, 1, 0))
+    t("lget " + k, lambda: sysc(192, b"lnk", name, buf, 256))
+    t("lremove " + k, lambda: sysc(198, b"lnk", name))
+t("llist", lambda: sysc(195, b"lnk", buf, 256))
+m = os.memfd_create("x")
+t("fset memfd", lambda: os.setxattr(m, "user.h", b"1"))
+t("fget memfd", lambda: print("fget memfd value", os.getxattr(m, "user.h")))
+t("flist memfd", lambda: print("flist memfd names", os.listxattr(m)))
+ifd = libc.inotify_init1(0)
+wd1 = libc.inotify_add_watch(ifd, b".", 0x2)
+wd2 = libc.inotify_add_watch(ifd, b".", 0x02000000)
+print("dontfollow alone", "same watch" if wd2 == wd1 and wd1 >= 0 else
+      (wd1, wd2, ctypes.get_errno()))
+fd = os.open("f", os.O_RDONLY)
+t("setown intmin", lambda: fcntl.fcntl(fd, fcntl.F_SETOWN, -2**31))
+'''
+    parity(t, body, name="xattrargs",
+           want={"set-badflags missing": "EINVAL",
+                 "set-emptyname missing": "ERANGE",
+                 "set-nullvalue missing": "EFAULT",
+                 "lget system.posix_acl_access": "ENOTSUP",
+                 "lset system.posix_acl_access": "EINVAL",
+                 "lset noprefix": "ENOTSUP",
+                 "dontfollow alone": "same watch",
+                 "setown intmin": "EINVAL"})

@@ -553,6 +553,12 @@ unsigned cr_fs_fd_access(struct cr_run *run, pid_t tid, int fd)
 	return fd_access(run, tid, fd, path, sizeof(path));
 }
 
+unsigned cr_fs_fd_where(struct cr_run *run, pid_t tid, int fd, char *path,
+			size_t size)
+{
+	return fd_access(run, tid, fd, path, size);
+}
+
 int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
 		      const char *sys, int fd)
 {

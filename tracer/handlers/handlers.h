@@ -160,6 +160,10 @@ int cr_h_empty_path(struct cr_run *run, const struct seccomp_notif *n,
 /* The access the rules grant where the task's fd (our copy) points:
  * every bit for a pipe or socket, 0 when it cannot be named. */
 unsigned cr_fs_fd_access(struct cr_run *run, pid_t tid, int fd);
+/* The same, with where fd points in path: empty for what no root rules
+ * (a pipe, a socket, a memfd), and empty with 0 when fd cannot be read. */
+unsigned cr_fs_fd_where(struct cr_run *run, pid_t tid, int fd, char *path,
+			size_t size);
 int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
 		      const char *sys, int fd);
 

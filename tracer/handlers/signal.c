@@ -490,6 +490,10 @@ CR_HANDLER(cr_h_fcntl_owner)
 	}
 	if (who == 0)
 		return cont();
+	/* The kernel's f_setown refuses the one group it cannot negate
+	 * before it looks anything up. */
+	if (who == INT32_MIN)
+		return err(EINVAL);
 	if (who > 0) {
 		switch (cr_surface_target(run, caller, who)) {
 		case CR_TARGET_SELF:
@@ -502,7 +506,7 @@ CR_HANDLER(cr_h_fcntl_owner)
 		}
 		return outside(run, n, "fcntl", "signal", who);
 	}
-	if (who != INT32_MIN && -who == cr_surface_pgrp(caller))
+	if (-who == cr_surface_pgrp(caller))
 		return cont();
 	return outside(run, n, "fcntl", "signal", who);
 }

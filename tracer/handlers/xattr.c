@@ -84,6 +84,26 @@ static int tmpfs_room(struct cr_run *run, const struct seccomp_notif *n,
 /* Acted on through "/proc/self/fd/N" of an O_PATH fd on the object itself;
  * the l* forms on a symlink act on nothing (user xattrs are not allowed on
  * links): they answer as the kernel does for such a link. */
+/* A symbolic link's attributes by name, as the kernel answers them with
+ * no security module: an unknown namespace, and system.* (ACLs: a link
+ * has none), are EOPNOTSUPP; user.* exists only on files and
+ * directories, and trusted.* and security.* need capabilities the run
+ * has not: nothing to read (ENODATA), nothing to change (EPERM). */
+static struct cr_verdict link_answer(const char *name, enum xop op,
+				     size_t size)
+{
+	/* An ACL's value is parsed before the object is asked (do_set_acl):
+	 * one that is not a header and whole entries is EINVAL. */
+	if (op == X_SET && (!strcmp(name, "system.posix_acl_access") ||
+			    !strcmp(name, "system.posix_acl_default")) &&
+	    (size < 4 || (size - 4) % 8))
+		return CR_V_ERR(EINVAL);
+	if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
+	    strncmp(name, "security.", 9))
+		return CR_V_ERR(EOPNOTSUPP);
+	return CR_V_ERR(op == X_GET ? ENODATA : EPERM);
+}
+
 static struct cr_verdict do_xattr(struct cr_run *run,
 				  const struct seccomp_notif *n, const char *sys,
 				  enum xop op, bool follow)
@@ -96,20 +116,40 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 	ssize_t r = 0;
 	int rc, fd;
 
+	/* The kernel's order (setxattr_copy, import_xattr_name): a set's
+	 * flags, then the name (empty or too long: ERANGE), then a set's
+	 * value (too large: E2BIG; unreadable: EFAULT), all before the path
+	 * is looked up (an earlier build looked it up first; found by a
+	 * differential probing session). A read's buffer is only clamped
+	 * (an earlier build clamped a set's too, and stored the first 64 KiB
+	 * of a larger value on tmpfs). */
+	if (op == X_SET &&
+	    (n->data.args[4] & ~(uint64_t)(XATTR_CREATE | XATTR_REPLACE)))
+		return CR_V_ERR(EINVAL);
 	if (op != X_LIST) {
 		rc = cr_mem_read_str((pid_t)n->pid, n->data.args[1], name, sizeof(name));
 		if (rc)
 			return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
+		if (!name[0])
+			return CR_V_ERR(ERANGE);
 	}
-	/* A value too large to set is E2BIG, before the path is looked up;
-	 * a read's buffer is only clamped (an earlier build clamped a set's
-	 * too, and stored the first 64 KiB of a larger value on tmpfs,
-	 * found by a differential probing session). */
 	if (op == X_SET && size > CR_XATTR_MAX)
 		return CR_V_ERR(E2BIG);
 	if (size > CR_XATTR_MAX)
 		size = CR_XATTR_MAX;
+	if (size) {
+		buf = malloc(size);
+		if (!buf)
+			return CR_V_ERR(ENOMEM);
+		if (op == X_SET &&
+		    (cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size) ||
+		     !cr_notif_valid(run, n->id))) {
+			free(buf);
+			return CR_V_ERR(EFAULT);
+		}
+	}
 	if ((op == X_SET || op == X_REMOVE) && corral_name(name)) {
+		free(buf);
 		cr_deny(run, (pid_t)n->pid, sys, name, "fs",
 			"corral's own attributes may not be changed");
 		return CR_V_ERR(EPERM);
@@ -120,9 +160,12 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 	 * run would meet. Its real attributes stay unread. */
 	rc = cr_fs_arg(run, n, sys, -1, 0, follow ? CR_RES_FOLLOW : 0,
 		       CR_FS_STAT, &res);
-	if (rc)
+	if (rc) {
+		free(buf);
 		return CR_V_ERR(-rc);
+	}
 	if (!res.exists) {
+		free(buf);
 		cr_fsres_free(&res);
 		return CR_V_ERR(ENOENT);
 	}
@@ -144,6 +187,7 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 			e = cr_fsrules_refusal(&run->fs->rules, res.acc);
 		}
 		if (e) {
+			free(buf);
 			cr_fsres_free(&res);
 			return CR_V_ERR(e);
 		}
@@ -152,36 +196,36 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		res.refused = true;
 		cr_fs_deny(run, n, sys, &res,
 			   "attributes of an ancestor of a root are not shown");
+		free(buf);
 		cr_fsres_free(&res);
 		return op == X_LIST ? CR_V_VAL(0) : CR_V_ERR(ENODATA);
 	}
 	if (S_ISLNK(res.st.st_mode)) {
+		/* A link's own attributes cannot be reached through our
+		 * /proc path (it is followed): answered as the kernel
+		 * answers without a security module, by the name. */
+		free(buf);
 		cr_fsres_free(&res);
-		return op == X_LIST ? CR_V_VAL(0) :
-		       CR_V_ERR(op == X_GET ? ENODATA : EPERM);
+		return op == X_LIST ? CR_V_VAL(0) : link_answer(name, op, size);
 	}
 	fd = cr_fs_opath(&res, false);
 	cr_fsres_free(&res);
-	if (fd < 0)
+	if (fd < 0) {
+		free(buf);
 		return CR_V_ERR(-fd);
+	}
 	if (op == X_SET || op == X_REMOVE) {
 		struct stat st;
 
 		rc = fstat(fd, &st) < 0 ? -errno :
 		     cr_fs_top_xattr(run, n, sys, NULL, fd, &st, name);
 		if (rc) {
+			free(buf);
 			close(fd);
 			return CR_V_ERR(-rc);
 		}
 	}
 	cr_fs_fdpath(fd, p, sizeof(p));
-	if (size) {
-		buf = malloc(size);
-		if (!buf) {
-			close(fd);
-			return CR_V_ERR(ENOMEM);
-		}
-	}
 	switch (op) {
 	case X_GET:
 		r = getxattr(p, name, buf, size);
@@ -190,12 +234,6 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		r = listxattr(p, buf, size);
 		break;
 	case X_SET:
-		if ((size && cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size)) ||
-		    !cr_notif_valid(run, n->id)) {
-			r = -1;
-			errno = EFAULT;
-			break;
-		}
 		if ((rc = tmpfs_room(run, n, sys, fd, name, size))) {
 			r = -1;
 			errno = -rc;
@@ -400,7 +438,12 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 		return CR_V_ERR(-rc);
 	}
 	cr_fs_fdpath(fd, p, sizeof(p));
+	/* Our path is a magic link to follow. A mask of nothing else is a
+	 * watch of no events (the kernel stores IN_IGNORED in every mask):
+	 * asked so, as 0 would be refused. */
 	mask &= ~IN_DONT_FOLLOW;
+	if (!mask)
+		mask = IN_IGNORED;
 	/* Is the watch new, or a change of one the instance has on the
 	 * inode? IN_MASK_CREATE asks the kernel (EEXIST: there is one);
 	 * with IN_MASK_ADD it cannot be asked, and the watch counts as new. */
@@ -489,10 +532,11 @@ static struct cr_verdict do_fxattr_read(struct cr_run *run,
 					const struct seccomp_notif *n,
 					const char *sys, bool list)
 {
-	char name[XATTR_NAME_MAX + 1] = "", p[64], path[PATH_MAX];
+	char name[XATTR_NAME_MAX + 1] = "", path[PATH_MAX];
 	size_t size = (size_t)n->data.args[list ? 2 : 3];
 	cr_autofree char *buf = NULL;
-	ssize_t len, r;
+	unsigned acc;
+	ssize_t r;
 	int rc, fd;
 
 	if (!list) {
@@ -506,17 +550,16 @@ static struct cr_verdict do_fxattr_read(struct cr_run *run,
 	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	if (fd < 0)
 		return CR_V_ERR(-fd);
-	cr_fs_fdpath(fd, p, sizeof(p));
-	len = readlink(p, path, sizeof(path) - 1);
-	if (len <= 0) {
+	/* Where it points, as the other fd forms judge it: a memfd's or a
+	 * pipe's link names no root (an earlier build took "/memfd:NAME"
+	 * for a host path and hid what fsetxattr had just stored; found by
+	 * a differential probing session). */
+	acc = cr_fs_fd_where(run, (pid_t)n->pid, fd, path, sizeof(path));
+	if (!acc && !path[0]) {
 		close(fd);
 		return CR_V_ERR(EBADF);
 	}
-	path[len] = 0;
-	if (len > 10 && !strcmp(path + len - 10, " (deleted)"))
-		path[len -= 10] = 0;
-	if (path[0] == '/' &&
-	    !(cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_R)) {
+	if (!(acc & CR_FS_R)) {
 		close(fd);
 		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
 			"attributes of an ancestor of a root are not shown");
