@@ -1250,3 +1250,32 @@ t("setown intmin", lambda: fcntl.fcntl(fd, fcntl.F_SETOWN, -2**31))
                  "lset noprefix": "ENOTSUP",
                  "dontfollow alone": "same watch",
                  "setown intmin": "EINVAL"})
+
+
+@test
+def errno_parity_clock_queries(t):
+    """The clock's NTP state is readable by any user (adjtimex and
+    clock_adjtime with modes 0: glibc's ntp_gettime, `adjtimex -p`); an
+    earlier build refused the queries with EPERM (found by a differential
+    probing session). Setting it stays refused (EPERM, as the kernel
+    answers a user without CAP_SYS_TIME), and other clocks answer as
+    the kernel's (EOPNOTSUPP, EINVAL)."""
+    body = r'''
+class Timex(ctypes.Structure):
+    _fields_ = [("modes", ctypes.c_uint), ("rest", ctypes.c_char * 204)]
+for clk in (None, 0, 1, 4, 10, 11, 12, 99, -2):
+    x = Timex()
+    if clk is None:
+        t("adjtimex query", lambda: sysc(159, ctypes.byref(x)))
+    else:
+        t("clock_adjtime %d query" % clk,
+          lambda: sysc(305, clk, ctypes.byref(x)))
+x = Timex(modes=0x2)   # ADJ_FREQUENCY
+t("adjtimex set", lambda: sysc(159, ctypes.byref(x)))
+t("adjtimex fault", lambda: sysc(159, ctypes.c_void_p(8)))
+'''
+    nat, cor, res = parity(t, body, name="clockq",
+                           want={"adjtimex set": "EPERM",
+                                 "clock_adjtime 1 query": "ENOTSUP",
+                                 "clock_adjtime 99 query": "EINVAL"})
+    contains(nat, "adjtimex query ok", "native: the query answers")

@@ -195,6 +195,9 @@ CR_HANDLER(cr_h_fallocate);
 CR_HANDLER(cr_h_sendfile);
 /* sysinfo.c */
 CR_HANDLER(cr_h_sysinfo);
+/* clock.c */
+CR_HANDLER(cr_h_adjtimex);
+CR_HANDLER(cr_h_clock_adjtime);
 
 /* signal.c */
 CR_HANDLER(cr_h_kill);

@@ -1,0 +1,74 @@
+/* tracer/handlers/clock.c: adjtimex and clock_adjtime: the clock's NTP state
+ * read for the program (a query sets nothing); setting the clock is refused. */
+#include <errno.h>
+#include <string.h>
+#include <sys/timex.h>
+#include <time.h>
+
+#include "handlers.h"
+
+#ifndef ADJ_OFFSET_SS_READ
+#define ADJ_OFFSET_SS_READ 0xa001
+#endif
+
+/*
+ * The kernel lets any user read the clock's discipline (modes 0, or
+ * ADJ_OFFSET_SS_READ, which only reads the offset): glibc's ntp_gettime,
+ * `adjtimex -p`, monitoring agents. Any other mode sets something and
+ * needs CAP_SYS_TIME, which no run has: refused with the kernel's answer
+ * to a user without it, EPERM, and recorded. The structure is read from
+ * the task, checked, and the query made by corral on its own copy (never
+ * continued: the modes are memory the task can still change); the answer
+ * is written back, as the kernel fills it. clock_adjtime of another clock
+ * answers as the kernel's do_clock_adjtime: a clock without adjustment
+ * (the other static ids, a process CPU clock) EOPNOTSUPP, an unknown id
+ * EINVAL; a clock named by an fd (a PTP device) is refused, recorded.
+ */
+#define CR_CLOCKFD 3
+#define CR_MAX_CLOCKS 16
+
+static int other_clock(clockid_t id)
+{
+	if (id < 0)
+		return (id & 7) == CR_CLOCKFD ? EPERM : EOPNOTSUPP;
+	if (id >= CR_MAX_CLOCKS || id == 10 /* the removed SGI clock */ ||
+	    id > CLOCK_TAI)
+		return EINVAL;
+	return EOPNOTSUPP;
+}
+
+static struct cr_verdict query(struct cr_run *run, const struct seccomp_notif *n,
+			       const char *sys, uint64_t addr, clockid_t id)
+{
+	struct timex tx;
+	int r;
+
+	if (cr_mem_read((pid_t)n->pid, addr, &tx, sizeof(tx)) ||
+	    !cr_notif_valid(run, n->id))
+		return CR_V_ERR(EFAULT);
+	if (id != CLOCK_REALTIME && other_clock(id) != EPERM)
+		return CR_V_ERR(other_clock(id));
+	if (id != CLOCK_REALTIME ||
+	    (tx.modes != 0 && tx.modes != ADJ_OFFSET_SS_READ)) {
+		cr_deny(run, (pid_t)n->pid, sys, NULL, "syscall",
+			"setting the clock is refused");
+		return CR_V_ERR(EPERM);
+	}
+	r = adjtimex(&tx);
+	if (r < 0)
+		return CR_V_ERR(errno);
+	if (cr_mem_write((pid_t)n->pid, addr, &tx, sizeof(tx)))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL(r);
+}
+
+CR_HANDLER(cr_h_adjtimex)
+{
+	return query(run, n, e->name, n->data.args[0], CLOCK_REALTIME);
+}
+
+CR_HANDLER(cr_h_clock_adjtime)
+{
+	return query(run, n, e->name, n->data.args[1],
+		     (clockid_t)(int)n->data.args[0]);
+}
