@@ -428,6 +428,11 @@ bool cr_result_claim(void)
 	return !atomic_exchange(&result_claimed, true);
 }
 
+bool cr_result_claimed(void)
+{
+	return atomic_load(&result_claimed);
+}
+
 /* The result the watchdog writes, made while the run starts (no memory is
  * allocated when it fires, and nothing of the run's state is read then):
  * the run's identity, platform_failure, and usage.wall_ms set to mark, for

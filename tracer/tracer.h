@@ -650,6 +650,7 @@ void cr_cleanup(struct cr_run *run);
  * run, or the watchdog); cr_result_stalled is the watchdog's text, with
  * usage.wall_ms set to mark (malloc'd; NULL when out of memory). */
 bool cr_result_claim(void);
+bool cr_result_claimed(void);
 char *cr_result_stalled(const struct cr_run *run, double mark);
 int cr_result_emit(struct cr_run *run);
 /* Before the program starts: can the --result file be made in its

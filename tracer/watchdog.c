@@ -107,15 +107,23 @@ static void decimal(uint64_t v, char *out, size_t size)
  * build wrote its last line to stderr first, and a full pipe there would
  * have kept the tree running unsupervised.
  */
-static _Noreturn void fire(void)
+static void fire(void)
 {
 	static const char msg[] =
 		"corral: platform_failure: the supervisor stopped making progress past the wall budget; exiting so that every sandboxed task is killed (PTRACE_O_EXITKILL)\n";
-	bool mine = wd.text && cr_result_claim();
-	bool to_out = mine && wd.json, to_err = true;
+	bool mine, to_out, to_err = true;
 	char num[24];
 	pid_t pid;
 
+	/* The run's end has claimed the result: its tree is killed and
+	 * reaped, and what is left is corral's own output, which may wait
+	 * for a reader as long as the caller likes (a probing session saw
+	 * an earlier build end such a run, whose result said ok, as a
+	 * platform_failure, and lose its stdout). Nothing to do. */
+	if (!cr_result_claim())
+		return;
+	mine = wd.text != NULL;
+	to_out = mine && wd.json;
 	decimal(wd.run0_ms + (mono_ms() - wd.t0_ms), num, sizeof(num));
 	if (mine && wd.dirfd >= 0 &&
 	    (unlinkat(wd.dirfd, wd.name, 0) == 0 || errno == ENOENT)) {
@@ -168,7 +176,7 @@ static void *watch(void *arg)
 	uint64_t counted = 0;
 
 	(void)arg;
-	while (counted < wd.total_ms) {
+	while (counted < wd.total_ms && !cr_result_claimed()) {
 		struct timespec step = {
 			.tv_nsec = CR_BUDGET_TICK_MS * 1000000L,
 		};
@@ -181,6 +189,7 @@ static void *watch(void *arg)
 		cr_stall_step();
 	}
 	fire();
+	return NULL;
 }
 
 /* The prepared result, split around the mark; without it (out of memory)

@@ -419,3 +419,27 @@ def watchdog_end_kills_the_tree_when_stderr_is_full(t):
     os.close(r)
     contains(tail.decode(errors="replace"), "stopped making progress",
              "the last line, once the pipe is read")
+
+
+@test
+def watchdog_leaves_an_ended_run_its_result(t):
+    """A run that ended ok, whose --json result (200 KB of captured
+    output) waits for a caller that reads its stdout only later: the
+    run's end has claimed the result, so the watchdog (2 s past a 2 s wall
+    budget in the test-only build) does nothing. An earlier build fired
+    anyway: exit 125, platform_failure on stderr, the result on stdout
+    lost (found by a probing session)."""
+    from test_d5_landlock import bypass
+    b = bypass(t)
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    p = t.spawn(["run", "--json", "-w", ws, "--limit", "wall=2s", "--",
+                 "python3", "-c", "print('x' * 200000)"], binary=b)
+    time.sleep(7)   # past wall + grace, stdout unread
+    run = t.finish(p, timeout=60)
+    eq(run.code, 0, "corral's exit (stderr %s)" % _show(run.err))
+    true(b"stopped making progress" not in run.err,
+         "the watchdog fired after the run's end: %s" % _show(run.err))
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status")
+    eq(len(r.get("stdout", "")), 200001, "the captured output, whole")
