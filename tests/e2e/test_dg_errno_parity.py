@@ -1259,7 +1259,9 @@ def errno_parity_clock_queries(t):
     earlier build refused the queries with EPERM (found by a differential
     probing session). Setting it stays refused (EPERM, as the kernel
     answers a user without CAP_SYS_TIME), and other clocks answer as
-    the kernel's (EOPNOTSUPP, EINVAL)."""
+    the kernel's (EOPNOTSUPP, EINVAL); so does clock_settime, which
+    answered EPERM to every id (~4194303 << 3 is the CPU clock of a free
+    pid: EINVAL; corral answers a process outside the run the same)."""
     body = r'''
 class Timex(ctypes.Structure):
     _fields_ = [("modes", ctypes.c_uint), ("rest", ctypes.c_char * 204)]
@@ -1273,9 +1275,19 @@ for clk in (None, 0, 1, 4, 10, 11, 12, 99, -2):
 x = Timex(modes=0x2)   # ADJ_FREQUENCY
 t("adjtimex set", lambda: sysc(159, ctypes.byref(x)))
 t("adjtimex fault", lambda: sysc(159, ctypes.c_void_p(8)))
+class Ts(ctypes.Structure):
+    _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+good, bad = Ts(1000, 0), Ts(0, 2000000000)
+for clk in (0, 1, 10, 99, -1, -2, -3, ~4194303 << 3):
+    t("clock_settime %d" % clk, lambda: sysc(227, clk, ctypes.byref(good)))
+t("clock_settime 0 null", lambda: sysc(227, 0, None))
+t("clock_settime 0 badns", lambda: sysc(227, 0, ctypes.byref(bad)))
 '''
     nat, cor, res = parity(t, body, name="clockq",
                            want={"adjtimex set": "EPERM",
                                  "clock_adjtime 1 query": "ENOTSUP",
-                                 "clock_adjtime 99 query": "EINVAL"})
+                                 "clock_adjtime 99 query": "EINVAL",
+                                 "clock_settime 1": "EINVAL",
+                                 "clock_settime 0": "EPERM",
+                                 "clock_settime 0 null": "EFAULT"})
     contains(nat, "adjtimex query ok", "native: the query answers")

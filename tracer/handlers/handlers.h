@@ -198,6 +198,7 @@ CR_HANDLER(cr_h_sysinfo);
 /* clock.c */
 CR_HANDLER(cr_h_adjtimex);
 CR_HANDLER(cr_h_clock_adjtime);
+CR_HANDLER(cr_h_clock_settime);
 
 /* signal.c */
 CR_HANDLER(cr_h_kill);
