@@ -1275,6 +1275,14 @@ for clk in (None, 0, 1, 4, 10, 11, 12, 99, -2):
 x = Timex(modes=0x2)   # ADJ_FREQUENCY
 t("adjtimex set", lambda: sysc(159, ctypes.byref(x)))
 t("adjtimex fault", lambda: sysc(159, ctypes.c_void_p(8)))
+for m in (0xa001, 0xe001, 0xa003, 0x8000, 0x8001, 0x2000):
+    x = Timex(modes=m)
+    t("adjtimex mode %#x" % m, lambda: sysc(159, ctypes.byref(x)))
+libc.mmap.restype = ctypes.c_void_p
+page = libc.mmap(None, 4096, 1, 0x22, -1, 0)   # PROT_READ, private anon
+t("adjtimex readonly query", lambda: sysc(159, ctypes.c_void_p(page)))
+t("clock_adjtime fd clock", lambda: sysc(305, (~0 << 3) | 3,
+                                         ctypes.byref(Timex())))
 class Ts(ctypes.Structure):
     _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
 good, bad = Ts(1000, 0), Ts(0, 2000000000)
@@ -1289,5 +1297,8 @@ t("clock_settime 0 badns", lambda: sysc(227, 0, ctypes.byref(bad)))
                                  "clock_adjtime 99 query": "EINVAL",
                                  "clock_settime 1": "EINVAL",
                                  "clock_settime 0": "EPERM",
-                                 "clock_settime 0 null": "EFAULT"})
+                                 "clock_settime 0 null": "EFAULT",
+                                 "adjtimex mode 0xe001": "ok",
+                                 "adjtimex mode 0x8000": "EINVAL",
+                                 "adjtimex readonly query": "EFAULT"})
     contains(nat, "adjtimex query ok", "native: the query answers")

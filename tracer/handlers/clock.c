@@ -8,19 +8,25 @@
 #include "handlers.h"
 #include "../surface.h"
 
-#ifndef ADJ_OFFSET_SS_READ
-#define ADJ_OFFSET_SS_READ 0xa001
-#endif
+/* The kernel's own mode bits (uapi's ADJ_OFFSET_SINGLESHOT is the pair
+ * ADJTIME | SINGLESHOT, its ADJ_OFFSET_SS_READ the three). */
+#define CR_ADJ_SINGLESHOT 0x0001
+#define CR_ADJ_READONLY 0x2000
+#define CR_ADJ_ADJTIME 0x8000
+#define CR_ADJ_SS_READ (CR_ADJ_ADJTIME | CR_ADJ_READONLY | CR_ADJ_SINGLESHOT)
 
 /*
- * The kernel lets any user read the clock's discipline (modes 0, or
- * ADJ_OFFSET_SS_READ, which only reads the offset): glibc's ntp_gettime,
- * `adjtimex -p`, monitoring agents. Any other mode sets something and
- * needs CAP_SYS_TIME, which no run has: refused with the kernel's answer
- * to a user without it, EPERM, and recorded. The structure is read from
- * the task, checked, and the query made by corral on its own copy (never
- * continued: the modes are memory the task can still change); the answer
- * is written back, as the kernel fills it. clock_adjtime of another clock
+ * The kernel lets any user read the clock's discipline (modes 0, or an
+ * adjtime-style mode with ADJ_OFFSET_READONLY, which only reads the
+ * offset): glibc's ntp_gettime, `adjtimex -p`, monitoring agents. Any
+ * other mode sets something and needs CAP_SYS_TIME, which no run has:
+ * refused with the kernel's answer to a user without it, EPERM, and
+ * recorded; ADJ_ADJTIME without ADJ_OFFSET_SINGLESHOT is EINVAL first
+ * (timekeeping_validate_timex). The structure is read from the task,
+ * checked, and the query made by corral on its own copy (never continued:
+ * the modes are memory the task can still change); the structure is
+ * written back whatever the answer, as the kernel does, so one the task
+ * cannot write is EFAULT. clock_adjtime of another clock
  * answers as the kernel's do_clock_adjtime: a clock without adjustment
  * (the other static ids, a process CPU clock) EOPNOTSUPP, an unknown id
  * EINVAL; a clock named by an fd (a PTP device) is refused, recorded.
@@ -30,8 +36,11 @@
 
 static int other_clock(clockid_t id)
 {
+	/* A clock named by an fd: no fd the run may hold is one (a PTP
+	 * device is not among the devices it may open), and the kernel
+	 * answers any other fd EINVAL. */
 	if (id < 0)
-		return (id & 7) == CR_CLOCKFD ? EPERM : EOPNOTSUPP;
+		return (id & 7) == CR_CLOCKFD ? EINVAL : EOPNOTSUPP;
 	if (id >= CR_MAX_CLOCKS || id == 10 /* the removed SGI clock */ ||
 	    id > CLOCK_TAI)
 		return EINVAL;
@@ -47,20 +56,30 @@ static struct cr_verdict query(struct cr_run *run, const struct seccomp_notif *n
 	if (cr_mem_read((pid_t)n->pid, addr, &tx, sizeof(tx)) ||
 	    !cr_notif_valid(run, n->id))
 		return CR_V_ERR(EFAULT);
-	if (id != CLOCK_REALTIME && other_clock(id) != EPERM)
+	if (id != CLOCK_REALTIME)
 		return CR_V_ERR(other_clock(id));
-	if (id != CLOCK_REALTIME ||
-	    (tx.modes != 0 && tx.modes != ADJ_OFFSET_SS_READ)) {
+	if ((tx.modes & CR_ADJ_ADJTIME) && !(tx.modes & CR_ADJ_SINGLESHOT)) {
+		r = -EINVAL;
+	} else if ((tx.modes & CR_ADJ_ADJTIME) ?
+		   !(tx.modes & CR_ADJ_READONLY) : tx.modes != 0) {
 		cr_deny(run, (pid_t)n->pid, sys, NULL, "syscall",
 			"setting the clock is refused");
-		return CR_V_ERR(EPERM);
+		r = -EPERM;
+	} else {
+		/* Read-only. An adjtime-style mode ignores every other bit
+		 * and reports adjtime's offset: asked as exactly that, or
+		 * as a plain query; the caller's modes go back as given. */
+		unsigned modes = tx.modes;
+
+		tx.modes = modes ? CR_ADJ_SS_READ : 0;
+		r = adjtimex(&tx);
+		if (r < 0)
+			r = -errno;
+		tx.modes = modes;
 	}
-	r = adjtimex(&tx);
-	if (r < 0)
-		return CR_V_ERR(errno);
 	if (cr_mem_write((pid_t)n->pid, addr, &tx, sizeof(tx)))
 		return CR_V_ERR(EFAULT);
-	return CR_V_VAL(r);
+	return r < 0 ? CR_V_ERR(-r) : CR_V_VAL(r);
 }
 
 CR_HANDLER(cr_h_adjtimex)
