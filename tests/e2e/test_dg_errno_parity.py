@@ -1229,6 +1229,18 @@ for name in (b"user.a", b"trusted.a", b"system.posix_acl_access",
     t("lget " + k, lambda: sysc(192, b"lnk", name, buf, 256))
     t("lremove " + k, lambda: sysc(198, b"lnk", name))
 t("llist", lambda: sysc(195, b"lnk", buf, 256))
+r_, w_ = os.pipe()
+for lnk in (b"/proc/self", b"/proc/self/fd/%d" % r_, b"lnk"):
+    for name in (b"security.a", b"user.a", b"trusted.a"):
+        k = "%s %s" % (lnk.decode().replace(str(r_), "P"), name.decode())
+        t("lget " + k, lambda: sysc(192, lnk, name, buf, 256))
+        if lnk == b"lnk":
+            t("lset " + k, lambda: sysc(189, lnk, name, v, 1, 0))
+    t("llist " + lnk.decode().replace(str(r_), "P"),
+      lambda: sysc(195, lnk, buf, 256))
+for val in (b"v", b"\x00\x00\x00\x02" + b"\x00" * 16, b"\x00" * 12):
+    t("lset lnk security.capability %d" % len(val),
+      lambda: sysc(189, b"lnk", b"security.capability", val, len(val), 0))
 m = os.memfd_create("x")
 t("fset memfd", lambda: os.setxattr(m, "user.h", b"1"))
 t("fget memfd", lambda: print("fget memfd value", os.getxattr(m, "user.h")))

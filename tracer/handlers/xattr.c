@@ -88,18 +88,30 @@ static int tmpfs_room(struct cr_run *run, const struct seccomp_notif *n,
  * no security module: an unknown namespace, and system.* (ACLs: a link
  * has none), are EOPNOTSUPP; user.* exists only on files and
  * directories, and trusted.* and security.* need capabilities the run
- * has not: nothing to read (ENODATA), nothing to change (EPERM). */
+ * has not: nothing to read (ENODATA), nothing to change (EPERM); those
+ * checks come before the filesystem is asked. A read of security.* goes
+ * to it, and a link of /proc (self, an fd's) has no handler: EOPNOTSUPP
+ * (a change is the security hook's EPERM first).
+ * Values the kernel parses before it asks for permission are judged
+ * first: an ACL that is not a header and whole entries, and a file
+ * capability of the wrong size or revision, are EINVAL. */
 static struct cr_verdict link_answer(const char *name, enum xop op,
-				     size_t size)
+				     const unsigned char *val, size_t size,
+				     bool procfs)
 {
-	/* An ACL's value is parsed before the object is asked (do_set_acl):
-	 * one that is not a header and whole entries is EINVAL. */
 	if (op == X_SET && (!strcmp(name, "system.posix_acl_access") ||
 			    !strcmp(name, "system.posix_acl_default")) &&
 	    (size < 4 || (size - 4) % 8))
 		return CR_V_ERR(EINVAL);
+	if (op == X_SET && !strcmp(name, "security.capability")) {
+		unsigned rev = size >= 4 ? (unsigned)val[3] : 0;
+
+		if (!((size == 12 && rev == 1) || (size == 20 && rev == 2) ||
+		      (size == 24 && rev == 3)))
+			return CR_V_ERR(EINVAL);
+	}
 	if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
-	    strncmp(name, "security.", 9))
+	    (strncmp(name, "security.", 9) || (procfs && op == X_GET)))
 		return CR_V_ERR(EOPNOTSUPP);
 	return CR_V_ERR(op == X_GET ? ENODATA : EPERM);
 }
@@ -204,9 +216,14 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		/* A link's own attributes cannot be reached through our
 		 * /proc path (it is followed): answered as the kernel
 		 * answers without a security module, by the name. */
+		bool procfs = cr_path_within("/proc", 5, res.path, res.plen);
+		struct cr_verdict v = op == X_LIST ? CR_V_VAL(0) :
+			link_answer(name, op, (const unsigned char *)buf, size,
+				    procfs);
+
 		free(buf);
 		cr_fsres_free(&res);
-		return op == X_LIST ? CR_V_VAL(0) : link_answer(name, op, size);
+		return v;
 	}
 	fd = cr_fs_opath(&res, false);
 	cr_fsres_free(&res);
