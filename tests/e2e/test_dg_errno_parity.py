@@ -1234,8 +1234,8 @@ for lnk in (b"/proc/self", b"/proc/self/fd/%d" % r_, b"lnk"):
     for name in (b"security.a", b"user.a", b"trusted.a"):
         k = "%s %s" % (lnk.decode().replace(str(r_), "P"), name.decode())
         t("lget " + k, lambda: sysc(192, lnk, name, buf, 256))
-        if lnk == b"lnk":
-            t("lset " + k, lambda: sysc(189, lnk, name, v, 1, 0))
+        t("lset " + k, lambda: sysc(189, lnk, name, v, 1, 0))
+        t("lremove " + k, lambda: sysc(198, lnk, name))
     t("llist " + lnk.decode().replace(str(r_), "P"),
       lambda: sysc(195, lnk, buf, 256))
 for val in (b"v", b"\x00\x00\x00\x02" + b"\x00" * 16, b"\x00" * 12):

@@ -181,6 +181,22 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		cr_fsres_free(&res);
 		return CR_V_ERR(ENOENT);
 	}
+	if (S_ISLNK(res.st.st_mode)) {
+		/* A link's own attributes cannot be reached through our
+		 * /proc path (it is followed): answered as the kernel
+		 * answers without a security module, by the name. Before
+		 * the roots are asked: a link's mode lets anyone write it,
+		 * so the kernel's answer never turns on that; none of the
+		 * answers reads or changes anything. */
+		bool procfs = cr_path_within("/proc", 5, res.path, res.plen);
+		struct cr_verdict v = op == X_LIST ? CR_V_VAL(0) :
+			link_answer(name, op, (const unsigned char *)buf, size,
+				    procfs);
+
+		free(buf);
+		cr_fsres_free(&res);
+		return v;
+	}
 	/* A change: the kernel's xattr_permission answers by the name's
 	 * namespace before it asks for write access (inode_permission):
 	 * trusted.* needs CAP_SYS_ADMIN, which no run has; user.* exists
@@ -211,19 +227,6 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		free(buf);
 		cr_fsres_free(&res);
 		return op == X_LIST ? CR_V_VAL(0) : CR_V_ERR(ENODATA);
-	}
-	if (S_ISLNK(res.st.st_mode)) {
-		/* A link's own attributes cannot be reached through our
-		 * /proc path (it is followed): answered as the kernel
-		 * answers without a security module, by the name. */
-		bool procfs = cr_path_within("/proc", 5, res.path, res.plen);
-		struct cr_verdict v = op == X_LIST ? CR_V_VAL(0) :
-			link_answer(name, op, (const unsigned char *)buf, size,
-				    procfs);
-
-		free(buf);
-		cr_fsres_free(&res);
-		return v;
 	}
 	fd = cr_fs_opath(&res, false);
 	cr_fsres_free(&res);
