@@ -81,9 +81,6 @@ static int tmpfs_room(struct cr_run *run, const struct seccomp_notif *n,
 	return 0;
 }
 
-/* Acted on through "/proc/self/fd/N" of an O_PATH fd on the object itself;
- * the l* forms on a symlink act on nothing (user xattrs are not allowed on
- * links): they answer as the kernel does for such a link. */
 /* A symbolic link's attributes by name, as the kernel answers them with
  * no security module: an unknown namespace, and system.* (ACLs: a link
  * has none), are EOPNOTSUPP; user.* exists only on files and
@@ -116,6 +113,9 @@ static struct cr_verdict link_answer(const char *name, enum xop op,
 	return CR_V_ERR(op == X_GET ? ENODATA : EPERM);
 }
 
+/* Acted on through "/proc/self/fd/N" of an O_PATH fd on the object itself;
+ * the l* forms on a symlink act on nothing (our path would follow it):
+ * they answer as the kernel does for such a link (link_answer). */
 static struct cr_verdict do_xattr(struct cr_run *run,
 				  const struct seccomp_notif *n, const char *sys,
 				  enum xop op, bool follow)
