@@ -53,11 +53,16 @@ const char *cr_dir_next(struct cr_dir *d)
 		do
 			n = syscall(SYS_getdents64, d->fd, d->buf, d->cap);
 		while (n < 0 && errno == EINTR);
-		if (n <= 0) {
-			if (n == 0)
-				errno = 0;
+		/* A directory removed while open reads as ENOENT: it is
+		 * empty (rmdir removes only empty ones), so that is its end,
+		 * as glibc's readdir treats it. A walk racing `rm -rf` ended
+		 * runs as unmeasurable before. */
+		if (n == 0 || (n < 0 && errno == ENOENT)) {
+			errno = 0;
 			return NULL;
 		}
+		if (n < 0)
+			return NULL;
 		d->len = (size_t)n;
 		d->pos = 0;
 	}

@@ -140,7 +140,8 @@ int cr_quiet_fstat(int fd, struct stat *st);
 /* tracer/fs/dirstream.c: a directory read with getdents64 into a buffer of
  * bufsz bytes (at least 1 KiB). cr_dir_open takes fd (closed on failure,
  * NULL with errno); cr_dir_next gives the next name, "." and ".." too, or
- * NULL at the end (errno 0) or on an error (errno set). */
+ * NULL at the end (errno 0; a directory removed meanwhile is at its end)
+ * or on an error (errno set). */
 struct cr_dir;
 struct cr_dir *cr_dir_open(int fd, size_t bufsz);
 const char *cr_dir_next(struct cr_dir *d);
