@@ -322,6 +322,7 @@ class Bench:
         with open(path) as f:
             u = json.load(f)["usage"]
         return {k: u.get(k) for k in ("wall_ms", "cpu_ms", "supervisor_notifications",
+                                      "supervisor_fds_injected", "supervisor_stops",
                                       "supervisor_cpu_ms")}
 
     # ---- per-call costs ----
@@ -344,7 +345,7 @@ class Bench:
         sp = {"native": [], "floor": []}
         calls = ["getppid", "stat", "open", "connect", "refused"]
         floors = ["floor", "floor-sync", "floor-sync-epoll", "floor-sync-poll", "floor-pinned", "floor-hop",
-                  "floor-addfd", "floor-trace"]
+                  "floor-addfd", "floor-sync-addfd", "floor-trace"]
         per = {c: {"native": [], "corral": []} for c in calls}
         fl = {f: [] for f in floors}
         broken = {}
@@ -446,9 +447,11 @@ def floor_of(fl):
 
 def floor_bounds(res, mode="corral"):
     """Per workload: the ratio to native (w6: ms added per run) that the
-    bare notification round trip alone would give, from the run's own
-    notification count (in the given corral mode) and the floors measured
-    in the same run."""
+    bare round trips alone would give, from the run's own counts (in the
+    given corral mode) and the floors measured in the same run: each
+    notification a bare round trip, each descriptor installed the ADDFD
+    floor's excess over it, each ptrace stop the floor-trace round trip
+    (counts missing from older JSON files count 0)."""
     sc = res.get("syscall") or {}
     fl = sc.get("floors", {})
     f = floor_of(fl)
@@ -457,6 +460,10 @@ def floor_bounds(res, mode="corral"):
     if not f:
         return out
     per = max(f - g, 0.0) / 1e9
+    fdx = fl.get("floor-sync-addfd", {}).get("ns_median")
+    per_fd = max(fdx - f, 0.0) / 1e9 if fdx else 0.0
+    tr = fl.get("floor-trace", {}).get("ns_median")
+    per_stop = max(tr - g, 0.0) / 1e9 if tr else 0.0
     if mode == "corral":
         usage = res.get("supervisor") or {}
     else:
@@ -467,13 +474,16 @@ def floor_bounds(res, mode="corral"):
         w = res["workloads"].get(wl, {}).get("tools", {}).get("native")
         if nts is None or not w:
             continue
+        cost = nts * per + (u.get("supervisor_fds_injected") or 0) * per_fd
         if wl == "w6":
+            # The start-up floor already holds a run's stops.
             st = sc.get("startup_floor")
-            out[wl] = nts * per * 1e3 + (st["added_ms"] if st else 0.0)
+            out[wl] = cost * 1e3 + (st["added_ms"] if st else 0.0)
         elif wl == "w7":
             continue
         else:
-            out[wl] = 1.0 + nts * per / (2.0 if wl == "w3" else 1.0) / w["median_s"]
+            cost += (u.get("supervisor_stops") or 0) * per_stop
+            out[wl] = 1.0 + cost / (2.0 if wl == "w3" else 1.0) / w["median_s"]
     return out
 
 
@@ -552,14 +562,17 @@ def markdown(res):
         out.append("")
         out.append("Floor bound: the ratio to native if every notification of the run cost only "
                    "the bare round trip of this machine (floor-sync-poll, or floor-sync-epoll in "
-                   "older runs, less a native getppid) "
+                   "older runs, less a native getppid), every descriptor the supervisor installed "
+                   "only the excess of floor-sync-addfd over that, every ptrace stop only "
+                   "floor-trace (less a native getppid), "
                    "and nothing else; w3 divides it over its 2 jobs; w6 is ms per run, the start-up floor "
-                   "(bench/spawn) plus its notifications. No "
-                   "design that sends these calls to a supervisor can be below it here.")
+                   "(bench/spawn, stops included) plus its notifications and descriptors. No "
+                   "design that sends these calls to a supervisor and tracks processes with ptrace "
+                   "can be below it here.")
         out.append("")
         out.append("| workload | mode | corral wall ms | program cpu ms | supervisor notifications | "
-                   "supervisor cpu ms | floor bound | target |")
-        out.append("|---|---|---|---|---|---|---|---|")
+                   "fds injected | ptrace stops | supervisor cpu ms | floor bound | target |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|")
         modes = {"corral": res["supervisor"]}
         for wl, m in (res.get("supervisor_modes") or {}).items():
             for mode, u in m.items():
@@ -576,9 +589,11 @@ def markdown(res):
                     TARGETS_OFF if mode == "corral-off" else {}
                 tgs = ("< %.0f ms" % W6_TARGET_MS) if wl == "w6" and tg else \
                     ("<= %.2f" % tg[wl] if wl in tg else "-")
-                out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     wl, mode, u.get("wall_ms"), u.get("cpu_ms"),
                     u.get("supervisor_notifications"),
+                    u.get("supervisor_fds_injected", "n/a"),
+                    u.get("supervisor_stops", "n/a"),
                     u.get("supervisor_cpu_ms", "n/a"), bs, tgs))
     sc = res.get("syscall")
     if sc:
@@ -588,11 +603,14 @@ def markdown(res):
         out.append("Per-call cost, ns (median of %d rounds, each the median of 7 batches of %d calls)."
                    % (sc["rounds"], sc["calls_per_batch"]))
         out.append("")
-        out.append("| call | native | corral | corral - native | intercepted here | above the floor |")
+        out.append("| call | native | corral | corral - native | intercepted here | above the floor (an open: the ADDFD floor) |")
         out.append("|---|---|---|---|---|---|")
         for c, x in sc["calls"].items():
             added = x["corral_ns"] - x["native_ns"]
-            above = ("%+.0f" % (added - floor)) if (x["intercepted"] and floor) else \
+            # An open is answered with a descriptor: its floor is ADDFD's.
+            base = fl.get("floor-sync-addfd", {}).get("ns_median") if c == "open" else None
+            base = base or floor
+            above = ("%+.0f" % (added - base)) if (x["intercepted"] and base) else \
                     "not intercepted in this build"
             out.append("| %s | %.0f | %.0f | %+.0f | %s (%.1f notifications/call) | %s |"
                        % (c, x["native_ns"], x["corral_ns"], added,
@@ -609,6 +627,8 @@ def markdown(res):
                   "floor-pinned": "the same, both on one CPU",
                   "floor-hop": "received by one thread, answered by a worker thread (handler pool)",
                   "floor-addfd": "openat performed by the listener, fd injected (ADDFD+SEND), plus close",
+                  "floor-sync-addfd": "the same with SYNC_WAKE_UP, waiting in poll() (how corral "
+                                      "answers an open)",
                   "floor-trace": "getppid stopped by SECCOMP_RET_TRACE, resumed by PTRACE_CONT "
                                  "(ptrace interposition; strace stops twice per call)"}
         for f, x in fl.items():

@@ -42,6 +42,8 @@
  *                                              seccomp listener in a parent
  *         floor-addfd                          openat answered with an fd
  *                                              opened by the parent (ADDFD)
+ *         floor-sync-addfd                     the same with SYNC_WAKE_UP, in
+ *                                              poll() as corral waits
  *         floor-trace                          getppid stopped by SECCOMP_RET_TRACE
  *                                              and resumed by a ptrace parent
  *         floor-hop                            getppid received by one thread
@@ -98,7 +100,8 @@ static enum op op_of(const char *mode)
 {
 	if (!strcmp(mode, "stat"))
 		return OP_STAT;
-	if (!strcmp(mode, "open") || !strcmp(mode, "floor-addfd"))
+	if (!strcmp(mode, "open") || !strcmp(mode, "floor-addfd") ||
+	    !strcmp(mode, "floor-sync-addfd"))
 		return OP_OPEN;
 	if (!strcmp(mode, "connect"))
 		return OP_CONNECT;
@@ -275,7 +278,8 @@ static void on_chld(int sig)
  * nothing else, exactly the minimum any seccomp-notify supervisor pays. */
 static int floor_mode(const char *mode)
 {
-	int addfd = !strcmp(mode, "floor-addfd");
+	int addfd = !strcmp(mode, "floor-addfd") ||
+		    !strcmp(mode, "floor-sync-addfd");
 	int nr = addfd ? SYS_openat : SYS_getppid;
 	struct sock_filter prog[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
@@ -384,8 +388,10 @@ static int floor_mode(const char *mode)
 	}
 	/* floor-sync-epoll waits in epoll_wait before each RECV, as an
 	 * event-loop supervisor does; floor-sync-poll waits in poll() on the
-	 * listener and an epoll fd (the loop's other events). */
-	if (!strcmp(mode, "floor-sync-epoll") || !strcmp(mode, "floor-sync-poll")) {
+	 * listener and an epoll fd (the loop's other events), as does
+	 * floor-sync-addfd. */
+	if (!strcmp(mode, "floor-sync-epoll") || !strcmp(mode, "floor-sync-poll") ||
+	    !strcmp(mode, "floor-sync-addfd")) {
 		struct epoll_event ev = { .events = EPOLLIN };
 
 		epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -394,7 +400,7 @@ static int floor_mode(const char *mode)
 		if (!strcmp(mode, "floor-sync-epoll") &&
 		    epoll_ctl(epfd, EPOLL_CTL_ADD, listener, &ev) < 0)
 			die("epoll_ctl");
-		waitpoll = !strcmp(mode, "floor-sync-poll");
+		waitpoll = strcmp(mode, "floor-sync-epoll") != 0;
 	}
 	n = calloc(1, sizes.seccomp_notif > sizeof(*n) ? sizes.seccomp_notif : sizeof(*n));
 	if (!n)
@@ -538,7 +544,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-sync-epoll|floor-sync-poll|floor-pinned|floor-addfd|floor-hop|floor-trace [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
+		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-sync-epoll|floor-sync-poll|floor-pinned|floor-addfd|floor-sync-addfd|floor-hop|floor-trace [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
 		return 2;
 	}
 	mode = argv[1];

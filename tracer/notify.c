@@ -257,8 +257,10 @@ struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
 
 	/* Fail closed: if the fd cannot be installed the call fails; it is
 	 * never let through to the kernel instead. */
-	if (rc >= 0)
+	if (rc >= 0) {
+		run->fds_injected++;
 		return (struct cr_verdict){ .kind = CR_V_SENT };
+	}
 	if (errno == ENOENT)	/* the task is gone: nothing to answer */
 		return (struct cr_verdict){ .kind = CR_V_SENT };
 	return (struct cr_verdict){ .kind = CR_V_ERRNO,
@@ -287,7 +289,10 @@ int cr_notif_add_fd(struct cr_run *run, uint64_t id, int fd, bool cloexec)
 	};
 	int rc = ioctl(run->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
 
-	return rc < 0 ? -errno : rc;
+	if (rc < 0)
+		return -errno;
+	run->fds_injected++;
+	return rc;
 }
 
 void cr_notify_handle(struct cr_run *run)

@@ -345,6 +345,8 @@ static cJSON *build(struct cr_run *run, int code)
 		add_u64(u, "net_bytes", run->usage.net_bytes);
 		add_u64(u, "net_connections", run->usage.net_connections);
 		add_u64(u, "supervisor_notifications", run->notifications);
+		add_u64(u, "supervisor_fds_injected", run->fds_injected);
+		add_u64(u, "supervisor_stops", run->stops);
 		add_u64(u, "supervisor_cpu_ms", supervisor_cpu_ms());
 	}
 	d = cJSON_AddArrayToObject(r, "denials");
@@ -446,6 +448,7 @@ char *cr_result_stalled(const struct cr_run *run, double mark)
 		"cpu_ms", "peak_memory_bytes", "processes", "tasks",
 		"output_bytes", "disk_bytes", "files", "net_bytes",
 		"net_connections", "supervisor_notifications",
+		"supervisor_fds_injected", "supervisor_stops",
 		"supervisor_cpu_ms",
 	};
 	char *text;

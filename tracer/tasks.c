@@ -789,8 +789,10 @@ bool cr_tasks_reap(struct cr_run *run)
 			continue;
 		if (pid <= 0)
 			return false;
-		if (WIFSTOPPED(status))
+		if (WIFSTOPPED(status)) {
+			run->stops++;
 			on_stop(run, pid, status);
+		}
 		else if (WIFEXITED(status) || WIFSIGNALED(status))
 			on_gone(run, pid, status);
 	}

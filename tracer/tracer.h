@@ -358,6 +358,8 @@ struct cr_run {
 
 	/* counters */
 	uint64_t notifications;
+	uint64_t fds_injected;	/* descriptors installed with ADDFD */
+	uint64_t stops;		/* ptrace stops collected */
 	unsigned restarts;	/* tasks with restart_native set (an upper
 				 * bound: one may have gone since) */
 	uint64_t killed;

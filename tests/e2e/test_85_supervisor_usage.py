@@ -1,6 +1,8 @@
 """The supervisor's own accounting in the result: how many notifications it
 answered and how much CPU it spent, apart from the program's."""
 
+import os
+
 from harness import eq, ge, lt, true, is_int, test
 
 # keyctl(2) on x86_64: on the refused list, so every call is a notification
@@ -63,6 +65,54 @@ def supervisor_cpu_is_reported_apart(t):
     # And the next run still works.
     again = t.result(t.corral(["run", "--json", "--", "/bin/true"]))
     eq(again.get("status"), "ok", "next run")
+
+
+# N opens of a file in the workspace under --landlock=off (every open
+# notified, answered with ADDFD), then M children (each a fork event, the
+# new task's stop, an exec stop and an exit stop).
+OPENS_AND_CHILDREN = """
+import os, subprocess, sys
+n, m = int(sys.argv[1]), int(sys.argv[2])
+with open("f", "w") as f:
+    f.write("x")
+for i in range(n):
+    os.close(os.open("f", os.O_RDONLY))
+for i in range(m):
+    subprocess.run(["/bin/true"], check=True)
+"""
+
+
+def opens_and_children(t, n, m):
+    ws = t.path("ws-%d-%d" % (n, m))
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    r = t.result(t.corral(["run", "--json", "--landlock=off", "-w", ws,
+                           "--", "/usr/bin/python3", "-c",
+                           OPENS_AND_CHILDREN, str(n), str(m)]))
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    for k in ("supervisor_fds_injected", "supervisor_stops"):
+        is_int(r["usage"].get(k), "usage." + k)
+    return r["usage"]
+
+
+@test
+def supervisor_counts_fds_and_stops(t):
+    base = opens_and_children(t, 2, 1)
+    opens = opens_and_children(t, 52, 1)
+    kids = opens_and_children(t, 2, 11)
+    # 50 more opens: 50 more descriptors installed, exactly; no more stops.
+    eq(opens["supervisor_fds_injected"] - base["supervisor_fds_injected"],
+       50, "descriptors installed by 50 more opens")
+    eq(opens["supervisor_stops"], base["supervisor_stops"],
+       "stops of a run with 50 more opens")
+    # 10 more children: at least 4 stops each (fork event, first stop,
+    # exec, exit), and each exec's loader opens its libraries.
+    ge(kids["supervisor_stops"] - base["supervisor_stops"], 40,
+       "stops added by 10 more children")
+    ge(kids["supervisor_fds_injected"] - base["supervisor_fds_injected"],
+       10, "descriptors installed for 10 more children's loaders")
+    ge(base["supervisor_notifications"], base["supervisor_fds_injected"],
+       "notifications against descriptors installed")
 
 
 # prlimit64 (302) and sched_setaffinity (203) naming pid 0, the caller:
