@@ -1293,6 +1293,25 @@ for m in (0xa001, 0xe001, 0xa003, 0x8000, 0x8001, 0x2000):
 libc.mmap.restype = ctypes.c_void_p
 page = libc.mmap(None, 4096, 1, 0x22, -1, 0)   # PROT_READ, private anon
 t("adjtimex readonly query", lambda: sysc(159, ctypes.c_void_p(page)))
+# clock_adjtime writes back only on success: an error on a read-only
+# structure is the error, not EFAULT (glibc's adjtimex is this call).
+page2 = libc.mmap(None, 4096, 3, 0x22, -1, 0)   # read-write, then read-only
+ctypes.c_uint.from_address(page2).value = 0x2    # ADJ_FREQUENCY
+libc.mprotect(ctypes.c_void_p(page2), 4096, 1)
+t("clock_adjtime readonly set", lambda: sysc(305, 0, ctypes.c_void_p(page2)))
+t("clock_adjtime readonly query", lambda: sysc(305, 0, ctypes.c_void_p(page)))
+# A read-only adjtime query with other bits: ADJ_SETOFFSET is still EPERM,
+# an overflowing ADJ_FREQUENCY EINVAL, any other bit ignored.
+class Timex2(ctypes.Structure):
+    _fields_ = [("modes", ctypes.c_uint), ("pad", ctypes.c_uint),
+                ("offset", ctypes.c_long), ("freq", ctypes.c_long),
+                ("rest", ctypes.c_char * 184)]
+for m, f in ((0xa101, 0), (0xa003, 2**62), (0xa003, 1000), (0xa005, 0)):
+    x = Timex2(modes=m, freq=f)
+    t("adjtimex mode %#x freq %d" % (m, f), lambda: sysc(159, ctypes.byref(x)))
+    x = Timex2(modes=m, freq=f)
+    t("clock_adjtime mode %#x freq %d" % (m, f),
+      lambda: sysc(305, 0, ctypes.byref(x)))
 t("clock_adjtime fd clock", lambda: sysc(305, (~0 << 3) | 3,
                                          ctypes.byref(Timex())))
 class Ts(ctypes.Structure):
@@ -1312,5 +1331,11 @@ t("clock_settime 0 badns", lambda: sysc(227, 0, ctypes.byref(bad)))
                                  "clock_settime 0 null": "EFAULT",
                                  "adjtimex mode 0xe001": "ok",
                                  "adjtimex mode 0x8000": "EINVAL",
-                                 "adjtimex readonly query": "EFAULT"})
+                                 "adjtimex readonly query": "EFAULT",
+                                 "clock_adjtime readonly set": "EPERM",
+                                 "clock_adjtime readonly query": "EFAULT",
+                                 "adjtimex mode 0xa101 freq 0": "EPERM",
+                                 "clock_adjtime mode 0xa003 freq %d" % 2**62: "EINVAL",
+                                 "clock_adjtime mode 0xa003 freq 1000": "ok",
+                                 "adjtimex mode 0xa005 freq 0": "ok"})
     contains(nat, "adjtimex query ok", "native: the query answers")

@@ -1,6 +1,8 @@
 /* tracer/handlers/clock.c: adjtimex, clock_adjtime and clock_settime: the
  * clock's NTP state read for the program; setting the clock is refused. */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/timex.h>
 #include <time.h>
@@ -14,6 +16,10 @@
 #define CR_ADJ_READONLY 0x2000
 #define CR_ADJ_ADJTIME 0x8000
 #define CR_ADJ_SS_READ (CR_ADJ_ADJTIME | CR_ADJ_READONLY | CR_ADJ_SINGLESHOT)
+#define CR_ADJ_FREQUENCY 0x0002
+#define CR_ADJ_SETOFFSET 0x0100
+/* The kernel's PPM_SCALE: a frequency beyond LLONG_MAX / it overflows. */
+#define CR_PPM_SCALE (1000LL << 16)
 
 /*
  * The kernel lets any user read the clock's discipline (modes 0, or an
@@ -21,12 +27,16 @@
  * offset): glibc's ntp_gettime, `adjtimex -p`, monitoring agents. Any
  * other mode sets something and needs CAP_SYS_TIME, which no run has:
  * refused with the kernel's answer to a user without it, EPERM, and
- * recorded; ADJ_ADJTIME without ADJ_OFFSET_SINGLESHOT is EINVAL first
- * (timekeeping_validate_timex). The structure is read from the task,
- * checked, and the query made by corral on its own copy (never continued:
- * the modes are memory the task can still change); the structure is
- * written back whatever the answer, as the kernel does, so one the task
- * cannot write is EFAULT. clock_adjtime of another clock
+ * recorded; ADJ_ADJTIME without ADJ_OFFSET_SINGLESHOT is EINVAL first.
+ * A read-only adjtime mode with other bits is still checked as the
+ * kernel's timekeeping_validate_timex checks it: ADJ_SETOFFSET is EPERM
+ * (recorded), an ADJ_FREQUENCY that would overflow EINVAL; any other bit
+ * is ignored. The structure is read from the task, checked, and the query
+ * made by corral on its own copy (never continued: the modes are memory
+ * the task can still change); it is written back as the kernel writes it,
+ * by adjtimex whatever the answer and by clock_adjtime (glibc's adjtimex
+ * too) only on success, so a structure the task cannot write is EFAULT
+ * there and leaves an error alone (found by a probing session). clock_adjtime of another clock
  * answers as the kernel's do_clock_adjtime: a clock without adjustment
  * (the other static ids, a process CPU clock) EOPNOTSUPP, an unknown id
  * or a clock named by an fd EINVAL.
@@ -46,7 +56,8 @@ static int other_clock(clockid_t id)
 }
 
 static struct cr_verdict query(struct cr_run *run, const struct seccomp_notif *n,
-			       const char *sys, uint64_t addr, clockid_t id)
+			       const char *sys, uint64_t addr, clockid_t id,
+			       bool always_back)
 {
 	struct timex tx;
 	int r;
@@ -58,11 +69,16 @@ static struct cr_verdict query(struct cr_run *run, const struct seccomp_notif *n
 		return CR_V_ERR(other_clock(id));
 	if ((tx.modes & CR_ADJ_ADJTIME) && !(tx.modes & CR_ADJ_SINGLESHOT)) {
 		r = -EINVAL;
-	} else if ((tx.modes & CR_ADJ_ADJTIME) ?
-		   !(tx.modes & CR_ADJ_READONLY) : tx.modes != 0) {
+	} else if (((tx.modes & CR_ADJ_ADJTIME) ?
+		    !(tx.modes & CR_ADJ_READONLY) : tx.modes != 0) ||
+		   (tx.modes & CR_ADJ_SETOFFSET)) {
 		cr_deny(run, (pid_t)n->pid, sys, NULL, "syscall",
 			"setting the clock is refused");
 		r = -EPERM;
+	} else if ((tx.modes & CR_ADJ_FREQUENCY) &&
+		   (tx.freq < LLONG_MIN / CR_PPM_SCALE ||
+		    tx.freq > LLONG_MAX / CR_PPM_SCALE)) {
+		r = -EINVAL;
 	} else {
 		/* Read-only. An adjtime-style mode ignores every other bit
 		 * and reports adjtime's offset: asked as exactly that, or
@@ -75,20 +91,21 @@ static struct cr_verdict query(struct cr_run *run, const struct seccomp_notif *n
 			r = -errno;
 		tx.modes = modes;
 	}
-	if (cr_mem_write((pid_t)n->pid, addr, &tx, sizeof(tx)))
+	if ((r >= 0 || always_back) &&
+	    cr_mem_write((pid_t)n->pid, addr, &tx, sizeof(tx)))
 		return CR_V_ERR(EFAULT);
 	return r < 0 ? CR_V_ERR(-r) : CR_V_VAL(r);
 }
 
 CR_HANDLER(cr_h_adjtimex)
 {
-	return query(run, n, e->name, n->data.args[0], CLOCK_REALTIME);
+	return query(run, n, e->name, n->data.args[0], CLOCK_REALTIME, true);
 }
 
 CR_HANDLER(cr_h_clock_adjtime)
 {
 	return query(run, n, e->name, n->data.args[1],
-		     (clockid_t)(int)n->data.args[0]);
+		     (clockid_t)(int)n->data.args[0], false);
 }
 
 /*
