@@ -8,8 +8,11 @@
 #include "tracer.h"
 #include "child.h"
 
-/* How often live tasks and the workspace are measured. */
+/* How often live tasks and the workspace are measured; every
+ * CR_BUDGET_FAST_TICK_MS while memory grows fast enough to cross its
+ * budget within a tick. */
 #define CR_BUDGET_TICK_MS 50
+#define CR_BUDGET_FAST_TICK_MS 10
 /* Threads and processes alive at once: at most this many times the
  * processes budget (64 -> 2048 tasks). */
 #define CR_BUDGET_THREADS_PER_PROC 32
@@ -268,10 +271,13 @@ int cr_budget_on_alloc(struct cr_run *run, pid_t pid, uint64_t bytes);
 /* The ledger of files without a name (fs/held.c) keeps a new entry: the
  * next fd scan comes as soon as its pacing by cost allows. */
 void cr_budget_rescan_soon(struct cr_run *run);
-/* The fd scan now, in one go (its CPU the run's), at most once every
- * CR_BUDGET_RESCAN_NOW_NS: for a table full until a scan lets some go. */
+/* The fd scan now, in one go (its CPU the run's): for a table full until
+ * a scan lets some go. At most once every CR_BUDGET_RESCAN_NOW_NS, unless
+ * earned (the caller's table took that many new entries since its last
+ * scan, so scans are paid for by the calls that filled it). Whether it
+ * ran. */
 #define CR_BUDGET_RESCAN_NOW_NS 10000000ull
-void cr_budget_rescan_now(struct cr_run *run);
+bool cr_budget_rescan_now(struct cr_run *run, bool earned);
 /* CPU corral spent doing a task's work for it (a copy the kernel would
  * have made in the task's own time): counted as the run's, for good. */
 void cr_budget_charge_cpu(struct cr_run *run, uint64_t ns);

@@ -106,9 +106,14 @@ static struct cr_verdict unix_made(struct cr_run *run,
 	 * now (a program making and closing one per message, as sd_notify
 	 * clients do, hit ENOBUFS at the 1250th within a scan period, at the
 	 * 64th under a 1024-descriptor limit; found by a differential
-	 * probing session). */
-	if (dgram && !held_room(run, pair))
-		cr_budget_rescan_now(run);
+	 * probing session), and again as soon as a quarter of the table is
+	 * new since (at one scan per 10 ms a faster machine made the 1250
+	 * between two scans). A table still full of sockets the program
+	 * holds waits for the pace: ENOBUFS meanwhile. */
+	if (dgram && !held_room(run, pair) &&
+	    cr_budget_rescan_now(run,
+				 cr_unix_hold_scan_earned(run->net)))
+		run->net->uheld_made_at_scan = run->net->uheld_made;
 	if (dgram && !held_room(run, pair)) {
 		cr_budget_rescan_soon(run);
 		return CR_V_ERR(ENOBUFS);

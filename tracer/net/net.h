@@ -158,6 +158,9 @@ struct cr_netstate {
 	/* unix connections not yet accepted, held (unixhold.c) */
 	struct cr_unix_held *uheld;	/* owned array */
 	size_t nuheld, capuheld;
+	uint64_t uheld_made;		/* ever held, and at the last
+					 * scan a full table asked for */
+	uint64_t uheld_made_at_scan;
 	/* unix socket pairs made for the run, by creator (pairs.c) */
 	struct cr_net_pair *pairs;	/* owned array */
 	size_t npairs, cappairs;
@@ -179,6 +182,9 @@ struct cr_netstate {
 #define CR_NET_UNIX_HELD_MAX 4096
 struct cr_unix_held;
 bool cr_unix_hold_room(struct cr_netstate *ns);
+/* Whether a full table has earned a scan before the usual pace allows
+ * one (cr_budget_rescan_now). */
+bool cr_unix_hold_scan_earned(struct cr_netstate *ns);
 int cr_unix_hold(struct cr_netstate *ns, int sock, uint64_t ino);
 /* fd was just accepted by the run: its client is let go. */
 void cr_unix_accepted(struct cr_netstate *ns, int fd);

@@ -73,6 +73,13 @@ bool cr_unix_hold_room(struct cr_netstate *ns)
 	return ns->nuheld < held_max();
 }
 
+bool cr_unix_hold_scan_earned(struct cr_netstate *ns)
+{
+	/* A quarter of the table made since the last scan a full table
+	 * asked for: the calls that made them paid for one more. */
+	return ns->uheld_made - ns->uheld_made_at_scan >= held_max() / 4;
+}
+
 int cr_unix_hold(struct cr_netstate *ns, int sock, uint64_t ino)
 {
 	int fd;
@@ -90,6 +97,7 @@ int cr_unix_hold(struct cr_netstate *ns, int sock, uint64_t ino)
 	if (fd < 0)
 		return -errno;
 	ns->uheld[ns->nuheld++] = (struct cr_unix_held){ fd, ino, cr_now_ns() };
+	ns->uheld_made++;
 	return 0;
 }
 
