@@ -36,10 +36,11 @@
  * the task can still change); it is written back as the kernel writes it,
  * by adjtimex whatever the answer and by clock_adjtime (glibc's adjtimex
  * too) only on success, so a structure the task cannot write is EFAULT
- * there and leaves an error alone (found by a probing session). clock_adjtime of another clock
- * answers as the kernel's do_clock_adjtime: a clock without adjustment
- * (the other static ids, a process CPU clock) EOPNOTSUPP, an unknown id
- * or a clock named by an fd EINVAL.
+ * there and leaves an error alone (found by a probing session).
+ * clock_adjtime of another clock answers as the kernel's
+ * do_clock_adjtime: a clock without adjustment (the other static ids, a
+ * process CPU clock) EOPNOTSUPP, an unknown id or a clock named by an fd
+ * EINVAL.
  */
 #define CR_CLOCKFD 3
 
