@@ -3146,8 +3146,8 @@ static int walk_full(struct cr_run *run)
  * a whole tick, would cross the budget, the timer turns to 10 ms ticks
  * until it would not: the overshoot is a fifth, and a run far from its
  * budget, or steady near it, pays nothing more. Not when reading the
- * tasks took over 1 ms (a large tree): five times that would be a tenth
- * of a core.
+ * tasks took over 1 ms of CPU (a large tree): five times that would be a
+ * tenth of a core.
  */
 static void pace_ticks(struct cr_run *run, uint64_t cost_ns)
 {
@@ -3182,7 +3182,7 @@ static void pace_ticks(struct cr_run *run, uint64_t cost_ns)
 static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_budgets *b = run->budgets;
-	uint64_t expirations;
+	uint64_t expirations, cpu0;
 
 	if (read(b->timerfd, &expirations, sizeof(expirations)) < 0 &&
 	    errno == EAGAIN)
@@ -3190,10 +3190,11 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 	b->tick_ns = cr_now_ns();
 	/* Exits waiting to be collected carry final CPU times: take them
 	 * first, so the sum is as fresh as possible. */
+	cpu0 = cr_thread_cpu_ns();
 	run->reap_more = cr_tasks_reap(run);
 	poll_tasks(run);
 	if (!run->ending)
-		pace_ticks(run, cr_now_ns() - b->tick_ns);
+		pace_ticks(run, cr_thread_cpu_ns() - cpu0);
 	/* An fd scan in progress goes on a step per tick. */
 	if (b->fs_on && !run->ending)
 		fdscan_run(run, CR_BUDGET_FDSCAN_STEP);
