@@ -1339,3 +1339,40 @@ t("clock_settime 0 badns", lambda: sysc(227, 0, ctypes.byref(bad)))
                                  "clock_adjtime mode 0xa003 freq 1000": "ok",
                                  "adjtimex mode 0xa005 freq 0": "ok"})
     contains(nat, "adjtimex query ok", "native: the query answers")
+
+
+UTIMENS_ORDER = r'''
+class Ts(ctypes.Structure):
+    _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+bad = (Ts * 2)(Ts(1, 1000000000), Ts(1, 0))
+good = (Ts * 2)(Ts(1, 5), Ts(1, 0))
+neg = (Ts * 2)(Ts(1, 0), Ts(1, -5))
+with open("mine", "w") as f:
+    f.write("x")
+for p in ("/etc/passwd", "/", "/usr/bin", "mine", "nosuch", "/etc/nosuch"):
+    for label, ts in (("bad", bad), ("neg", neg), ("good", good)):
+        t("utimensat %s %s" % (label, p),
+          lambda: sysc(280, -100, p.encode(), ctypes.byref(ts), 0))
+fd = os.open("/etc/passwd", os.O_RDONLY)
+t("futimens bad /etc/passwd", lambda: sysc(280, fd, None, ctypes.byref(bad), 0))
+t("futimens good /etc/passwd", lambda: sysc(280, fd, None, ctypes.byref(good), 0))
+t("utimensat cwd null empty", lambda: sysc(280, -100, None, None, 0x1000))
+t("utimensat cwd null", lambda: sysc(280, -100, None, None, 0))
+'''
+
+
+@test
+def errno_parity_utimensat_checks_times_before_permission(t):
+    """utimensat with nanoseconds out of range: the kernel's vfs_utimes
+    finds the object first, then answers EINVAL before any permission
+    check; corral answered EPERM or EACCES for objects in a read-only
+    root (and for the fd form), and EBADF for a NULL path at AT_FDCWD
+    with AT_EMPTY_PATH, where the kernel says EFAULT (found by a
+    differential probing session)."""
+    parity(t, UTIMENS_ORDER, name="utimens",
+           want={"utimensat bad /etc/passwd": "EINVAL",
+                 "utimensat neg /usr/bin": "EINVAL",
+                 "utimensat good /etc/passwd": "EPERM",
+                 "utimensat bad nosuch": "ENOENT",
+                 "futimens bad /etc/passwd": "EINVAL",
+                 "utimensat cwd null empty": "EFAULT"})

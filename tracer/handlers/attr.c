@@ -64,6 +64,8 @@ enum wkind {
 	WK_MODE,	/* as WK_OWNER; a link's mode EOPNOTSUPP first */
 	WK_TRUNCATE,	/* EISDIR, EINVAL by type first */
 	WK_CHOWN_NOOP,	/* chown(-1, -1): done without acting */
+	WK_BAD_TIMES,	/* utimensat's invalid nanoseconds: EINVAL for
+			 * any object found, before permission */
 };
 
 /* Metadata of an object is changed through an O_PATH fd on exactly that
@@ -86,6 +88,10 @@ static int resolve_w(struct cr_run *run, const struct seccomp_notif *n,
 	if (!res->exists) {
 		cr_fsres_free(res);
 		return -ENOENT;
+	}
+	if (k == WK_BAD_TIMES) {
+		cr_fsres_free(res);
+		return -EINVAL;
 	}
 	if (res->acc & CR_FS_W)
 		return 0;
@@ -349,6 +355,12 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }
 
+static bool nsec_ok(long ns)
+{
+	return (ns >= 0 && ns <= 999999999L) || ns == UTIME_NOW ||
+	       ns == UTIME_OMIT;
+}
+
 /* times: NULL (now) or two timespecs already converted from the caller's
  * layout. path_null: the fd form (futimens), which acts on the task's fd. */
 static struct cr_verdict do_utimens(struct cr_run *run,
@@ -364,16 +376,21 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 		  times[0].tv_nsec != UTIME_OMIT) ||
 		 (times[1].tv_nsec != UTIME_NOW &&
 		  times[1].tv_nsec != UTIME_OMIT));
+	/* vfs_utimes checks the nanoseconds after the lookup and before
+	 * any permission: an object found, in a read-only root too, gives
+	 * EINVAL (EPERM or EACCES came first; found by a differential
+	 * probing session). */
+	bool bad = times && (!nsec_ok(times[0].tv_nsec) ||
+			     !nsec_ok(times[1].tv_nsec));
 	int rc;
 
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
 		return CR_V_ERR(EINVAL);
 	/* The kernel's do_utimes: a NULL path is the fd form, which takes
 	 * no flags, except at AT_FDCWD, where it is a path that cannot be
-	 * read. */
+	 * read, AT_EMPTY_PATH or not. */
 	if (diri >= 0 && n->data.args[pathi] == 0) {
-		if ((int)n->data.args[diri] == AT_FDCWD &&
-		    !(flags & AT_EMPTY_PATH))
+		if ((int)n->data.args[diri] == AT_FDCWD)
 			return CR_V_ERR(EFAULT);
 		if ((int)n->data.args[diri] != AT_FDCWD && flags)
 			return CR_V_ERR(EINVAL);
@@ -400,7 +417,7 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 		}
 		if (fd < 0)
 			return CR_V_ERR(-fd);
-		rc = -fd_writable_as(run, n, sys, fd, explicit);
+		rc = bad ? EINVAL : -fd_writable_as(run, n, sys, fd, explicit);
 		if (!rc) {
 			cr_slow_begin();
 			rc = futimens(fd, times) < 0 ? errno : 0;
@@ -411,7 +428,8 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 	}
 by_path:
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
-		       flags & AT_EMPTY_PATH, explicit ? WK_OWNER : WK_WRITE,
+		       flags & AT_EMPTY_PATH,
+		       bad ? WK_BAD_TIMES : explicit ? WK_OWNER : WK_WRITE,
 		       &res);
 	if (rc)
 		return CR_V_ERR(-rc);
