@@ -1376,3 +1376,30 @@ def errno_parity_utimensat_checks_times_before_permission(t):
                  "utimensat bad nosuch": "ENOENT",
                  "futimens bad /etc/passwd": "EINVAL",
                  "utimensat cwd null empty": "EFAULT"})
+
+
+EXECVEAT_FLAGS = r'''
+argv = (ctypes.c_char_p * 2)(b"true", None)
+for fl in (0x2, 0x400, 0x80000000, 0x1002):
+    for p in (b"/bin/true", b"/usr/bin/true", b"nosuch", b"/etc/nosuch",
+              b"/etc/passwd", b""):
+        t("execveat %#x %r" % (fl, p),
+          lambda: sysc(322, -100, p, argv, None, fl))
+    t("execveat %#x fault" % fl, lambda: sysc(322, -100, ctypes.c_void_p(8),
+                                               argv, None, fl))
+'''
+
+
+@test
+def errno_parity_execveat_unknown_flag_first(t):
+    """execveat with a flag the kernel does not know: EINVAL before any
+    lookup (after the name's own EFAULT, and ENOENT for an empty name
+    without AT_EMPTY_PATH); corral looked the path up first and answered
+    ENOENT, EACCES or ELOOP (found by a differential probing session).
+    Nothing is executed: every case fails natively too."""
+    parity(t, EXECVEAT_FLAGS, name="execveat",
+           want={"execveat 0x2 b'/bin/true'": "EINVAL",
+                 "execveat 0x2 b'nosuch'": "EINVAL",
+                 "execveat 0x2 b''": "ENOENT",
+                 "execveat 0x1002 b''": "EINVAL",
+                 "execveat 0x2 fault": "EFAULT"})

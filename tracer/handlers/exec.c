@@ -399,11 +399,30 @@ struct cr_verdict cr_h_execve(struct cr_run *run, const struct cr_syscall_entry 
 	return do_exec(run, n, e->name, -1, 0, 0);
 }
 
+#ifndef AT_EXECVE_CHECK
+#define AT_EXECVE_CHECK 0x10000
+#endif
+
 struct cr_verdict cr_h_execveat(struct cr_run *run,
 				const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n)
 {
-	return do_exec(run, n, e->name, 0, 1, (int)n->data.args[4]);
+	int flags = (int)n->data.args[4];
+
+	/* The kernel copies the name (EFAULT, ENAMETOOLONG, ENOENT for ""
+	 * without AT_EMPTY_PATH) and then, opening the file, refuses a flag
+	 * it does not know: EINVAL before any lookup (corral looked the path
+	 * up first; found by a differential probing session). */
+	if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_EXECVE_CHECK)) {
+		char path[PATH_MAX];
+		int rc = cr_fs_read_path(run, n, 1, path, sizeof(path));
+
+		if (rc)
+			return CR_V_ERR(rc == -ESRCH ? EINVAL : -rc);
+		return CR_V_ERR(!path[0] && !(flags & AT_EMPTY_PATH) ?
+				ENOENT : EINVAL);
+	}
+	return do_exec(run, n, e->name, 0, 1, flags);
 }
 
 /* The cwd is state every later decision re-checks: the resolver starts from
