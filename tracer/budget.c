@@ -53,6 +53,7 @@ struct cr_budgets {
 	int timerfd;			/* owned */
 	uint64_t tick_ns;		/* when the last tick began */
 	uint64_t tick_iv_ns;		/* the timer's interval now */
+	uint64_t fs_step_ns;		/* when the fd scan last stepped */
 	uint64_t pace_rss, pace_ns;	/* memory, and when, at the last tick */
 	struct cr_watch *watch;		/* borrowed from the loop */
 	long page;
@@ -181,6 +182,11 @@ struct cr_budgets {
 	unsigned nino_seen;
 	uint64_t epollbytes;		/* ...and epoll watches (fdscan_anon) */
 	uint64_t fs_epoll;		/* the scan under way's watches */
+	int ep_seen[CR_BUDGET_EPOLL_DEAR];	/* owned: a copy of each
+					 * epoll instance whose fdinfo was dear
+					 * to read in the scan under way */
+	unsigned nep_seen;
+	uint64_t fs_last_cpu;		/* the last complete scan's CPU */
 	uint64_t epoll_max;		/* fs.epoll.max_user_watches */
 	uint64_t fs_files;		/* the scan under way's sum */
 	uint64_t fs_start_ns;		/* when the scan under way began */
@@ -1650,6 +1656,14 @@ bool cr_budget_rescan_now(struct cr_run *run, bool earned)
 
 	if (!b || (!earned && cr_now_ns() < b->rescan_next_ns))
 		return false;
+	/* A tree whose scan is dear (60 processes holding 19 000
+	 * descriptors each: 6-14 s a scan, found by a probing session) is
+	 * not scanned in one go at a program's asking: the paced scan,
+	 * sooner. */
+	if (b->fs_last_cpu > CR_BUDGET_RESCAN_NOW_MAX_CPU_NS) {
+		cr_budget_rescan_soon(run);
+		return false;
+	}
 	t0 = cr_thread_cpu_ns();
 	if (b->fs_on)
 		fdscan_run(run, SIZE_MAX);	/* started before: finished */
@@ -2083,6 +2097,26 @@ static void fdscan_anon(struct cr_run *run, const char *name)
 	}
 	if (strcmp(lnk, "anon_inode:[eventpoll]"))
 		return;
+	/* A duplicate of an instance already found dear to read is not read
+	 * again: its watches are counted once. One instance of 250 000
+	 * watches (0.37 s a read) duplicated a few hundred times held the
+	 * loop, and with it every budget, for a minute, until the watchdog
+	 * (found by a probing session). Cheap ones are read as often as met
+	 * (a duplicate counts twice: towards stopping). */
+	if (b->nep_seen) {
+		pid_t self = getpid();
+		int fd = cr_tasks_getfd(run, b->fs_tid, atoi(name));
+
+		if (fd < 0)
+			return;		/* closed meanwhile */
+		for (unsigned i = 0; i < b->nep_seen; i++)
+			if (syscall(SYS_kcmp, self, self, KCMP_FILE, fd,
+				    b->ep_seen[i]) == 0) {
+				close(fd);
+				return;
+			}
+		close(fd);
+	}
 	t0 = cr_thread_cpu_ns();
 	got = fdinfo_lines(dirfd(b->fs_dir), name, "tfd:");
 	/* The kernel makes the whole text at the first read: an instance of
@@ -2098,6 +2132,19 @@ static void fdscan_anon(struct cr_run *run, const char *name)
 	cost = cr_thread_cpu_ns() - t0;
 	if (cost > 2000000ull)
 		cr_budget_charge_cpu(run, cost);
+	if (cost > 1000000ull && b->nep_seen < CR_BUDGET_EPOLL_DEAR) {
+		int fd = cr_tasks_getfd(run, b->fs_tid, atoi(name));
+
+		if (fd >= 0)
+			b->ep_seen[b->nep_seen++] = fd;
+	}
+}
+
+static void ep_seen_clear(struct cr_budgets *b)
+{
+	for (unsigned i = 0; i < b->nep_seen; i++)
+		close(b->ep_seen[i]);
+	b->nep_seen = 0;
 }
 
 /* A socket's option memory (a TCP-MD5 key list, a socket filter: up to
@@ -2590,6 +2637,10 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 {
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
+	/* A paced step also ends on time (its entries may be dear); one
+	 * asked for in one go (SIZE_MAX) runs to the end. */
+	uint64_t until = budget == SIZE_MAX ? UINT64_MAX :
+			 cr_now_ns() + CR_BUDGET_FDSCAN_STEP_NS;
 
 	if (!b->fs_on) {
 		b->fs_on = true;
@@ -2609,6 +2660,7 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 		for (unsigned i = 0; i < b->nino_seen; i++)
 			close(b->ino_seen[i]);
 		b->nino_seen = 0;
+		ep_seen_clear(b);
 		if (b->fs_seen)
 			memset(b->fs_seen, 0,
 			       b->fs_seencap * sizeof(*b->fs_seen));
@@ -2669,7 +2721,7 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 			}
 			continue;
 		}
-		if (!budget)
+		if (!budget || ((budget & 63) == 0 && cr_now_ns() > until))
 			return false;
 		de = readdir(b->fs_dir);
 		if (!de) {
@@ -2681,6 +2733,7 @@ static bool fdscan_step(struct cr_run *run, size_t budget)
 		fdscan_entry(run, de);
 	}
 	b->deleted = fdscan_finish(run);
+	ep_seen_clear(b);
 	b->filebytes = b->fs_files;
 	b->epollbytes = b->fs_epoll * CR_BUDGET_EPOLL_WATCH;
 	b->al_scan += b->al_snap;
@@ -2703,6 +2756,7 @@ static void fdscan_run(struct cr_run *run, size_t budget)
 		return;
 	}
 	b->fs_cpu += cr_thread_cpu_ns() - t0;
+	b->fs_last_cpu = b->fs_cpu;
 	now = cr_now_ns();
 	wait = b->fs_cpu * CR_BUDGET_FDSCAN_IDLE;
 	if (wait < CR_BUDGET_FDSCAN_MIN_MS * 1000000ull)
@@ -3195,9 +3249,14 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 	poll_tasks(run);
 	if (!run->ending)
 		pace_ticks(run, cr_thread_cpu_ns() - cpu0);
-	/* An fd scan in progress goes on a step per tick. */
-	if (b->fs_on && !run->ending)
+	/* An fd scan in progress goes on a step per tick, at the usual
+	 * tick's pace: the fast ticks are memory's. */
+	if (b->fs_on && !run->ending &&
+	    b->tick_ns - b->fs_step_ns >=
+	    CR_BUDGET_TICK_MS * 1000000ull - CR_BUDGET_TICK_MS * 100000ull) {
+		b->fs_step_ns = b->tick_ns;
 		fdscan_run(run, CR_BUDGET_FDSCAN_STEP);
+	}
 	if (!run->ending)
 		walk_tick(run);
 }
@@ -3423,6 +3482,7 @@ static void cr_budget_free(struct cr_run *run)
 		close(b->ino_weak);
 	for (unsigned i = 0; i < b->nino_seen; i++)
 		close(b->ino_seen[i]);
+	ep_seen_clear(b);
 	if (b->timerfd >= 0)
 		close(b->timerfd);
 	free(b);

@@ -49,6 +49,15 @@
 #define CR_BUDGET_FDSCAN_IDLE 30
 /* fd entries read per step of a scan (a step per tick, one per walk). */
 #define CR_BUDGET_FDSCAN_STEP 4096
+/* ...and a tick's step ends past this much time, whatever is left: an
+ * entry can be dear (an epoll's fdinfo of many watches). */
+#define CR_BUDGET_FDSCAN_STEP_NS 20000000ull
+/* Epoll instances whose fdinfo took over 1 ms to read, remembered per
+ * scan so their duplicates are not read again (fdscan_anon). */
+#define CR_BUDGET_EPOLL_DEAR 32
+/* An fd scan in one go (cr_budget_rescan_now) only when the last whole
+ * scan cost less than this CPU; else the table waits for the paced one. */
+#define CR_BUDGET_RESCAN_NOW_MAX_CPU_NS 50000000ull
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024

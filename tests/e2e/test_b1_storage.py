@@ -1408,3 +1408,46 @@ def storage_socket_follow_list_full_refuses_new_sockets(t):
     eq(r.get("stdout"), "list full True\nspare places True\n"
        "listen again ok\nconnect ENOBUFS\nbind ENOBUFS\npair ENOBUFS\nthen hi\n", "stdout")
     t.assert_next_run_ok()
+
+
+EPOLL_DUPS = r"""
+import mmap, os, resource, select, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+ep = select.epoll()
+dups = [os.dup(ep.fileno()) for _ in range(int(sys.argv[1]))]
+for f in range(25):
+    e = os.eventfd(0)
+    for k in range(1000, 11000):
+        os.dup2(e, k)
+        ep.register(k, select.EPOLLIN)
+        os.close(k)
+time.sleep(1.5)     # an fd scan starts meanwhile (every 0.5 s at most)
+m = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_SHARED)
+for o in range(0, 256 << 20, 4096):
+    m[o] = 1
+time.sleep(30)
+"""
+
+
+@test
+def storage_epoll_duplicates_cannot_hold_the_loop(t):
+    """One epoll instance of 250 000 watches duplicated 150 times: the fd
+    scan read every duplicate's fdinfo whole (~0.37 s each) on the loop,
+    which held every budget for the scan's length: 2 GiB touched under
+    memory=64MiB ran to the wall limit and past it (found by a probing
+    session). A duplicate of an instance dear to read is read once now,
+    and a paced step ends on time: the memory filled after the watches
+    ends the run on memory within seconds."""
+    path = t.write("epoll_dups.py", EPOLL_DUPS)
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws,
+                    "--limit", "memory=64MiB", "--limit", "wall=25s",
+                    "--", PY, path, "150"], timeout=90)
+    r = t.result(run)
+    assert_counted(t, run, r, "memory")
+    true(r["usage"]["wall_ms"] < 12000,
+         "ended on memory within seconds (wall_ms %d)" % r["usage"]["wall_ms"])
+    t.assert_next_run_ok()
