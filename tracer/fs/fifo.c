@@ -215,25 +215,27 @@ static bool stale_end(struct cr_fsfifo *f, dev_t dev, ino_t ino)
 }
 
 /* Queued jobs, oldest first, take the workers that ended; one whose FIFO
- * still has a stale end waits for it to go. */
+ * still has a stale end waits for it to go (looked for only while some
+ * answered job's worker is left: rare, and gone within a check). */
 static void start_queued(struct cr_run *run, struct cr_fsfifo *f)
 {
-	struct fifo_job *q[64];
-	size_t nq = 0;
+	bool stale_any = false;
 
-	/* The list is newest first: collected, then started oldest first. */
-	for (struct fifo_job *j = f->jobs; j && nq < 64; j = j->next)
-		if (!j->started && !j->answered)
-			q[nq++] = j;
-	while (nq-- > 0 && f->nstarted < CR_FIFO_WORKERS) {
-		struct fifo_job *j = q[nq];
+	for (struct fifo_job *j = f->jobs; j && !stale_any; j = j->next)
+		stale_any = j->started && j->answered;
+	while (f->nstarted < CR_FIFO_WORKERS) {
+		struct fifo_job *last = NULL;
 
-		if (stale_end(f, j->dev, j->ino))
-			continue;
-		if (start(f, j) < 0) {
-			unlink_job(f, j);
-			cr_notif_reply(run, j->id, CR_V_ERR(EAGAIN));
-			job_free(j);
+		for (struct fifo_job *j = f->jobs; j; j = j->next)
+			if (!j->started && !j->answered &&
+			    !(stale_any && stale_end(f, j->dev, j->ino)))
+				last = j;	/* the list is newest first */
+		if (!last)
+			return;
+		if (start(f, last) < 0) {
+			unlink_job(f, last);
+			cr_notif_reply(run, last->id, CR_V_ERR(EAGAIN));
+			job_free(last);
 		}
 	}
 }
