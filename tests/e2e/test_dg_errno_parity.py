@@ -1403,3 +1403,34 @@ def errno_parity_execveat_unknown_flag_first(t):
                  "execveat 0x2 b''": "ENOENT",
                  "execveat 0x1002 b''": "EINVAL",
                  "execveat 0x2 fault": "EFAULT"})
+
+
+SLASH_CREATE = r'''
+root = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+etc = os.open("/etc", os.O_RDONLY | os.O_DIRECTORY)
+for dname, d in (("/", root), ("/etc", etc), ("cwd", -100)):
+    for name in (b"nosuchf/", b"nosuchf"):
+        if dname == "cwd":
+            name = b"/usr/" + name
+        t("open-creat %s %r" % (dname, name),
+          lambda: os.close(sysc(257, d, name, os.O_CREAT | os.O_WRONLY, 0o644)))
+        t("mknod-fifo %s %r" % (dname, name),
+          lambda: sysc(259, d, name, 0o10644, 0))
+        t("symlink %s %r" % (dname, name), lambda: sysc(266, b"x", d, name))
+        t("mkdir %s %r" % (dname, name), lambda: sysc(258, d, name, 0o755))
+'''
+
+
+@test
+def errno_parity_trailing_slash_creation_before_permission(t):
+    """Creating "x/" in a directory the program sees but may not write:
+    the kernel answers before permission, open with O_CREAT EISDIR,
+    mknod and symlink ENOENT (a name ending in '/' is a directory's);
+    mkdir EACCES as for "x". corral answered EACCES to all (found by a
+    differential probing session)."""
+    parity(t, SLASH_CREATE, name="slashcreate",
+           want={"open-creat / b'nosuchf/'": "EISDIR",
+                 "mknod-fifo /etc b'nosuchf/'": "ENOENT",
+                 "symlink / b'nosuchf/'": "ENOENT",
+                 "mkdir / b'nosuchf/'": "EACCES",
+                 "open-creat / b'nosuchf'": "EACCES"})

@@ -121,8 +121,14 @@ int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd)
 }
 
 int cr_fs_create_refusal(const struct cr_run *run, const struct cr_fsres *res,
-			 int err)
+			 int err, int slash_err)
 {
-	return err == ENOENT && res->refused && res->refused_last &&
-	       !run->fs->rules.hide ? EACCES : err;
+	if (err != ENOENT || !res->refused || !res->refused_last ||
+	    run->fs->rules.hide)
+		return err;
+	/* "x/" is a directory's name: a creation of anything else there
+	 * fails before permission is asked (found by a differential
+	 * probing session: EACCES where the kernel says EISDIR or
+	 * ENOENT). */
+	return slash_err && res->trailing_slash ? slash_err : EACCES;
 }

@@ -23,9 +23,11 @@ int cr_fs_opath(const struct cr_fsres *res, bool follow_link);
  * was the last, in a directory the program can see: the kernel answers a
  * creation there EACCES (ENOENT said "no such directory" of a directory a
  * stat had just shown); the name's existence is told no more than by a
- * stat, which still answers ENOENT. */
+ * stat, which still answers ENOENT. slash_err: what the kernel answers
+ * before permission when that name ends in '/' (open's EISDIR, mknod's
+ * and symlink's ENOENT; 0 where a directory may be made). */
 int cr_fs_create_refusal(const struct cr_run *run, const struct cr_fsres *res,
-			 int err);
+			 int err, int slash_err);
 /* A copy of the task's fd (pidfd_getfd), for calls on "" + AT_EMPTY_PATH:
  * the object the task already holds. Caller closes. */
 int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd);

@@ -65,7 +65,8 @@ static struct cr_verdict do_mknod(struct cr_run *run,
 		return CR_V_ERR(type == S_IFDIR ? EPERM : EINVAL);
 	rc = cr_fs_arg(run, n, sys, diri, pathi, CR_RES_ENTRY, 0, &res);
 	if (rc)
-		return CR_V_ERR(cr_fs_create_refusal(run, &res, -rc));
+		return CR_V_ERR(cr_fs_create_refusal(run, &res, -rc,
+						     dir ? 0 : ENOENT));
 	if (res.exists) {
 		cr_fsres_free(&res);
 		return CR_V_ERR(EEXIST);
@@ -153,7 +154,7 @@ static struct cr_verdict do_symlink(struct cr_run *run,
 		return CR_V_ERR(ENOENT);
 	rc = cr_fs_arg(run, n, sys, diri, pathi, CR_RES_ENTRY, 0, &res);
 	if (rc)
-		return CR_V_ERR(cr_fs_create_refusal(run, &res, -rc));
+		return CR_V_ERR(cr_fs_create_refusal(run, &res, -rc, ENOENT));
 	if (res.exists) {
 		cr_fsres_free(&res);
 		return CR_V_ERR(EEXIST);

@@ -244,7 +244,8 @@ static struct cr_verdict do_open(struct cr_run *run,
 		rc = tmp_to_workspace(run, n, sys, &res);	/* /tmp unseen */
 	if (rc)
 		return CR_V_ERR((flags & O_CREAT) ?
-				cr_fs_create_refusal(run, &res, -rc) : -rc);
+				cr_fs_create_refusal(run, &res, -rc, EISDIR) :
+				-rc);
 	if (!res.exists && !(flags & O_CREAT)) {
 		rc = -ENOENT;
 		goto out;

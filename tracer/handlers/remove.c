@@ -376,7 +376,7 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		/* The new name is made (an exchange's must exist): refused
 		 * in a directory the program sees, it is EACCES. */
 		else if (a.exists && (link || !(flags & RENAME_EXCHANGE)))
-			rc = -cr_fs_create_refusal(run, &b, -rc);
+			rc = -cr_fs_create_refusal(run, &b, -rc, 0);
 		cr_fsres_free(&a);
 		return CR_V_ERR(-rc);
 	}
