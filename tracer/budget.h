@@ -9,10 +9,15 @@
 #include "child.h"
 
 /* How often live tasks and the workspace are measured; every
- * CR_BUDGET_FAST_TICK_MS while memory grows fast enough to cross its
- * budget within a tick. */
+ * CR_BUDGET_FAST_TICK_MS while memory or disk grows fast enough to cross
+ * its budget within a tick. */
 #define CR_BUDGET_TICK_MS 50
 #define CR_BUDGET_FAST_TICK_MS 10
+/* Files without a name measured per tick between fd scans (ledger_tick),
+ * and the CPU a measure of the run's /dev/shm may cost to be made at
+ * every tick too. */
+#define CR_BUDGET_LEDGER_QUICK 512
+#define CR_BUDGET_QUICK_SHM_NS 200000ull
 /* Threads and processes alive at once: at most this many times the
  * processes budget (64 -> 2048 tasks). */
 #define CR_BUDGET_THREADS_PER_PROC 32

@@ -16,6 +16,7 @@ struct cr_held {
 	ino_t ino;
 	int fd;			/* owned */
 	bool provable;		/* a lease can tell when we are its last holder */
+	uint64_t bytes;		/* its blocks when last measured, 0 once named */
 };
 
 /* Files without a name tracked at once (and at most a quarter of the
@@ -33,6 +34,7 @@ struct cr_fsstate {
 	struct cr_fsrules rules;
 	struct cr_held *held;	/* owned: held.c */
 	size_t nheld, heldcap, heldmax;
+	size_t held_next;	/* where cr_fs_held_bytes measures next */
 	int root_fd;		/* "/", O_PATH; owned */
 	int proc_fd;		/* "/proc", O_PATH; owned */
 	int shm_fd;		/* "/dev/shm", O_PATH, or -1; owned */
@@ -252,6 +254,10 @@ int cr_fs_held_add(struct cr_run *run, int fd);
 int cr_fs_held_room(struct cr_run *run);
 /* Drop the entries nothing but the ledger holds (their storage is freed). */
 void cr_fs_held_prune(struct cr_run *run);
+/* The ledger's bytes: at most `most` entries measured now (in turn, from
+ * where the last call stopped), the others as last measured; an entry
+ * named again counts nothing (the walk sees it). */
+uint64_t cr_fs_held_bytes(struct cr_fsstate *fs, size_t most);
 /* Around an unlink or a rename over res: *keep holds what is needed to
  * follow the file when this removes its last name (keep->fd -1 otherwise);
  * -errno when it cannot be had, and the call must be refused. Then, when

@@ -91,6 +91,31 @@ void cr_fs_held_prune(struct cr_run *run)
 	}
 }
 
+uint64_t cr_fs_held_bytes(struct cr_fsstate *fs, size_t most)
+{
+	size_t n = fs ? fs->nheld : 0;
+	uint64_t total = 0;
+
+	if (!n)
+		return 0;
+	if (most > n)
+		most = n;
+	for (size_t k = 0; k < most; k++) {
+		struct cr_held *h = &fs->held[(fs->held_next + k) % n];
+		struct stat st;
+
+		/* Our own descriptor: fstat fails only if the machine does;
+		 * the last figure stands. */
+		if (fstat(h->fd, &st) == 0)
+			h->bytes = st.st_nlink ? 0 :
+				   (uint64_t)st.st_blocks * 512;
+	}
+	fs->held_next = (fs->held_next + most) % n;
+	for (size_t i = 0; i < n; i++)
+		total += fs->held[i].bytes;
+	return total;
+}
+
 /* A fresh open file of the inode behind fd (never the same open file
  * description: the lease must tell it apart). Read-only when the mode
  * allows, else write-only; -errno when neither. O_NONBLOCK: an open that
@@ -131,6 +156,7 @@ int cr_fs_held_room(struct cr_run *run)
 static int insert(struct cr_run *run, struct cr_held h)
 {
 	struct cr_fsstate *fs = run->fs;
+	struct stat st;
 	int r;
 
 	for (size_t i = 0; i < fs->nheld; i++)
@@ -154,6 +180,8 @@ static int insert(struct cr_run *run, struct cr_held h)
 		fs->held = g;
 		fs->heldcap = cap;
 	}
+	h.bytes = fstat(h.fd, &st) == 0 && !st.st_nlink ?
+		  (uint64_t)st.st_blocks * 512 : 0;
 	fs->held[fs->nheld++] = h;
 	cr_budget_rescan_soon(run);
 	return 0;
