@@ -2,6 +2,7 @@
  * process_vm_writev; never /proc/PID/mem, never ptrace peeks. */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include "tracer.h"
@@ -71,4 +72,19 @@ int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 	if (n < 0)
 		return errno == ESRCH ? -ESRCH : -EFAULT;
 	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+void *cr_mem_unreadable(void)
+{
+	static void *page;
+
+	if (!page) {
+		void *p = mmap(NULL, 4096, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return NULL;
+		page = p;
+	}
+	return page;
 }

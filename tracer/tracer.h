@@ -605,6 +605,12 @@ int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
  * longer, -EFAULT when unreadable. */
 int cr_mem_read_str(pid_t pid, uint64_t addr, char *buf, size_t len);
 int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
+/* A page of corral's that no call can read or write (mapped once; NULL
+ * when it cannot be): handed to the kernel in place of a program's
+ * pointer that could not be read, so a call corral performs answers
+ * EFAULT where, and only where, the kernel would for the program (a NULL
+ * one stays NULL: some calls take NULL as a value). */
+void *cr_mem_unreadable(void);
 void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	     const char *target, const char *layer, const char *reason);
 

@@ -249,14 +249,13 @@ struct cr_sock {
 int cr_sock_open(struct cr_run *run, const struct seccomp_notif *n, int fd,
 		 struct cr_sock *s);
 void cr_sock_close(struct cr_sock *s);
-/* getsockname/getpeername(fd, addr, *len): read *len and open the socket
- * (0 or -errno); then hand back an address as the kernel does, cut to the
- * program's length, the full length in *len. */
+/* getsockname/getpeername(fd, addr, *len): open the socket (0 or
+ * -errno); then read *len and hand back an address as the kernel does,
+ * cut to the program's length, the full length in *len. */
 int cr_sock_name_open(struct cr_run *run, const struct seccomp_notif *n,
-		      struct cr_sock *s, int *ulen);
+		      struct cr_sock *s);
 struct cr_verdict cr_sock_name_reply(const struct seccomp_notif *n,
-				     const union cr_sockaddr *a, socklen_t al,
-				     int ulen);
+				     const union cr_sockaddr *a, socklen_t al);
 struct cr_verdict cr_net_deny(struct cr_run *run, const struct seccomp_notif *n,
 			      const struct cr_syscall_entry *e,
 			      const union cr_sockaddr *a, socklen_t alen,

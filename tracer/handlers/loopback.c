@@ -874,14 +874,20 @@ struct cr_verdict cr_h_accept(struct cr_run *run,
 	aa->lenp = n->data.args[2];
 	if (!strcmp(e->name, "accept4"))
 		aa->flags = (int)n->data.args[3];
-	if (aa->flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+	/* The kernel's order: the descriptor, the flags, a socket (the
+	 * flags came first: EINVAL for a closed descriptor; found by a
+	 * differential probing session). */
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc == -EBADF || rc == -ESRCH ||
+	    !(aa->flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC))) {
+		if (rc) {
+			free(aa);
+			return v_err(-rc);
+		}
+	} else {
+		cr_sock_close(&s);
 		free(aa);
 		return v_err(EINVAL);
-	}
-	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
-	if (rc) {
-		free(aa);
-		return v_err(-rc);
 	}
 	if (s.rtnl) {	/* netlink has no accept: sock_no_accept */
 		cr_sock_close(&s);
@@ -927,15 +933,15 @@ struct cr_verdict cr_h_getsockname(struct cr_run *run,
 	struct cr_net_ep ep;
 	struct cr_sock s;
 	bool wildcard = false;
-	int ulen, rc;
+	int rc;
 
-	rc = cr_sock_name_open(run, n, &s, &ulen);
+	rc = cr_sock_name_open(run, n, &s);
 	if (rc)
 		return v_err(-rc);
 	if (s.rtnl) {
 		al = cr_rtnl_name(s.rtnl, false, &a);
 		cr_sock_close(&s);
-		return cr_sock_name_reply(n, &a, al, ulen);
+		return cr_sock_name_reply(n, &a, al);
 	}
 	memset(&a, 0, sizeof(a));
 	if (getsockname(s.dup, &a.sa, &al) < 0) {
@@ -958,5 +964,5 @@ struct cr_verdict cr_h_getsockname(struct cr_run *run,
 		al = ep_to_sa(&ep, a.sa.sa_family, &a);
 	}
 	cr_sock_close(&s);
-	return cr_sock_name_reply(n, &a, al, ulen);
+	return cr_sock_name_reply(n, &a, al);
 }

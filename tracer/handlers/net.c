@@ -92,30 +92,31 @@ void cr_sock_close(struct cr_sock *s)
 }
 
 int cr_sock_name_open(struct cr_run *run, const struct seccomp_notif *n,
-		      struct cr_sock *s, int *ulen)
+		      struct cr_sock *s)
 {
-	int rc;
-
 	if (!run->net)
 		return -EACCES;
-	rc = cr_mem_read((pid_t)n->pid, n->data.args[2], ulen, sizeof(*ulen));
-	if (rc)
-		return rc;
-	if (*ulen < 0)
-		return -EINVAL;
 	return cr_sock_open(run, n, (int)n->data.args[0], s);
 }
 
 struct cr_verdict cr_sock_name_reply(const struct seccomp_notif *n,
-				     const union cr_sockaddr *a, socklen_t al,
-				     int ulen)
+				     const union cr_sockaddr *a, socklen_t al)
 {
 	pid_t pid = (pid_t)n->pid;
-	int out = (int)al;
-	/* The length before the address, as this kernel's
+	int out = (int)al, ulen;
+	/* The program's length is read after the address is known, as
+	 * move_addr_to_user reads it (an unconnected socket's ENOTCONN
+	 * comes first; found by a differential probing session). Then the
+	 * length is written before the address, as this kernel's
 	 * move_addr_to_user writes them (an unwritable address left the
 	 * length as it was; found by a differential probing session). */
-	int rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
+	int rc = cr_mem_read(pid, n->data.args[2], &ulen, sizeof(ulen));
+
+	if (rc)
+		return v_err(-rc);
+	if (ulen < 0)
+		return v_err(EINVAL);
+	rc = cr_mem_write(pid, n->data.args[2], &out, sizeof(out));
 
 	if (!rc)
 		rc = cr_mem_write(pid, n->data.args[1], a,
@@ -292,13 +293,22 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 		return -ENOMEM;
 	}
 	if (for_bind) {
+		/* sun_path's 108 bytes may all be the name, no NUL after
+		 * it (the kernel terminates its copy): out has room for
+		 * one more, which the caller's length leaves out. */
+		size_t most = sizeof(a->un.sun_path), got;
+
 		pfd = cr_net_unix_bind_fd(ns, pfd);
-		rc = (size_t)snprintf(out, outlen, "/proc/self/fd/%d/%s", pfd,
-				      name) >= outlen ? -ENAMETOOLONG : 0;
+		got = (size_t)snprintf(out, outlen, "/proc/self/fd/%d/%s", pfd,
+				       name);
+		rc = got > most || got >= outlen ? -ENAMETOOLONG : 0;
 		/* A name of 90 bytes or more does not fit behind the alias:
 		 * bound relative to the directory itself (unix_bind). */
-		if (rc && (size_t)snprintf(out, outlen, "%s", name) < outlen)
-			rc = 0;
+		if (rc) {
+			got = (size_t)snprintf(out, outlen, "%s", name);
+			if (got <= most && got < outlen)
+				rc = 0;
+		}
 		free(name);
 		if (rc) {
 			close(pfd);
@@ -444,7 +454,7 @@ static struct cr_verdict unix_target(struct cr_run *run,
 	     !strncmp(a->un.sun_path, "/run/nscd/socket", sizeof(a->un.sun_path))))
 		return v_err(ENOENT);
 	rc = unix_path_resolve(run, (pid_t)n->pid, a, alen, for_bind,
-			       out->un.sun_path, sizeof(out->un.sun_path), hold,
+			       out->un.sun_path, sizeof(*out) - off, hold,
 			       &refusal);
 	if (rc == -EXDEV)
 		return cr_net_deny(run, n, e, a, alen, "fs",
@@ -452,8 +462,13 @@ static struct cr_verdict unix_target(struct cr_run *run,
 			    refusal);
 	if (rc < 0)
 		return v_err(-rc);
-	*outlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-			      strlen(out->un.sun_path) + 1);
+	/* With its NUL, unless the name fills sun_path (a 108-byte one
+	 * is the kernel's as it is: was ENAMETOOLONG, found by a
+	 * differential probing session). */
+	rc = (int)strlen(out->un.sun_path) + 1;
+	if ((size_t)rc > sizeof(out->un.sun_path))
+		rc = (int)sizeof(out->un.sun_path);
+	*outlen = (socklen_t)(off + (size_t)rc);
 	*ok = true;
 	return v_val(0);
 }
@@ -752,17 +767,28 @@ static struct cr_verdict unix_connect(int dup, const union cr_sockaddr *t,
 /* connect and bind: the address (read once) and our duplicate of the
  * socket, taken only while the call is still waiting (0 or -errno). */
 static int addr_call_open(struct cr_run *run, const struct seccomp_notif *n,
-			  union cr_sockaddr *a, struct cr_sock *s)
+			  union cr_sockaddr *a, struct cr_sock *s,
+			  bool connect_order)
 {
-	/* addrlen is an int to the kernel: its upper half is not read. */
-	int rc = read_addr((pid_t)n->pid, n->data.args[1],
-			   (uint32_t)n->data.args[2], a);
+	/* The kernel's order: the descriptor; for bind, a socket; the
+	 * address; for connect, a socket only then (__sys_connect reads
+	 * the address before it asks). corral read the address first:
+	 * EINVAL or EFAULT for a closed descriptor (found by a
+	 * differential probing session). */
+	int rc = cr_sock_open(run, n, (int)n->data.args[0], s), ra;
 
-	if (rc)
+	if (rc && (rc != -ENOTSOCK || !connect_order))
 		return rc;
-	rc = cr_sock_open(run, n, (int)n->data.args[0], s);
-	if (rc)
-		return rc;
+	/* addrlen is an int to the kernel: its upper half is not read.
+	 * Not a socket: only move_addr_to_kernel's checks come first. */
+	ra = rc ? read_send_addr((pid_t)n->pid, n->data.args[1],
+				 (uint32_t)n->data.args[2], a) :
+		  read_addr((pid_t)n->pid, n->data.args[1],
+			    (uint32_t)n->data.args[2], a);
+	if (ra || rc) {
+		cr_sock_close(s);
+		return ra ? ra : rc;
+	}
 	if (!cr_notif_valid(run, n->id)) {
 		cr_sock_close(s);
 		return -EINTR;
@@ -1019,7 +1045,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 
 	if (!ns)
 		return v_err(EACCES);
-	rc = addr_call_open(run, n, &a, &s);
+	rc = addr_call_open(run, n, &a, &s, true);
 	if (rc)
 		return v_err(-rc);
 	if (s.rtnl)
@@ -1264,7 +1290,7 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 
 	if (!run->net)
 		return v_err(EACCES);
-	rc = addr_call_open(run, n, &a, &s);
+	rc = addr_call_open(run, n, &a, &s, false);
 	if (rc)
 		return v_err(-rc);
 	if (s.rtnl)
@@ -1894,15 +1920,20 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 
 	if (!run->net)
 		return v_err(EACCES);
-	/* addr_len is an int to the kernel: its upper half is not read
-	 * (negative: past the storage, EINVAL). */
-	rc = read_send_addr(pid, n->data.args[4], (uint32_t)n->data.args[5],
-			    &a);
-	if (rc)
-		return v_err(-rc);
+	/* The descriptor first, as __sys_sendto asks (was the address's
+	 * EINVAL for a descriptor that is no socket; found by a
+	 * differential probing session). addr_len is an int to the
+	 * kernel: its upper half is not read (negative: past the storage,
+	 * EINVAL). */
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
+	rc = read_send_addr(pid, n->data.args[4], (uint32_t)n->data.args[5],
+			    &a);
+	if (rc) {
+		cr_sock_close(&s);
+		return v_err(-rc);
+	}
 	if (s.rtnl)
 		return rtnl_sendto(run, n, &s, &a, (uint32_t)alen, flags);
 	if (bound_way_out(run, n, e, &s, &v) ||
@@ -1966,6 +1997,19 @@ struct cr_verdict cr_h_sendto(struct cr_run *run,
 	return cr_net_send(run, n, &m, true);
 }
 
+/* An error found in a message before its descriptor was looked at: the
+ * descriptor's own comes first, as __sys_sendmsg looks it up first (was
+ * EFAULT for a closed one; found by a differential probing session). */
+static int fd_error_first(struct cr_run *run, const struct seccomp_notif *n,
+			  int fd, int rc)
+{
+	struct cr_sock s;
+	int fe = cr_sock_open(run, n, fd, &s);
+
+	cr_sock_close(&s);
+	return fe ? fe : rc;
+}
+
 /* One msghdr of the program's, read and turned into a performable
  * message. Returns 0, -errno, 1 with *v holding a refusal, or 2 with *v
  * the answer of a send performed here (to an emulated netlink socket). */
@@ -1981,7 +2025,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 	int rc = cr_mem_read(pid, p, &h, sizeof(h));
 
 	if (rc)
-		return rc;
+		return fd_error_first(run, n, fd, rc);
 	/* __copy_msghdr: no name, no length; a negative one EINVAL; a
 	 * longer one than a sockaddr_storage cut to it (an earlier build
 	 * refused it EINVAL: a sendmmsg stopped at it; found by a
@@ -1989,7 +2033,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 	if (!h.msg_name)
 		h.msg_namelen = 0;
 	if ((int)h.msg_namelen < 0)
-		return -EINVAL;
+		return fd_error_first(run, n, fd, -EINVAL);
 	if (h.msg_namelen > sizeof(a.ss))
 		h.msg_namelen = sizeof(a.ss);
 	memset(&a, 0, sizeof(a));
@@ -1997,7 +2041,7 @@ static int build_msg(struct cr_run *run, const struct seccomp_notif *n,
 		rc = read_send_addr(pid, (uint64_t)(uintptr_t)h.msg_name,
 				    h.msg_namelen, &a);
 		if (rc)
-			return rc;
+			return fd_error_first(run, n, fd, rc);
 	}
 	rc = cr_sock_open(run, n, fd, &s);
 	if (rc)
@@ -2223,16 +2267,27 @@ struct cr_verdict cr_h_getsockopt(struct cr_run *run,
 	struct cr_sock s;
 	int ulen, rc, flag;
 
-	if (!lenp)
-		return v_err(EFAULT);
-	rc = cr_mem_read((pid_t)n->pid, lenp, &ulen, sizeof(ulen));
-	if (rc)
-		return v_err(-rc);
-	if (ulen < 0)
-		return v_err(EINVAL);
+	/* The descriptor first, as the kernel; then a length that cannot
+	 * be read, or a negative one, is the kernel's to answer, in its
+	 * order among the level's checks (corral answered EFAULT or EINVAL
+	 * before the descriptor's EBADF; found by a differential probing
+	 * session). */
 	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
 	if (rc)
 		return v_err(-rc);
+	rc = lenp ? cr_mem_read((pid_t)n->pid, lenp, &ulen, sizeof(ulen)) :
+		    -EFAULT;
+	if (rc == -ESRCH || (rc && !cr_mem_unreadable())) {
+		cr_sock_close(&s);
+		return v_err(-rc);
+	}
+	if (rc || ulen < 0) {
+		socklen_t *kl = rc ? cr_mem_unreadable() : (socklen_t *)&ulen;
+
+		rc = getsockopt(s.dup, level, opt, buf, kl) < 0 ? errno : EINVAL;
+		cr_sock_close(&s);
+		return v_err(rc);
+	}
 	memset(buf, 0, sizeof(buf));
 	bl = (socklen_t)ulen < sizeof(buf) ? (socklen_t)ulen : sizeof(buf);
 	if (s.rtnl && level == SOL_SOCKET && opt == SO_PEERCRED) {
@@ -2501,7 +2556,8 @@ static const struct inet_sockopt *inet_sockopt_refused(int level, int opt,
  * the first send or connect, and any local user may then send it
  * datagrams: refused there. The sharing and filter options: share_sockopt.
  * Internet sockets' route, interface and handshake options: inet_sockopts.
- * SO_ZEROCOPY: ENOPROTOOPT, a kernel without it (send then copies).
+ * SO_ZEROCOPY on an internet socket: ENOPROTOOPT, a kernel without it
+ * (send then copies); on the others the kernel's EOPNOTSUPP.
  * Every other call of these numbers is performed here, on our duplicate,
  * with the value read once (EMULATED: a thread could swap the fd number or
  * the value after a check).
@@ -2590,25 +2646,53 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 	socklen_t al = sizeof(a);
 	struct cr_verdict v;
 	struct cr_sock s;
-	void *val = NULL;
+	void *val = NULL, *kval;
 	int rc;
 
-	if (len > SOCKOPT_CAP)
+	/* The kernel's order: the descriptor, a socket, a negative length;
+	 * then the level's own checks, in the kernel (val unreadable:
+	 * corral's unreadable page in its place) or as below. */
+	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
+	if (rc)
+		return v_err(-rc);
+	if ((int)len < 0 || len > SOCKOPT_CAP) {
+		cr_sock_close(&s);
 		return v_err(EINVAL);
-	if (len) {
+	}
+	kval = (void *)(uintptr_t)n->data.args[3];	/* NULL stays NULL */
+	if (len && kval) {
 		val = malloc(len);
-		if (!val)
+		if (!val) {
+			cr_sock_close(&s);
 			return v_err(ENOMEM);
+		}
 		rc = cr_mem_read((pid_t)n->pid, n->data.args[3], val, len);
+		if (rc == -ESRCH) {
+			free(val);
+			cr_sock_close(&s);
+			return v_err(ESRCH);
+		}
 		if (rc) {
 			free(val);
-			return v_err(-rc);
+			val = NULL;
+			kval = cr_mem_unreadable();
+			if (!kval) {
+				cr_sock_close(&s);
+				return v_err(EFAULT);
+			}
+		} else {
+			kval = val;
 		}
 	}
-	rc = cr_sock_open(run, n, (int)n->data.args[0], &s);
-	if (rc) {
+	/* sk_setsockopt: every option but SO_BINDTODEVICE is an int
+	 * first, read before the option is looked at (refusals below came
+	 * before it: EPERM for a length of 0; found by a differential
+	 * probing session). */
+	if (level == SOL_SOCKET && opt != SO_BINDTODEVICE &&
+	    (len < sizeof(int) || !val)) {
+		cr_sock_close(&s);
 		free(val);
-		return v_err(-rc);
+		return v_err(len < sizeof(int) ? EINVAL : EFAULT);
 	}
 	memset(&a, 0, sizeof(a));
 	if (s.rtnl && level == SOL_NETLINK) {
@@ -2631,7 +2715,8 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		 * while a supervisor run as root might: the kernel's answer
 		 * to the program, not what corral's credentials would get. */
 		v = v_err(EPERM);
-	else if (level == SOL_SOCKET && opt == SO_ZEROCOPY)
+	else if (level == SOL_SOCKET && opt == SO_ZEROCOPY &&
+		 (s.domain == AF_INET || s.domain == AF_INET6))
 		v = cr_net_deny(run, n, e, NULL, 0, "net",
 				"MSG_ZEROCOPY would pin the program's pages in socket queues, past every budget",
 				ENOPROTOOPT);
@@ -2651,13 +2736,65 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 	else if (ofd >= 0)
 		v = v_rc(setsockopt(s.dup, level, opt, &ofd, sizeof(ofd)));
 	else
-		v = v_rc(setsockopt(s.dup, level, opt, val, (socklen_t)len));
+		v = v_rc(setsockopt(s.dup, level, opt, kval, (socklen_t)len));
 	if (ofd >= 0)
 		close(ofd);
 	free(ins);
 	cr_sock_close(&s);
 	free(val);
 	return v;
+}
+
+/*
+ * A destination the program asked for, remembered where the kernel's
+ * peer is corral's (the proxy, the DNS responder, a closed port's sink),
+ * as the kernel would report it: a wildcard is the loopback address the
+ * route gave it, no scope or flow label, the family's own length (the
+ * program's length and bytes were echoed; found by a differential
+ * probing session), an IPv4 destination of an IPv6 socket v4-mapped.
+ * 0 for port 0: the kernel's ENOTCONN (connected to nothing).
+ */
+static socklen_t peer_as_kernel(int domain, const union cr_sockaddr *a,
+				union cr_sockaddr *out)
+{
+	static const uint8_t any6[16], mapped[12] = { [10] = 0xff, [11] = 0xff };
+	uint8_t v4[4];
+	in_port_t port;
+
+	memset(out, 0, sizeof(*out));
+	if (a->sa.sa_family == AF_INET) {
+		port = a->in4.sin_port;
+		memcpy(v4, &a->in4.sin_addr, 4);
+	} else if (!memcmp(a->in6.sin6_addr.s6_addr, mapped, 12)) {
+		port = a->in6.sin6_port;
+		memcpy(v4, a->in6.sin6_addr.s6_addr + 12, 4);
+	} else {
+		if (!a->in6.sin6_port)
+			return 0;
+		out->in6.sin6_family = AF_INET6;
+		out->in6.sin6_port = a->in6.sin6_port;
+		out->in6.sin6_addr = a->in6.sin6_addr;
+		if (!memcmp(out->in6.sin6_addr.s6_addr, any6, 16))
+			out->in6.sin6_addr = in6addr_loopback;
+		return sizeof(out->in6);
+	}
+	if (!port)
+		return 0;
+	if (!v4[0] && !v4[1] && !v4[2] && !v4[3]) {
+		v4[0] = 127;
+		v4[3] = 1;
+	}
+	if (domain == AF_INET6) {
+		out->in6.sin6_family = AF_INET6;
+		out->in6.sin6_port = port;
+		memcpy(out->in6.sin6_addr.s6_addr, mapped, 12);
+		memcpy(out->in6.sin6_addr.s6_addr + 12, v4, 4);
+		return sizeof(out->in6);
+	}
+	out->in4.sin_family = AF_INET;
+	out->in4.sin_port = port;
+	memcpy(&out->in4.sin_addr, v4, 4);
+	return sizeof(out->in4);
 }
 
 struct cr_verdict cr_h_getpeername(struct cr_run *run,
@@ -2668,9 +2805,9 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 	const union cr_sockaddr *a;
 	socklen_t al = sizeof(real);
 	struct cr_sock s;
-	int ulen, rc;
+	int rc;
 
-	rc = cr_sock_name_open(run, n, &s, &ulen);
+	rc = cr_sock_name_open(run, n, &s);
 	if (rc)
 		return v_err(-rc);
 	/* The proxy's address is the kernel's truth; the program is told
@@ -2688,9 +2825,17 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 		}
 		cr_net_unix_fix(run->net, &real, &al);
 		a = &real;
+	} else if (a->sa.sa_family == AF_INET ||
+		   a->sa.sa_family == AF_INET6) {
+		al = peer_as_kernel(s.domain, a, &real);
+		if (!al) {
+			cr_sock_close(&s);
+			return v_err(ENOTCONN);
+		}
+		a = &real;
 	}
 	cr_sock_close(&s);
-	return cr_sock_name_reply(n, a, al, ulen);
+	return cr_sock_name_reply(n, a, al);
 }
 
 static bool same_inet(const union cr_sockaddr *a, const union cr_sockaddr *b)

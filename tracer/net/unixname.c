@@ -105,9 +105,10 @@ void cr_net_unix_fix(const struct cr_netstate *ns, union cr_sockaddr *a,
 		gl = strlen(u->given);
 		memset(a->un.sun_path, 0, SUN_MAX);
 		memcpy(a->un.sun_path, u->given, gl);
-		/* The kernel's length of a path name: the path and its NUL
-		 * (a full 108-byte name has none). */
-		*len = (socklen_t)(off + gl + (gl < SUN_MAX ? 1 : 0));
+		/* The kernel's length of a path name: the path and its NUL,
+		 * even for a full 108-byte name (its copy is terminated:
+		 * 111, one more than a sockaddr_un). */
+		*len = (socklen_t)(off + gl + 1);
 		return;
 	}
 }
