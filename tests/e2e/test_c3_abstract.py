@@ -191,3 +191,56 @@ def abstract_stranger_dropped(t):
 @test(root=True)
 def abstract_stranger_other_uid_dropped(t):
     _abstract_stranger(t, preexec=_as_nobody)
+
+
+NAME_CHURN = r'''
+import os, socket
+# One live abstract listener, one live path listener and a datagram
+# server, then thousands of short-lived names of both kinds: the live
+# ones keep their names (corral's tables once forgot the oldest).
+os.chdir(os.environ["WS"])
+a = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+a.bind(b"\0churn-live")
+a.listen()
+p = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+p.bind("live.sock")
+p.listen()
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+srv.bind("srv.dgram")
+cli = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+cli.bind("cli.dgram")
+for i in range(4200):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(b"\0churn-%d" % i)
+    s.close()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind("short.sock")
+    s.close()
+    os.unlink("short.sock")
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.connect(b"\0churn-live")
+print("abstract", a.accept()[0].getsockname()[1:].decode())
+print("path", p.getsockname())
+cli.sendto(b"ping", "srv.dgram")
+data, frm = srv.recvfrom(16)
+print("from", frm, srv.sendto(b"pong", frm), cli.recv(16))
+'''
+
+
+@test
+def abstract_and_path_names_outlive_churn(t):
+    """4 200 short-lived abstract and path names beside live ones: the
+    live listeners stay reachable under their names, and a datagram
+    server's reply reaches its client (the tables forgot the oldest name,
+    live or not, past 1 024 abstract or 4 096 path binds; found by a
+    probing session)."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    run, r = loop_run(t, NAME_CHURN, extra=["--env", "WS=" + ws,
+                                           "--limit", "wall=120s"],
+                      timeout=150)
+    eq(r["status"], "ok", "status (stderr %r)" % r["stderr"][-600:])
+    eq(r["stdout"], "abstract churn-live\npath live.sock\n"
+       "from cli.dgram 4 b'pong'\n", "what the run said")
+    eq(denials(r, None, "net"), [], "net denials")

@@ -493,7 +493,7 @@ static struct cr_verdict abstract_bound(struct cr_run *run,
 		a = &k, alen = kl;
 	return cr_net_abstract_bound(run->net, (const uint8_t *)a->un.sun_path,
 				     alen - off, (const uint8_t *)k.un.sun_path,
-				     kl - off, s->ino) ? v_err(ENOBUFS) :
+				     kl - off, s->ino, s->dup) ? v_err(ENOBUFS) :
 							  v_val(0);
 }
 
@@ -1338,7 +1338,8 @@ struct cr_verdict cr_h_bind(struct cr_run *run,
 					 name);
 			}
 			cr_net_unix_named(run->net, t.un.sun_path, &a, alen,
-					  dl > 0 && name ? abs : NULL, s.ino);
+					  dl > 0 && name ? abs : NULL, s.ino,
+					  s.dup);
 		}
 		break;
 	case AF_NETLINK:

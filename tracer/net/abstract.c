@@ -30,24 +30,55 @@ struct cr_net_aname {
 	uint8_t inner[SUN_LEN_MAX];
 	size_t glen, ilen;
 	uint64_t ino;			/* the bound socket */
+	uint64_t id;			/* cr_net_name_follow's, or 0 */
 };
 
+/* A full table forgets the names of sockets gone first (unixname.c);
+ * an earlier build forgot the oldest, live or not: after 1 024 binds in
+ * a run a live listener's name was refused (found by a probing
+ * session). */
+static void sweep(struct cr_netstate *ns)
+{
+	size_t n, k = 0;
+	uint64_t *ids;
+
+	if (cr_net_names_alive(ns, &ids, &n) < 0)
+		return;		/* unreadable: nothing is known gone */
+	for (size_t i = 0; i < ns->nanames; i++)
+		if (cr_net_name_alive(ids, n, ns->anames[i].id))
+			ns->anames[k++] = ns->anames[i];
+	ns->nanames = k;
+	ns->aname_next = 0;
+	free(ids);
+}
+
 static int record(struct cr_netstate *ns, const uint8_t *given, size_t glen,
-		  const uint8_t *inner, size_t ilen, uint64_t ino)
+		  const uint8_t *inner, size_t ilen, uint64_t ino, int fd)
 {
 	struct cr_net_aname *a;
 
-	if (!ns->anames) {
-		ns->anames = calloc(CR_NET_MAX_ANAMES, sizeof(*a));
-		if (!ns->anames)
+	if (ns->nanames == ns->capanames)
+		sweep(ns);
+	if (ns->nanames == ns->capanames && ns->capanames < CR_NET_MAX_ANAMES) {
+		size_t cap = ns->capanames ? ns->capanames * 2 : 64;
+		struct cr_net_aname *g;
+
+		if (cap > CR_NET_MAX_ANAMES)
+			cap = CR_NET_MAX_ANAMES;
+		g = realloc(ns->anames, cap * sizeof(*g));
+		if (!g && !ns->capanames)
 			return -ENOMEM;
+		if (g) {
+			ns->anames = g;
+			ns->capanames = cap;
+		}
 	}
-	if (ns->nanames < CR_NET_MAX_ANAMES) {
+	if (ns->nanames < ns->capanames) {
 		a = &ns->anames[ns->nanames++];
 	} else {
 		/* Bounded: the oldest name is forgotten (then unreachable). */
 		a = &ns->anames[ns->aname_next];
-		ns->aname_next = (ns->aname_next + 1) % CR_NET_MAX_ANAMES;
+		ns->aname_next = (ns->aname_next + 1) % ns->nanames;
 	}
 	memset(a, 0, sizeof(*a));
 	memcpy(a->given, given, glen);
@@ -55,6 +86,7 @@ static int record(struct cr_netstate *ns, const uint8_t *given, size_t glen,
 	memcpy(a->inner, inner, ilen);
 	a->ilen = ilen;
 	a->ino = ino;
+	a->id = cr_net_name_follow(ns, fd);
 	return 0;
 }
 
@@ -80,11 +112,11 @@ int cr_net_abstract_name(struct cr_netstate *ns, const uint8_t *given,
 
 int cr_net_abstract_bound(struct cr_netstate *ns, const uint8_t *given,
 			  size_t glen, const uint8_t *inner, size_t ilen,
-			  uint64_t ino)
+			  uint64_t ino, int fd)
 {
 	if (!glen || glen > SUN_LEN_MAX || !ilen || ilen > SUN_LEN_MAX)
 		return -EINVAL;
-	return record(ns, given, glen, inner, ilen, ino);
+	return record(ns, given, glen, inner, ilen, ino, fd);
 }
 
 bool cr_net_abstract_inner(const struct cr_netstate *ns, const uint8_t *given,
@@ -139,4 +171,5 @@ void cr_net_abstract_finish(struct cr_netstate *ns)
 	free(ns->anames);
 	ns->anames = NULL;
 	ns->nanames = 0;
+	ns->capanames = 0;
 }

@@ -59,6 +59,7 @@ int cr_net_setup(struct cr_run *run)
 	ns->wsfd = ns->upfd = -1;
 	ns->lfd[0] = ns->lfd[1] = ns->dfd[0] = ns->dfd[1] = -1;
 	ns->ptfd = -1;
+	ns->names_weak = -1;
 	ns->tfd[0] = ns->tfd[1] = -1;
 	ns->sink[0][0] = ns->sink[0][1] = ns->sink[1][0] = ns->sink[1][1] = -1;
 	ns->tref[0] = ns->tref[1] = -1;

@@ -29,8 +29,10 @@
  * longer has whenever it is full (local.c). */
 #define CR_NET_MAX_LOCAL 65536
 #define CR_NET_PRUNE_FROM 4096	/* smaller tables only grow */
-#define CR_NET_MAX_UNAMES 4096	/* unix names bound */
-#define CR_NET_MAX_ANAMES 1024	/* abstract unix names bound (abstract.c) */
+/* Names of live sockets remembered at once (the tables grow to these; a
+ * full one forgets the names of sockets gone first, then the oldest). */
+#define CR_NET_MAX_UNAMES 16384	/* unix names bound */
+#define CR_NET_MAX_ANAMES 16384	/* abstract unix names bound (abstract.c) */
 #define SUN_LEN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 #define CR_NET_MAX_WAITS 1024	/* accepts and receives waiting */
 #define CR_NET_MAX_UDP 512	/* UDP sockets of the run held (udp.c) */
@@ -126,8 +128,13 @@ struct cr_netstate {
 	struct timespec clients_pruned;
 	/* unix names as bound (unixname.c) */
 	struct cr_net_uname *unames;	/* owned array */
-	size_t nunames, uname_next;
+	size_t nunames, capunames, uname_next;
 	uint64_t uname_seq;
+	/* the sockets of both name tables (unix paths, abstract names),
+	 * followed without a reference (fs/weak.c), each by its entry's
+	 * id: a full table forgets first the names of sockets gone */
+	int names_weak;			/* owned, or -1 until the first */
+	uint64_t name_id;
 	/* accepts and receives waiting for their socket (defer.c) */
 	struct cr_net_wait *waits;	/* owned list */
 	size_t nwaits;
@@ -166,7 +173,7 @@ struct cr_netstate {
 	size_t npairs, cappairs;
 	/* abstract unix names (abstract.c) */
 	struct cr_net_aname *anames;	/* owned array, CR_NET_MAX_ANAMES */
-	size_t nanames, aname_next;
+	size_t nanames, capanames, aname_next;
 	uint64_t anonce, aseq;
 	/* route netlink sockets, emulated (rtnl.c) */
 	struct cr_rtnl *rtnl;		/* owned array, CR_NET_MAX_RTNL; made
@@ -496,7 +503,7 @@ int cr_net_abstract_name(struct cr_netstate *ns, const uint8_t *given,
 /* Socket ino of the run is bound at inner for the program's given. */
 int cr_net_abstract_bound(struct cr_netstate *ns, const uint8_t *given,
 			  size_t glen, const uint8_t *inner, size_t ilen,
-			  uint64_t ino);
+			  uint64_t ino, int fd);
 /* The inner name of a name the run bound; false for any other name. */
 bool cr_net_abstract_inner(const struct cr_netstate *ns, const uint8_t *given,
 			   size_t glen, uint8_t *inner, size_t *ilen);
@@ -512,7 +519,17 @@ void cr_net_abstract_finish(struct cr_netstate *ns);
 int cr_net_unix_bind_fd(struct cr_netstate *ns, int pfd);
 void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
 		       const union cr_sockaddr *given, socklen_t glen,
-		       const char *abs, uint64_t ino);
+		       const char *abs, uint64_t ino, int fd);
+/* The socket behind fd (ours), named in a table, followed to its end: its
+ * entry's id, or 0 when it cannot be followed (the entry is then kept
+ * until pushed out). */
+uint64_t cr_net_name_follow(struct cr_netstate *ns, int fd);
+/* The ids of followed sockets still alive, sorted, *n of them in *ids
+ * (the caller's to free; NULL when none): 0, or -errno when they cannot
+ * be read (then nothing is known gone). */
+int cr_net_names_alive(struct cr_netstate *ns, uint64_t **ids, size_t *n);
+/* Is id (0: never followed) among them, or not to be dropped? */
+bool cr_net_name_alive(const uint64_t *ids, size_t n, uint64_t id);
 /* path (len bytes) is an inner name corral bound: its absolute path. */
 bool cr_net_unix_alias(const struct cr_netstate *ns, const char *path,
 		       size_t len, char *abs, size_t abslen);

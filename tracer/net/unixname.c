@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "net.h"
+#include "../fs/fs.h"
 
 #define SUN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
@@ -15,6 +16,7 @@ struct cr_net_uname {
 	char given[SUN_MAX + 1];	/* what the program asked for */
 	char abs[SUN_MAX + 1];		/* its absolute path, "" if too long */
 	uint64_t ino;			/* the bound socket */
+	uint64_t id;			/* cr_net_name_follow's, or 0 */
 };
 
 /*
@@ -44,9 +46,87 @@ int cr_net_unix_bind_fd(struct cr_netstate *ns, int pfd)
 	return fd;
 }
 
+uint64_t cr_net_name_follow(struct cr_netstate *ns, int fd)
+{
+	uint64_t id = ++ns->name_id;
+
+	return cr_weak_add(&ns->names_weak, fd, id) ? 0 : id;
+}
+
+static void collect(void *arg, uint64_t data, uint64_t ino)
+{
+	struct { uint64_t *ids; size_t n, cap; bool nomem; } *c = arg;
+
+	(void)ino;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		uint64_t *g = realloc(c->ids, cap * sizeof(*g));
+
+		if (!g) {
+			c->nomem = true;
+			return;
+		}
+		c->ids = g;
+		c->cap = cap;
+	}
+	c->ids[c->n++] = data;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int cr_net_names_alive(struct cr_netstate *ns, uint64_t **ids, size_t *n)
+{
+	struct { uint64_t *ids; size_t n, cap; bool nomem; } c = { 0 };
+	int rc = cr_weak_each(ns->names_weak, collect, &c);
+
+	*ids = NULL;
+	*n = 0;
+	if (rc < 0 || c.nomem) {
+		free(c.ids);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	if (c.n)
+		qsort(c.ids, c.n, sizeof(*c.ids), cmp_id);
+	*ids = c.ids;
+	*n = c.n;
+	return 0;
+}
+
+bool cr_net_name_alive(const uint64_t *ids, size_t n, uint64_t id)
+{
+	return !id || (n && bsearch(&id, ids, n, sizeof(*ids), cmp_id));
+}
+
+/*
+ * A full table: the names of sockets gone are forgotten first (an earlier
+ * build forgot the oldest whatever it was, so after 4 096 binds in one
+ * run a live listener's getsockname named corral's inner path and a
+ * datagram server's replies went nowhere; found by a probing session).
+ * Only when the live ones fill it is the oldest forgotten.
+ */
+static void unames_sweep(struct cr_netstate *ns)
+{
+	size_t n, k = 0;
+	uint64_t *ids;
+
+	if (cr_net_names_alive(ns, &ids, &n) < 0)
+		return;		/* unreadable: nothing is known gone */
+	for (size_t i = 0; i < ns->nunames; i++)
+		if (cr_net_name_alive(ids, n, ns->unames[i].id))
+			ns->unames[k++] = ns->unames[i];
+	ns->nunames = k;
+	ns->uname_next = 0;
+	free(ids);
+}
+
 void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
 		       const union cr_sockaddr *given, socklen_t glen,
-		       const char *abs, uint64_t ino)
+		       const char *abs, uint64_t ino, int fd)
 {
 	size_t n = glen > offsetof(struct sockaddr_un, sun_path) ?
 		   glen - offsetof(struct sockaddr_un, sun_path) : 0;
@@ -61,17 +141,29 @@ void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
 			break;
 		}
 	if (!u) {
-		if (!ns->unames) {
-			ns->unames = calloc(CR_NET_MAX_UNAMES, sizeof(*u));
-			if (!ns->unames)
-				return;
+		if (ns->nunames == ns->capunames)
+			unames_sweep(ns);
+		if (ns->nunames == ns->capunames &&
+		    ns->capunames < CR_NET_MAX_UNAMES) {
+			size_t cap = ns->capunames ? ns->capunames * 2 : 256;
+			struct cr_net_uname *g;
+
+			if (cap > CR_NET_MAX_UNAMES)
+				cap = CR_NET_MAX_UNAMES;
+			g = realloc(ns->unames, cap * sizeof(*g));
+			if (g) {
+				ns->unames = g;
+				ns->capunames = cap;
+			}
 		}
-		if (ns->nunames < CR_NET_MAX_UNAMES) {
+		if (!ns->capunames)
+			return;
+		if (ns->nunames < ns->capunames) {
 			u = &ns->unames[ns->nunames++];
 		} else {
 			/* Bounded: the oldest name is forgotten. */
 			u = &ns->unames[ns->uname_next];
-			ns->uname_next = (ns->uname_next + 1) % CR_NET_MAX_UNAMES;
+			ns->uname_next = (ns->uname_next + 1) % ns->nunames;
 		}
 	}
 	memset(u, 0, sizeof(*u));
@@ -81,6 +173,7 @@ void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
 	if (abs && strlen(abs) <= SUN_MAX)
 		snprintf(u->abs, sizeof(u->abs), "%s", abs);
 	u->ino = ino;
+	u->id = cr_net_name_follow(ns, fd);
 }
 
 /* A kernel answer rewritten in place when it names an inner path. */
@@ -135,7 +228,11 @@ bool cr_net_unix_alias(const struct cr_netstate *ns, const char *path,
 
 void cr_net_unix_finish(struct cr_netstate *ns)
 {
+	if (ns->names_weak >= 0)
+		close(ns->names_weak);
+	ns->names_weak = -1;
 	free(ns->unames);
 	ns->unames = NULL;
 	ns->nunames = 0;
+	ns->capunames = 0;
 }
