@@ -1520,3 +1520,44 @@ def errno_parity_socket_calls_check_the_descriptor_first(t):
                  "unix 108 len": "111 True",
                  "udp peer 0.0.0.0 9": "('127.0.0.1', 9)",
                  "udp peer 127.0.0.1 0": "ENOTCONN"})
+
+
+SIGNAL_TYPE_ORDER = r'''
+import socket
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+t("kill reaped 65", lambda: sysc(62, pid, 65))
+t("tgkill self reaped 65", lambda: sysc(234, os.getpid(), pid, 65))
+t("pidfd_open reaped flag1", lambda: sysc(434, pid, 1))
+t("kill self 65", lambda: sysc(62, os.getpid(), 65))
+t("socket packet badbit", lambda: sysc(41, 17, 2 | 0x100, 0))
+t("socket inet type12", lambda: sysc(41, 2, 12, 0))
+t("socket family60", lambda: sysc(41, 60, 1, 0))
+sv = (ctypes.c_int * 2)()
+t("socketpair netlink stream", lambda: sysc(53, 16, 1, 0, sv))
+t("socketpair netlink dgram", lambda: sysc(53, 16, 2, 0, sv))
+t("socketpair packet badbit", lambda: sysc(53, 17, 2 | 0x100, 0, sv))
+t("setpriority pgrp absent", lambda: sysc(141, 1, 4194000, 0))
+'''
+
+
+@test
+def errno_parity_signal_targets_and_socket_types(t):
+    """A signal number out of range to a process that is not there is
+    ESRCH, as the kernel looks for the target first (corral answered
+    EINVAL); pidfd_open's flags come before the target; a socket type
+    with an unknown bit is EINVAL for every family, refused ones included
+    (was EAFNOSUPPORT); a netlink pair of a type netlink lacks is
+    ESOCKTNOSUPPORT; setpriority of a group that is not there looks
+    absent (ESRCH, was EPERM). Found by a differential probing session."""
+    parity(t, SIGNAL_TYPE_ORDER, name="sigtype",
+           want={"kill reaped 65": "ESRCH",
+                 "tgkill self reaped 65": "ESRCH",
+                 "pidfd_open reaped flag1": "EINVAL",
+                 "kill self 65": "EINVAL",
+                 "socket packet badbit": "EINVAL",
+                 "socket family60": "EAFNOSUPPORT",
+                 "socketpair netlink stream": "ESOCKTNOSUPPORT",
+                 "setpriority pgrp absent": "ESRCH"})

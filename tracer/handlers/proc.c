@@ -265,11 +265,16 @@ CR_HANDLER(cr_h_proc_prio)
 			break;
 		}
 	} else if (which == w_pgrp) {
-		if (who != 0 && who != cr_surface_pgrp((pid_t)n->pid))
-			return query ? absent(run, n, e->name, -(long)who) :
-			       refuse(run, n, e->name,
-				      "only the caller's own process group",
-				      who);
+		/* Another group looks absent, as its query answers (it
+		 * was EPERM where the query said ESRCH; found by a
+		 * differential probing session). */
+		if (who != 0 && who != cr_surface_pgrp((pid_t)n->pid)) {
+			if (query)
+				return absent(run, n, e->name, -(long)who);
+			refuse(run, n, e->name,
+			       "only the caller's own process group", who);
+			return err(ESRCH);
+		}
 	} else if (which == w_user) {
 		return refuse(run, n, e->name,
 			      "a user's processes include the host's", who);

@@ -246,6 +246,16 @@ CR_HANDLER(cr_h_socket)
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), err;
 	bool pair = !strcmp(e->name, "socketpair");
 
+	/* __sys_socket's and sock_create's own checks, for every family:
+	 * an unknown flag bit, a family out of range, a type out of range
+	 * (a refused family answered EAFNOSUPPORT to a bad type bit; found
+	 * by a differential probing session). */
+	if (type & ~(0xf | SOCK_NONBLOCK | SOCK_CLOEXEC))
+		return CR_V_ERR(EINVAL);
+	if (domain < 0 || domain >= AF_MAX)
+		return CR_V_ERR(EAFNOSUPPORT);
+	if ((type & 0xf) >= SOCK_PACKET + 1)
+		return CR_V_ERR(EINVAL);
 	if (domain == AF_UNIX) {
 		struct cr_verdict v = cr_surface_chain(run, e, n);
 
@@ -264,8 +274,9 @@ CR_HANDLER(cr_h_socket)
 	if (domain == AF_NETLINK && proto == NETLINK_ROUTE && run->net) {
 		struct cr_verdict v;
 
-		if (pair)
-			return CR_V_ERR(EOPNOTSUPP);
+		if (pair)	/* netlink_create's type check first */
+			return CR_V_ERR(base == SOCK_RAW || base == SOCK_DGRAM ?
+					EOPNOTSUPP : ESOCKTNOSUPPORT);
 		v = cr_surface_chain(run, e, n);
 		if (v.kind != CR_V_CONTINUE)
 			return v;
