@@ -135,7 +135,8 @@ struct cr_budgets {
 	 * the last complete fd scan (lq_scan, lq_scan_shm), at the scan
 	 * whose figure b->disk holds (lq_in, lq_in_shm). */
 	uint64_t lq_scan, lq_scan_shm, lq_in, lq_in_shm;
-	uint64_t lq_shm_cpu;		/* the last measure of /dev/shm's CPU */
+	uint64_t lq_shm, lq_shm_next_ns;	/* /dev/shm's last measure, and
+					 * no other at a tick before this */
 	uint64_t lq_next_ns;		/* no confirmation before this */
 	uint64_t disk_est;		/* disk judged at this tick, with the
 					 * growth ledger_tick saw */
@@ -2345,21 +2346,25 @@ int cr_budget_on_opened(struct cr_run *run, int fd)
 	return rc;
 }
 
-/* The bytes of the run's /dev/shm objects; when not `always`, only if
- * the last measure cost little (the scan measures them anyway). */
+/* The bytes of the run's /dev/shm objects, measured now; when not
+ * `always`, the last figure unless CR_BUDGET_QUICK_SHM_IDLE times the
+ * last measure's CPU has passed since (a tree the program made dear to
+ * walk is walked at ticks less often, never less than the fd scan does). */
 static uint64_t shm_quick(struct cr_run *run, bool always)
 {
 	struct cr_budgets *b = run->budgets;
-	uint64_t t0, got;
+	uint64_t t0, now;
 
 	if (!run->fs || run->fs->shm_priv < 0)
 		return 0;
-	if (!always && b->lq_shm_cpu > CR_BUDGET_QUICK_SHM_NS)
-		return 0;
+	now = cr_now_ns();
+	if (!always && now < b->lq_shm_next_ns)
+		return b->lq_shm;
 	t0 = cr_thread_cpu_ns();
-	got = cr_fs_shm_bytes(run);
-	b->lq_shm_cpu = cr_thread_cpu_ns() - t0;
-	return got;
+	b->lq_shm = cr_fs_shm_bytes(run);
+	b->lq_shm_next_ns = now + (cr_thread_cpu_ns() - t0) *
+				  CR_BUDGET_QUICK_SHM_IDLE;
+	return b->lq_shm;
 }
 
 static uint64_t fdscan_finish(struct cr_run *run)
@@ -3120,9 +3125,10 @@ static void unmeasurable(struct cr_run *run, int rc)
  * one after each and emptied it before the next (found by a probing
  * session). So the ledger's own descriptors are measured at every tick
  * (fstat, CR_BUDGET_LEDGER_QUICK of them a tick, in turn) and /dev/shm
- * with them while that costs little. Growth there, added to the last
- * complete figure, is only a suspicion (the figure may count a file
- * twice while it moves between a name and none): past the budget, a
+ * with them, as often as its cost allows (CR_BUDGET_QUICK_SHM_IDLE).
+ * Growth there, added to the last complete figure, is only a suspicion
+ * (the figure may count a file twice while it moves between a name and
+ * none): past the budget, a
  * scan and a full pass measure at once, their CPU the run's, and those
  * decide. At most one such confirmation per CR_BUDGET_RESCAN_NOW_NS, and
  * after one, not before CR_BUDGET_WALK_IDLE_NEAR times its cost: a
@@ -3140,8 +3146,7 @@ static void ledger_tick(struct cr_run *run)
 		return;
 	}
 	now_l = cr_fs_held_bytes(run->fs, CR_BUDGET_LEDGER_QUICK);
-	now_s = b->lq_shm_cpu > CR_BUDGET_QUICK_SHM_NS ? b->lq_in_shm :
-		shm_quick(run, false);
+	now_s = shm_quick(run, false);
 	grown = over(now_l + now_s, b->lq_in + b->lq_in_shm);
 	disk = alloc_judged(b);
 	b->disk_est = disk + grown;

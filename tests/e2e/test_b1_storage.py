@@ -1464,11 +1464,11 @@ if kind == "memfd":
 else:
     fd = os.open("/dev/shm/blip-%d" % os.getpid(), os.O_CREAT | os.O_RDWR,
                  0o600)
-time.sleep(0.1)
+time.sleep(0.05)
 chunk = b"x" * (1 << 20)
 for _ in range(200):
     os.write(fd, chunk)
-time.sleep(0.2)
+time.sleep(0.3)
 os.ftruncate(fd, 0)
 time.sleep(1)
 print("held and emptied")
@@ -1477,7 +1477,7 @@ print("held and emptied")
 
 @test
 def storage_held_between_scans_counts(t):
-    """A memfd or a /dev/shm object filled to 200 MiB and emptied 0.2 s
+    """A memfd or a /dev/shm object filled to 200 MiB and emptied 0.3 s
     later, under disk=64MiB: the ledger's files and /dev/shm are measured
     at every tick, not only at the fd scans. The previous build missed
     the /dev/shm case 4 runs of 4 and the memfd 3 of 4 (`ok`); a probing
