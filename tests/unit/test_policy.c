@@ -488,7 +488,8 @@ static const char *check_default(const struct cr_policy *p)
 		"/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
 		"/etc/localtime", "/etc/ssl/certs", "/etc/nsswitch.conf",
 		"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf",
-		"/dev/null",
+		"/dev/null", "/etc/php", "/var/lib/ghc", "/etc/R", "/etc/texmf",
+		"/var/lib/texmf", "/etc/ImageMagick-6", "/etc/emacs",
 	};
 	static const char *const never[] = {
 		"/", "/etc", "/etc/shadow", "/etc/gshadow", "/root", "/home",
@@ -512,8 +513,8 @@ static const char *check_default(const struct cr_policy *p)
 	const struct cr_class *c = cr_policy_class(p, "default");
 	size_t i;
 
-	if (strcmp(p->version, "2026-12-05.2"))
-		return "version is not 2026-12-05.2";
+	if (strcmp(p->version, "2026-12-05.3"))
+		return "version is not 2026-12-05.3";
 	if (!c || p->nclasses != 1)
 		return "not exactly one class, \"default\"";
 	for (i = 0; i < CR_ARRAY_SIZE(must_read); i++)
