@@ -1482,6 +1482,17 @@ n = ctypes.c_int(128)
 t("getsockname unix 108", lambda: call(libc.getsockname, us.fileno(), buf, ctypes.byref(n)))
 print("unix 108 len", n.value, buf.raw[2:2 + 108] == name)
 os.unlink(name)
+# A connected TCP socket asked to connect elsewhere: EISCONN whatever the
+# address's family.
+lst = socket.socket()
+lst.bind(("127.0.0.1", 0))
+lst.listen(1)
+cl = socket.socket()
+cl.connect(lst.getsockname())
+t("reconnect tcp unix-address", lambda: call(libc.connect, cl.fileno(), sun, len(sun)))
+sin6 = struct.pack("=HHI16sI", socket.AF_INET6, socket.htons(9), 0,
+                   socket.inet_pton(socket.AF_INET6, "::1"), 0)
+t("reconnect tcp inet6-address", lambda: call(libc.connect, cl.fileno(), sin6, len(sin6)))
 # UDP connected to a loopback port nobody of the run holds: the peer as
 # the kernel reports it.
 for fam, addr, port in ((socket.AF_INET, "0.0.0.0", 9), (socket.AF_INET, "127.0.0.1", 0),
@@ -1516,6 +1527,7 @@ def errno_parity_socket_calls_check_the_descriptor_first(t):
                  "getpeername unconnected nulllen": "ENOTCONN",
                  "setsockopt unix ip null": "ENOTSUP",
                  "setsockopt ipv6 hops null": "ok",
+                 "reconnect tcp unix-address": "EISCONN",
                  "bind unix 108": "ok",
                  "unix 108 len": "111 True",
                  "udp peer 0.0.0.0 9": "('127.0.0.1', 9)",

@@ -1094,9 +1094,26 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		int on = 0;
 		socklen_t ol = sizeof(on);
 
+		union cr_sockaddr peer;
+		socklen_t pl = sizeof(peer);
+
 		if (getsockopt(s.dup, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) == 0 &&
 		    on)
 			return addr_call_done(&s, hold, v_err(EISCONN));
+		/* Connected (or a non-blocking connect that completed): the
+		 * kernel answers 0 or EISCONN without looking at the new
+		 * address, whatever its family (corral answered EINVAL or
+		 * EAFNOSUPPORT for another family's; found by a differential
+		 * probing session). Asked of the kernel with the peer it
+		 * has, as connect_tcp does: a connect there names nothing. */
+		if (getpeername(s.dup, &peer.sa, &pl) == 0) {
+			cr_guard_arm(CR_GUARD_MS);
+			v = v_rc(connect(s.dup, &peer.sa, pl));
+			if (cr_guard_disarm() && v.kind == CR_V_ERRNO &&
+			    v.error == EINTR)
+				v = v_err(ETIMEDOUT);
+			return addr_call_done(&s, hold, v);
+		}
 	}
 	if ((rc = foreign_family(&s, &a, alen)) != 0 ||
 	    (rc = v4_on_v6(&s, &a, &alen, true)) != 0)
