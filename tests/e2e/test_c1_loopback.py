@@ -626,50 +626,6 @@ tryc("nobody", socket.AF_INET, ("127.0.0.1", 1))
         host6.close()
 
 
-WILDCARD_ALLOWED = r'''
-import socket, sys
-p4, p6 = int(sys.argv[1]), int(sys.argv[2])
-def tryc(what, fam, addr):
-    s = socket.socket(fam)
-    try:
-        s.connect(addr)
-        print(what, "connected", s.getpeername()[:2], s.recv(100))
-    except OSError as e:
-        print(what, "errno", e.errno)
-tryc("any", socket.AF_INET, ("0.0.0.0", p4))
-tryc("any6", socket.AF_INET6, ("::", p6))
-tryc("any-other-port", socket.AF_INET, ("0.0.0.0", p6))
-'''
-
-
-@test
-def loopback_wildcard_reaches_an_allowed_loopback_service(t):
-    """connect() to 0.0.0.0 or :: goes, natively, to 127.0.0.1 or ::1: a
-    rule naming that loopback address and port opens it for the wildcard
-    too (it was refused as a host service's port; found by a probing
-    session). Another port of the wildcard stays refused."""
-    host4 = HostService()
-    host6 = HostService(socket.AF_INET6)
-    try:
-        run, r = loop_run(t, WILDCARD_ALLOWED,
-                          [str(host4.port), str(host6.port)],
-                          extra=["--allow-net", "127.0.0.1:%d" % host4.port,
-                                 "--allow-net", "[::1]:%d" % host6.port])
-        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
-        contains(r["stdout"], "any connected ('127.0.0.1', %d) "
-                 "b'host-secret\\n'\n" % host4.port, "0.0.0.0")
-        contains(r["stdout"], "any6 connected ('::1', %d) "
-                 "b'host-secret\\n'\n" % host6.port, "::")
-        contains(r["stdout"], "any-other-port errno 111\n", "another port")
-        eq(host4.accepted, 1, "connections the IPv4 service saw")
-        eq(host6.accepted, 1, "connections the IPv6 service saw")
-        eq(len(denials(r, "connect", "net")), 1, "connect denials (%r)" %
-           r["denials"])
-    finally:
-        host4.close()
-        host6.close()
-
-
 @test
 def loopback_port_rebound_by_stranger_refused(t):
     """A port the run bound and closed, then bound by a process outside

@@ -601,30 +601,6 @@ static bool fresh_tcp(int fd)
 	       ti.tcpi_state == TCP_CLOSE;
 }
 
-/* A wildcard destination whose loopback twin a rule names exactly: that
- * twin in *out. */
-static bool wildcard_to_allowed_loopback(const struct cr_netstate *ns,
-					 const union cr_sockaddr *a,
-					 union cr_sockaddr *out, uint16_t port)
-{
-	static const uint8_t any6[16];
-
-	*out = *a;
-	if (a->sa.sa_family == AF_INET &&
-	    a->in4.sin_addr.s_addr == htonl(INADDR_ANY)) {
-		out->in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		return cr_netrules_allow_exact(ns->rules, ns->nrules, AF_INET,
-				(const uint8_t *)&out->in4.sin_addr, port);
-	}
-	if (a->sa.sa_family == AF_INET6 &&
-	    !memcmp(a->in6.sin6_addr.s6_addr, any6, 16)) {
-		out->in6.sin6_addr = in6addr_loopback;
-		return cr_netrules_allow_exact(ns->rules, ns->nrules, AF_INET6,
-				out->in6.sin6_addr.s6_addr, port);
-	}
-	return false;
-}
-
 static struct cr_verdict connect_tcp(struct cr_run *run,
 				     const struct seccomp_notif *n,
 				     const struct cr_syscall_entry *e,
@@ -633,7 +609,7 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 				     uint16_t port)
 {
 	struct cr_netstate *ns = run->net;
-	union cr_sockaddr peer, wl;
+	union cr_sockaddr peer;
 	socklen_t pl = sizeof(peer);
 	const char *why;
 	int idx = family_idx(a->sa.sa_family), rc, err, up = -1;
@@ -658,16 +634,6 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 		if (getsockopt(s->dup, IPPROTO_IPV6, IPV6_V6ONLY, &only,
 			       &ol) == 0 && only)
 			return v_err(ENETUNREACH);
-	}
-	/* The wildcard as a destination is the loopback address the
-	 * kernel's route gives it (127.0.0.1, ::1): a rule naming that
-	 * address and port exactly opens it (it was refused as a host
-	 * service's port; found by a probing session). */
-	if (wildcard_to_allowed_loopback(ns, a, &wl, port)) {
-		a = &wl;
-		addr = a->sa.sa_family == AF_INET ?
-		       (const uint8_t *)&wl.in4.sin_addr :
-		       wl.in6.sin6_addr.s6_addr;
 	}
 	/* Loopback: the run's own listeners, and nothing else that no rule
 	 * opens (a rule never sends the run's own port through the proxy,
