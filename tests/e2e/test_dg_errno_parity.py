@@ -1552,6 +1552,15 @@ t("socketpair netlink stream", lambda: sysc(53, 16, 1, 0, sv))
 t("socketpair netlink dgram", lambda: sysc(53, 16, 2, 0, sv))
 t("socketpair packet badbit", lambda: sysc(53, 17, 2 | 0x100, 0, sv))
 t("setpriority pgrp absent", lambda: sysc(141, 1, 4194000, 0))
+z = os.fork()
+if z == 0:
+    os._exit(0)
+import time
+time.sleep(0.3)        # a zombie: exited, not waited for
+t("tkill zombie 65", lambda: sysc(200, z, 65))
+t("tgkill zombie 65", lambda: sysc(234, z, z, 65))
+t("kill group absent 65", lambda: sysc(62, -4194000, 65))
+os.waitpid(z, 0)
 '''
 
 
@@ -1572,4 +1581,6 @@ def errno_parity_signal_targets_and_socket_types(t):
                  "socket packet badbit": "EINVAL",
                  "socket family60": "EAFNOSUPPORT",
                  "socketpair netlink stream": "ESOCKTNOSUPPORT",
-                 "setpriority pgrp absent": "ESRCH"})
+                 "setpriority pgrp absent": "ESRCH",
+                 "tkill zombie 65": "EINVAL",
+                 "kill group absent 65": "ESRCH"})

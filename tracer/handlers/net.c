@@ -2835,6 +2835,10 @@ struct cr_verdict cr_h_getpeername(struct cr_run *run,
 		al = cr_rtnl_name(s.rtnl, true, &real);
 		a = &real;
 	} else if (!a) {
+		/* Zeroed: a 108-byte unix name is reported with 111 bytes,
+		 * one past what the kernel writes here (a byte of corral's
+		 * stack went out; found by a probing session). */
+		memset(&real, 0, sizeof(real));
 		al = sizeof(real);
 		if (getpeername(s.dup, &real.sa, &al) < 0) {
 			rc = errno;

@@ -76,12 +76,17 @@ static struct cr_verdict outside(struct cr_run *run,
 
 /* A tid not in the table: a zombie still waited for by its parent in the
  * run takes signals without effect; anything else is outside. */
+static bool bad_signal(int sig);
+
 static struct cr_verdict dead_or_outside(struct cr_run *run,
 					 const struct seccomp_notif *n,
-					 const char *call, pid_t caller, pid_t tid)
+					 const char *call, pid_t caller, pid_t tid,
+					 int sig)
 {
+	/* A zombie is there: the signal's own check applies to it (was
+	 * success for a bad signal; found by a probing session). */
 	if (cr_surface_target(run, caller, tid) == CR_TARGET_ZOMBIE)
-		return ok(0);
+		return bad_signal(sig) ? err(EINVAL) : ok(0);
 	return outside(run, n, call, "signal", tid);
 }
 
@@ -231,7 +236,7 @@ CR_HANDLER(cr_h_kill)
 	 * looked at (check_kill_permission's EINVAL comes with a target;
 	 * corral answered EINVAL first; found by a differential probing
 	 * session). */
-	if (bad_signal(sig) && pid <= 0)
+	if (bad_signal(sig) && (pid == 0 || pid == -1))
 		return pid == 0 ? cont() : err(EINVAL);
 	if (pid > 0) {
 		enum cr_target tg = cr_surface_target(run, caller, pid);
@@ -271,7 +276,9 @@ CR_HANDLER(cr_h_kill)
 	if (own_pgrp > 0 && -pid == own_pgrp)
 		return cont();
 	{
-		struct cr_verdict v = kill_many(run, tgid, -pid, sig);
+		/* A bad signal: asked as signal 0, a group there is EINVAL. */
+		struct cr_verdict v = kill_many(run, tgid, -pid,
+						bad_signal(sig) ? 0 : sig);
 
 		/* No process of the run is in that group: it is someone
 		 * else's (or nobody's). A group numbered after a process of
@@ -281,6 +288,8 @@ CR_HANDLER(cr_h_kill)
 		if (v.kind == CR_V_ERRNO && v.error == ESRCH &&
 		    !cr_tasks_was_ours(&run->tasks, -pid))
 			return outside(run, n, e->name, "signal", pid);
+		if (bad_signal(sig) && v.kind == CR_V_VALUE)
+			return err(EINVAL);
 		return v;
 	}
 }
@@ -298,7 +307,7 @@ CR_HANDLER(cr_h_tkill)
 	if (tid == caller)
 		return cont();
 	if (!cr_tasks_ours(&run->tasks, tid))
-		return dead_or_outside(run, n, e->name, caller, tid);
+		return dead_or_outside(run, n, e->name, caller, tid, sig);
 	if (bad_signal(sig))
 		return err(EINVAL);
 	tgid = cr_surface_tgid(run, tid);
@@ -327,7 +336,7 @@ CR_HANDLER(cr_h_tgkill)
 	if (own > 0 && tgid == own)
 		return cont();
 	if (!cr_tasks_ours(&run->tasks, tid))
-		return dead_or_outside(run, n, e->name, caller, tid);
+		return dead_or_outside(run, n, e->name, caller, tid, sig);
 	if (bad_signal(sig))
 		return cr_surface_tgid(run, tid) == tgid ? err(EINVAL) :
 							   err(ESRCH);
