@@ -97,6 +97,16 @@ int cr_net_names_alive(struct cr_netstate *ns, uint64_t **ids, size_t *n)
 	return 0;
 }
 
+bool cr_net_names_sweep_due(const struct cr_netstate *ns)
+{
+	return cr_now_ns() >= ns->names_sweep_next_ns;
+}
+
+void cr_net_names_swept(struct cr_netstate *ns, uint64_t cpu_ns)
+{
+	ns->names_sweep_next_ns = cr_now_ns() + cpu_ns * CR_NET_NAMES_SWEEP_IDLE;
+}
+
 bool cr_net_name_alive(const uint64_t *ids, size_t n, uint64_t id)
 {
 	return !id || (n && bsearch(&id, ids, n, sizeof(*ids), cmp_id));
@@ -112,16 +122,23 @@ bool cr_net_name_alive(const uint64_t *ids, size_t n, uint64_t id)
 static void unames_sweep(struct cr_netstate *ns)
 {
 	size_t n, k = 0;
-	uint64_t *ids;
+	uint64_t *ids, t0;
 
-	if (cr_net_names_alive(ns, &ids, &n) < 0)
+	if (!cr_net_names_sweep_due(ns))
+		return;
+	t0 = cr_thread_cpu_ns();
+	if (cr_net_names_alive(ns, &ids, &n) < 0) {
+		cr_net_names_swept(ns, cr_thread_cpu_ns() - t0);
 		return;		/* unreadable: nothing is known gone */
+	}
 	for (size_t i = 0; i < ns->nunames; i++)
 		if (cr_net_name_alive(ids, n, ns->unames[i].id))
 			ns->unames[k++] = ns->unames[i];
+	if (k < ns->nunames)
+		ns->uname_next = 0;
 	ns->nunames = k;
-	ns->uname_next = 0;
 	free(ids);
+	cr_net_names_swept(ns, cr_thread_cpu_ns() - t0);
 }
 
 void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
