@@ -13,11 +13,10 @@
  * its budget within a tick. */
 #define CR_BUDGET_TICK_MS 50
 #define CR_BUDGET_FAST_TICK_MS 10
-/* Files without a name measured per tick between fd scans (ledger_tick);
- * the run's /dev/shm measured at a tick once this many times the last
- * measure's CPU has passed (at most 1/20 of a core). */
-#define CR_BUDGET_LEDGER_QUICK 512
-#define CR_BUDGET_QUICK_SHM_IDLE 20
+/* Files without a name and the run's /dev/shm, measured between fd scans
+ * (ledger_tick) at a tick once this many times the last measure's CPU
+ * has passed: at most 1/20 of a core. */
+#define CR_BUDGET_QUICK_IDLE 20
 /* Threads and processes alive at once: at most this many times the
  * processes budget (64 -> 2048 tasks). */
 #define CR_BUDGET_THREADS_PER_PROC 32

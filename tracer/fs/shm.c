@@ -294,7 +294,12 @@ int cr_fs_shm_sweep(void)
 }
 
 /* Blocks of all below the directory pfd (O_PATH, ours), no link
- * followed: a directory renamed in keeps what it holds. */
+ * followed: a directory renamed in keeps what it holds. A file of several
+ * names counts its share at each (every name of a file here is in this
+ * tree: a link needs its source visible, and the run sees no other part
+ * of /dev/shm): once in all. It counted whole at each name, and a 40 MiB
+ * file linked once ended a run under disk=64MiB (found by a probing
+ * session). */
 static uint64_t tree_bytes(int pfd, int depth)
 {
 	struct dirent *de;
@@ -318,7 +323,9 @@ static uint64_t tree_bytes(int pfd, int depth)
 			continue;
 		if (fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		total += (uint64_t)st.st_blocks * 512;
+		total += (uint64_t)st.st_blocks * 512 /
+			 (!S_ISDIR(st.st_mode) && st.st_nlink > 1 ?
+			  (uint64_t)st.st_nlink : 1);
 		if (!S_ISDIR(st.st_mode) || depth >= CR_SHM_DEPTH)
 			continue;
 		sub = openat(dirfd(d), nm, O_PATH | O_DIRECTORY | O_NOFOLLOW |
