@@ -74,6 +74,44 @@ int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
+size_t cr_mem_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		size_t chunk = 4096 - (size_t)((addr + got) & 4095);
+
+		if (chunk > len - got)
+			chunk = len - got;
+		if (cr_mem_read(pid, addr + got, (char *)buf + got, chunk))
+			break;
+		got += chunk;
+	}
+	return got;
+}
+
+void *cr_mem_edge(size_t len)
+{
+	static char *base;
+	const size_t room = CR_MEM_EDGE_MAX;
+
+	if (len > room)
+		return NULL;
+	if (!base) {
+		char *p = mmap(NULL, room + 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return NULL;
+		if (mprotect(p + room, 4096, PROT_NONE) < 0) {
+			munmap(p, room + 4096);
+			return NULL;
+		}
+		base = p;
+	}
+	return base + room - len;
+}
+
 void *cr_mem_unreadable(void)
 {
 	static void *page;

@@ -611,6 +611,16 @@ int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
  * EFAULT where, and only where, the kernel would for the program (a NULL
  * one stays NULL: some calls take NULL as a value). */
 void *cr_mem_unreadable(void);
+/* How many bytes from addr can be read, at most len, page by page (into
+ * buf). */
+size_t cr_mem_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* Room for len bytes of corral's that end where an unreadable page
+ * begins (NULL past CR_MEM_EDGE_MAX or when it cannot be mapped): a
+ * value the program could read only in part is copied there, so a call
+ * corral performs reads what the program's memory held and faults where
+ * the program's would. */
+#define CR_MEM_EDGE_MAX 65536
+void *cr_mem_edge(size_t len);
 void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 	     const char *target, const char *layer, const char *reason);
 

@@ -2665,6 +2665,7 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 	struct cr_verdict v;
 	struct cr_sock s;
 	void *val = NULL, *kval;
+	uint64_t have = 0;	/* the bytes of val read */
 	int rc;
 
 	/* The kernel's order: the descriptor, a socket, a negative length;
@@ -2690,16 +2691,28 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 			cr_sock_close(&s);
 			return v_err(ESRCH);
 		}
-		if (rc) {
+		/* Readable only in part: the kernel may need only that
+		 * part (an int of a longer value), so the part is handed
+		 * over ending where corral's unreadable page begins (it was
+		 * EFAULT where the kernel succeeds; found by a probing
+		 * session). Every decision below sees only the part read. */
+		have = rc ? cr_mem_read_prefix((pid_t)n->pid,
+					       n->data.args[3], val, len) :
+			    len;
+		if (have < len)
+			memset((char *)val + have, 0, len - have);
+		kval = have == len ? val : have ? cr_mem_edge(have) :
+		       cr_mem_unreadable();
+		if (kval && have && have < len)
+			memcpy(kval, val, have);
+		if (!have) {
 			free(val);
 			val = NULL;
-			kval = cr_mem_unreadable();
-			if (!kval) {
-				cr_sock_close(&s);
-				return v_err(EFAULT);
-			}
-		} else {
-			kval = val;
+		}
+		if (!kval) {
+			cr_sock_close(&s);
+			free(val);
+			return v_err(EFAULT);
 		}
 	}
 	/* sk_setsockopt: every option but SO_BINDTODEVICE is an int
@@ -2707,25 +2720,27 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 	 * before it: EPERM for a length of 0; found by a differential
 	 * probing session). */
 	if (level == SOL_SOCKET && opt != SO_BINDTODEVICE &&
-	    (len < sizeof(int) || !val)) {
+	    (len < sizeof(int) || have < sizeof(int))) {
 		cr_sock_close(&s);
 		free(val);
 		return v_err(len < sizeof(int) ? EINVAL : EFAULT);
 	}
 	memset(&a, 0, sizeof(a));
 	if (s.rtnl && level == SOL_NETLINK) {
-		rc = cr_rtnl_setsockopt(s.rtnl, opt, val, len);
+		rc = cr_rtnl_setsockopt(s.rtnl, opt, have == len ? val : NULL,
+					len);
 		cr_sock_close(&s);
 		free(val);
 		return v_neg(rc);
 	}
 	if (level == SOL_SOCKET && run->net &&
-	    share_sockopt(run, n, e, &s, opt, val, len, &v)) {
+	    share_sockopt(run, n, e, &s, opt, val, have, &v)) {
 		cr_sock_close(&s);
 		free(val);
 		return v;
 	}
-	if (sockopt_by_reference(n, run, level, opt, val, len, &fp, &ins,
+	if (sockopt_by_reference(n, run, level, opt,
+				 have == len ? val : NULL, len, &fp, &ins,
 				 &ofd, &v))
 		;	/* answered */
 	else if (level == SOL_SOCKET && opt == SO_SNDBUFFORCE)
@@ -2740,7 +2755,7 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 				ENOPROTOOPT);
 	else if ((s.domain == AF_INET6 ||
 		  (s.domain == AF_INET && level != IPPROTO_IPV6)) &&
-		 (rule = inet_sockopt_refused(level, opt, val, len)))
+		 (rule = inet_sockopt_refused(level, opt, val, have)))
 		v = cr_net_deny(run, n, e, NULL, 0, "net", rule->why, rule->err);
 	else if (level == SOL_SOCKET && (opt == SO_PASSCRED || opt == SO_PASSPIDFD) &&
 	    s.domain == AF_UNIX && s.type == SOCK_DGRAM &&
