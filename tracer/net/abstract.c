@@ -39,24 +39,13 @@ struct cr_net_aname {
  * session). */
 static void sweep(struct cr_netstate *ns)
 {
-	size_t n, k = 0;
-	uint64_t *ids, t0;
+	size_t k = cr_net_names_sweep(ns, ns->anames, ns->nanames,
+				      sizeof(*ns->anames),
+				      offsetof(struct cr_net_aname, id));
 
-	if (!cr_net_names_sweep_due(ns))
-		return;
-	t0 = cr_thread_cpu_ns();
-	if (cr_net_names_alive(ns, &ids, &n) < 0) {
-		cr_net_names_swept(ns, cr_thread_cpu_ns() - t0);
-		return;		/* unreadable: nothing is known gone */
-	}
-	for (size_t i = 0; i < ns->nanames; i++)
-		if (cr_net_name_alive(ids, n, ns->anames[i].id))
-			ns->anames[k++] = ns->anames[i];
 	if (k < ns->nanames)
 		ns->aname_next = 0;
 	ns->nanames = k;
-	free(ids);
-	cr_net_names_swept(ns, cr_thread_cpu_ns() - t0);
 }
 
 static int record(struct cr_netstate *ns, const uint8_t *given, size_t glen,

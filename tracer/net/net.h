@@ -525,19 +525,16 @@ void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
  * entry's id, or 0 when it cannot be followed (the entry is then kept
  * until pushed out). */
 uint64_t cr_net_name_follow(struct cr_netstate *ns, int fd);
-/* The ids of followed sockets still alive, sorted, *n of them in *ids
- * (the caller's to free; NULL when none): 0, or -errno when they cannot
- * be read (then nothing is known gone). */
-int cr_net_names_alive(struct cr_netstate *ns, uint64_t **ids, size_t *n);
-/* Is id (0: never followed) among them, or not to be dropped? */
-bool cr_net_name_alive(const uint64_t *ids, size_t n, uint64_t id);
-/* May a full table sweep now? Each sweep reads every followed socket:
- * the next waits CR_NET_NAMES_SWEEP_IDLE times its CPU (a table full of
- * live names made every bind a sweep: 22 ms each at 16 384; found by a
- * probing session), and meanwhile a full table forgets its oldest. */
+/* A full table's sweep: of its n entries (`size` bytes each, the id at
+ * byte id_off; id 0: never followed, kept), those whose socket is gone
+ * are dropped, the rest kept in order; the new count (n when nothing is
+ * known gone). Each sweep reads every followed socket: the next waits
+ * CR_NET_NAMES_SWEEP_IDLE times its CPU (a table full of live names made
+ * every bind a sweep: 22 ms each at 16 384; found by a probing session),
+ * and meanwhile a full table forgets its oldest. */
 #define CR_NET_NAMES_SWEEP_IDLE 20
-bool cr_net_names_sweep_due(const struct cr_netstate *ns);
-void cr_net_names_swept(struct cr_netstate *ns, uint64_t cpu_ns);
+size_t cr_net_names_sweep(struct cr_netstate *ns, void *table, size_t n,
+			  size_t size, size_t id_off);
 /* path (len bytes) is an inner name corral bound: its absolute path. */
 bool cr_net_unix_alias(const struct cr_netstate *ns, const char *path,
 		       size_t len, char *abs, size_t abslen);

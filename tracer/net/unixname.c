@@ -79,7 +79,7 @@ static int cmp_id(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int cr_net_names_alive(struct cr_netstate *ns, uint64_t **ids, size_t *n)
+static int names_alive(struct cr_netstate *ns, uint64_t **ids, size_t *n)
 {
 	struct { uint64_t *ids; size_t n, cap; bool nomem; } c = { 0 };
 	int rc = cr_weak_each(ns->names_weak, collect, &c);
@@ -97,19 +97,35 @@ int cr_net_names_alive(struct cr_netstate *ns, uint64_t **ids, size_t *n)
 	return 0;
 }
 
-bool cr_net_names_sweep_due(const struct cr_netstate *ns)
+size_t cr_net_names_sweep(struct cr_netstate *ns, void *table, size_t n,
+			  size_t size, size_t id_off)
 {
-	return cr_now_ns() >= ns->names_sweep_next_ns;
-}
+	char *t = table;
+	size_t nids, k = 0;
+	uint64_t *ids, t0;
 
-void cr_net_names_swept(struct cr_netstate *ns, uint64_t cpu_ns)
-{
-	ns->names_sweep_next_ns = cr_now_ns() + cpu_ns * CR_NET_NAMES_SWEEP_IDLE;
-}
+	if (cr_now_ns() < ns->names_sweep_next_ns)
+		return n;
+	t0 = cr_thread_cpu_ns();
+	if (names_alive(ns, &ids, &nids) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t id;
 
-bool cr_net_name_alive(const uint64_t *ids, size_t n, uint64_t id)
-{
-	return !id || (n && bsearch(&id, ids, n, sizeof(*ids), cmp_id));
+			memcpy(&id, t + i * size + id_off, sizeof(id));
+			if (id && !(nids && bsearch(&id, ids, nids,
+						    sizeof(*ids), cmp_id)))
+				continue;	/* its socket is gone */
+			if (k != i)
+				memmove(t + k * size, t + i * size, size);
+			k++;
+		}
+		free(ids);
+	} else {
+		k = n;		/* unreadable: nothing is known gone */
+	}
+	ns->names_sweep_next_ns = cr_now_ns() + (cr_thread_cpu_ns() - t0) *
+					       CR_NET_NAMES_SWEEP_IDLE;
+	return k;
 }
 
 /*
@@ -121,24 +137,13 @@ bool cr_net_name_alive(const uint64_t *ids, size_t n, uint64_t id)
  */
 static void unames_sweep(struct cr_netstate *ns)
 {
-	size_t n, k = 0;
-	uint64_t *ids, t0;
+	size_t k = cr_net_names_sweep(ns, ns->unames, ns->nunames,
+				      sizeof(*ns->unames),
+				      offsetof(struct cr_net_uname, id));
 
-	if (!cr_net_names_sweep_due(ns))
-		return;
-	t0 = cr_thread_cpu_ns();
-	if (cr_net_names_alive(ns, &ids, &n) < 0) {
-		cr_net_names_swept(ns, cr_thread_cpu_ns() - t0);
-		return;		/* unreadable: nothing is known gone */
-	}
-	for (size_t i = 0; i < ns->nunames; i++)
-		if (cr_net_name_alive(ids, n, ns->unames[i].id))
-			ns->unames[k++] = ns->unames[i];
 	if (k < ns->nunames)
 		ns->uname_next = 0;
 	ns->nunames = k;
-	free(ids);
-	cr_net_names_swept(ns, cr_thread_cpu_ns() - t0);
 }
 
 void cr_net_unix_named(struct cr_netstate *ns, const char *inner,
