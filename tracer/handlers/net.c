@@ -2678,7 +2678,14 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		cr_sock_close(&s);
 		return v_err(EINVAL);
 	}
-	kval = (void *)(uintptr_t)n->data.args[3];	/* NULL stays NULL */
+	/* NULL stays NULL; any other pointer of the program's is never
+	 * handed to the kernel as such (it would read corral's memory
+	 * there): a copy, or corral's unreadable page. */
+	kval = n->data.args[3] ? cr_mem_unreadable() : NULL;
+	if (n->data.args[3] && !kval) {
+		cr_sock_close(&s);
+		return v_err(ENOMEM);
+	}
 	if (len && kval) {
 		val = malloc(len);
 		if (!val) {
