@@ -3144,15 +3144,14 @@ static void unmeasurable(struct cr_run *run, int rc)
  * times the last measure's CPU; 512 a tick in turn let a large memfd
  * among 3 900 others be seen once in 8 ticks: 512 MiB held 0.2 s under
  * disk=64MiB ended ok; found by a probing session), and /dev/shm with
- * them, likewise.
- * Growth there, added to the last complete figure, is only a suspicion
- * (the figure may count a file twice while it moves between a name and
- * none): past the budget, a
- * scan and a full pass measure at once, their CPU the run's, and those
- * decide. At most one such confirmation per CR_BUDGET_RESCAN_NOW_NS, and
- * after one, not before CR_BUDGET_WALK_IDLE_NEAR times its cost: a
- * program that fills and empties a memfd past its budget pays for the
- * measures and cannot hold the loop.
+ * them, likewise. Growth there, added to the last complete figure, is
+ * only a suspicion (the figure may count a file twice while it moves
+ * between a name and none): past the budget, a scan and a full pass
+ * measure at once, their CPU the run's, and those decide. At most one
+ * such confirmation per CR_BUDGET_RESCAN_NOW_NS, and after one, not
+ * before CR_BUDGET_WALK_IDLE_NEAR times its cost: a program that fills
+ * and empties a memfd past its budget pays for the measures and cannot
+ * hold the loop.
  */
 /* alloc_confirm, the next one not before CR_BUDGET_WALK_IDLE_NEAR times
  * its cost (at least CR_BUDGET_RESCAN_NOW_NS). */
