@@ -92,7 +92,9 @@ size_t cr_mem_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len)
 
 void *cr_mem_edge(size_t len)
 {
-	static char *base;
+	/* The thread's own: a value another thread put there meanwhile
+	 * would reach the kernel as this call's. */
+	static __thread char *base;
 	const size_t room = CR_MEM_EDGE_MAX;
 
 	if (len > room)

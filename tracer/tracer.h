@@ -615,7 +615,8 @@ void *cr_mem_unreadable(void);
  * buf). */
 size_t cr_mem_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* Room for len bytes of corral's that end where an unreadable page
- * begins (NULL past CR_MEM_EDGE_MAX or when it cannot be mapped): a
+ * begins, the calling thread's own, good until its next call (NULL past
+ * CR_MEM_EDGE_MAX or when it cannot be mapped): a
  * value the program could read only in part is copied there, so a call
  * corral performs reads what the program's memory held and faults where
  * the program's would. */

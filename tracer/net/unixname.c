@@ -53,9 +53,15 @@ uint64_t cr_net_name_follow(struct cr_netstate *ns, int fd)
 	return cr_weak_add(&ns->names_weak, fd, id) ? 0 : id;
 }
 
+struct ids_acc {
+	uint64_t *ids;
+	size_t n, cap;
+	bool nomem;
+};
+
 static void collect(void *arg, uint64_t data, uint64_t ino)
 {
-	struct { uint64_t *ids; size_t n, cap; bool nomem; } *c = arg;
+	struct ids_acc *c = arg;
 
 	(void)ino;
 	if (c->n == c->cap) {
@@ -81,7 +87,7 @@ static int cmp_id(const void *a, const void *b)
 
 static int names_alive(struct cr_netstate *ns, uint64_t **ids, size_t *n)
 {
-	struct { uint64_t *ids; size_t n, cap; bool nomem; } c = { 0 };
+	struct ids_acc c = { 0 };
 	int rc = cr_weak_each(ns->names_weak, collect, &c);
 
 	*ids = NULL;
