@@ -3076,12 +3076,17 @@ static void judge_disk(struct cr_run *run, bool complete)
 	/* Over with allocations charged (they may be in the pass's figure
 	 * too) or on a stale part: alloc_confirm measures again before a
 	 * breach; a stale part waits for the next confirmation allowed. */
+	if (disk > lim(run, CR_LIM_DISK) && !(b->al_pend + b->al_scan) &&
+	    stale && cr_now_ns() < b->lq_next_ns) {
+		/* Not confirmable yet: files are judged, disk at the next
+		 * confirmation allowed. */
+		if (files > lim(run, CR_LIM_FILES))
+			breach(run, CR_LIM_FILES, files);
+		return;
+	}
 	if (disk > lim(run, CR_LIM_DISK) && (b->al_pend + b->al_scan || stale)) {
-		int rc;
+		int rc = confirm_paced(run);
 
-		if (!(b->al_pend + b->al_scan) && cr_now_ns() < b->lq_next_ns)
-			return;
-		rc = confirm_paced(run);
 		if (rc < 0) {
 			unmeasurable(run, rc);
 			return;

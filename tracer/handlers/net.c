@@ -609,21 +609,13 @@ static struct cr_verdict connect_tcp(struct cr_run *run,
 				     uint16_t port)
 {
 	struct cr_netstate *ns = run->net;
-	union cr_sockaddr peer;
-	socklen_t pl = sizeof(peer);
 	const char *why;
 	int idx = family_idx(a->sa.sa_family), rc, err, up = -1;
 	uint64_t lim = run->cfg->limits.v[CR_LIM_NET_CONNECTIONS];
 	bool by_name;
 
-	/* Already connected (a program asking again after EINPROGRESS):
-	 * the kernel's answer, without counting a new connection. Asked of
-	 * the kernel on the same socket (its peer as the address, which a
-	 * connected or connecting TCP socket ignores): the first call after
-	 * a non-blocking connect completed answers 0, later ones EISCONN. */
-	if (getpeername(s->dup, &peer.sa, &pl) == 0)
-		return connect(s->dup, &peer.sa, pl) == 0 ? v_val(0) :
-		       v_err(errno);
+	/* A socket already connected never comes here: cr_h_connect asks
+	 * the kernel with the peer it has, before any address is judged. */
 	/* An IPv4-mapped destination from an IPV6_V6ONLY socket: the kernel
 	 * has no route for it, whatever corral would send it to. */
 	if (s->domain == AF_INET6 && a->sa.sa_family == AF_INET6 &&
@@ -1066,9 +1058,11 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 		if (getsockopt(s.dup, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) == 0 &&
 		    on)
 			return addr_call_done(&s, hold, v_err(EISCONN));
-		/* Connected (or a non-blocking connect that completed): the
-		 * kernel answers 0 or EISCONN without looking at the new
-		 * address, whatever its family (corral answered EINVAL or
+		/* Connected (or a non-blocking connect that completed: the
+		 * program asking again after EINPROGRESS): the kernel
+		 * answers 0 the first time, EISCONN after, without counting
+		 * a new connection or looking at the new address, whatever
+		 * its family (corral answered EINVAL or
 		 * EAFNOSUPPORT for another family's; found by a differential
 		 * probing session). Asked of the kernel with the peer it
 		 * has, as connect_tcp does: a connect there names nothing. */
