@@ -114,10 +114,10 @@ void cr_fs_fdpath(int fd, char *buf, size_t len)
 
 /* The calling thread's fd, from the table it uses (tasks.c): a thread
  * made without CLONE_FILES holds other files at the same numbers as its
- * leader. */
+ * leader. A stand-in for the O_PATH fd of a link is the link (linkfd.c). */
 int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd)
 {
-	return cr_tasks_getfd(run, tid, fd);
+	return cr_fs_linkfd_swap(run->fs, cr_tasks_getfd(run, tid, fd));
 }
 
 int cr_fs_create_refusal(const struct cr_run *run, const struct cr_fsres *res,

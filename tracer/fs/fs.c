@@ -445,6 +445,7 @@ int cr_fs_setup(struct cr_run *run)
 	run->fs = fs;
 	fs->root_fd = fs->proc_fd = fs->shm_fd = fs->shm_priv = -1;
 	fs->pty_weak = -1;
+	fs->linkfd_in = -1;
 	fs->rules.hide = c->fs_hide;
 	{
 		struct stat in;
@@ -624,6 +625,7 @@ void cr_fs_finish(struct cr_run *run)
 		close(fs->shm_fd);
 	if (fs->pty_weak >= 0)
 		close(fs->pty_weak);
+	cr_fs_linkfd_free(fs);
 	free(fs);
 	run->fs = NULL;
 }

@@ -64,6 +64,10 @@ struct cr_fsstate {
 	 * through /proc/<pid>/fd, read-only (resolve.c: pipe_link). */
 	dev_t stdin_pipe_dev;
 	ino_t stdin_pipe_ino;
+	/* Stand-ins for O_PATH fds of links (linkfd.c). */
+	struct cr_linkfd *linkfds;	/* owned */
+	size_t nlinkfds;
+	int linkfd_in;			/* owned: their inotify watches, or -1 */
 };
 
 /* A root the policy names through a symlink ("/lib" on a merged-/usr host)
@@ -281,6 +285,14 @@ void cr_fs_held_after_unlink(struct cr_run *run, struct cr_fs_keep *keep,
  * file of the set still alive, with its data and inode number. 0 or
  * -errno (the set could not be read: the caller assumes the worst). */
 int cr_weak_add(int *set, int fd, uint64_t data);
+
+/* linkfd.c: a stand-in fd for the O_PATH fd of a link (link: ours,
+ * O_PATH | O_NOFOLLOW, taken in every case), to give the program, or
+ * -errno; and, for an fd copied from the program, the link's O_PATH fd
+ * in its place if it is a stand-in (fd consumed), else fd itself. */
+int cr_fs_linkfd_make(struct cr_fsstate *fs, int link);
+int cr_fs_linkfd_swap(struct cr_fsstate *fs, int fd);
+void cr_fs_linkfd_free(struct cr_fsstate *fs);
 int cr_weak_each(int set, void (*fn)(void *arg, uint64_t data, uint64_t ino),
 		 void *arg);
 

@@ -232,7 +232,7 @@ struct cr_verdict cr_h_fchmodat2(struct cr_run *run,
 
 static struct cr_verdict chown_fd(struct cr_run *run,
 				  const struct seccomp_notif *n, const char *sys,
-				  int fd, uid_t uid, gid_t gid);
+				  int fd, uid_t uid, gid_t gid, bool at_empty);
 
 static struct cr_verdict do_chown(struct cr_run *run,
 				  const struct seccomp_notif *n, const char *sys,
@@ -251,7 +251,7 @@ static struct cr_verdict do_chown(struct cr_run *run,
 		if (empty && fd != -1000)
 			return chown_fd(run, n, sys, fd,
 					(uid_t)n->data.args[ui],
-					(gid_t)n->data.args[ui + 1]);
+					(gid_t)n->data.args[ui + 1], true);
 		/* "" of the cwd (fd -1000): resolved below, as stat does. */
 	}
 	rc = resolve_w(run, n, sys, diri, pathi, !(flags & AT_SYMLINK_NOFOLLOW),
@@ -602,6 +602,10 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 
 	if (fd < 0)
 		return CR_V_ERR(-fd);
+	if (fcntl(fd, F_GETFL) & O_PATH) {	/* a link's stand-in */
+		close(fd);
+		return CR_V_ERR(EBADF);
+	}
 	rc = fd_writable_as(run, n, e->name, fd, true);
 	if (!rc) {
 		struct stat st;
@@ -625,16 +629,22 @@ struct cr_verdict cr_h_fchmod(struct cr_run *run, const struct cr_syscall_entry 
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
 }
 
-/* fchown(fd) and fchownat(fd, "", AT_EMPTY_PATH): on our copy of the
- * task's fd (consumed). */
+/* fchown(fd) and fchownat(fd, "", AT_EMPTY_PATH) (at_empty): on our copy
+ * of the task's fd (consumed). An O_PATH fd (the stand-in of a link, which
+ * the copy is: fs/linkfd.c) is EBADF to fchown and the link to the other,
+ * as the kernel has them. */
 static struct cr_verdict chown_fd(struct cr_run *run,
 				  const struct seccomp_notif *n, const char *sys,
-				  int fd, uid_t uid, gid_t gid)
+				  int fd, uid_t uid, gid_t gid, bool at_empty)
 {
 	int rc;
 
 	if (fd < 0)
 		return CR_V_ERR(-fd);
+	if (!at_empty && (fcntl(fd, F_GETFL) & O_PATH)) {
+		close(fd);
+		return CR_V_ERR(EBADF);
+	}
 	if (uid == (uid_t)-1 && gid == (gid_t)-1 &&
 	    !(cr_fs_fd_access(run, (pid_t)n->pid, fd) & CR_FS_W) &&
 	    cr_fsrules_refusal(&run->fs->rules, CR_FS_STAT) == EACCES) {
@@ -657,7 +667,7 @@ static struct cr_verdict chown_fd(struct cr_run *run,
 	}
 	if (!rc) {
 		cr_slow_begin();
-		rc = fchown(fd, uid, gid) < 0 ? -errno : 0;
+		rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
 		cr_slow_end();
 	}
 	close(fd);
@@ -669,7 +679,7 @@ struct cr_verdict cr_h_fchown(struct cr_run *run, const struct cr_syscall_entry 
 {
 	return chown_fd(run, n, e->name,
 			cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]),
-			(uid_t)n->data.args[1], (gid_t)n->data.args[2]);
+			(uid_t)n->data.args[1], (gid_t)n->data.args[2], false);
 }
 
 /*

@@ -320,6 +320,12 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		ssize_t len = -1;
 		struct stat st;
 
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+			/* The stand-in of a link's O_PATH fd (fs/linkfd.c):
+			 * the kernel's open of a link to run it. */
+			close(fd);
+			return CR_V_ERR(ELOOP);
+		}
 		if (fd >= 0) {
 			cr_fs_fdpath(fd, p, sizeof(p));
 			len = readlink(p, path, sizeof(path) - 1);

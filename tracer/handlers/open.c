@@ -42,8 +42,37 @@ static unsigned need_for(int flags, bool exists)
 /* Our open, on exactly what was resolved. ADDFD cannot carry an O_PATH fd,
  * so an O_PATH open becomes a read-only open of the same object (a
  * directory with O_DIRECTORY): the program gets a usable fd for fstat,
- * fchdir and *at calls; an object it may not read gives EACCES, and an
- * O_PATH|O_NOFOLLOW open of a symlink gives ELOOP. See docs/policy.md. */
+ * fchdir and *at calls; an object it may not read gives EACCES. An
+ * O_PATH|O_NOFOLLOW open of a symlink gives a stand-in that the path
+ * calls take for the link (fs/linkfd.c). See docs/policy.md. */
+/* The link itself, held by corral, and a stand-in for the program. A
+ * /proc link (a magic one: an fd, cwd or exe of the run) keeps the answer
+ * glibc's fchmodat(AT_SYMLINK_NOFOLLOW) takes for "no modes on links":
+ * an fd of it would name another process's file through the stand-in. */
+static int open_link(struct cr_run *run, const struct cr_fsres *res)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	struct stat st;
+	int fd;
+
+	if (res->via_link || cr_path_within("/proc", 5, res->path, res->plen))
+		return -EOPNOTSUPP;
+	fd = (int)syscall(SYS_openat2, res->dirfd, res->name, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	/* Replaced since it was resolved: what was judged is gone. */
+	if (fstat(fd, &st) < 0 || !S_ISLNK(st.st_mode) ||
+	    st.st_ino != res->st.st_ino || st.st_dev != res->st.st_dev) {
+		close(fd);
+		return -ENOENT;
+	}
+	return cr_fs_linkfd_make(run->fs, fd);
+}
+
 static int perform(struct cr_run *run, const struct seccomp_notif *n,
 		   const struct cr_fsres *res, int flags, mode_t mode)
 {
@@ -57,11 +86,8 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	int fd;
 
 	if (of & O_PATH) {
-		/* No fd can stand for the link itself: answer as glibc's
-		 * fchmodat(AT_SYMLINK_NOFOLLOW), the main user, concludes
-		 * for a link (tar and cp -a treat it as "no modes on links"). */
 		if (res->exists && S_ISLNK(res->st.st_mode))
-			return -EOPNOTSUPP;
+			return open_link(run, res);
 		of = O_RDONLY | (res->exists && S_ISDIR(res->st.st_mode) ?
 				 O_DIRECTORY : 0);
 		/* An O_PATH open never blocks; a read-only open of a FIFO
@@ -301,6 +327,12 @@ static struct cr_verdict do_open(struct cr_run *run,
 	    ((flags & O_PATH) ||	/* which ignores the other flags */
 	     ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)))) &&
 	    !cr_path_within("/proc", 5, res.path, res.plen))
+		need = CR_FS_STAT;
+	/* An O_PATH fd of a link (its stand-in) shows what lstat and
+	 * readlink show, which is all a link holds; changes through it are
+	 * judged where they are made. */
+	if ((flags & O_PATH) && res.exists && S_ISLNK(res.st.st_mode) &&
+	    (res.acc & CR_FS_STAT))
 		need = CR_FS_STAT;
 	/* A terminal of the run opens for writing too: through its master,
 	 * so what is opened is exactly what the rules found (open_pty). */

@@ -351,6 +351,19 @@ struct cr_verdict cr_h_faccessat2(struct cr_run *run,
 	return do_access(run, n, e->name, 0, 1, (int)n->data.args[2], flags);
 }
 
+/* readlink's answer: len bytes of buf (or -1 and errno), cut to size. */
+static struct cr_verdict link_reply(const struct seccomp_notif *n, int bufi,
+				    int64_t size, const char *buf, ssize_t len)
+{
+	if (len < 0)
+		return CR_V_ERR(errno);
+	if (len > size)
+		len = size;
+	if (cr_mem_write((pid_t)n->pid, n->data.args[bufi], buf, (size_t)len))
+		return CR_V_ERR(EFAULT);
+	return CR_V_VAL(len);
+}
+
 static struct cr_verdict do_readlink(struct cr_run *run,
 				     const struct seccomp_notif *n,
 				     const char *sys, int diri, int pathi,
@@ -371,15 +384,22 @@ static struct cr_verdict do_readlink(struct cr_run *run,
 
 		/* readlinkat(fd, ""): the kernel looks at fd first (EBADF
 		 * for one not open), then answers ENOENT for anything but
-		 * a link opened with O_PATH, which corral never hands out
-		 * (docs/policy.md). Asked only on the way to ENOENT. */
+		 * a link opened with O_PATH: the stand-in corral gave for
+		 * one is that link here (fs/linkfd.c). Asked only on the
+		 * way to ENOENT. */
 		if (!cr_mem_read((pid_t)n->pid, n->data.args[pathi], &c, 1) &&
 		    !c) {
 			int fd = cr_fs_task_fd(run, (pid_t)n->pid,
 					       (int)n->data.args[diri]);
+			struct stat st;
 
 			if (fd < 0)
 				return CR_V_ERR(-fd);
+			if (fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+				len = readlinkat(fd, "", buf, sizeof(buf));
+				close(fd);
+				return link_reply(n, bufi, size, buf, len);
+			}
 			close(fd);
 		}
 	}
@@ -403,13 +423,7 @@ static struct cr_verdict do_readlink(struct cr_run *run,
 		len = readlinkat(res.dirfd, res.name, buf, sizeof(buf));
 	}
 	cr_fsres_free(&res);
-	if (len < 0)
-		return CR_V_ERR(errno);
-	if (len > size)
-		len = size;
-	if (cr_mem_write((pid_t)n->pid, n->data.args[bufi], buf, (size_t)len))
-		return CR_V_ERR(EFAULT);
-	return CR_V_VAL(len);
+	return link_reply(n, bufi, size, buf, len);
 }
 
 struct cr_verdict cr_h_readlink(struct cr_run *run,
