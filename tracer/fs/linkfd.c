@@ -27,8 +27,10 @@
  * reference to it, only an inotify watch: when the inode's last file goes,
  * the watch reports IN_IGNORED and the entry, with its link fd, is
  * dropped. At most CR_LINKFD_MAX are held at once (each keeps a link of at
- * most a page alive, unlinked or not); past that, the open answers as it
- * did before stand-ins existed (EOPNOTSUPP, docs/policy.md).
+ * most a page alive, unlinked or not); past that, or when the means fail
+ * (the user's inotify instances used up, corral out of descriptors), the
+ * open answers as it did before stand-ins existed (EOPNOTSUPP,
+ * docs/policy.md): never an errno that blames the program's own limits.
  */
 
 #define CR_LINKFD_MAX 256
@@ -81,24 +83,18 @@ int cr_fs_linkfd_make(struct cr_fsstate *fs, int link)
 		close(link);
 		return -EOPNOTSUPP;
 	}
-	if (!fs->linkfds) {
+	if (!fs->linkfds)
 		fs->linkfds = calloc(CR_LINKFD_MAX, sizeof(*fs->linkfds));
-		if (!fs->linkfds) {
-			close(link);
-			return -ENOMEM;
-		}
-	}
-	if (fs->linkfd_in < 0) {
+	if (fs->linkfd_in < 0)
 		fs->linkfd_in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-		if (fs->linkfd_in < 0) {
-			close(link);
-			return -errno;
-		}
+	if (!fs->linkfds || fs->linkfd_in < 0) {
+		close(link);
+		return -EOPNOTSUPP;
 	}
 	m = memfd_create("corral-link", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (m < 0) {
 		close(link);
-		return -errno;
+		return -EOPNOTSUPP;
 	}
 	/* Empty for good: the stand-in can never hold a byte. */
 	if (fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
@@ -119,15 +115,11 @@ int cr_fs_linkfd_make(struct cr_fsstate *fs, int link)
 	e->link = link;
 	return fd;
 fail:
-	{
-		int err = errno;
-
-		if (fd >= 0)
-			close(fd);
-		close(m);
-		close(link);
-		return -err;
-	}
+	if (fd >= 0)
+		close(fd);
+	close(m);
+	close(link);
+	return -EOPNOTSUPP;
 }
 
 int cr_fs_linkfd_swap(struct cr_fsstate *fs, int fd)
