@@ -1584,3 +1584,66 @@ def errno_parity_signal_targets_and_socket_types(t):
                  "setpriority pgrp absent": "ESRCH",
                  "tkill zombie 65": "EINVAL",
                  "kill group absent 65": "ESRCH"})
+
+
+ARGS_BEFORE_OBJECTS = r'''
+import struct
+# memfd_create: the flags before the name is read.
+t("memfd null badflag", lambda: sysc(319, None, 0x40000000))
+# inotify_add_watch: the mask, the instance, then the path (as a
+# directory for IN_ONLYDIR), then corral's refusal of devices.
+ino = os.open(".", os.O_RDONLY)
+i = libc.inotify_init1(0)
+t("inotify closed missing", lambda: sysc(254, 777, b"nothere", 2))
+t("inotify file missing", lambda: sysc(254, ino, b"nothere", 2))
+t("inotify devnull onlydir", lambda: sysc(254, i, b"/dev/null", 2 | 0x01000000))
+t("inotify file onlydir", lambda: sysc(254, i, b".probe.py", 2 | 0x01000000))
+# utimensat: any time given but "both now" is the owner's to set (EPERM),
+# UTIME_OMIT beside UTIME_NOW too.
+NOW, OMIT = (1 << 30) - 1, (1 << 30) - 2
+ts = struct.pack("=qqqq", 0, NOW, 0, OMIT)
+t("utimensat now-omit notmine", lambda: sysc(280, -100, b"/usr/lib/os-release", ts, 0))
+t("utimensat now-now notmine", lambda: sysc(280, -100, b"/usr/lib/os-release",
+                                            struct.pack("=qqqq", 0, NOW, 0, NOW), 0))
+# sendfile: the output's EBADF before the input's seeking, an appending
+# output before a zero count, a directory read for nothing, /dev/zero.
+p = os.pipe()
+os.write(p[1], b"xyz")
+with open("g", "w"):
+    pass
+gro, gapp = os.open("g", os.O_RDONLY), os.open("g", os.O_WRONLY | os.O_APPEND)
+gw = os.open("g", os.O_WRONLY)
+h, z = os.open("/etc/hostname", os.O_RDONLY), os.open("/dev/zero", os.O_RDONLY)
+t("sendfile out-ro in-pipe", lambda: sysc(40, gro, p[0], None, 1))
+t("sendfile out-closed in-pipe", lambda: sysc(40, 777, p[0], None, 1))
+t("sendfile out-append count0", lambda: sysc(40, gapp, h, None, 0))
+t("sendfile in-pipe count0", lambda: sysc(40, gw, p[0], None, 0))
+t("sendfile in-dir count0", lambda: sysc(40, gw, ino, None, 0))
+t("sendfile in-dir count5", lambda: sysc(40, gw, ino, None, 5))
+print("sendfile in-zero", libc.syscall(40, gw, z, None, 5))
+'''
+
+
+@test
+def errno_parity_arguments_before_objects(t):
+    """The kernel judges a call's own arguments before the objects they
+    name, and corral answers in its order: memfd_create's flags before its
+    name (was EFAULT), inotify's instance and IN_ONLYDIR before a device's
+    refusal (was EACCES), utimensat's {NOW, OMIT} as an owner's change
+    (EPERM, was EACCES), sendfile's output before the input's seeking
+    (EBADF, was EINVAL) and an appending output before a zero count;
+    sendfile reads /dev/zero (was EINVAL). Found by a differential
+    probing session."""
+    parity(t, ARGS_BEFORE_OBJECTS, name="argsfirst",
+           want={"memfd null badflag": "EINVAL",
+                 "inotify closed missing": "EBADF",
+                 "inotify file missing": "EINVAL",
+                 "inotify devnull onlydir": "ENOTDIR",
+                 "utimensat now-omit notmine": "EPERM",
+                 "utimensat now-now notmine": "EACCES",
+                 "sendfile out-ro in-pipe": "EBADF",
+                 "sendfile out-closed in-pipe": "EBADF",
+                 "sendfile out-append count0": "EINVAL",
+                 "sendfile in-pipe count0": "EINVAL",
+                 "sendfile in-dir count0": "ok",
+                 "sendfile in-zero": "5"})

@@ -27,6 +27,14 @@ CR_HANDLER(cr_h_memfd_create)
 	struct cr_verdict v;
 
 	rc = cr_mem_read_str((pid_t)n->pid, n->data.args[0], name, sizeof(name));
+	if (rc == -EFAULT) {
+		/* The kernel judges the flags before it reads the name: a
+		 * memfd of ours with them says which comes first. */
+		mfd = memfd_create("", flags | MFD_CLOEXEC);
+		if (mfd < 0)
+			return CR_V_ERR(errno);
+		close(mfd);
+	}
 	if (rc == -ENAMETOOLONG)
 		return CR_V_ERR(EINVAL);
 	if (rc)

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -63,6 +64,14 @@ static bool special_fs(int fd)
 		if ((long)sf.f_type == magic[i])
 			return true;
 	return false;
+}
+
+/* /dev/zero, /dev/random, /dev/urandom: read without ever waiting. */
+static bool memory_device(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 &&
+	       (minor(st->st_rdev) == 5 || minor(st->st_rdev) == 8 ||
+		minor(st->st_rdev) == 9);
 }
 
 /* The direct I/O alignment of fd's file (STATX_DIOALIGN, Linux 6.1+). */
@@ -273,6 +282,7 @@ CR_HANDLER(cr_h_sendfile)
 	uint64_t ptr = n->data.args[2];
 	size_t count = (size_t)n->data.args[3];
 	int in = -1, out = -1, type = 0;
+	bool seekable;
 	socklen_t tl = sizeof(type);
 	struct stat ist, ost;
 	struct cr_verdict v;
@@ -299,8 +309,11 @@ CR_HANDLER(cr_h_sendfile)
 		v = CR_V_ERR(ESPIPE);
 		goto out;
 	}
+	/* The input's f_pos: 0 for what has no offset (a pipe), as the
+	 * kernel reads it, which judges seeking later. */
+	seekable = lseek(in, 0, SEEK_CUR) >= 0;
 	if (!ptr)
-		pos = lseek(in, 0, SEEK_CUR);
+		pos = seekable ? lseek(in, 0, SEEK_CUR) : 0;
 	/* rw_verify_area: a count with its sign bit set, a negative
 	 * offset, an end past the largest offset. */
 	if ((ssize_t)count < 0 || pos < 0 ||
@@ -315,8 +328,26 @@ CR_HANDLER(cr_h_sendfile)
 		v = CR_V_ERR(EBADF);
 		goto out;
 	}
-	/* splice_direct_to_actor's own check, before either side works. */
-	if ((!S_ISREG(ist.st_mode) && !S_ISBLK(ist.st_mode)) || special_fs(in)) {
+	/* do_splice_direct: an appending output (a pipe is spliced into
+	 * otherwise, and corral does not: EINVAL below). Then
+	 * splice_direct_to_actor: an input that cannot seek, then nothing
+	 * to do, then an input without splice_read. corral reads only files,
+	 * block devices and the memory devices that never block (/dev/zero,
+	 * /dev/random, /dev/urandom): a terminal would stall the supervisor. */
+	if (!S_ISFIFO(ost.st_mode) && (fcntl(out, F_GETFL) & O_APPEND)) {
+		v = CR_V_ERR(EINVAL);
+		goto out;
+	}
+	if (S_ISFIFO(ost.st_mode) || !seekable) {
+		v = CR_V_ERR(EINVAL);
+		goto out;
+	}
+	if (!count) {
+		v = CR_V_VAL(0);
+		goto out;
+	}
+	if ((!S_ISREG(ist.st_mode) && !S_ISBLK(ist.st_mode) &&
+	     !memory_device(&ist)) || special_fs(in)) {
 		v = CR_V_ERR(EINVAL);
 		goto out;
 	}
@@ -329,10 +360,6 @@ CR_HANDLER(cr_h_sendfile)
 	} else if (S_ISSOCK(ost.st_mode) && run->net &&
 		   getsockopt(out, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
 		   type == SOCK_STREAM) {
-		if (fcntl(out, F_GETFL) & O_APPEND) {
-			v = CR_V_ERR(EINVAL);
-			goto out;
-		}
 		v = to_socket(run, n, &in, &out, pos, count);
 	} else {
 		v = CR_V_ERR(EINVAL);

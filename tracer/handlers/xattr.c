@@ -392,13 +392,35 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 		      IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK |
 		      IN_MASK_CREATE | IN_MASK_ADD | IN_ISDIR | IN_ONESHOT)))
 		return CR_V_ERR(EINVAL);
+	/* Then the instance (EBADF, EINVAL for another file), then the
+	 * path, looked up as a directory for IN_ONLYDIR. */
+	ifd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	if (ifd < 0)
+		return CR_V_ERR(-ifd);
+	{
+		char what[32];
+		ssize_t l;
+
+		cr_fs_fdpath(ifd, p, sizeof(p));
+		l = readlink(p, what, sizeof(what) - 1);
+		if (l != 18 || memcmp(what, "anon_inode:inotify", 18)) {
+			close(ifd);
+			return CR_V_ERR(EINVAL);
+		}
+	}
 	rc = cr_fs_arg(run, n, e->name, -1, 1,
 		       mask & IN_DONT_FOLLOW ? 0 : CR_RES_FOLLOW, CR_FS_R, &res);
-	if (rc)
-		return CR_V_ERR(-rc);
-	if (!res.exists) {
+	if (!rc && !res.exists) {
 		cr_fsres_free(&res);
-		return CR_V_ERR(ENOENT);
+		rc = -ENOENT;
+	}
+	if (!rc && (mask & IN_ONLYDIR) && !S_ISDIR(res.st.st_mode)) {
+		cr_fsres_free(&res);
+		rc = -ENOTDIR;
+	}
+	if (rc) {
+		close(ifd);
+		return CR_V_ERR(-rc);
 	}
 	/* A watch on /dev/pts would report the user's other terminals as
 	 * they are made and used (names, timing): refused. */
@@ -406,11 +428,13 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 		res.refused = true;
 		cr_fs_deny(run, n, e->name, &res, "watching terminals is refused");
 		cr_fsres_free(&res);
+		close(ifd);
 		return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res.acc));
 	}
 	fd = cr_fs_opath(&res, false);
 	if (fd < 0) {
 		cr_fsres_free(&res);
+		close(ifd);
 		return CR_V_ERR(-fd);
 	}
 	/* A device node (/dev/null, /dev/urandom, a terminal) is a meeting
@@ -427,16 +451,12 @@ struct cr_verdict cr_h_inotify_add_watch(struct cr_run *run,
 			cr_fs_deny(run, n, e->name, &res,
 				   "watching a device is refused");
 			cr_fsres_free(&res);
+			close(ifd);
 			return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules,
 							   res.acc));
 		}
 	}
 	cr_fsres_free(&res);
-	ifd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
-	if (ifd < 0) {
-		close(fd);
-		return CR_V_ERR(-ifd);
-	}
 	rc = cr_budget_watch_room(run);
 	if (rc && !(mask & IN_MASK_CREATE)) {
 		/* A change of a watch, as the kernel allows at its limit.
