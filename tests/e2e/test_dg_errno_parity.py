@@ -1647,3 +1647,53 @@ def errno_parity_arguments_before_objects(t):
                  "sendfile in-pipe count0": "EINVAL",
                  "sendfile in-dir count0": "ok",
                  "sendfile in-zero": "5"})
+
+
+XATTR_ORDER = r'''
+c = ctypes.c_char_p
+def lc(fn, *a):
+    r = fn(*a)
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+ro = os.open("/usr/lib/os-release", os.O_RDONLY)
+t("fsetxattr closed badflag", lambda: lc(libc.fsetxattr, -1, b"user.n", b"v", 1, 4))
+t("fgetxattr closed empty", lambda: lc(libc.fgetxattr, -1, b"", None, 0))
+t("fsetxattr ro badflag", lambda: lc(libc.fsetxattr, ro, b"user.n", b"v", 1, 4))
+t("fsetxattr ro empty", lambda: lc(libc.fsetxattr, ro, b"", b"v", 1, 0))
+t("fsetxattr ro trusted", lambda: lc(libc.fsetxattr, ro, b"trusted.n", b"v", 1, 0))
+t("fsetxattr ro bad-acl", lambda: lc(libc.fsetxattr, ro, b"system.posix_acl_access", b"abc", 3, 0))
+t("setxattr ro bad-acl", lambda: os.setxattr("/usr/lib/os-release", "system.posix_acl_access", b"abc"))
+t("removexattr ro security", lambda: os.removexattr("/usr/lib/os-release", "security.t"))
+t("removexattr ro default-acl", lambda: os.removexattr("/etc/hostname", "system.posix_acl_default"))
+t("setxattr root badns", lambda: os.setxattr("/", "bad.n", b"v"))
+t("setxattr tmp badns", lambda: os.setxattr("/tmp", "bad.n", b"v"))
+t("getxattr root user.", lambda: os.getxattr("/", "user."))
+t("getxattr root badns", lambda: os.getxattr("/", "bad.t"))
+t("getxattr root user.x", lambda: os.getxattr("/", "user.x"))
+'''
+
+
+@test
+def errno_parity_xattr_names_and_values_first(t):
+    """An attribute call answers its name, value and namespace where the
+    kernel does, before write access or corral's refusal: a bad flag or an
+    empty name before the fd (was EBADF), an ACL it cannot parse (EINVAL),
+    trusted.* and security.* (EPERM), a namespace no handler takes
+    (EOPNOTSUPP, for a change where write is permitted), a default ACL removed from a file (a no-op, 0), all
+    were EACCES or ENODATA on an object outside the writable roots. Found
+    by a differential probing session."""
+    parity(t, XATTR_ORDER, name="xattrorder",
+           want={"fsetxattr closed badflag": "EINVAL",
+                 "fgetxattr closed empty": "ERANGE",
+                 "fsetxattr ro trusted": "EPERM",
+                 "fsetxattr ro bad-acl": "EINVAL",
+                 "setxattr ro bad-acl": "EINVAL",
+                 "removexattr ro security": "EPERM",
+                 "removexattr ro default-acl": "ok",
+                 "setxattr root badns": "EACCES",
+                 "setxattr tmp badns": "ENOTSUP",
+                 "getxattr root user.": "EINVAL",
+                 "getxattr root badns": "ENOTSUP",
+                 "getxattr root user.x": "ENODATA"})

@@ -92,21 +92,91 @@ static int tmpfs_room(struct cr_run *run, const struct seccomp_notif *n,
  * Values the kernel parses before it asks for permission are judged
  * first: an ACL that is not a header and whole entries, and a file
  * capability of the wrong size or revision, are EINVAL. */
+static bool acl_name(const char *name)
+{
+	return !strcmp(name, "system.posix_acl_access") ||
+	       !strcmp(name, "system.posix_acl_default");
+}
+
+/* A value the kernel parses before it asks for permission and cannot
+ * parse: an ACL that is not a version-2 header and whole entries, a file
+ * capability of the wrong size or revision. */
+static bool value_invalid(const char *name, const unsigned char *val,
+			  size_t size)
+{
+	if (acl_name(name))
+		return size < 4 || (size - 4) % 8 || val[0] != 2 || val[1] ||
+		       val[2] || val[3];
+	if (!strcmp(name, "security.capability")) {
+		unsigned rev = size >= 4 ? (unsigned)val[3] : 0;
+
+		return !((size == 12 && rev == 1) || (size == 20 && rev == 2) ||
+			 (size == 24 && rev == 3));
+	}
+	return false;
+}
+
+static bool known_namespace(const char *name)
+{
+	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
+	       !strncmp(name, "security.", 9) || acl_name(name);
+}
+
+/* A change of a file's or directory's attribute, answered by the kernel
+ * before it asks for write access: an unparsable value (EINVAL),
+ * trusted.* without CAP_SYS_ADMIN and user.* on anything but a file or a
+ * directory (EPERM); -1 for a no-op it allows (a default ACL removed
+ * from what is no directory); else 0. */
+static int change_first(const char *name, enum xop op,
+			const unsigned char *val, size_t size, mode_t mode)
+{
+	if (op == X_SET && value_invalid(name, val, size))
+		return EINVAL;
+	if (op == X_REMOVE && !strcmp(name, "system.posix_acl_default") &&
+	    !S_ISDIR(mode))
+		return -1;
+	if (!strncmp(name, "trusted.", 8) ||
+	    (!strncmp(name, "user.", 5) && !S_ISREG(mode) && !S_ISDIR(mode)))
+		return EPERM;
+	return 0;
+}
+
+/* A read of an attribute an object is shown without: what the kernel
+ * answers by the name alone (a namespace no handler takes, a prefix with
+ * nothing after it), else "none" (ENODATA). */
+static int read_first(const char *name)
+{
+	if (!strcmp(name, "user.") || !strcmp(name, "security."))
+		return EINVAL;
+	if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
+	    strncmp(name, "security.", 9) && !acl_name(name))
+		return EOPNOTSUPP;
+	return ENODATA;
+}
+
+/* The refusal of a change outside the writable roots, where the kernel
+ * would answer whatever the roots say: security.* is the capability
+ * hook's EPERM to a run; a namespace no handler takes is EOPNOTSUPP once
+ * write permission is granted (the object at dfd/nm, AT_EMPTY_PATH for
+ * an fd). */
+static int change_refusal(struct cr_run *run, const char *name, unsigned acc,
+			  int dfd, const char *nm)
+{
+	if (!strncmp(name, "security.", 9))
+		return EPERM;
+	if (!known_namespace(name) &&
+	    faccessat(dfd, nm, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW |
+		      (*nm ? 0 : AT_EMPTY_PATH)) == 0)
+		return EOPNOTSUPP;
+	return cr_fsrules_refusal(&run->fs->rules, acc);
+}
+
 static struct cr_verdict link_answer(const char *name, enum xop op,
 				     const unsigned char *val, size_t size,
 				     bool procfs)
 {
-	if (op == X_SET && (!strcmp(name, "system.posix_acl_access") ||
-			    !strcmp(name, "system.posix_acl_default")) &&
-	    (size < 4 || (size - 4) % 8))
+	if (op == X_SET && value_invalid(name, val, size))
 		return CR_V_ERR(EINVAL);
-	if (op == X_SET && !strcmp(name, "security.capability")) {
-		unsigned rev = size >= 4 ? (unsigned)val[3] : 0;
-
-		if (!((size == 12 && rev == 1) || (size == 20 && rev == 2) ||
-		      (size == 24 && rev == 3)))
-			return CR_V_ERR(EINVAL);
-	}
 	if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
 	    (strncmp(name, "security.", 9) || (procfs && op == X_GET)))
 		return CR_V_ERR(EOPNOTSUPP);
@@ -203,21 +273,20 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 	 * only on files and directories. Then the roots say (EACCES came
 	 * first in a read root, found by a probing session). */
 	if (op == X_SET || op == X_REMOVE) {
-		int e = !strncmp(name, "trusted.", 8) ||
-			(!strncmp(name, "user.", 5) &&
-			 !S_ISREG(res.st.st_mode) && !S_ISDIR(res.st.st_mode)) ?
-			EPERM : 0;
+		int e = change_first(name, op, (const unsigned char *)buf, size,
+				     res.st.st_mode);
 
 		if (!e && (res.acc & CR_FS_W) != CR_FS_W) {
 			res.refused = true;
 			cr_fs_deny(run, n, sys, &res,
 				   "write outside the writable roots");
-			e = cr_fsrules_refusal(&run->fs->rules, res.acc);
+			e = change_refusal(run, name, res.acc, res.dirfd,
+					   res.name);
 		}
 		if (e) {
 			free(buf);
 			cr_fsres_free(&res);
-			return CR_V_ERR(e);
+			return e < 0 ? CR_V_VAL(0) : CR_V_ERR(e);
 		}
 	}
 	if ((res.acc & need[op]) != need[op]) {
@@ -226,7 +295,7 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 			   "attributes of an ancestor of a root are not shown");
 		free(buf);
 		cr_fsres_free(&res);
-		return op == X_LIST ? CR_V_VAL(0) : CR_V_ERR(ENODATA);
+		return op == X_LIST ? CR_V_VAL(0) : CR_V_ERR(read_first(name));
 	}
 	fd = cr_fs_opath(&res, false);
 	cr_fsres_free(&res);
@@ -520,14 +589,30 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 {
 	char name[XATTR_NAME_MAX + 1];
 	size_t size = set ? (size_t)n->data.args[3] : 0;
-	char *buf = NULL;
+	cr_autofree char *buf = NULL;
+	struct stat st;
 	int rc, fd;
 
+	/* The kernel's order, as for the path forms: a set's flags, the
+	 * name, a set's value, then the fd, then what the name and value
+	 * are answered before write access (change_first). */
+	if (set && (n->data.args[4] & ~(uint64_t)(XATTR_CREATE | XATTR_REPLACE)))
+		return CR_V_ERR(EINVAL);
 	rc = cr_mem_read_str((pid_t)n->pid, n->data.args[1], name, sizeof(name));
 	if (rc)
 		return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
+	if (!name[0])
+		return CR_V_ERR(ERANGE);
 	if (size > CR_XATTR_MAX)
 		return CR_V_ERR(E2BIG);
+	if (size) {
+		buf = malloc(size);
+		if (!buf)
+			return CR_V_ERR(ENOMEM);
+		if (cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size) ||
+		    !cr_notif_valid(run, n->id))
+			return CR_V_ERR(EFAULT);
+	}
 	if (corral_name(name)) {
 		cr_deny(run, (pid_t)n->pid, sys, name, "fs",
 			"corral's own attributes may not be changed");
@@ -536,30 +621,39 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	if (fd < 0)
 		return CR_V_ERR(-fd);
-	rc = cr_fs_fd_writable(run, n, sys, fd);
-	if (!rc) {
-		struct stat st;
-
-		rc = fstat(fd, &st) < 0 ? -errno :
-		     cr_fs_top_xattr(run, n, sys, NULL, fd, &st, name);
+	if (fcntl(fd, F_GETFL) & O_PATH) {	/* a link's stand-in: linkfd.c */
+		close(fd);
+		return CR_V_ERR(EBADF);
 	}
+	rc = fstat(fd, &st) < 0 ? -errno :
+	     -change_first(name, set ? X_SET : X_REMOVE,
+			   (const unsigned char *)buf, size, st.st_mode);
+	if (rc == 1) {		/* a no-op the kernel allows */
+		close(fd);
+		return CR_V_VAL(0);
+	}
+	if (!rc) {
+		unsigned acc = cr_fs_fd_access(run, (pid_t)n->pid, fd);
+
+		if (!(acc & CR_FS_W)) {
+			int e = change_refusal(run, name, acc, fd, "");
+
+			if (e == EPERM || e == EOPNOTSUPP)
+				rc = -e;
+		}
+	}
+	if (!rc)
+		rc = cr_fs_fd_writable(run, n, sys, fd);
+	if (!rc)
+		rc = cr_fs_top_xattr(run, n, sys, NULL, fd, &st, name);
 	if (!rc && set)
 		rc = tmpfs_room(run, n, sys, fd, name, size);
-	if (!rc && size) {
-		buf = malloc(size);
-		if (!buf)
-			rc = -ENOMEM;
-		else if (cr_mem_read((pid_t)n->pid, n->data.args[2], buf, size) ||
-			 !cr_notif_valid(run, n->id))
-			rc = -EFAULT;
-	}
 	if (!rc) {
 		cr_slow_begin();
 		rc = (set ? fsetxattr(fd, name, buf, size, (int)n->data.args[4]) :
 			    fremovexattr(fd, name)) < 0 ? -errno : 0;
 		cr_slow_end();
 	}
-	free(buf);
 	close(fd);
 	return rc ? CR_V_ERR(-rc) : CR_V_VAL(0);
 }
@@ -584,6 +678,8 @@ static struct cr_verdict do_fxattr_read(struct cr_run *run,
 				     sizeof(name));
 		if (rc)
 			return CR_V_ERR(rc == -ENAMETOOLONG ? ERANGE : EFAULT);
+		if (!name[0])
+			return CR_V_ERR(ERANGE);
 	}
 	if (size > CR_XATTR_MAX)
 		size = CR_XATTR_MAX;
@@ -603,7 +699,7 @@ static struct cr_verdict do_fxattr_read(struct cr_run *run,
 		close(fd);
 		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
 			"attributes of an ancestor of a root are not shown");
-		return list ? CR_V_VAL(0) : CR_V_ERR(ENODATA);
+		return list ? CR_V_VAL(0) : CR_V_ERR(read_first(name));
 	}
 	if (size && !(buf = malloc(size))) {
 		close(fd);
