@@ -39,12 +39,6 @@ static unsigned need_for(int flags, bool exists)
 	return need;
 }
 
-/* Our open, on exactly what was resolved. ADDFD cannot carry an O_PATH fd,
- * so an O_PATH open becomes a read-only open of the same object (a
- * directory with O_DIRECTORY): the program gets a usable fd for fstat,
- * fchdir and *at calls; an object it may not read gives EACCES. An
- * O_PATH|O_NOFOLLOW open of a symlink gives a stand-in that the path
- * calls take for the link (fs/linkfd.c). See docs/policy.md. */
 /* The link itself, held by corral, and a stand-in for the program. A
  * /proc link (a magic one: an fd, cwd or exe of the run) keeps the answer
  * glibc's fchmodat(AT_SYMLINK_NOFOLLOW) takes for "no modes on links":
@@ -76,6 +70,12 @@ static int open_link(struct cr_run *run, const struct cr_fsres *res)
 	return cr_fs_linkfd_make(run->fs, fd);
 }
 
+/* Our open, on exactly what was resolved. ADDFD cannot carry an O_PATH fd,
+ * so an O_PATH open becomes a read-only open of the same object (a
+ * directory with O_DIRECTORY): the program gets a usable fd for fstat,
+ * fchdir and *at calls; an object it may not read gives EACCES. An
+ * O_PATH|O_NOFOLLOW open of a symlink gives a stand-in that the path
+ * calls take for the link (fs/linkfd.c). See docs/policy.md. */
 static int perform(struct cr_run *run, const struct seccomp_notif *n,
 		   const struct cr_fsres *res, int flags, mode_t mode)
 {
