@@ -167,7 +167,7 @@ static const char *const default_refuse[] = {
 
 static const struct cr_profile profile_default = {
 	.name = "default",
-	.version = "2026-12-05.1",
+	.version = "2026-12-05.2",
 	.allow = default_allow,
 	.refuse = default_refuse,
 };

@@ -1697,3 +1697,40 @@ def errno_parity_xattr_names_and_values_first(t):
                  "getxattr root user.": "EINVAL",
                  "getxattr root badns": "ENOTSUP",
                  "getxattr root user.x": "ENODATA"})
+
+
+PTRACE_ORDER = r"""
+import signal, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(30)
+    os._exit(0)
+L = ctypes.c_long   # whole registers: syscall() reads longs
+t("ptrace peekdata child", lambda: sysc(L(101), L(2), L(pid), L(0), L(0)))
+t("ptrace getregs child", lambda: sysc(L(101), L(12), L(pid), L(0),
+                                       ctypes.create_string_buffer(512)))
+t("ptrace cont child", lambda: sysc(L(101), L(7), L(pid), L(0), L(0)))
+t("ptrace unknown child", lambda: sysc(L(101), L(0x9999), L(pid), L(0), L(0)))
+t("ptrace attach absent", lambda: sysc(L(101), L(16), L(4194000), L(0), L(0)))
+t("ptrace seize child addr", lambda: sysc(L(101), L(0x4206), L(pid), L(1), L(0)))
+t("ptrace seize child badopt", lambda: sysc(L(101), L(0x4206), L(pid), L(0),
+                                            L(1 << 30)))
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+"""
+
+
+@test
+def errno_parity_ptrace_requests_answer_as_for_a_traced_process(t):
+    """Every process of a run is traced, so the kernel refuses it every
+    request: ESRCH for a request on a process it does not trace (its own
+    child) and for one that is not there, EIO for a seize's own
+    arguments; corral answered EPERM to all (strace -f inside a run
+    printed errors it does not print under a native tracer; found by a
+    compatibility probing session). TRACEME stays EPERM, recorded."""
+    parity(t, PTRACE_ORDER, name="ptrace",
+           want={"ptrace peekdata child": "ESRCH",
+                 "ptrace unknown child": "ESRCH",
+                 "ptrace attach absent": "ESRCH",
+                 "ptrace seize child addr": "EIO",
+                 "ptrace seize child badopt": "EIO"})

@@ -234,6 +234,7 @@ CR_HANDLER(cr_h_peer_pidfd);
 CR_HANDLER(cr_h_pidfd_ioctl);
 /* personality.c */
 CR_HANDLER(cr_h_personality);
+CR_HANDLER(cr_h_ptrace);
 /* net.c: a duplicate of a program socket and what it is, shared with
  * loopback.c */
 union cr_sockaddr;

@@ -1,6 +1,8 @@
 /* tracer/handlers/refuse.c: ptrace, bpf, keyrings, modules, mounts,
  * namespaces, clocks, io_uring... every call the profile refuses outright. */
 #include <errno.h>
+#include <stdio.h>
+#include <sys/ptrace.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -85,4 +87,36 @@ struct cr_verdict cr_h_refuse_kind(struct cr_run *run,
 		return (struct cr_verdict){ .kind = CR_V_ERRNO,
 					    .error = r ? EBADF : ENOTTY };
 	return cr_h_refuse(run, e, n);
+}
+
+/* ptrace: the whole tree is corral's tracee, so the kernel itself would
+ * refuse the program every tracing request: PTRACE_TRACEME (already
+ * traced) and an attach to a task of the run (EPERM; a seize's own
+ * argument errors first), and ESRCH for any other request (nobody is the
+ * program's tracee). A process outside the run looks absent (ESRCH), as
+ * to kill(); an attach to one is recorded all the same, as the reach it
+ * is. Registers and the task table only. */
+CR_HANDLER(cr_h_ptrace)
+{
+	long req = (long)n->data.args[0];
+	pid_t pid = (pid_t)n->data.args[1];
+	char target[32];
+
+	if (req != PTRACE_TRACEME && req != PTRACE_ATTACH &&
+	    req != PTRACE_SEIZE)
+		return CR_V_ERR(ESRCH);
+	if (req == PTRACE_TRACEME || (pid > 0 && cr_tasks_ours(&run->tasks, pid))) {
+		/* ptrace_attach: a seize's address, then its options (an
+		 * unknown one is EIO there, unlike PTRACE_SETOPTIONS). */
+		if (req == PTRACE_SEIZE &&
+		    (n->data.args[2] || (n->data.args[3] & ~(uint64_t)0x003000ff)))
+			return CR_V_ERR(EIO);
+		return cr_h_refuse(run, e, n);
+	}
+	if (pid > 0 && !cr_tasks_was_ours(&run->tasks, pid)) {
+		snprintf(target, sizeof(target), "pid %d", (int)pid);
+		cr_deny(run, (pid_t)n->pid, e->name, target, "syscall",
+			"tracing is refused");
+	}
+	return CR_V_ERR(ESRCH);
 }
