@@ -42,6 +42,11 @@
 #define CR_BUDGET_MAX_ROOTS 32
 /* /proc descriptors kept open across ticks (two per task at most). */
 #define CR_BUDGET_FD_CACHE 512
+/* Live tasks past which each tick first asks every process's own CPU
+ * total (budget.c: cpu_quick_breach). */
+#define CR_BUDGET_QUICK_CPU_TASKS 64
+/* ...and then reads this many threads' own CPU a tick, in turn. */
+#define CR_BUDGET_CPU_READS 256
 /* Open unlinked files and pipes told apart per fd scan (past that,
  * counted each time met): a hash set that grows to this many entries
  * (16 bytes each), from CR_BUDGET_SEEN_MIN. */

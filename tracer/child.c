@@ -289,7 +289,9 @@ CR_CHILD_CODE void cr_child_main(struct cr_child_args *a)
 	 * program's by hand to what it creates). */
 	CR_RAW1(SYS_umask, a->umask);
 	/* No core dumps (they would write the program's memory into its
-	 * cwd), and the budgets' per-process backstops. */
+	 * cwd), no nice value below the one it starts with (tasks.c may
+	 * lower the tree's priority for good), and the budgets' per-process
+	 * backstops. */
 	for (size_t i = 0; i < a->nrlim; i++)
 		if ((rc = CR_RAW4(SYS_prlimit64, 0, a->rlim[i].resource,
 				  &a->rlim[i].lim, 0)) < 0)

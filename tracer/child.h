@@ -30,10 +30,11 @@ struct cr_child_msg {
 	unsigned flags;	/* the seccomp filter flags the kernel took */
 };
 
-/* RLIMIT_CORE, the caller's RLIMIT_NOFILE and the budgets' backstops
- * (tracer/budget.c). */
+/* RLIMIT_CORE, RLIMIT_NICE, the caller's RLIMIT_NOFILE and the budgets'
+ * backstops (tracer/budget.c). */
 #define CR_BUDGET_RLIMITS 4
-#define CR_CHILD_RLIMITS (2 + CR_BUDGET_RLIMITS)
+#define CR_CHILD_RLIMITS (3 + CR_BUDGET_RLIMITS)
+
 struct cr_child_rlimit {
 	int resource;
 	struct rlimit lim;

@@ -492,6 +492,11 @@ static void purge_group(struct cr_tasks *t, pid_t tgid)
 	} while (n == CR_ARRAY_SIZE(stale));
 }
 
+/* Each process first, through its own pidfd: SIGKILL takes its whole
+ * group at once. A thread of a group so signalled needs no signal of its
+ * own; any other is signalled alone (each such one costs a pidfd and a
+ * /proc read: for 2 000 threads, half a second of a supervisor the tree
+ * starved, while they ran on; found by a probing session). */
 size_t cr_tasks_kill_all(struct cr_run *run)
 {
 	struct cr_tasks *t = &run->tasks;
@@ -499,9 +504,24 @@ size_t cr_tasks_kill_all(struct cr_run *run)
 
 	run->killing = true;
 	for (size_t i = 0; i < t->cap; i++) {
-		if (!t->slots[i].tid)
+		struct cr_task *s = &t->slots[i];
+
+		if (s->tid && s->leader && s->pidfd >= 0) {
+			cr_task_kill(run, s);
+			n++;
+		}
+	}
+	for (size_t i = 0; i < t->cap; i++) {
+		struct cr_task *s = &t->slots[i], *l;
+		pid_t tgid;
+
+		if (!s->tid || (s->leader && s->pidfd >= 0))
 			continue;
-		cr_task_kill(run, &t->slots[i]);
+		tgid = cr_tasks_tgid(t, s->tid);
+		l = tgid && tgid != s->tid ? cr_tasks_find(t, tgid) : NULL;
+		if (l && l->leader && l->pidfd >= 0)
+			continue;
+		cr_task_kill(run, s);
 		n++;
 	}
 	return n;
@@ -593,6 +613,42 @@ static enum ev classify(const struct cr_task *t, int status)
 	}
 }
 
+/*
+ * A tree of many runnable threads at the supervisor's own priority starves
+ * it: 2 000 spinning threads gave it one slice in thousands, each budget
+ * tick then took seconds, and the wall and cpu budgets fired tens of
+ * seconds late (found by a probing session). Past CR_TASKS_RENICE_AT live
+ * tasks, every task of the run is set to the lowest priority (nice 19),
+ * and so is every task made after; RLIMIT_NICE 0, set at spawn, keeps
+ * them from coming back. The supervisor stays at the caller's priority,
+ * ahead of any number of them. A run that never has that many tasks never
+ * sees its priority changed.
+ */
+#define CR_TASKS_RENICE_AT 64
+#define CR_TASKS_NICE 19
+
+static void renice(struct cr_run *run, struct cr_task *t)
+{
+	if (run->reniced)
+		setpriority(PRIO_PROCESS, (id_t)t->tid, CR_TASKS_NICE);
+}
+
+static void renice_check(struct cr_run *run, struct cr_task *t)
+{
+	struct cr_tasks *ts = &run->tasks;
+
+	if (run->reniced) {
+		renice(run, t);
+		return;
+	}
+	if (ts->count <= CR_TASKS_RENICE_AT)
+		return;
+	run->reniced = true;
+	for (size_t i = 0; i < ts->cap; i++)
+		if (ts->slots[i].tid)
+			renice(run, &ts->slots[i]);
+}
+
 static void on_new_task(struct cr_run *run, pid_t parent)
 {
 	unsigned long msg = 0;
@@ -629,6 +685,7 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 		return;
 	}
 	child->b.announced = true;
+	renice_check(run, child);
 	if (run->killing)
 		cr_task_kill(run, child);
 }
@@ -684,6 +741,7 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 			kill(tid, SIGKILL);
 			return;
 		}
+		renice_check(run, t);
 		if (run->killing)
 			cr_task_kill(run, t);
 	}

@@ -365,6 +365,7 @@ struct cr_run {
 	uint64_t killed;
 	uint64_t leftover;
 	bool killing;
+	bool reniced;			/* the tree is at CR_TASKS_NICE (tasks.c) */
 	bool reap_more;		/* wait statuses left for the next turn */
 	uint64_t tmpfs_xattr_bytes;	/* set on tmpfs (handlers/xattr.c) */
 	uint64_t tmpfs_acl_max;	/* the largest default ACL set there */

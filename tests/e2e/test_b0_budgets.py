@@ -195,6 +195,29 @@ def budget_cpu_two_processes(t):
 
 
 @test
+def budget_many_spinning_threads_cannot_starve_the_supervisor(t):
+    """2 000 threads made idle, then all spinning, at the supervisor's own
+    priority, gave it one slice in thousands: each budget tick took
+    seconds, a 2 s cpu budget ended at 13-32 times its size and a wall
+    limit fired tens of seconds late (found by a probing session). Past
+    64 tasks the tree now runs at nice 19, and a breach shown by the
+    processes' own totals ends the run before the per-thread pass."""
+    run, r = hog(t, ["cpu=2s", "wall=20s"], "spinners", 2000, timeout=90)
+    assert_breach(t, run, r, "cpu")
+    contains(r.get("stdout", ""), "made 2000", "threads made")
+    cpu = r["usage"]["cpu_ms"]
+    ge(cpu, 2000, "usage.cpu_ms")
+    true(cpu <= 2000 + 3 * CPU_SLACK_MS,
+         "usage.cpu_ms %d: overshoot over %d ms" % (cpu, 3 * CPU_SLACK_MS))
+    run, r = hog(t, ["wall=3s"], "spinners", 2000, timeout=90)
+    assert_breach(t, run, r, "wall")
+    true(r["usage"]["wall_ms"] <= 3000 + 2000,
+         "usage.wall_ms %d: the wall limit (3 s) fired late"
+         % r["usage"]["wall_ms"])
+    t.assert_next_run_ok()
+
+
+@test
 def budget_cpu_of_killed_children_counts(t):
     # Children spin ~5 ms each and die by SIGKILL from their parent, most
     # of them between two ticks: their time must not vanish with them.

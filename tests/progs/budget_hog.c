@@ -10,6 +10,8 @@
  *   budget_hog mem MIB PROCS       PROCS processes each touch MIB MiB, then
  *                                  wait
  *   budget_hog cpu PROCS           PROCS processes burn CPU forever
+ *   budget_hog spinners N          N threads that wait until all exist,
+ *                                  then all burn CPU forever
  *   budget_hog bigfile MIB         one file of MIB MiB in the cwd, then wait
  *   budget_hog smallfiles N BYTES  N files of BYTES bytes, then wait
  *   budget_hog memrate MIB RATE PROCS  like mem, each process touching RATE
@@ -246,6 +248,47 @@ static void cpu(long procs)
 			break;
 	for (;;)
 		x++;
+}
+
+static pthread_mutex_t spin_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t spin_cv = PTHREAD_COND_INITIALIZER;
+static bool spin_go;
+
+static void *spinner(void *arg)
+{
+	volatile unsigned long x = 0;
+
+	(void)arg;
+	pthread_mutex_lock(&spin_mu);
+	while (!spin_go)
+		pthread_cond_wait(&spin_cv, &spin_mu);
+	pthread_mutex_unlock(&spin_mu);
+	for (;;)
+		x++;
+	return NULL;
+}
+
+/* Many runnable threads at once: made while none of them runs (each
+ * blocks until all exist), then all spinning. */
+static void spinners(long n)
+{
+	pthread_attr_t a;
+	long made = 0;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	for (; made < n; made++) {
+		pthread_t t;
+
+		if (pthread_create(&t, &a, spinner, NULL))
+			break;
+	}
+	printf("made %ld\n", made);
+	pthread_mutex_lock(&spin_mu);
+	spin_go = true;
+	pthread_cond_broadcast(&spin_cv);
+	pthread_mutex_unlock(&spin_mu);
+	spinner(NULL);
 }
 
 static void bigfile(long mib)
@@ -588,6 +631,8 @@ int main(int argc, char **argv)
 		mem(a, b > 0 ? b : 1);
 	else if (!strcmp(argv[1], "cpu"))
 		cpu(a);
+	else if (!strcmp(argv[1], "spinners"))
+		spinners(a);
 	else if (!strcmp(argv[1], "bigfile"))
 		bigfile(a);
 	else if (!strcmp(argv[1], "smallfiles"))
