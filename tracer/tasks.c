@@ -644,9 +644,16 @@ static void renice_check(struct cr_run *run, struct cr_task *t)
 	if (ts->count <= CR_TASKS_RENICE_AT)
 		return;
 	run->reniced = true;
-	for (size_t i = 0; i < ts->cap; i++)
-		if (ts->slots[i].tid)
-			renice(run, &ts->slots[i]);
+	/* Each one asked first: a number the table failed to forget may be
+	 * another process's of the same user now (the new task is ours: its
+	 * creation was just reported). */
+	renice(run, t);
+	for (size_t i = 0; i < ts->cap; i++) {
+		struct cr_task *s = &ts->slots[i];
+
+		if (s->tid && s != t && cr_tasks_ours(ts, s->tid) == s)
+			renice(run, s);
+	}
 }
 
 static void on_new_task(struct cr_run *run, pid_t parent)
