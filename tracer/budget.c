@@ -2456,7 +2456,7 @@ static uint64_t fdscan_finish(struct cr_run *run)
 	 * tmpfs outside every writable root, emptied at cleanup. */
 	b->lq_scan_shm = shm_quick(run, true);
 	b->lq_scan = cr_fs_held_bytes(run->fs, 0);
-	total += b->lq_scan_shm;
+	total += b->lq_scan_shm + cr_fs_rmheld_bytes(run->fs);
 	hidden_pipes(run);
 	hidden_inotify(run);
 	measure_sockets(run);
@@ -3241,7 +3241,8 @@ static void ledger_tick(struct cr_run *run)
 	uint64_t now_l, now_s, grown, disk, t0, now;
 	int rc;
 
-	if (!run->fs || (!run->fs->nheld && run->fs->shm_priv < 0)) {
+	if (!run->fs || (!run->fs->nheld && run->fs->shm_priv < 0 &&
+			 !run->fs->nrmheld && !run->fs->rmheld_lost)) {
 		b->disk_est = alloc_judged(b);
 		return;
 	}

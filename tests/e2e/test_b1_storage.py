@@ -13,8 +13,8 @@ import signal
 import socket
 import threading
 
-from harness import (CFG, eq, contains, true, ge, test, wait_for,
-                     check_result_shape)
+from harness import (CFG, eq, contains, not_contains, true, ge, test,
+                     wait_for, check_result_shape)
 
 MIB = 1 << 20
 PY = "/usr/bin/python3"
@@ -1498,4 +1498,65 @@ def storage_held_between_scans_counts(t):
            "usage.disk_bytes (%s)" % kind)
         true(not glob.glob("/dev/shm/.corral-*/blip-*"),
              "a /dev/shm object left behind")
+    t.assert_next_run_ok()
+
+
+# Directories filled under the budget, then emptied and removed while
+# something still holds them: argv[1] "fd" (the program's own descriptor)
+# or "link" (an O_PATH fd of a link inside: corral's stand-in holds the
+# link, and the link its directory). Each keeps its blocks (~3 MiB).
+DIRHOLD = r'''
+import os, sys, time
+how, held = sys.argv[1], []
+for i in range(8):
+    d = "d%d" % i
+    os.mkdir(d)
+    names = ["%s%05d" % (chr(97 + j % 26) * 250, j) for j in range(9000)]
+    for n in names:
+        os.symlink("x", os.path.join(d, n))
+    os.symlink("x", os.path.join(d, "l"))
+    held.append(os.open(d, os.O_RDONLY) if how == "fd" else
+                os.open(os.path.join(d, "l"), os.O_PATH | os.O_NOFOLLOW))
+    for n in names + ["l"]:
+        os.unlink(os.path.join(d, n))
+    os.rmdir(d)
+    print("removed", d, flush=True)
+time.sleep(2)
+print("held all")
+'''
+
+
+@test
+def storage_removed_directories_held_count(t):
+    """A directory keeps its blocks while anything holds it, removed or
+    not. Filled under disk=4MiB, emptied, removed and held (by an fd of
+    the program's, or by the O_PATH fd corral keeps behind a link's
+    stand-in), eight of them held ~27 MiB where no walk looked: the run
+    ended `ok` (found by a probing session). Each rmdir now watches what
+    it removes; until the directory is let go, its blocks count."""
+    path = t.write("dirhold.py", DIRHOLD)
+    for how in ("fd", "link"):
+        ws = t.path("ws-" + how)
+        os.makedirs(ws, exist_ok=True)
+        os.chmod(ws, 0o777)
+        run = t.corral(["run", "--json", "--env", "CRMARK=" + t.marker,
+                        "--ro", t.tmp, "-w", ws, "--limit", "disk=4MiB",
+                        "--limit", "wall=60s", "--", PY, path, how],
+                       timeout=90)
+        r = t.result(run)
+        assert_counted(t, run, r)
+        not_contains(r.get("stdout", ""), "held all", "stdout (%s)" % how)
+    # Removed and let go: nothing stays counted.
+    ws = t.path("ws-free")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    run = t.corral(["run", "--json", "-w", ws, "--limit", "disk=4MiB",
+                    "--", "sh", "-c",
+                    "for i in 1 2 3 4 5 6; do mkdir d; "
+                    "seq 1 3000 | sed 's/^/d\\/file-with-a-rather-long-name-/' "
+                    "| xargs touch; rm -r d; done; echo done"],
+                   timeout=90)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status of a run that lets go (message %r)"
+       % r.get("message"))
     t.assert_next_run_ok()

@@ -446,6 +446,7 @@ int cr_fs_setup(struct cr_run *run)
 	fs->root_fd = fs->proc_fd = fs->shm_fd = fs->shm_priv = -1;
 	fs->pty_weak = -1;
 	fs->linkfd_in = -1;
+	fs->rmheld_in = -1;
 	fs->rules.hide = c->fs_hide;
 	{
 		struct stat in;
@@ -626,6 +627,7 @@ void cr_fs_finish(struct cr_run *run)
 	if (fs->pty_weak >= 0)
 		close(fs->pty_weak);
 	cr_fs_linkfd_free(fs);
+	cr_fs_rmheld_free(fs);
 	free(fs);
 	run->fs = NULL;
 }

@@ -68,6 +68,17 @@ struct cr_fsstate {
 	struct cr_linkfd *linkfds;	/* owned */
 	size_t nlinkfds;
 	int linkfd_in;			/* owned: their inotify watches, or -1 */
+	/* Directories removed and still held (rmheld.c). */
+	struct cr_rmheld *rmheld;	/* owned */
+	size_t nrmheld;
+	int rmheld_in;			/* owned: their inotify watches, or -1 */
+	uint64_t rmheld_lost;		/* bytes of those not followed: for good */
+};
+
+/* A directory about to be removed (rmheld.c), measured and watched. */
+struct cr_rmheld_tok {
+	int wd;
+	uint64_t bytes;
 };
 
 /* A root the policy names through a symlink ("/lib" on a merged-/usr host)
@@ -293,6 +304,16 @@ int cr_weak_add(int *set, int fd, uint64_t data);
 int cr_fs_linkfd_make(struct cr_fsstate *fs, int link);
 int cr_fs_linkfd_swap(struct cr_fsstate *fs, int fd);
 void cr_fs_linkfd_free(struct cr_fsstate *fs);
+
+/* rmheld.c: before an rmdir (or a rename over a directory) of dirfd/name,
+ * and after it (removed: it went); the bytes of removed directories still
+ * held somewhere, for the disk budget. */
+int cr_fs_rmheld_before(struct cr_fsstate *fs, int dirfd, const char *name,
+			struct cr_rmheld_tok *tok);
+void cr_fs_rmheld_after(struct cr_fsstate *fs, struct cr_rmheld_tok *tok,
+			bool removed);
+uint64_t cr_fs_rmheld_bytes(struct cr_fsstate *fs);
+void cr_fs_rmheld_free(struct cr_fsstate *fs);
 int cr_weak_each(int set, void (*fn)(void *arg, uint64_t data, uint64_t ino),
 		 void *arg);
 

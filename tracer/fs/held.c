@@ -94,10 +94,11 @@ void cr_fs_held_prune(struct cr_run *run)
 uint64_t cr_fs_held_bytes(struct cr_fsstate *fs, size_t most)
 {
 	size_t n = fs ? fs->nheld : 0;
-	uint64_t total = 0;
+	/* Removed directories still held count with the files (rmheld.c). */
+	uint64_t total = cr_fs_rmheld_bytes(fs);
 
 	if (!n)
-		return 0;
+		return total;
 	if (most > n)
 		most = n;
 	for (size_t k = 0; k < most; k++) {

@@ -130,8 +130,10 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		 * looks (a socket's queue, a mapping): the ledger follows
 		 * it (fs/held.c). */
 		struct cr_fs_keep keep = { .fd = -1 };
+		struct cr_rmheld_tok gone = { .wd = -1 };
 
-		rc = flags & AT_REMOVEDIR ? 0 :
+		rc = flags & AT_REMOVEDIR ?
+		     cr_fs_rmheld_before(run->fs, res.dirfd, res.name, &gone) :
 		     cr_fs_held_before_unlink(run, &res, &keep);
 		if (rc) {
 			cr_fsres_free(&res);
@@ -146,6 +148,8 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, &keep, rc == 0);
+		if (flags & AT_REMOVEDIR)
+			cr_fs_rmheld_after(run->fs, &gone, rc == 0);
 		if (!rc) {
 			cr_budget_on_remove(run);
 			cr_budget_on_unnamed(run, &res.st);
@@ -517,10 +521,16 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		   (rc = cr_fs_held_room(run))) {
 		v = CR_V_ERR(-rc);
 	} else {
-		/* Renaming over a file removes its name: see do_unlink. */
+		/* Renaming over a file removes its name: see do_unlink;
+		 * over a directory, the directory (fs/rmheld.c). */
 		struct cr_fs_keep keep = { .fd = -1 };
+		struct cr_rmheld_tok gone = { .wd = -1 };
+		bool overdir = b.exists && S_ISDIR(b.st.st_mode) &&
+			       !(flags & RENAME_EXCHANGE);
 
 		rc = flags & RENAME_EXCHANGE ? 0 :
+		     overdir ? cr_fs_rmheld_before(run->fs, b.dirfd, b.name,
+						   &gone) :
 		     cr_fs_held_before_unlink(run, &b, &keep);
 		if (rc) {
 			cr_fsres_free(&a);
@@ -536,6 +546,8 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		cr_slow_end();
 		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, &keep, rc == 0);
+		if (overdir)
+			cr_fs_rmheld_after(run->fs, &gone, rc == 0);
 		if (!rc) {
 			struct stat now;
 
