@@ -296,6 +296,7 @@ void cr_fs_held_after_unlink(struct cr_run *run, struct cr_fs_keep *keep,
  * file of the set still alive, with its data and inode number. 0 or
  * -errno (the set could not be read: the caller assumes the worst). */
 int cr_weak_add(int *set, int fd, uint64_t data);
+void cr_weak_dropped(int in, void (*gone)(void *arg, int wd), void *arg);
 
 /* linkfd.c: a stand-in fd for the O_PATH fd of a link (link: ours,
  * O_PATH | O_NOFOLLOW, taken in every case), to give the program, or

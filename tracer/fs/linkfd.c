@@ -48,27 +48,22 @@ static void drop(struct cr_fsstate *fs, size_t i)
 	fs->linkfds[i] = fs->linkfds[--fs->nlinkfds];
 }
 
+static void gone(void *arg, int wd)
+{
+	struct cr_fsstate *fs = arg;
+
+	for (size_t i = 0; i < fs->nlinkfds; i++)
+		if (fs->linkfds[i].wd == wd) {
+			drop(fs, i);
+			return;
+		}
+}
+
 /* Forget the stand-ins whose inode is gone: their watches said so. */
 static void reap(struct cr_fsstate *fs)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t r;
-
-	if (fs->linkfd_in < 0 || !fs->nlinkfds)
-		return;
-	while ((r = read(fs->linkfd_in, buf, sizeof(buf))) > 0) {
-		for (char *p = buf; p < buf + r;) {
-			const struct inotify_event *e = (const void *)p;
-
-			if (e->mask & IN_IGNORED)
-				for (size_t i = 0; i < fs->nlinkfds; i++)
-					if (fs->linkfds[i].wd == e->wd) {
-						drop(fs, i);
-						break;
-					}
-			p += sizeof(*e) + e->len;
-		}
-	}
+	if (fs->nlinkfds)
+		cr_weak_dropped(fs->linkfd_in, gone, fs);
 }
 
 int cr_fs_linkfd_make(struct cr_fsstate *fs, int link)

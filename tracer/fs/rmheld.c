@@ -37,27 +37,21 @@ struct cr_rmheld {
 	uint64_t bytes;
 };
 
+static void gone(void *arg, int wd)
+{
+	struct cr_fsstate *fs = arg;
+
+	for (size_t i = 0; i < fs->nrmheld; i++)
+		if (fs->rmheld[i].wd == wd) {
+			fs->rmheld[i] = fs->rmheld[--fs->nrmheld];
+			return;
+		}
+}
+
 static void reap(struct cr_fsstate *fs)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t r;
-
-	if (fs->rmheld_in < 0 || !fs->nrmheld)
-		return;
-	while ((r = read(fs->rmheld_in, buf, sizeof(buf))) > 0) {
-		for (char *p = buf; p < buf + r;) {
-			const struct inotify_event *e = (const void *)p;
-
-			if (e->mask & IN_IGNORED)
-				for (size_t i = 0; i < fs->nrmheld; i++)
-					if (fs->rmheld[i].wd == e->wd) {
-						fs->rmheld[i] =
-							fs->rmheld[--fs->nrmheld];
-						break;
-					}
-			p += sizeof(*e) + e->len;
-		}
-	}
+	if (fs->nrmheld)
+		cr_weak_dropped(fs->rmheld_in, gone, fs);
 }
 
 int cr_fs_rmheld_before(struct cr_fsstate *fs, int dirfd, const char *name,

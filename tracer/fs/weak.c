@@ -1,5 +1,5 @@
-/* tracer/fs/weak.c: sets of files followed without a reference: an epoll
- * instance of the supervisor's, whose fdinfo lists the files still alive. */
+/* tracer/fs/weak.c: files followed without a reference: an epoll instance
+ * whose fdinfo lists those alive, or inotify watches the kernel drops. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 
 #include "fs.h"
 
@@ -95,4 +96,25 @@ int cr_weak_each(int set, void (*fn)(void *arg, uint64_t data, uint64_t ino),
 	}
 	free(buf);
 	return 0;
+}
+
+/* An inotify watch pins the inode but no dentry: the kernel drops it
+ * (IN_IGNORED) when the dentry dies, that is when nothing holds the file
+ * or directory any more (linkfd.c, rmheld.c). Every drop queued on the
+ * non-blocking instance in is handed to gone. */
+void cr_weak_dropped(int in, void (*gone)(void *arg, int wd), void *arg)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t r;
+
+	if (in < 0)
+		return;
+	while ((r = read(in, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + r;) {
+			const struct inotify_event *e = (const void *)p;
+
+			if (e->mask & IN_IGNORED)
+				gone(arg, e->wd);
+			p += sizeof(*e) + e->len;
+		}
 }
