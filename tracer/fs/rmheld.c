@@ -88,13 +88,17 @@ void cr_fs_rmheld_after(struct cr_fsstate *fs, struct cr_rmheld_tok *tok,
 		return;
 	if (!fs->rmheld)
 		fs->rmheld = calloc(CR_RMHELD_MAX, sizeof(*fs->rmheld));
-	reap(fs);
+	if (fs->nrmheld >= CR_RMHELD_MAX)
+		reap(fs);
 	if (tok->wd < 0 || !fs->rmheld || fs->nrmheld >= CR_RMHELD_MAX) {
 		if (tok->wd >= 0)
 			inotify_rm_watch(fs->rmheld_in, tok->wd);
 		fs->rmheld_lost += tok->bytes;
 		return;
 	}
+	/* Entered before any read of the instance: the drop of a directory
+	 * nothing held is already queued, and is read with the entry there
+	 * to drop. */
 	fs->rmheld[fs->nrmheld++] = (struct cr_rmheld){ tok->wd, tok->bytes };
 }
 
