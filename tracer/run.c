@@ -283,9 +283,9 @@ static void run_free(struct cr_run *run)
 }
 
 /* The watchdog and broker threads and the loop's deadline timer, started
- * while the child sets itself up (cr_spawn), off the path to the
- * program's first call. After the child exists: it is made with one
- * thread in corral. The echo thread waits for the first output (echo.c). */
+ * once the child waits with its filter (cr_spawn), before the program
+ * runs. After the child exists: it is made with one thread in corral.
+ * The echo thread waits for the first output (echo.c). */
 static void start_helpers(struct cr_run *run)
 {
 	int rc;
