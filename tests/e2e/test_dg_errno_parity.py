@@ -1650,6 +1650,7 @@ def errno_parity_arguments_before_objects(t):
 
 
 XATTR_ORDER = r'''
+import struct
 c = ctypes.c_char_p
 def lc(fn, *a):
     r = fn(*a)
@@ -1672,6 +1673,10 @@ t("setxattr tmp badns", lambda: os.setxattr("/tmp", "bad.n", b"v"))
 t("getxattr root user.", lambda: os.getxattr("/", "user."))
 t("getxattr root badns", lambda: os.getxattr("/", "bad.t"))
 t("getxattr root user.x", lambda: os.getxattr("/", "user.x"))
+acl = struct.pack("<IHHIHHIHHI", 2, 1, 6, 0xffffffff, 4, 4, 0xffffffff,
+                  0x20, 4, 0xffffffff)
+t("setxattr ro acl notmine", lambda: os.setxattr("/usr/lib/os-release",
+                                                  "system.posix_acl_access", acl))
 '''
 
 
@@ -1680,7 +1685,8 @@ def errno_parity_xattr_names_and_values_first(t):
     """An attribute call answers its name, value and namespace where the
     kernel does, before write access or corral's refusal: a bad flag or an
     empty name before the fd (was EBADF), an ACL it cannot parse (EINVAL),
-    trusted.* and security.* (EPERM), a namespace no handler takes
+    trusted.* and security.* and another's ACL (EPERM), a namespace no
+    handler takes
     (EOPNOTSUPP, for a change where write is permitted), a default ACL removed from a file (a no-op, 0), all
     were EACCES or ENODATA on an object outside the writable roots. Found
     by a differential probing session."""
@@ -1696,7 +1702,8 @@ def errno_parity_xattr_names_and_values_first(t):
                  "setxattr tmp badns": "ENOTSUP",
                  "getxattr root user.": "EINVAL",
                  "getxattr root badns": "ENOTSUP",
-                 "getxattr root user.x": "ENODATA"})
+                 "getxattr root user.x": "ENODATA",
+                 "setxattr ro acl notmine": "EPERM"})
 
 
 PTRACE_ORDER = r"""

@@ -156,13 +156,21 @@ static int read_first(const char *name)
 
 /* The refusal of a change outside the writable roots, where the kernel
  * would answer whatever the roots say: security.* is the capability
- * hook's EPERM to a run; a namespace no handler takes is EOPNOTSUPP once
- * write permission is granted (the object at dfd/nm, AT_EMPTY_PATH for
- * an fd). */
-static int change_refusal(struct cr_run *run, const char *name, unsigned acc,
-			  int dfd, const char *nm)
+ * hook's EPERM to a run, and so is an ACL to anyone but the owner; a
+ * namespace no handler takes is EOPNOTSUPP once write permission is
+ * granted (the object at dfd/nm, AT_EMPTY_PATH for an fd). */
+static int change_refusal(struct cr_run *run, pid_t tid, const char *name,
+			  unsigned acc, int dfd, const char *nm)
 {
+	struct stat st;
+	uid_t fsuid;
+
 	if (!strncmp(name, "security.", 9))
+		return EPERM;
+	if (acl_name(name) &&
+	    fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW |
+		    (*nm ? 0 : AT_EMPTY_PATH)) == 0 &&
+	    cr_fs_task_fsuid(tid, &fsuid) == 0 && fsuid != st.st_uid)
 		return EPERM;
 	if (!known_namespace(name) &&
 	    faccessat(dfd, nm, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW |
@@ -280,8 +288,8 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 			res.refused = true;
 			cr_fs_deny(run, n, sys, &res,
 				   "write outside the writable roots");
-			e = change_refusal(run, name, res.acc, res.dirfd,
-					   res.name);
+			e = change_refusal(run, (pid_t)n->pid, name, res.acc,
+					   res.dirfd, res.name);
 		}
 		if (e) {
 			free(buf);
@@ -636,7 +644,8 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 		unsigned acc = cr_fs_fd_access(run, (pid_t)n->pid, fd);
 
 		if (!(acc & CR_FS_W)) {
-			int e = change_refusal(run, name, acc, fd, "");
+			int e = change_refusal(run, (pid_t)n->pid, name, acc,
+					       fd, "");
 
 			if (e == EPERM || e == EOPNOTSUPP)
 				rc = -e;
