@@ -332,6 +332,23 @@ static void task_close_fds(struct cr_budgets *b, struct cr_task *t)
 		}
 }
 
+/* utime + stime, in ns, from the text of a /proc stat file. The command
+ * name may hold spaces and parentheses: skip to the last ')'; utime and
+ * stime are fields 14 and 15. */
+static int stat_cpu_ns(const char *buf, uint64_t *ns)
+{
+	const char *p = strrchr(buf, ')');
+	unsigned long long ut, st;
+	long tick = sysconf(_SC_CLK_TCK);
+
+	if (!p || tick <= 0 ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+		   &ut, &st) != 2)
+		return -EIO;
+	*ns = (ut + st) * (1000000000ull / (uint64_t)tick);
+	return 0;
+}
+
 /* A thread's own CPU time (user + system), in ns. schedstat's first field
  * is the scheduler's exact runtime; /proc/.../stat's utime + stime (clock
  * ticks) is the fallback on kernels built without it. */
@@ -339,8 +356,7 @@ static int read_thread_cpu(struct cr_budgets *b, struct cr_task *t,
 			   uint64_t *ns)
 {
 	char path[64], buf[1024];
-	unsigned long long ut, st;
-	char *p;
+	unsigned long long ut;
 	int rc;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", t->tid, t->tid,
@@ -350,14 +366,7 @@ static int read_thread_cpu(struct cr_budgets *b, struct cr_task *t,
 		return rc;
 	if (b->schedstat)
 		return sscanf(buf, "%llu", &ut) == 1 ? (*ns = ut, 0) : -EIO;
-	/* The command name may hold spaces and parentheses: skip to the
-	 * last ')'. utime and stime are fields 14 and 15. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			 &ut, &st) != 2)
-		return -EIO;
-	*ns = (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
-	return 0;
+	return stat_cpu_ns(buf, ns);
 }
 
 /* Bytes of page tables of the process t belongs to (VmPTE): kernel memory
@@ -1107,7 +1116,7 @@ static uint64_t count_mappings(struct cr_run *run)
 static int cpu_quick_breach(struct cr_run *run)
 {
 	struct cr_tasks *ts = &run->tasks;
-	uint64_t sum = 0, tick = (uint64_t)sysconf(_SC_CLK_TCK);
+	uint64_t sum = 0;
 	size_t procs = 0, tasks = 0;
 
 	for (size_t i = 0; i < ts->cap; i++)
@@ -1115,22 +1124,20 @@ static int cpu_quick_breach(struct cr_run *run)
 			tasks++;
 			procs += ts->slots[i].leader;
 		}
-	if (tasks < CR_BUDGET_QUICK_CPU_TASKS || tasks < 4 * procs || !tick)
+	if (tasks < CR_BUDGET_QUICK_CPU_TASKS || tasks < 4 * procs)
 		return -1;
 	for (size_t i = 0; i < ts->cap; i++) {
 		const struct cr_task *t = &ts->slots[i];
-		unsigned long long ut, st;
-		char path[64], buf[1024], *p;
+		char path[64], buf[1024];
+		uint64_t ns;
 
 		if (!t->tid || !t->leader)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/stat", t->tid);
 		if (read_small(path, buf, sizeof(buf)) < 0 ||
-		    !(p = strrchr(buf, ')')) ||
-		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			   &ut, &st) != 2)
+		    stat_cpu_ns(buf, &ns) < 0)
 			continue;	/* gone, or unreadable: not counted */
-		sum += (ut + st) * (1000000000ull / tick);
+		sum += ns;
 	}
 	if (sum / 1000000ull <= lim(run, CR_LIM_CPU))
 		return 0;

@@ -283,6 +283,7 @@ CR_HANDLER(cr_h_sendfile)
 	size_t count = (size_t)n->data.args[3];
 	int in = -1, out = -1, type = 0;
 	bool seekable;
+	off_t cur;
 	socklen_t tl = sizeof(type);
 	struct stat ist, ost;
 	struct cr_verdict v;
@@ -311,9 +312,10 @@ CR_HANDLER(cr_h_sendfile)
 	}
 	/* The input's f_pos: 0 for what has no offset (a pipe), as the
 	 * kernel reads it, which judges seeking later. */
-	seekable = lseek(in, 0, SEEK_CUR) >= 0;
+	cur = lseek(in, 0, SEEK_CUR);
+	seekable = cur >= 0;
 	if (!ptr)
-		pos = seekable ? lseek(in, 0, SEEK_CUR) : 0;
+		pos = seekable ? cur : 0;
 	/* rw_verify_area: a count with its sign bit set, a negative
 	 * offset, an end past the largest offset. */
 	if ((ssize_t)count < 0 || pos < 0 ||
