@@ -101,9 +101,10 @@ static const char *const default_allow[] = {
 	"dup", "dup2", "dup3", "fcntl", "flock", "fsync", "fdatasync",
 	"syncfs", "sync", "sync_file_range", "fadvise64", "readahead",
 	"fallocate", "copy_file_range",
-	/* Listed for the table, which answers the splices EINVAL in the
-	 * filter (zero-copy pins folios no budget sees; programs fall back
-	 * to read and write) and performs sendfile itself. */
+	/* Listed for the table, which answers vmsplice EINVAL in the filter
+	 * (zero-copy pins folios no budget sees; programs fall back to
+	 * write) and performs sendfile, splice and tee itself, copying what
+	 * the kernel would lend. */
 	"sendfile", "splice", "tee", "vmsplice",
 	"getdents", "getdents64", "ioctl", "pipe", "pipe2",
 	"eventfd", "eventfd2",

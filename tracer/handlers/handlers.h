@@ -193,6 +193,28 @@ CR_HANDLER(cr_h_inotify_init);
 CR_HANDLER(cr_h_fallocate);
 /* sendfile.c */
 CR_HANDLER(cr_h_sendfile);
+/* ...and what splice.c shares with it. A file of procfs, sysfs, cgroupfs
+ * and their like (read or written by the supervisor for no one). */
+bool cr_copy_special_fs(int fd);
+/* /dev/zero, /dev/random, /dev/urandom: read without ever waiting. */
+struct stat;
+bool cr_copy_memory_device(const struct stat *st);
+/* The open file is readable (want_read) or writable: not O_PATH. */
+bool cr_copy_has_mode(int fd, bool want_read);
+/* The caller's RLIMIT_FSIZE at offset at (-1: out's position): past it
+ * EFBIG and SIGXFSZ sent, else *count cut to it (*cut). 0 or -EFBIG. */
+int cr_copy_fsize_limit(pid_t tid, int out, off_t at, size_t *count,
+			bool *cut);
+/* corral's own RLIMIT_FSIZE (the caller's shell's) lifted to its hard
+ * limit; true when *own must be put back. */
+struct rlimit;
+bool cr_copy_lift_fsize(struct rlimit *own);
+/* A regular file the supervisor may write for the program: on no special
+ * file system, without set-id bits a write of its own would clear. */
+bool cr_copy_plain_file(int fd, const struct stat *st);
+/* splice.c */
+CR_HANDLER(cr_h_splice);
+CR_HANDLER(cr_h_tee);
 /* sysinfo.c */
 CR_HANDLER(cr_h_sysinfo);
 /* clock.c */

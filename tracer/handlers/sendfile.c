@@ -48,7 +48,7 @@
  * attribute asking CAP_SYS_ADMIN of the reader, a cgroup file moving the
  * writer's pids): never read or written by the supervisor for the program
  * (EINVAL, as for a pipe). */
-static bool special_fs(int fd)
+bool cr_copy_special_fs(int fd)
 {
 	static const long magic[] = {
 		PROC_SUPER_MAGIC, SYSFS_MAGIC, CGROUP_SUPER_MAGIC,
@@ -67,7 +67,7 @@ static bool special_fs(int fd)
 }
 
 /* /dev/zero, /dev/random, /dev/urandom: read without ever waiting. */
-static bool memory_device(const struct stat *st)
+bool cr_copy_memory_device(const struct stat *st)
 {
 	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 &&
 	       (minor(st->st_rdev) == 5 || minor(st->st_rdev) == 8 ||
@@ -87,7 +87,7 @@ static size_t direct_unit(int fd)
 
 /* The open file's access mode: readable (want_read) or writable; O_PATH
  * is neither (EBADF, as fdget's FMODE checks answer). */
-static bool has_mode(int fd, bool want_read)
+bool cr_copy_has_mode(int fd, bool want_read)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -99,16 +99,17 @@ static bool has_mode(int fd, bool want_read)
 
 /* RLIMIT_FSIZE of the caller, as generic_write_check_limits applies it:
  * past it EFBIG and SIGXFSZ, else the count cut to it (*cut). 0 or
- * -EFBIG. */
-static int fsize_limit(pid_t tid, int out, size_t *count, bool *cut)
+ * -EFBIG. at: where the write begins, or -1 for out's position. */
+int cr_copy_fsize_limit(pid_t tid, int out, off_t at, size_t *count,
+			bool *cut)
 {
 	struct rlimit rl;
-	off_t at;
 
 	if (prlimit(tid, RLIMIT_FSIZE, NULL, &rl) < 0 ||
 	    rl.rlim_cur == RLIM_INFINITY)
 		return 0;
-	at = lseek(out, 0, SEEK_CUR);
+	if (at < 0)
+		at = lseek(out, 0, SEEK_CUR);
 	if (at < 0)
 		return 0;
 	if ((uint64_t)at >= rl.rlim_cur) {
@@ -120,6 +121,26 @@ static int fsize_limit(pid_t tid, int out, size_t *count, bool *cut)
 		*cut = true;
 	}
 	return 0;
+}
+
+/* The program's limit is applied by the caller; corral's own is the
+ * caller's shell's (ulimit -f), not the program's: lifted to its hard
+ * limit for the call (SIGXFSZ is ignored here: run.c). */
+bool cr_copy_lift_fsize(struct rlimit *own)
+{
+	return getrlimit(RLIMIT_FSIZE, own) == 0 &&
+	       own->rlim_cur != own->rlim_max &&
+	       setrlimit(RLIMIT_FSIZE, &(struct rlimit){ own->rlim_max,
+							 own->rlim_max }) == 0;
+}
+
+/* A set-id file loses its bits to a write of the program's, not to one of
+ * a supervisor holding CAP_FSETID: written by the program only. */
+bool cr_copy_plain_file(int fd, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && !cr_copy_special_fs(fd) &&
+	       !(st->st_mode & S_ISUID) &&
+	       (st->st_mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP);
 }
 
 static struct cr_verdict to_file(struct cr_run *run,
@@ -139,16 +160,13 @@ static struct cr_verdict to_file(struct cr_run *run,
 	/* Past the kernel's earlier answers only: nothing to send (0), an
 	 * appending output (EINVAL, do_splice_direct). */
 	rc = count && !(fcntl(out, F_GETFL) & O_APPEND) ?
-	     fsize_limit((pid_t)n->pid, out, &count, &cut) : 0;
+	     cr_copy_fsize_limit((pid_t)n->pid, out, -1, &count, &cut) : 0;
 	if (rc)
 		return CR_V_ERR(-rc);
 	/* The program's limit was applied above; corral's own is the
 	 * caller's shell's (ulimit -f), not the program's: lifted to its
 	 * hard limit for the call (SIGXFSZ is ignored here: run.c). */
-	lifted = getrlimit(RLIMIT_FSIZE, &own) == 0 &&
-		 own.rlim_cur != own.rlim_max &&
-		 setrlimit(RLIMIT_FSIZE, &(struct rlimit){ own.rlim_max,
-							   own.rlim_max }) == 0;
+	lifted = cr_copy_lift_fsize(&own);
 	t0 = cr_thread_cpu_ns();
 	/* In steps, each one's growth (st_blocks) charged at once, as
 	 * fallocate's (handlers/alloc.c): 64 MiB in one call went past a
@@ -299,7 +317,7 @@ CR_HANDLER(cr_h_sendfile)
 	in = cr_fs_task_fd(run, pid, (int)n->data.args[1]);
 	if (in < 0)
 		return CR_V_ERR(EBADF);
-	if (!has_mode(in, true) || fstat(in, &ist) < 0) {
+	if (!cr_copy_has_mode(in, true) || fstat(in, &ist) < 0) {
 		v = CR_V_ERR(EBADF);
 		goto out;
 	}
@@ -326,7 +344,7 @@ CR_HANDLER(cr_h_sendfile)
 	if (count > MAX_RW)
 		count = MAX_RW;
 	out = cr_fs_task_fd(run, pid, (int)n->data.args[0]);
-	if (out < 0 || !has_mode(out, false) || fstat(out, &ost) < 0) {
+	if (out < 0 || !cr_copy_has_mode(out, false) || fstat(out, &ost) < 0) {
 		v = CR_V_ERR(EBADF);
 		goto out;
 	}
@@ -349,15 +367,13 @@ CR_HANDLER(cr_h_sendfile)
 		goto out;
 	}
 	if ((!S_ISREG(ist.st_mode) && !S_ISBLK(ist.st_mode) &&
-	     !memory_device(&ist)) || special_fs(in)) {
+	     !cr_copy_memory_device(&ist)) || cr_copy_special_fs(in)) {
 		v = CR_V_ERR(EINVAL);
 		goto out;
 	}
 	/* A set-id file loses its bits to a write of the program's, not to
 	 * one of a supervisor holding CAP_FSETID: the program's own write. */
-	if (S_ISREG(ost.st_mode) && !special_fs(out) &&
-	    !(ost.st_mode & S_ISUID) &&
-	    (ost.st_mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP)) {
+	if (cr_copy_plain_file(out, &ost)) {
 		v = to_file(run, n, in, out, pos, count);
 	} else if (S_ISSOCK(ost.st_mode) && run->net &&
 		   getsockopt(out, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&

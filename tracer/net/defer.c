@@ -740,6 +740,15 @@ struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 	return wait_on(run, n, dup, events, fn, arg, NULL, dup, SO_RCVTIMEO);
 }
 
+struct cr_verdict cr_net_wait_owned(struct cr_run *run,
+				    const struct seccomp_notif *n, int dup,
+				    uint32_t events, cr_net_wait_fn fn,
+				    void *arg, void (*free_arg)(void *))
+{
+	return wait_on(run, n, dup, events, fn, arg, free_arg, dup,
+		       SO_RCVTIMEO);
+}
+
 int cr_net_wait_rearm(int tfd, unsigned ms)
 {
 	struct itimerspec it = { { 0, 0 }, { ms / 1000, ms % 1000 * 1000000L } };

@@ -376,6 +376,13 @@ typedef struct cr_verdict (*cr_net_wait_fn)(struct cr_run *run, uint64_t id,
 struct cr_verdict cr_net_wait(struct cr_run *run, const struct seccomp_notif *n,
 			      int dup, uint32_t events, cr_net_wait_fn fn,
 			      void *arg);
+/* The same, arg released by free_arg (it may hold descriptors). dup may
+ * be any file that polls (a pipe: a signal restarts the call, as no
+ * socket timeout applies). */
+struct cr_verdict cr_net_wait_owned(struct cr_run *run,
+				    const struct seccomp_notif *n, int dup,
+				    uint32_t events, cr_net_wait_fn fn,
+				    void *arg, void (*free_arg)(void *));
 /* The same, woken by a one-shot timer after ms instead of a socket: fn
  * gets the timerfd as dup (cr_net_wait_rearm sets it again before fn asks
  * for *again). arg is released by free_arg when the wait ends. sock (kept
