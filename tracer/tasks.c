@@ -13,6 +13,7 @@
 #include "tracer.h"
 #include "fs/fs.h"
 #include "handlers/handlers.h"
+#include "net/net.h"
 #include <limits.h>
 #include "budget.h"
 #include "surface.h"
@@ -814,6 +815,7 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 	if (t)
 		cr_budget_on_gone(run, t);
 	cr_fs_fifo_on_gone(run, tid);
+	cr_net_defer_on_gone(run, tid);
 	if (t && t->leader) {
 		cr_tasks_remove(&run->tasks, tid);
 		purge_group(&run->tasks, tid);

@@ -288,6 +288,23 @@ print("restart", sysc(L(275), L(r), None, L(out), None, L(100), L(0)),
       len(hits))
 os.waitpid(pid, 0)
 
+# A reader killed while it waits lets its pipe go: the writer meets EPIPE.
+signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+r6, w6 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(w6)
+    os.splice(r6, out, 10)
+    os._exit(0)
+os.close(r6)
+time.sleep(0.3)
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+try:
+    print("reader_killed", os.write(w6, b"x"))
+except OSError as e:
+    print("reader_killed", errno.errorcode[e.errno])
+
 # A 3 MiB copy through a pipe: a child splices the file in, the parent
 # splices the pipe out.
 blob = os.urandom(3 << 20)
@@ -315,11 +332,13 @@ print("copy", hashlib.sha256(open("copy.bin", "rb").read()).digest() ==
 def splice_blocking_calls_wait_and_take_signals(t):
     """A blocking splice waits for its pipe (bytes written later, room made
     later), a signal with a handler ends it with EINTR or restarts it as
-    SA_RESTART says, and a 3 MiB copy through a pipe between two processes
-    gives the same bytes: line for line as natively."""
+    SA_RESTART says, a reader killed while it waits lets its pipe go (the
+    writer meets EPIPE once the reader is reaped), and a 3 MiB copy
+    through a pipe between two processes gives the same bytes: line for
+    line as natively."""
     nat, cor, res = parity(t, WAITS, name="splicewait", want={
         "p2f_waits": "10", "f2p_waits": "4096", "eintr": "EINTR 1",
-        "restart": "13 2", "copy": "True"})
+        "restart": "13 2", "copy": "True", "reader_killed": "EPIPE"})
     eq(res.get("status"), "ok", "status")
 
 

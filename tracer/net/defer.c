@@ -776,6 +776,25 @@ struct cr_verdict cr_net_wait_timer(struct cr_run *run,
 	return wait_on(run, n, tfd, EPOLLIN, fn, arg, free_arg, sock, opt);
 }
 
+void cr_net_defer_on_gone(struct cr_run *run, pid_t tid)
+{
+	struct cr_netstate *ns = run->net;
+
+	if (!ns)
+		return;
+	for (struct cr_net_wait *w = ns->waits, *next; w; w = next) {
+		next = w->next;
+		if (w->tid == tid)
+			wait_drop(run, w);
+	}
+	for (struct cr_net_deferred *d = ns->deferred, *next; d; d = next) {
+		next = d->next;
+		if (d->tid == tid)
+			drop(run, d);
+	}
+	sig_arm(run);
+}
+
 void cr_net_defer_finish(struct cr_run *run)
 {
 	struct cr_netstate *ns = run->net;

@@ -364,6 +364,10 @@ struct cr_verdict cr_net_send(struct cr_run *run,
 			      const struct seccomp_notif *n,
 			      struct cr_net_msg *m, bool may_defer);
 void cr_net_defer_finish(struct cr_run *run);
+/* tid is gone: its waiting calls end now, and with them corral's copies
+ * of their files (a pipe's last reader, a socket's last holder: the peer
+ * sees the end as it would natively, not at the next readiness). */
+void cr_net_defer_on_gone(struct cr_run *run, pid_t tid);
 /* The buffers corral holds for the run's waiting sends (memory budget). */
 uint64_t cr_net_deferred_bytes(const struct cr_run *run);
 /* Keep notification n unanswered until dup (taken over) reports events,
