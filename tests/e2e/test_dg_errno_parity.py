@@ -1741,3 +1741,57 @@ def errno_parity_ptrace_requests_answer_as_for_a_traced_process(t):
                  "ptrace attach absent": "ESRCH",
                  "ptrace seize child addr": "EIO",
                  "ptrace seize child badopt": "EIO"})
+
+
+ATTR_IOCTLS = r'''
+import fcntl
+GETFLAGS, SETFLAGS = 0x80086601, 0x40086602
+FSGETXATTR, FSSETXATTR = 0x801c581f, 0x401c5820
+def put_back(fd, get, put, size):
+    """Set what a get gave (zeros where it fails): a change of nothing."""
+    b = bytearray(size)
+    try:
+        fcntl.ioctl(fd, get, b, True)
+    except OSError:
+        pass
+    fcntl.ioctl(fd, put, bytes(b))
+open("mine.txt", "w").close()
+for p in ("/usr/lib/os-release", "/usr/share", "/dev/ptmx",
+          "/proc/self/status", "mine.txt"):
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    t(p + " setflags", lambda: put_back(fd, GETFLAGS, SETFLAGS, 8))
+    t(p + " fssetxattr", lambda: put_back(fd, FSGETXATTR, FSSETXATTR, 28))
+    os.close(fd)
+# A pty's slave: opened by its path, F_GETFL as an open leaves it (with
+# O_LARGEFILE and O_APPEND); and by TIOCGPTPEER with flags beyond the
+# four usual ones, which the kernel keeps.
+m = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(m, 0x40045431, b"\0\0\0\0")            # TIOCSPTLCK 0
+n = int.from_bytes(fcntl.ioctl(m, 0x80045430, b"\0\0\0\0"), "little")
+s = os.open("/dev/pts/%d" % n, os.O_RDWR | os.O_NOCTTY | os.O_APPEND)
+print("pts by path flags", oct(fcntl.fcntl(s, fcntl.F_GETFL)))
+for extra in (os.O_APPEND, os.O_SYNC, os.O_CREAT | os.O_DIRECTORY):
+    def peer():
+        fd = fcntl.ioctl(m, 0x5441, os.O_RDWR | os.O_NOCTTY | extra)
+        print("ptpeer", oct(extra), oct(fcntl.fcntl(fd, fcntl.F_GETFL)))
+        os.close(fd)
+    t("ptpeer call %o" % extra, peer)
+'''
+
+
+@test
+def errno_parity_attribute_ioctls_and_pty_flags(t):
+    """FS_IOC_SETFLAGS and FS_IOC_FSSETXATTR answer ENOTTY on what has no
+    attributes (a terminal, a /proc file) and EPERM on another's file, as
+    the kernel's vfs_fileattr_set; an earlier build answered EACCES to all
+    of them outside the writable roots. A pty's slave opened by its path
+    shows the flags an open leaves (O_LARGEFILE, O_APPEND: 02 before), and
+    TIOCGPTPEER takes the flags the kernel takes (EINVAL before). Found by
+    a differential probing session."""
+    parity(t, ATTR_IOCTLS, name="attrioctl",
+           want={"/usr/lib/os-release setflags": "EPERM",
+                 "/dev/ptmx setflags": "ENOTTY",
+                 "/proc/self/status fssetxattr": "ENOTTY",
+                 "mine.txt setflags": "ok",
+                 "pts by path flags": "0o102002",
+                 "ptpeer": "0o2000 0o2002"})

@@ -184,6 +184,9 @@ int cr_fs_pty_master(struct cr_run *run, unsigned idx)
 	return -ENOENT;
 }
 
+/* The kernel's O_LARGEFILE (glibc's is 0 on x86_64: implied there). */
+#define KERNEL_O_LARGEFILE 0100000
+
 int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 {
 	int m = cr_fs_pty_master(run, idx), s;
@@ -193,9 +196,15 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 	/* O_NOCTTY always: opened by the supervisor, the slave must never
 	 * become the supervisor's controlling terminal. */
 	/* Without O_CLOEXEC, which the ioctl would keep in the file's
-	 * status flags where an open strips it; our copy is marked apart. */
-	s = ioctl(m, TIOCGPTPEER, (flags & (O_ACCMODE | O_NONBLOCK)) |
-		  O_NOCTTY);
+	 * status flags where an open strips it; our copy is marked apart.
+	 * The status flags an open keeps (O_APPEND, O_SYNC...), and the
+	 * O_LARGEFILE an open adds on 64-bit, which the ioctl does not:
+	 * F_GETFL of a slave opened by its path answered 02 where the
+	 * kernel's says 0100002 (found by a differential probing session). */
+	s = ioctl(m, TIOCGPTPEER, (flags & ~(O_CLOEXEC | O_CREAT | O_EXCL |
+					     O_TRUNC | O_NOFOLLOW |
+					     O_DIRECTORY | O_PATH)) |
+		  O_NOCTTY | KERNEL_O_LARGEFILE);
 	if (s >= 0 && fcntl(s, F_SETFD, FD_CLOEXEC) < 0) {
 		close(s);
 		s = -1;
