@@ -75,6 +75,38 @@ def fs_proc_globals(t):
 
 
 @test
+def fs_proc_sys_lists_what_it_grants(t):
+    """/proc/sys and /proc/tty, ancestors of the files the rules grant,
+    list those files and the directories leading to them, as / and /sys
+    do; the rest stays absent, and `sysctl -a` reads each granted
+    value. An earlier build answered EACCES to the listing (a walk of
+    /proc/sys stopped at the parent of files it may read; found by a
+    differential probing session)."""
+    fx = FsFix(t)
+    run = fx.sh("python3 -c 'import os\n"
+                "for r, d, f in os.walk(\"/proc/sys\"):\n"
+                "    print(r, sorted(d), sorted(f))\n"
+                "print(sorted(os.listdir(\"/proc/tty\")))'; "
+                "/sbin/sysctl -a 2>&1 | grep -c ' = '; echo rc=$?; "
+                "ls /proc/sys/kernel/random 2>&1 >/dev/null | "
+                "grep -c 'No such file'")
+    r = _ok(fx, run, "/proc/sys listings")
+    eq(r.get("stdout"),
+       "/proc/sys ['fs', 'kernel', 'net', 'vm'] []\n"
+       "/proc/sys/fs [] ['pipe-max-size']\n"
+       "/proc/sys/kernel [] ['cap_last_cap', 'ngroups_max', 'osrelease', "
+       "'pid_max']\n"
+       "/proc/sys/net ['core'] []\n"
+       "/proc/sys/net/core [] ['somaxconn']\n"
+       "/proc/sys/vm [] ['overcommit_memory']\n"
+       "['drivers']\n7\nrc=0\n1\n", "stdout")
+    eq([d for d in r.get("denials") or []
+        if d.get("target") in ("/proc/sys", "/proc/sys/kernel", "/proc/tty")],
+       [], "no denial for the listings")
+    fx.check()
+
+
+@test
 def fs_dev_nodes(t):
     fx = FsFix(t)
     run = fx.sh(

@@ -324,12 +324,15 @@ static struct cr_verdict do_open(struct cr_run *run,
 	/* An ancestor of a root (the workspace's parents, /etc above its
 	 * listed files) opens read-only as a directory: its listing shows
 	 * only the entries that lead into a root (dirents.c), so what lies
-	 * outside stays absent. /proc keeps its own rules. */
+	 * outside stays absent. In /proc too: /proc/sys, /proc/sys/kernel
+	 * and /proc/tty list the files the rules grant there (an earlier
+	 * build answered EACCES, and `sysctl -a` or a walk of /proc/sys
+	 * stopped at the parent of files it may read; found by a
+	 * differential probing session). */
 	if (need == CR_FS_R && res.exists && S_ISDIR(res.st.st_mode) &&
 	    (res.acc & CR_FS_STAT) &&
 	    ((flags & O_PATH) ||	/* which ignores the other flags */
-	     ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)))) &&
-	    !cr_path_within("/proc", 5, res.path, res.plen))
+	     ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)))))
 		need = CR_FS_STAT;
 	/* An O_PATH fd of a link (its stand-in) shows what lstat and
 	 * readlink show, which is all a link holds; changes through it are
