@@ -91,10 +91,21 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
 		/* Killed in the filter: the call was rolled back, its number
 		 * is in orig_rax. Faulted on an absent entry: still in rax. */
 		uint64_t nr = no_entry ? regs.rax & 0xffffffff : regs.orig_rax;
-		bool x32 = nr & __X32_SYSCALL_BIT;
+		/* The instruction before rip says which entry it took: an
+		 * `int $0x80` (cd 80) is i386 whatever its number's bits (an
+		 * eax of 0x7fffffff was named an x32 call; found by a
+		 * differential probing session). */
+		long insn;
+		bool int80;
+
+		errno = 0;
+		insn = ptrace(PTRACE_PEEKTEXT, tid,
+			      (void *)(uintptr_t)(regs.rip - 2), NULL);
+		int80 = !(insn == -1 && errno) && (insn & 0xffff) == 0x80cd;
+		bool x32 = !int80 && (nr & __X32_SYSCALL_BIT);
 		/* An x86_64 `syscall` with a number no table has (bit 31
 		 * set): killed by the same guard as x32's. */
-		bool wild = !no_entry && !x32 && (nr & 0x80000000u);
+		bool wild = !no_entry && !int80 && !x32 && (nr & 0x80000000u);
 		char *s = wild ? NULL : seccomp_syscall_resolve_num_arch(
 			x32 ? SCMP_ARCH_X32 : SCMP_ARCH_X86,
 			(int)(x32 ? nr : nr & 0xffffffff));
@@ -108,7 +119,8 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
 				 nr & 0xffffffff);
 		else
 			snprintf(name, sizeof(name), "%s_%" PRIu64, abi,
-				 nr & ~(uint64_t)__X32_SYSCALL_BIT);
+				 x32 ? nr & ~(uint64_t)__X32_SYSCALL_BIT :
+				 nr & 0xffffffff);
 		free(s);
 	}
 	if (out_of_range)

@@ -257,6 +257,20 @@ def surface_int80_write_is_stopped(t):
 
 
 @test
+def surface_int80_is_named_i386_whatever_its_number(t):
+    # An `int $0x80` with eax 0x7fffffff (the x32 bit set) was named an
+    # x32 call (x32_1073741823); the instruction says i386 (found by a
+    # differential probing session).
+    run = run_calls(t, ["int80_big"])
+    r = t.result(run)
+    eq(run.code, 126, "exit status")
+    eq(r.get("status"), "policy_denied", "status")
+    d = find_denial(r, "i386_2147483647", "syscall")
+    contains(d.get("reason", ""), "i386 system call", "reason")
+    t.assert_next_run_ok()
+
+
+@test
 def surface_x32_getpid_is_stopped(t):
     run = run_calls(t, ["x32_getpid"])
     r = t.result(run)

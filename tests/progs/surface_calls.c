@@ -9,6 +9,7 @@
  *                                        buffer) or ppid (this process's
  *                                        parent)
  *   surface_calls int80_write            write(1) through the i386 ABI
+ *   surface_calls int80_big              int $0x80 with eax 0x7fffffff
  *   surface_calls x32_getpid             getpid through the x32 ABI
  *   surface_calls uring_open PATH        openat + read PATH through io_uring
  *   surface_calls ttyioctl REQ           ioctl REQ on a pty's slave
@@ -131,6 +132,19 @@ static int cmd_int80(void)
 			 : "a"(4L), "b"(1L), "c"((long)(uintptr_t)buf), "d"(17L)
 			 : "memory");
 	report("int80_write", ret < 0 ? -1 : ret, ret < 0 ? (int)-ret : 0);
+	return 0;
+}
+
+/* An i386 call whose number has the x32 bit set (0x7fffffff): an i386
+ * call all the same, to be named as one. */
+static int cmd_int80_big(void)
+{
+	long ret;
+
+	printf("before int80\n");
+	fflush(stdout);
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(0x7fffffffL) : "memory");
+	report("int80_big", ret < 0 ? -1 : ret, ret < 0 ? (int)-ret : 0);
 	return 0;
 }
 
@@ -309,6 +323,8 @@ int main(int argc, char **argv)
 		return cmd_vmcopy();
 	if (argc >= 3 && !strcmp(argv[1], "sys"))
 		return cmd_sys(argc - 2, argv + 2);
+	if (argc == 2 && !strcmp(argv[1], "int80_big"))
+		return cmd_int80_big();
 	if (argc == 2 && !strcmp(argv[1], "int80_write"))
 		return cmd_int80();
 	if (argc == 2 && !strcmp(argv[1], "x32_getpid"))
