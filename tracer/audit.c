@@ -234,11 +234,39 @@ static void emit_locked(struct cr_run *run, const char *event, cJSON *f,
 	free(text);
 }
 
+/* The events kept until start, in their order, after it. */
+static void emit_early(struct cr_run *run)
+{
+	for (size_t i = 0; i < run->naudit_early; i++) {
+		cr_audit_event(run, run->audit_early_ev[i],
+			       run->audit_early[i]);
+		run->audit_early[i] = NULL;
+	}
+	run->naudit_early = 0;
+}
+
 void cr_audit_event(struct cr_run *run, const char *event, void *fields)
 {
 	if (run->audit_fd < 0) {
 		cJSON_Delete(fields);
 		return;
+	}
+	/* The trail begins with start: a run refused while its inputs were
+	 * placed had its deny and exit, and no start (the command, the
+	 * policy's digest; found by a probing session). Events before it
+	 * wait for it (a handful: set-up is the supervisor's alone). */
+	if (!run->audit_started) {
+		if (!strcmp(event, "start")) {
+			run->audit_started = true;
+			emit(run, event, fields, false);
+			emit_early(run);
+			return;
+		}
+		if (run->naudit_early < CR_AUDIT_EARLY) {
+			run->audit_early_ev[run->naudit_early] = event;
+			run->audit_early[run->naudit_early++] = fields;
+			return;
+		}
 	}
 	if (!strcmp(event, "deny") && ++run->audit_denies > CR_AUDIT_MAX_DENIES) {
 		pthread_mutex_lock(&audit_lock);
@@ -298,6 +326,10 @@ void cr_audit_finish(struct cr_run *run)
 
 	if (run->audit_fd < 0)
 		return;
+	if (!run->audit_started) {	/* ended before it began: as they came */
+		run->audit_started = true;
+		emit_early(run);
+	}
 	late = emit_tail(run);
 	f = cJSON_CreateObject();
 	if (f) {

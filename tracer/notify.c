@@ -441,7 +441,7 @@ void cr_deny(struct cr_run *run, pid_t pid, const char *syscall,
 				cr_json_add_bytes(f, "target", target,
 						  strlen(target));
 			cJSON_AddStringToObject(f, "layer", layer);
-			cJSON_AddStringToObject(f, "reason", reason);
+			cr_json_add_bytes(f, "reason", reason, strlen(reason));
 			cJSON_AddNumberToObject(f, "count", (double)count);
 			cr_audit_event(run, "deny", f);
 		}

@@ -372,7 +372,10 @@ static cJSON *build(struct cr_run *run, int code)
 		else
 			cJSON_AddNullToObject(o, "target");
 		cJSON_AddStringToObject(o, "layer", dn->layer);
-		cJSON_AddStringToObject(o, "reason", dn->reason ? dn->reason : "");
+		/* A reason may quote a name the caller or the program chose
+		 * (an input's): escaped as the target is. */
+		cr_json_add_bytes(o, "reason", dn->reason ? dn->reason : "",
+				  dn->reason ? strlen(dn->reason) : 0);
 		add_u64(o, "count", dn->count ? dn->count : 1);
 		if (dn->nstack) {
 			cJSON *sk = cJSON_AddArrayToObject(o, "stack");

@@ -563,6 +563,7 @@ int cr_run_main(int argc, char **argv)
 		else
 			snprintf(why, sizeof(why), "cannot set up the supervisor: %s",
 				 strerror(-rc));
+		audit_start(&run);	/* what was refused, and how it ran */
 		cr_run_end(&run, CR_ST_PLATFORM_FAILURE, NULL, "%s", why);
 		goto finish;
 	}

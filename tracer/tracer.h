@@ -383,6 +383,13 @@ struct cr_run {
 	void **audit_tail;		/* owned: the latest deny events past
 					 * the trail's head (cJSON objects) */
 	size_t audit_tail_next;
+	/* Events before the start event (a refused input's deny), kept to
+	 * follow it: the trail begins with start. */
+#define CR_AUDIT_EARLY 8
+	bool audit_started;
+	const char *audit_early_ev[CR_AUDIT_EARLY];
+	void *audit_early[CR_AUDIT_EARLY];	/* owned cJSON objects */
+	size_t naudit_early;
 	uint64_t audit_seq;		/* the next event's sequence number */
 	char audit_head[65];		/* SHA-256 (hex) of the last line
 					 * written: the chain's head */

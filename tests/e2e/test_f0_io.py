@@ -1237,3 +1237,31 @@ def io_artifacts_kill_mid_export_leaves_no_partial_file(t):
         eq(os.path.getsize(os.path.join(out, n)), 83886080, "size of %s" % n)
     ok = t.corral(["run", "--", "true"], env={"TMPDIR": tmp})
     eq(ok.code, 0, "the next run")
+
+
+@test
+def io_refused_input_is_audited_from_its_start(t):
+    """A run refused while its inputs are placed has its whole trail:
+    start (the command, the policy's digest), then the deny, exit and
+    cleanup (an earlier build had no start). An input whose name is not
+    UTF-8 gives a result and a trail that are (the denial's reason quoted
+    the raw name: a line no strict reader took). Found by a probing
+    session."""
+    s = Sentinel(t)
+    bad = os.fsdecode(os.fsencode(s.arch) + b"/bad\xffname.tar")
+    make_tar(bad, [(info("../x", size=3), b"bad")])
+    audit = s.p("audit.jsonl")
+    run = t.corral(["run", "--json", "-w", s.ws, "--audit", audit,
+                    "--input", bad + ":x/", "--", "echo", "hello"],
+                   timeout=120)
+    r = t.result(run)     # the harness decodes it as strict UTF-8
+    eq(r.get("status"), "policy_denied", "status")
+    contains(r["denials"][0].get("reason", ""), "\\xff", "reason escaped")
+    with open(audit, "rb") as f:
+        lines = [json.loads(ln.decode("utf-8")) for ln in f]
+    eq([e["event"] for e in lines], ["start", "deny", "exit", "cleanup"],
+       "events")
+    eq(lines[0].get("command"), ["echo", "hello"], "start's command")
+    eq(lines[0].get("inputs"), [], "start's inputs: none placed")
+    true(lines[0].get("digests", {}).get("policy"), "start's policy digest")
+    s.check("non-UTF-8 input name")

@@ -318,3 +318,41 @@ def broker_redacts_secret_inside_base64(t):
     for p in paths:
         contains(out[p], "[REDACTED]", p)
         eq(_b64_leaks(out[p], secret), False, "%s: the secret decodes" % p)
+
+
+BADMETHOD = r'''
+import os, socket
+host, port = os.environ["CORRAL_BROKER_UP"].split("//")[1].split("/")[0].rsplit(":", 1)
+for line in (b'G\xffT"\\ /x HTTP/1.1', b"\xc3\x28\xa0\xa1 /y HTTP/1.1"):
+    s = socket.create_connection((host, int(port)))
+    s.sendall(line + b"\r\nHost: x\r\n\r\n")
+    print(s.recv(4096).split(b"\r\n")[0].decode("latin-1"))
+    s.close()
+'''
+
+
+@test
+def broker_bad_method_keeps_the_trail_utf8(t):
+    """A request line whose method is not UTF-8 is refused (400) before
+    any upstream contact, and its audit line is valid UTF-8 JSON with the
+    method escaped; an earlier build wrote the program's raw bytes into
+    the trail. Found by a probing session."""
+    srv, log, cert = _upstream(t)
+    try:
+        pol = _policy(t, srv.server_address[1], cert)
+        audit = t.path("audit-badmethod.jsonl")
+        p = t.write("badmethod.py", BADMETHOD)
+        run = t.corral(["run", "--json", "--policy", pol, "--audit", audit,
+                        "--ro", t.tmp, "--", "python3", p],
+                       env={"UP_SECRET": "brk-" + secrets.token_hex(8)},
+                       timeout=120)
+    finally:
+        srv.shutdown()
+    r = t.result(run)
+    eq(r.get("stdout", "").count(" 400 "), 2, "two 400s (%s)" % run.summary())
+    with open(audit, "rb") as f:
+        evs = [json.loads(ln.decode("utf-8")) for ln in f]
+    methods = [e.get("method") for e in evs if e.get("event") == "broker"]
+    eq(len(methods), 2, "two broker events")
+    contains(methods[0], "\\xff", "the method escaped")
+    eq(log, [], "no upstream contact")

@@ -503,7 +503,7 @@ void cr_broker_record(struct cr_broker *b, const struct cred_rt *r,
 		 target ? target : "");
 	if (f) {
 		cJSON_AddStringToObject(f, "credential", r->c->name);
-		cJSON_AddStringToObject(f, "method", method);
+		cr_json_add_bytes(f, "method", method, strnlen(method, 64));
 		cr_json_add_bytes(f, "path", target ? target : "",
 				  target ? strnlen(target, 500) : 0);
 		cJSON_AddNumberToObject(f, "status", (double)status);
