@@ -1762,6 +1762,21 @@ for p in ("/usr/lib/os-release", "/usr/share", "/dev/ptmx",
     t(p + " setflags", lambda: put_back(fd, GETFLAGS, SETFLAGS, 8))
     t(p + " fssetxattr", lambda: put_back(fd, FSGETXATTR, FSSETXATTR, 28))
     os.close(fd)
+# The refused ioctls of a file system, on what no file system answers for.
+import socket
+SETVERSION, DEDUPE = 0x40087602, 0xc0189436
+r, w = os.pipe()
+sk = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+nul = os.open("/dev/null", os.O_RDWR)
+dfd = os.open(".", os.O_RDONLY)
+rng = bytes(24)
+for what, fd in (("pipe", r), ("socket", sk.fileno()), ("null", nul),
+                 ("dir", dfd)):
+    if what != "dir":   # the owner's directory: refused (documented)
+        t(what + " setversion", lambda: fcntl.ioctl(fd, SETVERSION, bytes(8)))
+    t(what + " dedupe", lambda: fcntl.ioctl(fd, DEDUPE, rng))
+    t(what + " dedupe fault", lambda: sysc(ctypes.c_long(16), ctypes.c_long(fd),
+                                         ctypes.c_long(DEDUPE), ctypes.c_long(8)))
 # A pty's slave: opened by its path, F_GETFL as an open leaves it (with
 # O_LARGEFILE and O_APPEND); and by TIOCGPTPEER with flags beyond the
 # four usual ones, which the kernel keeps.
@@ -1786,12 +1801,17 @@ def errno_parity_attribute_ioctls_and_pty_flags(t):
     the kernel's vfs_fileattr_set; an earlier build answered EACCES to all
     of them outside the writable roots. A pty's slave opened by its path
     shows the flags an open leaves (O_LARGEFILE, O_APPEND: 02 before), and
-    TIOCGPTPEER takes the flags the kernel takes (EINVAL before). Found by
-    a differential probing session."""
+    TIOCGPTPEER takes the flags the kernel takes (EINVAL before). The
+    refused file-system ioctls (an inode's generation, deduplication)
+    answer on a pipe, a socket or a device as the kernel does (ENOTTY,
+    EINVAL, EISDIR for a directory, EFAULT first), where they answered
+    EPERM on every fd. Found by a differential probing session."""
     parity(t, ATTR_IOCTLS, name="attrioctl",
            want={"/usr/lib/os-release setflags": "EPERM",
                  "/dev/ptmx setflags": "ENOTTY",
                  "/proc/self/status fssetxattr": "ENOTTY",
                  "mine.txt setflags": "ok",
                  "pts by path flags": "0o102002",
-                 "ptpeer": "0o2000 0o2002"})
+                 "ptpeer": "0o2000 0o2002",
+                 "pipe setversion": "ENOTTY", "pipe dedupe": "EINVAL",
+                 "dir dedupe": "EISDIR", "pipe dedupe fault": "EFAULT"})

@@ -24,6 +24,13 @@ int cr_ioctl_fd_kind(struct cr_run *run, const struct seccomp_notif *n,
 struct cr_verdict cr_h_refuse(struct cr_run *run,
 			      const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n);
+/* The same for a file system's ioctls: ENOTTY on what is no file. */
+struct cr_verdict cr_h_refuse_file(struct cr_run *run,
+				   const struct cr_syscall_entry *e,
+				   const struct seccomp_notif *n);
+struct cr_verdict cr_h_dedupe(struct cr_run *run,
+			      const struct cr_syscall_entry *e,
+			      const struct seccomp_notif *n);
 
 /* fork.c: fork, vfork, clone (the processes budget, namespace flags) */
 struct cr_verdict cr_h_fork(struct cr_run *run,

@@ -89,6 +89,51 @@ struct cr_verdict cr_h_refuse_kind(struct cr_run *run,
 	return cr_h_refuse(run, e, n);
 }
 
+/* The refused ioctls of a file system (an inode's generation, block
+ * mapping, verity, encryption): on what is not a file or directory (a
+ * pipe, a socket, a device, an anonymous inode) no file system answers
+ * them, and the kernel says ENOTTY, with nothing to record; an earlier
+ * build answered EPERM and a denial on every fd (found by a differential
+ * probing session). On a file or directory the refusal stands. */
+CR_HANDLER(cr_h_refuse_file)
+{
+	int c = cr_tasks_getfd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	struct stat st;
+	bool file;
+
+	if (c == -EBADF)
+		return CR_V_ERR(EBADF);
+	file = c < 0 || fstat(c, &st) < 0 || S_ISREG(st.st_mode) ||
+	       S_ISDIR(st.st_mode);
+	if (c >= 0)
+		close(c);
+	return file ? cr_h_refuse(run, e, n) : CR_V_ERR(ENOTTY);
+}
+
+/* FIDEDUPERANGE: the kernel reads the request's count first (EFAULT),
+ * then judges the source: a directory EISDIR, anything but a file
+ * EINVAL; on a file it is refused (it needs no fd open for writing). */
+CR_HANDLER(cr_h_dedupe)
+{
+	int c = cr_tasks_getfd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	uint16_t count;
+	struct stat st;
+	int err = 0;
+
+	if (c == -EBADF)
+		return CR_V_ERR(EBADF);
+	if (cr_mem_read((pid_t)n->pid, n->data.args[2] + 16, &count,
+			sizeof(count)))
+		err = EFAULT;
+	else if (c >= 0 && fstat(c, &st) == 0 && S_ISDIR(st.st_mode))
+		err = EISDIR;
+	else if (c >= 0 && fstat(c, &st) == 0 && !S_ISREG(st.st_mode))
+		err = EINVAL;
+	if (c >= 0)
+		close(c);
+	return err ? CR_V_ERR(err) : cr_h_refuse(run, e, n);
+}
+
 /* ptrace: the whole tree is corral's tracee, so the kernel itself would
  * refuse the program every tracing request: PTRACE_TRACEME (already
  * traced) and an attach to a task of the run (EPERM; a seize's own
