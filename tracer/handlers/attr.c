@@ -736,10 +736,11 @@ struct cr_verdict cr_h_ioctl_attr(struct cr_run *run,
 	}
 	/* vfs_fileattr_set's order: an object without attributes (a pipe,
 	 * a terminal, a /proc file) is ENOTTY, found by the matching get on
-	 * our copy, before the owner's check (EPERM), which is the answer
-	 * outside the writable roots too: the kernel's ioctl never says
-	 * EACCES (an earlier build did, on /dev/ptmx and /proc/self/status
-	 * as on /usr; found by a differential probing session). */
+	 * our copy, before the owner's check (EPERM to another's file; an
+	 * earlier build answered EACCES on /dev/ptmx, /proc/self/status and
+	 * /usr alike; found by a differential probing session). The
+	 * owner's own file outside the writable roots stays EACCES, the
+	 * visible refusal chmod gives it too. */
 	{
 		union {
 			int flags;
@@ -753,8 +754,6 @@ struct cr_verdict cr_h_ioctl_attr(struct cr_run *run,
 		}
 	}
 	rc = fd_writable_as(run, n, e->name, fd, true);
-	if (rc == -EACCES)
-		rc = -EPERM;
 	if (!rc)
 		rc = ioctl(fd, how, &arg) < 0 ? -errno : 0;
 	close(fd);
