@@ -732,6 +732,13 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 		if (f)
 			cr_budget_on_exec(run, t, f);
 		cr_tasks_remove(&run->tasks, (pid_t)former);
+		/* The old leader died in the exec, without an exit report
+		 * of its own: its waiting calls (a splice, an accept) end
+		 * now, and corral's copies of their files with them. They
+		 * were kept until the next readiness (a pipe's reader saw
+		 * its end of file 8 s late; found by a probing session). */
+		cr_net_defer_on_gone(run, t->tid);
+		cr_fs_fifo_on_gone(run, t->tid);
 	}
 }
 

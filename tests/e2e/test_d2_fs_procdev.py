@@ -38,10 +38,11 @@ def fs_proc_self_readable(t):
 @test
 def fs_proc_child_readable(t):
     fx = FsFix(t)
-    # Until the child has exec'd sleep its cmdline is the shell's (or, in
-    # the middle of the exec, empty): wait for it, without a tight bound.
+    # Until the child has exec'd sleep its cmdline is the shell's (which
+    # holds the word too: anchored) or, in the middle of the exec, empty:
+    # wait for it, without a tight bound.
     run = fx.sh("sleep 30 & p=$!; i=0; while [ $i -lt 100 ] && ! grep -q "
-                "sleep /proc/$p/cmdline; do sleep 0.1; i=$((i+1)); done; "
+                "'^sleep' /proc/$p/cmdline; do sleep 0.1; i=$((i+1)); done; "
                 "tr '\\0' ' ' < /proc/$p/cmdline; echo; "
                 "grep -c '^Pid:' /proc/$p/status; readlink /proc/$p/cwd; "
                 "cut -d' ' -f1 /proc/$$/stat | grep -c \"^$$\\$\"; "

@@ -70,6 +70,11 @@ os.lseek(src, 7, 0)
 n = os.splice(src, w, 100)
 print("f2p_pos count", n, "same", os.read(r, 1 << 17) == data[7:107],
       "pos", os.lseek(src, 0, 1))
+for dev in ("/dev/zero", "/dev/urandom"):    # their offsets do not move
+    z = os.open(dev, os.O_RDONLY)
+    o = ctypes.c_longlong(100)
+    n = spl(z, ctypes.byref(o), w, None, 50)
+    print("dev", dev, n, o.value, os.lseek(z, 0, 1), len(os.read(r, 100)))
 o = ctypes.c_longlong(40)
 n = spl(src, ctypes.byref(o), w, None, 60)
 print("f2p_offptr count", n, "moved", o.value, "same",
@@ -363,3 +368,48 @@ def splice_waiting_forever_ends_with_the_wall_limit(t):
        "ending (result %s)" % _show(res))
     eq(res.get("stdout"), "waiting\n", "stdout")
     t.assert_next_run_ok()
+
+
+# The leader waits in a splice; another thread execs: the old leader dies
+# in the exec, and with it its wait and corral's copy of the output pipe.
+# An observer reading that pipe sees its end of file at once, not when the
+# input's last writer goes (8 s later).
+EXECWAIT = r'''
+import threading, time
+if sys.argv[2:] == ["after"]:
+    time.sleep(2)
+    sys.exit(0)
+a_r, a_w = os.pipe2(os.O_CLOEXEC)
+b_r, b_w = os.pipe2(os.O_CLOEXEC)
+if os.fork() == 0:                       # holds A's writer for 8 s
+    os.close(b_w)
+    time.sleep(8)
+    os._exit(0)
+if os.fork() == 0:                       # reads B to its end
+    os.close(b_w)
+    os.close(a_w)
+    t0 = time.monotonic()
+    os.read(b_r, 10)
+    print("eof after", "under 4 s" if time.monotonic() - t0 < 4 else
+          "%.1f s" % (time.monotonic() - t0), flush=True)
+    os._exit(0)
+os.close(a_w)
+os.close(b_r)
+def execer():
+    time.sleep(0.5)
+    os.execv(sys.executable, [sys.executable, sys.argv[0], ".", "after"])
+threading.Thread(target=execer).start()
+os.splice(a_r, b_w, 10)
+'''
+
+
+@test
+def splice_waiting_leader_ends_with_an_exec_of_another_thread(t):
+    """A leader waiting in a splice dies when another thread execs, and
+    its wait goes with it: a reader of the output pipe sees its end of
+    file at once (natively 0.5 s), where an earlier build kept corral's
+    copy until the input's last writer went 8 s later. Found by a probing
+    session."""
+    res = in_ws(t, "execwait", EXECWAIT, extra=["--limit", "wall=30s"])
+    eq(res.get("stdout"), "eof after under 4 s\n",
+       "observer (stderr %s)" % _show(res.get("stderr")))

@@ -57,7 +57,9 @@ struct cr_verdict cr_h_tiocgptpeer(struct cr_run *run,
 	 * O_CLOEXEC as the program asked: the ioctl keeps it in the file's
 	 * status flags (F_GETFL shows it natively too), so our copy is
 	 * marked apart when it was not asked. */
-	s = ioctl(m, TIOCGPTPEER, flags | O_NOCTTY);
+	/* Not O_PATH: ADDFD carries no O_PATH file (a read-only open, as
+	 * an O_PATH open of the slave by its path gets; docs/policy.md). */
+	s = ioctl(m, TIOCGPTPEER, (flags & ~O_PATH) | O_NOCTTY);
 	if (s >= 0 && !(flags & O_CLOEXEC) && fcntl(s, F_SETFD, FD_CLOEXEC) < 0) {
 		close(s);
 		s = -1;

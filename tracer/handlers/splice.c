@@ -243,10 +243,13 @@ static ssize_t try_from_file(struct cr_run *run, struct sp_call *c,
 	}
 	if (w <= 0)
 		return w;
-	/* What went into the pipe, and only that, moves the input. */
+	/* What went into the pipe, and only that, moves the input (a memory
+	 * device's reads move no offset). */
+	if (c->seekless)
+		return w;
 	if (c->has_off)
 		c->off = pos + w;
-	else if (!c->seekless)
+	else
 		lseek(c->in, (off_t)(pos + w), SEEK_SET);
 	return w;
 }
