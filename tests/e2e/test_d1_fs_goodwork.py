@@ -1076,3 +1076,19 @@ print(equal["."] > 0, equal["sub"] > 0, equal)
     r = _ok(fx, run, "pairs of files")
     contains(r.get("stdout"), "True True", "some pairs share their stamp")
     fx.check()
+
+
+@test
+def fs_good_dpkg_queries(t):
+    """dpkg's configuration and database are read as natively (policy
+    2026-12-06.1): dpkg-query, dpkg-vendor and dpkg's architecture, which
+    a Debian package build asks first; before, "package 'libc6' is not
+    installed" and no vendor (found by a compatibility probing session)."""
+    cmd = ("dpkg-query -W -f='${Package} ${Status}\\n' libc6; "
+           "dpkg-vendor --query vendor; dpkg --print-architecture")
+    nat = t.native(["sh", "-c", cmd])
+    eq(nat.code, 0, "native (premise)")
+    fx = FsFix(t)
+    r = _ok(fx, fx.sh(cmd), "dpkg queries")
+    eq(r.get("stdout"), nat.out.decode(), "the same answers as natively")
+    eq(r.get("denials") or [], [], "denials")

@@ -490,7 +490,8 @@ static const char *check_default(const struct cr_policy *p)
 		"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf",
 		"/dev/null", "/etc/php", "/var/lib/ghc", "/etc/R", "/etc/texmf",
 		"/var/lib/texmf", "/etc/ImageMagick-6", "/etc/emacs",
-		"/etc/libreoffice", "/etc/gdb", "/etc/dejagnu",
+		"/etc/libreoffice", "/etc/gdb", "/etc/dejagnu", "/etc/dpkg",
+		"/var/lib/dpkg",
 	};
 	static const char *const never[] = {
 		"/", "/etc", "/etc/shadow", "/etc/gshadow", "/root", "/home",
@@ -514,8 +515,8 @@ static const char *check_default(const struct cr_policy *p)
 	const struct cr_class *c = cr_policy_class(p, "default");
 	size_t i;
 
-	if (strcmp(p->version, "2026-12-05.4"))
-		return "version is not 2026-12-05.4";
+	if (strcmp(p->version, "2026-12-06.1"))
+		return "version is not 2026-12-06.1";
 	if (!c || p->nclasses != 1)
 		return "not exactly one class, \"default\"";
 	for (i = 0; i < CR_ARRAY_SIZE(must_read); i++)
