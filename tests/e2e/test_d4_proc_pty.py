@@ -266,11 +266,12 @@ print(os.ttyname(again) == name, os.stat(name).st_rdev == os.fstat(s).st_rdev)
 print(sorted(os.listdir('/dev/pts')) == sorted(['ptmx', name[9:]]))
 p = fcntl.ioctl(m, 0x5441, os.O_RDWR | os.O_NOCTTY)
 print(os.ttyname(p) == name)
-# Metadata by path could reach a number reused meanwhile: refused.
+# Metadata by path, as natively: on an fd corral checks is still this
+# pty (a number reused meanwhile is refused; it was refused always).
 try:
-    os.chmod(name, 0o666); print('chmod done')
+    os.chmod(name, 0o620); print('chmod done', oct(os.stat(name).st_mode & 0o777))
 except OSError as e:
-    print('chmod', e.errno in (errno.EACCES, errno.ENOENT, errno.EPERM))
+    print('chmod', e.errno)
 pid = os.fork()
 if pid == 0:
     try:
@@ -302,7 +303,7 @@ def pty_openpty_ttyname(t):
         f.write(_PTY)
     r = _ok(fx, fx.run(["python3", "pty.py"]), "openpty")
     eq(r.get("stdout"), "True m\nb'up\\r\\n'\nb'down\\n'\nTrue True\nTrue\n"
-       "True\nchmod True\n0\nb'down\\r\\ntty\\r\\n'\n", "stdout")
+       "True\nchmod done 0o620\n0\nb'down\\r\\ntty\\r\\n'\n", "stdout")
     fx.check()
 
 
@@ -701,3 +702,25 @@ def proc_zombie_child_answers_queries_as_natively(t):
     r = _ok(fx, run, "zombie queries")
     eq(r.get("stdout"), want, "under corral, against native")
     t.assert_next_run_ok()
+
+
+@test
+def pty_of_another_keeps_its_mode(t):
+    """A pty the run did not allocate (one the caller holds) takes no
+    change of mode from the program, by its path: it is absent there
+    (ENOENT), as before; the run's own ptys take their owner's changes,
+    checked to be the run's on the very fd a change acts on."""
+    m, s = os.openpty()
+    try:
+        name = os.ttyname(s)
+        before = os.fstat(s).st_mode & 0o7777
+        run = t.corral(["run", "--json", "--", "python3", "-c",
+                        "import os\n"
+                        "try:\n    os.chmod(%r, 0o666); print('changed')\n"
+                        "except OSError as e:\n    print(e.errno)\n" % name])
+        r = t.result(run)
+        eq(r.get("stdout"), "2\n", "chmod of another's pty (ENOENT)")
+        eq(os.fstat(s).st_mode & 0o7777, before, "its mode")
+    finally:
+        os.close(m)
+        os.close(s)

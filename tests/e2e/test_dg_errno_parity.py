@@ -1815,3 +1815,35 @@ def errno_parity_attribute_ioctls_and_pty_flags(t):
                  "ptpeer": "0o2000 0o2002",
                  "pipe setversion": "ENOTTY", "pipe dedupe": "EINVAL",
                  "dir dedupe": "EISDIR", "pipe dedupe fault": "EFAULT"})
+
+
+PTY_META = r'''
+import pty
+m, s = os.openpty()
+name = os.ttyname(s)
+t("chmod", lambda: os.chmod(name, 0o600))
+print("mode", oct(os.stat(name).st_mode & 0o7777))
+t("fchmod", lambda: os.fchmod(s, 0o620))
+print("mode", oct(os.fstat(s).st_mode & 0o7777))
+t("chown", lambda: os.chown(name, os.getuid(), -1))
+t("fchown", lambda: os.fchown(s, -1, os.getgid()))
+t("utime", lambda: os.utime(name, (1000000000, 1000000000)))
+print("mtime", int(os.stat(name).st_mtime))
+t("futimens", lambda: os.utime(s, (1100000000, 1100000000)))
+print("mtime", int(os.stat(name).st_mtime))
+t("chown other", lambda: os.chown(name, 0, -1))
+'''
+
+
+@test
+def errno_parity_own_pty_metadata(t):
+    """The run's own pty takes its owner's changes of mode, owner and times
+    by path and by fd, as natively (`mesg`, screen and tmux make them);
+    another owner is EPERM as natively. They answered EACCES and were
+    recorded (found by a compatibility probing session: `mesg y` under
+    `script` exited 2)."""
+    nat, cor, res = parity(t, PTY_META, name="ptymeta",
+                           want={"chmod": "ok", "fchmod": "ok", "utime": "ok",
+                                 "chown other": "EPERM"})
+    eq([d for d in res.get("denials", []) if d.get("layer") == "fs"], [],
+       "no fs denial")

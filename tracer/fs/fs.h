@@ -142,6 +142,9 @@ struct cr_fsres {
 	int linkfd;		/* owned: our O_PATH fd of that pipe */
 	bool tmp_refused;	/* CR_RES_TMP_QUIET: the path was "/tmp" itself,
 				 * refused there and not recorded */
+	bool pty;		/* one of the run's ptys by its path: a change
+				 * of it acts on an fd checked to be that pty
+				 * (cr_fs_pty_is_runs; handlers/attr.c) */
 	bool diverged;		/* the walk took /dev/shm for the run's private
 				 * directory where the kernel, given the same
 				 * path, would not (or the reverse): a call
@@ -355,5 +358,9 @@ int cr_fs_pty_ctty(struct cr_run *run, pid_t tid);
 /* Is res a terminal node by the rules' place: /dev/tty, /dev/ptmx,
  * /dev/pts/<n>, /dev/pts/ptmx (resolved path, any type)? */
 bool cr_fs_pty_path(const struct cr_fsres *res);
+/* Is fd (any open of it, O_PATH too) the slave of a pty the run holds:
+ * the same inode its master's peer is? A number the run let go and
+ * another's pty took is not. */
+bool cr_fs_pty_is_runs(struct cr_run *run, int fd);
 
 #endif

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <termios.h>
 
 #include "fs.h"
@@ -220,6 +222,33 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 		}
 	}
 	return s;
+}
+
+#define DEVPTS_MAGIC 0x1cd1
+
+bool cr_fs_pty_is_runs(struct cr_run *run, int fd)
+{
+	struct stat a, b;
+	struct statfs sf;
+	int m, s;
+	bool same;
+
+	if (fstat(fd, &a) < 0 || !S_ISCHR(a.st_mode) ||
+	    major(a.st_rdev) != 136 || fstatfs(fd, &sf) < 0 ||
+	    sf.f_type != DEVPTS_MAGIC)
+		return false;
+	m = cr_fs_pty_master(run, minor(a.st_rdev));
+	if (m < 0)
+		return false;
+	/* O_PATH: the peer is looked at, not opened (no opener more). */
+	s = ioctl(m, TIOCGPTPEER, O_PATH | O_NOCTTY | O_CLOEXEC);
+	close(m);
+	if (s < 0)
+		return false;
+	same = fstat(s, &b) == 0 && b.st_dev == a.st_dev &&
+	       b.st_ino == a.st_ino;
+	close(s);
+	return same;
 }
 
 bool cr_fs_pty_path(const struct cr_fsres *res)

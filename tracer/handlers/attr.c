@@ -95,6 +95,22 @@ static int resolve_w(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	if (res->acc & CR_FS_W)
 		return 0;
+	/* One of the run's ptys: its owner's changes (mode, owner, times:
+	 * `mesg`, screen, a chown to the tty group) are the kernel's to
+	 * answer, as for a file of a writable root. Each is made on an fd
+	 * checked to be that pty (pty_gate): a number the run let go and
+	 * another's pty took meanwhile is refused. They answered EACCES
+	 * (found by a compatibility probing session: `mesg y` under
+	 * `script` exited 2). */
+	if ((k == WK_MODE || k == WK_OWNER || k == WK_CHOWN_NOOP ||
+	     k == WK_WRITE) && S_ISCHR(res->st.st_mode) && res->plen > 9 &&
+	    !memcmp(res->path, "/dev/pts/", 9) &&
+	    strspn(res->path + 9, "0123456789") == res->plen - 9 &&
+	    res->plen - 9 < 10 &&
+	    cr_fs_pty_allocated(run, (unsigned)atoi(res->path + 9))) {
+		res->pty = true;
+		return 0;
+	}
 	/* notify_change refuses a link's mode before the owner is asked
 	 * (EPERM came first in a read root, found by a differential probing
 	 * session): the caller answers it (do_chmod). */
@@ -123,6 +139,19 @@ static int resolve_w(struct cr_run *run, const struct seccomp_notif *n,
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
 	cr_fsres_free(res);
 	return -cr_fsrules_refusal_as(&run->fs->rules, res->acc, kerr);
+}
+
+/* For a pty of the run named by its path (resolve_w): is fd, the one a
+ * change acts on, still that pty? 0, or -EACCES, recorded, as any
+ * change outside the writable roots. */
+static int pty_gate(struct cr_run *run, const struct seccomp_notif *n,
+		    const char *sys, struct cr_fsres *res, int fd)
+{
+	if (!res->pty || cr_fs_pty_is_runs(run, fd))
+		return 0;
+	res->refused = true;
+	cr_fs_deny(run, n, sys, res, "a terminal the run does not hold");
+	return -EACCES;
 }
 
 /* The fd forms' check (cr_fs_fd_writable), with the kernel's errno in
@@ -191,7 +220,9 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 		return CR_V_ERR(-fd);
 	}
 	/* Judged on the inode opened: the one chmod acts on. */
-	rc = fstat(fd, &st) < 0 ? errno : 0;
+	rc = -pty_gate(run, n, sys, &res, fd);
+	if (!rc && fstat(fd, &st) < 0)
+		rc = errno;
 	if (!rc) {
 		mode = cr_fs_top_mode(run, n, sys, res.path, fd, &st,
 				      mode & 07777);
@@ -268,9 +299,12 @@ static struct cr_verdict do_chown(struct cr_run *run,
 		cr_fsres_free(&res);
 		return CR_V_ERR(-fd);
 	}
-	rc = fstat(fd, &st) < 0 ? errno :
-	     -cr_fs_top_chown(run, n, sys, res.path, fd, &st,
-			      (uid_t)n->data.args[ui], (gid_t)n->data.args[ui + 1]);
+	rc = -pty_gate(run, n, sys, &res, fd);
+	if (!rc)
+		rc = fstat(fd, &st) < 0 ? errno :
+		     -cr_fs_top_chown(run, n, sys, res.path, fd, &st,
+				      (uid_t)n->data.args[ui],
+				      (gid_t)n->data.args[ui + 1]);
 	if (!rc) {
 		cr_slow_begin();
 		rc = fchownat(fd, "", (uid_t)n->data.args[ui],
@@ -433,6 +467,20 @@ by_path:
 		       &res);
 	if (rc)
 		return CR_V_ERR(-rc);
+	if (res.pty) {	/* through an fd checked to be the run's pty */
+		int fd = cr_fs_opath(&res, false);
+		char p[64];
+
+		rc = fd < 0 ? -fd : -pty_gate(run, n, sys, &res, fd);
+		if (!rc) {
+			cr_fs_fdpath(fd, p, sizeof(p));
+			rc = utimensat(AT_FDCWD, p, times, 0) < 0 ? errno : 0;
+		}
+		if (fd >= 0)
+			close(fd);
+		cr_fsres_free(&res);
+		return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
+	}
 	cr_slow_begin();
 	rc = utimensat(res.dirfd, res.name, times,
 		       res.via_link ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
@@ -585,6 +633,10 @@ int cr_fs_fd_writable(struct cr_run *run, const struct seccomp_notif *n,
 
 	if (!acc && !path[0])
 		return -EBADF;
+	/* The run's own pty, this very open of it (resolve_w). */
+	if (!(acc & CR_FS_W) && !strncmp(path, "/dev/pts/", 9) &&
+	    cr_fs_pty_is_runs(run, fd))
+		return 0;
 	if (!(acc & CR_FS_W)) {
 		cr_deny(run, (pid_t)n->pid, sys, path, "fs",
 			"write outside the writable roots");
