@@ -201,14 +201,18 @@ def budget_many_spinning_threads_cannot_starve_the_supervisor(t):
     seconds, a 2 s cpu budget ended at 13-32 times its size and a wall
     limit fired tens of seconds late (found by a probing session). Past
     64 tasks the tree now runs at nice 19, and a breach shown by the
-    processes' own totals ends the run before the per-thread pass."""
+    processes' own totals ends the run before the per-thread pass.
+    Measured on the 2-vCPU machine, 16 runs of two builds alike: 2.1-4.2 s
+    of CPU (most under 2.7 s; the tail is the supervisor's 6 % share of a
+    CPU against 2 000 threads at nice 19, docs/limits.md); the bound is
+    past that tail and far under the tens of seconds of the finding."""
     run, r = hog(t, ["cpu=2s", "wall=20s"], "spinners", 2000, timeout=90)
     assert_breach(t, run, r, "cpu")
     contains(r.get("stdout", ""), "made 2000", "threads made")
     cpu = r["usage"]["cpu_ms"]
     ge(cpu, 2000, "usage.cpu_ms")
-    true(cpu <= 2000 + 3 * CPU_SLACK_MS,
-         "usage.cpu_ms %d: overshoot over %d ms" % (cpu, 3 * CPU_SLACK_MS))
+    true(cpu <= 2000 + 5 * CPU_SLACK_MS,
+         "usage.cpu_ms %d: overshoot over %d ms" % (cpu, 5 * CPU_SLACK_MS))
     run, r = hog(t, ["wall=3s"], "spinners", 2000, timeout=90)
     assert_breach(t, run, r, "wall")
     true(r["usage"]["wall_ms"] <= 3000 + 2000,
