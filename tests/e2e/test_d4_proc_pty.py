@@ -724,3 +724,22 @@ def pty_of_another_keeps_its_mode(t):
     finally:
         os.close(m)
         os.close(s)
+
+
+@test
+def pty_peer_with_o_path_is_a_read_only_open(t):
+    """TIOCGPTPEER with O_PATH (or flags -1) answered EBADF: the seccomp
+    interface installs no O_PATH file. It is a read-only open of the
+    slave now, as an O_PATH open of the slave by its path (docs/policy.md;
+    found by a probing session)."""
+    fx = FsFix(t)
+    run = fx.run(["python3", "-c",
+                  "import os, fcntl\n"
+                  "m = os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY)\n"
+                  "fcntl.ioctl(m, 0x40045431, b'\\0\\0\\0\\0')\n"
+                  "for fl in (0o10000000, 0o10000000 | os.O_NOCTTY):\n"
+                  "    s = fcntl.ioctl(m, 0x5441, fl)\n"
+                  "    print(os.isatty(s), fcntl.fcntl(s, fcntl.F_GETFL) & 3)\n"])
+    r = _ok(fx, run, "TIOCGPTPEER O_PATH")
+    eq(r.get("stdout"), "True 0\nTrue 0\n", "a read-only open of the slave")
+    fx.check()
