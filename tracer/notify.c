@@ -138,7 +138,28 @@ void cr_regs_seccomp_data(const struct user_regs_struct *r,
 	d->args[5] = r->r9;
 }
 
-void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
+/*
+ * An ignored signal (SIGCHLD of every child that exits, SIGWINCH, SIGURG,
+ * one set to SIG_IGN) is dropped as it is sent, natively; a traced task
+ * keeps it pending for its tracer (sig_ignored), so it wakes the task and
+ * the calls that answer a signal with a plain EINTR rather than a restart
+ * code (epoll_wait, sigtimedwait, semop, a receive with SO_RCVTIMEO) fail
+ * where natively they go on waiting (found by a differential probing
+ * session). At its delivery stop, with no other signal the task would
+ * take pending, such an EINTR becomes ERESTARTNOINTR: the kernel drops the
+ * signal and makes the call again (a timeout starts over).
+ */
+static void ignored_signal_restarts(pid_t tid, int sig,
+				    struct user_regs_struct *r)
+{
+	if (r->rax != (unsigned long long)-EINTR || (long long)r->orig_rax < 0 ||
+	    !cr_tasks_signal_only_ignored(tid, sig))
+		return;
+	r->rax = (unsigned long long)-CR_ERESTARTNOINTR;
+	ptrace(PTRACE_SETREGS, tid, 0, r);
+}
+
+void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig)
 {
 	struct user_regs_struct r;
 	struct seccomp_data d;
@@ -157,8 +178,10 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid)
 		t->lock_wait = false;
 		run->tasks.lock_waits--;
 	}
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
+		return;
+	ignored_signal_restarts(tid, sig, &r);
 	if (!run->filter ||
-	    ptrace(PTRACE_GETREGS, tid, 0, &r) < 0 ||
 	    r.rax != (unsigned long long)-CR_ERESTARTSYS ||
 	    (long long)r.orig_rax < 0 || r.orig_rax == SYS_recvfrom)
 		return;

@@ -287,6 +287,32 @@ bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
 	return take;
 }
 
+bool cr_tasks_signal_only_ignored(pid_t tid, int sig)
+{
+	char path[48], buf[4096];
+	unsigned long long pnd = 0, shd = 0, blk = 0, ign = 0, cgt = 0, dropped;
+	const char *p;
+
+	if (sig < 1 || sig > 64)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return false;
+	if ((p = strstr(buf, "\nSigPnd:")))
+		pnd = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nShdPnd:")))
+		shd = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nSigBlk:")))
+		blk = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nSigIgn:")))
+		ign = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nSigCgt:")))
+		cgt = strtoull(p + 8, NULL, 16);
+	dropped = ign | (CR_SIG_DEFAULT_IGNORED & ~cgt);
+	return (dropped & CR_SIG_BIT(sig)) &&
+	       !((pnd | shd) & ~blk & ~dropped);
+}
+
 long cr_signal_check_period(long base_ms, size_t waiting)
 {
 	return base_ms * (1 + (long)(waiting / 64));
@@ -794,7 +820,7 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 			ptrace(PTRACE_CONT, tid, 0, 0);
 		break;
 	case A_INJECT:
-		cr_notif_on_signal_stop(run, tid);
+		cr_notif_on_signal_stop(run, tid, WSTOPSIG(status));
 		ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(status));
 		break;
 	default:

@@ -525,6 +525,10 @@ bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held);
  * many waiting (each asking is a read of /proc: 1000 waiting callers
  * every 50 ms kept the supervisor half a core busy). */
 long cr_signal_check_period(long base_ms, size_t waiting);
+/* Is sig one the kernel drops for tid's process (ignored, or left at a
+ * default that ignores it), and no other signal pending that it would
+ * take? (/proc/TID/status) */
+bool cr_tasks_signal_only_ignored(pid_t tid, int sig);
 /* A copy of fd `fd` of the thread tid, from the fd table that thread
  * uses (its own when it was made without CLONE_FILES): the new fd, or
  * -errno (-EBADF: no such fd there; -EPERM: that table is out of reach
@@ -574,7 +578,7 @@ int cr_notif_add_fd(struct cr_run *run, uint64_t id, int fd, bool cloexec);
 void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
 /* At a signal-delivery stop of tid: a notified call the signal withdrew
  * before corral received it is made again after the handler, not EINTR. */
-void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid);
+void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig);
 /* The kernel's code for a call a signal interrupted (the handler, then
  * EINTR or the call again per SA_RESTART; the call again when no handler
  * runs). */

@@ -1847,3 +1847,61 @@ def errno_parity_own_pty_metadata(t):
                                  "chown other": "EPERM"})
     eq([d for d in res.get("denials", []) if d.get("layer") == "fs"], [],
        "no fs denial")
+
+
+IGNORED_SIGNALS = r'''
+import select, signal, socket, struct, time
+L = ctypes.c_long
+def child(delay, fn):
+    """A child that sleeps, then acts; its exit is a SIGCHLD."""
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(delay)
+        fn()
+        os._exit(0)
+    return pid
+r, w = os.pipe()
+ep = select.epoll()
+ep.register(r, select.EPOLLIN)
+ev = ctypes.create_string_buffer(48)
+me = os.getpid()
+# A child exits at 0.1 s (SIGCHLD, default: ignored); another writes at 0.4.
+a, b = child(0.1, lambda: None), child(0.4, lambda: os.write(w, b"x"))
+t("epoll_wait sigchld", lambda: sysc(L(232), L(ep.fileno()), ev, L(4), L(-1)))
+os.read(r, 1); os.waitpid(a, 0); os.waitpid(b, 0)
+# SIGUSR1 set to SIG_IGN, sent at 0.1 s.
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+a = child(0.1, lambda: os.kill(me, signal.SIGUSR1))
+b = child(0.4, lambda: os.write(w, b"x"))
+t("epoll_wait sig_ign", lambda: sysc(L(232), L(ep.fileno()), ev, L(4), L(-1)))
+os.read(r, 1); os.waitpid(a, 0); os.waitpid(b, 0)
+# sigtimedwait for a blocked SIGUSR2, 0.5 s: EAGAIN at its end.
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+mask = ctypes.c_uint64(1 << (signal.SIGUSR2 - 1))
+ts = struct.pack("qq", 0, 500000000)
+a = child(0.1, lambda: None)
+t("sigtimedwait sigchld", lambda: sysc(L(128), ctypes.byref(mask), None,
+                                       ctypes.c_char_p(ts), L(8)))
+os.waitpid(a, 0)
+# A receive with SO_RCVTIMEO 0.5 s: EAGAIN at its end.
+s1, s2 = socket.socketpair()
+s1.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 500000))
+rb = ctypes.create_string_buffer(8)
+a = child(0.1, lambda: None)
+t("recv rcvtimeo sigchld", lambda: sysc(L(45), L(s1.fileno()), rb, L(8), L(0),
+                                        None, None))
+os.waitpid(a, 0)
+'''
+
+
+@test
+def errno_parity_ignored_signals_interrupt_nothing(t):
+    """A signal the process ignores (SIGCHLD of a child that exits, one set
+    to SIG_IGN) is dropped as it is sent, natively; a traced task keeps it
+    for its tracer, and epoll_wait, sigtimedwait and a receive with
+    SO_RCVTIMEO answered EINTR at once under corral (found by a
+    differential probing session). They wait on, as natively."""
+    parity(t, IGNORED_SIGNALS, name="ignsig",
+           want={"epoll_wait sigchld": "ok", "epoll_wait sig_ign": "ok",
+                 "sigtimedwait sigchld": "EAGAIN",
+                 "recv rcvtimeo sigchld": "EAGAIN"})

@@ -17,19 +17,9 @@ import os
 
 from harness import eq, test, _show
 from test_dg_errno_parity import parity, PRELUDE, PY
+from test_dl_sendfile import in_ws
 
 SPLICE_NR, TEE_NR = 275, 276
-
-
-def in_ws(t, name, body, extra=()):
-    """PRELUDE + body run under corral in a fresh workspace: the result."""
-    ws = t.path(name)
-    os.makedirs(ws)
-    os.chmod(ws, 0o755)
-    script = t.write(name + ".py", PRELUDE + body)
-    r = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws] + list(extra) +
-                 ["--", PY, script, "."], timeout=90)
-    return t.result(r)
 
 
 def native(t, name, body):
