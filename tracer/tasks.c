@@ -768,6 +768,73 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 	}
 }
 
+/* The process's state fields of /proc/PID/stat: 0, or -1. */
+static int stat_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid)
+{
+	char path[48], buf[1024];
+	const char *p;
+	int a, b, c;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0 ||
+	    !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %d %d %d", &a, &b, &c) != 3)
+		return -1;
+	*ppid = a;
+	*pgrp = b;
+	*sid = c;
+	return 0;
+}
+
+/*
+ * A job-control stop (SIGTSTP, SIGTTIN, SIGTTOU at their default action)
+ * does nothing in an orphaned process group: no process outside it, in its
+ * session, could continue it (the kernel's get_signal). A run started
+ * without job control (setsid, cron, CI) is such a group natively; under
+ * corral, its parent in the caller's session, it never is, and a program
+ * stopping itself stayed stopped until the wall limit (found by a
+ * differential probing session). So at the delivery stop, a group no
+ * process but corral keeps from being orphaned drops the signal, as the
+ * kernel would. A handler, an ignored signal, or a parent of the run's
+ * own in the session outside the group: the kernel's way, unchanged.
+ */
+static bool job_stop_dropped(struct cr_run *run, pid_t tid, int sig)
+{
+	struct cr_tasks *ts = &run->tasks;
+	char path[48], buf[4096];
+	unsigned long long ign = 0, cgt = 0;
+	pid_t ppid, pgrp, sid, self = getpid();
+	const char *p;
+
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return false;
+	if ((p = strstr(buf, "\nSigIgn:")))
+		ign = strtoull(p + 8, NULL, 16);
+	if ((p = strstr(buf, "\nSigCgt:")))
+		cgt = strtoull(p + 8, NULL, 16);
+	if ((ign | cgt) & CR_SIG_BIT(sig) ||
+	    stat_ids(tid, &ppid, &pgrp, &sid) < 0)
+		return false;
+	for (size_t i = 0; i < ts->cap; i++) {
+		const struct cr_task *k = &ts->slots[i];
+		pid_t kp, kg, ks, pp, pg, psid;
+
+		if (!k->tid || !k->leader ||
+		    stat_ids(k->tid, &kp, &kg, &ks) < 0 || kg != pgrp)
+			continue;
+		if (kp == self)
+			continue;
+		if (stat_ids(kp, &pp, &pg, &psid) < 0)
+			return false;	/* cannot tell: the kernel's way */
+		if (pg != pgrp && psid == sid)
+			return false;	/* a parent that can continue it */
+	}
+	return true;
+}
+
 static void on_stop(struct cr_run *run, pid_t tid, int status)
 {
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
@@ -821,7 +888,10 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 		break;
 	case A_INJECT:
 		cr_notif_on_signal_stop(run, tid, WSTOPSIG(status));
-		ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(status));
+		ptrace(PTRACE_CONT, tid, 0,
+		       (void *)(long)(job_stop_dropped(run, tid,
+						       WSTOPSIG(status)) ?
+				      0 : WSTOPSIG(status)));
 		break;
 	default:
 		ptrace(PTRACE_CONT, tid, 0, 0);

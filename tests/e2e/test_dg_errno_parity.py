@@ -1905,3 +1905,53 @@ def errno_parity_ignored_signals_interrupt_nothing(t):
            want={"epoll_wait sigchld": "ok", "epoll_wait sig_ign": "ok",
                  "sigtimedwait sigchld": "EAGAIN",
                  "recv rcvtimeo sigchld": "EAGAIN"})
+
+
+JOB_STOPS = r'''
+import signal, time
+# The run's own group, whose only parent outside it is corral (natively:
+# started without job control, an orphaned group): its own SIGTSTP,
+# SIGTTIN and SIGTTOU do nothing.
+for sig in (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
+    os.kill(0, sig)
+    print("went on after", signal.Signals(sig).name, flush=True)
+# A child in a group of its own, whose parent (this process) is in the
+# session outside it: the child stops, its parent sees it and goes on.
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.kill(os.getpid(), signal.SIGTSTP)
+    print("child resumed", flush=True)
+    os._exit(7)
+_, st = os.waitpid(pid, os.WUNTRACED)
+print("child stopped", os.WIFSTOPPED(st),
+      os.WSTOPSIG(st) if os.WIFSTOPPED(st) else -1, flush=True)
+os.kill(pid, signal.SIGCONT)
+_, st = os.waitpid(pid, 0)
+print("child exit", os.WEXITSTATUS(st))
+'''
+
+
+@test
+def job_control_stops_of_an_orphaned_group_do_nothing(t):
+    """A program started without job control (setsid, cron, CI) that sends
+    its own group SIGTSTP, SIGTTIN or SIGTTOU goes on: the kernel drops
+    job-control stops in an orphaned group. corral, the run's parent in
+    the caller's session, kept the group from being orphaned, and the
+    program stayed stopped until the wall limit (found by a differential
+    probing session). A child in a group of its own under a parent of the
+    run still stops, as natively."""
+    ws = t.path("jobstops")
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    script = t.write("jobstops.py", PRELUDE + JOB_STOPS)
+    nat = t.native([PY, script, ws], start_new_session=True, timeout=30)
+    eq(nat.code, 0, "native (premise)")
+    want = ("went on after SIGTSTP\nwent on after SIGTTIN\n"
+            "went on after SIGTTOU\nchild stopped True 20\n"
+            "child resumed\nchild exit 7\n")
+    eq(nat.out.decode(), want, "native (premise)")
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws,
+                    "--limit", "wall=20s", "--", PY, script, "."], timeout=60)
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", want), "under corral")
