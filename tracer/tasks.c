@@ -1,6 +1,7 @@
 /* tracer/tasks.c: the table of every task of the run and its ptrace state
  * machine; the only code that calls waitpid and restarts ptrace stops. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -245,34 +246,53 @@ uint64_t cr_tasks_start_time(pid_t tid)
 #define CR_SIG_DEFAULT_IGNORED (CR_SIG_BIT(SIGCHLD) | CR_SIG_BIT(SIGURG) | \
 				CR_SIG_BIT(SIGWINCH) | CR_SIG_BIT(SIGCONT))
 
-bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
+/* A task's signal masks and thread count, from /proc/TID/status. */
+struct sigmasks {
+	unsigned long long pnd, shd, blk, ign, cgt;
+	long threads;
+};
+
+static int read_sigmasks(pid_t tid, struct sigmasks *m)
 {
+	static const struct { const char *key; size_t off; } f[] = {
+		{ "\nSigPnd:", offsetof(struct sigmasks, pnd) },
+		{ "\nShdPnd:", offsetof(struct sigmasks, shd) },
+		{ "\nSigBlk:", offsetof(struct sigmasks, blk) },
+		{ "\nSigIgn:", offsetof(struct sigmasks, ign) },
+		{ "\nSigCgt:", offsetof(struct sigmasks, cgt) },
+	};
 	char path[48], buf[4096];
-	unsigned long long pnd = 0, shd = 0, blk = 0, ign = 0, cgt = 0;
-	long threads = 0;
 	const char *p;
 
+	memset(m, 0, sizeof(*m));
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
 	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return false;	/* gone: nothing to interrupt */
+		return -1;
 	if ((p = strstr(buf, "\nThreads:")))
-		threads = atol(p + 9);
-	if ((p = strstr(buf, "\nSigPnd:")))
-		pnd = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nShdPnd:")))
-		shd = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nSigBlk:")))
-		blk = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nSigIgn:")))
-		ign = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nSigCgt:")))
-		cgt = strtoull(p + 8, NULL, 16);
+		m->threads = atol(p + 9);
+	for (size_t i = 0; i < CR_ARRAY_SIZE(f); i++)
+		if ((p = strstr(buf, f[i].key)))
+			*(unsigned long long *)((char *)m + f[i].off) =
+				strtoull(p + 8, NULL, 16);
+	return 0;
+}
+
+bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
+{
+	struct sigmasks m;
+	unsigned long long pnd, shd, blk;
+
+	if (read_sigmasks(tid, &m) < 0)
+		return false;	/* gone: nothing to interrupt */
+	pnd = m.pnd;
+	shd = m.shd;
+	blk = m.blk;
 	/* A traced task keeps even ignored signals pending (for the
 	 * tracer to see), where natively they are dropped as sent: one
 	 * ignored, or left at a default that ignores it, would interrupt
 	 * nothing (SIGCHLD of every child that exits, above all). */
-	blk |= ign | (CR_SIG_DEFAULT_IGNORED & ~cgt);
-	if (threads == 1)
+	blk |= m.ign | (CR_SIG_DEFAULT_IGNORED & ~m.cgt);
+	if (m.threads == 1)
 		return ((pnd | shd) & ~blk) != 0;
 	/* Several threads: the kernel gives a process's signal to any
 	 * thread that does not block it, at once if one runs or sleeps
@@ -289,28 +309,14 @@ bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
 
 bool cr_tasks_signal_only_ignored(pid_t tid, int sig)
 {
-	char path[48], buf[4096];
-	unsigned long long pnd = 0, shd = 0, blk = 0, ign = 0, cgt = 0, dropped;
-	const char *p;
+	struct sigmasks m;
+	unsigned long long dropped;
 
-	if (sig < 1 || sig > 64)
+	if (sig < 1 || sig > 64 || read_sigmasks(tid, &m) < 0)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return false;
-	if ((p = strstr(buf, "\nSigPnd:")))
-		pnd = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nShdPnd:")))
-		shd = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nSigBlk:")))
-		blk = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nSigIgn:")))
-		ign = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nSigCgt:")))
-		cgt = strtoull(p + 8, NULL, 16);
-	dropped = ign | (CR_SIG_DEFAULT_IGNORED & ~cgt);
+	dropped = m.ign | (CR_SIG_DEFAULT_IGNORED & ~m.cgt);
 	return (dropped & CR_SIG_BIT(sig)) &&
-	       !((pnd | shd) & ~blk & ~dropped);
+	       !((m.pnd | m.shd) & ~m.blk & ~dropped);
 }
 
 long cr_signal_check_period(long base_ms, size_t waiting)
@@ -801,21 +807,12 @@ static int stat_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid)
 static bool job_stop_dropped(struct cr_run *run, pid_t tid, int sig)
 {
 	struct cr_tasks *ts = &run->tasks;
-	char path[48], buf[4096];
-	unsigned long long ign = 0, cgt = 0;
+	struct sigmasks m;
 	pid_t ppid, pgrp, sid, self = getpid();
-	const char *p;
 
-	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
-		return false;
-	if ((p = strstr(buf, "\nSigIgn:")))
-		ign = strtoull(p + 8, NULL, 16);
-	if ((p = strstr(buf, "\nSigCgt:")))
-		cgt = strtoull(p + 8, NULL, 16);
-	if ((ign | cgt) & CR_SIG_BIT(sig) ||
+	if ((sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) ||
+	    read_sigmasks(tid, &m) < 0 ||
+	    ((m.ign | m.cgt) & CR_SIG_BIT(sig)) ||
 	    stat_ids(tid, &ppid, &pgrp, &sid) < 0)
 		return false;
 	for (size_t i = 0; i < ts->cap; i++) {
