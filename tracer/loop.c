@@ -84,24 +84,6 @@ void cr_loop_free(struct cr_run *run)
 	reap_watches(run, true);
 }
 
-/* ppid, process group and session of pid, from /proc/PID/stat; -1 when
- * it cannot be read. */
-static int proc_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid)
-{
-	char path[64], buf[512], *p;
-	int ppid_, pgrp_, sid_;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0 ||
-	    !(p = strrchr(buf, ')')) ||
-	    sscanf(p + 2, "%*c %d %d %d", &ppid_, &pgrp_, &sid_) != 3)
-		return -1;
-	*ppid = ppid_;
-	*pgrp = pgrp_;
-	*sid = sid_;
-	return 0;
-}
-
 /* The kernel discards SIGTSTP sent to an orphaned process group (no member
  * has a parent in another group of the session: nobody could continue
  * it); so does corral, which would otherwise stop itself and the tree for
@@ -122,9 +104,9 @@ static bool pgrp_orphaned(void)
 		long pid = strtol(de->d_name, &end, 10);
 
 		if (*end || pid <= 0 ||
-		    proc_ids((pid_t)pid, &pp, &pg, &ps) < 0 || pg != me)
+		    cr_proc_ids((pid_t)pid, &pp, &pg, &ps) < 0 || pg != me)
 			continue;
-		if (pp > 0 && proc_ids(pp, &qp, &qg, &qs) == 0 && qg != me &&
+		if (pp > 0 && cr_proc_ids(pp, &qp, &qg, &qs) == 0 && qg != me &&
 		    qs == sid)
 			orphaned = false;
 	}

@@ -774,10 +774,9 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 	}
 }
 
-/* The process's state fields of /proc/PID/stat: 0, or -1. */
-static int stat_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid)
+int cr_proc_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid)
 {
-	char path[48], buf[1024];
+	char path[64], buf[1024];
 	const char *p;
 	int a, b, c;
 
@@ -813,18 +812,18 @@ static bool job_stop_dropped(struct cr_run *run, pid_t tid, int sig)
 	if ((sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) ||
 	    read_sigmasks(tid, &m) < 0 ||
 	    ((m.ign | m.cgt) & CR_SIG_BIT(sig)) ||
-	    stat_ids(tid, &ppid, &pgrp, &sid) < 0)
+	    cr_proc_ids(tid, &ppid, &pgrp, &sid) < 0)
 		return false;
 	for (size_t i = 0; i < ts->cap; i++) {
 		const struct cr_task *k = &ts->slots[i];
 		pid_t kp, kg, ks, pp, pg, psid;
 
 		if (!k->tid || !k->leader ||
-		    stat_ids(k->tid, &kp, &kg, &ks) < 0 || kg != pgrp)
+		    cr_proc_ids(k->tid, &kp, &kg, &ks) < 0 || kg != pgrp)
 			continue;
 		if (kp == self)
 			continue;
-		if (stat_ids(kp, &pp, &pg, &psid) < 0)
+		if (cr_proc_ids(kp, &pp, &pg, &psid) < 0)
 			return false;	/* cannot tell: the kernel's way */
 		if (pg != pgrp && psid == sid)
 			return false;	/* a parent that can continue it */

@@ -529,6 +529,9 @@ long cr_signal_check_period(long base_ms, size_t waiting);
  * default that ignores it), and no other signal pending that it would
  * take? (/proc/TID/status) */
 bool cr_tasks_signal_only_ignored(pid_t tid, int sig);
+/* ppid, process group and session of pid (/proc/PID/stat): 0, or -1
+ * when it cannot be read. */
+int cr_proc_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid);
 /* A copy of fd `fd` of the thread tid, from the fd table that thread
  * uses (its own when it was made without CLONE_FILES): the new fd, or
  * -errno (-EBADF: no such fd there; -EPERM: that table is out of reach
