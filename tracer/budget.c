@@ -55,6 +55,8 @@ struct cr_budgets {
 	uint64_t tick_iv_ns;		/* the timer's interval now */
 	uint64_t fs_step_ns;		/* when the fd scan last stepped */
 	uint64_t pace_rss, pace_ns;	/* memory, and when, at the last tick */
+	uint64_t fast_until_ns;		/* fast ticks at least until then */
+	uint64_t pss_cost_ns;		/* CPU of this tick's PSS judgement */
 	struct cr_watch *watch;		/* borrowed from the loop */
 	long page;
 	bool schedstat;			/* /proc/.../schedstat is readable */
@@ -1019,6 +1021,7 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 	t0 = cr_thread_cpu_ns();
 	rc = tree_pss(run, &pss);
 	cost = cr_thread_cpu_ns() - t0;
+	b->pss_cost_ns += cost;
 	wait = cost * CR_BUDGET_PSS_IDLE;
 	if (early || wait > max_gap)
 		b->cpu_dead_ns += cost;
@@ -3406,9 +3409,15 @@ static int walk_full(struct cr_run *run)
  * budget by what it fills in one: at the 50 ms tick ~90 MiB on a machine
  * whose page faults are cheap (1 GiB touched in one loop reached 344 MiB
  * under memory=256MiB). When the growth since the last tick, carried over
- * a whole tick, would cross the budget, the timer turns to 10 ms ticks
- * until it would not: the overshoot is a fifth, and a run far from its
- * budget, or steady near it, pays nothing more. Not when reading the
+ * a whole tick, would cover a CR_BUDGET_PACE_MARGIN-th of what is left,
+ * the timer turns to 10 ms ticks until it would not: the overshoot is a
+ * fifth, and a run far from its budget, or steady near it, pays nothing
+ * more. The margin is for a rate that changes between two ticks: a
+ * program that had half a CPU in one tick has all of it in the next, or
+ * huge pages come in (at margin 1, 353 MiB under memory=256MiB on a
+ * loaded machine); and the fast ticks go on for a whole slow tick after
+ * the last that called for them, since a program descheduled for one
+ * fast tick (no growth) resumes at its full rate. Not when reading the
  * tasks took over 1 ms of CPU (a large tree): five times that would be a
  * tenth of a core. Disk likewise, on what ledger_tick judged: the walk
  * of a small workspace comes at every tick, so a file written at full
@@ -3421,10 +3430,10 @@ static bool crossing(uint64_t was, uint64_t is, uint64_t dt, uint64_t limit)
 
 	if (!dt || is >= limit || is <= was)
 		return false;
-	/* the growth over a full tick, saturating */
+	/* the growth over a full tick, saturating, then the margin */
 	grow = is - was;
 	ahead = grow > UINT64_MAX / tick ? UINT64_MAX : grow * tick / dt;
-	return ahead >= limit - is;
+	return ahead >= (limit - is) / CR_BUDGET_PACE_MARGIN;
 }
 
 static void pace_ticks(struct cr_run *run, uint64_t cost_ns)
@@ -3436,6 +3445,8 @@ static void pace_ticks(struct cr_run *run, uint64_t cost_ns)
 	if ((crossing(b->pace_rss, b->rss, dt, lim(run, CR_LIM_MEMORY)) &&
 	     cost_ns < 1000000ull) ||
 	    crossing(b->pace_disk, b->disk_est, dt, lim(run, CR_LIM_DISK)))
+		b->fast_until_ns = b->tick_ns + CR_BUDGET_TICK_MS * 1000000ull;
+	if (b->tick_ns < b->fast_until_ns)
 		want = CR_BUDGET_FAST_TICK_MS * 1000000ull;
 	b->pace_rss = b->rss;
 	b->pace_disk = b->disk_est;
@@ -3464,9 +3475,16 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 	/* Exits waiting to be collected carry final CPU times: take them
 	 * first, so the sum is as fresh as possible. */
 	cpu0 = cr_thread_cpu_ns();
+	b->pss_cost_ns = 0;
 	run->reap_more = cr_tasks_reap(run);
 	poll_tasks(run);
+	/* A PSS judgement is paced by its own cost (pss_judge), not by
+	 * the tick's: counted here, the first one near the budget turned
+	 * the fast ticks off just as they were needed (3 ms for 256 MiB;
+	 * 1 GiB touched in one loop ended at 297-332 MiB under
+	 * memory=256MiB on a loaded machine). */
 	cpu0 = cr_thread_cpu_ns() - cpu0;
+	cpu0 = cpu0 > b->pss_cost_ns ? cpu0 - b->pss_cost_ns : 0;
 	if (!run->ending)
 		ledger_tick(run);
 	if (!run->ending)

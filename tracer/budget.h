@@ -9,10 +9,14 @@
 #include "child.h"
 
 /* How often live tasks and the workspace are measured; every
- * CR_BUDGET_FAST_TICK_MS while memory or disk grows fast enough to cross
- * its budget within a tick. */
+ * CR_BUDGET_FAST_TICK_MS while memory or disk grows fast enough to come
+ * near its budget within a tick. */
 #define CR_BUDGET_TICK_MS 50
 #define CR_BUDGET_FAST_TICK_MS 10
+/* Fast ticks once a tick's growth would cover this fraction (1/N) of
+ * what is left of the budget: a rate may grow several times between two
+ * ticks (budget.c, pace_ticks). */
+#define CR_BUDGET_PACE_MARGIN 4
 /* Files without a name and the run's /dev/shm, measured between fd scans
  * (ledger_tick) at a tick once this many times the last measure's CPU
  * has passed: at most 1/20 of a core. */
