@@ -117,6 +117,7 @@ fi
 e2e_args="--corral $stage/bin/corral --progs $stage/progs"
 e2e_args="$e2e_args --corral-bypass $stage/bin/corral-bypass"
 e2e_args="$e2e_args --policy-dir $stage/policy --marker $marker"
+# CORRAL_E2E_TIMES=1 prints each e2e test's seconds ("TIME: " lines).
 # CORRAL_E2E_K=SUBSTRING runs only the e2e tests whose name contains it
 # (a developer's loop; CI never sets it).
 if [ -n "${CORRAL_E2E_K:-}" ]; then
@@ -130,7 +131,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	chmod 0700 "$stage/root"
 	tier e2e-root env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
 		HOME="$stage/root" TMPDIR="$stage/root/tmp" \
-		PYTHONDONTWRITEBYTECODE=1 \
+		PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
 		timeout -k 10 "$E2E_TIMEOUT" \
 		$PY "$stage/e2e/run.py" $e2e_args --root-only
 	tmpdirs="$stage/root/tmp $stage/home/tmp"
@@ -142,7 +143,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	tier e2e $runas \
 		env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
 		HOME="$stage/home" TMPDIR="$stage/home/tmp" \
-		PYTHONDONTWRITEBYTECODE=1 \
+		PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
 		timeout -k 10 "$E2E_TIMEOUT" \
 		$PY "$stage/e2e/run.py" $e2e_args
 else
@@ -153,7 +154,7 @@ else
 	tmpdirs="$stage/home/tmp"
 	tier e2e env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
 		HOME="$stage/home" TMPDIR="$stage/home/tmp" \
-		PYTHONDONTWRITEBYTECODE=1 \
+		PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
 		timeout -k 10 "$E2E_TIMEOUT" \
 		$PY "$stage/e2e/run.py" $e2e_args
 fi
@@ -166,7 +167,7 @@ fi
 ATTACK_FILES=a0,c0,d0,d3,d4,d6,d7,d8,d9,da,db,dc,dd,de,dg,dh,di,dj,dk,dl
 tier e2e-landlock-off $runas env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
 	HOME="$stage/home" TMPDIR="$stage/home/tmp" \
-	PYTHONDONTWRITEBYTECODE=1 CORRAL_E2E_LANDLOCK=off \
+	PYTHONDONTWRITEBYTECODE=1 CORRAL_E2E_LANDLOCK=off ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
 	timeout -k 10 "$E2E_TIMEOUT" \
 	$PY "$stage/e2e/run.py" $e2e_args --files $ATTACK_FILES
 

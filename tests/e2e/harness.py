@@ -447,7 +447,10 @@ class T:
 
 
 def run_test(name, fn):
-    """Run one test; print its one line; return True when it passed."""
+    """Run one test; print its one line; return True when it passed.
+    With CORRAL_E2E_TIMES set, a "TIME: tier/NAME SECONDS" line before it
+    (not counted by tests/run.sh), to find the slow ones."""
+    start = time.monotonic()
     before = workspaces()
     t = None
     why = None
@@ -481,6 +484,9 @@ def run_test(name, fn):
         except Exception:
             pass
     tier = "e2e" if not landlock_pass() else "e2e-landlock-" + landlock_pass()
+    if os.environ.get("CORRAL_E2E_TIMES"):
+        print("TIME: %s/%s %.2f" % (tier, name, time.monotonic() - start),
+              flush=True)
     if why is None:
         print("PASS: %s/%s" % (tier, name), flush=True)
         return True
