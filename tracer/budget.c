@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 
 #include "budget.h"
+#include "shanon.h"
 #include "fs/fs.h"
 #include "net/net.h"
 #include "ipc/sysv.h"
@@ -161,6 +162,10 @@ struct cr_budgets {
 
 	/* memory out of any RSS: socket queues (sockmem.c) */
 	struct cr_sockmem *sockmem;	/* owned */
+	/* ...and shared anonymous objects, from their creation (shanon.c) */
+	struct cr_shanon *shanon;	/* owned */
+	uint64_t shanon_next_ns;	/* no tick's scan of the maps before this */
+	uint64_t shanon_scans;		/* scans made (cr_task's shanon_gen) */
 	uint64_t sockbytes;		/* by the last fd scan */
 	bool sock_unmeasurable;		/* the kernel has no sock_diag */
 	uint64_t *sockinos;		/* the fd scan's socket inodes */
@@ -224,6 +229,7 @@ struct cr_budgets {
 	uint64_t kobj_bytes;		/* for the run's life */
 	uint64_t kobj_new;		/* ...of them since the last poll */
 	uint64_t ipc_new;		/* System V charges since the last poll */
+	uint64_t shanon_new;		/* shared anonymous charges, the same */
 	uint64_t acl_bytes;		/* inherited ACLs charged (cr_budget_on_create) */
 	uint64_t ll_rules;		/* Landlock rules added, ever */
 	uint64_t optmem_max;		/* net.core.optmem_max */
@@ -1148,6 +1154,73 @@ static int cpu_quick_breach(struct cr_run *run)
 	return 1;
 }
 
+/*
+ * The maps of every task of the run, for the shared anonymous objects
+ * alive (shanon.c): the charges of objects gone are taken back. Every
+ * thread is read, not one per process: a leader that exits meanwhile shows
+ * an empty maps file, and the others still map what the process holds. A
+ * read that fails on a live task leaves the charges as they are (or ends
+ * the run, as any failure to measure does). An object found beyond every
+ * creation charged ends the run (fail closed). The scan's CPU is the
+ * run's; the next waits CR_BUDGET_QUICK_IDLE times it.
+ */
+static void shanon_scan(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	struct cr_tasks *ts = &run->tasks;
+	uint64_t t0 = cr_thread_cpu_ns(), cost;
+	bool whole = true;
+	int over;
+
+	cr_shanon_scan_begin(b->shanon);
+	b->shanon_scans++;
+	/* Leaders first, then the threads of a process whose leader showed
+	 * nothing (exited, or not in the table). */
+	for (int pass = 0; pass < 2 && whole; pass++)
+		for (size_t i = 0; i < ts->cap && whole; i++) {
+			struct cr_task *t = &ts->slots[i], *l = NULL;
+			char path[64];
+			int fd, rc;
+
+			if (!t->tid || ours(t) || t->leader != !pass)
+				continue;
+			if (pass) {
+				if (!t->b.tgid)
+					t->b.tgid = read_tgid(t->tid);
+				l = t->b.tgid ?
+				    cr_tasks_find(ts, t->b.tgid) : NULL;
+				if (l && l->b.shanon_gen == b->shanon_scans)
+					continue;
+			}
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/maps",
+				 t->tid, t->tid);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			rc = fd < 0 ? -errno :
+			     cr_shanon_scan_fd(b->shanon, fd);
+			if (fd >= 0)
+				close(fd);
+			/* Lines read: the process is seen (a leader that
+			 * exited shows none). */
+			if (rc > 0 && !pass)
+				t->b.shanon_gen = b->shanon_scans;
+			else if (rc > 0 && l)
+				l->b.shanon_gen = b->shanon_scans;
+			if (rc < 0 && !measured(run, t, rc))
+				whole = rc == -ENOENT || rc == -ESRCH;
+		}
+	cost = cr_thread_cpu_ns() - t0;
+	cr_budget_charge_cpu(run, cost);
+	b->shanon_next_ns = cr_now_ns() + cost * CR_BUDGET_QUICK_IDLE;
+	if (!whole || run->ending)
+		return;
+	over = cr_shanon_scan_end(b->shanon);
+	if (over > 0 && !run->ending)
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED,
+			   cr_limit_name(CR_LIM_MEMORY),
+			   "%d shared anonymous memory object(s) made where corral could not count them",
+			   over);
+}
+
 static void poll_tasks(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
@@ -1258,11 +1331,17 @@ static void poll_tasks(struct cr_run *run)
 	 * Like page tables and socket bytes, never shared: outside the PSS
 	 * judgement, but part of what calls for one. */
 	locks_tighten(run);
+	if (cr_shanon_active(b->shanon) && cr_now_ns() >= b->shanon_next_ns)
+		shanon_scan(run);
+	if (run->ending)
+		return;
 	extra = pte + b->sockbytes + b->filebytes + b->epollbytes +
+		cr_shanon_bytes(b->shanon) +
 		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL + lock_bound(b) +
 		b->kobj_bytes + cr_sysv_bytes(run) + cr_net_deferred_bytes(run);
 	b->kobj_new = 0;
 	b->ipc_new = 0;
+	b->shanon_new = 0;
 	/* Over budget by the cheap measure: judge by the fair one before
 	 * ending the run. Forked workers share most of their pages (a
 	 * multiprocessing pool of Pythons is 30 MiB each by RSS, a few by
@@ -2675,7 +2754,8 @@ int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes)
 	if (!b)
 		return 0;
 	b->ipc_new += bytes;
-	sum = b->mem_nolock + b->kobj_new + b->ipc_new + lock_bound(b);
+	sum = b->mem_nolock + b->kobj_new + b->ipc_new + b->shanon_new +
+	      lock_bound(b);
 	if (sum <= lim(run, CR_LIM_MEMORY))
 		return 0;
 	b->rss = sum;
@@ -2683,6 +2763,47 @@ int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes)
 		b->peak_rss = b->rss;
 	breach(run, CR_LIM_MEMORY, b->rss);
 	return -ENOMEM;
+}
+
+int cr_budget_on_shared_anon(struct cr_run *run, pid_t tid, uint64_t len)
+{
+	struct cr_budgets *b = run->budgets;
+	int rc;
+
+	if (!b)
+		return 0;
+	/* Past the budget with objects charged: the charges of objects
+	 * already gone may be what passes it (a program mapping and
+	 * unmapping a large region in a loop, between two scans). Not
+	 * paced: each such scan ends the run or lets a creation through,
+	 * and its CPU is the run's. */
+	if (b->mem_nolock + b->kobj_new + b->ipc_new + b->shanon_new +
+	    lock_bound(b) + len > lim(run, CR_LIM_MEMORY) &&
+	    cr_shanon_count(b->shanon)) {
+		uint64_t was = cr_shanon_bytes(b->shanon), back, d;
+
+		shanon_scan(run);
+		if (run->ending)
+			return -ENOMEM;
+		/* What was taken back was charged since the last poll or
+		 * is in its sum. */
+		back = was - cr_shanon_bytes(b->shanon);
+		d = back < b->shanon_new ? back : b->shanon_new;
+		b->shanon_new -= d;
+		back -= d;
+		b->mem_nolock -= back < b->mem_nolock ? back : b->mem_nolock;
+	}
+	rc = cr_shanon_made(b->shanon, tid, len);
+	if (rc)
+		return rc;
+	b->shanon_new += len;
+	return cr_budget_on_ipc(run, 0);
+}
+
+void cr_budget_task_seen(struct cr_run *run, pid_t tid)
+{
+	if (run->budgets)
+		cr_shanon_done(run->budgets->shanon, tid);
 }
 
 int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind)
@@ -3578,7 +3699,8 @@ int cr_budget_setup(struct cr_run *run)
 	b->pipe_weak = -1;
 	b->ino_weak = -1;
 	b->sockmem = cr_sockmem_new();
-	if (!b->sockmem)
+	b->shanon = cr_shanon_new();
+	if (!b->sockmem || !b->shanon)
 		return -ENOMEM;
 	b->page = sysconf(_SC_PAGESIZE);
 	b->schedstat = access("/proc/self/schedstat", R_OK) == 0;
@@ -3708,6 +3830,7 @@ static void cr_budget_free(struct cr_run *run)
 		close(b->zombies[i].fd);
 	free(b->zombies);
 	cr_sockmem_free(b->sockmem);
+	cr_shanon_free(b->shanon);
 	free(b->sockinos);
 	for (size_t i = 0; i < b->nroots; i++)
 		free(b->roots[i]);

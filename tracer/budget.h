@@ -326,6 +326,15 @@ enum cr_kobj {
 	CR_KOBJ_LANDLOCK_DOMAIN,
 };
 int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind);
+/* Thread tid is about to make a shared anonymous memory object of len
+ * bytes (mmap MAP_SHARED of MAP_ANONYMOUS or /dev/zero; page-rounded):
+ * charged until scans show it gone (shanon.c). 0, or -ENOMEM when that
+ * passes the memory budget (the run is then ended) or the ledger is
+ * full. */
+int cr_budget_on_shared_anon(struct cr_run *run, pid_t tid, uint64_t len);
+/* Thread tid was seen at a notification or a stop, or is gone: the calls
+ * it made before are done (shanon.c). */
+void cr_budget_task_seen(struct cr_run *run, pid_t tid);
 /* A System V object the supervisor made for the run: its fixed charge,
  * counted until removed. 0, or -ENOMEM past the memory budget (the run is
  * then ended). */

@@ -12,6 +12,7 @@
 #include <linux/audit.h>
 
 #include "tracer.h"
+#include "budget.h"
 #include "surface.h"
 
 static struct cr_verdict fail_closed(struct cr_run *run, pid_t pid,
@@ -330,6 +331,8 @@ void cr_notify_handle(struct cr_run *run)
 	if (ioctl(run->listener, SECCOMP_IOCTL_NOTIF_RECV, n) < 0)
 		return;	/* EINTR/ENOENT: the task went away meanwhile */
 	run->notifications++;
+	/* Its earlier calls are done: a shared mapping it made is made. */
+	cr_budget_task_seen(run, (pid_t)n->pid);
 	/* A umask call answered earlier has run by now (tasks.c). */
 	if (run->tasks.umask_moving)
 		cr_tasks_umask_settled(&run->tasks, (pid_t)n->pid);

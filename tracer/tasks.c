@@ -850,6 +850,7 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 			cr_task_kill(run, t);
 	}
 	t->seen = true;
+	cr_budget_task_seen(run, tid);	/* its calls before are done */
 	cr_surface_on_stop(run, tid, status);	/* kernel surface: ABI, stacks */
 	ev = classify(t, status);
 	tr = &machine[t->state][ev];
@@ -899,6 +900,7 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 {
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
 
+	cr_budget_task_seen(run, tid);
 	cr_surface_on_gone(run, tid, status,	/* a foreign-ABI kill: policy_denied */
 			   t && t->state == CR_TS_EXITING);
 	/* Measured, not assumed: a process counts as killed when the tree

@@ -163,6 +163,7 @@ struct cr_task_budget {
 	uint64_t rss;		/* its process's resident bytes (leaders) */
 	uint64_t mem_tick;	/* the poll that last counted its memory */
 	uint64_t size_tick;	/* the poll that counted a process through it */
+	uint64_t shanon_gen;	/* the scan of maps that read its process */
 	uint64_t vsize;		/* ...and its address space then, bytes */
 	uint64_t vmas;		/* its process's mappings, last counted... */
 	uint64_t sock_maps;	/* ...of them, the sockets it maps (distinct) */

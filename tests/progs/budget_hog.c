@@ -22,6 +22,20 @@
  *                                  at once and held open
  *   budget_hog memshared MIB       touches MIB MiB of a MAP_SHARED anonymous
  *                                  mapping (outside RLIMIT_DATA)
+ *   budget_hog shdrop MIB HOW      MIB MiB of shared anonymous memory
+ *                                  (HOW 0: MAP_ANONYMOUS, 1: /dev/zero,
+ *                                  2: filled by children that exit),
+ *                                  each MiB dropped from the page table
+ *                                  (MADV_DONTNEED) once written; prints
+ *                                  "dropped N", then waits
+ *   budget_hog shchurn N MIB       N times: MIB MiB of shared anonymous
+ *                                  memory mapped, one page written,
+ *                                  unmapped; prints "churned N"
+ *   budget_hog shswap MS MIB       for MS ms, one thread maps MIB MiB
+ *                                  MAP_SHARED from fd 100 and keeps each
+ *                                  mapping of /dev/zero, while another
+ *                                  swaps fd 100 between a file and
+ *                                  /dev/zero; prints "kept N"
  *   budget_hog memfd MIB COUNT     COUNT memfds of MIB MiB each, written,
  *                                  never mapped
  *   budget_hog badclone N          N clones the kernel refuses (EINVAL),
@@ -437,6 +451,116 @@ static void memshared(long mib)
 	hold();
 }
 
+static void shdrop(long mib, long how)
+{
+	size_t len = (size_t)mib << 20;
+	int fd = how == 1 ? open("/dev/zero", O_RDWR) : -1;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       how == 1 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS, fd, 0);
+	long done = 0;
+
+	if (fd >= 0)
+		close(fd);
+	for (; p != MAP_FAILED && done < mib; done++) {
+		char *c = p + ((size_t)done << 20);
+
+		if (how == 2) {
+			pid_t k = fork();
+
+			if (k == 0) {
+				memset(c, 1, 1 << 20);
+				_exit(0);
+			}
+			if (k < 0 || waitpid(k, NULL, 0) < 0)
+				break;
+		} else {
+			memset(c, 1, 1 << 20);
+			madvise(c, 1 << 20, MADV_DONTNEED);
+		}
+	}
+	printf("dropped %ld\n", done);
+	fflush(stdout);
+	hold();
+}
+
+static void shchurn(long n, long mib)
+{
+	long done = 0;
+
+	for (; done < n; done++) {
+		char *p = mmap(NULL, (size_t)mib << 20, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			break;
+		p[0] = 1;
+		munmap(p, (size_t)mib << 20);
+	}
+	printf("churned %ld\n", done);
+	fflush(stdout);
+}
+
+static atomic_int shswap_stop;
+
+static void *shswap_swapper(void *arg)
+{
+	int file = ((int *)arg)[0], zero = ((int *)arg)[1];
+
+	while (!atomic_load(&shswap_stop)) {
+		dup2(zero, 100);
+		dup2(file, 100);
+	}
+	return NULL;
+}
+
+static void shswap(long ms, long mib)
+{
+	size_t len = (size_t)mib << 20;
+	int fds[2] = { open("swapfile", O_RDWR | O_CREAT, 0600),
+		       open("/dev/zero", O_RDWR) };
+	struct timespec t0, t;
+	pthread_t th;
+	long kept = 0;
+
+	if (fds[0] < 0 || fds[1] < 0 || ftruncate(fds[0], (off_t)len) < 0 ||
+	    dup2(fds[0], 100) < 0 ||
+	    pthread_create(&th, NULL, shswap_swapper, fds))
+		exit(1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       100, 0);
+		char want[32], line[512];
+		bool zero = false;
+		FILE *f;
+
+		if (p == MAP_FAILED)
+			continue;
+		/* Which file it mapped: kept only if it is /dev/zero. */
+		snprintf(want, sizeof(want), "%lx-", (unsigned long)p);
+		f = fopen("/proc/self/maps", "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, want, strlen(want)))
+				zero = strstr(line, "/dev/zero") != NULL;
+		if (f)
+			fclose(f);
+		if (zero) {
+			memset(p, 1, len);
+			madvise(p, len, MADV_DONTNEED);
+			kept++;
+		} else {
+			munmap(p, len);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 +
+		 (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	atomic_store(&shswap_stop, 1);
+	pthread_join(th, NULL);
+	printf("kept %ld\n", kept);
+	fflush(stdout);
+	hold();
+}
+
 static void memfds(long mib, long count)
 {
 	static char buf[1 << 20];
@@ -647,6 +771,12 @@ int main(int argc, char **argv)
 		unlinked(a, b);
 	else if (!strcmp(argv[1], "memshared"))
 		memshared(a);
+	else if (!strcmp(argv[1], "shdrop"))
+		shdrop(a, b);
+	else if (!strcmp(argv[1], "shchurn"))
+		shchurn(a, b);
+	else if (!strcmp(argv[1], "shswap"))
+		shswap(a, b);
 	else if (!strcmp(argv[1], "memfd"))
 		memfds(a, b);
 	else if (!strcmp(argv[1], "badclone"))

@@ -85,7 +85,11 @@ struct cr_test {
 	X(termsafe_bounded)		\
 	X(termsafe_never_writes_half)	\
 	X(path_lexical)		\
-	X(u64_set)
+	X(u64_set)			\
+	X(shanon_charges_the_largest)	\
+	X(shanon_in_flight_stays)	\
+	X(shanon_object_never_charged)	\
+	X(shanon_lines)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)
 #define CR_DECLARE_TEST_(name) TEST_IMPL(name);

@@ -255,6 +255,7 @@ CR_HANDLER(cr_h_fcntl_owner);
 /* kmem.c */
 CR_HANDLER(cr_h_fcntl_lock);
 CR_HANDLER(cr_h_kernel_object);
+CR_HANDLER(cr_h_mmap_shared);
 /* socket.c */
 CR_HANDLER(cr_h_socket);
 CR_HANDLER(cr_h_sockios);

@@ -4,7 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "../budget.h"
 #include "handlers.h"
@@ -65,5 +69,46 @@ CR_HANDLER(cr_h_kernel_object)
 		kind = CR_KOBJ_LANDLOCK_DOMAIN;
 	}
 	rc = cr_budget_on_kernel_object(run, kind);
+	return rc ? CR_V_ERR(-rc) : CR_V_CONT;
+}
+
+/*
+ * mmap(MAP_SHARED) of anonymous memory or of /dev/zero makes an object of
+ * the kernel's own whose pages outlive every process's page tables
+ * (tracer/shanon.c): charged its size, on the registers, before the kernel
+ * makes it; continued. A shared mapping of any other file makes nothing
+ * new. Which file the fd is, corral learns from its own copy; a thread
+ * swapping the number for /dev/zero before the kernel maps it makes an
+ * object no creation was charged for, which the next scan finds: the run
+ * ends (fail closed). A length the kernel refuses (0, or past the address
+ * space) makes nothing and is left to it. Past the budget the kernel's
+ * answer for memory it cannot commit (ENOMEM), and the run ends naming
+ * memory.
+ */
+#define CR_MMAP_MAX_LEN (1ull << 47)
+
+CR_HANDLER(cr_h_mmap_shared)
+{
+	uint64_t len = n->data.args[1], flags = n->data.args[3];
+	pid_t tid = (pid_t)n->pid;
+	int rc;
+
+	(void)e;
+	if (!(flags & MAP_ANONYMOUS)) {
+		struct stat st;
+		int f = cr_tasks_getfd(run, tid, (int)n->data.args[4]);
+
+		if (f < 0)
+			return CR_V_CONT;	/* EBADF: the kernel says so */
+		rc = fstat(f, &st);
+		close(f);
+		if (rc < 0 || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != makedev(1, 5))
+			return CR_V_CONT;
+	}
+	if (!len || len > CR_MMAP_MAX_LEN)
+		return CR_V_CONT;
+	len = (len + 4095) & ~4095ull;
+	rc = cr_budget_on_shared_anon(run, tid, len);
 	return rc ? CR_V_ERR(-rc) : CR_V_CONT;
 }

@@ -1,0 +1,121 @@
+/* tests/unit/test_shanon.c: tracer/shanon.c, the ledger of shared anonymous
+ * memory: what a scan of maps keeps charged, and which lines it counts. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "../../tracer/shanon.h"
+
+#define MIB (1ull << 20)
+#define ZERO(ino) "7f0000000000-7f0000100000 rw-s 00000000 00:01 " #ino \
+		  "                     /dev/zero (deleted)\n"
+
+/* A maps text in a memfd, read from its start as a maps file is. */
+static int scan_text(struct cr_shanon *s, const char *text)
+{
+	int fd = memfd_create("maps", MFD_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
+	    lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return -EIO;
+	}
+	rc = cr_shanon_scan_fd(s, fd);
+	close(fd);
+	return rc;
+}
+
+TEST_IMPL(shanon_charges_the_largest)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	ASSERT_EQ(cr_shanon_made(s, 10, 4 * MIB), 0);
+	ASSERT_EQ(cr_shanon_made(s, 10, 100 * MIB), 0);
+	ASSERT_EQ(cr_shanon_made(s, 11, 1 * MIB), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 105 * MIB);
+	cr_shanon_done(s, 10);
+	cr_shanon_done(s, 11);
+	/* One object alive, seen twice (two processes map it): which one
+	 * is not known, so the largest stays charged. */
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s, ZERO(77) ZERO(77)), 2);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 100 * MIB);
+	ASSERT_UEQ(cr_shanon_count(s), 1);
+	/* None alive: nothing charged, nothing to follow. */
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s, "00400000-00401000 r-xp 00000000 08:01 5 /bin/x\n"), 1);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 0);
+	ASSERT(!cr_shanon_active(s));
+	cr_shanon_free(s);
+}
+
+TEST_IMPL(shanon_in_flight_stays)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	ASSERT_EQ(cr_shanon_made(s, 20, 8 * MIB), 0);
+	ASSERT_EQ(cr_shanon_made(s, 21, 2 * MIB), 0);
+	cr_shanon_done(s, 21);
+	/* Thread 20's mmap may not have run yet: its charge stays though
+	 * no object is seen; thread 21's is done and gone. */
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 8 * MIB);
+	cr_shanon_done(s, 20);
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 0);
+	cr_shanon_free(s);
+}
+
+TEST_IMPL(shanon_object_never_charged)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	ASSERT_EQ(cr_shanon_made(s, 30, 1 * MIB), 0);
+	cr_shanon_done(s, 30);
+	/* Two objects, one creation: one was made out of sight. */
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s, ZERO(5) ZERO(6)), 2);
+	ASSERT_EQ(cr_shanon_scan_end(s), 1);
+	cr_shanon_free(s);
+}
+
+TEST_IMPL(shanon_lines)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	ASSERT_EQ(cr_shanon_made(s, 40, 1 * MIB), 0);
+	cr_shanon_done(s, 40);
+	/* Not objects: a private mapping of /dev/zero, a file whose name
+	 * only ends so, System V and memfd mappings (counted elsewhere), a
+	 * line cut short. An object: a named one. */
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s,
+		"7f0000000000-7f0000001000 rw-p 00000000 00:05 4 /dev/zero\n"
+		"7f0000001000-7f0000002000 rw-s 00000000 08:01 9 /w/dev/zero (deleted)\n"
+		"7f0000002000-7f0000003000 rw-s 00000000 00:01 3 /SYSV00000000 (deleted)\n"
+		"7f0000003000-7f0000004000 rw-s 00000000 00:01 8 /memfd:x (deleted)\n"
+		"7f0000004000-7f0000005000 rw-s 00000000 00:01\n"
+		"7f0000005000-7f0000006000 rw-s 00000000 00:01 12 [anon_shmem:pool]\n"),
+		  6);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 1 * MIB);
+	/* The named one was the only object: two would be one too many. */
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s, ZERO(1)
+		"7f0000005000-7f0000006000 rw-s 00000000 00:01 12 [anon_shmem:pool]\n"),
+		  2);
+	ASSERT_EQ(cr_shanon_scan_end(s), 1);
+	cr_shanon_free(s);
+}

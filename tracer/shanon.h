@@ -1,0 +1,37 @@
+/* tracer/shanon.h: the ledger of the run's shared anonymous memory objects,
+ * charged to the memory budget from creation until scans show them gone. */
+#ifndef CORRAL_SHANON_H
+#define CORRAL_SHANON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Creations charged at once, at most: past it a creation is refused. A
+ * scan keeps only as many as there are objects alive. */
+#define CR_SHANON_MAX (1u << 16)
+
+struct cr_shanon;
+
+struct cr_shanon *cr_shanon_new(void);
+void cr_shanon_free(struct cr_shanon *s);
+/* Thread tid is about to make an object of len bytes (page-rounded):
+ * charged from now. 0, or -ENOMEM when the ledger is full. */
+int cr_shanon_made(struct cr_shanon *s, pid_t tid, uint64_t len);
+/* Thread tid was seen again, at a notification or a stop, or is gone:
+ * the calls it was making are done. */
+void cr_shanon_done(struct cr_shanon *s, pid_t tid);
+/* Anything charged (then the processes' maps are worth scanning). */
+bool cr_shanon_active(const struct cr_shanon *s);
+uint64_t cr_shanon_bytes(const struct cr_shanon *s);
+size_t cr_shanon_count(const struct cr_shanon *s);
+/* A scan: begin, then the maps file of every process of the run (an open
+ * fd each: the lines it held, or -errno), then end. Only a scan that read every process
+ * may end: 0, or how many objects were found beyond every creation
+ * charged (the caller ends the run). */
+void cr_shanon_scan_begin(struct cr_shanon *s);
+int cr_shanon_scan_fd(struct cr_shanon *s, int fd);
+int cr_shanon_scan_end(struct cr_shanon *s);
+
+#endif
