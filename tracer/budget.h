@@ -17,6 +17,8 @@
  * what is left of the budget: a rate may grow several times between two
  * ticks (budget.c, pace_ticks). */
 #define CR_BUDGET_PACE_MARGIN 4
+/* Fast ticks for the first this many ms of a run, whatever the growth. */
+#define CR_BUDGET_START_FAST_MS 200
 /* Files without a name and the run's /dev/shm, measured between fd scans
  * (ledger_tick) at a tick once this many times the last measure's CPU
  * has passed: at most 1/20 of a core. */
