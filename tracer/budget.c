@@ -230,6 +230,7 @@ struct cr_budgets {
 	uint64_t kobj_new;		/* ...of them since the last poll */
 	uint64_t ipc_new;		/* System V charges since the last poll */
 	uint64_t shanon_new;		/* shared anonymous charges, the same */
+	uint64_t poll_new;		/* blocked polls' charges, the same */
 	uint64_t acl_bytes;		/* inherited ACLs charged (cr_budget_on_create) */
 	uint64_t ll_rules;		/* Landlock rules added, ever */
 	uint64_t optmem_max;		/* net.core.optmem_max */
@@ -1226,6 +1227,7 @@ static void poll_tasks(struct cr_run *run)
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
 	uint64_t live = 0, rss = 0, pte = 0, vsum = 0, vbound = 0, vs, extra;
+	uint64_t polls = 0;
 	bool via_thread = false;
 	size_t k = 0, from = 0, reads = SIZE_MAX;
 	int quick;
@@ -1260,6 +1262,7 @@ static void poll_tasks(struct cr_run *run)
 			t->b.cpu_ns = v;
 		k++;
 		live += t->b.cpu_ns;
+		polls += t->b.poll_bytes;
 		t->b.rss = 0;
 		if (t->leader && !ours(t) &&
 		    measured(run, t, read_rss(b, t, &v, &vs)) && v) {
@@ -1336,12 +1339,13 @@ static void poll_tasks(struct cr_run *run)
 	if (run->ending)
 		return;
 	extra = pte + b->sockbytes + b->filebytes + b->epollbytes +
-		cr_shanon_bytes(b->shanon) +
+		cr_shanon_bytes(b->shanon) + polls +
 		(uint64_t)ts->count * CR_BUDGET_TASK_KERNEL + lock_bound(b) +
 		b->kobj_bytes + cr_sysv_bytes(run) + cr_net_deferred_bytes(run);
 	b->kobj_new = 0;
 	b->ipc_new = 0;
 	b->shanon_new = 0;
+	b->poll_new = 0;
 	/* Over budget by the cheap measure: judge by the fair one before
 	 * ending the run. Forked workers share most of their pages (a
 	 * multiprocessing pool of Pythons is 30 MiB each by RSS, a few by
@@ -2755,7 +2759,7 @@ int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes)
 		return 0;
 	b->ipc_new += bytes;
 	sum = b->mem_nolock + b->kobj_new + b->ipc_new + b->shanon_new +
-	      lock_bound(b);
+	      b->poll_new + lock_bound(b);
 	if (sum <= lim(run, CR_LIM_MEMORY))
 		return 0;
 	b->rss = sum;
@@ -2798,6 +2802,28 @@ int cr_budget_on_shared_anon(struct cr_run *run, pid_t tid, uint64_t len)
 		return rc;
 	b->shanon_new += len;
 	return cr_budget_on_ipc(run, 0);
+}
+
+int cr_budget_on_poll(struct cr_run *run, pid_t tid, uint64_t entries)
+{
+	struct cr_budgets *b = run->budgets;
+	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
+	uint64_t bytes = entries * CR_BUDGET_POLL_ENTRY, sum;
+
+	if (!b || !t)
+		return 0;
+	if (bytes > t->b.poll_bytes)
+		b->poll_new += bytes - t->b.poll_bytes;
+	t->b.poll_bytes = bytes;
+	sum = b->mem_nolock + b->kobj_new + b->ipc_new + b->shanon_new +
+	      b->poll_new + lock_bound(b);
+	if (sum <= lim(run, CR_LIM_MEMORY))
+		return 0;
+	b->rss = sum;
+	if (b->rss > b->peak_rss)
+		b->peak_rss = b->rss;
+	breach(run, CR_LIM_MEMORY, b->rss);
+	return -ENOMEM;
 }
 
 void cr_budget_task_seen(struct cr_run *run, pid_t tid)

@@ -80,9 +80,18 @@
  * each (a page alone in its 2 MiB, 1 GiB and 512 GiB spans): a bound of
  * this many times a process's address space. */
 #define CR_BUDGET_PTE_BOUND 3
+/* What one entry of a blocked poll or select may hold: its wait-queue
+ * entry (~70 B measured) and a reference to a file its table may have
+ * closed since (an eventfd ~1.6 KiB). */
+#define CR_BUDGET_POLL_ENTRY (2ull << 10)
+/* Polls and selects of fewer descriptors are not notified (tracer/
+ * syscalls.def: "any bit of ~7"): each task is charged for them. */
+#define CR_BUDGET_POLL_FREE 7
 /* Kernel memory of a live task counted against memory: its stack (16 KiB
- * on x86-64) and its descriptors in slab (~8 KiB measured). */
-#define CR_BUDGET_TASK_KERNEL (24ull << 10)
+ * on x86-64), its descriptors in slab (~8 KiB measured), and what an
+ * unnotified poll of it may hold. */
+#define CR_BUDGET_TASK_KERNEL ((24ull << 10) + \
+			       CR_BUDGET_POLL_FREE * CR_BUDGET_POLL_ENTRY)
 /* Kernel memory a mapping (VMA) holds: its vm_area_struct and its share
  * of the maple tree (16 processes x 65 508 PROT_NONE mappings held 254 MiB
  * of unreclaimable slab: ~250 B each, measured). A mapping covers a page
@@ -334,6 +343,14 @@ int cr_budget_on_kernel_object(struct cr_run *run, enum cr_kobj kind);
  * passes the memory budget (the run is then ended) or the ledger is
  * full. */
 int cr_budget_on_shared_anon(struct cr_run *run, pid_t tid, uint64_t len);
+/* Thread tid is about to wait in poll, ppoll, select or pselect6 over
+ * this many descriptors (capped at its RLIMIT_NOFILE): each entry may
+ * hold a file its table has closed, and the kernel's wait-queue entry,
+ * for as long as the call waits. Charged until the thread's next such
+ * call or its end (a signal handler's calls and the kernel's restart of
+ * the wait prove nothing). 0, or -ENOMEM past the memory budget (the run
+ * is then ended). */
+int cr_budget_on_poll(struct cr_run *run, pid_t tid, uint64_t entries);
 /* Thread tid was seen at a notification or a stop, or is gone: the calls
  * it made before are done (shanon.c). */
 void cr_budget_task_seen(struct cr_run *run, pid_t tid);

@@ -92,6 +92,20 @@ static int build_table(scmp_filter_ctx ctx, int fast)
 					rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY,
 								    e->nr, 1, &cmp);
 			}
+		} else if (e->arg >= 0 && e->anybits) {
+			/* "Any bit of anybits set": one rule per bit. */
+			for (int b = 0; !rc && b < 64; b++) {
+				struct scmp_arg_cmp cmp = {
+					.arg = (unsigned)e->arg,
+					.op = SCMP_CMP_MASKED_EQ,
+					.datum_a = 1ULL << b,
+					.datum_b = 1ULL << b,
+				};
+
+				if (e->anybits & (1ULL << b))
+					rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY,
+								    e->nr, 1, &cmp);
+			}
 		} else if (e->arg >= 0 && e->notall) {
 			/* "Not every bit of notall set": one rule per bit,
 			 * that bit clear and the rest of the condition. The

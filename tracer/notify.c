@@ -88,7 +88,11 @@ static const struct cr_syscall_entry *matching(const struct cr_syscall_entry *e,
 	for (size_t i = (size_t)(e - cr_syscalls); i < cr_nsyscalls; i++) {
 		const struct cr_syscall_entry *o = &cr_syscalls[i];
 
+		if (o->nr == e->nr && o->arg >= 0 && o->arg < 6 && o->anybits &&
+		    (n->data.args[o->arg] & o->anybits))
+			return o;
 		if (o->nr == e->nr && o->arg >= 0 && o->arg < 6 && !o->nonzero &&
+		    !o->anybits &&
 		    (n->data.args[o->arg] & o->mask) == o->value &&
 		    (!o->notall ||
 		     (n->data.args[o->arg] & o->notall) != o->notall))

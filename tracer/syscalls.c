@@ -20,6 +20,9 @@ struct cr_syscall_entry cr_syscalls[] = {
 #define CR_SYSCALL_ARG_NOTALL(n, a, m, v, b, h, st, why) \
 	{ .name = #n, .nr = -1, .handler = h, .stance = st, .reason = why, \
 	  .arg = a, .mask = m, .value = v, .notall = b },
+#define CR_SYSCALL_ARG_ANY(n, a, b, h, st, why) \
+	{ .name = #n, .nr = -1, .handler = h, .stance = st, .reason = why, \
+	  .arg = a, .anybits = b },
 #include "syscalls.def"
 };
 const size_t cr_nsyscalls = CR_ARRAY_SIZE(cr_syscalls);

@@ -124,6 +124,7 @@ struct cr_syscall_entry {
 	uint64_t mask, value;
 	bool nonzero;		/* instead: notify only when args[arg] != 0 */
 	uint64_t notall;	/* if set, also: not every bit of it is set */
+	uint64_t anybits;	/* instead: notify when any bit of it is set */
 };
 
 struct cr_syscall_errno {
@@ -164,6 +165,7 @@ struct cr_task_budget {
 	uint64_t mem_tick;	/* the poll that last counted its memory */
 	uint64_t size_tick;	/* the poll that counted a process through it */
 	uint64_t shanon_gen;	/* the scan of maps that read its process */
+	uint64_t poll_bytes;	/* its last notified poll or select's charge */
 	uint64_t vsize;		/* ...and its address space then, bytes */
 	uint64_t vmas;		/* its process's mappings, last counted... */
 	uint64_t sock_maps;	/* ...of them, the sockets it maps (distinct) */

@@ -22,6 +22,7 @@ static const struct def_entry def_entries[] = {
 #define CR_SYSCALL_ERRNO_ARG(n, a, m, v, e) { #n, -1, true },
 /* The network area's "notify when the argument is set" entries. */
 #define CR_SYSCALL_ARG_NZ(n, a, h, st, why) { #n, st, true },
+#define CR_SYSCALL_ARG_ANY(n, a, b, h, st, why) { #n, st, true },
 #include "../../tracer/syscalls.def"
 };
 

@@ -256,6 +256,7 @@ CR_HANDLER(cr_h_fcntl_owner);
 CR_HANDLER(cr_h_fcntl_lock);
 CR_HANDLER(cr_h_kernel_object);
 CR_HANDLER(cr_h_mmap_shared);
+CR_HANDLER(cr_h_poll_charge);
 /* socket.c */
 CR_HANDLER(cr_h_socket);
 CR_HANDLER(cr_h_sockios);
