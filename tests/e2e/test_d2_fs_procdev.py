@@ -97,10 +97,11 @@ def fs_proc_sys_lists_what_it_grants(t):
        "/proc/sys/fs [] ['pipe-max-size']\n"
        "/proc/sys/kernel [] ['cap_last_cap', 'ngroups_max', 'osrelease', "
        "'pid_max']\n"
-       "/proc/sys/net ['core'] []\n"
+       "/proc/sys/net ['core', 'ipv4'] []\n"
        "/proc/sys/net/core [] ['somaxconn']\n"
+       "/proc/sys/net/ipv4 [] ['ip_local_port_range']\n"
        "/proc/sys/vm [] ['overcommit_memory']\n"
-       "['drivers']\n7\nrc=0\n1\n", "stdout")
+       "['drivers']\n8\nrc=0\n1\n", "stdout")
     eq([d for d in r.get("denials") or []
         if d.get("target") in ("/proc/sys", "/proc/sys/kernel", "/proc/tty")],
        [], "no denial for the listings")

@@ -491,10 +491,13 @@ static const char *check_default(const struct cr_policy *p)
 		"/dev/null", "/etc/php", "/var/lib/ghc", "/etc/R", "/etc/texmf",
 		"/var/lib/texmf", "/etc/ImageMagick-6", "/etc/emacs",
 		"/etc/libreoffice", "/etc/gdb", "/etc/dejagnu", "/etc/dpkg",
-		"/var/lib/dpkg",
+		"/var/lib/dpkg", "/etc/fpc.cfg", "/etc/fpc-3.2.2.cfg",
+		"/etc/racket", "/etc/mercurial", "/etc/subversion",
+		"/etc/bind/bind.keys",
 	};
 	static const char *const never[] = {
 		"/", "/etc", "/etc/shadow", "/etc/gshadow", "/root", "/home",
+		"/etc/bind", "/etc/bind/rndc.key",
 		"/tmp", "/var", "/run", "/proc", "/sys", "/dev",
 	};
 	static const char *const must_exec[] = {
@@ -515,8 +518,8 @@ static const char *check_default(const struct cr_policy *p)
 	const struct cr_class *c = cr_policy_class(p, "default");
 	size_t i;
 
-	if (strcmp(p->version, "2026-12-06.1"))
-		return "version is not 2026-12-06.1";
+	if (strcmp(p->version, "2026-12-06.2"))
+		return "version is not 2026-12-06.2";
 	if (!c || p->nclasses != 1)
 		return "not exactly one class, \"default\"";
 	for (i = 0; i < CR_ARRAY_SIZE(must_read); i++)
