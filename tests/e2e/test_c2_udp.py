@@ -653,6 +653,13 @@ print("tcp reuseaddr", tcp.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR))
        "tcp reuseaddr 1\n", "what the run said")
     eq(sum(d["count"] for d in denials(r, "setsockopt", "net")), 4,
        "setsockopt denials (%r)" % r["denials"])
+    # The second binds' EADDRINUSE is recorded, naming the options: a
+    # second worker's failure must not look like a stranger's port
+    # (nginx "reuseport", haproxy's reload; a compatibility probe).
+    shared = [d for d in denials(r, "bind", "net")
+              if "remembered, not applied" in (d.get("reason") or "")]
+    eq(sum(d["count"] for d in shared), 2,
+       "bind denials naming the sharing options (%r)" % r["denials"])
     eq(r["status"], "ok", "status")
 
 

@@ -110,6 +110,21 @@ static bool local_ep(int fd, struct cr_net_ep *ep, bool peer)
 	return cr_net_ep_of(&a, l, ep);
 }
 
+/* A port in use, for a socket the program asked to share one with
+ * (SO_REUSEPORT, or SO_REUSEADDR on UDP: remembered, never applied,
+ * docs/network.md "Sharing a port"): the kernel's EADDRINUSE, recorded, so
+ * that a second worker's failure names corral and not a stranger (nginx's
+ * "reuseport" and haproxy's reload failed with nothing in the result;
+ * found by a compatibility probing session). */
+#define CR_SHARED_PORT_REASON \
+	"the port is in use: SO_REUSEPORT and a UDP SO_REUSEADDR are remembered, not applied (a port is never shared)"
+
+static bool shared_port_asked(struct cr_run *run, const struct cr_sock *s)
+{
+	return cr_net_flag_get(run->net, s->dup, SO_REUSEPORT) == 1 ||
+	       cr_net_flag_get(run->net, s->dup, SO_REUSEADDR) == 1;
+}
+
 struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const struct cr_syscall_entry *e,
@@ -164,14 +179,23 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 			return cr_net_deny(run, n, e, a, alen, "net",
 					   "the run holds too many UDP sockets",
 					   ENOBUFS);
+		if (rc == -EADDRINUSE && shared_port_asked(run, s))
+			return cr_net_deny(run, n, e, a, alen, "net",
+					   CR_SHARED_PORT_REASON, EADDRINUSE);
 		return rc ? v_err(-rc) : v_val(0);
 	}
 	if (cr_net_local_room(run->net) < 0)
 		return cr_net_deny(run, n, e, a, alen, "net",
 				   "the run holds too many bound sockets",
 				   ENOBUFS);
-	if (bind(s->dup, &t.sa, tl) < 0)
-		return v_err(errno);
+	if (bind(s->dup, &t.sa, tl) < 0) {
+		int err = errno;
+
+		if (err == EADDRINUSE && shared_port_asked(run, s))
+			return cr_net_deny(run, n, e, a, alen, "net",
+					   CR_SHARED_PORT_REASON, EADDRINUSE);
+		return v_err(err);
+	}
 	if (!local_ep(s->dup, &real, false) ||
 	    cr_net_local_bound(run->net, s->ino, &real, wildcard) < 0)
 		/* Bound but unrecorded: its listen is refused (fail closed). */
