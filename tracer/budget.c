@@ -25,6 +25,7 @@
 
 #include "budget.h"
 #include "shanon.h"
+#include "pipeshare.h"
 #include "fs/fs.h"
 #include "net/net.h"
 #include "ipc/sysv.h"
@@ -179,6 +180,7 @@ struct cr_budgets {
 	uint64_t pipe_seq_scan;		/* ...the first the scan under way
 					 * may not have seen in a table */
 	uint64_t pipe_max;		/* fs.pipe-max-size */
+	struct cr_pipeshare *pipeshare;	/* owned: the run's pipe slots */
 	dev_t pipe_devs[CR_BUDGET_PIPE_DEVS];	/* pipefs, and each
 					 * filesystem of a FIFO followed: an
 					 * entry's data is its seq << 6 and
@@ -2467,10 +2469,50 @@ static int pipe_follow(struct cr_budgets *b, int fd, const struct stat *st)
 	return cr_weak_add(&b->pipe_weak, fd, b->pipe_seq << 6 | i);
 }
 
+/* The share's table kept to the pipes alive (tracer/pipeshare.c): those
+ * the weak set still lists. Left as it is when the set cannot be read
+ * (the sum then errs high). */
+static void pipeshare_alive(void *arg, uint64_t data, uint64_t ino)
+{
+	(void)data;
+	cr_pipeshare_alive(arg, ino);
+}
+
+static void pipeshare_refresh(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t t0 = cr_thread_cpu_ns();
+
+	cr_pipeshare_refresh_begin(b->pipeshare);
+	if (cr_weak_each(b->pipe_weak, pipeshare_alive, b->pipeshare) == 0)
+		cr_pipeshare_refresh_end(b->pipeshare);
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+}
+
+/* Do `more` slots fit in the run's share of its user's pipe allowance?
+ * Refreshed first when they would not. */
+static bool pipe_slots_fit(struct cr_run *run, uint64_t more)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (cr_pipeshare_stale(b->pipeshare) ||
+	    !cr_pipeshare_fits(b->pipeshare, more))
+		pipeshare_refresh(run);
+	return cr_pipeshare_fits(b->pipeshare, more);
+}
+
+static unsigned pipe_slots(struct cr_budgets *b, int fd)
+{
+	int sz = fcntl(fd, F_GETPIPE_SZ);
+
+	return sz > 0 ? (unsigned)(sz / b->page) : 0;
+}
+
 int cr_budget_on_pipe(struct cr_run *run, const int ends[2])
 {
 	struct cr_budgets *b = run->budgets;
 	struct stat st;
+	unsigned slots;
 
 	if (!b)
 		return 0;
@@ -2483,7 +2525,53 @@ int cr_budget_on_pipe(struct cr_run *run, const int ends[2])
 			return rc;
 	}
 	b->pipe_seq++;
-	return 0;
+	/* Past the run's share, what the kernel gives a user past its
+	 * soft limit: a pipe of two slots. */
+	slots = pipe_slots(b, ends[0]);
+	if (slots > CR_BUDGET_PIPE_MIN_SLOTS && !pipe_slots_fit(run, slots) &&
+	    fcntl(ends[0], F_SETPIPE_SZ,
+		  (int)(CR_BUDGET_PIPE_MIN_SLOTS * b->page)) >= 0)
+		slots = pipe_slots(b, ends[0]);
+	return cr_pipeshare_set(b->pipeshare, st.st_ino, slots, true);
+}
+
+int cr_budget_pipe_resize(struct cr_run *run, int fd, unsigned long arg)
+{
+	struct cr_budgets *b = run->budgets;
+	unsigned long size;
+	unsigned have, want;
+	struct stat st;
+	int got;
+
+	if (!b || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		got = fcntl(fd, F_SETPIPE_SZ, arg);	/* the kernel's answer */
+		return got < 0 ? -errno : got;
+	}
+	/* The kernel's rounding: a page at least, a power of two. */
+	size = (unsigned int)arg;
+	if (!size || size > (1ul << 31))
+		return -EINVAL;
+	if (size < (unsigned long)b->page)
+		size = (unsigned long)b->page;
+	while (size & (size - 1))
+		size = (size | (size - 1)) + 1;
+	/* Past pipe-max-size the program, without capabilities, is
+	 * refused (corral may have them). */
+	if (size > b->pipe_max)
+		return -EPERM;
+	want = (unsigned)(size / (unsigned long)b->page);
+	have = cr_pipeshare_slots(b->pipeshare, st.st_ino);
+	if (!have)
+		have = pipe_slots(b, fd);
+	if (want > have && !pipe_slots_fit(run, want - have))
+		return -EPERM;	/* the kernel's answer past the soft limit */
+	got = fcntl(fd, F_SETPIPE_SZ, (int)size);
+	if (got < 0)
+		return -errno;
+	if (cr_pipeshare_set(b->pipeshare, st.st_ino, pipe_slots(b, fd),
+			     false) < 0)
+		return -ENOMEM;
+	return got;
 }
 
 int cr_budget_on_opened(struct cr_run *run, int fd)
@@ -2501,6 +2589,9 @@ int cr_budget_on_opened(struct cr_run *run, int fd)
 	rc = pipe_follow(b, fd, &st);
 	if (!rc)
 		b->pipe_seq++;
+	if (!rc && !cr_pipeshare_slots(b->pipeshare, st.st_ino))
+		rc = cr_pipeshare_set(b->pipeshare, st.st_ino,
+				      pipe_slots(b, fd), false);
 	return rc;
 }
 
@@ -3752,6 +3843,13 @@ int cr_budget_setup(struct cr_run *run)
 			      strtoull(mm, NULL, 10) : 0;
 		if (!b->pipe_max)
 			b->pipe_max = 1u << 20;	/* the kernel's default */
+		/* Half the user's pipe allowance (0: none set). */
+		b->pipeshare = cr_pipeshare_new(
+			read_small("/proc/sys/fs/pipe-user-pages-soft", mm,
+				   sizeof(mm)) > 0 ?
+			strtoull(mm, NULL, 10) / 2 : 0);
+		if (!b->pipeshare)
+			return -ENOMEM;
 		b->ino_full = read_small("/proc/sys/fs/inotify/max_queued_events",
 					 mm, sizeof(mm)) > 0 ?
 			      strtoull(mm, NULL, 10) : 0;
@@ -3862,6 +3960,7 @@ static void cr_budget_free(struct cr_run *run)
 	free(b->zombies);
 	cr_sockmem_free(b->sockmem);
 	cr_shanon_free(b->shanon);
+	cr_pipeshare_free(b->pipeshare);
 	free(b->sockinos);
 	for (size_t i = 0; i < b->nroots; i++)
 		free(b->roots[i]);

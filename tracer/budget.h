@@ -367,6 +367,15 @@ int cr_budget_on_held(struct cr_run *run, uint64_t bytes);
  * shows is still charged. 0, or -errno: then the pipe must not reach the
  * run. */
 int cr_budget_on_pipe(struct cr_run *run, const int ends[2]);
+/* fcntl(F_SETPIPE_SZ, arg) of the program, performed on fd, corral's copy
+ * of its descriptor: growing past the run's share of its user's pipe
+ * allowance (half of fs.pipe-user-pages-soft; tracer/pipeshare.c) is
+ * refused EPERM, as the kernel refuses a user past the soft limit. The
+ * new size, or -errno. */
+int cr_budget_pipe_resize(struct cr_run *run, int fd, unsigned long arg);
+/* Past the share, a new pipe gets this many slots, as a user past the
+ * soft limit does. */
+#define CR_BUDGET_PIPE_MIN_SLOTS 2
 /* The supervisor opened fd for the run (any open it performs): a FIFO, or
  * another file of a pipe (a reopen through /proc/PID/fd), keeps its pipe
  * alive as the pipe's own ends do, so it is followed the same way. 0, or

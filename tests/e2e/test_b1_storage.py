@@ -7,8 +7,11 @@ it), nothing left on the host (the storage freed, no process, no /dev/shm
 entry), the next run works. Known-good cases pass fds between workers and
 share memory across processes as test runners do."""
 
+import errno
+import fcntl
 import glob
 import os
+import re
 import signal
 import socket
 import threading
@@ -1182,6 +1185,75 @@ def storage_files_held_by_a_blocked_poll_count(t):
     more is charged its count until the thread's next one or its end."""
     held_past(t, "poll_held.py", POLL_HELD, ["closed", 8, 3000])
     held_past(t, "poll_held.py", POLL_HELD, ["wide", 64, 1000])
+    t.assert_next_run_ok()
+
+
+PIPE_SHARE = r'''
+import fcntl, os, time
+F_SETPIPE_SZ = 1031
+ok = failed = 0
+pipes = []
+for _ in range(80):
+    r, w = os.pipe()
+    pipes.append((r, w))
+    try:
+        fcntl.fcntl(w, F_SETPIPE_SZ, 1 << 20)
+        ok += 1
+    except OSError as e:
+        failed += 1
+        err = e.errno
+print("raised", ok, "failed", failed, "errno", err if failed else 0,
+      flush=True)
+open("ready", "w").close()
+for _ in range(200):
+    if os.path.exists("done"):
+        break
+    time.sleep(0.05)
+'''
+
+
+@test
+def storage_pipe_allowance_is_shared_with_the_user(t):
+    """The kernel counts a pipe's slots against its user's allowance
+    (fs.pipe-user-pages-soft) and past it gives that user 2-slot pipes
+    that cannot grow. corral makes the run's pipes as the same user: 63
+    empty pipes raised to 1 MiB took the whole allowance from the user's
+    other programs while the run lived (found by a probing session). The
+    run keeps to half: past it, F_SETPIPE_SZ is EPERM, as the kernel
+    answers past the soft limit, and the user's own pipe outside the run
+    still grows to 1 MiB meanwhile."""
+    with open("/proc/sys/fs/pipe-user-pages-soft") as f:
+        soft = int(f.read())
+    true(soft >= 1024, "premise: a soft limit is set (%d)" % soft)
+    ws = t.path("ws-pipes")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    path = t.write("pipe_share.py", PIPE_SHARE)
+    p = t.spawn(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
+                 "wall=30s", "--", PY, path])
+    true(wait_for(lambda: os.path.exists(os.path.join(ws, "ready")), 20),
+         "the run raised its pipes")
+    r, w = os.pipe()
+    try:
+        got = fcntl.fcntl(w, 1031, 1 << 20)
+    except OSError as e:
+        got = -e.errno
+    finally:
+        os.close(r)
+        os.close(w)
+    open(os.path.join(ws, "done"), "w").close()
+    run = t.finish(p, timeout=60)
+    res = t.result(run)
+    eq(got, 1 << 20, "the user's own pipe outside the run grew")
+    eq(res.get("status"), "ok", "status (message %r)" % res.get("message"))
+    m = re.search(r"raised (\d+) failed (\d+) errno (\d+)",
+                  res.get("stdout", ""))
+    true(m, "the program's report: %r" % res.get("stdout"))
+    raised, failed, err = (int(x) for x in m.groups())
+    true(0 < raised <= soft // 2 // 256,
+         "raised %d: within half the allowance (%d slots)" % (raised, soft))
+    true(failed > 0 and err == errno.EPERM,
+         "past it EPERM (failed %d, errno %d)" % (failed, err))
     t.assert_next_run_ok()
 
 

@@ -196,6 +196,7 @@ CR_HANDLER(cr_h_sysv_get);
 CR_HANDLER(cr_h_sysv_use);
 CR_HANDLER(cr_h_sysv_ctl);
 CR_HANDLER(cr_h_pipe);
+CR_HANDLER(cr_h_fcntl_pipe_size);
 CR_HANDLER(cr_h_inotify_init);
 CR_HANDLER(cr_h_fallocate);
 /* sendfile.c */

@@ -1,5 +1,5 @@
-/* tracer/handlers/pipe.c: pipe, pipe2: made by the supervisor, so that each
- * pipe of the run is followed to its end for the memory budget. */
+/* tracer/handlers/pipe.c: pipe, pipe2 and F_SETPIPE_SZ: performed by the
+ * supervisor, so each pipe is followed for the memory budget and the share. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -43,4 +43,25 @@ CR_HANDLER(cr_h_pipe)
 	if (cr_mem_write(pid, n->data.args[0], got, sizeof(got)))
 		return CR_V_ERR(EFAULT);
 	return CR_V_VAL(0);
+}
+
+/*
+ * fcntl(F_SETPIPE_SZ): a pipe's slots count against its user's allowance
+ * (fs.pipe-user-pages-soft), which the run shares with the user's other
+ * programs. Performed on corral's copy of the descriptor (the same open
+ * file: the kernel's answers for anything but a pipe), so the run's pipes
+ * keep to half the allowance (cr_budget_pipe_resize): past it, EPERM,
+ * what the kernel answers a user past the soft limit.
+ */
+CR_HANDLER(cr_h_fcntl_pipe_size)
+{
+	int fd = cr_tasks_getfd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	int rc;
+
+	(void)e;
+	if (fd < 0)
+		return CR_V_ERR(-fd);
+	rc = cr_budget_pipe_resize(run, fd, (unsigned long)n->data.args[2]);
+	close(fd);
+	return rc < 0 ? CR_V_ERR(-rc) : CR_V_VAL(rc);
 }
