@@ -63,6 +63,7 @@ int cr_net_setup(struct cr_run *run)
 	ns->tfd[0] = ns->tfd[1] = -1;
 	ns->sink[0][0] = ns->sink[0][1] = ns->sink[1][0] = ns->sink[1][1] = -1;
 	ns->tref[0] = ns->tref[1] = -1;
+	cr_net_local_limits(ns);
 	/* A request narrows its class (checked when it was read), so when
 	 * there is one its list is the whole list; the operator's
 	 * --allow-net adds to either. */

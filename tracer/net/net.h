@@ -29,6 +29,9 @@
  * longer has whenever it is full (local.c). */
 #define CR_NET_MAX_LOCAL 65536
 #define CR_NET_PRUNE_FROM 4096	/* smaller tables only grow */
+/* TCP sockets bound at once: a quarter of the host's ephemeral port
+ * range, at least this many (local.c, cr_net_local_limits). */
+#define CR_NET_MIN_LOCAL 1024
 /* Names of live sockets remembered at once (the tables grow to these; a
  * full one forgets the names of sockets gone first, then the oldest). */
 #define CR_NET_MAX_UNAMES 16384	/* unix names bound */
@@ -123,6 +126,8 @@ struct cr_netstate {
 	struct cr_net_lsn *lsn;		/* owned array: sockets the run bound */
 	size_t nlsn, caplsn;
 	struct timespec lsn_pruned;	/* the last prune of a full table */
+	size_t lsn_most;		/* bound at once, at most (local.c) */
+	struct timespec lsn_capped;	/* the last prune that found it so */
 	struct cr_net_client *clients_local;	/* owned: run connects */
 	size_t nlocal_clients, caplocal_clients;
 	struct timespec clients_pruned;
@@ -410,6 +415,7 @@ bool cr_net_ep_any(const struct cr_net_ep *ep);
 /* Room for one more bound socket (0), made by growing the table or by
  * forgetting sockets the kernel no longer has; -ENOSPC or -ENOMEM when
  * there is none: the bind is then refused before it is made. */
+void cr_net_local_limits(struct cr_netstate *ns);
 int cr_net_local_room(struct cr_netstate *ns);
 int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 		       const struct cr_net_ep *ep, bool wildcard);
