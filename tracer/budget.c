@@ -58,6 +58,8 @@ struct cr_budgets {
 	uint64_t fs_step_ns;		/* when the fd scan last stepped */
 	uint64_t pace_rss, pace_ns;	/* memory, and when, at the last tick */
 	uint64_t fast_until_ns;		/* fast ticks at least until then */
+	uint64_t disk_fast_until_ns;	/* ...of them, the walk's until then */
+	uint64_t pass_begun_ns;		/* when the walk's last pass began */
 	uint64_t pss_cost_ns;		/* CPU of this tick's PSS judgement */
 	struct cr_watch *watch;		/* borrowed from the loop */
 	long page;
@@ -3541,8 +3543,18 @@ static void walk_tick(struct cr_run *run)
 
 	if (!b->in_pass && now < b->next_pass_ns)
 		return;
-	if (!b->in_pass)
+	/* A pass begins at the usual tick's pace, unless disk's growth
+	 * asked for the fast one: memory's fast ticks (and a run's first
+	 * ones) would show a program watching the workspace with inotify
+	 * five times the walks (docs/limits.md, "The walk is seen by
+	 * inotify"). */
+	if (!b->in_pass && now >= b->disk_fast_until_ns &&
+	    now - b->pass_begun_ns < CR_BUDGET_TICK_MS * 900000ull)
+		return;
+	if (!b->in_pass) {
 		b->pass_cpu_ns = 0;
+		b->pass_begun_ns = now;
+	}
 	t0 = cr_thread_cpu_ns();
 	rc = walk_step(run, CR_BUDGET_WALK_PER_TICK);
 	/* What moved during the pass could not be followed: the whole pass
@@ -3680,9 +3692,11 @@ static void pace_ticks(struct cr_run *run, uint64_t cost_ns)
 	uint64_t dt = b->tick_ns - b->pace_ns;
 	uint64_t want = CR_BUDGET_TICK_MS * 1000000ull;
 
-	if ((crossing(b->pace_rss, b->rss, dt, lim(run, CR_LIM_MEMORY)) &&
-	     cost_ns < 1000000ull) ||
-	    crossing(b->pace_disk, b->disk_est, dt, lim(run, CR_LIM_DISK)))
+	if (crossing(b->pace_disk, b->disk_est, dt, lim(run, CR_LIM_DISK)))
+		b->disk_fast_until_ns = b->fast_until_ns =
+			b->tick_ns + CR_BUDGET_TICK_MS * 1000000ull;
+	if (crossing(b->pace_rss, b->rss, dt, lim(run, CR_LIM_MEMORY)) &&
+	    cost_ns < 1000000ull)
 		b->fast_until_ns = b->tick_ns + CR_BUDGET_TICK_MS * 1000000ull;
 	if (b->tick_ns < b->fast_until_ns)
 		want = CR_BUDGET_FAST_TICK_MS * 1000000ull;
