@@ -169,6 +169,7 @@ struct cr_budgets {
 	struct cr_shanon *shanon;	/* owned */
 	uint64_t shanon_next_ns;	/* no tick's scan of the maps before this */
 	uint64_t shanon_scans;		/* scans made (cr_task's shanon_gen) */
+	bool zero_rw;			/* a writable /dev/zero may be the run's */
 	uint64_t sockbytes;		/* by the last fd scan */
 	bool sock_unmeasurable;		/* the kernel has no sock_diag */
 	uint64_t *sockinos;		/* the fd scan's socket inodes */
@@ -2917,6 +2918,33 @@ int cr_budget_on_poll(struct cr_run *run, pid_t tid, uint64_t entries)
 		b->peak_rss = b->rss;
 	breach(run, CR_LIM_MEMORY, b->rss);
 	return -ENOMEM;
+}
+
+int cr_budget_on_shared_file(struct cr_run *run, pid_t tid, uint64_t len)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (!b)
+		return 0;
+	if (b->zero_rw)
+		return cr_budget_on_shared_anon(run, tid, len);
+	return cr_shanon_maybe(b->shanon, tid, len);
+}
+
+int cr_budget_zero_writable(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t added = 0;
+	int rc;
+
+	if (!b || b->zero_rw)
+		return 0;
+	b->zero_rw = true;
+	rc = cr_shanon_flip(b->shanon, &added);
+	if (rc)
+		return rc;
+	b->shanon_new += added;
+	return added ? cr_budget_on_ipc(run, 0) : 0;
 }
 
 void cr_budget_task_seen(struct cr_run *run, pid_t tid)

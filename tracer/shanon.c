@@ -48,6 +48,11 @@ struct ent {
 struct cr_shanon {
 	struct ent *e;
 	size_t n, cap, inflight;
+	/* shared mappings of files other than /dev/zero, their calls in
+	 * flight: charged only if a writable /dev/zero becomes the run's
+	 * before they are done (cr_shanon_flip) */
+	struct ent *m;
+	size_t nm, capm;
 	uint64_t bytes;		/* the sum of every entry's len */
 	/* the scan in progress: the objects found (inodes, unsorted) */
 	uint64_t *seen;
@@ -64,6 +69,7 @@ void cr_shanon_free(struct cr_shanon *s)
 	if (!s)
 		return;
 	free(s->e);
+	free(s->m);
 	free(s->seen);
 	free(s);
 }
@@ -88,9 +94,49 @@ int cr_shanon_made(struct cr_shanon *s, pid_t tid, uint64_t len)
 	return 0;
 }
 
+int cr_shanon_maybe(struct cr_shanon *s, pid_t tid, uint64_t len)
+{
+	if (s->nm == s->capm) {
+		size_t cap = s->capm ? s->capm * 2 : 16;
+		struct ent *g;
+
+		if (cap > CR_SHANON_MAX)
+			return -ENOMEM;
+		g = realloc(s->m, cap * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		s->m = g;
+		s->capm = cap;
+	}
+	s->m[s->nm++] = (struct ent){ .len = len, .tid = tid };
+	return 0;
+}
+
+int cr_shanon_flip(struct cr_shanon *s, uint64_t *added)
+{
+	*added = 0;
+	while (s->nm) {
+		struct ent *m = &s->m[s->nm - 1];
+		int rc = cr_shanon_made(s, m->tid, m->len);
+
+		if (rc)
+			return rc;
+		*added += m->len;
+		s->nm--;
+	}
+	return 0;
+}
+
 void cr_shanon_done(struct cr_shanon *s, pid_t tid)
 {
-	if (!s || !s->inflight)
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nm;)
+		if (s->m[i].tid == tid)
+			s->m[i] = s->m[--s->nm];
+		else
+			i++;
+	if (!s->inflight)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		if (s->e[i].tid == tid) {

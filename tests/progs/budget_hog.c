@@ -31,11 +31,15 @@
  *   budget_hog shchurn N MIB       N times: MIB MiB of shared anonymous
  *                                  memory mapped, one page written,
  *                                  unmapped; prints "churned N"
- *   budget_hog shswap MS MIB       for MS ms, one thread maps MIB MiB
+ *   budget_hog shswap MS MIB D     for MS ms, one thread maps MIB MiB
  *                                  MAP_SHARED from fd 100 and keeps each
- *                                  mapping of /dev/zero, while another
+ *                                  mapping of /dev/zero (filled, then
+ *                                  dropped but a page), while another
  *                                  swaps fd 100 between a file and
- *                                  /dev/zero; prints "kept N"
+ *                                  /dev/zero; D small shared anonymous
+ *                                  objects are made first and one is
+ *                                  unmapped per mapping kept (decoys for
+ *                                  a count); prints "kept N"
  *   budget_hog memfd MIB COUNT     COUNT memfds of MIB MiB each, written,
  *                                  never mapped
  *   budget_hog badclone N          N clones the kernel refuses (EINVAL),
@@ -500,55 +504,98 @@ static void shchurn(long n, long mib)
 	fflush(stdout);
 }
 
-static atomic_int shswap_stop;
+/* shswap: the thread that maps waits in its notification (state S) while
+ * corral looks at fd 100, a file; once it leaves that wait, corral has
+ * answered, and the swapper puts /dev/zero at 100 before the kernel
+ * takes the descriptor (a probing session's race). */
+static atomic_int shswap_go, shswap_done, shswap_ret, shswap_stop;
+static int shswap_zero, shswap_stat;
+
+static char shswap_state(void)
+{
+	char b[512], *p;
+	ssize_t n = pread(shswap_stat, b, sizeof(b) - 1, 0);
+
+	if (n <= 0)
+		return '?';
+	b[n] = 0;
+	p = strrchr(b, ')');
+	return p && p[1] ? p[2] : '?';
+}
 
 static void *shswap_swapper(void *arg)
 {
-	int file = ((int *)arg)[0], zero = ((int *)arg)[1];
-
+	(void)arg;
 	while (!atomic_load(&shswap_stop)) {
-		dup2(zero, 100);
-		dup2(file, 100);
+		bool waited = false;
+
+		if (!atomic_exchange(&shswap_go, 0))
+			continue;
+		while (!atomic_load(&shswap_ret)) {
+			char st = shswap_state();
+
+			if (st == 'S')
+				waited = true;
+			else if (waited) {
+				dup2(shswap_zero, 100);
+				break;
+			}
+		}
+		atomic_store(&shswap_done, 1);
 	}
 	return NULL;
 }
 
-static void shswap(long ms, long mib)
+static void shswap(long ms, long mib, long decoys)
 {
 	size_t len = (size_t)mib << 20;
-	int fds[2] = { open("swapfile", O_RDWR | O_CREAT, 0600),
-		       open("/dev/zero", O_RDWR) };
+	int file = open("swapfile", O_RDWR | O_CREAT, 0600);
+	char path[64], *decoy[64];
 	struct timespec t0, t;
 	pthread_t th;
-	long kept = 0;
+	long kept = 0, nd = 0;
 
-	if (fds[0] < 0 || fds[1] < 0 || ftruncate(fds[0], (off_t)len) < 0 ||
-	    dup2(fds[0], 100) < 0 ||
-	    pthread_create(&th, NULL, shswap_swapper, fds))
+	shswap_zero = open("/dev/zero", O_RDWR);
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat",
+		 (long)syscall(SYS_gettid));
+	shswap_stat = open(path, O_RDONLY);
+	if (file < 0 || shswap_zero < 0 || shswap_stat < 0 ||
+	    ftruncate(file, (off_t)len) < 0)
+		exit(1);
+	for (; nd < decoys && nd < 64; nd++) {
+		decoy[nd] = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (decoy[nd] == MAP_FAILED)
+			exit(1);
+		decoy[nd][0] = 1;
+	}
+	if (pthread_create(&th, NULL, shswap_swapper, NULL))
 		exit(1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			       100, 0);
-		char want[32], line[512];
-		bool zero = false;
-		FILE *f;
+		char *p;
 
+		dup2(file, 100);
+		atomic_store(&shswap_ret, 0);
+		atomic_store(&shswap_done, 0);
+		atomic_store(&shswap_go, 1);
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, 100, 0);
+		atomic_store(&shswap_ret, 1);
+		while (!atomic_load(&shswap_done))
+			;
 		if (p == MAP_FAILED)
 			continue;
-		/* Which file it mapped: kept only if it is /dev/zero. */
-		snprintf(want, sizeof(want), "%lx-", (unsigned long)p);
-		f = fopen("/proc/self/maps", "r");
-		while (f && fgets(line, sizeof(line), f))
-			if (!strncmp(line, want, strlen(want)))
-				zero = strstr(line, "/dev/zero") != NULL;
-		if (f)
-			fclose(f);
-		if (zero) {
+		/* The file was truncated to its size: zeros in either case;
+		 * /dev/zero's is told by the file not changing. */
+		p[0] = 'x';
+		if (pread(file, path, 1, 0) == 1 && path[0] != 'x') {
 			memset(p, 1, len);
-			madvise(p, len, MADV_DONTNEED);
+			madvise(p + 4096, len - 4096, MADV_DONTNEED);
 			kept++;
+			if (nd > 0)
+				munmap(decoy[--nd], 4096);
 		} else {
+			p[0] = 0;
 			munmap(p, len);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -776,7 +823,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "shchurn"))
 		shchurn(a, b);
 	else if (!strcmp(argv[1], "shswap"))
-		shswap(a, b);
+		shswap(a, b, c);
 	else if (!strcmp(argv[1], "memfd"))
 		memfds(a, b);
 	else if (!strcmp(argv[1], "badclone"))

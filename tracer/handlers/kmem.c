@@ -80,13 +80,37 @@ CR_HANDLER(cr_h_kernel_object)
  * makes it; continued. A shared mapping of any other file makes nothing
  * new. Which file the fd is, corral learns from its own copy; a thread
  * swapping the number for /dev/zero before the kernel maps it makes an
- * object no creation was charged for, which the next scan finds: the run
- * ends (fail closed). A length the kernel refuses (0, or past the address
+ * object no creation was charged for. Only a writable /dev/zero can hold
+ * pages (a read-only one maps the zero page, and cannot be made
+ * writable), and every such descriptor the run gets comes through corral
+ * (an open, or its stdin): until one has, a shared mapping of another
+ * file is charged nothing; once one may be the run's, every shared
+ * mapping is charged its size, those in flight at that moment included,
+ * and the scans give back what made no object. 3 GiB so held ran ok
+ * under memory=64MiB when only the scans' count stood behind the check
+ * (found by a probing session). A length the kernel refuses (0, or past the address
  * space) makes nothing and is left to it. Past the budget the kernel's
  * answer for memory it cannot commit (ENOMEM), and the run ends naming
  * memory.
  */
 #define CR_MMAP_MAX_LEN (1ull << 47)
+
+bool cr_is_dev_zero(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+	       st.st_rdev == makedev(1, 5);
+}
+
+int cr_note_zero_fd(struct cr_run *run, int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || !cr_is_dev_zero(fd))
+		return 0;
+	return cr_budget_zero_writable(run);
+}
 
 CR_HANDLER(cr_h_mmap_shared)
 {
@@ -94,23 +118,22 @@ CR_HANDLER(cr_h_mmap_shared)
 	pid_t tid = (pid_t)n->pid;
 	int rc;
 
+	bool zero = true;
+
 	(void)e;
+	if (!len || len > CR_MMAP_MAX_LEN)
+		return CR_V_CONT;
+	len = (len + 4095) & ~4095ull;
 	if (!(flags & MAP_ANONYMOUS)) {
-		struct stat st;
 		int f = cr_tasks_getfd(run, tid, (int)n->data.args[4]);
 
 		if (f < 0)
 			return CR_V_CONT;	/* EBADF: the kernel says so */
-		rc = fstat(f, &st);
+		zero = cr_is_dev_zero(f);
 		close(f);
-		if (rc < 0 || !S_ISCHR(st.st_mode) ||
-		    st.st_rdev != makedev(1, 5))
-			return CR_V_CONT;
 	}
-	if (!len || len > CR_MMAP_MAX_LEN)
-		return CR_V_CONT;
-	len = (len + 4095) & ~4095ull;
-	rc = cr_budget_on_shared_anon(run, tid, len);
+	rc = zero ? cr_budget_on_shared_anon(run, tid, len) :
+		    cr_budget_on_shared_file(run, tid, len);
 	return rc ? CR_V_ERR(-rc) : CR_V_CONT;
 }
 
