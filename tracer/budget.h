@@ -17,6 +17,9 @@
  * what is left of the budget: a rate may grow several times between two
  * ticks (budget.c, pace_ticks). */
 #define CR_BUDGET_PACE_MARGIN 4
+/* Fast ticks while a tick's reading of the tasks costs less CPU than
+ * this, whatever the growth. */
+#define CR_BUDGET_CHEAP_TICK_NS 200000ull
 /* Fast ticks for the first this many ms of a run, whatever the growth. */
 #define CR_BUDGET_START_FAST_MS 200
 /* Files without a name and the run's /dev/shm, measured between fd scans
