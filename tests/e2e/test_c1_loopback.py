@@ -1220,3 +1220,41 @@ def loopback_bound_ports_are_capped_to_a_quarter_of_the_range(t):
     true(ds and sum(d["count"] for d in ds) >= 1,
          "the refusals are recorded (%r)" % r["denials"])
     t.assert_next_run_ok()
+
+
+HELD_OUTSIDE = r'''
+import socket, sys
+port = int(sys.argv[1])
+for typ in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+    s = socket.socket(socket.AF_INET, typ)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+        print(typ.name, "bound")
+    except OSError as e:
+        print(typ.name, "errno", e.errno)
+'''
+
+
+@test
+def loopback_port_held_outside_is_not_blamed_on_sharing(t):
+    """A port a host service holds answers EADDRINUSE natively whatever
+    the options: the run's bind with SO_REUSEPORT gets the same, and no
+    denial says corral's refusal to share was why (an earlier build
+    recorded one for every such bind; found by a probing session)."""
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    port = tcp.getsockname()[1]
+    tcp.listen(1)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        udp.bind(("127.0.0.1", port))
+        run, r = loop_run(t, HELD_OUTSIDE, [str(port)])
+    finally:
+        tcp.close()
+        udp.close()
+    eq(r.get("stdout"), "SOCK_STREAM errno %d\nSOCK_DGRAM errno %d\n"
+       % (errno.EADDRINUSE, errno.EADDRINUSE), "the binds")
+    eq([d for d in denials(r, "bind", "net")
+        if "remembered, not applied" in (d.get("reason") or "")], [],
+       "no denial blaming the sharing options")

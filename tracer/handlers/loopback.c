@@ -125,6 +125,21 @@ static bool shared_port_asked(struct cr_run *run, const struct cr_sock *s)
 	       cr_net_flag_get(run->net, s->dup, SO_REUSEADDR) == 1;
 }
 
+/* Would the options have let this bind share the port? Only when both
+ * sockets asked, and the one holding it is the run's: a port a stranger
+ * holds, or one the run bound without asking, is EADDRINUSE natively
+ * too (recording those blamed corral wrongly; found by a probing
+ * session). */
+static bool shared_port_refused(struct cr_run *run, const struct cr_sock *s,
+				const struct cr_net_ep *ep)
+{
+	if (!shared_port_asked(run, s) || !ep->port)
+		return false;
+	return s->type == SOCK_DGRAM ?
+	       cr_net_udp_port_shared(run->net, ep->family, ep->port) :
+	       cr_net_local_port_shared(run->net, ep->family, ep->port);
+}
+
 struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const struct cr_syscall_entry *e,
@@ -179,7 +194,7 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 			return cr_net_deny(run, n, e, a, alen, "net",
 					   "the run holds too many UDP sockets",
 					   ENOBUFS);
-		if (rc == -EADDRINUSE && shared_port_asked(run, s))
+		if (rc == -EADDRINUSE && shared_port_refused(run, s, &ep))
 			return cr_net_deny(run, n, e, a, alen, "net",
 					   CR_SHARED_PORT_REASON, EADDRINUSE);
 		return rc ? v_err(-rc) : v_val(0);
@@ -191,7 +206,7 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 	if (bind(s->dup, &t.sa, tl) < 0) {
 		int err = errno;
 
-		if (err == EADDRINUSE && shared_port_asked(run, s))
+		if (err == EADDRINUSE && shared_port_refused(run, s, &ep))
 			return cr_net_deny(run, n, e, a, alen, "net",
 					   CR_SHARED_PORT_REASON, EADDRINUSE);
 		return v_err(err);
@@ -200,6 +215,8 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 	    cr_net_local_bound(run->net, s->ino, &real, wildcard) < 0)
 		/* Bound but unrecorded: its listen is refused (fail closed). */
 		return v_err(ENOBUFS);
+	if (shared_port_asked(run, s))
+		cr_net_local_mark_shared(run->net, s->ino);
 	return v_val(0);
 }
 

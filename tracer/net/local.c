@@ -23,6 +23,7 @@ struct cr_net_lsn {
 	struct cr_net_ep ep;	/* where it is bound (always loopback) */
 	bool wildcard;		/* asked for 0.0.0.0 or [::] */
 	bool live;		/* seen by the last prune */
+	bool shared;		/* SO_REUSEPORT asked when it was bound */
 };
 
 struct cr_net_client {
@@ -271,7 +272,25 @@ int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 	l->ino = ino;
 	l->ep = *ep;
 	l->wildcard = wildcard;
+	l->shared = false;
 	return 0;
+}
+
+void cr_net_local_mark_shared(struct cr_netstate *ns, uint64_t ino)
+{
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].ino == ino)
+			ns->lsn[i].shared = true;
+}
+
+bool cr_net_local_port_shared(const struct cr_netstate *ns, int family,
+			      uint16_t port)
+{
+	for (size_t i = 0; i < ns->nlsn; i++)
+		if (ns->lsn[i].shared && ns->lsn[i].ep.family == family &&
+		    ns->lsn[i].ep.port == port)
+			return true;
+	return false;
 }
 
 bool cr_net_local_find(const struct cr_netstate *ns, uint64_t ino,

@@ -417,6 +417,12 @@ bool cr_net_ep_any(const struct cr_net_ep *ep);
  * there is none: the bind is then refused before it is made. */
 void cr_net_local_limits(struct cr_netstate *ns);
 int cr_net_local_room(struct cr_netstate *ns);
+/* The run's TCP socket of inode ino asked to share its port (SO_REUSEPORT,
+ * remembered, not applied), and: does a socket of the run that asked so
+ * hold this port? (A bind's EADDRINUSE is then corral's doing.) */
+void cr_net_local_mark_shared(struct cr_netstate *ns, uint64_t ino);
+bool cr_net_local_port_shared(const struct cr_netstate *ns, int family,
+			      uint16_t port);
 int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 		       const struct cr_net_ep *ep, bool wildcard);
 bool cr_net_local_find(const struct cr_netstate *ns, uint64_t ino,
@@ -484,6 +490,10 @@ bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 		     struct cr_net_ep *ep, bool *wildcard);
 /* The inodes of the members the supervisor holds (at most cap): their
  * queues count against memory even when no task holds them any more. */
+/* Does a UDP socket of the run that asked to share its port (SO_REUSEPORT
+ * or SO_REUSEADDR, remembered, not applied) hold this one? */
+bool cr_net_udp_port_shared(const struct cr_netstate *ns, int family,
+			    uint16_t port);
 size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
 			 size_t cap);
 /* The inodes of the proxy's sockets of every relayed connection (at most

@@ -676,6 +676,20 @@ bool cr_net_udp_find(const struct cr_netstate *ns, uint64_t ino,
 	return true;
 }
 
+bool cr_net_udp_port_shared(const struct cr_netstate *ns, int family,
+			    uint16_t port)
+{
+	for (size_t i = 0; ns && i < ns->nudp; i++) {
+		const struct cr_net_udp *m = &ns->udp[i];
+
+		if (m->ep.family == family && m->ep.port == port &&
+		    (cr_net_flag_get(ns, m->dup, SO_REUSEPORT) == 1 ||
+		     cr_net_flag_get(ns, m->dup, SO_REUSEADDR) == 1))
+			return true;
+	}
+	return false;
+}
+
 size_t cr_net_udp_inodes(const struct cr_netstate *ns, uint64_t *out,
 			 size_t cap)
 {
