@@ -2844,6 +2844,14 @@ int cr_budget_on_held(struct cr_run *run, uint64_t bytes)
 	return cr_budget_on_ipc(run, bytes);
 }
 
+/* The memory judged now: the last poll's sum and what was charged
+ * since. */
+static uint64_t judged_now(const struct cr_budgets *b)
+{
+	return b->mem_nolock + b->kobj_new + b->ipc_new + b->shanon_new +
+	       b->poll_new + lock_bound(b);
+}
+
 int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes)
 {
 	struct cr_budgets *b = run->budgets;
@@ -2852,8 +2860,7 @@ int cr_budget_on_ipc(struct cr_run *run, uint64_t bytes)
 	if (!b)
 		return 0;
 	b->ipc_new += bytes;
-	sum = b->mem_nolock + b->kobj_new + b->ipc_new + b->shanon_new +
-	      b->poll_new + lock_bound(b);
+	sum = judged_now(b);
 	if (sum <= lim(run, CR_LIM_MEMORY))
 		return 0;
 	b->rss = sum;
@@ -2875,8 +2882,7 @@ int cr_budget_on_shared_anon(struct cr_run *run, pid_t tid, uint64_t len)
 	 * unmapping a large region in a loop, between two scans). Not
 	 * paced: each such scan ends the run or lets a creation through,
 	 * and its CPU is the run's. */
-	if (b->mem_nolock + b->kobj_new + b->ipc_new + b->shanon_new +
-	    lock_bound(b) + len > lim(run, CR_LIM_MEMORY) &&
+	if (judged_now(b) + len > lim(run, CR_LIM_MEMORY) &&
 	    cr_shanon_count(b->shanon)) {
 		uint64_t was = cr_shanon_bytes(b->shanon), back, d;
 
@@ -2902,22 +2908,14 @@ int cr_budget_on_poll(struct cr_run *run, pid_t tid, uint64_t entries)
 {
 	struct cr_budgets *b = run->budgets;
 	struct cr_task *t = cr_tasks_find(&run->tasks, tid);
-	uint64_t bytes = entries * CR_BUDGET_POLL_ENTRY, sum;
+	uint64_t bytes = entries * CR_BUDGET_POLL_ENTRY;
 
 	if (!b || !t)
 		return 0;
 	if (bytes > t->b.poll_bytes)
 		b->poll_new += bytes - t->b.poll_bytes;
 	t->b.poll_bytes = bytes;
-	sum = b->mem_nolock + b->kobj_new + b->ipc_new + b->shanon_new +
-	      b->poll_new + lock_bound(b);
-	if (sum <= lim(run, CR_LIM_MEMORY))
-		return 0;
-	b->rss = sum;
-	if (b->rss > b->peak_rss)
-		b->peak_rss = b->rss;
-	breach(run, CR_LIM_MEMORY, b->rss);
-	return -ENOMEM;
+	return cr_budget_on_ipc(run, 0);
 }
 
 int cr_budget_on_shared_file(struct cr_run *run, pid_t tid, uint64_t len)

@@ -59,6 +59,27 @@ static int optimize(scmp_filter_ctx ctx)
  * answer its errno entries, and let everything else go on to the profile.
  * A foreign ABI (i386 int 0x80, x32) would reach the kernel's other syscall
  * tables, around every rule: it kills the whole process. */
+/* Notified when any bit of `bits` is set in the argument: one rule per
+ * bit. */
+static int notify_any_bit(scmp_filter_ctx ctx, int nr, int arg, uint64_t bits)
+{
+	int rc = 0;
+
+	for (int b = 0; !rc && b < 64; b++) {
+		struct scmp_arg_cmp cmp = {
+			.arg = (unsigned)arg,
+			.op = SCMP_CMP_MASKED_EQ,
+			.datum_a = 1ULL << b,
+			.datum_b = 1ULL << b,
+		};
+
+		if (bits & (1ULL << b))
+			rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, nr, 1,
+						    &cmp);
+	}
+	return rc;
+}
+
 static int build_table(scmp_filter_ctx ctx, int fast)
 {
 	int rc;
@@ -80,32 +101,10 @@ static int build_table(scmp_filter_ctx ctx, int fast)
 		if (fp) {
 			/* The fast path: the kernel runs it under Landlock,
 			 * unless a flag of the mask is set. */
-			for (int b = 0; !rc && fp->arg >= 0 && b < 64; b++) {
-				struct scmp_arg_cmp cmp = {
-					.arg = (unsigned)fp->arg,
-					.op = SCMP_CMP_MASKED_EQ,
-					.datum_a = 1ULL << b,
-					.datum_b = 1ULL << b,
-				};
-
-				if (fp->mask & (1ULL << b))
-					rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY,
-								    e->nr, 1, &cmp);
-			}
+			if (fp->arg >= 0)
+				rc = notify_any_bit(ctx, e->nr, fp->arg, fp->mask);
 		} else if (e->arg >= 0 && e->anybits) {
-			/* "Any bit of anybits set": one rule per bit. */
-			for (int b = 0; !rc && b < 64; b++) {
-				struct scmp_arg_cmp cmp = {
-					.arg = (unsigned)e->arg,
-					.op = SCMP_CMP_MASKED_EQ,
-					.datum_a = 1ULL << b,
-					.datum_b = 1ULL << b,
-				};
-
-				if (e->anybits & (1ULL << b))
-					rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY,
-								    e->nr, 1, &cmp);
-			}
+			rc = notify_any_bit(ctx, e->nr, e->arg, e->anybits);
 		} else if (e->arg >= 0 && e->notall) {
 			/* "Not every bit of notall set": one rule per bit,
 			 * that bit clear and the rest of the condition. The
