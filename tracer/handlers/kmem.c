@@ -91,10 +91,10 @@ CR_HANDLER(cr_h_kernel_object)
  * mapping is charged its size, those in flight at that moment included,
  * and the scans give back what made no object. 3 GiB so held ran ok
  * under memory=64MiB when only the scans' count stood behind the check
- * (found by a probing session). A length the kernel refuses (0, or past the address
- * space) makes nothing and is left to it. Past the budget the kernel's
- * answer for memory it cannot commit (ENOMEM), and the run ends naming
- * memory.
+ * (found by a probing session). A length the kernel refuses (0, or past
+ * the address space) makes nothing and is left to it. Past the budget
+ * the kernel's answer for memory it cannot commit (ENOMEM), and the run
+ * ends naming memory.
  */
 #define CR_MMAP_MAX_LEN (1ull << 47)
 
@@ -119,9 +119,8 @@ CR_HANDLER(cr_h_mmap_shared)
 {
 	uint64_t len = n->data.args[1], flags = n->data.args[3];
 	pid_t tid = (pid_t)n->pid;
-	int rc;
-
 	bool zero = true;
+	int rc;
 
 	(void)e;
 	if (!len || len > CR_MMAP_MAX_LEN)
