@@ -389,6 +389,7 @@ int cr_budget_pipe_resize(struct cr_run *run, int fd, unsigned long arg);
 /* Past the share, a new pipe gets this many slots, as a user past the
  * soft limit does. */
 #define CR_BUDGET_PIPE_MIN_SLOTS 2
+#define CR_BUDGET_PIPE_REFRESH_MS 100
 /* The supervisor opened fd for the run (any open it performs): a FIFO, or
  * another file of a pipe (a reopen through /proc/PID/fd), keeps its pipe
  * alive as the pipe's own ends do, so it is followed the same way. 0, or

@@ -138,3 +138,8 @@ uint64_t cr_pipeshare_total(const struct cr_pipeshare *s)
 {
 	return s->total;
 }
+
+size_t cr_pipeshare_count(const struct cr_pipeshare *s)
+{
+	return s->n;
+}

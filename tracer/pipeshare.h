@@ -28,5 +28,7 @@ void cr_pipeshare_refresh_begin(struct cr_pipeshare *s);
 void cr_pipeshare_alive(struct cr_pipeshare *s, uint64_t ino);
 void cr_pipeshare_refresh_end(struct cr_pipeshare *s);
 uint64_t cr_pipeshare_total(const struct cr_pipeshare *s);
+/* Pipes recorded (alive at the last refresh, or made since). */
+size_t cr_pipeshare_count(const struct cr_pipeshare *s);
 
 #endif
