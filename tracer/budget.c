@@ -169,7 +169,6 @@ struct cr_budgets {
 	struct cr_shanon *shanon;	/* owned */
 	uint64_t shanon_next_ns;	/* no tick's scan of the maps before this */
 	uint64_t shanon_scans;		/* scans made (cr_task's shanon_gen) */
-	bool zero_rw;			/* a writable /dev/zero may be the run's */
 	uint64_t sockbytes;		/* by the last fd scan */
 	bool sock_unmeasurable;		/* the kernel has no sock_diag */
 	uint64_t *sockinos;		/* the fd scan's socket inodes */
@@ -1222,7 +1221,11 @@ static void shanon_scan(struct cr_run *run)
 	if (!whole || run->ending)
 		return;
 	over = cr_shanon_scan_end(b->shanon);
-	if (over > 0 && !run->ending)
+	if (over < 0 && !run->ending)
+		cr_run_end(run, CR_ST_PLATFORM_FAILURE, NULL,
+			   "cannot follow the run's shared memory for the budget: %s",
+			   strerror(-over));
+	else if (over > 0 && !run->ending)
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED,
 			   cr_limit_name(CR_LIM_MEMORY),
 			   "%d shared anonymous memory object(s) made where corral could not count them",
@@ -2568,8 +2571,8 @@ int cr_budget_pipe_resize(struct cr_run *run, int fd, unsigned long arg)
 		return got < 0 ? -errno : got;
 	}
 	/* The kernel's rounding: a page at least, a power of two. */
-	size = (unsigned int)arg;
-	if (!size || size > (1ul << 31))
+	size = (unsigned int)arg;	/* 0 too is a page, as natively */
+	if (size > (1ul << 31))
 		return -EINVAL;
 	if (size < (unsigned long)b->page)
 		size = (unsigned long)b->page;
@@ -2906,13 +2909,18 @@ int cr_budget_on_shared_anon(struct cr_run *run, pid_t tid, uint64_t len)
 		shanon_scan(run);
 		if (run->ending)
 			return -ENOMEM;
-		/* What was taken back was charged since the last poll or
-		 * is in its sum. */
-		back = was - cr_shanon_bytes(b->shanon);
-		d = back < b->shanon_new ? back : b->shanon_new;
-		b->shanon_new -= d;
-		back -= d;
-		b->mem_nolock -= back < b->mem_nolock ? back : b->mem_nolock;
+		/* A charge the scan found made is new since the poll; what
+		 * it took back was charged since, or is in the poll's sum. */
+		if (cr_shanon_bytes(b->shanon) >= was) {
+			b->shanon_new += cr_shanon_bytes(b->shanon) - was;
+		} else {
+			back = was - cr_shanon_bytes(b->shanon);
+			d = back < b->shanon_new ? back : b->shanon_new;
+			b->shanon_new -= d;
+			back -= d;
+			b->mem_nolock -= back < b->mem_nolock ?
+					 back : b->mem_nolock;
+		}
 	}
 	rc = cr_shanon_made(b->shanon, tid, len);
 	if (rc)
@@ -2939,27 +2947,7 @@ int cr_budget_on_shared_file(struct cr_run *run, pid_t tid, uint64_t len)
 {
 	struct cr_budgets *b = run->budgets;
 
-	if (!b)
-		return 0;
-	if (b->zero_rw)
-		return cr_budget_on_shared_anon(run, tid, len);
-	return cr_shanon_maybe(b->shanon, tid, len);
-}
-
-int cr_budget_zero_writable(struct cr_run *run)
-{
-	struct cr_budgets *b = run->budgets;
-	uint64_t added = 0;
-	int rc;
-
-	if (!b || b->zero_rw)
-		return 0;
-	b->zero_rw = true;
-	rc = cr_shanon_flip(b->shanon, &added);
-	if (rc)
-		return rc;
-	b->shanon_new += added;
-	return added ? cr_budget_on_ipc(run, 0) : 0;
+	return b ? cr_shanon_maybe(b->shanon, tid, len) : 0;
 }
 
 void cr_budget_task_seen(struct cr_run *run, pid_t tid)

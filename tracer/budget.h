@@ -355,15 +355,11 @@ int cr_budget_on_shared_anon(struct cr_run *run, pid_t tid, uint64_t len);
  * is then ended). */
 int cr_budget_on_poll(struct cr_run *run, pid_t tid, uint64_t entries);
 /* Thread tid is about to map a file shared, len bytes (page-rounded), a
- * file other than /dev/zero when corral looked: charged as a creation if
- * a writable /dev/zero is or becomes the run's before the call is done
- * (a thread could swap the descriptor). 0, or -ENOMEM as above. */
+ * file other than /dev/zero when corral looked: charged only if a scan
+ * finds an object it may have made (a thread could swap the descriptor
+ * for a writable /dev/zero; shanon.c). 0, or -ENOMEM when the list of
+ * such calls is full. */
 int cr_budget_on_shared_file(struct cr_run *run, pid_t tid, uint64_t len);
-/* A writable /dev/zero is about to be the run's (an open, the inherited
- * stdin): from now on every shared file mapping may make an object. 0,
- * or -ENOMEM when the calls in flight it charges pass the budget (the
- * run is then ended). */
-int cr_budget_zero_writable(struct cr_run *run);
 /* Thread tid was seen at a notification or a stop, or is gone: the calls
  * it made before are done (shanon.c). */
 void cr_budget_task_seen(struct cr_run *run, pid_t tid);

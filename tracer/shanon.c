@@ -18,42 +18,47 @@
  * nothing an unprivileged process may read counts them (map_files needs
  * CAP_CHECKPOINT_RESTORE): 4 GiB so held ran ok under memory=64MiB (found
  * by a probing session). What is known exactly is the size: the kernel
- * sizes the object to the mapping that makes it, for good (nothing can
- * truncate or grow a file nobody has open). So every creation is charged
- * its size before the kernel makes it, and taken back when scans of every
- * process's maps show fewer objects alive than creations charged:
+ * sizes the object to the mapping that makes it, for good.
  *
- * - A scan counts the distinct objects it finds (n). Objects are passed
- *   on only by fork, which stops both sides until corral has seen it, and
- *   the scan runs on the loop without a pause, so an object alive when it
- *   began is in some map it reads.
- * - Of the creations whose calls are done (their thread has since been
- *   seen again, or is gone), at most n can be alive: the n largest stay
- *   charged, the others are dropped. Creations still in flight stay
- *   charged whatever the scan finds.
- * - More objects than creations charged means one was made where no
- *   creation was seen (an fd swapped for one of /dev/zero between corral's
- *   look and the kernel's mapping): the caller ends the run.
+ * Every call that may make one is a candidate with its length: a shared
+ * anonymous mapping or one of /dev/zero, charged at once; a shared
+ * mapping of another file, uncharged ("maybe": a thread may swap the
+ * descriptor for /dev/zero between corral's look and the kernel's, and a
+ * writable /dev/zero can come in by SCM_RIGHTS, unseen). Scans of every
+ * process's maps name the objects alive by inode:
  *
- * Charging the largest keeps the sum an upper bound whichever objects are
- * the live ones; a program that once held a large object and keeps a small
- * one may stay charged for the large one (towards stopping).
+ * - An inode not seen before is an object made since: the candidates
+ *   with the largest lengths are taken for the new ones and their
+ *   lengths charged (a maybe's too). Every object is made by a candidate
+ *   call, so the lengths taken are at least the new objects' sizes,
+ *   whichever is which. More new objects than candidates: one made
+ *   where no call was seen; the caller ends the run.
+ * - An inode seen before and gone now: as many of the smallest charges
+ *   of the objects alive are taken back. The charges kept, sorted, stay
+ *   at least the sizes alive, sorted.
+ * - A candidate whose call was done before the scan and that no new
+ *   object took made nothing that lives: dropped (its charge too).
+ *
+ * Objects are passed on only by fork, which stops both sides until
+ * corral has seen it, and a scan runs on the loop without a pause, so an
+ * object alive when it began is in some map it reads. A maybe that made
+ * an object is uncharged until the next scan: the overshoot of a tick.
  */
 
-struct ent {
+struct cand {
 	uint64_t len;
-	pid_t tid;	/* the creating thread while its call may be in flight */
+	pid_t tid;	/* the calling thread; 0 once its call is done */
+	bool charged;
 };
 
 struct cr_shanon {
-	struct ent *e;
-	size_t n, cap, inflight;
-	/* shared mappings of files other than /dev/zero, their calls in
-	 * flight: charged only if a writable /dev/zero becomes the run's
-	 * before they are done (cr_shanon_flip) */
-	struct ent *m;
-	size_t nm, capm;
-	uint64_t bytes;		/* the sum of every entry's len */
+	struct cand *c;
+	size_t nc, capc, inflight;
+	uint64_t *pool;		/* charges of the objects alive */
+	size_t np, capp;
+	uint64_t *known;	/* their inodes, sorted */
+	size_t nk, capk;
+	uint64_t bytes;		/* charged: the pool and the charged cands */
 	/* the scan in progress: the objects found (inodes, unsorted) */
 	uint64_t *seen;
 	size_t nseen, capseen;
@@ -68,86 +73,70 @@ void cr_shanon_free(struct cr_shanon *s)
 {
 	if (!s)
 		return;
-	free(s->e);
-	free(s->m);
+	free(s->c);
+	free(s->pool);
+	free(s->known);
 	free(s->seen);
 	free(s);
 }
 
+/* Room for one more in an array of u64 or of cands. */
+static int grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+	void *g;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	if (c > CR_SHANON_MAX)
+		return -ENOMEM;
+	g = realloc(*v, c * size);
+	if (!g)
+		return -ENOMEM;
+	*v = g;
+	*cap = c;
+	return 0;
+}
+
+static int add_cand(struct cr_shanon *s, pid_t tid, uint64_t len, bool charged)
+{
+	int rc = grow((void **)&s->c, &s->capc, s->nc, sizeof(*s->c));
+
+	if (rc)
+		return rc;
+	s->c[s->nc++] = (struct cand){ .len = len, .tid = tid,
+				       .charged = charged };
+	s->inflight++;
+	if (charged)
+		s->bytes += len;
+	return 0;
+}
+
 int cr_shanon_made(struct cr_shanon *s, pid_t tid, uint64_t len)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		struct ent *g;
-
-		if (cap > CR_SHANON_MAX)
-			return -ENOMEM;
-		g = realloc(s->e, cap * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		s->e = g;
-		s->cap = cap;
-	}
-	s->e[s->n++] = (struct ent){ .len = len, .tid = tid };
-	s->inflight++;
-	s->bytes += len;
-	return 0;
+	return add_cand(s, tid, len, true);
 }
 
 int cr_shanon_maybe(struct cr_shanon *s, pid_t tid, uint64_t len)
 {
-	if (s->nm == s->capm) {
-		size_t cap = s->capm ? s->capm * 2 : 16;
-		struct ent *g;
-
-		if (cap > CR_SHANON_MAX)
-			return -ENOMEM;
-		g = realloc(s->m, cap * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		s->m = g;
-		s->capm = cap;
-	}
-	s->m[s->nm++] = (struct ent){ .len = len, .tid = tid };
-	return 0;
-}
-
-int cr_shanon_flip(struct cr_shanon *s, uint64_t *added)
-{
-	*added = 0;
-	while (s->nm) {
-		struct ent *m = &s->m[s->nm - 1];
-		int rc = cr_shanon_made(s, m->tid, m->len);
-
-		if (rc)
-			return rc;
-		*added += m->len;
-		s->nm--;
-	}
-	return 0;
+	return add_cand(s, tid, len, false);
 }
 
 void cr_shanon_done(struct cr_shanon *s, pid_t tid)
 {
-	if (!s)
+	if (!s || !s->inflight)
 		return;
-	for (size_t i = 0; i < s->nm;)
-		if (s->m[i].tid == tid)
-			s->m[i] = s->m[--s->nm];
-		else
-			i++;
-	if (!s->inflight)
-		return;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->e[i].tid == tid) {
-			s->e[i].tid = 0;
+	for (size_t i = 0; i < s->nc; i++)
+		if (s->c[i].tid == tid) {
+			s->c[i].tid = 0;
 			s->inflight--;
 		}
 }
 
 bool cr_shanon_active(const struct cr_shanon *s)
 {
-	return s && s->n;
+	return s && (s->nc || s->nk);
 }
 
 uint64_t cr_shanon_bytes(const struct cr_shanon *s)
@@ -157,7 +146,7 @@ uint64_t cr_shanon_bytes(const struct cr_shanon *s)
 
 size_t cr_shanon_count(const struct cr_shanon *s)
 {
-	return s ? s->n : 0;
+	return s ? s->nc + s->np : 0;
 }
 
 void cr_shanon_scan_begin(struct cr_shanon *s)
@@ -186,21 +175,6 @@ static bool object_line(const char *line, uint64_t *ino)
 	return true;
 }
 
-static int add_seen(struct cr_shanon *s, uint64_t ino)
-{
-	if (s->nseen == s->capseen) {
-		size_t cap = s->capseen ? s->capseen * 2 : 16;
-		uint64_t *g = realloc(s->seen, cap * sizeof(*g));
-
-		if (!g)
-			return -ENOMEM;
-		s->seen = g;
-		s->capseen = cap;
-	}
-	s->seen[s->nseen++] = ino;
-	return 0;
-}
-
 int cr_shanon_scan_fd(struct cr_shanon *s, int fd)
 {
 	char buf[16384], line[512];
@@ -225,9 +199,12 @@ int cr_shanon_scan_fd(struct cr_shanon *s, int fd)
 			line[ll] = 0;
 			if (lines < INT_MAX)
 				lines++;
-			if (!over && object_line(line, &ino) &&
-			    add_seen(s, ino) < 0)
-				return -ENOMEM;
+			if (!over && object_line(line, &ino)) {
+				if (grow((void **)&s->seen, &s->capseen,
+					 s->nseen, sizeof(*s->seen)))
+					return -ENOMEM;
+				s->seen[s->nseen++] = ino;
+			}
 			ll = 0;
 			over = false;
 		}
@@ -242,38 +219,84 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Larger first; entries in flight before the done ones of the same
- * size (the order only matters among the done ones). */
-static int cmp_ent(const void *a, const void *b)
+/* Larger first. */
+static int cmp_cand(const void *a, const void *b)
 {
-	const struct ent *x = a, *y = b;
+	const struct cand *x = a, *y = b;
 
-	if (x->len != y->len)
-		return x->len < y->len ? 1 : -1;
-	return (y->tid != 0) - (x->tid != 0);
+	return x->len < y->len ? 1 : x->len > y->len ? -1 : 0;
+}
+
+static bool is_known(const struct cr_shanon *s, uint64_t ino)
+{
+	return s->nk && bsearch(&ino, s->known, s->nk, sizeof(ino), cmp_u64);
 }
 
 int cr_shanon_scan_end(struct cr_shanon *s)
 {
-	size_t n = 0, keep = 0, d = 0;
+	size_t n = 0, fresh = 0, dead, d = 0, over = 0;
 
-	if (s->nseen) {
+	/* The objects alive, each once. */
+	if (s->nseen)
 		qsort(s->seen, s->nseen, sizeof(*s->seen), cmp_u64);
-		for (size_t i = 0; i < s->nseen; i++)
-			if (!i || s->seen[i] != s->seen[i - 1])
-				n++;
+	for (size_t i = 0; i < s->nseen; i++)
+		if (!i || s->seen[i] != s->seen[i - 1])
+			s->seen[n++] = s->seen[i];
+	for (size_t i = 0; i < n; i++)
+		fresh += !is_known(s, s->seen[i]);
+	/* Gone: the smallest charges of the pool go with them. */
+	dead = s->nk - (n - fresh);
+	if (s->np)
+		qsort(s->pool, s->np, sizeof(*s->pool), cmp_u64);
+	for (size_t i = 0; i < dead && i < s->np; i++)
+		s->bytes -= s->pool[i];
+	if (dead) {
+		size_t k = dead < s->np ? dead : s->np;
+
+		memmove(s->pool, s->pool + k, (s->np - k) * sizeof(*s->pool));
+		s->np -= k;
 	}
-	if (n > s->n)
-		return (int)(n - s->n);	/* made where no creation was seen */
-	qsort(s->e, s->n, sizeof(*s->e), cmp_ent);
-	s->bytes = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		if (s->e[i].tid || keep < n) {
-			keep += !s->e[i].tid;
-			s->bytes += s->e[i].len;
-			s->e[d++] = s->e[i];
+	/* New: the largest candidates are theirs. */
+	if (fresh > s->nc) {
+		over = fresh - s->nc;
+		fresh = s->nc;
+	}
+	while (s->capp < s->np + fresh)
+		if (grow((void **)&s->pool, &s->capp, s->capp, sizeof(*s->pool)))
+			return -ENOMEM;
+	qsort(s->c, s->nc, sizeof(*s->c), cmp_cand);
+	for (size_t i = 0; i < fresh; i++) {
+		s->pool[s->np++] = s->c[i].len;
+		if (!s->c[i].charged)
+			s->bytes += s->c[i].len;
+		if (s->c[i].tid)
+			s->inflight--;
+		s->c[i].tid = -1;	/* taken */
+	}
+	/* The rest: a call done made nothing alive. */
+	for (size_t i = 0; i < s->nc; i++) {
+		struct cand *c = &s->c[i];
+
+		if (c->tid == -1)
+			continue;
+		if (!c->tid) {
+			if (c->charged)
+				s->bytes -= c->len;
+			continue;
 		}
+		s->c[d++] = *c;
 	}
-	s->n = d;
-	return 0;
+	s->nc = d;
+	/* The objects alive are the known ones now. */
+	if (n > s->capk) {
+		uint64_t *g = realloc(s->known, n * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		s->known = g;
+		s->capk = n;
+	}
+	memcpy(s->known, s->seen, n * sizeof(*s->seen));
+	s->nk = n;
+	return over > INT_MAX ? INT_MAX : (int)over;
 }

@@ -20,17 +20,15 @@ void cr_shanon_free(struct cr_shanon *s);
  * charged from now. 0, or -ENOMEM when the ledger is full. */
 int cr_shanon_made(struct cr_shanon *s, pid_t tid, uint64_t len);
 /* Thread tid is about to map a file other than /dev/zero shared, len
- * bytes: nothing charged, unless a writable /dev/zero becomes the run's
- * before the call is done (a thread could swap the descriptor for it
- * before the kernel maps it). 0, or -ENOMEM when the list is full. */
+ * bytes: nothing charged, unless a scan finds an object it may have made
+ * (a thread could swap the descriptor for /dev/zero before the kernel
+ * maps it). 0, or -ENOMEM when the list is full. */
 int cr_shanon_maybe(struct cr_shanon *s, pid_t tid, uint64_t len);
-/* A writable /dev/zero is about to be the run's: every such call still
- * in flight is charged as a creation; *added the bytes. 0 or -ENOMEM. */
-int cr_shanon_flip(struct cr_shanon *s, uint64_t *added);
 /* Thread tid was seen again, at a notification or a stop, or is gone:
  * the calls it was making are done. */
 void cr_shanon_done(struct cr_shanon *s, pid_t tid);
-/* Anything charged (then the processes' maps are worth scanning). */
+/* Candidates or objects alive (then the processes' maps are worth
+ * scanning). */
 bool cr_shanon_active(const struct cr_shanon *s);
 uint64_t cr_shanon_bytes(const struct cr_shanon *s);
 size_t cr_shanon_count(const struct cr_shanon *s);

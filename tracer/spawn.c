@@ -20,7 +20,6 @@
 #include "budget.h"
 #include "child.h"
 #include "rawsys.h"
-#include "handlers/handlers.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
@@ -270,8 +269,6 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f,
 		goto out;
 	}
 	rc = open_stdin(run, &in_fd, &feeder);
-	if (!rc)	/* a writable /dev/zero: shared mappings charged */
-		rc = cr_note_zero_fd(run, in_fd);
 	if (rc)
 		goto out;
 	a = child_mem(run);

@@ -372,17 +372,17 @@ def budget_memory_shared_object_made_behind_the_check_ends_the_run(t):
     mapping of /dev/zero is kept and filled. Whichever way each race
     goes, the run ends on memory: by the charges of the objects seen
     made, or because a scan found an object no creation was charged for
-    (fail closed), never ok with objects out of the count. Since a
-    writable /dev/zero is the program's here, every shared mapping is
-    charged its size (handlers/kmem.c), so it is the budget that ends
-    it."""
+    (fail closed), never ok with objects out of the count. Every
+    shared mapping of a file is recorded with its length, and charged it
+    when a scan finds a new object it could have made (tracer/shanon.c),
+    so it is the budget that ends it."""
     run, r = hog(t, ["memory=256MiB", "wall=20s"], "shswap", 2000, 64, 0)
     assert_breach(t, run, r, "memory")
     # With small objects charged beside, one unmapped per mapping kept:
     # a count of objects against creations took each 64 MiB object for a
     # 4 KiB one gone, 3 GiB held ok under memory=64MiB (found by a
-    # probing session). Every shared mapping is charged its size once a
-    # writable /dev/zero is the run's.
+    # probing session). The new objects take the largest lengths of the
+    # calls that could have made them.
     run, r = hog(t, ["memory=256MiB", "wall=20s"], "shswap", 2000, 64, 8)
     assert_breach(t, run, r, "memory")
     contains(r.get("message", ""), "the memory budget is spent",

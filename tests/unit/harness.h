@@ -89,6 +89,8 @@ struct cr_test {
 	X(shanon_charges_the_largest)	\
 	X(shanon_in_flight_stays)	\
 	X(shanon_object_never_charged)	\
+	X(shanon_maybe_charged_when_made)	\
+	X(shanon_gone_take_the_smallest)	\
 	X(shanon_lines)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)

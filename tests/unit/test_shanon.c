@@ -119,3 +119,61 @@ TEST_IMPL(shanon_lines)
 	ASSERT_EQ(cr_shanon_scan_end(s), 1);
 	cr_shanon_free(s);
 }
+
+TEST_IMPL(shanon_maybe_charged_when_made)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	/* A shared mapping of a file: nothing charged, and nothing once a
+	 * scan shows it made no object. */
+	ASSERT_EQ(cr_shanon_maybe(s, 50, 300 * MIB), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 0);
+	ASSERT(cr_shanon_active(s));
+	cr_shanon_done(s, 50);
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 0);
+	ASSERT(!cr_shanon_active(s));
+	/* The same call with the descriptor swapped for /dev/zero, beside
+	 * small charged decoys, one of them unmapped: the new object takes
+	 * the largest length, 1 GiB, not a decoy's page. */
+	ASSERT_EQ(cr_shanon_made(s, 51, 4096), 0);
+	ASSERT_EQ(cr_shanon_made(s, 51, 4096), 0);
+	cr_shanon_done(s, 51);
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s, ZERO(70) ZERO(71)), 2);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 8192);
+	ASSERT_EQ(cr_shanon_maybe(s, 52, 1024 * MIB), 0);
+	cr_shanon_done(s, 52);
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s, ZERO(70) ZERO(99)), 2);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 1024 * MIB + 4096);
+	cr_shanon_free(s);
+}
+
+TEST_IMPL(shanon_gone_take_the_smallest)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	/* Two objects made in one scan's time: which length is whose is
+	 * not known, so when one goes the smaller charge goes with it. */
+	ASSERT_EQ(cr_shanon_made(s, 60, 1024 * MIB), 0);
+	ASSERT_EQ(cr_shanon_made(s, 61, 4096), 0);
+	cr_shanon_done(s, 60);
+	cr_shanon_done(s, 61);
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s, ZERO(80) ZERO(81)), 2);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(scan_text(s, ZERO(81)), 1);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 1024 * MIB);
+	cr_shanon_scan_begin(s);
+	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 0);
+	cr_shanon_free(s);
+}

@@ -257,11 +257,8 @@ CR_HANDLER(cr_h_fcntl_owner);
 CR_HANDLER(cr_h_fcntl_lock);
 CR_HANDLER(cr_h_kernel_object);
 CR_HANDLER(cr_h_mmap_shared);
-/* Is fd /dev/zero? And one the run is about to get: when it is writable,
- * every shared mapping is charged from now on (kmem.c). 0, or -ENOMEM
- * when that passes the memory budget (the run is then ended). */
+/* Is fd /dev/zero? (kmem.c) */
 bool cr_is_dev_zero(int fd);
-int cr_note_zero_fd(struct cr_run *run, int fd);
 CR_HANDLER(cr_h_poll_charge);
 /* socket.c */
 CR_HANDLER(cr_h_socket);

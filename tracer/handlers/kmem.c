@@ -82,19 +82,16 @@ CR_HANDLER(cr_h_kernel_object)
  * (tracer/shanon.c): charged its size, on the registers, before the kernel
  * makes it; continued. A shared mapping of any other file makes nothing
  * new. Which file the fd is, corral learns from its own copy; a thread
- * swapping the number for /dev/zero before the kernel maps it makes an
- * object no creation was charged for. Only a writable /dev/zero can hold
- * pages (a read-only one maps the zero page, and cannot be made
- * writable), and every such descriptor the run gets comes through corral
- * (an open, or its stdin): until one has, a shared mapping of another
- * file is charged nothing; once one may be the run's, every shared
- * mapping is charged its size, those in flight at that moment included,
- * and the scans give back what made no object. 3 GiB so held ran ok
- * under memory=64MiB when only the scans' count stood behind the check
- * (found by a probing session). A length the kernel refuses (0, or past
- * the address space) makes nothing and is left to it. Past the budget
- * the kernel's answer for memory it cannot commit (ENOMEM), and the run
- * ends naming memory.
+ * may swap the number for a writable /dev/zero before the kernel maps it
+ * (one can come in by SCM_RIGHTS, unseen), so such a call is recorded
+ * with its length, uncharged, and the scans charge it if an object it
+ * may have made appears (tracer/shanon.c; 3 GiB held ok under
+ * memory=64MiB when only a count of objects stood behind the check, and
+ * 2 GiB when every shared mapping was charged once a writable /dev/zero
+ * was seen opened; found by probing sessions). A length the kernel
+ * refuses (0, or past the address space) makes nothing and is left to
+ * it. Past the budget the kernel's answer for memory it cannot commit
+ * (ENOMEM), and the run ends naming memory.
  */
 #define CR_MMAP_MAX_LEN (1ull << 47)
 
@@ -106,14 +103,6 @@ bool cr_is_dev_zero(int fd)
 	       st.st_rdev == makedev(1, 5);
 }
 
-int cr_note_zero_fd(struct cr_run *run, int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || !cr_is_dev_zero(fd))
-		return 0;
-	return cr_budget_zero_writable(run);
-}
 
 CR_HANDLER(cr_h_mmap_shared)
 {
@@ -152,29 +141,13 @@ CR_HANDLER(cr_h_mmap_shared)
  *   EINVAL, whatever the soft limit: the soft one another thread can raise
  *   between this look and the kernel's, the hard one it cannot);
  * - select and pselect6: nothing without a set; else the count, at most
- *   the fd table's size now (the kernel looks at no more, and a table
- *   cannot fill with files in the moment before the kernel's look; a
- *   soft limit lowered just before the call made a cap on it charge 8 of
- *   19 000 files, found by a probing session).
+ *   the largest fd table the hard limit allows (the kernel looks at no
+ *   more than the table; a cap at the soft limit, lowered to 8 just
+ *   before, charged 8 of 19 000 files, and one at the table's size then,
+ *   grown by a recvmsg of 19 700 descriptors while the caller waited for
+ *   a CPU, 64 of them: found by probing sessions). A select on one high
+ *   descriptor is charged its number (towards stopping).
  */
-static uint64_t table_size(pid_t tid)
-{
-	char path[64], buf[4096], *p;
-	int fd;
-	ssize_t got;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return UINT64_MAX;
-	got = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (got <= 0)
-		return UINT64_MAX;
-	buf[got] = 0;
-	p = strstr(buf, "\nFDSize:");
-	return p ? strtoull(p + 9, NULL, 10) : UINT64_MAX;
-}
 
 CR_HANDLER(cr_h_poll_charge)
 {
@@ -194,11 +167,12 @@ CR_HANDLER(cr_h_poll_charge)
 		   (!n->data.args[1] && !n->data.args[2] && !n->data.args[3])) {
 		entries = 0;
 	} else {
-		uint64_t max = table_size(tid);
+		uint64_t max = 64;
 
+		/* expand_files: a power of two, below the limit */
+		while (max < rl.rlim_max && max < (1ull << 31))
+			max <<= 1;
 		entries = (uint64_t)(int)n->data.args[0];
-		if (max == UINT64_MAX)
-			max = rl.rlim_max;
 		if (entries > max)
 			entries = max;
 	}

@@ -421,8 +421,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 	 * alive as the pipe's own ends do: followed like them (budget.c),
 	 * or not given. Regular files and directories are neither. */
 	if (res.exists && !S_ISREG(res.st.st_mode) && !S_ISDIR(res.st.st_mode) &&
-	    ((rc = cr_budget_on_opened(run, fd)) < 0 ||
-	     (rc = cr_note_zero_fd(run, fd)) < 0)) {
+	    (rc = cr_budget_on_opened(run, fd)) < 0) {
 		close(fd);
 		goto out;
 	}

@@ -128,6 +128,7 @@ struct cr_netstate {
 	struct timespec lsn_pruned;	/* the last prune of a full table */
 	size_t lsn_most;		/* bound at once, at most (local.c) */
 	struct timespec lsn_capped;	/* the last prune that found it so */
+	bool lsn_capped_kept;		/* ...and kept most of the table */
 	struct cr_net_client *clients_local;	/* owned: run connects */
 	size_t nlocal_clients, caplocal_clients;
 	struct timespec clients_pruned;
