@@ -20,6 +20,9 @@
 /* Fast ticks while a tick's reading of the tasks costs less CPU than
  * this, whatever the growth. */
 #define CR_BUDGET_CHEAP_TICK_NS 200000ull
+/* A tree dear to read of at most this many processes: their resident
+ * sizes alone are read at the fast ticks between two full readings. */
+#define CR_BUDGET_QUICK_PROCS 64
 /* Fast ticks for the first this many ms of a run, whatever the growth. */
 #define CR_BUDGET_START_FAST_MS 200
 /* Files without a name and the run's /dev/shm, measured between fd scans
