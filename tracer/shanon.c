@@ -33,9 +33,15 @@
  *   call, so the lengths taken are at least the new objects' sizes,
  *   whichever is which. More new objects than candidates: one made
  *   where no call was seen; the caller ends the run.
- * - An inode seen before and gone now: as many of the smallest charges
- *   of the objects alive are taken back. The charges kept, sorted, stay
- *   at least the sizes alive, sorted.
+ * - An inode seen before and missing from CR_SHANON_MISSES scans in a
+ *   row: as many of the smallest charges of the objects alive are taken
+ *   back. The charges kept, sorted, stay at least the sizes alive,
+ *   sorted. Not at the first miss: a maps file is read in pieces, and a
+ *   thread moving the object (mremap) from the part not read yet to the
+ *   part read had it missed by one scan, its charge given back and its
+ *   return taken for a new object (440 MiB held ok under memory=256MiB,
+ *   found by a probing session); an inode that comes back is the same
+ *   object.
  * - A candidate whose call was done before the scan and that no new
  *   object took made nothing that lives: dropped (its charge too).
  *
@@ -51,12 +57,17 @@ struct cand {
 	bool charged;
 };
 
+struct known {
+	uint64_t ino;
+	unsigned misses;	/* scans in a row that did not find it */
+};
+
 struct cr_shanon {
 	struct cand *c;
 	size_t nc, capc, inflight;
 	uint64_t *pool;		/* charges of the objects alive */
 	size_t np, capp;
-	uint64_t *known;	/* their inodes, sorted */
+	struct known *known;	/* their inodes, sorted */
 	size_t nk, capk;
 	uint64_t bytes;		/* charged: the pool and the charged cands */
 	/* the scan in progress: the objects found (inodes, unsorted) */
@@ -227,9 +238,17 @@ static int cmp_cand(const void *a, const void *b)
 	return x->len < y->len ? 1 : x->len > y->len ? -1 : 0;
 }
 
+static int cmp_known(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct known *)a)->ino,
+		       &((const struct known *)b)->ino);
+}
+
 static bool is_known(const struct cr_shanon *s, uint64_t ino)
 {
-	return s->nk && bsearch(&ino, s->known, s->nk, sizeof(ino), cmp_u64);
+	struct known key = { .ino = ino };
+
+	return s->nk && bsearch(&key, s->known, s->nk, sizeof(key), cmp_known);
 }
 
 int cr_shanon_scan_end(struct cr_shanon *s)
@@ -244,8 +263,18 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 			s->seen[n++] = s->seen[i];
 	for (size_t i = 0; i < n; i++)
 		fresh += !is_known(s, s->seen[i]);
-	/* Gone: the smallest charges of the pool go with them. */
-	dead = s->nk - (n - fresh);
+	/* Known: found again, or missed once more; gone after
+	 * CR_SHANON_MISSES misses in a row, and the smallest charges of the
+	 * pool go with them. */
+	dead = 0;
+	for (size_t i = 0, j = 0; i < s->nk; i++) {
+		while (j < n && s->seen[j] < s->known[i].ino)
+			j++;
+		if (j < n && s->seen[j] == s->known[i].ino)
+			s->known[i].misses = 0;
+		else if (++s->known[i].misses >= CR_SHANON_MISSES)
+			dead++;
+	}
 	if (s->np)
 		qsort(s->pool, s->np, sizeof(*s->pool), cmp_u64);
 	for (size_t i = 0; i < dead && i < s->np; i++)
@@ -287,16 +316,27 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 		s->c[d++] = *c;
 	}
 	s->nc = d;
-	/* The objects alive are the known ones now. */
-	if (n > s->capk) {
-		uint64_t *g = realloc(s->known, n * sizeof(*g));
+	/* Known now: those kept, and the new ones. */
+	d = 0;
+	for (size_t i = 0; i < s->nk; i++)
+		if (s->known[i].misses < CR_SHANON_MISSES)
+			s->known[d++] = s->known[i];
+	s->nk = d;
+	if (s->nk + fresh + over > s->capk) {
+		size_t cap = s->nk + fresh + over;
+		struct known *g = realloc(s->known, cap * sizeof(*g));
 
 		if (!g)
 			return -ENOMEM;
 		s->known = g;
-		s->capk = n;
+		s->capk = cap;
 	}
-	memcpy(s->known, s->seen, n * sizeof(*s->seen));
-	s->nk = n;
+	d = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!is_known(s, s->seen[i]))
+			s->known[s->nk + d++] = (struct known){
+				.ino = s->seen[i] };
+	s->nk += d;
+	qsort(s->known, s->nk, sizeof(*s->known), cmp_known);
 	return over > INT_MAX ? INT_MAX : (int)over;
 }

@@ -11,6 +11,8 @@
 /* Creations charged at once, at most: past it a creation is refused. A
  * scan keeps only as many as there are objects alive. */
 #define CR_SHANON_MAX (1u << 16)
+/* Scans in a row an object must be missing from to be taken for gone. */
+#define CR_SHANON_MISSES 2
 
 struct cr_shanon;
 
