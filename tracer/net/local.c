@@ -125,19 +125,25 @@ static void prune(struct cr_netstate *ns)
 	ns->nlsn = k;
 }
 
-/* A table at its largest is pruned at most once a second: each prune of
- * a table full of live entries costs the loop the same again. */
-static bool prune_due(struct timespec *last)
+/* Has `ms` passed since *last (then it is now)? */
+static bool due_every(struct timespec *last, long ms)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if ((last->tv_sec || last->tv_nsec) &&
 	    (now.tv_sec - last->tv_sec) * 1000 +
-	    (now.tv_nsec - last->tv_nsec) / 1000000 < 1000)
+	    (now.tv_nsec - last->tv_nsec) / 1000000 < ms)
 		return false;
 	*last = now;
 	return true;
+}
+
+/* A table at its largest is pruned at most once a second: each prune of
+ * a table full of live entries costs the loop the same again. */
+static bool prune_due(struct timespec *last)
+{
+	return due_every(last, 1000);
 }
 
 /* A full table from CR_NET_PRUNE_FROM on is pruned before it grows. */
@@ -218,18 +224,6 @@ void cr_net_local_limits(struct cr_netstate *ns)
 	ns->lsn_most = most < CR_NET_MIN_LOCAL ? CR_NET_MIN_LOCAL : most;
 }
 
-static bool capped_prune_due(struct timespec *last)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if ((last->tv_sec || last->tv_nsec) &&
-	    (now.tv_sec - last->tv_sec) * 1000 +
-	    (now.tv_nsec - last->tv_nsec) / 1000000 < 100)
-		return false;
-	*last = now;
-	return true;
-}
 
 int cr_net_local_room(struct cr_netstate *ns)
 {
@@ -237,7 +231,7 @@ int cr_net_local_room(struct cr_netstate *ns)
 	size_t c;
 
 	if (ns->lsn_most && ns->nlsn >= ns->lsn_most) {
-		if (capped_prune_due(&ns->lsn_capped) || !ns->lsn_capped_kept) {
+		if (due_every(&ns->lsn_capped, 100) || !ns->lsn_capped_kept) {
 			size_t was = ns->nlsn;
 
 			prune(ns);
