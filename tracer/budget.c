@@ -1165,14 +1165,14 @@ static int cpu_quick_breach(struct cr_run *run)
 }
 
 /*
- * The maps of every task of the run, for the shared anonymous objects
- * alive (shanon.c): the charges of objects gone are taken back. Every
- * thread is read, not one per process: a leader that exits meanwhile shows
- * an empty maps file, and the others still map what the process holds. A
+ * The maps of every process of the run, for the shared anonymous objects
+ * alive (shanon.c): new ones charged, the charges of gone ones taken back.
+ * Each process is read through its leader, or, where the leader shows
+ * nothing (it exited, its threads live on), through its other threads. A
  * read that fails on a live task leaves the charges as they are (or ends
  * the run, as any failure to measure does). An object found beyond every
- * creation charged ends the run (fail closed). The scan's CPU is the
- * run's; the next waits CR_BUDGET_QUICK_IDLE times it.
+ * candidate call ends the run (fail closed). The scan's CPU is the run's;
+ * the next waits CR_BUDGET_QUICK_IDLE times it.
  */
 static void shanon_scan(struct cr_run *run)
 {
