@@ -1164,6 +1164,45 @@ static int cpu_quick_breach(struct cr_run *run)
 	return 1;
 }
 
+/* One pass of a scan's read: the leaders (pass 0), or the threads of a
+ * process whose leader showed nothing (pass 1). *whole is cleared when a
+ * live task could not be read. */
+static void shanon_read(struct cr_run *run, int pass, bool *whole)
+{
+	struct cr_budgets *b = run->budgets;
+	struct cr_tasks *ts = &run->tasks;
+
+	for (size_t i = 0; i < ts->cap && *whole; i++) {
+		struct cr_task *t = &ts->slots[i], *l = NULL;
+		char path[64];
+		int fd, rc;
+
+		if (!t->tid || ours(t) || t->leader != !pass)
+			continue;
+		if (pass) {
+			if (!t->b.tgid)
+				t->b.tgid = read_tgid(t->tid);
+			l = t->b.tgid ? cr_tasks_find(ts, t->b.tgid) : NULL;
+			if (l && l->b.shanon_gen == b->shanon_scans)
+				continue;
+		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/maps", t->tid,
+			 t->tid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		rc = fd < 0 ? -errno : cr_shanon_scan_fd(b->shanon, fd);
+		if (fd >= 0)
+			close(fd);
+		/* Lines read: the process is seen (a leader that exited
+		 * shows none). */
+		if (rc > 0 && !pass)
+			t->b.shanon_gen = b->shanon_scans;
+		else if (rc > 0 && l)
+			l->b.shanon_gen = b->shanon_scans;
+		if (rc < 0 && !measured(run, t, rc))
+			*whole = rc == -ENOENT || rc == -ESRCH;
+	}
+}
+
 /*
  * The maps of every process of the run, for the shared anonymous objects
  * alive (shanon.c): new ones charged, the charges of gone ones taken back.
@@ -1177,47 +1216,19 @@ static int cpu_quick_breach(struct cr_run *run)
 static void shanon_scan(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
-	struct cr_tasks *ts = &run->tasks;
 	uint64_t t0 = cr_thread_cpu_ns(), cost;
 	bool whole = true;
 	int over;
 
 	cr_shanon_scan_begin(b->shanon);
-	b->shanon_scans++;
-	/* Leaders first, then the threads of a process whose leader showed
+	/* Twice, what either read finds counting (shanon.c); each time
+	 * leaders first, then the threads of a process whose leader showed
 	 * nothing (exited, or not in the table). */
-	for (int pass = 0; pass < 2 && whole; pass++)
-		for (size_t i = 0; i < ts->cap && whole; i++) {
-			struct cr_task *t = &ts->slots[i], *l = NULL;
-			char path[64];
-			int fd, rc;
-
-			if (!t->tid || ours(t) || t->leader != !pass)
-				continue;
-			if (pass) {
-				if (!t->b.tgid)
-					t->b.tgid = read_tgid(t->tid);
-				l = t->b.tgid ?
-				    cr_tasks_find(ts, t->b.tgid) : NULL;
-				if (l && l->b.shanon_gen == b->shanon_scans)
-					continue;
-			}
-			snprintf(path, sizeof(path), "/proc/%d/task/%d/maps",
-				 t->tid, t->tid);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			rc = fd < 0 ? -errno :
-			     cr_shanon_scan_fd(b->shanon, fd);
-			if (fd >= 0)
-				close(fd);
-			/* Lines read: the process is seen (a leader that
-			 * exited shows none). */
-			if (rc > 0 && !pass)
-				t->b.shanon_gen = b->shanon_scans;
-			else if (rc > 0 && l)
-				l->b.shanon_gen = b->shanon_scans;
-			if (rc < 0 && !measured(run, t, rc))
-				whole = rc == -ENOENT || rc == -ESRCH;
-		}
+	for (int round = 0; round < 2 && whole; round++) {
+		b->shanon_scans++;
+		for (int pass = 0; pass < 2 && whole; pass++)
+			shanon_read(run, pass, &whole);
+	}
 	cost = cr_thread_cpu_ns() - t0;
 	cr_budget_charge_cpu(run, cost);
 	b->shanon_next_ns = cr_now_ns() + cost * CR_BUDGET_QUICK_IDLE;

@@ -38,12 +38,16 @@
  *   back. The charges kept, sorted, stay at least the sizes alive,
  *   sorted. Not at the first miss: a maps file is read in pieces, and a
  *   thread moving the object (mremap) from the part not read yet to the
- *   part read had it missed by one scan, its charge given back and its
+ *   part read had it missed by a scan, its charge given back and its
  *   return taken for a new object (440 MiB held ok under memory=256MiB,
  *   found by a probing session); an inode that comes back is the same
  *   object.
  * - A candidate whose call was done before the scan and that no new
- *   object took made nothing that lives: dropped (its charge too).
+ *   object took made nothing that lives: dropped (its charge too). A
+ *   scan reads every maps file twice and takes what either read found:
+ *   a file read while its process maps and unmaps can miss an object
+ *   (a test's run was ended as holding an object no call made, its call
+ *   dropped at a scan that had missed the object).
  *
  * Objects are passed on only by fork, which stops both sides until
  * corral has seen it, and a scan runs on the loop without a pause, so an

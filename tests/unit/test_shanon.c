@@ -82,12 +82,10 @@ TEST_IMPL(shanon_in_flight_stays)
 	cr_shanon_done(s, 21);
 	/* Thread 20's mmap may not have run yet: its charge stays though
 	 * no object is seen; thread 21's is done and gone. */
-	cr_shanon_scan_begin(s);
-	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_EQ(scans(s, NULL, 1), 0);
 	ASSERT_UEQ(cr_shanon_bytes(s), 8 * MIB);
 	cr_shanon_done(s, 20);
-	cr_shanon_scan_begin(s);
-	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_EQ(scans(s, NULL, 1), 0);
 	ASSERT_UEQ(cr_shanon_bytes(s), 0);
 	cr_shanon_free(s);
 }
@@ -147,8 +145,7 @@ TEST_IMPL(shanon_maybe_charged_when_made)
 	ASSERT_UEQ(cr_shanon_bytes(s), 0);
 	ASSERT(cr_shanon_active(s));
 	cr_shanon_done(s, 50);
-	cr_shanon_scan_begin(s);
-	ASSERT_EQ(cr_shanon_scan_end(s), 0);
+	ASSERT_EQ(scans(s, NULL, 1), 0);
 	ASSERT_UEQ(cr_shanon_bytes(s), 0);
 	ASSERT(!cr_shanon_active(s));
 	/* The same call with the descriptor swapped for /dev/zero, beside
