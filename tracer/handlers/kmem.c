@@ -118,10 +118,12 @@ CR_HANDLER(cr_h_mmap_shared)
 	if (!(flags & MAP_ANONYMOUS)) {
 		int f = cr_tasks_getfd(run, tid, (int)n->data.args[4]);
 
-		if (f < 0)
-			return CR_V_CONT;	/* EBADF: the kernel says so */
-		zero = cr_is_dev_zero(f);
-		close(f);
+		/* Not to be had (EBADF, or corral short of descriptors): a
+		 * candidate all the same, so an object a racing thread makes
+		 * there is charged, not taken for one no call made. */
+		zero = f >= 0 && cr_is_dev_zero(f);
+		if (f >= 0)
+			close(f);
 	}
 	rc = zero ? cr_budget_on_shared_anon(run, tid, len) :
 		    cr_budget_on_shared_file(run, tid, len);
