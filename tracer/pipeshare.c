@@ -106,7 +106,8 @@ static int cmp_ino(const void *a, const void *b)
 
 void cr_pipeshare_refresh_begin(struct cr_pipeshare *s)
 {
-	qsort(s->e, s->n, sizeof(*s->e), cmp_ino);
+	if (s->n)
+		qsort(s->e, s->n, sizeof(*s->e), cmp_ino);
 	for (size_t i = 0; i < s->n; i++)
 		s->e[i].alive = 0;
 }
@@ -114,7 +115,8 @@ void cr_pipeshare_refresh_begin(struct cr_pipeshare *s)
 void cr_pipeshare_alive(struct cr_pipeshare *s, uint64_t ino)
 {
 	struct ent key = { .ino = ino };
-	struct ent *e = bsearch(&key, s->e, s->n, sizeof(*s->e), cmp_ino);
+	struct ent *e = s->n ? bsearch(&key, s->e, s->n, sizeof(*s->e),
+				       cmp_ino) : NULL;
 
 	if (e)
 		e->alive = 1;

@@ -283,7 +283,7 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 		qsort(s->pool, s->np, sizeof(*s->pool), cmp_u64);
 	for (size_t i = 0; i < dead && i < s->np; i++)
 		s->bytes -= s->pool[i];
-	if (dead) {
+	if (dead && s->np) {
 		size_t k = dead < s->np ? dead : s->np;
 
 		memmove(s->pool, s->pool + k, (s->np - k) * sizeof(*s->pool));
@@ -297,7 +297,8 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 	while (s->capp < s->np + fresh)
 		if (grow((void **)&s->pool, &s->capp, s->capp, sizeof(*s->pool)))
 			return -ENOMEM;
-	qsort(s->c, s->nc, sizeof(*s->c), cmp_cand);
+	if (s->nc)
+		qsort(s->c, s->nc, sizeof(*s->c), cmp_cand);
 	for (size_t i = 0; i < fresh; i++) {
 		s->pool[s->np++] = s->c[i].len;
 		if (!s->c[i].charged)
@@ -341,6 +342,7 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 			s->known[s->nk + d++] = (struct known){
 				.ino = s->seen[i] };
 	s->nk += d;
-	qsort(s->known, s->nk, sizeof(*s->known), cmp_known);
+	if (s->nk)
+		qsort(s->known, s->nk, sizeof(*s->known), cmp_known);
 	return over > INT_MAX ? INT_MAX : (int)over;
 }
