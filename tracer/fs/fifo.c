@@ -35,6 +35,9 @@ struct fifo_job {
 	pid_t tid;		/* the caller */
 	bool answered;		/* interrupted or gone: nothing to give */
 	bool started;		/* its worker runs (else: queued) */
+	bool stopping;		/* its caller would take a signal: the
+				 * worker's open is being interrupted, and
+				 * its outcome is the caller's answer */
 	uint64_t held;		/* its process's signals pending at the
 				 * last check (cr_tasks_would_take_signal) */
 	int flags;
@@ -303,6 +306,10 @@ static void on_done(struct cr_run *run, uint32_t events, void *arg)
 			v = fifo_give(run, j->id, j->result, j->flags,
 				      false);
 			j->result = -EBADF;
+		} else if (j->stopping && j->result == -EINTR) {
+			/* interrupted for its caller's signal */
+			v = CR_V_ERR(CR_ERESTARTSYS);
+			cr_notif_restart_native(run, j->tid);
 		} else {
 			v = CR_V_ERR(-j->result);
 		}
@@ -329,6 +336,11 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 		if (!j->answered && !run->ending &&
 		    !cr_notif_valid(run, j->id)) {
 			j->answered = true;	/* its caller is gone */
+		} else if (j->stopping) {
+			/* Its worker's open has not returned yet: kicked
+			 * again, and on_done answers. */
+			pthread_kill(j->th, CR_FIFO_KICK);
+			continue;
 		} else if (!j->answered && !run->ending &&
 			   cr_tasks_would_take_signal(j->tid, &j->held)) {
 			/* The worker's end goes first: the caller's
@@ -336,13 +348,24 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 			 * that met its partner first is the caller's, as
 			 * the kernel returns it with the signal pending:
 			 * thrown away, its partner would read an end of
-			 * file or lose what it wrote (on_done gives it). */
-			if (j->started)
+			 * file or lose what it wrote (on_done gives it).
+			 * So the caller is answered only once the worker's
+			 * open has returned: one still running past the
+			 * kicks (not yet in its open, or not scheduled on
+			 * a loaded machine) could meet a partner already
+			 * waiting after the answer, and that partner read
+			 * an end of file (a rendezvous interrupted every 2
+			 * ms hung in ~1 of 10 runs, the machine loaded). */
+			if (j->started) {
 				stop_open(j);
-			if (j->started &&
-			    __atomic_load_n(&j->done, __ATOMIC_ACQUIRE) &&
-			    j->result >= 0)
-				continue;
+				if (!__atomic_load_n(&j->done,
+						     __ATOMIC_ACQUIRE)) {
+					j->stopping = true;
+					continue;
+				}
+				if (j->result >= 0)
+					continue;
+			}
 			j->answered = true;
 			cr_notif_reply(run, j->id, CR_V_ERR(CR_ERESTARTSYS));
 			cr_notif_restart_native(run, j->tid);
