@@ -1154,6 +1154,42 @@ def posix_fifo_last_writer_closed_is_end_of_file(t):
     _side_by_side(t, FIFO_EOF, ["{\"read b'' poll [16]\": 200}"])
 
 
+FIFO_EOF_WAITED = r"""
+import errno, os, select, threading, time
+os.mkfifo("fw")
+seen = {}
+for i in range(200):
+    def writer():
+        w = os.open("fw", os.O_WRONLY)   # waits for the reader
+        os.close(w)
+    th = threading.Thread(target=writer)
+    th.start()
+    time.sleep(0.002)
+    r = os.open("fw", os.O_RDONLY | os.O_NONBLOCK)
+    th.join()
+    try:
+        first = repr(os.read(r, 10))
+    except OSError as e:
+        first = errno.errorcode[e.errno]
+    p = select.poll()
+    p.register(r, select.POLLIN)
+    k = "read %s poll %s" % (first, [e for _, e in p.poll(0)])
+    seen[k] = seen.get(k, 0) + 1
+    os.close(r)
+print(seen)
+"""
+
+
+@test
+def posix_fifo_writer_that_waited_closed_is_end_of_file(t):
+    """The same for a writer whose open waited for its reader (made by a
+    worker thread of corral's): its copy was closed just after the
+    answer, and a reader read at once after the writer's close saw EAGAIN
+    (9 of 200 rounds); now it is closed before, as for an open answered
+    at once."""
+    _side_by_side(t, FIFO_EOF_WAITED, ["{\"read b'' poll [16]\": 200}"])
+
+
 RMDIR_ORDER = ERRNO_OF + r"""
 os.makedirs("ro/sub")
 open("ro/f", "w").close()

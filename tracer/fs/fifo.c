@@ -261,28 +261,19 @@ static void arm(struct cr_fsfifo *f)
  * pipe's own ends are (budget.c): a FIFO held by a blocked poll() keeps
  * its buffers. */
 static struct cr_verdict fifo_give(struct cr_run *run, uint64_t id, int fd,
-				   int flags, bool at_once)
+				   int flags)
 {
 	int rc = cr_budget_on_opened(run, fd);
-	struct cr_verdict v;
 
 	if (rc < 0) {
 		close(fd);
 		return CR_V_ERR(-rc);
 	}
-	/* An open answered at once: corral's copy closed before the
-	 * answer, or a reader polled right after the program closed its
-	 * only write end saw that copy as a writer still (EAGAIN where
-	 * the kernel gives end of file, found by a compatibility probe).
-	 * An open a worker waited on keeps the atomic install-and-answer:
-	 * split, a rendezvous interrupted by signals every 2 ms hung in 2
-	 * of 4 runs of fifo_interrupted_opens_lose_nothing, 0 of 6 without
-	 * (cause not found; docs/compatibility.md). */
-	if (at_once)
-		return cr_notif_give_fd_last(run, id, fd, flags & O_CLOEXEC);
-	v = cr_notif_send_fd_id(run, id, fd, flags & O_CLOEXEC);
-	close(fd);
-	return v;
+	/* corral's copy is closed before the answer: a reader polled right
+	 * after the program closed its only write end saw that copy as a
+	 * writer still (EAGAIN where the kernel gives end of file, found by
+	 * a compatibility probe). */
+	return cr_notif_give_fd_last(run, id, fd, flags & O_CLOEXEC);
 }
 
 static void on_done(struct cr_run *run, uint32_t events, void *arg)
@@ -303,8 +294,7 @@ static void on_done(struct cr_run *run, uint32_t events, void *arg)
 		if (run->ending) {
 			v = CR_V_ERR(EINTR);
 		} else if (j->result >= 0) {
-			v = fifo_give(run, j->id, j->result, j->flags,
-				      false);
+			v = fifo_give(run, j->id, j->result, j->flags);
 			j->result = -EBADF;
 		} else if (j->stopping && j->result == -EINTR) {
 			/* interrupted for its caller's signal */
@@ -473,7 +463,7 @@ struct cr_verdict cr_fs_open_fifo(struct cr_run *run,
 		if (fd != -ENXIO) {
 			job_free(j);
 			return fd < 0 ? CR_V_ERR(-fd) :
-					fifo_give(run, n->id, fd, flags, true);
+					fifo_give(run, n->id, fd, flags);
 		}
 	}
 	if ((f->nstarted < CR_FIFO_WORKERS ||
