@@ -62,6 +62,9 @@ struct cr_budgets {
 	bool quick;			/* 10 ms ticks, a full reading each 50 */
 	uint64_t full_ns;		/* when the last full reading began */
 	uint64_t quick_base;		/* its leaders' RSS sum */
+	uint64_t vm_next;		/* the last address-space group made */
+	uint64_t *vm_seen;		/* groups counted by this reading */
+	size_t nvm_seen, capvm_seen;
 	uint64_t pass_begun_ns;		/* when the walk's last pass began */
 	uint64_t pss_cost_ns;		/* CPU of this tick's PSS judgement */
 	struct cr_watch *watch;		/* borrowed from the loop */
@@ -764,6 +767,82 @@ void cr_budget_on_new_task(struct cr_run *run, struct cr_task *parent)
 	settle(run, parent);
 }
 
+/*
+ * Address spaces shared between processes. A vfork child (Python's
+ * subprocess, posix_spawn) runs in its parent's address space until its
+ * exec, and clone(CLONE_VM) without CLONE_THREAD makes a process that
+ * shares it for good: both leaders show the same RSS and PSS (a page
+ * mapped in one address space counts once for PSS, whichever processes
+ * share it). Summed per leader, a Python holding 300 MiB that ran one
+ * subprocess under memory=512MiB was judged 626 MiB, and its exec's
+ * reading added the same again (found by a probing session). Such
+ * processes form a group, told by kcmp(KCMP_VM) at the fork event (both
+ * are stopped: neither has exec'd); a reading counts one leader of each
+ * group, and an exit or exec counts the address space only when no other
+ * leader of its group is alive. An exec gives a process its own address
+ * space again. Without kcmp every process counts (errs high).
+ */
+void cr_budget_on_new_process(struct cr_run *run, pid_t parent,
+			      struct cr_task *child)
+{
+	struct cr_budgets *b = run->budgets;
+	pid_t pg = cr_tasks_tgid(&run->tasks, parent);
+	struct cr_task *pl = pg ? cr_tasks_find(&run->tasks, pg) : NULL;
+
+	if (!b || !pl || !pl->leader || !child->leader ||
+	    syscall(SYS_kcmp, pg, child->tid, KCMP_VM, 0, 0) != 0)
+		return;
+	if (!pl->b.vm_group)
+		pl->b.vm_group = ++b->vm_next;
+	child->b.vm_group = pl->b.vm_group;
+}
+
+/* Whether another leader alive shares t's address space. */
+static bool vm_shared(struct cr_run *run, const struct cr_task *t)
+{
+	const struct cr_tasks *ts = &run->tasks;
+
+	if (!t->b.vm_group)
+		return false;
+	for (size_t i = 0; i < ts->cap; i++) {
+		const struct cr_task *o = &ts->slots[i];
+
+		if (o->tid && o != t && o->leader &&
+		    o->b.vm_group == t->b.vm_group)
+			return true;
+	}
+	return false;
+}
+
+/* Whether t's group was counted by this reading already. */
+static bool vm_counted(const struct cr_budgets *b, const struct cr_task *t)
+{
+	for (size_t i = 0; t->b.vm_group && i < b->nvm_seen; i++)
+		if (b->vm_seen[i] == t->b.vm_group)
+			return true;
+	return false;
+}
+
+/* t's group is counted by this reading (through t). One that cannot be
+ * remembered counts again (errs high). */
+static void vm_count(struct cr_budgets *b, const struct cr_task *t)
+{
+	uint64_t *g;
+
+	if (!t->b.vm_group)
+		return;
+	if (b->nvm_seen == b->capvm_seen) {
+		size_t cap = b->capvm_seen ? 2 * b->capvm_seen : 16;
+
+		g = realloc(b->vm_seen, cap * sizeof(*g));
+		if (!g)
+			return;
+		b->vm_seen = g;
+		b->capvm_seen = cap;
+	}
+	b->vm_seen[b->nvm_seen++] = t->b.vm_group;
+}
+
 void cr_budget_on_stop(struct cr_run *run, struct cr_task *t)
 {
 	settle(run, t);
@@ -801,6 +880,9 @@ static void memory_leaving(struct cr_run *run, struct cr_budgets *b,
 	if (run->ending || ours(t) ||
 	    (!any_thread && !t->leader && t->b.tgid &&
 	     cr_tasks_find(&run->tasks, t->b.tgid)))
+		return;
+	/* An address space another process keeps is not dropped. */
+	if (t->leader && vm_shared(run, t))
 		return;
 	if (read_rss(b, t, &v, &vs) < 0)
 		return;		/* gone: nothing left to hold */
@@ -1272,7 +1354,8 @@ static void poll_tasks(struct cr_run *run)
 		b->cpu_rr = from + reads;
 	}
 	/* Pass 1: every thread's CPU; each process's memory from its
-	 * leader. */
+	 * leader, and an address space shared by processes once. */
+	b->nvm_seen = 0;
 	for (size_t i = 0; i < ts->cap; i++) {
 		struct cr_task *t = &ts->slots[i];
 		uint64_t v;
@@ -1288,6 +1371,10 @@ static void poll_tasks(struct cr_run *run)
 		live += t->b.cpu_ns;
 		polls += t->b.poll_bytes;
 		t->b.rss = 0;
+		if (t->leader && t->b.vm_group && vm_counted(b, t)) {
+			t->b.mem_tick = b->tick;	/* not via its threads */
+			continue;
+		}
 		if (t->leader && !ours(t) &&
 		    measured(run, t, read_rss(b, t, &v, &vs)) && v) {
 			t->b.rss = v;
@@ -1299,6 +1386,7 @@ static void poll_tasks(struct cr_run *run)
 			}
 			t->b.size_tick = b->tick;
 			t->b.vsize = vs;
+			vm_count(b, t);
 			rss += v;
 			leaders_rss += v;
 			vsum += vs;
@@ -3803,6 +3891,7 @@ static bool quick_tick(struct cr_run *run)
 		struct cr_task *t = &ts->slots[i];
 
 		if (t->tid && t->leader && !ours(t) &&
+		    !(t->b.vm_group && !t->b.rss) &&
 		    read_rss(b, t, &v, &vs) == 0)
 			sum += v;
 	}
@@ -4081,6 +4170,7 @@ static void cr_budget_free(struct cr_run *run)
 	free(b->fs_seen);
 	free(b->hid);
 	free(b->phid);
+	free(b->vm_seen);
 	if (b->pipe_weak >= 0)
 		close(b->pipe_weak);
 	if (b->ino_weak >= 0)

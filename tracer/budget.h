@@ -264,6 +264,11 @@ size_t cr_budget_child_rlimits(const struct cr_limits *lim, bool data_backstop,
 int cr_budget_reserve(struct cr_run *run, pid_t tid, bool thread);
 /* The task's PTRACE_EVENT_FORK/VFORK/CLONE: its reservation became a task. */
 void cr_budget_on_new_task(struct cr_run *run, struct cr_task *parent);
+/* A new process (child) made by parent (any of its threads): whether it
+ * shares the parent's address space (vfork, posix_spawn, CLONE_VM), so
+ * that the memory budget counts that address space once. */
+void cr_budget_on_new_process(struct cr_run *run, pid_t parent,
+			      struct cr_task *child);
 /* Any other stop of the task: a reservation it still holds failed. */
 void cr_budget_on_stop(struct cr_run *run, struct cr_task *t);
 /* The task is at its exit stop, or its exit is waiting to be collected

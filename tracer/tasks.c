@@ -725,6 +725,8 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 		return;
 	}
 	child->b.announced = true;
+	if (child->leader)
+		cr_budget_on_new_process(run, parent, child);
 	renice_check(run, child);
 	if (run->killing)
 		cr_task_kill(run, child);
@@ -753,8 +755,10 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 				  "exec refused: %s", bad);
 	}
 
-	/* From here its memory is its own (budget.c). */
+	/* From here its memory is its own (budget.c), not its parent's
+	 * nor corral's. */
 	t->execed = true;
+	t->b.vm_group = 0;
 	/* A non-leader thread that execs takes over the leader's tid; its
 	 * old tid vanishes without an exit report. */
 	if (ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &former) == 0 &&

@@ -176,6 +176,10 @@ struct cr_task_budget {
 				 * tick, since PSS judgement number... */
 	uint64_t pss_gen;	/* ...pss_gen (0: none) */
 	pid_t tgid;		/* 0 until read */
+	uint64_t vm_group;	/* leaders: its address space is shared with
+				 * another process of the run (vfork,
+				 * posix_spawn, clone(CLONE_VM)): the group's
+				 * number, counted once; 0: its own */
 	int fd_cpu, fd_mem, fd_status;	/* open /proc files, fd + 1; 0:
 					 * none; owned */
 	bool creating;		/* holds a fork/vfork/clone reservation */

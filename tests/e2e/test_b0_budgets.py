@@ -519,6 +519,42 @@ def budget_memory_pss_estimate_still_ends_growth(t):
     t.assert_next_run_ok()
 
 
+SPAWN_HOLDING = r"""
+import subprocess, sys
+x = bytearray(int(sys.argv[1]) << 20)
+for i in range(0, len(x), 4096):
+    x[i] = 1
+for i in range(3):
+    r = subprocess.run(["/bin/true"])
+print("child exit", r.returncode)
+"""
+
+
+@test
+def budget_memory_address_space_shared_by_processes_counts_once(t):
+    """A vfork child (Python's subprocess, posix_spawn) runs in its
+    parent's address space until its exec, and clone(CLONE_VM) makes
+    processes that share one for good. Each leader was counted: a Python
+    holding 300 MiB that ran /bin/true was judged ~620 MiB under
+    memory=512MiB and killed (found by a probing session). Now one
+    address space counts once, whichever processes share it, and still
+    counts: grown past the budget, the run ends."""
+    run = t.corral(["run", "--json", "--limit", "memory=512MiB", "--",
+                    "python3", "-c", SPAWN_HOLDING, "300"], timeout=60)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), "child exit 0\n", "the children ran")
+    lt(r["usage"]["peak_memory_bytes"], 480 * MIB, "peak by one count")
+    run, r = hog(t, ["memory=256MiB", "wall=3s"], "memvm", 150, 4, 0)
+    eq(r.get("limit"), "wall", "four processes, one address space of 150 "
+       "MiB (message %r)" % r.get("message"))
+    contains(r.get("stdout", ""), "shared 4", "the processes were made")
+    run, r = hog(t, ["memory=256MiB", "wall=20s"], "memvm", 150, 4, 200)
+    contains(r.get("stdout", ""), "shared 4", "the processes were made")
+    assert_breach(t, run, r, "memory")
+    t.assert_next_run_ok()
+
+
 @test
 def budget_memfd_counts_against_disk(t):
     # memfds written but never mapped are in no process's RSS; they are

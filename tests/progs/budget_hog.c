@@ -67,6 +67,12 @@
  *                                  it (RSS sum PROCS x MIB, PSS ~MIB);
  *                                  after 2 s each child touches GROW MiB of
  *                                  its own (0: none), then all wait
+ *   budget_hog memvm MIB PROCS GROW  touches MIB MiB, then makes PROCS-1
+ *                                  processes sharing its address space
+ *                                  (clone(CLONE_VM), as posix_spawn's
+ *                                  child); prints "shared PROCS", then
+ *                                  touches GROW MiB more of that one
+ *                                  address space and waits
  *
  * Every mode prints what it managed on stdout ("made N") as it goes,
  * unbuffered, and then waits (pause) so corral, not the program, ends the
@@ -254,6 +260,41 @@ static void memforked(long mib, long procs, long grow)
 		hold();
 	}
 	printf("forked %ld\n", procs);
+	hold();
+}
+
+static int vm_child(void *arg)
+{
+	(void)arg;
+	hold();
+	return 0;
+}
+
+static void memvm(long mib, long procs, long grow)
+{
+	size_t len = (size_t)mib << 20;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		exit(1);
+	memset(p, 1, len);
+	for (long i = 1; i < procs; i++) {
+		char *stk = malloc(64 << 10);
+
+		if (!stk || clone(vm_child, stk + (64 << 10),
+				  CLONE_VM | SIGCHLD, NULL) < 0)
+			exit(1);
+	}
+	printf("shared %ld\n", procs);
+	if (grow > 0) {
+		char *q = mmap(NULL, (size_t)grow << 20,
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (q != MAP_FAILED)
+			memset(q, 2, (size_t)grow << 20);
+	}
 	hold();
 }
 
@@ -844,6 +885,8 @@ int main(int argc, char **argv)
 		memburst(a, b);
 	else if (!strcmp(argv[1], "memforked"))
 		memforked(a, b, c);
+	else if (!strcmp(argv[1], "memvm"))
+		memvm(a, b, c);
 	else
 		return 2;
 	return 0;
