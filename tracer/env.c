@@ -127,6 +127,26 @@ int cr_env_build(struct cr_run_config *cfg, char **env_args, size_t nenv)
 		rc = env_set(&b, "HOME", 4, cfg->workspace);
 	if (!rc)
 		rc = env_set(&b, "TMPDIR", 6, cfg->workspace);
+	/* zsh makes its here-documents and =(...) files at TMPPREFIX, not
+	 * in TMPDIR: its default, /tmp/zsh, is outside every root, and a
+	 * here-document failed ("can't create temp file"; found by a
+	 * compatibility probe). Set as TMPDIR is, unless the caller set it. */
+	if (!rc) {
+		bool has = false;
+
+		for (size_t i = 0; i < b.n; i++)
+			has = has || !strncmp(b.v[i], "TMPPREFIX=", 10);
+		if (!has) {
+			char *pre;
+
+			if (asprintf(&pre, "%s/zsh", cfg->workspace) < 0) {
+				rc = -ENOMEM;
+			} else {
+				rc = env_set(&b, "TMPPREFIX", 9, pre);
+				free(pre);
+			}
+		}
+	}
 	if (!rc) {
 		bool has_path = false;
 

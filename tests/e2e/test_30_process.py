@@ -4,6 +4,7 @@ terminal, privileges, seccomp and the tracer."""
 import fcntl
 import os
 import re
+import shutil
 import subprocess
 import termios
 
@@ -70,6 +71,33 @@ def env_home_in_given_workspace(t):
     for name, v in (("HOME", home), ("TMPDIR", tmp)):
         true(v.startswith(ws) or v.startswith(real),
              "%s=%r is not inside the workspace %r" % (name, v, ws))
+
+
+@test
+def env_tmpprefix_in_workspace_unless_given(t):
+    """zsh's here-documents go to TMPPREFIX (default /tmp/zsh, outside
+    every root): corral sets it in the workspace as it sets TMPDIR, and
+    keeps one the caller gave. A here-document through a shell that
+    honours it works (zsh itself where installed)."""
+    ws = t.path("ws")
+    os.mkdir(ws, 0o700)
+    real = os.path.realpath(ws)
+    run = t.corral(["run", "--json", "--workspace", ws, "--", "sh", "-c",
+                    'echo "$TMPPREFIX"'])
+    r = t.result(run)
+    true(r.get("stdout", "").strip() in (ws + "/zsh", real + "/zsh"),
+         "TMPPREFIX=%r, want WORKSPACE/zsh" % r.get("stdout"))
+    run = t.corral(["run", "--json", "--workspace", ws, "--env",
+                    "TMPPREFIX=%s/mine" % ws, "--", "sh", "-c",
+                    'echo "$TMPPREFIX"'])
+    r = t.result(run)
+    eq(r.get("stdout"), ws + "/mine\n", "the caller's TMPPREFIX kept")
+    if shutil.which("zsh"):
+        run = t.corral(["run", "--json", "--workspace", ws, "--", "zsh",
+                        "-c", "cat <<EOF\nhere\nEOF"])
+        r = t.result(run)
+        eq(r.get("stdout"), "here\n", "a zsh here-document (stderr %r)" %
+           r.get("stderr"))
 
 
 @test

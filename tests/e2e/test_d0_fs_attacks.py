@@ -592,6 +592,53 @@ def fs_symlink_loop(t):
     fx.check()
 
 
+LONG_WALK = r"""
+import errno, os, sys
+os.mkdir("a")
+open("f", "w").write("x")
+# links of ~600 "a/../" steps each, chained; the last leads to f
+steps = "a/../" * 600
+def chain(name, n):
+    prev = "f"
+    for i in range(n, 0, -1):
+        os.symlink(steps + prev, "%s%d" % (name, i))
+        prev = "%s%d" % (name, i)
+chain("s", 3)
+chain("l", 10)
+for p in ("s1", "l1"):
+    try:
+        print(p, open(p).read())
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])
+"""
+
+
+@test
+def fs_long_walks_end_and_are_charged(t):
+    """A path whose links make the walk thousands of components long
+    (the kernel allows 40 links of PATH_MAX each): corral walks each
+    component itself, at ~1.3 us a step here, so an exec naming
+    interpreters through such chains held its one loop 0.5 s of CPU and
+    every budget behind it (found by a probing session). A walk past
+    4096 components now ends ELOOP, and its CPU from the 256th is the
+    run's. Natively both open; under corral the 1 800-step walk opens
+    and the 6 000-step one is ELOOP."""
+    fx = FsFix(t)
+    nat = fx.native(["python3", "-c", LONG_WALK])
+    eq(nat.out.decode(), "s1 x\nl1 x\n", "native (premise)")
+    for name in os.listdir(fx.ws):
+        p = os.path.join(fx.ws, name)
+        if os.path.islink(p) or os.path.isfile(p):
+            os.unlink(p)
+        else:
+            shutil.rmtree(p)
+    r = fx.result(fx.run(["python3", "-c", LONG_WALK]))
+    eq(r.get("stdout"), "s1 x\nl1 ELOOP\n", "under corral (stderr %r)" %
+       r.get("stderr"))
+    eq(r.get("status"), "ok", "status")
+    fx.check()
+
+
 # ---------------------------------------------------------------------------
 # Links and renames across the boundary
 

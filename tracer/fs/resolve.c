@@ -15,6 +15,15 @@
 #include "fs.h"
 
 #define CR_MAX_LINKS 40
+/* The components one resolution may walk (each a few system calls of
+ * corral's), and from how many its CPU is the run's. The kernel walks 40
+ * links of up to PATH_MAX each, ~80 000 components: at ~1.3 us a step
+ * here, an exec whose script names interpreters through chains of links
+ * full of "a/../" held the supervisor 0.5 s of CPU, every budget waiting
+ * behind it, 20-45 s of wall time with 63 tasks spinning beside it
+ * (found by a probing session). Real paths take tens of steps. */
+#define CR_MAX_STEPS 4096
+#define CR_STEPS_CHARGED 256
 
 /*
  * Why this is safe against the program it supervises:
@@ -1146,8 +1155,9 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		  unsigned how, struct cr_fsres *res)
 {
 	struct walk w = { .run = run, .tid = tid, .how = how, .fd = -1 };
-	size_t plen = strlen(path);
+	size_t plen = strlen(path), steps = 0;
 	unsigned char lt = CR_LAST_ROOT;	/* until a component is met */
+	uint64_t t0 = 0;
 	int rc;
 
 	cr_fsres_init(res);
@@ -1186,6 +1196,14 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 			r++;
 		if (!*r) {
 			rc = finish_here(&w, res, lt);
+			break;
+		}
+		/* A walk this long is the program's choice: its CPU is
+		 * charged to the run, and it ends as a loop of links does. */
+		if (++steps == CR_STEPS_CHARGED)
+			t0 = cr_thread_cpu_ns();
+		if (steps > CR_MAX_STEPS) {
+			rc = -ELOOP;
 			break;
 		}
 		end = strchr(r, '/');
@@ -1245,6 +1263,8 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		rc = -ENOTDIR;
 out:
 	walk_set(&w, -1, false);
+	if (t0)
+		cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	if (rc)
 		cr_fsres_free(res);
 	return rc;
