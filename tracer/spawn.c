@@ -322,7 +322,7 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f,
 	if (ptrace(PTRACE_SEIZE, pid, 0,
 		   PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
 		   PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC |
-		   PTRACE_O_TRACEEXIT) < 0) {
+		   PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD) < 0) {
 		rc = -errno;
 		/* A child that failed at once (its cwd unreachable, say)
 		 * may be exiting or gone before the seize (EPERM, ESRCH):

@@ -855,6 +855,9 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 	}
 	t->seen = true;
 	cr_budget_task_seen(run, tid);	/* its calls before are done */
+	/* A unix send it makes itself (net/ownsend.c): its stops. */
+	if (cr_ownsend_on_stop(run, tid, status))
+		return;
 	cr_surface_on_stop(run, tid, status);	/* kernel surface: ABI, stacks */
 	ev = classify(t, status);
 	tr = &machine[t->state][ev];
@@ -889,13 +892,13 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 		break;
 	case A_INJECT:
 		cr_notif_on_signal_stop(run, tid, WSTOPSIG(status));
-		ptrace(PTRACE_CONT, tid, 0,
+		ptrace(cr_ownsend_resume(run, tid), tid, 0,
 		       (void *)(long)(job_stop_dropped(run, tid,
 						       WSTOPSIG(status)) ?
 				      0 : WSTOPSIG(status)));
 		break;
 	default:
-		ptrace(PTRACE_CONT, tid, 0, 0);
+		ptrace(cr_ownsend_resume(run, tid), tid, 0, 0);
 		break;
 	}
 }
@@ -921,6 +924,7 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
 		cr_budget_on_gone(run, t);
 	cr_fs_fifo_on_gone(run, tid);
 	cr_net_defer_on_gone(run, tid);
+	cr_ownsend_on_gone(run, tid);
 	if (t && t->leader) {
 		cr_tasks_remove(&run->tasks, tid);
 		purge_group(&run->tasks, tid);

@@ -826,6 +826,32 @@ print("hops value", x.getsockopt(socket.IPPROTO_IPV6, 16))
     eq(len(denials(r, "setsockopt", "net")), 1, "setsockopt denial")
 
 
+@test
+def unix_sendmsg_carries_the_senders_credentials(t):
+    """corral performs sendmsg (its msghdr is memory a thread can change
+    after a check), so a receiver with SO_PASSCRED read corral's pid:
+    Chromium's zygote, which learns each renderer's pid from its
+    CHILD_PING, adopted none and headless Chromium waited to the wall
+    limit (found by a compatibility probe). A checked unix sendmsg of one
+    buffer without address or control data is now made by the task itself
+    as a sendto (registers only): the pid is the sender's, the registers
+    the kernel keeps are kept, and a long send interrupted by signals every
+    2 ms delivers every byte in order, as natively."""
+    for args, want in ((["creds"], "stream pid ok\nseqpacket pid ok\n"),
+                       (["regs"], "regs ok\n"),
+                       (["intr", "8"], "got 8 MiB intact\n")):
+        nat = t.native([t.prog("sendcred")] + args)
+        eq(nat.out.decode(), want, "native %s (premise)" % args)
+        run = t.corral(["run", "--json", "--limit", "wall=60s"] +
+                       t.prog_roots() + ["--", t.prog("sendcred")] + args,
+                       timeout=90)
+        r = t.result(run)
+        eq(r.get("stdout"), want, "under corral: %s (stderr %r)" % (
+            args, r.get("stderr")))
+        eq(r.get("status"), "ok", "status")
+    t.assert_next_run_ok()
+
+
 UNIX_LINKS = r'''
 import os, socket, sys
 os.chdir(sys.argv[1])

@@ -1883,6 +1883,7 @@ static void msg_init(struct cr_net_msg *m, struct cr_sock *s, int flags)
 	 * which seqpacket shares). */
 	m->sigpipe = !(flags & MSG_NOSIGNAL) && s->type == SOCK_STREAM;
 	m->stream = s->type == SOCK_STREAM;
+	m->unix_dom = s->domain == AF_UNIX;
 }
 
 /* A send to an emulated route netlink socket: the request is read once and
@@ -2122,6 +2123,25 @@ struct cr_verdict cr_h_sendmsg(struct cr_run *run,
 		if (hold >= 0)
 			close(hold);
 		return rc > 0 ? v : v_err(-rc);
+	}
+	/* Checked: one with no address, no control data and one buffer on
+	 * a unix socket is made by the task itself (net/ownsend.c), so the
+	 * receiver's SCM_CREDENTIALS are the sender's, not corral's. */
+	if (m.unix_dom && hold < 0 && !m.nfds && !m.msg.msg_controllen &&
+	    !m.msg.msg_namelen) {
+		struct msghdr h;
+		struct iovec one;
+
+		if (cr_mem_read((pid_t)n->pid, n->data.args[1], &h,
+				sizeof(h)) == 0 && !h.msg_name &&
+		    !h.msg_controllen && h.msg_iovlen == 1 &&
+		    cr_mem_read((pid_t)n->pid, (uint64_t)(uintptr_t)h.msg_iov,
+				&one, sizeof(one)) == 0 &&
+		    cr_ownsend_begin(run, n, (uint64_t)(uintptr_t)one.iov_base,
+				     one.iov_len)) {
+			cr_net_msg_free(&m);
+			return cr_ownsend_answer();
+		}
 	}
 	m.hold = hold;	/* the message's now: kept while it waits */
 	return cr_net_send(run, n, &m, true);

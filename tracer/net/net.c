@@ -115,6 +115,7 @@ void cr_net_finish(struct cr_run *run)
 	cr_net_pairs_finish(ns);
 	cr_net_abstract_finish(ns);
 	cr_rtnl_finish(ns);
+	cr_ownsend_finish(ns);
 	free(ns);
 	run->net = NULL;
 }

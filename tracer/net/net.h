@@ -79,7 +79,11 @@ struct cr_net_ep {
 	uint16_t port;
 };
 
+struct cr_ownsend;
+
 struct cr_netstate {
+	struct cr_ownsend *ownsend;	/* owned list: ownsend.c */
+	bool ownsend_off;		/* the kernel's wait is not killable */
 	struct cr_netrule *rules;	/* owned */
 	size_t nrules;
 	char *ws_real;			/* owned: canonical workspace path */
@@ -335,6 +339,7 @@ struct cr_net_msg {
 	int *fds;			/* owned: duplicated SCM_RIGHTS fds */
 	size_t nfds;
 	int flags;
+	bool unix_dom;			/* an AF_UNIX socket */
 	int hold;			/* owned: the O_PATH fd a unix path
 					 * name stands for (/proc/self/fd/N,
 					 * handlers/net.c), or -1 */
@@ -374,6 +379,25 @@ void cr_net_defer_finish(struct cr_run *run);
  * of their files (a pipe's last reader, a socket's last holder: the peer
  * sees the end as it would natively, not at the next readiness). */
 void cr_net_defer_on_gone(struct cr_run *run, pid_t tid);
+
+/* ---- a unix sendmsg the task makes itself (ownsend.c) ---- */
+
+/* A checked sendmsg without address or control data, of one buffer
+ * (buf, len), on a unix socket: the task is interrupted so that it makes
+ * it again as sendto(fd, buf, len, flags, NULL, 0), its own credentials
+ * on the message. true: answer it cr_ownsend_answer(); false: send it as
+ * before. */
+bool cr_ownsend_begin(struct cr_run *run, const struct seccomp_notif *n,
+		      uint64_t buf, uint64_t len);
+struct cr_verdict cr_ownsend_answer(void);
+/* A ptrace stop of tid: true when it was one of ours, handled (and the
+ * task resumed). */
+bool cr_ownsend_on_stop(struct cr_run *run, pid_t tid, int status);
+/* How the state machine resumes tid: PTRACE_SYSCALL while its sendto's
+ * syscall stops are awaited, else PTRACE_CONT. */
+int cr_ownsend_resume(const struct cr_run *run, pid_t tid);
+void cr_ownsend_on_gone(struct cr_run *run, pid_t tid);
+void cr_ownsend_finish(struct cr_netstate *ns);
 /* The buffers corral holds for the run's waiting sends (memory budget). */
 uint64_t cr_net_deferred_bytes(const struct cr_run *run);
 /* Keep notification n unanswered until dup (taken over) reports events,

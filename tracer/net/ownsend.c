@@ -1,0 +1,239 @@
+/* tracer/net/ownsend.c: a checked unix sendmsg made again by the task itself
+ * as a sendto, so that the receiver's SCM_CREDENTIALS name the sender. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <linux/audit.h>
+
+#include "net.h"
+
+/*
+ * corral performs sendmsg for the program (its msghdr is memory a thread
+ * can change after a check), so the kernel attached corral's pid and
+ * credentials to every such message: a receiver with SO_PASSCRED read
+ * corral's pid. Chromium's zygote takes each renderer's pid from its
+ * CHILD_PING that way, and no renderer was ever adopted: headless
+ * Chromium waited to the wall limit (found by a compatibility probe).
+ *
+ * A sendmsg with no address, no control data and one buffer is the
+ * sendto(fd, buf, len, flags, NULL, 0) the filter lets every program make
+ * in the kernel: every argument of that form is a register, so nothing a
+ * thread changes in memory changes what the kernel is asked. The handler
+ * (net.c) checks the message as for any send; then the task is
+ * interrupted (PTRACE_INTERRUPT: its wait for the answer is killable only,
+ * so the interrupt waits for the answer) and answered ERESTARTNOINTR. On
+ * its way back it stops before its next instruction; there its registers
+ * are set to that sendto, and the kernel's restart makes it: the task's
+ * own send, its own credentials. Its syscall stops (PTRACE_SYSCALL) let
+ * the registers the form changed be put back when the call returns, its
+ * result kept; a call the restart turns back into (a signal's handler
+ * interrupted it) is the program's sendmsg again, notified afresh. Three
+ * ptrace stops a message (~50 us here), only for unix sockets.
+ */
+
+#define CR_ERESTARTNOINTR 513
+
+enum phase {
+	P_TRAP,		/* interrupted and answered: its stop is next */
+	P_ENTRY,	/* registers set: the sendto's entry is next */
+	P_EXIT,		/* in the sendto: its exit is next */
+};
+
+struct cr_ownsend {
+	struct cr_ownsend *next;
+	pid_t tid;
+	enum phase phase;
+	uint64_t fd, msg, flags;	/* the sendmsg, as notified */
+	uint64_t buf, len;		/* its one buffer */
+	struct user_regs_struct saved;	/* at the trap */
+};
+
+static struct cr_ownsend **find(struct cr_netstate *ns, pid_t tid)
+{
+	for (struct cr_ownsend **pp = &ns->ownsend; *pp; pp = &(*pp)->next)
+		if ((*pp)->tid == tid)
+			return pp;
+	return NULL;
+}
+
+static void drop(struct cr_netstate *ns, struct cr_ownsend **pp)
+{
+	struct cr_ownsend *o = *pp;
+
+	*pp = o->next;
+	free(o);
+}
+
+bool cr_ownsend_begin(struct cr_run *run, const struct seccomp_notif *n,
+		      uint64_t buf, uint64_t len)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_ownsend *o, **old;
+
+#if !defined(__x86_64__)
+	(void)n;
+	(void)buf;
+	(void)len;
+	return false;
+#else
+	if (!ns || ns->ownsend_off || n->data.arch != AUDIT_ARCH_X86_64 ||
+	    n->data.nr != SYS_sendmsg)
+		return false;
+	old = find(ns, (pid_t)n->pid);
+	if (old)
+		drop(ns, old);	/* a record its stops never consumed */
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return false;
+	if (ptrace(PTRACE_INTERRUPT, (pid_t)n->pid, 0, 0) < 0) {
+		free(o);
+		return false;
+	}
+	o->tid = (pid_t)n->pid;
+	o->phase = P_TRAP;
+	o->fd = n->data.args[0];
+	o->msg = n->data.args[1];
+	o->flags = n->data.args[2];
+	o->buf = buf;
+	o->len = len;
+	o->next = ns->ownsend;
+	ns->ownsend = o;
+	return true;
+#endif
+}
+
+struct cr_verdict cr_ownsend_answer(void)
+{
+	return (struct cr_verdict){ .kind = CR_V_ERRNO,
+				    .error = CR_ERESTARTNOINTR };
+}
+
+#if defined(__x86_64__)
+static bool at_trap(struct cr_netstate *ns, struct cr_ownsend **pp, int status)
+{
+	struct cr_ownsend *o = *pp;
+	struct user_regs_struct r;
+
+	if ((unsigned)status >> 16 != PTRACE_EVENT_STOP ||
+	    WSTOPSIG(status) != SIGTRAP)
+		return false;	/* a group stop first: the machine's */
+	if (ptrace(PTRACE_GETREGS, o->tid, 0, &r) < 0) {
+		drop(ns, pp);
+		return false;
+	}
+	if (r.orig_rax != SYS_sendmsg || r.rdi != o->fd || r.rsi != o->msg ||
+	    r.rdx != o->flags ||
+	    r.rax != (unsigned long long)-CR_ERESTARTNOINTR) {
+		/* The wait was not killable (a kernel before 5.19: the
+		 * interrupt ended it, and the call is made again): corral
+		 * sends for the run from now on, as before. */
+		if (r.orig_rax == SYS_sendmsg && r.rdi == o->fd &&
+		    r.rsi == o->msg)
+			ns->ownsend_off = true;
+		drop(ns, pp);
+		return false;
+	}
+	o->saved = r;
+	r.orig_rax = SYS_sendto;
+	r.rsi = o->buf;
+	r.rdx = o->len;
+	r.r10 = o->flags;
+	r.r8 = 0;
+	r.r9 = 0;
+	if (ptrace(PTRACE_SETREGS, o->tid, 0, &r) < 0) {
+		drop(ns, pp);
+		return false;	/* unchanged: the sendmsg is made again */
+	}
+	o->phase = P_ENTRY;
+	ptrace(PTRACE_SYSCALL, o->tid, 0, 0);
+	return true;
+}
+
+static bool at_syscall(struct cr_netstate *ns, struct cr_ownsend **pp)
+{
+	struct cr_ownsend *o = *pp;
+	struct user_regs_struct r;
+	pid_t tid = o->tid;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0) {
+		drop(ns, pp);
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return true;
+	}
+	if (o->phase == P_ENTRY) {
+		if (r.orig_rax == SYS_sendto && r.rip == o->saved.rip &&
+		    r.rdi == o->fd && r.rsi == o->buf && r.rdx == o->len &&
+		    !r.r8) {
+			o->phase = P_EXIT;
+			ptrace(PTRACE_SYSCALL, tid, 0, 0);
+			return true;
+		}
+		/* Another call: a signal's handler left the interrupted
+		 * one for good (longjmp); its registers went with it. */
+		drop(ns, pp);
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return true;
+	}
+	/* The sendto returned: its result stays, the registers its form
+	 * took are the program's again. A call to be restarted restarts as
+	 * the sendmsg it was. */
+	r.orig_rax = o->saved.orig_rax;
+	r.rsi = o->saved.rsi;
+	r.rdx = o->saved.rdx;
+	r.r10 = o->saved.r10;
+	r.r8 = o->saved.r8;
+	r.r9 = o->saved.r9;
+	ptrace(PTRACE_SETREGS, tid, 0, &r);
+	drop(ns, pp);
+	ptrace(PTRACE_CONT, tid, 0, 0);
+	return true;
+}
+#endif
+
+bool cr_ownsend_on_stop(struct cr_run *run, pid_t tid, int status)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_ownsend **pp = ns && ns->ownsend ? find(ns, tid) : NULL;
+
+	if (!pp)
+		return false;
+#if !defined(__x86_64__)
+	(void)status;
+	return false;
+#else
+	if ((*pp)->phase == P_TRAP)
+		return at_trap(ns, pp, status);
+	if (WSTOPSIG(status) == (SIGTRAP | 0x80) && !((unsigned)status >> 16))
+		return at_syscall(ns, pp);
+	return false;	/* a signal or a group stop: the machine's */
+#endif
+}
+
+int cr_ownsend_resume(const struct cr_run *run, pid_t tid)
+{
+	const struct cr_netstate *ns = run->net;
+
+	for (const struct cr_ownsend *o = ns ? ns->ownsend : NULL; o;
+	     o = o->next)
+		if (o->tid == tid)
+			return o->phase == P_TRAP ? PTRACE_CONT : PTRACE_SYSCALL;
+	return PTRACE_CONT;
+}
+
+void cr_ownsend_on_gone(struct cr_run *run, pid_t tid)
+{
+	struct cr_netstate *ns = run->net;
+	struct cr_ownsend **pp = ns && ns->ownsend ? find(ns, tid) : NULL;
+
+	if (pp)
+		drop(ns, pp);
+}
+
+void cr_ownsend_finish(struct cr_netstate *ns)
+{
+	while (ns->ownsend)
+		drop(ns, &ns->ownsend);
+}
