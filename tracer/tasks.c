@@ -759,6 +759,9 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 	 * nor corral's. */
 	t->execed = true;
 	t->b.vm_group = 0;
+	/* A send its tid was making itself (net/ownsend.c) is gone with
+	 * the old image: its registers are not the new one's. */
+	cr_ownsend_on_gone(run, t->tid);
 	/* A non-leader thread that execs takes over the leader's tid; its
 	 * old tid vanishes without an exit report. */
 	if (ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &former) == 0 &&
@@ -768,6 +771,7 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 		if (f)
 			cr_budget_on_exec(run, t, f);
 		cr_tasks_remove(&run->tasks, (pid_t)former);
+		cr_ownsend_on_gone(run, (pid_t)former);
 		/* The old leader died in the exec, without an exit report
 		 * of its own: its waiting calls (a splice, an accept) end
 		 * now, and corral's copies of their files with them. They

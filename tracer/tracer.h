@@ -298,6 +298,9 @@ struct cr_io;		/* tracer/io/ */
 
 struct cr_run {
 	struct cr_run_config *cfg;	/* borrowed */
+	size_t walk_left;		/* path steps one call has left, all
+					 * its walks together (fs/resolve.c);
+					 * 0: each walk its own */
 	uint64_t start_ns;		/* CLOCK_MONOTONIC */
 	pid_t child;			/* the initial process */
 	int child_pidfd;

@@ -6,6 +6,7 @@ Loopback only."""
 
 import errno
 import os
+import platform
 import socket
 import subprocess
 import threading
@@ -839,7 +840,12 @@ def unix_sendmsg_carries_the_senders_credentials(t):
     2 ms delivers every byte in order, as natively."""
     for args, want in ((["creds"], "stream pid ok\nseqpacket pid ok\n"),
                        (["regs"], "regs ok\n"),
-                       (["intr", "8"], "got 8 MiB intact\n")):
+                       (["intr", "8"], "got 8 MiB intact\n"),
+                       # signals between corral's trap and the sendto
+                       # (the handler's frame holds the form), a filter of
+                       # the program's own (it judges the sendmsg it made)
+                       (["sig", "3000"], "sig regs ok\n"),
+                       (["filter"], "filter sendmsg 4\n")):
         nat = t.native([t.prog("sendcred")] + args)
         eq(nat.out.decode(), want, "native %s (premise)" % args)
         run = t.corral(["run", "--json", "--limit", "wall=60s"] +
@@ -850,6 +856,59 @@ def unix_sendmsg_carries_the_senders_credentials(t):
             args, r.get("stderr")))
         eq(r.get("status"), "ok", "status")
     t.assert_next_run_ok()
+
+
+START_REGS = r"""
+/* static, no libc: prints whether the image started with its registers
+ * zeroed, as the kernel starts every new image */
+__asm__(".globl _start\n_start:\n"
+        "mov %rsi, regs+0(%rip)\n mov %rdx, regs+8(%rip)\n"
+        "mov %r8, regs+16(%rip)\n mov %r9, regs+24(%rip)\n"
+        "mov %r10, regs+32(%rip)\n and $-16, %rsp\n call cmain\n hlt\n");
+unsigned long regs[5];
+static long sys3(long n, long a, long b, long c)
+{
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c)
+                     : "rcx", "r11", "memory");
+    return r;
+}
+void cmain(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 5; i++)
+        bad |= regs[i] != 0;
+    sys3(1, 1, (long)(bad ? "dirty\n" : "zeroed\n"), bad ? 6 : 7);
+    sys3(231, bad, 0, 0);
+}
+"""
+
+
+@test
+def unix_sendmsg_own_form_ends_with_an_exec(t):
+    """A thread blocked in a unix sendmsg its task makes itself (the form
+    corral set, awaited at its exit stop) when another thread of its
+    process execs: the exec took over its tid, and the exit stop of the
+    execve was taken for the sendto's, the old registers written into
+    the new image (a static glibc program crashed at exit; found by a
+    probing session). The new image starts zeroed, as natively."""
+    if platform.machine() != "x86_64":
+        return
+    src = t.write("startregs.c", START_REGS)
+    exe = os.path.join(os.path.dirname(src), "startregs")
+    subprocess.run(["cc", "-nostdlib", "-static", "-O1", "-o", exe, src],
+                   check=True)
+    os.chmod(os.path.dirname(src), 0o755)
+    nat = t.native([t.prog("sendcred"), "exec", exe])
+    eq(nat.out.decode(), "zeroed\n", "native (premise)")
+    for mode in ("--landlock=auto", "--landlock=off"):
+        run = t.corral(["run", "--json", mode, "--limit", "wall=30s",
+                        "--exec", os.path.dirname(exe)] + t.prog_roots() +
+                       ["--", t.prog("sendcred"), "exec", exe], timeout=60)
+        r = t.result(run)
+        eq(r.get("stdout"), "zeroed\n", "under corral %s (stderr %r)" %
+           (mode, r.get("stderr")))
+        eq(r.get("status"), "ok", "status")
 
 
 UNIX_LINKS = r'''

@@ -347,8 +347,11 @@ def peer_pidfd_of_an_inherited_socket_is_no_caller(t):
 
 @test
 def scm_pidfd_of_a_message_corral_sent_reveals_nothing(t):
-    """corral performs every sendmsg, so a receiver with SO_PASSPIDFD gets
-    SCM_PIDFD naming corral: a pidfd of a process outside the run that no
+    """corral performs a sendmsg of several buffers (one buffer without
+    address or control data the task makes itself: test
+    unix_sendmsg_carries_the_senders_credentials), so a receiver with
+    SO_PASSPIDFD gets SCM_PIDFD naming corral: a pidfd of a process
+    outside the run that no
     getsockopt hands out. Before, PIDFD_GET_INFO on it gave corral's
     parent, uid and cgroup. Now every pidfs ioctl (type 0xFF) is performed
     by corral, on a process of the run only: this one answers ESRCH, as

@@ -304,8 +304,8 @@ static int pair(void)
 static int scm(void)
 {
 	char cbuf[CMSG_SPACE(sizeof(int)) * 2], x = 'x';
-	struct iovec io = { &x, 1 };
-	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1 };
+	struct iovec io[2] = { { &x, 1 }, { &x, 0 } };
+	struct msghdr m = { .msg_iov = io, .msg_iovlen = 2 };
 	struct cmsghdr *h;
 	int sv[2], on = 1, got = 0;
 
@@ -314,11 +314,13 @@ static int scm(void)
 		printf("setup %s\n", en(errno));
 		return 0;
 	}
-	/* sendmsg, not write: corral performs it, so corral is the sender. */
+	/* sendmsg of two buffers, not write: corral performs it, so corral
+	 * is the sender (one buffer the task sends itself: ownsend.c). */
 	if (sendmsg(sv[0], &m, 0) != 1) {
 		printf("sendmsg %s\n", en(errno));
 		return 0;
 	}
+	m.msg_iovlen = 1;
 	m.msg_control = cbuf;
 	m.msg_controllen = sizeof(cbuf);
 	if (recvmsg(sv[1], &m, MSG_CMSG_CLOEXEC) != 1) {

@@ -10,6 +10,15 @@
  *                    registers holding known values; prints "regs ok" when
  *                    all of them (rcx and r11 aside) are as before, as the
  *                    kernel keeps them (x86_64 only; elsewhere "regs ok")
+ *   sendcred sig N   N raw sendmsg calls with known r8, r9, r10 while
+ *                    another thread sends SIGUSR1 (a handler) as fast as
+ *                    it can; prints "sig regs ok" when no call changed a
+ *                    register the kernel keeps (x86_64 only)
+ *   sendcred filter  installs a seccomp filter of its own that fails
+ *                    sendto with EPERM, then sendmsg()s 4 bytes; prints
+ *                    "filter sendmsg 4" (its filter judges its sendmsg)
+ *   sendcred exec P  the main thread blocks in a raw sendmsg into a full
+ *                    socket (r8, r9, r10 set), another thread execs P
  *   sendcred intr N  a child sendmsg()s N MiB in one call into a blocking
  *                    stream socket that the parent reads slowly while
  *                    SIGUSR1 (SA_RESTART handler) hits the child every
@@ -18,7 +27,12 @@
  *                    in order */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +154,138 @@ static void on_usr1(int s)
 	(void)s;
 }
 
+#if defined(__x86_64__)
+/* One raw sendmsg with r8, r9, r10 set; 0 when the registers the kernel
+ * keeps came back as they went. */
+static int raw_send(int fd, struct msghdr *m, long *ret)
+{
+	register uint64_t rdi __asm__("rdi") = (uint64_t)fd;
+	register uint64_t rsi __asm__("rsi") = (uint64_t)(uintptr_t)m;
+	register uint64_t rdx __asm__("rdx") = MSG_NOSIGNAL;
+	register uint64_t r10 __asm__("r10") = 0x1010101010ull;
+	register uint64_t r8 __asm__("r8") = 0x0808080808ull;
+	register uint64_t r9 __asm__("r9") = 0x0909090909ull;
+	long a = SYS_sendmsg;
+
+	__asm__ volatile("syscall"
+			 : "+a"(a), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(r10),
+			   "+r"(r8), "+r"(r9)
+			 :
+			 : "rcx", "r11", "memory");
+	*ret = a;
+	return rdi != (uint64_t)fd || rsi != (uint64_t)(uintptr_t)m ||
+	       rdx != MSG_NOSIGNAL || r10 != 0x1010101010ull ||
+	       r8 != 0x0808080808ull || r9 != 0x0909090909ull;
+}
+#endif
+
+static volatile int stop_storm;
+static pthread_t storm_target;
+
+static void *storm(void *a)
+{
+	(void)a;
+	while (!stop_storm)
+		pthread_kill(storm_target, SIGUSR1);
+	return NULL;
+}
+
+static int sig(long n)
+{
+#if defined(__x86_64__)
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	struct iovec o = { "ping", 4 };
+	struct msghdr m = { .msg_iov = &o, .msg_iovlen = 1 };
+	int sv[2], bad = 0;
+	pthread_t th;
+	char buf[8];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
+		return 2;
+	sigaction(SIGUSR1, &sa, NULL);
+	storm_target = pthread_self();
+	pthread_create(&th, NULL, storm, NULL);
+	for (long i = 0; i < n; i++) {
+		long ret;
+
+		if (raw_send(sv[1], &m, &ret))
+			bad++;
+		if (ret == 4 && read(sv[0], buf, sizeof(buf)) != 4)
+			bad++;
+	}
+	stop_storm = 1;
+	pthread_join(th, NULL);
+	if (bad) {
+		printf("sig regs changed in %d calls\n", bad);
+		return 1;
+	}
+#else
+	(void)n;
+#endif
+	printf("sig regs ok\n");
+	return 0;
+}
+
+static int own_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendto, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	struct iovec o = { "ping", 4 };
+	struct msghdr m = { .msg_iov = &o, .msg_iovlen = 1 };
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		printf("filter setup %s\n", strerror(errno));
+		return 2;
+	}
+	printf("filter sendmsg %zd\n", sendmsg(sv[1], &m, 0));
+	return 0;
+}
+
+static char *exec_path;
+
+static void *execer(void *a)
+{
+	char *av[] = { exec_path, NULL };
+
+	(void)a;
+	usleep(300000);
+	execv(exec_path, av);
+	_exit(9);
+}
+
+static int exec_blocked(char *path)
+{
+#if defined(__x86_64__)
+	static char big[1 << 20];
+	struct iovec o = { big, sizeof(big) };
+	struct msghdr m = { .msg_iov = &o, .msg_iovlen = 1 };
+	int sv[2], sz = 4096;
+	pthread_t th;
+	long ret;
+
+	exec_path = path;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+	    setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)))
+		return 2;
+	pthread_create(&th, NULL, execer, NULL);
+	raw_send(sv[1], &m, &ret);
+	printf("sendmsg returned %ld\n", ret);
+	return 3;
+#else
+	(void)path;
+	printf("new image starts with zeroed registers\n");
+	return 0;
+#endif
+}
+
 static int intr(long mib)
 {
 	size_t total = (size_t)mib << 20, got = 0;
@@ -211,5 +357,11 @@ int main(int argc, char **argv)
 		return regs();
 	if (argc > 2 && !strcmp(argv[1], "intr"))
 		return intr(atol(argv[2]));
+	if (argc > 2 && !strcmp(argv[1], "sig"))
+		return sig(atol(argv[2]));
+	if (argc > 1 && !strcmp(argv[1], "filter"))
+		return own_filter();
+	if (argc > 2 && !strcmp(argv[1], "exec"))
+		return exec_blocked(argv[2]);
 	return 2;
 }

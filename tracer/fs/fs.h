@@ -182,6 +182,11 @@ void cr_fsres_free(struct cr_fsres *r);
  */
 int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		  unsigned how, struct cr_fsres *res);
+/* One allowance of path steps for every walk a call makes until
+ * cr_fs_walks_end (an exec resolves its image and up to four
+ * interpreters), instead of one for each. */
+void cr_fs_walks_begin(struct cr_run *run);
+void cr_fs_walks_end(struct cr_run *run);
 /* The access the run has at an absolute path (rules + /proc + /dev). */
 unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 		      size_t len);

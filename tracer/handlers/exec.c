@@ -399,10 +399,25 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 	return CR_V_CONT;
 }
 
+/* do_exec with one allowance of path steps for the image's walk and its
+ * interpreters' (fs/resolve.c). */
+static struct cr_verdict exec_walked(struct cr_run *run,
+				     const struct seccomp_notif *n,
+				     const char *sys, int dirfd_arg,
+				     int path_arg, int flags)
+{
+	struct cr_verdict v;
+
+	cr_fs_walks_begin(run);
+	v = do_exec(run, n, sys, dirfd_arg, path_arg, flags);
+	cr_fs_walks_end(run);
+	return v;
+}
+
 struct cr_verdict cr_h_execve(struct cr_run *run, const struct cr_syscall_entry *e,
 			      const struct seccomp_notif *n)
 {
-	return do_exec(run, n, e->name, -1, 0, 0);
+	return exec_walked(run, n, e->name, -1, 0, 0);
 }
 
 #ifndef AT_EXECVE_CHECK
@@ -428,7 +443,7 @@ struct cr_verdict cr_h_execveat(struct cr_run *run,
 		return CR_V_ERR(!path[0] && !(flags & AT_EMPTY_PATH) ?
 				ENOENT : EINVAL);
 	}
-	return do_exec(run, n, e->name, 0, 1, flags);
+	return exec_walked(run, n, e->name, 0, 1, flags);
 }
 
 /* The cwd is state every later decision re-checks: the resolver starts from

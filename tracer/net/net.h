@@ -84,6 +84,8 @@ struct cr_ownsend;
 struct cr_netstate {
 	struct cr_ownsend *ownsend;	/* owned list: ownsend.c */
 	bool ownsend_off;		/* the kernel's wait is not killable */
+	long ownsend_base;		/* filters a task of the run has: 0
+					 * not read yet, -1 unknown */
 	struct cr_netrule *rules;	/* owned */
 	size_t nrules;
 	char *ws_real;			/* owned: canonical workspace path */

@@ -1,8 +1,11 @@
 /* tracer/net/ownsend.c: a checked unix sendmsg made again by the task itself
  * as a sendto, so that the receiver's SCM_CREDENTIALS name the sender. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
@@ -36,16 +39,44 @@
 
 #define CR_ERESTARTNOINTR 513
 
+/*
+ * What else can meet the form, each found by a probing session:
+ * - A signal delivered between the trap and the sendto's entry: the
+ *   kernel's signal frame saves the form, and the handler's sigreturn
+ *   brings it back; the sendto then ran unwatched, its registers never
+ *   put back (glibc keeps the cancellation type in r8 across the call:
+ *   async cancellation turned deferred). The handler's own calls are now
+ *   let by (P_SKIP), and the sendto is still awaited after them. Putting
+ *   the sendmsg back at the signal instead made a program signalled
+ *   every few microseconds make no progress at all (each try restarted,
+ *   notified, interrupted again).
+ * - An exec by another thread: the old leader's tid is the new image's,
+ *   and its exit stop must not be taken for the sendto's (tasks.c drops
+ *   the record; the exit is checked by number and address too).
+ * - A seccomp filter of the program's own: it would judge a sendto the
+ *   program never made. A task with more filters than corral's and
+ *   those corral was started under (Seccomp_filters in the status: a
+ *   container's or a wrapper's count too) is sent for as before.
+ */
+
 enum phase {
 	P_TRAP,		/* interrupted and answered: its stop is next */
-	P_ENTRY,	/* registers set: the sendto's entry is next */
+	P_ENTRY,	/* registers set: the sendto's entry is awaited */
+	P_SKIP,		/* in another call first (a signal's handler) */
 	P_EXIT,		/* in the sendto: its exit is next */
 };
+
+/* Calls a signal's handler may make before the sendto is made, watched
+ * (its rt_sigreturn aside: under a storm of signals each return meets
+ * the next handler); past them the form is let go (a handler that never
+ * returns). */
+#define CR_OWNSEND_SKIP_MAX 256
 
 struct cr_ownsend {
 	struct cr_ownsend *next;
 	pid_t tid;
 	enum phase phase;
+	unsigned skipped;		/* calls met before the sendto */
 	uint64_t fd, msg, flags;	/* the sendmsg, as notified */
 	uint64_t buf, len;		/* its one buffer */
 	struct user_regs_struct saved;	/* at the trap */
@@ -67,6 +98,33 @@ static void drop(struct cr_netstate *ns, struct cr_ownsend **pp)
 	free(o);
 }
 
+/* The seccomp filters a task's status counts (-1: none said: a kernel
+ * before 5.9, or no such task). */
+static long filters_of(const char *status_path)
+{
+	char buf[4096], *p;
+
+	if (cr_read_small(AT_FDCWD, status_path, buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "\nSeccomp_filters:");
+	return p ? strtol(p + 17, NULL, 10) : -1;
+}
+
+/* Whether tid runs under corral's filter and the ones corral itself was
+ * started under (a container's, a wrapper's: they judge sendto as they
+ * judge send) alone: no filter of the program's own. */
+static bool filters_ours_only(struct cr_netstate *ns, pid_t tid)
+{
+	char path[64];
+	long n;
+
+	if (!ns->ownsend_base)
+		ns->ownsend_base = filters_of("/proc/self/status") + 1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", tid, tid);
+	n = filters_of(path);
+	return ns->ownsend_base > 0 && n == ns->ownsend_base;
+}
+
 bool cr_ownsend_begin(struct cr_run *run, const struct seccomp_notif *n,
 		      uint64_t buf, uint64_t len)
 {
@@ -80,7 +138,7 @@ bool cr_ownsend_begin(struct cr_run *run, const struct seccomp_notif *n,
 	return false;
 #else
 	if (!ns || ns->ownsend_off || n->data.arch != AUDIT_ARCH_X86_64 ||
-	    n->data.nr != SYS_sendmsg)
+	    n->data.nr != SYS_sendmsg || !filters_ours_only(ns, (pid_t)n->pid))
 		return false;
 	old = find(ns, (pid_t)n->pid);
 	if (old)
@@ -152,6 +210,17 @@ static bool at_trap(struct cr_netstate *ns, struct cr_ownsend **pp, int status)
 	return true;
 }
 
+/* The registers the form changed, as the program had them. */
+static void put_back(const struct cr_ownsend *o, struct user_regs_struct *r)
+{
+	r->orig_rax = o->saved.orig_rax;
+	r->rsi = o->saved.rsi;
+	r->rdx = o->saved.rdx;
+	r->r10 = o->saved.r10;
+	r->r8 = o->saved.r8;
+	r->r9 = o->saved.r9;
+}
+
 static bool at_syscall(struct cr_netstate *ns, struct cr_ownsend **pp)
 {
 	struct cr_ownsend *o = *pp;
@@ -163,6 +232,11 @@ static bool at_syscall(struct cr_netstate *ns, struct cr_ownsend **pp)
 		ptrace(PTRACE_CONT, tid, 0, 0);
 		return true;
 	}
+	if (o->phase == P_SKIP) {	/* the exit of a call let by */
+		o->phase = P_ENTRY;
+		ptrace(PTRACE_SYSCALL, tid, 0, 0);
+		return true;
+	}
 	if (o->phase == P_ENTRY) {
 		if (r.orig_rax == SYS_sendto && r.rip == o->saved.rip &&
 		    r.rdi == o->fd && r.rsi == o->buf && r.rdx == o->len &&
@@ -171,42 +245,55 @@ static bool at_syscall(struct cr_netstate *ns, struct cr_ownsend **pp)
 			ptrace(PTRACE_SYSCALL, tid, 0, 0);
 			return true;
 		}
-		/* Another call: a signal's handler left the interrupted
-		 * one for good (longjmp); its registers went with it. */
-		drop(ns, pp);
-		ptrace(PTRACE_CONT, tid, 0, 0);
+		/* Another call first: a signal's handler (its sigreturn
+		 * brings the form back), let by. A handler that left for
+		 * good (longjmp) took the form with it: after a bound, let
+		 * go. */
+		if (r.orig_rax != SYS_rt_sigreturn &&
+		    ++o->skipped > CR_OWNSEND_SKIP_MAX) {
+			drop(ns, pp);
+			ptrace(PTRACE_CONT, tid, 0, 0);
+			return true;
+		}
+		o->phase = P_SKIP;
+		ptrace(PTRACE_SYSCALL, tid, 0, 0);
 		return true;
 	}
 	/* The sendto returned: its result stays, the registers its form
 	 * took are the program's again. A call to be restarted restarts as
-	 * the sendmsg it was. */
-	r.orig_rax = o->saved.orig_rax;
-	r.rsi = o->saved.rsi;
-	r.rdx = o->saved.rdx;
-	r.r10 = o->saved.r10;
-	r.r8 = o->saved.r8;
-	r.r9 = o->saved.r9;
-	ptrace(PTRACE_SETREGS, tid, 0, &r);
+	 * the sendmsg it was. Not the sendto's exit: left as it is. */
+	if (r.orig_rax == SYS_sendto && r.rip == o->saved.rip) {
+		put_back(o, &r);
+		ptrace(PTRACE_SETREGS, tid, 0, &r);
+	}
 	drop(ns, pp);
 	ptrace(PTRACE_CONT, tid, 0, 0);
 	return true;
 }
+
 #endif
 
 bool cr_ownsend_on_stop(struct cr_run *run, pid_t tid, int status)
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_ownsend **pp = ns && ns->ownsend ? find(ns, tid) : NULL;
+	bool sysstop = WSTOPSIG(status) == (SIGTRAP | 0x80) &&
+		       !((unsigned)status >> 16);
 
-	if (!pp)
-		return false;
+	if (!pp) {
+		/* Only ownsend asks for syscall stops: one left over from a
+		 * form dropped meanwhile is continued, never taken for a
+		 * signal. */
+		if (sysstop)
+			ptrace(PTRACE_CONT, tid, 0, 0);
+		return sysstop;
+	}
 #if !defined(__x86_64__)
-	(void)status;
 	return false;
 #else
 	if ((*pp)->phase == P_TRAP)
 		return at_trap(ns, pp, status);
-	if (WSTOPSIG(status) == (SIGTRAP | 0x80) && !((unsigned)status >> 16))
+	if (sysstop)
 		return at_syscall(ns, pp);
 	return false;	/* a signal or a group stop: the machine's */
 #endif
