@@ -593,7 +593,7 @@ def fs_symlink_loop(t):
 
 
 LONG_WALK = r"""
-import errno, os, sys
+import errno, os, subprocess, sys
 os.mkdir("a")
 open("f", "w").write("x")
 # links of ~600 "a/../" steps each, chained; the last leads to f
@@ -610,6 +610,30 @@ for p in ("s1", "l1"):
         print(p, open(p).read())
     except OSError as e:
         print(p, errno.errorcode[e.errno])
+# scripts whose interpreters are scripts named through 3 such links each
+# (3 600 steps a level): an exec walks them all
+ws = os.getcwd()
+def scripts(levels):
+    for i in range(levels):
+        name = "x%d_%d" % (levels, i)
+        interp = ("/bin/sh" if i == levels - 1 else
+                  "%s/i%d_%d" % (ws, levels, i + 1))
+        with open(name, "w") as f:
+            f.write("#!%s\necho level %d\n" % (interp, i))
+        os.chmod(name, 0o755)
+        if i:
+            prev = name
+            for k in (3, 2, 1):
+                link = "i%d_%d" % (levels, i) + ("" if k == 1 else "_%d" % k)
+                os.symlink(steps + prev, link)
+                prev = link
+for levels in (2, 4):
+    scripts(levels)
+    try:
+        out = subprocess.run(["./x%d_0" % levels], capture_output=True)
+        print("exec", levels, out.stdout.decode().strip())
+    except OSError as e:
+        print("exec", levels, errno.errorcode[e.errno])
 """
 
 
@@ -625,7 +649,8 @@ def fs_long_walks_end_and_are_charged(t):
     and the 6 000-step one is ELOOP."""
     fx = FsFix(t)
     nat = fx.native(["python3", "-c", LONG_WALK])
-    eq(nat.out.decode(), "s1 x\nl1 x\n", "native (premise)")
+    eq(nat.out.decode(), "s1 x\nl1 x\nexec 2 level 1\nexec 4 level 3\n",
+       "native (premise)")
     for name in os.listdir(fx.ws):
         p = os.path.join(fx.ws, name)
         if os.path.islink(p) or os.path.isfile(p):
@@ -633,8 +658,12 @@ def fs_long_walks_end_and_are_charged(t):
         else:
             shutil.rmtree(p)
     r = fx.result(fx.run(["python3", "-c", LONG_WALK]))
-    eq(r.get("stdout"), "s1 x\nl1 ELOOP\n", "under corral (stderr %r)" %
-       r.get("stderr"))
+    eq(r.get("stdout"), "s1 x\nl1 ELOOP\nexec 2 level 1\nexec 4 EACCES\n",
+       "under corral (stderr %r)" % r.get("stderr"))
+    true(any(d.get("syscall") == "execve" and
+             "could not be judged" in (d.get("reason") or "")
+             for d in r.get("denials", [])),
+         "the refused exec is recorded: %r" % r.get("denials"))
     eq(r.get("status"), "ok", "status")
     fx.check()
 

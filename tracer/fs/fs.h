@@ -132,6 +132,9 @@ struct cr_fsres {
 	bool trailing_slash;	/* the path ended in '/' */
 	unsigned char last;	/* CR_LAST_*: what the last component was */
 	bool refused;		/* -EACCES/-ENOENT came from the rules, at path */
+	bool walk_capped;	/* -ELOOP came from corral's bound on steps
+				 * (resolve.c), not from the path: the
+				 * kernel would find it */
 	bool refused_last;	/* ...at the last name, in a directory the
 				 * walk could see (creations: EACCES) */
 	const char *layer;	/* "fs" or "proc" for a refusal */

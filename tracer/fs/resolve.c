@@ -1217,6 +1217,7 @@ int cr_fs_resolve(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		if (++steps == CR_STEPS_CHARGED)
 			t0 = cr_thread_cpu_ns();
 		if (steps > (run->walk_left ? run->walk_left : CR_MAX_STEPS)) {
+			res->walk_capped = true;
 			rc = -ELOOP;
 			break;
 		}

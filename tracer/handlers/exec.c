@@ -262,7 +262,10 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 			break;
 		rc = cr_fs_resolve(run, (pid_t)n->pid, AT_FDCWD, interp,
 				   CR_RES_FOLLOW, &res);
-		if ((rc && !res.refused && kernel_says_as_much(rc)) ||
+		/* (An ELOOP of corral's bound on walks is not the kernel's:
+		 * the kernel would open it, unjudged.) */
+		if ((rc && !res.refused && !res.walk_capped &&
+		     kernel_says_as_much(rc)) ||
 		    (!rc && !res.exists)) {
 			/* Missing, or a lookup error inside the roots: the
 			 * kernel's own answer says no more than a stat. */
