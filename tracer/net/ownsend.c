@@ -118,8 +118,10 @@ static bool filters_ours_only(struct cr_netstate *ns, pid_t tid)
 	char path[64];
 	long n;
 
-	if (!ns->ownsend_base)
-		ns->ownsend_base = filters_of("/proc/self/status") + 1;
+	if (!ns->ownsend_base) {
+		n = filters_of("/proc/self/status");
+		ns->ownsend_base = n < 0 ? -1 : n + 1;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", tid, tid);
 	n = filters_of(path);
 	return ns->ownsend_base > 0 && n == ns->ownsend_base;
