@@ -1123,14 +1123,9 @@ def e(f):
 """
 
 
-FIFO_EOF = r"""
-import errno, os, select
-os.mkfifo("ff")
-seen = {}
-for i in range(200):
-    r = os.open("ff", os.O_RDONLY | os.O_NONBLOCK)
-    w = os.open("ff", os.O_WRONLY | (os.O_NONBLOCK if i % 2 else 0))
-    os.close(w)
+# What a FIFO's reader r sees once the writer closed (both programs below).
+FIFO_SEEN = r"""
+def look(r, seen):
     try:
         first = repr(os.read(r, 10))
     except OSError as e:
@@ -1140,6 +1135,18 @@ for i in range(200):
     k = "read %s poll %s" % (first, [e for _, e in p.poll(0)])
     seen[k] = seen.get(k, 0) + 1
     os.close(r)
+"""
+
+FIFO_EOF = r"""
+import errno, os, select
+""" + FIFO_SEEN + r"""
+os.mkfifo("ff")
+seen = {}
+for i in range(200):
+    r = os.open("ff", os.O_RDONLY | os.O_NONBLOCK)
+    w = os.open("ff", os.O_WRONLY | (os.O_NONBLOCK if i % 2 else 0))
+    os.close(w)
+    look(r, seen)
 print(seen)
 """
 
@@ -1156,6 +1163,7 @@ def posix_fifo_last_writer_closed_is_end_of_file(t):
 
 FIFO_EOF_WAITED = r"""
 import errno, os, select, threading, time
+""" + FIFO_SEEN + r"""
 os.mkfifo("fw")
 seen = {}
 for i in range(200):
@@ -1167,15 +1175,7 @@ for i in range(200):
     time.sleep(0.002)
     r = os.open("fw", os.O_RDONLY | os.O_NONBLOCK)
     th.join()
-    try:
-        first = repr(os.read(r, 10))
-    except OSError as e:
-        first = errno.errorcode[e.errno]
-    p = select.poll()
-    p.register(r, select.POLLIN)
-    k = "read %s poll %s" % (first, [e for _, e in p.poll(0)])
-    seen[k] = seen.get(k, 0) + 1
-    os.close(r)
+    look(r, seen)
 print(seen)
 """
 

@@ -235,7 +235,8 @@ static void mem(long mib, long procs)
 	touch(mib);
 }
 
-static void memforked(long mib, long procs, long grow)
+/* MIB MiB of private memory, touched (exits on failure). */
+static void touch_private(long mib)
 {
 	size_t len = (size_t)mib << 20;
 	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -244,6 +245,11 @@ static void memforked(long mib, long procs, long grow)
 	if (p == MAP_FAILED)
 		exit(1);
 	memset(p, 1, len);
+}
+
+static void memforked(long mib, long procs, long grow)
+{
+	touch_private(mib);
 	for (long i = 1; i < procs; i++) {
 		if (fork() != 0)
 			continue;
@@ -272,13 +278,7 @@ static int vm_child(void *arg)
 
 static void memvm(long mib, long procs, long grow)
 {
-	size_t len = (size_t)mib << 20;
-	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		exit(1);
-	memset(p, 1, len);
+	touch_private(mib);
 	for (long i = 1; i < procs; i++) {
 		char *stk = malloc(64 << 10);
 
@@ -287,14 +287,8 @@ static void memvm(long mib, long procs, long grow)
 			exit(1);
 	}
 	printf("shared %ld\n", procs);
-	if (grow > 0) {
-		char *q = mmap(NULL, (size_t)grow << 20,
-			       PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (q != MAP_FAILED)
-			memset(q, 2, (size_t)grow << 20);
-	}
+	if (grow > 0)
+		touch_private(grow);
 	hold();
 }
 
