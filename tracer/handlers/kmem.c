@@ -16,6 +16,7 @@
 
 #include "../budget.h"
 #include "handlers.h"
+#include "../net/net.h"
 
 /*
  * F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW. Each record the kernel
@@ -72,6 +73,10 @@ CR_HANDLER(cr_h_kernel_object)
 	} else {
 		kind = CR_KOBJ_LANDLOCK_DOMAIN;
 	}
+	/* From here a task of the run may judge a sendto it never made
+	 * (net/ownsend.c asks each task's status before handing one back). */
+	if (kind == CR_KOBJ_SECCOMP && run->net)
+		run->net->own_filters = true;
 	rc = cr_budget_on_kernel_object(run, kind);
 	return rc ? CR_V_ERR(-rc) : CR_V_CONT;
 }

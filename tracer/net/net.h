@@ -86,6 +86,8 @@ struct cr_netstate {
 	bool ownsend_off;		/* the kernel's wait is not killable */
 	long ownsend_base;		/* filters a task of the run has: 0
 					 * not read yet, -1 unknown */
+	bool own_filters;		/* a task of the run asked for a
+					 * seccomp filter of its own */
 	struct cr_netrule *rules;	/* owned */
 	size_t nrules;
 	char *ws_real;			/* owned: canonical workspace path */
