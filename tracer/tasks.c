@@ -860,8 +860,12 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 	t->seen = true;
 	cr_budget_task_seen(run, tid);	/* its calls before are done */
 	/* A unix send it makes itself (net/ownsend.c): its stops. */
-	if (cr_ownsend_on_stop(run, tid, status))
+	if (cr_ownsend_on_stop(run, tid, status)) {
+		/* It runs on (a trap after SIGCONT ended a group stop). */
+		if (t->state == CR_TS_STOPPED)
+			t->state = CR_TS_RUNNING;
 		return;
+	}
 	cr_surface_on_stop(run, tid, status);	/* kernel surface: ABI, stacks */
 	ev = classify(t, status);
 	tr = &machine[t->state][ev];

@@ -43,6 +43,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The receiving end asks for its senders' credentials: the sends below
+ * are then the ones corral hands back to the task (net/ownsend.c). */
+static int pair(int type, int sv[2])
+{
+	int on = 1;
+
+	if (socketpair(AF_UNIX, type, 0, sv))
+		return -1;
+	return setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+}
+
 static int creds(void)
 {
 	static const struct { int type; const char *name; } kinds[] = {
@@ -110,7 +121,7 @@ static int regs(void)
 	long ret;
 	char buf[8];
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
+	if (pair(SOCK_SEQPACKET, sv))
 		return 2;
 	in[0] = (uint64_t)sv[1];
 	{
@@ -200,7 +211,7 @@ static int sig(long n)
 	pthread_t th;
 	char buf[8];
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
+	if (pair(SOCK_SEQPACKET, sv))
 		return 2;
 	sigaction(SIGUSR1, &sa, NULL);
 	storm_target = pthread_self();
@@ -239,7 +250,7 @@ static int own_filter(void)
 	struct msghdr m = { .msg_iov = &o, .msg_iovlen = 1 };
 	int sv[2];
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) ||
+	if (pair(SOCK_SEQPACKET, sv) ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
 		printf("filter setup %s\n", strerror(errno));
@@ -272,7 +283,7 @@ static int exec_blocked(char *path)
 	long ret;
 
 	exec_path = path;
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+	if (pair(SOCK_STREAM, sv) ||
 	    setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)))
 		return 2;
 	pthread_create(&th, NULL, execer, NULL);
@@ -293,7 +304,7 @@ static int intr(long mib)
 	int sv[2], bad = 0;
 	pid_t child, sig;
 
-	if (!b || socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+	if (!b || pair(SOCK_STREAM, sv))
 		return 2;
 	for (size_t i = 0; i < total; i++)
 		b[i] = (unsigned char)(i * 7 + i / 4096);

@@ -2791,6 +2791,12 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 		v = v_rc(setsockopt(s.dup, level, opt, &ofd, sizeof(ofd)));
 	else
 		v = v_rc(setsockopt(s.dup, level, opt, kval, (socklen_t)len));
+	/* A receiver of the run that reads its senders' credentials: from
+	 * here a checked unix send is handed back to its task, so that they
+	 * are the sender's (net/ownsend.c). */
+	if (v.kind == CR_V_VALUE && level == SOL_SOCKET && s.domain == AF_UNIX &&
+	    (opt == SO_PASSCRED || opt == SO_PASSPIDFD))
+		run->net->passcred = true;
 	if (ofd >= 0)
 		close(ofd);
 	free(ins);

@@ -88,6 +88,8 @@ struct cr_netstate {
 					 * not read yet, -1 unknown */
 	bool own_filters;		/* a task of the run asked for a
 					 * seccomp filter of its own */
+	bool passcred;			/* a unix socket of the run asked for
+					 * its peers' credentials */
 	struct cr_netrule *rules;	/* owned */
 	size_t nrules;
 	char *ws_real;			/* owned: canonical workspace path */

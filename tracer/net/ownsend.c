@@ -21,6 +21,12 @@
  * CHILD_PING that way, and no renderer was ever adopted: headless
  * Chromium waited to the wall limit (found by a compatibility probe).
  *
+ * Only in a run where a unix socket asked for its peers' credentials
+ * (SO_PASSCRED, SO_PASSPIDFD: setsockopt is corral's, net.c): nowhere else
+ * would the form change what a receiver learns, and it costs three ptrace
+ * stops a message (a thread whose signal handler sends, signalled in a
+ * storm, hardly progressed at that price).
+ *
  * A sendmsg with no address, no control data and one buffer is the
  * sendto(fd, buf, len, flags, NULL, 0) the filter lets every program make
  * in the kernel: every argument of that form is a register, so nothing a
@@ -42,41 +48,50 @@
 /*
  * What else can meet the form, each found by a probing session:
  * - A signal delivered between the trap and the sendto's entry: the
- *   kernel's signal frame saves the form, and the handler's sigreturn
- *   brings it back; the sendto then ran unwatched, its registers never
- *   put back (glibc keeps the cancellation type in r8 across the call:
- *   async cancellation turned deferred). The handler's own calls are now
- *   let by (P_SKIP), and the sendto is still awaited after them. Putting
- *   the sendmsg back at the signal instead made a program signalled
- *   every few microseconds make no progress at all (each try restarted,
- *   notified, interrupted again).
+ *   kernel's signal frame would save the form and the handler's
+ *   sigreturn bring it back; the sendto then ran unwatched, its registers
+ *   never put back (glibc keeps the cancellation type in r8 across the
+ *   call: async cancellation turned deferred), and a handler's own calls
+ *   could be taken for the sendto (a handler's sendmsg left its task
+ *   stopped for good). Every signal stops the task first
+ *   (signal-delivery-stop): there the sendmsg's registers are put back,
+ *   as if the trap had never come, and the record is spent: the kernel
+ *   restarts the sendmsg after the handler, and that one corral sends,
+ *   so that a program signalled every few microseconds still makes
+ *   progress (trying the form again each time, none completed).
  * - An exec by another thread: the old leader's tid is the new image's,
  *   and its exit stop must not be taken for the sendto's (tasks.c drops
  *   the record; the exit is checked by number and address too).
  * - A seccomp filter of the program's own: it would judge a sendto the
  *   program never made. A task with more filters than corral's and
  *   those corral was started under (Seccomp_filters in the status: a
- *   container's or a wrapper's count too) is sent for as before.
+ *   container's or a wrapper's count too) is sent for as before, and the
+ *   count is asked again at the sendto's entry when a filter was asked
+ *   for meanwhile (another thread's, with TSYNC): then the sendmsg is
+ *   put back and made instead, notified, and corral sends it. What is
+ *   left: a filter installed in the moment between that look and the
+ *   kernel's check.
  */
+
+/* Sends of a thread corral makes itself after a form was put back at a
+ * signal; past them the thread's sends are handed back again. */
+#define CR_OWNSEND_SPENT_OTHERS 16
 
 enum phase {
 	P_TRAP,		/* interrupted and answered: its stop is next */
-	P_ENTRY,	/* registers set: the sendto's entry is awaited */
-	P_SKIP,		/* in another call first (a signal's handler) */
+	P_ENTRY,	/* registers set: the sendto's entry is next */
 	P_EXIT,		/* in the sendto: its exit is next */
+	P_SPENT,	/* put back at a signal: the restarted sendmsg is
+			 * corral's to send */
 };
-
-/* Calls a signal's handler may make before the sendto is made, watched
- * (its rt_sigreturn aside: under a storm of signals each return meets
- * the next handler); past them the form is let go (a handler that never
- * returns). */
-#define CR_OWNSEND_SKIP_MAX 256
 
 struct cr_ownsend {
 	struct cr_ownsend *next;
 	pid_t tid;
 	enum phase phase;
-	unsigned skipped;		/* calls met before the sendto */
+	unsigned others;		/* P_SPENT: sends corral made since */
+	bool filters_before;		/* a filter of the run's own had been
+					 * asked for at the start */
 	uint64_t fd, msg, flags;	/* the sendmsg, as notified */
 	uint64_t buf, len;		/* its one buffer */
 	struct user_regs_struct saved;	/* at the trap */
@@ -144,12 +159,24 @@ bool cr_ownsend_begin(struct cr_run *run, const struct seccomp_notif *n,
 	(void)len;
 	return false;
 #else
-	if (!ns || ns->ownsend_off || n->data.arch != AUDIT_ARCH_X86_64 ||
+	if (!ns || !ns->passcred || ns->ownsend_off ||
+	    n->data.arch != AUDIT_ARCH_X86_64 ||
 	    n->data.nr != SYS_sendmsg || !filters_ours_only(ns, (pid_t)n->pid))
 		return false;
 	old = find(ns, (pid_t)n->pid);
+	if (old && (*old)->phase == P_SPENT) {
+		/* A form put back at a signal: the thread's next sends are
+		 * corral's (the call restarted among them), so that a
+		 * thread signalled faster than a form completes still sends
+		 * (tried again and interrupted again each time, it never
+		 * did; nor did it when a handler's own send took the
+		 * record). */
+		if (++(*old)->others > CR_OWNSEND_SPENT_OTHERS)
+			drop(ns, old);
+		return false;
+	}
 	if (old)
-		drop(ns, old);	/* a record its stops never consumed */
+		drop(ns, old);	/* one its stops never ended */
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return false;
@@ -159,6 +186,7 @@ bool cr_ownsend_begin(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	o->tid = (pid_t)n->pid;
 	o->phase = P_TRAP;
+	o->filters_before = ns->own_filters;
 	o->fd = n->data.args[0];
 	o->msg = n->data.args[1];
 	o->flags = n->data.args[2];
@@ -234,50 +262,70 @@ static bool at_syscall(struct cr_netstate *ns, struct cr_ownsend **pp)
 	struct user_regs_struct r;
 	pid_t tid = o->tid;
 
-	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0) {
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0 ||
+	    r.orig_rax != SYS_sendto || r.rip != o->saved.rip ||
+	    r.rdi != o->fd || r.rsi != o->buf || r.rdx != o->len || r.r8) {
+		/* Not the form (nothing else runs between the trap and it
+		 * but a signal, which stops the task first): left as is. */
 		drop(ns, pp);
 		ptrace(PTRACE_CONT, tid, 0, 0);
 		return true;
 	}
-	if (o->phase == P_SKIP) {	/* the exit of a call let by */
-		o->phase = P_ENTRY;
-		ptrace(PTRACE_SYSCALL, tid, 0, 0);
-		return true;
-	}
 	if (o->phase == P_ENTRY) {
-		if (r.orig_rax == SYS_sendto && r.rip == o->saved.rip &&
-		    r.rdi == o->fd && r.rsi == o->buf && r.rdx == o->len &&
-		    !r.r8) {
-			o->phase = P_EXIT;
-			ptrace(PTRACE_SYSCALL, tid, 0, 0);
-			return true;
-		}
-		/* Another call first: a signal's handler (its sigreturn
-		 * brings the form back), let by. A handler that left for
-		 * good (longjmp) took the form with it: after a bound, let
-		 * go. */
-		if (r.orig_rax != SYS_rt_sigreturn &&
-		    ++o->skipped > CR_OWNSEND_SKIP_MAX) {
+		/* A filter asked for since (another thread's, with TSYNC)
+		 * would judge the form: the sendmsg itself is made instead,
+		 * notified, and sent by corral. */
+		if (!filters_ours_only(ns, tid)) {
+			put_back(o, &r);
+			ptrace(PTRACE_SETREGS, tid, 0, &r);
 			drop(ns, pp);
 			ptrace(PTRACE_CONT, tid, 0, 0);
 			return true;
 		}
-		o->phase = P_SKIP;
+		o->phase = P_EXIT;
 		ptrace(PTRACE_SYSCALL, tid, 0, 0);
 		return true;
 	}
 	/* The sendto returned: its result stays, the registers its form
 	 * took are the program's again. A call to be restarted restarts as
-	 * the sendmsg it was. Not the sendto's exit: left as it is. */
-	if (r.orig_rax == SYS_sendto && r.rip == o->saved.rip) {
-		put_back(o, &r);
-		ptrace(PTRACE_SETREGS, tid, 0, &r);
+	 * the sendmsg it was. One that failed after a filter was asked for
+	 * meanwhile may have failed by that filter: the sendmsg is made
+	 * again, notified, and corral sends it. */
+	put_back(o, &r);
+	if (ns->own_filters && !o->filters_before &&
+	    (long long)r.rax < 0 && (long long)r.rax >= -4095) {
+		r.rax = o->saved.orig_rax;
+		r.rip -= 2;
 	}
+	ptrace(PTRACE_SETREGS, tid, 0, &r);
 	drop(ns, pp);
 	ptrace(PTRACE_CONT, tid, 0, 0);
 	return true;
 }
 
+/* A stop before the sendto is entered (a signal to deliver, a group
+ * stop): the sendmsg's registers go back, so that what the kernel saves
+ * for a handler, or restarts, is the program's call; the record is spent. */
+static void undo(struct cr_ownsend *o)
+{
+	struct user_regs_struct r;
+
+	o->phase = P_SPENT;
+	if (ptrace(PTRACE_GETREGS, o->tid, 0, &r) < 0 ||
+	    r.orig_rax != SYS_sendto)
+		return;
+	if (r.rip == o->saved.rip) {
+		/* not restarted yet: what orig_rax says is restarted */
+		put_back(o, &r);
+		ptrace(PTRACE_SETREGS, o->tid, 0, &r);
+	} else if (r.rip == o->saved.rip - 2 && r.rax == SYS_sendto) {
+		/* restarted already: back on the syscall instruction, the
+		 * number in rax */
+		put_back(o, &r);
+		r.rax = o->saved.orig_rax;
+		ptrace(PTRACE_SETREGS, o->tid, 0, &r);
+	}
+}
 #endif
 
 bool cr_ownsend_on_stop(struct cr_run *run, pid_t tid, int status)
@@ -287,23 +335,23 @@ bool cr_ownsend_on_stop(struct cr_run *run, pid_t tid, int status)
 	bool sysstop = WSTOPSIG(status) == (SIGTRAP | 0x80) &&
 		       !((unsigned)status >> 16);
 
-	if (!pp) {
-		/* Only ownsend asks for syscall stops: one left over from a
-		 * form dropped meanwhile is continued, never taken for a
-		 * signal. */
-		if (sysstop)
-			ptrace(PTRACE_CONT, tid, 0, 0);
-		return sysstop;
-	}
 #if !defined(__x86_64__)
-	return false;
+	(void)pp;
 #else
-	if ((*pp)->phase == P_TRAP)
+	if (pp && (*pp)->phase == P_TRAP && !sysstop)
 		return at_trap(ns, pp, status);
-	if (sysstop)
+	if (pp && sysstop &&
+	    ((*pp)->phase == P_ENTRY || (*pp)->phase == P_EXIT))
 		return at_syscall(ns, pp);
-	return false;	/* a signal or a group stop: the machine's */
+	if (pp && (*pp)->phase == P_ENTRY)
+		undo(*pp);	/* then the machine's: a signal, a stop */
 #endif
+	/* Only ownsend asks for syscall stops: one left over (a form put
+	 * back, a record dropped) is continued, never taken for a
+	 * signal. */
+	if (sysstop)
+		ptrace(PTRACE_CONT, tid, 0, 0);
+	return sysstop;
 }
 
 int cr_ownsend_resume(const struct cr_run *run, pid_t tid)
@@ -313,7 +361,8 @@ int cr_ownsend_resume(const struct cr_run *run, pid_t tid)
 	for (const struct cr_ownsend *o = ns ? ns->ownsend : NULL; o;
 	     o = o->next)
 		if (o->tid == tid)
-			return o->phase == P_TRAP ? PTRACE_CONT : PTRACE_SYSCALL;
+			return o->phase == P_ENTRY || o->phase == P_EXIT ?
+			       PTRACE_SYSCALL : PTRACE_CONT;
 	return PTRACE_CONT;
 }
 
