@@ -2,6 +2,7 @@
  * as a sendto, so that the receiver's SCM_CREDENTIALS name the sender. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +75,10 @@
  *   kernel's check.
  */
 
-/* Sends of a thread corral makes itself after a form was put back at a
- * signal; past them the thread's sends are handed back again. */
+/* Forms of a thread put back at signals in a row before its sends are
+ * corral's, and how many sends then; past them they are handed back
+ * again. */
+#define CR_OWNSEND_UNDOS 3
 #define CR_OWNSEND_SPENT_OTHERS 16
 
 enum phase {
@@ -90,12 +93,14 @@ struct cr_ownsend {
 	struct cr_ownsend *next;
 	pid_t tid;
 	enum phase phase;
-	unsigned others;		/* P_SPENT: sends corral made since */
 	bool filters_before;		/* a filter of the run's own had been
 					 * asked for at the start */
 	uint64_t fd, msg, flags;	/* the sendmsg, as notified */
 	uint64_t buf, len;		/* its one buffer */
 	struct user_regs_struct saved;	/* at the trap */
+	/* kept when the record is tried again (from here on) */
+	unsigned undos;			/* forms put back in a row */
+	unsigned others;		/* P_SPENT: sends corral made since */
 };
 
 static struct cr_ownsend **find(struct cr_netstate *ns, pid_t tid)
@@ -165,22 +170,30 @@ bool cr_ownsend_begin(struct cr_run *run, const struct seccomp_notif *n,
 	    n->data.nr != SYS_sendmsg || !filters_ours_only(ns, (pid_t)n->pid))
 		return false;
 	old = find(ns, (pid_t)n->pid);
-	if (old && (*old)->phase == P_SPENT) {
-		/* A form put back at a signal: the thread's next sends are
-		 * corral's (the call restarted among them), so that a
-		 * thread signalled faster than a form completes still sends
-		 * (tried again and interrupted again each time, it never
-		 * did; nor did it when a handler's own send took the
-		 * record). */
+	if (old && (*old)->phase == P_SPENT &&
+	    (*old)->undos >= CR_OWNSEND_UNDOS) {
+		/* Forms put back at signals, again and again: the thread's
+		 * next sends are corral's (the call restarted among them),
+		 * so that a thread signalled faster than a form completes
+		 * still sends (tried again and interrupted again each time,
+		 * it never did; nor did it when a handler's own send took
+		 * the record). */
 		if (++(*old)->others > CR_OWNSEND_SPENT_OTHERS)
 			drop(ns, old);
 		return false;
 	}
-	if (old)
-		drop(ns, old);	/* one its stops never ended */
-	o = calloc(1, sizeof(*o));
-	if (!o)
-		return false;
+	if (old && (*old)->phase == P_SPENT) {
+		o = *old;	/* tried again: a stray signal, the sender's
+				 * credentials all the same */
+		*old = o->next;
+		memset(o, 0, offsetof(struct cr_ownsend, undos));
+	} else {
+		if (old)
+			drop(ns, old);	/* one its stops never ended */
+		o = calloc(1, sizeof(*o));
+		if (!o)
+			return false;
+	}
 	if (ptrace(PTRACE_INTERRUPT, (pid_t)n->pid, 0, 0) < 0) {
 		free(o);
 		return false;
@@ -312,6 +325,7 @@ static void undo(struct cr_ownsend *o)
 	struct user_regs_struct r;
 
 	o->phase = P_SPENT;
+	o->undos++;
 	if (ptrace(PTRACE_GETREGS, o->tid, 0, &r) < 0 ||
 	    r.orig_rax != SYS_sendto)
 		return;
