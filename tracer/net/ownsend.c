@@ -80,6 +80,10 @@
  * again. */
 #define CR_OWNSEND_UNDOS 3
 #define CR_OWNSEND_SPENT_OTHERS 16
+/* Sends of other calls (a handler's) corral makes while a call put back
+ * waits to be made again; past them the call is taken as abandoned (a
+ * handler that left with siglongjmp). */
+#define CR_OWNSEND_STRAYS 4096
 
 enum phase {
 	P_TRAP,		/* interrupted and answered: its stop is next */
@@ -101,6 +105,7 @@ struct cr_ownsend {
 	/* kept when the record is tried again (from here on) */
 	unsigned undos;			/* forms put back in a row */
 	unsigned others;		/* P_SPENT: sends corral made since */
+	unsigned strays;		/* ...of other calls */
 };
 
 static struct cr_ownsend **find(struct cr_netstate *ns, pid_t tid)
@@ -170,23 +175,35 @@ bool cr_ownsend_begin(struct cr_run *run, const struct seccomp_notif *n,
 	    n->data.nr != SYS_sendmsg || !filters_ours_only(ns, (pid_t)n->pid))
 		return false;
 	old = find(ns, (pid_t)n->pid);
-	if (old && (*old)->phase == P_SPENT &&
-	    (*old)->undos >= CR_OWNSEND_UNDOS) {
-		/* Forms put back at signals, again and again: the thread's
-		 * next sends are corral's (the call restarted among them),
-		 * so that a thread signalled faster than a form completes
-		 * still sends (tried again and interrupted again each time,
-		 * it never did; nor did it when a handler's own send took
-		 * the record). */
-		if (++(*old)->others > CR_OWNSEND_SPENT_OTHERS)
-			drop(ns, old);
-		return false;
-	}
 	if (old && (*old)->phase == P_SPENT) {
-		o = *old;	/* tried again: a stray signal, the sender's
-				 * credentials all the same */
+		o = *old;
+		if (o->fd != n->data.args[0] || o->msg != n->data.args[1] ||
+		    o->flags != n->data.args[2]) {
+			/* Another send while the one put back waits to be
+			 * made again (a handler's): corral's. Had it taken
+			 * the record, the count of forms put back in a row
+			 * went with it, and a thread whose handler sends,
+			 * signalled every 250 us, made 12 sends a second
+			 * (found by a probing session). */
+			if (++o->strays > CR_OWNSEND_STRAYS)
+				drop(ns, old);	/* never made again */
+			return false;
+		}
+		if (o->undos >= CR_OWNSEND_UNDOS) {
+			/* Put back again and again: the call is corral's
+			 * to send, and so are the thread's next ones, so
+			 * that a thread signalled faster than a form
+			 * completes still sends. */
+			if (++o->others > CR_OWNSEND_SPENT_OTHERS)
+				drop(ns, old);
+			return false;
+		}
+		/* The same call made again: the form tried again (a
+		 * stray signal; the sender's credentials all the same). */
 		*old = o->next;
 		memset(o, 0, offsetof(struct cr_ownsend, undos));
+		o->others = 0;
+		o->strays = 0;
 	} else {
 		if (old)
 			drop(ns, old);	/* one its stops never ended */
@@ -270,7 +287,8 @@ static void put_back(const struct cr_ownsend *o, struct user_regs_struct *r)
 	r->r9 = o->saved.r9;
 }
 
-static bool at_syscall(struct cr_netstate *ns, struct cr_ownsend **pp)
+static bool at_syscall(struct cr_run *run, struct cr_netstate *ns,
+		       struct cr_ownsend **pp)
 {
 	struct cr_ownsend *o = *pp;
 	struct user_regs_struct r;
@@ -307,9 +325,19 @@ static bool at_syscall(struct cr_netstate *ns, struct cr_ownsend **pp)
 	 * again, notified, and corral sends it. */
 	put_back(o, &r);
 	if (ns->own_filters && !o->filters_before &&
-	    (long long)r.rax < 0 && (long long)r.rax >= -4095) {
+	    (long long)r.rax < 0 && (long long)r.rax >= -4095 &&
+	    !filters_ours_only(ns, tid)) {
+		/* this task's filters grew meanwhile */
 		r.rax = o->saved.orig_rax;
 		r.rip -= 2;
+	} else if (r.rax >= (unsigned long long)-516 &&
+		   r.rax <= (unsigned long long)-512) {
+		/* A signal cut the wait: the kernel's ERESTART* is the
+		 * program's call's own (EINTR without SA_RESTART), not a
+		 * notification withdrawn before corral received it, which
+		 * the signal stop would otherwise take it for (notify.c):
+		 * an alarm around a blocking send waited forever. */
+		cr_notif_restart_native(run, tid);
 	}
 	ptrace(PTRACE_SETREGS, tid, 0, &r);
 	drop(ns, pp);
@@ -357,7 +385,7 @@ bool cr_ownsend_on_stop(struct cr_run *run, pid_t tid, int status)
 		return at_trap(ns, pp, status);
 	if (pp && sysstop &&
 	    ((*pp)->phase == P_ENTRY || (*pp)->phase == P_EXIT))
-		return at_syscall(ns, pp);
+		return at_syscall(run, ns, pp);
 	if (pp && (*pp)->phase == P_ENTRY)
 		undo(*pp);	/* then the machine's: a signal, a stop */
 #endif
