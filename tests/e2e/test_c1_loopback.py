@@ -845,7 +845,10 @@ def unix_sendmsg_carries_the_senders_credentials(t):
                        # (the handler's frame holds the form), a filter of
                        # the program's own (it judges the sendmsg it made)
                        (["sig", "3000"], "sig regs ok\n"),
-                       (["filter"], "filter sendmsg 4\n")):
+                       (["filter"], "filter sendmsg 4\n"),
+                       # a signal cutting a blocking send: EINTR without
+                       # SA_RESTART (it waited forever)
+                       (["alarm"], "alarm EINTR\n")):
         nat = t.native([t.prog("sendcred")] + args)
         eq(nat.out.decode(), want, "native %s (premise)" % args)
         run = t.corral(["run", "--json", "--limit", "wall=60s"] +

@@ -19,6 +19,9 @@
  *                    "filter sendmsg 4" (its filter judges its sendmsg)
  *   sendcred exec P  the main thread blocks in a raw sendmsg into a full
  *                    socket (r8, r9, r10 set), another thread execs P
+ *   sendcred alarm   a blocking sendmsg into a full socket, cut by
+ *                    SIGALRM whose handler has no SA_RESTART; prints
+ *                    "alarm EINTR" (what the kernel answers)
  *   sendcred intr N  a child sendmsg()s N MiB in one call into a blocking
  *                    stream socket that the parent reads slowly while
  *                    SIGUSR1 (SA_RESTART handler) hits the child every
@@ -260,6 +263,32 @@ static int own_filter(void)
 	return 0;
 }
 
+static int alarmed(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
+	static char big[1 << 20];
+	struct iovec o = { big, sizeof(big) };
+	struct msghdr m = { .msg_iov = &o, .msg_iovlen = 1 };
+	int sv[2], sz = 4096;
+	ssize_t k;
+
+	if (pair(SOCK_STREAM, sv) ||
+	    setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)))
+		return 2;
+	/* full first: the send then waits with nothing sent */
+	while (send(sv[1], big, 4096, MSG_DONTWAIT) > 0)
+		;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(1);
+	k = sendmsg(sv[1], &m, MSG_NOSIGNAL);
+	if (k >= 0 && (size_t)k < sizeof(big))
+		printf("alarm short\n");	/* what went, also the kernel's */
+	else
+		printf("alarm %s\n", k < 0 && errno == EINTR ? "EINTR" :
+		       strerror(errno));
+	return 0;
+}
+
 static char *exec_path;
 
 static void *execer(void *a)
@@ -372,6 +401,8 @@ int main(int argc, char **argv)
 		return sig(atol(argv[2]));
 	if (argc > 1 && !strcmp(argv[1], "filter"))
 		return own_filter();
+	if (argc > 1 && !strcmp(argv[1], "alarm"))
+		return alarmed();
 	if (argc > 2 && !strcmp(argv[1], "exec"))
 		return exec_blocked(argv[2]);
 	return 2;
