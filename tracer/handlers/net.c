@@ -2794,8 +2794,8 @@ struct cr_verdict cr_h_setsockopt(struct cr_run *run,
 	/* A receiver of the run that reads its senders' credentials: from
 	 * here a checked unix send is handed back to its task, so that they
 	 * are the sender's (net/ownsend.c). */
-	if (v.kind == CR_V_VALUE && level == SOL_SOCKET && s.domain == AF_UNIX &&
-	    (opt == SO_PASSCRED || opt == SO_PASSPIDFD))
+	if (v.kind == CR_V_VALUE && run->net && level == SOL_SOCKET &&
+	    s.domain == AF_UNIX && (opt == SO_PASSCRED || opt == SO_PASSPIDFD))
 		run->net->passcred = true;
 	if (ofd >= 0)
 		close(ofd);
