@@ -2127,8 +2127,8 @@ struct cr_verdict cr_h_sendmsg(struct cr_run *run,
 	/* Checked: one with no address, no control data and one buffer on
 	 * a unix socket is made by the task itself (net/ownsend.c), so the
 	 * receiver's SCM_CREDENTIALS are the sender's, not corral's. */
-	if (m.unix_dom && hold < 0 && !m.nfds && !m.msg.msg_controllen &&
-	    !m.msg.msg_namelen) {
+	if (m.unix_dom && run->net->passcred && hold < 0 && !m.nfds &&
+	    !m.msg.msg_controllen && !m.msg.msg_namelen) {
 		struct msghdr h;
 		struct iovec one;
 
