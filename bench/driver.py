@@ -345,7 +345,7 @@ class Bench:
         sp = {"native": [], "floor": []}
         calls = ["getppid", "stat", "open", "connect", "refused"]
         floors = ["floor", "floor-sync", "floor-sync-epoll", "floor-sync-poll", "floor-pinned", "floor-hop",
-                  "floor-addfd", "floor-sync-addfd", "floor-trace"]
+                  "floor-addfd", "floor-sync-addfd", "floor-sync-addfd-near", "floor-trace"]
         per = {c: {"native": [], "corral": []} for c in calls}
         fl = {f: [] for f in floors}
         broken = {}
@@ -460,7 +460,8 @@ def floor_bounds(res, mode="corral"):
     if not f:
         return out
     per = max(f - g, 0.0) / 1e9
-    fdx = fl.get("floor-sync-addfd", {}).get("ns_median")
+    fdx = (fl.get("floor-sync-addfd-near", {}).get("ns_median") or
+           fl.get("floor-sync-addfd", {}).get("ns_median"))
     per_fd = max(fdx - f, 0.0) / 1e9 if fdx else 0.0
     tr = fl.get("floor-trace", {}).get("ns_median")
     per_stop = max(tr - g, 0.0) / 1e9 if tr else 0.0
@@ -563,7 +564,7 @@ def markdown(res):
         out.append("Floor bound: the ratio to native if every notification of the run cost only "
                    "the bare round trip of this machine (floor-sync-poll, or floor-sync-epoll in "
                    "older runs, less a native getppid), every descriptor the supervisor installed "
-                   "only the excess of floor-sync-addfd over that, every ptrace stop only "
+                   "only the excess of floor-sync-addfd-near (floor-sync-addfd in older runs) over that, every ptrace stop only "
                    "floor-trace (less a native getppid), "
                    "and nothing else; w3 divides it over its 2 jobs; w6 is ms per run, the start-up floor "
                    "(bench/spawn, stops included) plus its notifications and descriptors. No "
@@ -608,7 +609,8 @@ def markdown(res):
         for c, x in sc["calls"].items():
             added = x["corral_ns"] - x["native_ns"]
             # An open is answered with a descriptor: its floor is ADDFD's.
-            base = fl.get("floor-sync-addfd", {}).get("ns_median") if c == "open" else None
+            base = (fl.get("floor-sync-addfd-near", {}).get("ns_median") or
+                    fl.get("floor-sync-addfd", {}).get("ns_median")) if c == "open" else None
             base = base or floor
             above = ("%+.0f" % (added - base)) if (x["intercepted"] and base) else \
                     "not intercepted in this build"
@@ -628,7 +630,10 @@ def markdown(res):
                   "floor-hop": "received by one thread, answered by a worker thread (handler pool)",
                   "floor-addfd": "openat performed by the listener, fd injected (ADDFD+SEND), plus close",
                   "floor-sync-addfd": "the same with SYNC_WAKE_UP, waiting in poll() (how corral "
-                                      "answers an open)",
+                                      "answered an open before 2026-12-06)",
+                  "floor-sync-addfd-near": "the same, the task's CPU mask narrowed to the "
+                                           "listener's for the install, then SEND (how corral "
+                                           "answers an open)",
                   "floor-trace": "getppid stopped by SECCOMP_RET_TRACE, resumed by PTRACE_CONT "
                                  "(ptrace interposition; strace stops twice per call)"}
         for f, x in fl.items():

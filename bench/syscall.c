@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +45,12 @@
  *                                              opened by the parent (ADDFD)
  *         floor-sync-addfd                     the same with SYNC_WAKE_UP, in
  *                                              poll() as corral waits
+ *         floor-sync-addfd-near                the same, the child's CPU mask
+ *                                              narrowed to ours for the
+ *                                              install (ADDFD, then SEND), as
+ *                                              corral answers
+ *         floor-sync-addfd-narrow              ADDFD|SEND under the narrowed
+ *                                              mask, put back after
  *         floor-trace                          getppid stopped by SECCOMP_RET_TRACE
  *                                              and resumed by a ptrace parent
  *         floor-hop                            getppid received by one thread
@@ -100,8 +107,8 @@ static enum op op_of(const char *mode)
 {
 	if (!strcmp(mode, "stat"))
 		return OP_STAT;
-	if (!strcmp(mode, "open") || !strcmp(mode, "floor-addfd") ||
-	    !strcmp(mode, "floor-sync-addfd"))
+	if (!strcmp(mode, "open") || !strncmp(mode, "floor-addfd", 11) ||
+	    !strncmp(mode, "floor-sync-addfd", 16))
 		return OP_OPEN;
 	if (!strcmp(mode, "connect"))
 		return OP_CONNECT;
@@ -278,8 +285,14 @@ static void on_chld(int sig)
  * nothing else, exactly the minimum any seccomp-notify supervisor pays. */
 static int floor_mode(const char *mode)
 {
-	int addfd = !strcmp(mode, "floor-addfd") ||
-		    !strcmp(mode, "floor-sync-addfd");
+	int addfd = !strncmp(mode, "floor-addfd", 11) ||
+		    !strncmp(mode, "floor-sync-addfd", 16);
+	/* -near: the task's mask narrowed to this CPU for the install,
+	 * ADDFD without SEND, the mask put back, then SEND (how corral
+	 * answers with a descriptor); -narrow: ADDFD|SEND with the mask
+	 * narrowed and put back after, when the task may already run. */
+	bool near = !strcmp(mode, "floor-sync-addfd-near");
+	bool narrow = near || !strcmp(mode, "floor-sync-addfd-narrow");
 	int nr = addfd ? SYS_openat : SYS_getppid;
 	struct sock_filter prog[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
@@ -391,7 +404,7 @@ static int floor_mode(const char *mode)
 	 * listener and an epoll fd (the loop's other events), as does
 	 * floor-sync-addfd. */
 	if (!strcmp(mode, "floor-sync-epoll") || !strcmp(mode, "floor-sync-poll") ||
-	    !strcmp(mode, "floor-sync-addfd")) {
+	    !strncmp(mode, "floor-sync-addfd", 16)) {
 		struct epoll_event ev = { .events = EPOLLIN };
 
 		epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -448,7 +461,27 @@ static int floor_mode(const char *mode)
 				.newfd_flags = O_CLOEXEC,
 			};
 
-			if (fd < 0 || ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) < 0) {
+			cpu_set_t one, orig;
+			int cpu = sched_getcpu(), r;
+
+			if (narrow) {
+				CPU_ZERO(&one);
+				CPU_SET(cpu, &one);
+				if (sched_getaffinity((pid_t)n->pid, sizeof(orig), &orig) < 0 ||
+				    sched_setaffinity((pid_t)n->pid, sizeof(one), &one) < 0)
+					die("sched_setaffinity");
+			}
+			if (near)
+				a.flags = 0;
+			r = fd < 0 ? -1 : ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+			if (narrow &&
+			    sched_setaffinity((pid_t)n->pid, sizeof(orig), &orig) < 0)
+				die("sched_setaffinity");
+			if (near && r >= 0) {
+				resp.val = r;
+				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+			}
+			if (r < 0) {
 				resp.error = -EIO;
 				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 			}
@@ -544,7 +577,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-sync-epoll|floor-sync-poll|floor-pinned|floor-addfd|floor-sync-addfd|floor-hop|floor-trace [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
+		fprintf(stderr, "usage: syscall getppid|stat|open|connect|refused|floor|floor-sync|floor-sync-epoll|floor-sync-poll|floor-pinned|floor-addfd|floor-sync-addfd[-near|-narrow]|floor-hop|floor-trace [-n CALLS] [-b BATCHES] [-p PATH] [-c PORT]\n");
 		return 2;
 	}
 	mode = argv[1];

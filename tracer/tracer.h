@@ -307,6 +307,8 @@ struct cr_run {
 	void *child_mem;		/* its stack and arguments until exec */
 	size_t child_mem_len;		/* (tracer/spawn.c), unmapped at the end */
 	int listener;			/* seccomp notification fd, owned */
+	bool near_addfd;		/* installs keep the task on the
+					 * supervisor's CPU (notify.c) */
 	int sigfd;			/* signalfd, owned */
 	int timerfd;			/* wall-time timer, owned */
 	int epfd;			/* owned */
@@ -587,6 +589,9 @@ struct cr_verdict cr_notif_give_fd_last(struct cr_run *run, uint64_t id,
  * SEND), for a call that returns an fd through memory: its number there,
  * or -errno. Answer the call afterwards as usual. */
 int cr_notif_add_fd(struct cr_run *run, uint64_t id, int fd, bool cloexec);
+/* Whether this machine's CPU masks can be narrowed and put back exactly
+ * (notify.c, "Installing a descriptor near"). */
+bool cr_notif_near_possible(void);
 /* Answer a notification later, from the loop (worker completions). */
 void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
 /* At a signal-delivery stop of tid: a notified call the signal withdrew

@@ -1092,3 +1092,84 @@ def fs_good_dpkg_queries(t):
     r = _ok(fx, fx.sh(cmd), "dpkg queries")
     eq(r.get("stdout"), nat.out.decode(), "the same answers as natively")
     eq(r.get("denials") or [], [], "denials")
+
+
+@test
+def fs_good_opens_keep_the_cpu_mask(t):
+    """corral narrows a task's CPU mask to its own CPU while it installs a
+    descriptor the task waits for, and puts it back before the answer
+    (tracer/notify.c, "Installing a descriptor near"). What the program
+    sees must not change: its mask after every open, the mask another
+    thread reads of it meanwhile, a thread started right after, and a
+    task pinned to one CPU stays on that CPU."""
+    fx = FsFix(t)
+    script = r'''
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+# The mask the run began with (its start opened files already).
+full = set(map(int, sys.argv[1].split(",")))
+def status():
+    return [l for l in open("/proc/self/status")
+            if l.startswith("Cpus_allowed_list")][0].split()[1]
+def opens(n):
+    bad = 0
+    for i in range(n):
+        fd = os.open("f%d" % (i % 8), os.O_CREAT | os.O_WRONLY, 0o644)
+        bad += os.sched_getaffinity(0) != full
+        os.close(fd)
+        r, w = os.pipe()
+        os.close(r)
+        os.close(w)
+    return bad
+# Another process reads this one's mask while it opens (a call naming a
+# pid, so notified: it must come after the mask is back).
+me = os.getpid()
+stop_r, stop_w = os.pipe()
+res_r, res_w = os.pipe()
+watcher = os.fork()
+if watcher == 0:
+    os.close(stop_w)
+    os.set_blocking(stop_r, False)
+    n = wrong = 0
+    while True:
+        try:
+            if os.read(stop_r, 1) == b"":
+                break
+        except BlockingIOError:
+            pass
+        n += 1
+        wrong += os.sched_getaffinity(me) != full
+    os.write(res_w, b"%d %d" % (n, wrong))
+    os._exit(0)
+os.close(stop_r)
+bad = opens(1000)
+os.close(stop_w)
+os.waitpid(watcher, 0)
+n, wrong = map(int, os.read(res_r, 64).split())
+kids = []
+for i in range(40):
+    fd = os.open("/etc/passwd", os.O_RDONLY)
+    th = threading.Thread(target=lambda: kids.append(os.sched_getaffinity(0)))
+    th.start(); th.join(); os.close(fd)
+off = 0
+if len(full) > 1:
+    for c in sorted(full):
+        os.sched_setaffinity(0, {c})
+        for i in range(300):
+            os.close(os.open("/etc/passwd", os.O_RDONLY))
+            off += libc.sched_getcpu() != c
+        off += os.sched_getaffinity(0) != {c}
+    os.sched_setaffinity(0, full)
+print("masks", bad, wrong, n > 0,
+      sum(k != full for k in kids), status() == sys.argv[2], off)
+'''
+    mask = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+    with open("/proc/self/status") as f:
+        listed = [ln.split()[1] for ln in f
+                  if ln.startswith("Cpus_allowed_list")][0]
+    for mode in ("--landlock=off", "--landlock=auto"):
+        run = fx.run(["python3", "-c", script, mask, listed], opts=[mode],
+                     timeout=120)
+        r = _ok(fx, run, "opens and masks " + mode)
+        eq(r.get("stdout"), "masks 0 0 True 0 True 0\n", mode + ": stdout")
+    fx.check()

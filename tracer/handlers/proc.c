@@ -78,9 +78,14 @@ static struct cr_verdict absent(struct cr_run *run,
  */
 #define CR_ZQ_MASK 8192		/* sched_getaffinity: bytes asked at most */
 
-static struct cr_verdict zombie_query(struct cr_run *run,
-				      const struct seccomp_notif *n,
-				      const char *name, pid_t pid)
+/* The same for a live task's CPU mask, asked by a pid, in runs where
+ * corral narrows masks while it installs a descriptor (notify.c,
+ * "Installing a descriptor near"): a CONTINUE would run the query after
+ * the answer, perhaps while the supervisor has narrowed the mask for the
+ * next install; made here, it sees the mask only as the task set it. */
+static struct cr_verdict made_query(struct cr_run *run,
+				    const struct seccomp_notif *n,
+				    const char *name, pid_t pid, bool zombie)
 {
 	union {
 		unsigned char b[CR_ZQ_MASK];
@@ -127,7 +132,7 @@ static struct cr_verdict zombie_query(struct cr_run *run,
 	}
 	if (rc < 0)
 		rc = -errno;
-	if (!cr_budget_zombie(run, pid))
+	if (zombie && !cr_budget_zombie(run, pid))
 		return err(ESRCH);	/* collected meanwhile */
 	if (rc < 0)
 		return err((int)-rc);
@@ -185,9 +190,13 @@ CR_HANDLER(cr_h_proc_pid)
 				return absent(run, n, e->name, pid);
 			case CR_TARGET_ZOMBIE:
 				return pid_args[i].args[1] < 0 ?
-				       zombie_query(run, n, e->name, pid) :
+				       made_query(run, n, e->name, pid, true) :
 				       err(ESRCH);
 			default:
+				if (run->near_addfd &&
+				    !strcmp(e->name, "sched_getaffinity"))
+					return made_query(run, n, e->name,
+							  pid, false);
 				break;
 			}
 		}
@@ -259,7 +268,7 @@ CR_HANDLER(cr_h_proc_prio)
 		case CR_TARGET_OUTSIDE:
 			return absent(run, n, e->name, who);
 		case CR_TARGET_ZOMBIE:
-			return query ? zombie_query(run, n, e->name, who) :
+			return query ? made_query(run, n, e->name, who, true) :
 			       err(ESRCH);
 		default:
 			break;
