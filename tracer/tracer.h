@@ -309,6 +309,8 @@ struct cr_run {
 	int listener;			/* seccomp notification fd, owned */
 	bool near_addfd;		/* installs keep the task on the
 					 * supervisor's CPU (notify.c) */
+	bool files_cloned;		/* a process was made sharing its
+					 * parent's fd table (handlers/fork.c) */
 	int sigfd;			/* signalfd, owned */
 	int timerfd;			/* wall-time timer, owned */
 	int epfd;			/* owned */

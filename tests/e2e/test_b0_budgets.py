@@ -387,6 +387,60 @@ def budget_memory_shared_object_made_behind_the_check_ends_the_run(t):
     assert_breach(t, run, r, "memory")
     contains(r.get("message", ""), "the memory budget is spent",
              "every mapping charged, none found out of the count")
+    # The swapper a process sharing the table (clone(CLONE_FILES)), not a
+    # thread: the mapping process is alone in its thread group, and a
+    # mapping of a file there is no candidate only while no process of
+    # the run shares a table (handlers/kmem.c).
+    run, r = hog(t, ["memory=256MiB", "wall=20s"], "shswap", 2000, 64, 8, 1)
+    assert_breach(t, run, r, "memory")
+    contains(r.get("message", ""), "the memory budget is spent",
+             "a process swapper: every mapping charged")
+    t.assert_next_run_ok()
+
+
+SPARSEMAP = r"""
+import mmap, os, time
+# test_mmap's pattern: a large sparse file mapped shared and read at its
+# end, beside small shared anonymous objects made and gone.
+f = open("big", "wb"); f.truncate(2 ** 31); f.close()
+fd = os.open("big", os.O_RDONLY)
+t0 = time.time()
+n = 0
+while time.time() - t0 < 1.0:
+    m = mmap.mmap(fd, 2 ** 31, mmap.MAP_SHARED, mmap.PROT_READ)
+    a = mmap.mmap(-1, 4096)
+    a[0] = 1
+    m[2 ** 31 - 1]
+    m.close(); a.close()
+    n += 1
+print("rounds", n > 10, flush=True)
+"""
+
+
+@test
+def budget_memory_shared_file_mapping_beside_shared_objects(t):
+    """A 2 GiB sparse file mapped shared, and small shared anonymous
+    objects made and gone beside it, under memory=256MiB: the file's
+    mapping makes no object and is charged nothing. It was a candidate
+    (a thread could swap the descriptor for /dev/zero), the largest, and
+    taken for one of the small objects at a scan: CPython's test_mmap
+    ended on memory 4 runs in 10, this every run. A process alone in its
+    thread group, in a run where no process shares a table, can have its
+    descriptor swapped by nobody."""
+    script = t.write("sparsemap.py", SPARSEMAP)
+    ws = t.path("ws-sparse")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    for i in range(2):
+        run = t.corral(["run", "--json", "-w", ws, "--limit", "memory=256MiB",
+                        "--limit", "wall=60s", "--ro", t.tmp, "--",
+                        "python3", script], timeout=120)
+        r = t.result(run)
+        check_result_shape(r)
+        eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+        eq(r.get("stdout"), "rounds True\n", "stdout")
+        lt(r["usage"]["peak_memory_bytes"], 256 * MIB,
+           "usage.peak_memory_bytes")
     t.assert_next_run_ok()
 
 

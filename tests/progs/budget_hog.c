@@ -39,7 +39,11 @@
  *                                  /dev/zero; D small shared anonymous
  *                                  objects are made first and one is
  *                                  unmapped per mapping kept (decoys for
- *                                  a count); prints "kept N"
+ *                                  a count); prints "kept N". A fifth
+ *                                  argument 1: the swapper is a process
+ *                                  sharing the fd table and memory
+ *                                  (clone(CLONE_VM | CLONE_FILES)), not
+ *                                  a thread
  *   budget_hog memfd MIB COUNT     COUNT memfds of MIB MiB each, written,
  *                                  never mapped
  *   budget_hog badclone N          N clones the kernel refuses (EINVAL),
@@ -581,8 +585,16 @@ static void *shswap_swapper(void *arg)
 	return NULL;
 }
 
-static void shswap(long ms, long mib, long decoys)
+static int shswap_proc(void *arg)
 {
+	shswap_swapper(arg);
+	return 0;
+}
+
+static void shswap(long ms, long mib, long decoys, bool proc)
+{
+	static char stack[1 << 16] __attribute__((aligned(16)));
+	pid_t swapper = -1;
 	size_t len = (size_t)mib << 20;
 	int file = open("swapfile", O_RDWR | O_CREAT, 0600);
 	char path[64], *decoy[64];
@@ -604,8 +616,14 @@ static void shswap(long ms, long mib, long decoys)
 			exit(1);
 		decoy[nd][0] = 1;
 	}
-	if (pthread_create(&th, NULL, shswap_swapper, NULL))
+	if (proc) {
+		swapper = clone(shswap_proc, stack + sizeof(stack),
+				CLONE_VM | CLONE_FILES | SIGCHLD, NULL);
+		if (swapper < 0)
+			exit(1);
+	} else if (pthread_create(&th, NULL, shswap_swapper, NULL)) {
 		exit(1);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		char *p;
@@ -637,7 +655,10 @@ static void shswap(long ms, long mib, long decoys)
 	} while ((t.tv_sec - t0.tv_sec) * 1000 +
 		 (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 	atomic_store(&shswap_stop, 1);
-	pthread_join(th, NULL);
+	if (proc)
+		waitpid(swapper, NULL, 0);
+	else
+		pthread_join(th, NULL);
 	printf("kept %ld\n", kept);
 	fflush(stdout);
 	hold();
@@ -858,7 +879,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "shchurn"))
 		shchurn(a, b);
 	else if (!strcmp(argv[1], "shswap"))
-		shswap(a, b, c);
+		shswap(a, b, c, argc > 5 && atol(argv[5]) == 1);
 	else if (!strcmp(argv[1], "memfd"))
 		memfds(a, b);
 	else if (!strcmp(argv[1], "badclone"))

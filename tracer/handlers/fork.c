@@ -43,6 +43,11 @@ struct cr_verdict cr_h_fork(struct cr_run *run,
 						    .error = EPERM };
 		}
 		thread = (flags & CLONE_THREAD) != 0;
+		/* From here a process's fd table may have another owner:
+		 * handlers/kmem.c cannot rule out a number swapped under a
+		 * call by the thread count alone. */
+		if ((flags & CLONE_FILES) && !thread)
+			run->files_cloned = true;
 	}
 	if (cr_budget_reserve(run, tid, thread) < 0) {
 		cr_deny(run, tid, e->name, NULL, "proc",
