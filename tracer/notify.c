@@ -338,9 +338,12 @@ static void near_begin(struct cr_run *run, uint64_t id, struct near *nr)
 	nr->on = sched_setaffinity(nr->tid, sizeof(one), &one) == 0;
 }
 
-static void near_end(struct cr_run *run, struct near *nr)
+static void near_end(struct cr_run *run, struct near *nr, int addfd_err)
 {
-	if (!nr->on)
+	/* The wait ended without the install (ENOENT, ESRCH): the task is
+	 * dying, and a sibling's exec may take its number over this very
+	 * moment; the new image keeps its own mask. */
+	if (!nr->on || addfd_err == ENOENT || addfd_err == ESRCH)
 		return;
 	/* ESRCH: the task is gone. Anything else (a cpuset changed under
 	 * it) leaves it on one CPU: slower, never wrong; stop narrowing. */
@@ -362,8 +365,8 @@ static int add_fd(struct cr_run *run, uint64_t id, int fd, bool cloexec)
 
 	near_begin(run, id, &nr);
 	rc = ioctl(run->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
-	err = errno;
-	near_end(run, &nr);
+	err = rc < 0 ? errno : 0;
+	near_end(run, &nr, err);
 	if (rc < 0)
 		return -err;
 	run->fds_injected++;
@@ -388,7 +391,7 @@ struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
 		struct seccomp_notif_resp resp = { .id = id };
 
 		rc = add_fd(run, id, fd, cloexec);
-		if (rc == -ENOENT)
+		if (rc == -ENOENT || rc == -ESRCH)
 			return (struct cr_verdict){ .kind = CR_V_SENT };
 		if (rc < 0)
 			return (struct cr_verdict){ .kind = CR_V_ERRNO,
