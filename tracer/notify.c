@@ -289,8 +289,8 @@ void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v)
  * filter has WAIT_KILLABLE_RECV) and wakes only to install the
  * descriptor. Its mask is taken from the kernel each time (the task may
  * have set its own), the narrowing is skipped where the CPU is not in
- * it, and a call of another task naming its mask (a pid other than 0) is
- * notified and so handled after the mask is back (syscalls.def). Not
+ * it, and a call of another task naming its mask by pid is made by corral
+ * between installs (handlers/proc.c, affinity()), never continued. Not
  * used where CPUs are possible but offline (sched_getaffinity reports
  * the online part only, so restoring it would narrow the mask). */
 struct near {

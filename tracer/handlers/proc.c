@@ -78,11 +78,8 @@ static struct cr_verdict absent(struct cr_run *run,
  */
 #define CR_ZQ_MASK 8192		/* sched_getaffinity: bytes asked at most */
 
-/* The same for a live task's CPU mask, asked by a pid, in runs where
- * corral narrows masks while it installs a descriptor (notify.c,
- * "Installing a descriptor near"): a CONTINUE would run the query after
- * the answer, perhaps while the supervisor has narrowed the mask for the
- * next install; made here, it sees the mask only as the task set it. */
+/* zombie false: the same query of a live task (a CPU mask asked by pid in
+ * runs that narrow masks: affinity() below), without the zombie's check. */
 static struct cr_verdict made_query(struct cr_run *run,
 				    const struct seccomp_notif *n,
 				    const char *name, pid_t pid, bool zombie)
