@@ -27,12 +27,15 @@
  * writable /dev/zero can come in by SCM_RIGHTS, unseen). Scans of every
  * process's maps name the objects alive by inode:
  *
- * - An inode not seen before is an object made since: the candidates
- *   with the largest lengths are taken for the new ones and their
- *   lengths charged (a maybe's too). Every object is made by a candidate
- *   call, so the lengths taken are at least the new objects' sizes,
- *   whichever is which. More new objects than candidates: one made
- *   where no call was seen; the caller ends the run.
+ * - An inode not seen before is an object made since: the largest
+ *   lengths of the candidates are taken for the new ones and charged (a
+ *   maybe's too). Every object is made by a candidate call, so the
+ *   lengths taken are at least the new objects' sizes, whichever is
+ *   which. More new objects than candidates: one made where no call was
+ *   seen; the caller ends the run. A call still in flight stays a
+ *   candidate whatever length was taken (it may not have run yet), with
+ *   a length of a call done in place of its own if its own was taken
+ *   (cr_shanon_scan_end).
  * - An inode seen before and missing from CR_SHANON_MISSES scans in a
  *   row: as many of the smallest charges of the objects alive are taken
  *   back. The charges kept, sorted, stay at least the sizes alive,
@@ -42,8 +45,8 @@
  *   return taken for a new object (440 MiB held ok under memory=256MiB,
  *   found by a probing session); an inode that comes back is the same
  *   object.
- * - A candidate whose call was done before the scan and that no new
- *   object took made nothing that lives: dropped (its charge too). A
+ * - A candidate whose call was done before the scan and whose length no
+ *   new object took made nothing that lives: dropped (its charge too). A
  *   scan reads every maps file twice and takes what either read found:
  *   a file read while its process maps and unmaps can miss an object
  *   (a test's run was ended as holding an object no call made, its call
@@ -234,12 +237,26 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Larger first. */
-static int cmp_cand(const void *a, const void *b)
+/* Larger first; among equals uncharged first (the lengths a scan takes)
+ * or charged first (those kept for calls in flight). */
+static int cmp_len(const struct cand *x, const struct cand *y,
+		   bool charged_first)
 {
-	const struct cand *x = a, *y = b;
+	if (x->len != y->len)
+		return x->len < y->len ? 1 : -1;
+	if (x->charged == y->charged)
+		return 0;
+	return x->charged == charged_first ? -1 : 1;
+}
 
-	return x->len < y->len ? 1 : x->len > y->len ? -1 : 0;
+static int cmp_take(const void *a, const void *b)
+{
+	return cmp_len(a, b, false);
+}
+
+static int cmp_left(const void *a, const void *b)
+{
+	return cmp_len(a, b, true);
 }
 
 static int cmp_known(const void *a, const void *b)
@@ -257,7 +274,8 @@ static bool is_known(const struct cr_shanon *s, uint64_t ino)
 
 int cr_shanon_scan_end(struct cr_shanon *s)
 {
-	size_t n = 0, fresh = 0, dead, d = 0, over = 0;
+	size_t n = 0, fresh = 0, dead, d = 0, over = 0, ns = 0, given = 0;
+	struct cand *spare = NULL;
 
 	/* The objects alive, each once. */
 	if (s->nseen)
@@ -289,7 +307,9 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 		memmove(s->pool, s->pool + k, (s->np - k) * sizeof(*s->pool));
 		s->np -= k;
 	}
-	/* New: the largest candidates are theirs. */
+	/* New: the largest lengths are theirs (uncharged ones first among
+	 * equals, so a charged length stays with a call that may still
+	 * run). */
 	if (fresh > s->nc) {
 		over = fresh - s->nc;
 		fresh = s->nc;
@@ -297,30 +317,51 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 	while (s->capp < s->np + fresh)
 		if (grow((void **)&s->pool, &s->capp, s->capp, sizeof(*s->pool)))
 			return -ENOMEM;
+	if (s->nc && !(spare = malloc(s->nc * sizeof(*spare))))
+		return -ENOMEM;
 	if (s->nc)
-		qsort(s->c, s->nc, sizeof(*s->c), cmp_cand);
+		qsort(s->c, s->nc, sizeof(*s->c), cmp_take);
 	for (size_t i = 0; i < fresh; i++) {
 		s->pool[s->np++] = s->c[i].len;
 		if (!s->c[i].charged)
 			s->bytes += s->c[i].len;
-		if (s->c[i].tid)
-			s->inflight--;
-		s->c[i].tid = -1;	/* taken */
 	}
-	/* The rest: a call done made nothing alive. */
+	/*
+	 * The calls. Which made the new objects is not known: a length
+	 * taken may be that of a call in flight while the object is
+	 * another's, done, found before this one's call ran. Taken with its
+	 * call, the object the call made next had none left, and the run
+	 * was ended (a test's run, 1 in 3). So every call in flight stays:
+	 * one whose length was taken gets the largest length left of a call
+	 * done (charged first among equals), or none; the other lengths of
+	 * calls done are dropped (each made one of the new objects, or
+	 * nothing alive). The lengths taken and kept are then the largest
+	 * of the calls done beside all those of calls in flight, which
+	 * covers any of the ways the calls may have made the objects found
+	 * and may still make more.
+	 */
+	for (size_t i = fresh; i < s->nc; i++)
+		if (!s->c[i].tid)
+			spare[ns++] = s->c[i];	/* lengths of calls done */
+	if (ns > 1)
+		qsort(spare, ns, sizeof(*spare), cmp_left);
 	for (size_t i = 0; i < s->nc; i++) {
-		struct cand *c = &s->c[i];
+		struct cand k = s->c[i];
 
-		if (c->tid == -1)
+		if (k.tid <= 0)
 			continue;
-		if (!c->tid) {
-			if (c->charged)
-				s->bytes -= c->len;
-			continue;
+		if (i < fresh) {	/* its length taken: another's */
+			k.len = given < ns ? spare[given].len : 0;
+			k.charged = given < ns && spare[given].charged;
+			given++;
 		}
-		s->c[d++] = *c;
+		s->c[d++] = k;		/* d <= i: read before written */
 	}
-	s->nc = d;
+	for (size_t i = given; i < ns; i++)
+		if (spare[i].charged)
+			s->bytes -= spare[i].len;
+	free(spare);
+	s->nc = s->inflight = d;
 	/* Known now: those kept, and the new ones. */
 	d = 0;
 	for (size_t i = 0; i < s->nk; i++)

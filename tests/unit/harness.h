@@ -92,6 +92,8 @@ struct cr_test {
 	X(shanon_maybe_charged_when_made)	\
 	X(shanon_gone_take_the_smallest)	\
 	X(shanon_missed_once_is_the_same)	\
+	X(shanon_call_in_flight_keeps_a_length)	\
+	X(shanon_call_in_flight_unequal)	\
 	X(shanon_lines)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)

@@ -209,3 +209,62 @@ TEST_IMPL(shanon_missed_once_is_the_same)
 	ASSERT_UEQ(cr_shanon_bytes(s), 240 * MIB);
 	cr_shanon_free(s);
 }
+
+TEST_IMPL(shanon_call_in_flight_keeps_a_length)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	/* Thread 7's mapping is in flight (answered, not yet run) when a
+	 * scan finds object 5, made by thread 1's, done, of the same
+	 * length. Whichever length is taken, the call in flight keeps one:
+	 * the object it makes next is no object beyond every call (taken
+	 * with its call, it ended the run). */
+	ASSERT_EQ(cr_shanon_maybe(s, 7, 64 * MIB), 0);
+	ASSERT_EQ(cr_shanon_maybe(s, 1, 64 * MIB), 0);
+	cr_shanon_done(s, 1);
+	ASSERT_EQ(scans(s, ZERO(5), 1), 0);
+	ASSERT_UEQ(cr_shanon_count(s), 2);	/* the pool's 5, a call */
+	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB);
+	ASSERT_EQ(scans(s, ZERO(5) ZERO(6), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 128 * MIB);
+	cr_shanon_done(s, 7);
+	ASSERT_EQ(scans(s, ZERO(5) ZERO(6), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 128 * MIB);
+	ASSERT_UEQ(cr_shanon_count(s), 2);
+	cr_shanon_free(s);
+}
+
+TEST_IMPL(shanon_call_in_flight_unequal)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	/* 4 KiB made and done, 64 MiB in flight, one new object: the
+	 * largest length is taken (the object may be the 64 MiB one), and
+	 * the call in flight keeps the 4 KiB; when it makes its object,
+	 * both are charged, 64 MiB + 4 KiB, and nothing is out of count. */
+	ASSERT_EQ(cr_shanon_made(s, 3, 4096), 0);
+	cr_shanon_done(s, 3);
+	ASSERT_EQ(cr_shanon_made(s, 3, 64 * MIB), 0);
+	ASSERT_EQ(scans(s, ZERO(7), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096);
+	ASSERT_EQ(scans(s, ZERO(7) ZERO(8), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096);
+	cr_shanon_done(s, 3);
+	ASSERT_EQ(scans(s, ZERO(7) ZERO(8), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096);
+	/* The other way: 4 KiB made and done made nothing (the kernel
+	 * refused it), 1 GiB of a file's mapping in flight made object 9
+	 * (the descriptor swapped for /dev/zero). Charged 1 GiB; the call in
+	 * flight, done with no new object, takes its kept 4 KiB away. */
+	ASSERT_EQ(cr_shanon_made(s, 4, 4096), 0);
+	cr_shanon_done(s, 4);
+	ASSERT_EQ(cr_shanon_maybe(s, 4, 1024 * MIB), 0);
+	ASSERT_EQ(scans(s, ZERO(7) ZERO(8) ZERO(9), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096 + 1024 * MIB + 4096);
+	cr_shanon_done(s, 4);
+	ASSERT_EQ(scans(s, ZERO(7) ZERO(8) ZERO(9), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096 + 1024 * MIB);
+	cr_shanon_free(s);
+}
