@@ -19,6 +19,7 @@
 #include "tracer.h"
 #include "budget.h"
 #include "child.h"
+#include "handlers/handlers.h"
 #include "rawsys.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
@@ -271,6 +272,12 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f,
 	rc = open_stdin(run, &in_fd, &feeder);
 	if (rc)
 		goto out;
+	/* `corral run ... </dev/zero` hands the run a /dev/zero, a socket
+	 * as stdin may bring one from its peer, and a read-only open the
+	 * kernel decides may make one (handlers/kmem.c). */
+	if (cr_is_dev_zero(in_fd) || cr_is_socket(in_fd) ||
+	    run->fast_path >= CR_FAST_OPEN)
+		run->zero_reachable = true;
 	a = child_mem(run);
 	if (!a) {
 		rc = -ENOMEM;

@@ -311,6 +311,8 @@ struct cr_run {
 					 * supervisor's CPU (notify.c) */
 	bool files_cloned;		/* a process was made sharing its
 					 * parent's fd table (handlers/fork.c) */
+	bool zero_reachable;		/* a /dev/zero descriptor may be in
+					 * the run (handlers/kmem.c) */
 	int sigfd;			/* signalfd, owned */
 	int timerfd;			/* wall-time timer, owned */
 	int epfd;			/* owned */

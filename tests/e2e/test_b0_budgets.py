@@ -10,7 +10,9 @@ import os
 import re
 import resource
 import shutil
+import socket
 import subprocess
+import threading
 
 from harness import (CFG, assert_breach, eq, ne, contains, not_contains,
                      true, lt, ge, test, check_result_shape, _show, answers)
@@ -395,13 +397,70 @@ def budget_memory_shared_object_made_behind_the_check_ends_the_run(t):
     assert_breach(t, run, r, "memory")
     contains(r.get("message", ""), "the memory budget is spent",
              "a process swapper: every mapping charged")
+    # The /dev/zero the caller's stdin (`corral run ... </dev/zero`), none
+    # opened in the run: a shared mapping of a file is a candidate only
+    # where a /dev/zero can be had (handlers/kmem.c), and this one can.
+    def zero_stdin():
+        z = os.open("/dev/zero", os.O_RDWR)
+        os.dup2(z, 0)
+        os.close(z)
+    opts = ["run", "--json", "--env", "CRMARK=" + t.marker,
+            "--limit", "memory=256MiB", "--limit", "wall=20s"]
+    run = t.corral(opts + t.prog_roots() + ["--", t.prog("budget_hog"),
+                   "shswap", "2000", "64", "8", "2"], preexec=zero_stdin)
+    r = t.result(run)
+    assert_breach(t, run, r, "memory")
+    contains(r.get("message", ""), "the memory budget is spent",
+             "stdin's /dev/zero: every mapping charged")
+    # Handed in by a process outside the run over a unix socket (recvmsg
+    # is not notified): the run's unix socket() counts a /dev/zero in it.
+    ws = t.path("ws-zsock")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    dfd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind("/proc/self/fd/%d/zsock" % dfd)
+    os.close(dfd)
+    srv.listen(1)
+    srv.settimeout(30)
+
+    def serve():
+        try:
+            c, _ = srv.accept()
+        except OSError:
+            return
+        z = os.open("/dev/zero", os.O_RDWR)
+        socket.send_fds(c, [b"z"], [z])
+        os.close(z)
+        c.close()
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        run = t.corral(opts + t.prog_roots() + ["-w", ws, "--",
+                       t.prog("budget_hog"), "shswap", "2000", "64", "8", "3"])
+    finally:
+        srv.close()
+    r = t.result(run)
+    assert_breach(t, run, r, "memory")
+    contains(r.get("message", ""), "the memory budget is spent",
+             "a /dev/zero handed in: every mapping charged")
+    # With --fast-open the kernel opens /dev/zero unseen (Landlock allows
+    # it): such a run counts a /dev/zero in it from the start.
+    run, r = hog(t, ["memory=256MiB", "wall=20s"], "shswap", 2000, 64, 8,
+                 extra=["--fast-open"])
+    assert_breach(t, run, r, "memory")
+    contains(r.get("message", ""), "the memory budget is spent",
+             "--fast-open: every mapping charged")
     t.assert_next_run_ok()
 
 
 SPARSEMAP = r"""
-import mmap, os, time
+import mmap, os, sys, threading, time
 # test_mmap's pattern: a large sparse file mapped shared and read at its
-# end, beside small shared anonymous objects made and gone.
+# end, beside small shared anonymous objects made and gone; with "thread",
+# beside a second thread (regrtest's --timeout watchdog).
+if sys.argv[1:] == ["thread"]:
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
 f = open("big", "wb"); f.truncate(2 ** 31); f.close()
 fd = os.open("big", os.O_RDONLY)
 t0 = time.time()
@@ -435,6 +494,31 @@ def budget_memory_shared_file_mapping_beside_shared_objects(t):
         run = t.corral(["run", "--json", "-w", ws, "--limit", "memory=256MiB",
                         "--limit", "wall=60s", "--ro", t.tmp, "--",
                         "python3", script], timeout=120)
+        r = t.result(run)
+        check_result_shape(r)
+        eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+        eq(r.get("stdout"), "rounds True\n", "stdout")
+        lt(r["usage"]["peak_memory_bytes"], 256 * MIB,
+           "usage.peak_memory_bytes")
+    t.assert_next_run_ok()
+
+
+@test
+def budget_memory_shared_file_mapping_beside_a_thread(t):
+    """The same beside a second thread (regrtest's --timeout watchdog,
+    under which test_mmap still ended on memory 3 runs in 5): another
+    thread could swap the descriptor, but only for a /dev/zero, and the
+    run has none (it opened none, its stdin is no /dev/zero); so the
+    file's mapping is no candidate. A /dev/zero in the run makes it one
+    again: budget_memory_shared_object_made_behind_the_check_ends_the_run."""
+    script = t.write("sparsemap.py", SPARSEMAP)
+    ws = t.path("ws-sparse")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    for i in range(2):
+        run = t.corral(["run", "--json", "-w", ws, "--limit", "memory=256MiB",
+                        "--limit", "wall=60s", "--ro", t.tmp, "--",
+                        "python3", script, "thread"], timeout=120)
         r = t.result(run)
         check_result_shape(r)
         eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))

@@ -43,7 +43,10 @@
  *                                  argument 1: the swapper is a process
  *                                  sharing the fd table and memory
  *                                  (clone(CLONE_VM | CLONE_FILES)), not
- *                                  a thread
+ *                                  a thread; 2: the /dev/zero is stdin,
+ *                                  the program opens none; 3: it comes
+ *                                  by SCM_RIGHTS from whoever listens
+ *                                  at ./zsock
  *   budget_hog memfd MIB COUNT     COUNT memfds of MIB MiB each, written,
  *                                  never mapped
  *   budget_hog badclone N          N clones the kernel refuses (EINVAL),
@@ -93,8 +96,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -591,8 +597,39 @@ static int shswap_proc(void *arg)
 	return 0;
 }
 
-static void shswap(long ms, long mib, long decoys, bool proc)
+static bool is_dev_zero(int fd)
 {
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+	       major(st.st_rdev) == 1 && minor(st.st_rdev) == 5;
+}
+
+/* A descriptor from whoever listens at path (SCM_RIGHTS), or -1. */
+static int zero_from(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char byte, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &byte, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	int s = socket(AF_UNIX, SOCK_STREAM, 0), fd = -1;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    recvmsg(s, &m, 0) < 0)
+		return -1;
+	c = CMSG_FIRSTHDR(&m);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	close(s);
+	return fd;
+}
+
+static void shswap(long ms, long mib, long decoys, long how)
+{
+	bool proc = how == 1;
 	static char stack[1 << 16] __attribute__((aligned(16)));
 	pid_t swapper = -1;
 	size_t len = (size_t)mib << 20;
@@ -602,7 +639,10 @@ static void shswap(long ms, long mib, long decoys, bool proc)
 	pthread_t th;
 	long kept = 0, nd = 0;
 
-	shswap_zero = open("/dev/zero", O_RDWR);
+	shswap_zero = how == 2 ? dup(0) : how == 3 ? zero_from("zsock") :
+		      open("/dev/zero", O_RDWR);
+	if (how >= 2 && !is_dev_zero(shswap_zero))
+		exit(3);
 	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat",
 		 (long)syscall(SYS_gettid));
 	shswap_stat = open(path, O_RDONLY);
@@ -879,7 +919,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "shchurn"))
 		shchurn(a, b);
 	else if (!strcmp(argv[1], "shswap"))
-		shswap(a, b, c, argc > 5 && atol(argv[5]) == 1);
+		shswap(a, b, c, argc > 5 ? atol(argv[5]) : 0);
+
 	else if (!strcmp(argv[1], "memfd"))
 		memfds(a, b);
 	else if (!strcmp(argv[1], "badclone"))

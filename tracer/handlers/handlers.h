@@ -257,8 +257,10 @@ CR_HANDLER(cr_h_fcntl_owner);
 CR_HANDLER(cr_h_fcntl_lock);
 CR_HANDLER(cr_h_kernel_object);
 CR_HANDLER(cr_h_mmap_shared);
-/* Is fd /dev/zero? (kmem.c) */
+/* Is fd /dev/zero? A socket? (kmem.c) */
 bool cr_is_dev_zero(int fd);
+bool cr_is_socket(int fd);
+void cr_kmem_zero_seen(struct cr_run *run, int fd);
 CR_HANDLER(cr_h_poll_charge);
 /* socket.c */
 CR_HANDLER(cr_h_socket);

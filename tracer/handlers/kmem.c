@@ -90,7 +90,8 @@ CR_HANDLER(cr_h_kernel_object)
  * may swap the number for a writable /dev/zero before the kernel maps it
  * (one can come in by SCM_RIGHTS, unseen), so such a call is recorded
  * with its length, uncharged, unless nobody but the caller can change its
- * table (table_alone), and the scans charge it if an object it
+ * table (table_alone) or the run has no /dev/zero to swap in (see
+ * cr_kmem_zero_seen), and the scans charge it if an object it
  * may have made appears (tracer/shanon.c; 3 GiB held ok under
  * memory=64MiB when only a count of objects stood behind the check, and
  * 2 GiB when every shared mapping was charged once a writable /dev/zero
@@ -107,6 +108,46 @@ bool cr_is_dev_zero(int fd)
 
 	return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
 	       st.st_rdev == makedev(1, 5);
+}
+
+bool cr_is_socket(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/*
+ * A shared mapping of a file in a process of several threads was a
+ * candidate (a "maybe", tracer/shanon.c) in case another thread swapped
+ * the number for /dev/zero before the kernel mapped it; the largest
+ * candidate is taken for each new object, so a multi-threaded program
+ * mapping a large file beside small shared objects was charged the file
+ * (CPython's test_mmap under regrtest's watchdog thread: memory, 3 runs
+ * in 5). The swap needs a /dev/zero in the run. Each way one comes in
+ * sets run->zero_reachable for good, and until then a shared mapping of
+ * a file is no candidate:
+ * - an open of a path: corral performs it and looks at what it opened
+ *   (below, from handlers/open.c; a reopen through /proc/PID/fd too);
+ * - the caller's stdin, a /dev/zero or a socket (spawn.c);
+ * - a read-only open the kernel decides (--fast-open with Landlock), from
+ *   the start (spawn.c);
+ * - a unix socket that can be named or connected to a name, which a
+ *   process outside the run can hand a descriptor (SCM_RIGHTS; recvmsg
+ *   is not notified: a probing session had a writable /dev/zero so
+ *   handed in when only opens were watched): at its socket() call
+ *   (handlers/socket.c). A pair of stream or seqpacket sockets is
+ *   connected for good, to each other.
+ * A descriptor passed between processes of the run was in the run
+ * already; pidfd_getfd reaches only the run's processes. A /dev/zero
+ * opened while a call on its number is between corral's look and the
+ * kernel's makes an object no candidate matches: the scan ends the run
+ * (fail closed).
+ */
+void cr_kmem_zero_seen(struct cr_run *run, int fd)
+{
+	if (!run->zero_reachable && cr_is_dev_zero(fd))
+		run->zero_reachable = true;
 }
 
 
@@ -149,12 +190,16 @@ CR_HANDLER(cr_h_mmap_shared)
 		zero = f >= 0 && cr_is_dev_zero(f);
 		if (f >= 0)
 			close(f);
+		if (zero)
+			run->zero_reachable = true;
 		/* Another file, and nobody can swap the number before the
 		 * kernel maps it: certainly no object (test_mmap maps a 4 GiB
 		 * sparse file beside small shared objects; taken as a
 		 * candidate, the largest, it was charged for one of them and
-		 * ended 4 runs in 10 on memory). */
-		if (f >= 0 && !zero && table_alone(run, tid))
+		 * ended 4 runs in 10 on memory). Nor where no /dev/zero can
+		 * be had to swap in: see cr_kmem_zero_seen. */
+		if (!zero && (!run->zero_reachable ||
+			      (f >= 0 && table_alone(run, tid))))
 			return CR_V_CONT;
 	}
 	rc = zero ? cr_budget_on_shared_anon(run, tid, len) :

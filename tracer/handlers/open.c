@@ -430,6 +430,8 @@ static struct cr_verdict do_open(struct cr_run *run,
 		cr_fs_held_add(run, fd);
 	else if (!res.exists)
 		cr_budget_on_placed(run, &res);
+	/* Whatever the name looked like: what was opened (handlers/kmem.c). */
+	cr_kmem_zero_seen(run, fd);
 	if (res.exists && S_ISFIFO(res.st.st_mode)) {
 		cr_fsres_free(&res);
 		return cr_notif_give_fd_last(run, n->id, fd, flags & O_CLOEXEC);

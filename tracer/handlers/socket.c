@@ -257,7 +257,14 @@ CR_HANDLER(cr_h_socket)
 	if ((type & 0xf) >= SOCK_PACKET + 1)
 		return CR_V_ERR(EINVAL);
 	if (domain == AF_UNIX) {
-		struct cr_verdict v = cr_surface_chain(run, e, n);
+		struct cr_verdict v;
+
+		/* One that can be named, or connected to a name, can be
+		 * handed a descriptor by a process outside the run (a stream
+		 * or seqpacket pair is connected for good): handlers/kmem.c. */
+		if (!pair || base == SOCK_DGRAM)
+			run->zero_reachable = true;
+		v = cr_surface_chain(run, e, n);
 
 		if (v.kind != CR_V_CONTINUE || !run->net)
 			return v;
