@@ -46,7 +46,9 @@
  *                                  a thread; 2: the /dev/zero is stdin,
  *                                  the program opens none; 3: it comes
  *                                  by SCM_RIGHTS from whoever listens
- *                                  at ./zsock
+ *                                  at ./zsock; 4: through a stream pair
+ *                                  whose one end ./zpid names ("PID
+ *                                  FD") for a process outside to take
  *   budget_hog memfd MIB COUNT     COUNT memfds of MIB MiB each, written,
  *                                  never mapped
  *   budget_hog badclone N          N clones the kernel refuses (EINVAL),
@@ -605,25 +607,56 @@ static bool is_dev_zero(int fd)
 	       major(st.st_rdev) == 1 && minor(st.st_rdev) == 5;
 }
 
-/* A descriptor from whoever listens at path (SCM_RIGHTS), or -1. */
-static int zero_from(const char *path)
+/* The fd of a received SCM_RIGHTS message on s, or -1. */
+static int fd_from(int s)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char byte, cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { &byte, 1 };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
 			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *c;
-	int s = socket(AF_UNIX, SOCK_STREAM, 0), fd = -1;
+	int fd = -1;
 
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    recvmsg(s, &m, 0) < 0)
+	if (recvmsg(s, &m, 0) < 0)
 		return -1;
 	c = CMSG_FIRSTHDR(&m);
 	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 		memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	return fd;
+}
+
+/* A descriptor from whoever listens at path (SCM_RIGHTS), or -1. */
+static int zero_from(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM, 0), fd;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -1;
+	fd = fd_from(s);
 	close(s);
+	return fd;
+}
+
+/* A stream pair; "PID FD" of one end in ./zpid for a process outside to
+ * take it (pidfd_getfd) and send through; what comes on the other end. */
+static int zero_through_pair(void)
+{
+	struct timeval tv = { .tv_sec = 20 };
+	int sv[2], fd;
+	FILE *f;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0 ||
+	    setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    !(f = fopen("zpid.tmp", "w")))
+		return -1;
+	fprintf(f, "%d %d\n", (int)getpid(), sv[0]);
+	if (fclose(f) || rename("zpid.tmp", "zpid"))
+		return -1;
+	fd = fd_from(sv[1]);
+	close(sv[0]);
+	close(sv[1]);
 	return fd;
 }
 
@@ -640,7 +673,7 @@ static void shswap(long ms, long mib, long decoys, long how)
 	long kept = 0, nd = 0;
 
 	shswap_zero = how == 2 ? dup(0) : how == 3 ? zero_from("zsock") :
-		      open("/dev/zero", O_RDWR);
+		      how == 4 ? zero_through_pair() : open("/dev/zero", O_RDWR);
 	if (how >= 2 && !is_dev_zero(shswap_zero))
 		exit(3);
 	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat",

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../budget.h"
+#include "../fs/fs.h"
 #include "handlers.h"
 #include "../net/net.h"
 
@@ -102,11 +103,13 @@ CR_HANDLER(cr_h_kernel_object)
  */
 #define CR_MMAP_MAX_LEN (1ull << 47)
 
+/* Both look without asking for the times (fs/quietstat.c): a look at
+ * every file opened made each next change of it fine-grained. */
 bool cr_is_dev_zero(int fd)
 {
 	struct stat st;
 
-	return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+	return cr_quiet_fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
 	       st.st_rdev == makedev(1, 5);
 }
 
@@ -114,7 +117,7 @@ bool cr_is_socket(int fd)
 {
 	struct stat st;
 
-	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+	return cr_quiet_fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 /*
@@ -132,12 +135,15 @@ bool cr_is_socket(int fd)
  * - the caller's stdin, a /dev/zero or a socket (spawn.c);
  * - a read-only open the kernel decides (--fast-open with Landlock), from
  *   the start (spawn.c);
- * - a unix socket that can be named or connected to a name, which a
- *   process outside the run can hand a descriptor (SCM_RIGHTS; recvmsg
- *   is not notified: a probing session had a writable /dev/zero so
- *   handed in when only opens were watched): at its socket() call
- *   (handlers/socket.c). A pair of stream or seqpacket sockets is
- *   connected for good, to each other.
+ * - a unix socket, through which a process outside the run can hand a
+ *   descriptor in (SCM_RIGHTS; recvmsg is not notified: a probing
+ *   session had a writable /dev/zero so handed in when only opens were
+ *   watched): at its socket() or socketpair() call (handlers/socket.c).
+ *   A pair is no exception: a process of the user's outside the run can
+ *   take an end out with pidfd_getfd and send through it, and a
+ *   SOCK_RAW pair is a datagram pair that can be named and connected
+ *   (found by a probing session: 2.8 GiB held under memory=64MiB when
+ *   only sockets that could be named counted).
  * A descriptor passed between processes of the run was in the run
  * already; pidfd_getfd reaches only the run's processes. A /dev/zero
  * opened while a call on its number is between corral's look and the

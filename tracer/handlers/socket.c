@@ -259,11 +259,10 @@ CR_HANDLER(cr_h_socket)
 	if (domain == AF_UNIX) {
 		struct cr_verdict v;
 
-		/* One that can be named, or connected to a name, can be
-		 * handed a descriptor by a process outside the run (a stream
-		 * or seqpacket pair is connected for good): handlers/kmem.c. */
-		if (!pair || base == SOCK_DGRAM)
-			run->zero_reachable = true;
+		/* Any can be handed a descriptor by a process outside the
+		 * run: one named or connected to a name, and an end of a pair
+		 * too, taken out by pidfd_getfd (handlers/kmem.c). */
+		run->zero_reachable = true;
 		v = cr_surface_chain(run, e, n);
 
 		if (v.kind != CR_V_CONTINUE || !run->net)
