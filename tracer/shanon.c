@@ -33,8 +33,9 @@
  *   lengths taken are at least the new objects' sizes, whichever is
  *   which. More new objects than candidates: one made where no call was
  *   seen; the caller ends the run. A call still in flight stays a
- *   candidate whatever length was taken (it may not have run yet), with
- *   a length of a call done in place of its own if its own was taken
+ *   candidate when its length is taken (it may not have run yet), and
+ *   the calls in flight known to have made an object are counted, so
+ *   no more objects are taken for them than they can still make
  *   (cr_shanon_scan_end).
  * - An inode seen before and missing from CR_SHANON_MISSES scans in a
  *   row: as many of the smallest charges of the objects alive are taken
@@ -72,6 +73,8 @@ struct known {
 struct cr_shanon {
 	struct cand *c;
 	size_t nc, capc, inflight;
+	size_t spent;		/* calls in flight known to have made an
+				 * object already found (which: not known) */
 	uint64_t *pool;		/* charges of the objects alive */
 	size_t np, capp;
 	struct known *known;	/* their inodes, sorted */
@@ -237,26 +240,15 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Larger first; among equals uncharged first (the lengths a scan takes)
- * or charged first (those kept for calls in flight). */
-static int cmp_len(const struct cand *x, const struct cand *y,
-		   bool charged_first)
-{
-	if (x->len != y->len)
-		return x->len < y->len ? 1 : -1;
-	if (x->charged == y->charged)
-		return 0;
-	return x->charged == charged_first ? -1 : 1;
-}
-
+/* Larger first; among equals a call done first (taken with its object
+ * rather than copied from a call that may still make one). */
 static int cmp_take(const void *a, const void *b)
 {
-	return cmp_len(a, b, false);
-}
+	const struct cand *x = a, *y = b;
 
-static int cmp_left(const void *a, const void *b)
-{
-	return cmp_len(a, b, true);
+	if (x->len != y->len)
+		return x->len < y->len ? 1 : -1;
+	return (x->tid > 0) - (y->tid > 0);
 }
 
 static int cmp_known(const void *a, const void *b)
@@ -274,8 +266,7 @@ static bool is_known(const struct cr_shanon *s, uint64_t ino)
 
 int cr_shanon_scan_end(struct cr_shanon *s)
 {
-	size_t n = 0, fresh = 0, dead, d = 0, over = 0, ns = 0, given = 0;
-	struct cand *spare = NULL;
+	size_t n = 0, fresh = 0, dead, d = 0, over = 0, nd = 0, room;
 
 	/* The objects alive, each once. */
 	if (s->nseen)
@@ -307,61 +298,59 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 		memmove(s->pool, s->pool + k, (s->np - k) * sizeof(*s->pool));
 		s->np -= k;
 	}
-	/* New: the largest lengths are theirs (uncharged ones first among
-	 * equals, so a charged length stays with a call that may still
-	 * run). */
-	if (fresh > s->nc) {
-		over = fresh - s->nc;
-		fresh = s->nc;
+	/*
+	 * New: each was made by a distinct call, done or in flight, that
+	 * has made no object found before. The calls in flight that made
+	 * one are known only by count (spent): which of them ran, no
+	 * scan tells. So a new object takes the largest length of all the
+	 * calls (at least the size of whichever made it): a call done is
+	 * taken with it; a call in flight stays, its length copied (its
+	 * charge, if any, moving to the object), for the object it may
+	 * still make. More new objects than calls that may still have made
+	 * one: one made where no call was seen; the caller ends the run.
+	 * Taking a call in flight with the object ended runs falsely (the
+	 * object it made next had none left: a test's run, 1 in 3); giving
+	 * it another's length in place of its own, or none, let a length
+	 * go with a call done (charged less than held) and a call of
+	 * length 0 take objects no call made (found by a probing session).
+	 */
+	for (size_t i = 0; i < s->nc; i++)
+		nd += !s->c[i].tid;
+	room = s->nc - (s->spent < s->nc ? s->spent : s->nc);
+	if (fresh > room) {
+		over = fresh - room;
+		fresh = room;
 	}
 	while (s->capp < s->np + fresh)
 		if (grow((void **)&s->pool, &s->capp, s->capp, sizeof(*s->pool)))
 			return -ENOMEM;
-	if (s->nc && !(spare = malloc(s->nc * sizeof(*spare))))
-		return -ENOMEM;
 	if (s->nc)
 		qsort(s->c, s->nc, sizeof(*s->c), cmp_take);
 	for (size_t i = 0; i < fresh; i++) {
-		s->pool[s->np++] = s->c[i].len;
-		if (!s->c[i].charged)
-			s->bytes += s->c[i].len;
-	}
-	/*
-	 * The calls. Which made the new objects is not known: a length
-	 * taken may be that of a call in flight while the object is
-	 * another's, done, found before this one's call ran. Taken with its
-	 * call, the object the call made next had none left, and the run
-	 * was ended (a test's run, 1 in 3). So every call in flight stays:
-	 * one whose length was taken gets the largest length left of a call
-	 * done (charged first among equals), or none; the other lengths of
-	 * calls done are dropped (each made one of the new objects, or
-	 * nothing alive). The lengths taken and kept are then the largest
-	 * of the calls done beside all those of calls in flight, which
-	 * covers any of the ways the calls may have made the objects found
-	 * and may still make more.
-	 */
-	for (size_t i = fresh; i < s->nc; i++)
-		if (!s->c[i].tid)
-			spare[ns++] = s->c[i];	/* lengths of calls done */
-	if (ns > 1)
-		qsort(spare, ns, sizeof(*spare), cmp_left);
-	for (size_t i = 0; i < s->nc; i++) {
-		struct cand k = s->c[i];
+		struct cand *c = &s->c[i];
 
-		if (k.tid <= 0)
-			continue;
-		if (i < fresh) {	/* its length taken: another's */
-			k.len = given < ns ? spare[given].len : 0;
-			k.charged = given < ns && spare[given].charged;
-			given++;
-		}
-		s->c[d++] = k;		/* d <= i: read before written */
+		s->pool[s->np++] = c->len;
+		if (!c->charged)
+			s->bytes += c->len;
+		c->charged = false;
+		if (!c->tid)
+			c->tid = -1;	/* taken */
 	}
-	for (size_t i = given; i < ns; i++)
-		if (spare[i].charged)
-			s->bytes -= spare[i].len;
-	free(spare);
+	/* At least fresh - nd of the new ones are of calls in flight, and
+	 * no more than nd of those spent before are among the calls done. */
+	s->spent = s->spent + fresh > nd ? s->spent + fresh - nd : 0;
+	/* The calls done and not taken made nothing alive. */
+	for (size_t i = 0; i < s->nc; i++) {
+		struct cand *c = &s->c[i];
+
+		if (c->tid > 0)
+			s->c[d++] = *c;
+		else if (!c->tid && c->charged)
+			s->bytes -= c->len;
+	}
 	s->nc = s->inflight = d;
+	if (s->spent > s->nc)
+		s->spent = s->nc;
 	/* Known now: those kept, and the new ones. */
 	d = 0;
 	for (size_t i = 0; i < s->nk; i++)

@@ -94,6 +94,7 @@ struct cr_test {
 	X(shanon_missed_once_is_the_same)	\
 	X(shanon_call_in_flight_keeps_a_length)	\
 	X(shanon_call_in_flight_unequal)	\
+	X(shanon_call_in_flight_makes_one)	\
 	X(shanon_lines)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)

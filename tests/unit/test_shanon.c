@@ -242,29 +242,62 @@ TEST_IMPL(shanon_call_in_flight_unequal)
 	ASSERT(s);
 	/* 4 KiB made and done, 64 MiB in flight, one new object: the
 	 * largest length is taken (the object may be the 64 MiB one), and
-	 * the call in flight keeps the 4 KiB; when it makes its object,
-	 * both are charged, 64 MiB + 4 KiB, and nothing is out of count. */
+	 * the call in flight stays with its own; when it makes its object,
+	 * that one is charged too, and nothing is out of count. */
 	ASSERT_EQ(cr_shanon_made(s, 3, 4096), 0);
 	cr_shanon_done(s, 3);
 	ASSERT_EQ(cr_shanon_made(s, 3, 64 * MIB), 0);
 	ASSERT_EQ(scans(s, ZERO(7), 1), 0);
-	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096);
+	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB);
 	ASSERT_EQ(scans(s, ZERO(7) ZERO(8), 1), 0);
-	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096);
+	ASSERT_UEQ(cr_shanon_bytes(s), 128 * MIB);
 	cr_shanon_done(s, 3);
 	ASSERT_EQ(scans(s, ZERO(7) ZERO(8), 1), 0);
-	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096);
+	ASSERT_UEQ(cr_shanon_bytes(s), 128 * MIB);
 	/* The other way: 4 KiB made and done made nothing (the kernel
 	 * refused it), 1 GiB of a file's mapping in flight made object 9
-	 * (the descriptor swapped for /dev/zero). Charged 1 GiB; the call in
-	 * flight, done with no new object, takes its kept 4 KiB away. */
+	 * (the descriptor swapped for /dev/zero): 1 GiB charged, and still
+	 * once the call is done with no other object. */
 	ASSERT_EQ(cr_shanon_made(s, 4, 4096), 0);
 	cr_shanon_done(s, 4);
 	ASSERT_EQ(cr_shanon_maybe(s, 4, 1024 * MIB), 0);
 	ASSERT_EQ(scans(s, ZERO(7) ZERO(8) ZERO(9), 1), 0);
-	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096 + 1024 * MIB + 4096);
+	ASSERT_UEQ(cr_shanon_bytes(s), 128 * MIB + 1024 * MIB);
 	cr_shanon_done(s, 4);
 	ASSERT_EQ(scans(s, ZERO(7) ZERO(8) ZERO(9), 1), 0);
-	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB + 4096 + 1024 * MIB);
+	ASSERT_UEQ(cr_shanon_bytes(s), 128 * MIB + 1024 * MIB);
+	cr_shanon_free(s);
+}
+
+TEST_IMPL(shanon_call_in_flight_makes_one)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	/* A thread maps 4 KiB and never makes another notified call: its
+	 * call stays in flight. Once its object is found, the call has made
+	 * its one: a new object no call made is one too many, as without
+	 * it (a call kept with no length took such objects, charged
+	 * nothing; found by a probing session). */
+	ASSERT_EQ(cr_shanon_made(s, 7, 4096), 0);
+	ASSERT_EQ(scans(s, ZERO(5), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 4096);
+	ASSERT_EQ(scans(s, ZERO(5) ZERO(6), 1), 1);
+	cr_shanon_free(s);
+	/* Two calls in flight of one length, one object: either made it.
+	 * The one that did not may still make its own, also once the other
+	 * is done (its length went with the first object): charged too. */
+	s = cr_shanon_new();
+	ASSERT(s);
+	ASSERT_EQ(cr_shanon_maybe(s, 1, 64 * MIB), 0);
+	ASSERT_EQ(cr_shanon_maybe(s, 2, 64 * MIB), 0);
+	ASSERT_EQ(scans(s, ZERO(5), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 64 * MIB);
+	cr_shanon_done(s, 2);
+	ASSERT_EQ(scans(s, ZERO(5), 1), 0);
+	ASSERT_EQ(scans(s, ZERO(5) ZERO(6), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 128 * MIB);
+	/* Both have made theirs: a third object is one too many. */
+	ASSERT_EQ(scans(s, ZERO(5) ZERO(6) ZERO(7), 1), 1);
 	cr_shanon_free(s);
 }
