@@ -3047,11 +3047,21 @@ int cr_budget_on_poll(struct cr_run *run, pid_t tid, uint64_t entries)
 	return cr_budget_on_ipc(run, 0);
 }
 
-int cr_budget_on_shared_file(struct cr_run *run, pid_t tid, uint64_t len)
+int cr_budget_on_shared_file(struct cr_run *run, pid_t tid, uint64_t len,
+			     bool gated)
 {
 	struct cr_budgets *b = run->budgets;
 
-	return b ? cr_shanon_maybe(b->shanon, tid, len) : 0;
+	if (!b)
+		return 0;
+	return gated ? cr_shanon_gated(b->shanon, tid, len) :
+		       cr_shanon_maybe(b->shanon, tid, len);
+}
+
+void cr_budget_zero_reachable(struct cr_run *run)
+{
+	if (run->budgets)
+		cr_shanon_ungate(run->budgets->shanon);
 }
 
 void cr_budget_task_seen(struct cr_run *run, pid_t tid)

@@ -365,9 +365,14 @@ int cr_budget_on_poll(struct cr_run *run, pid_t tid, uint64_t entries);
 /* Thread tid is about to map a file shared, len bytes (page-rounded), a
  * file other than /dev/zero when corral looked: charged only if a scan
  * finds an object it may have made (a thread could swap the descriptor
- * for a writable /dev/zero; shanon.c). 0, or -ENOMEM when the list of
- * such calls is full. */
-int cr_budget_on_shared_file(struct cr_run *run, pid_t tid, uint64_t len);
+ * for a writable /dev/zero; shanon.c). gated: the run cannot have a
+ * /dev/zero yet, so no candidate unless one comes in while the call is in
+ * flight. 0, or -ENOMEM when the list of such calls is full. */
+int cr_budget_on_shared_file(struct cr_run *run, pid_t tid, uint64_t len,
+			     bool gated);
+/* A /dev/zero may be in the run from now (handlers/kmem.c): the calls
+ * recorded gated and still in flight become candidates. */
+void cr_budget_zero_reachable(struct cr_run *run);
 /* Thread tid was seen at a notification or a stop, or is gone: the calls
  * it made before are done (shanon.c). */
 void cr_budget_task_seen(struct cr_run *run, pid_t tid);

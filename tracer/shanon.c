@@ -63,6 +63,8 @@ struct cand {
 	uint64_t len;
 	pid_t tid;	/* the calling thread; 0 once its call is done */
 	bool charged;
+	bool gated;	/* made while no /dev/zero could be had: no
+			 * candidate unless ungated in flight */
 };
 
 struct known {
@@ -73,6 +75,7 @@ struct known {
 struct cr_shanon {
 	struct cand *c;
 	size_t nc, capc, inflight;
+	size_t ngated;		/* of the nc, gated */
 	size_t spent;		/* calls in flight known to have made an
 				 * object already found (which: not known) */
 	uint64_t *pool;		/* charges of the objects alive */
@@ -144,20 +147,52 @@ int cr_shanon_maybe(struct cr_shanon *s, pid_t tid, uint64_t len)
 	return add_cand(s, tid, len, false);
 }
 
+int cr_shanon_gated(struct cr_shanon *s, pid_t tid, uint64_t len)
+{
+	int rc = add_cand(s, tid, len, false);
+
+	if (!rc) {
+		s->c[s->nc - 1].gated = true;
+		s->ngated++;
+	}
+	return rc;
+}
+
+void cr_shanon_ungate(struct cr_shanon *s)
+{
+	if (!s || !s->ngated)
+		return;
+	for (size_t i = 0; i < s->nc; i++)
+		if (s->c[i].gated && s->c[i].tid > 0) {
+			s->c[i].gated = false;
+			s->ngated--;
+		}
+}
+
 void cr_shanon_done(struct cr_shanon *s, pid_t tid)
 {
 	if (!s || !s->inflight)
 		return;
-	for (size_t i = 0; i < s->nc; i++)
-		if (s->c[i].tid == tid) {
-			s->c[i].tid = 0;
-			s->inflight--;
+	for (size_t i = 0; i < s->nc;) {
+		if (s->c[i].tid != tid) {
+			i++;
+			continue;
 		}
+		s->inflight--;
+		if (!s->c[i].gated) {
+			s->c[i++].tid = 0;
+			continue;
+		}
+		/* Gated and done: it ran before any /dev/zero could be had,
+		 * and made nothing. Gone now, scan or not (none may run). */
+		s->c[i] = s->c[--s->nc];
+		s->ngated--;
+	}
 }
 
 bool cr_shanon_active(const struct cr_shanon *s)
 {
-	return s && (s->nc || s->nk);
+	return s && (s->nc > s->ngated || s->nk);
 }
 
 uint64_t cr_shanon_bytes(const struct cr_shanon *s)
@@ -167,7 +202,7 @@ uint64_t cr_shanon_bytes(const struct cr_shanon *s)
 
 size_t cr_shanon_count(const struct cr_shanon *s)
 {
-	return s ? s->nc + s->np : 0;
+	return s ? s->nc - s->ngated + s->np : 0;
 }
 
 void cr_shanon_scan_begin(struct cr_shanon *s)
@@ -240,12 +275,15 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Larger first; among equals a call done first (taken with its object
- * rather than copied from a call that may still make one). */
+/* Gated calls last; then larger first; among equals a call done first
+ * (taken with its object rather than copied from a call that may still
+ * make one). */
 static int cmp_take(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
 
+	if (x->gated != y->gated)
+		return x->gated ? 1 : -1;	/* no candidates: last */
 	if (x->len != y->len)
 		return x->len < y->len ? 1 : -1;
 	return (x->tid > 0) - (y->tid > 0);
@@ -315,8 +353,9 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 	 * length 0 take objects no call made (found by a probing session).
 	 */
 	for (size_t i = 0; i < s->nc; i++)
-		nd += !s->c[i].tid;
-	room = s->nc - (s->spent < s->nc ? s->spent : s->nc);
+		nd += !s->c[i].tid && !s->c[i].gated;
+	room = s->nc - s->ngated;
+	room -= s->spent < room ? s->spent : room;
 	if (fresh > room) {
 		over = fresh - room;
 		fresh = room;
@@ -339,18 +378,22 @@ int cr_shanon_scan_end(struct cr_shanon *s)
 	/* At least fresh - nd of the new ones are of calls in flight, and
 	 * no more than nd of those spent before are among the calls done. */
 	s->spent = s->spent + fresh > nd ? s->spent + fresh - nd : 0;
-	/* The calls done and not taken made nothing alive. */
+	/* The calls done and not taken made nothing alive (a gated one done
+	 * ran before any /dev/zero could be had). */
+	s->ngated = 0;
 	for (size_t i = 0; i < s->nc; i++) {
 		struct cand *c = &s->c[i];
 
-		if (c->tid > 0)
+		if (c->tid > 0) {
+			s->ngated += c->gated;
 			s->c[d++] = *c;
-		else if (!c->tid && c->charged)
+		} else if (!c->tid && c->charged) {
 			s->bytes -= c->len;
+		}
 	}
 	s->nc = s->inflight = d;
-	if (s->spent > s->nc)
-		s->spent = s->nc;
+	if (s->spent > s->nc - s->ngated)
+		s->spent = s->nc - s->ngated;
 	/* Known now: those kept, and the new ones. */
 	d = 0;
 	for (size_t i = 0; i < s->nk; i++)

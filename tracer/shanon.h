@@ -26,6 +26,12 @@ int cr_shanon_made(struct cr_shanon *s, pid_t tid, uint64_t len);
  * (a thread could swap the descriptor for /dev/zero before the kernel
  * maps it). 0, or -ENOMEM when the list is full. */
 int cr_shanon_maybe(struct cr_shanon *s, pid_t tid, uint64_t len);
+/* The same where the run cannot have a /dev/zero yet: no candidate
+ * (gated) unless one comes in while the call is in flight (ungate). */
+int cr_shanon_gated(struct cr_shanon *s, pid_t tid, uint64_t len);
+/* A /dev/zero may be in the run from now: every gated call still in
+ * flight becomes a maybe (its kernel mapping may come after). */
+void cr_shanon_ungate(struct cr_shanon *s);
 /* Thread tid was seen again, at a notification or a stop, or is gone:
  * the calls it was making are done. */
 void cr_shanon_done(struct cr_shanon *s, pid_t tid);

@@ -210,16 +210,21 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 
 public class Tm {
+    static volatile boolean read;
+
     public static void main(String[] a) throws Exception {
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        // The thread lives until its clock is read: a loop the JIT cut
+        // short let it end first under load (-1, a dead thread's answer).
         Thread t = new Thread(() -> {
             long x = 0;
-            for (long i = 0; i < 200_000_000L; i++) x += i;
+            for (long i = 0; !read || i < 1_000_000L; i++) x += i;
             if (x == 42) System.out.println();
         });
         t.start();
         t.join(50);
         long other = mx.getThreadCpuTime(t.getId());
+        read = true;
         t.join();
         long sum = 0;
         for (long id : mx.getAllThreadIds()) {

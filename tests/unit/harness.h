@@ -95,6 +95,7 @@ struct cr_test {
 	X(shanon_call_in_flight_keeps_a_length)	\
 	X(shanon_call_in_flight_unequal)	\
 	X(shanon_call_in_flight_makes_one)	\
+	X(shanon_gated_until_a_zero_comes)	\
 	X(shanon_lines)
 
 #define TEST_IMPL(name) void cr_test_##name(struct cr_test *t_)

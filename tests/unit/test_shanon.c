@@ -301,3 +301,32 @@ TEST_IMPL(shanon_call_in_flight_makes_one)
 	ASSERT_EQ(scans(s, ZERO(5) ZERO(6) ZERO(7), 1), 1);
 	cr_shanon_free(s);
 }
+
+TEST_IMPL(shanon_gated_until_a_zero_comes)
+{
+	struct cr_shanon *s = cr_shanon_new();
+
+	ASSERT(s);
+	/* A shared file mapping while the run can have no /dev/zero: no
+	 * candidate. Nothing to scan for; an object beside it is one no
+	 * call made. Done, it is gone at once (no scan may come). */
+	ASSERT_EQ(cr_shanon_gated(s, 7, 1024 * MIB), 0);
+	ASSERT(!cr_shanon_active(s));
+	ASSERT_UEQ(cr_shanon_count(s), 0);
+	ASSERT_EQ(scans(s, ZERO(5), 1), 1);
+	cr_shanon_free(s);
+	s = cr_shanon_new();
+	ASSERT(s);
+	ASSERT_EQ(cr_shanon_gated(s, 7, 1024 * MIB), 0);
+	cr_shanon_done(s, 7);
+	ASSERT_EQ(cr_shanon_gated(s, 8, 1024 * MIB), 0);
+	/* A /dev/zero comes in while thread 8's call is in flight: it may
+	 * land on the number before the kernel takes it, so the call is a
+	 * candidate, and its object is charged its length. */
+	cr_shanon_ungate(s);
+	ASSERT(cr_shanon_active(s));
+	ASSERT_UEQ(cr_shanon_count(s), 1);
+	ASSERT_EQ(scans(s, ZERO(6), 1), 0);
+	ASSERT_UEQ(cr_shanon_bytes(s), 1024 * MIB);
+	cr_shanon_free(s);
+}

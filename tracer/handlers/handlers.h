@@ -261,6 +261,8 @@ CR_HANDLER(cr_h_mmap_shared);
 bool cr_is_dev_zero(int fd);
 bool cr_is_socket(int fd);
 void cr_kmem_zero_seen(struct cr_run *run, int fd);
+/* A /dev/zero may be in the run from now (kmem.c). */
+void cr_kmem_zero_reachable(struct cr_run *run);
 CR_HANDLER(cr_h_poll_charge);
 /* socket.c */
 CR_HANDLER(cr_h_socket);

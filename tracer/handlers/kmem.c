@@ -145,15 +145,23 @@ bool cr_is_socket(int fd)
  *   (found by a probing session: 2.8 GiB held under memory=64MiB when
  *   only sockets that could be named counted).
  * A descriptor passed between processes of the run was in the run
- * already; pidfd_getfd reaches only the run's processes. A /dev/zero
- * opened while a call on its number is between corral's look and the
- * kernel's makes an object no candidate matches: the scan ends the run
- * (fail closed).
+ * already; pidfd_getfd reaches only the run's processes. A call made
+ * before is recorded gated, and one still in flight when a /dev/zero
+ * comes in becomes a candidate (cr_kmem_zero_reachable): the /dev/zero
+ * may land on its number before the kernel takes it.
  */
+void cr_kmem_zero_reachable(struct cr_run *run)
+{
+	if (run->zero_reachable)
+		return;
+	run->zero_reachable = true;
+	cr_budget_zero_reachable(run);
+}
+
 void cr_kmem_zero_seen(struct cr_run *run, int fd)
 {
 	if (!run->zero_reachable && cr_is_dev_zero(fd))
-		run->zero_reachable = true;
+		cr_kmem_zero_reachable(run);
 }
 
 
@@ -197,19 +205,24 @@ CR_HANDLER(cr_h_mmap_shared)
 		if (f >= 0)
 			close(f);
 		if (zero)
-			run->zero_reachable = true;
+			cr_kmem_zero_reachable(run);
 		/* Another file, and nobody can swap the number before the
 		 * kernel maps it: certainly no object (test_mmap maps a 4 GiB
 		 * sparse file beside small shared objects; taken as a
 		 * candidate, the largest, it was charged for one of them and
-		 * ended 4 runs in 10 on memory). Nor where no /dev/zero can
-		 * be had to swap in: see cr_kmem_zero_seen. */
-		if (!zero && (!run->zero_reachable ||
-			      (f >= 0 && table_alone(run, tid))))
+		 * ended 4 runs in 10 on memory). */
+		if (!zero && f >= 0 && run->zero_reachable &&
+		    table_alone(run, tid))
 			return CR_V_CONT;
 	}
+	/* Where no /dev/zero can be had to swap in yet, gated: no candidate
+	 * unless one comes in while this call is in flight (cr_kmem_zero_seen:
+	 * a thread opening /dev/zero onto the number, closed or a file, in
+	 * the moment between corral's look and the kernel's held 1 GiB under
+	 * memory=64MiB, found by a probing session). */
 	rc = zero ? cr_budget_on_shared_anon(run, tid, len) :
-		    cr_budget_on_shared_file(run, tid, len);
+		    cr_budget_on_shared_file(run, tid, len,
+					     !run->zero_reachable);
 	return rc ? CR_V_ERR(-rc) : CR_V_CONT;
 }
 

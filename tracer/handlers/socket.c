@@ -262,7 +262,7 @@ CR_HANDLER(cr_h_socket)
 		/* Any can be handed a descriptor by a process outside the
 		 * run: one named or connected to a name, and an end of a pair
 		 * too, taken out by pidfd_getfd (handlers/kmem.c). */
-		run->zero_reachable = true;
+		cr_kmem_zero_reachable(run);
 		v = cr_surface_chain(run, e, n);
 
 		if (v.kind != CR_V_CONTINUE || !run->net)
