@@ -1295,6 +1295,39 @@ static void shanon_read(struct cr_run *run, int pass, bool *whole)
  * candidate call ends the run (fail closed). The scan's CPU is the run's;
  * the next waits CR_BUDGET_QUICK_IDLE times it.
  */
+/*
+ * A call stays in flight until its thread is seen again (a notified call,
+ * a stop, its end), and a call in flight may still make an object. A
+ * thread that maps and then only waits (a futex, a read) is never seen
+ * again: its call stayed in flight for good, and one whose call the kernel
+ * refused (MAP_FIXED_NOREPLACE over a mapping: EEXIST) then stood for an
+ * object no call made, where the scan ends the run (found by a probing
+ * session). Before a scan reads the maps, each such thread blocked in a
+ * call other than mmap (/proc/TID/syscall: its number) is done with the
+ * mmap: what that made is in the maps the scan reads. "running" tells
+ * nothing, and stays in flight. At most CR_BUDGET_INFLIGHT_LOOK a scan.
+ */
+#define CR_BUDGET_INFLIGHT_LOOK 64
+
+static void shanon_settle(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	pid_t tids[CR_BUDGET_INFLIGHT_LOOK];
+	size_t n = cr_shanon_inflight(b->shanon, tids, CR_BUDGET_INFLIGHT_LOOK);
+
+	for (size_t i = 0; i < n; i++) {
+		char path[48], buf[128], *end;
+		long nr;
+
+		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tids[i]);
+		if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
+			continue;
+		nr = strtol(buf, &end, 10);
+		if (end != buf && nr != SYS_mmap)
+			cr_shanon_done(b->shanon, tids[i]);
+	}
+}
+
 static void shanon_scan(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
@@ -1302,6 +1335,7 @@ static void shanon_scan(struct cr_run *run)
 	bool whole = true;
 	int over;
 
+	shanon_settle(run);
 	cr_shanon_scan_begin(b->shanon);
 	/* Twice, what either read finds counting (shanon.c); each time
 	 * leaders first, then the threads of a process whose leader showed

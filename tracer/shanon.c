@@ -190,6 +190,17 @@ void cr_shanon_done(struct cr_shanon *s, pid_t tid)
 	}
 }
 
+size_t cr_shanon_inflight(const struct cr_shanon *s, pid_t *tids,
+			  size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; s && i < s->nc && n < max; i++)
+		if (s->c[i].tid > 0)
+			tids[n++] = s->c[i].tid;
+	return n;
+}
+
 bool cr_shanon_active(const struct cr_shanon *s)
 {
 	return s && (s->nc > s->ngated || s->nk);

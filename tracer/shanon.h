@@ -35,6 +35,10 @@ void cr_shanon_ungate(struct cr_shanon *s);
 /* Thread tid was seen again, at a notification or a stop, or is gone:
  * the calls it was making are done. */
 void cr_shanon_done(struct cr_shanon *s, pid_t tid);
+/* Up to max threads whose calls are still in flight, into tids; how
+ * many. */
+size_t cr_shanon_inflight(const struct cr_shanon *s, pid_t *tids,
+			  size_t max);
 /* Candidates or objects alive (then the processes' maps are worth
  * scanning). */
 bool cr_shanon_active(const struct cr_shanon *s);

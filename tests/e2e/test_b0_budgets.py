@@ -544,6 +544,23 @@ def budget_memory_shared_file_mapping_beside_shared_objects(t):
 
 
 @test
+def budget_memory_shared_calls_refused_then_waiting_are_done(t):
+    """Four threads, one after the other, each map 64 MiB shared and
+    anonymous where the kernel refuses it (MAP_FIXED_NOREPLACE over a
+    mapping: EEXIST), then only wait in pause, under memory=100MiB. Each
+    call is charged when made; a call stays in flight until its thread is
+    seen again, and these threads never are: the charges stayed, and the
+    second call ended the run on memory. A thread blocked in another call
+    is done with its mmap (/proc/TID/syscall, looked at before a scan), so
+    the refused calls' charges go. The same look keeps such a call from
+    standing for an object no call made (found by a probing session)."""
+    run, r = hog(t, ["memory=100MiB", "wall=30s"], "shrefused", 4, 64, 500)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    contains(r.get("stdout", ""), "refused 4", "every mapping refused")
+    t.assert_next_run_ok()
+
+
+@test
 def budget_memory_shared_file_mapping_beside_a_thread(t):
     """The same beside a second thread (regrtest's --timeout watchdog,
     under which test_mmap still ended on memory 3 runs in 5): another

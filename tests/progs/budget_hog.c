@@ -28,6 +28,12 @@
  *                                  each MiB dropped from the page table
  *                                  (MADV_DONTNEED) once written; prints
  *                                  "dropped N", then waits
+ *   budget_hog shrefused N MIB MS  N threads, one after the other, each
+ *                                  mapping MIB MiB shared anonymous over
+ *                                  a mapping (MAP_FIXED_NOREPLACE: the
+ *                                  kernel refuses it), then waiting in
+ *                                  pause, MS ms after the start; MS ms
+ *                                  later "refused N", exit 0
  *   budget_hog shchurn N MIB       N times: MIB MiB of shared anonymous
  *                                  memory mapped, one page written,
  *                                  unmapped; prints "churned N"
@@ -534,6 +540,76 @@ static void shdrop(long mib, long how)
 	hold();
 }
 
+/* shrefused: each thread's one shared mapping refused by the kernel
+ * (MAP_FIXED_NOREPLACE over a page mapped), then it only waits. */
+static char *shrefused_at;
+static long shrefused_len;
+
+static void *shrefused_thread(void *arg)
+{
+	(void)arg;
+	if (mmap(shrefused_at, (size_t)shrefused_len, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) !=
+	    MAP_FAILED)
+		exit(4);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* Whether thread tid waits in pause (its /proc syscall line). */
+static bool shrefused_waits(pid_t tid)
+{
+	char path[64], b[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	b[n] = 0;
+	return atol(b) == SYS_pause;
+}
+
+static _Atomic pid_t shrefused_tid;
+
+static void *shrefused_start(void *arg)
+{
+	atomic_store(&shrefused_tid, (pid_t)syscall(SYS_gettid));
+	return shrefused_thread(arg);
+}
+
+static void shrefused(long n, long mib, long ms)
+{
+	shrefused_len = mib << 20;
+	shrefused_at = mmap(NULL, (size_t)shrefused_len, PROT_READ,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (shrefused_at == MAP_FAILED)
+		exit(1);
+	/* The page main() shares is found by a scan first, on its own. */
+	usleep((useconds_t)ms * 1000);
+	for (long i = 0; i < n; i++) {
+		pthread_t th;
+		pid_t tid;
+
+		atomic_store(&shrefused_tid, 0);
+		if (pthread_create(&th, NULL, shrefused_start, NULL))
+			exit(1);
+		while (!(tid = atomic_load(&shrefused_tid)))
+			usleep(1000);
+		while (!shrefused_waits(tid))
+			usleep(1000);
+	}
+	usleep((useconds_t)ms * 1000);
+	printf("refused %ld\n", n);
+	exit(0);
+}
+
 static void shchurn(long n, long mib)
 {
 	long done = 0;
@@ -949,6 +1025,8 @@ int main(int argc, char **argv)
 		memshared(a);
 	else if (!strcmp(argv[1], "shdrop"))
 		shdrop(a, b);
+	else if (!strcmp(argv[1], "shrefused"))
+		shrefused(a, b, c);
 	else if (!strcmp(argv[1], "shchurn"))
 		shchurn(a, b);
 	else if (!strcmp(argv[1], "shswap"))
