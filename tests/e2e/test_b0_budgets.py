@@ -368,6 +368,21 @@ def budget_memory_shared_mappings_made_and_gone_give_back(t):
     t.assert_next_run_ok()
 
 
+def all_charged(t, run, what):
+    """The swap test's verdict: the run ended on the budget, every mapping
+    charged, none found out of the count."""
+    r = t.result(run)
+    assert_breach(t, run, r, "memory")
+    contains(r.get("message", ""), "the memory budget is spent", what)
+
+
+def open_ws(t, name):
+    ws = t.path(name)
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    return ws
+
+
 @test
 def budget_memory_shared_object_made_behind_the_check_ends_the_run(t):
     """A thread maps fd 100 MAP_SHARED over and over while another swaps
@@ -408,17 +423,12 @@ def budget_memory_shared_object_made_behind_the_check_ends_the_run(t):
         os.close(z)
     opts = ["run", "--json", "--env", "CRMARK=" + t.marker,
             "--limit", "memory=256MiB", "--limit", "wall=20s"]
-    run = t.corral(opts + t.prog_roots() + ["--", t.prog("budget_hog"),
-                   "shswap", "2000", "64", "8", "2"], preexec=zero_stdin)
-    r = t.result(run)
-    assert_breach(t, run, r, "memory")
-    contains(r.get("message", ""), "the memory budget is spent",
-             "stdin's /dev/zero: every mapping charged")
+    all_charged(t, t.corral(opts + t.prog_roots() + [
+        "--", t.prog("budget_hog"), "shswap", "2000", "64", "8", "2"],
+        preexec=zero_stdin), "stdin's /dev/zero: every mapping charged")
     # Handed in by a process outside the run over a unix socket (recvmsg
     # is not notified): the run's unix socket() counts a /dev/zero in it.
-    ws = t.path("ws-zsock")
-    os.makedirs(ws)
-    os.chmod(ws, 0o777)
+    ws = open_ws(t, "ws-zsock")
     dfd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
     srv = socket.socket(socket.AF_UNIX)
     srv.bind("/proc/self/fd/%d/zsock" % dfd)
@@ -442,15 +452,10 @@ def budget_memory_shared_object_made_behind_the_check_ends_the_run(t):
                        t.prog("budget_hog"), "shswap", "2000", "64", "8", "3"])
     finally:
         srv.close()
-    r = t.result(run)
-    assert_breach(t, run, r, "memory")
-    contains(r.get("message", ""), "the memory budget is spent",
-             "a /dev/zero handed in: every mapping charged")
+    all_charged(t, run, "a /dev/zero handed in: every mapping charged")
     # Through an end of a stream pair, taken out by a process of the
     # user's outside the run (pidfd_getfd): a pair counts too.
-    ws = t.path("ws-zpair")
-    os.makedirs(ws)
-    os.chmod(ws, 0o777)
+    ws = open_ws(t, "ws-zpair")
     p = t.spawn(opts + t.prog_roots() + ["-w", ws, "--",
                 t.prog("budget_hog"), "shswap", "2000", "64", "8", "4"])
     zpid, stolen = os.path.join(ws, "zpid"), None
@@ -479,18 +484,14 @@ def budget_memory_shared_object_made_behind_the_check_ends_the_run(t):
             print("note: pidfd_getfd refused (%s): the pair's case not run"
                   % os.strerror(err), flush=True)
     if stolen is not None or not os.path.exists(zpid):
-        run = t.finish(p, timeout=60)
-        r = t.result(run)
-        assert_breach(t, run, r, "memory")
-        contains(r.get("message", ""), "the memory budget is spent",
-                 "a /dev/zero sent through a pair's end: every mapping charged")
+        all_charged(t, t.finish(p, timeout=60),
+                    "a /dev/zero sent through a pair's end: every mapping "
+                    "charged")
     # With --fast-open the kernel opens /dev/zero unseen (Landlock allows
     # it): such a run counts a /dev/zero in it from the start.
     run, r = hog(t, ["memory=256MiB", "wall=20s"], "shswap", 2000, 64, 8,
                  extra=["--fast-open"])
-    assert_breach(t, run, r, "memory")
-    contains(r.get("message", ""), "the memory budget is spent",
-             "--fast-open: every mapping charged")
+    all_charged(t, run, "--fast-open: every mapping charged")
     t.assert_next_run_ok()
 
 
@@ -526,14 +527,17 @@ def budget_memory_shared_file_mapping_beside_shared_objects(t):
     ended on memory 4 runs in 10, this every run. A process alone in its
     thread group, in a run where no process shares a table, can have its
     descriptor swapped by nobody."""
+    sparse_maps_run_ok(t)
+
+
+def sparse_maps_run_ok(t, *args):
+    """SPARSEMAP twice under memory=256MiB: ok, its peak under it."""
     script = t.write("sparsemap.py", SPARSEMAP)
-    ws = t.path("ws-sparse")
-    os.makedirs(ws)
-    os.chmod(ws, 0o777)
+    ws = open_ws(t, "ws-sparse")
     for i in range(2):
         run = t.corral(["run", "--json", "-w", ws, "--limit", "memory=256MiB",
                         "--limit", "wall=60s", "--ro", t.tmp, "--",
-                        "python3", script], timeout=120)
+                        "python3", script] + list(args), timeout=120)
         r = t.result(run)
         check_result_shape(r)
         eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
@@ -568,21 +572,7 @@ def budget_memory_shared_file_mapping_beside_a_thread(t):
     run has none (it opened none, its stdin is no /dev/zero); so the
     file's mapping is no candidate. A /dev/zero in the run makes it one
     again: budget_memory_shared_object_made_behind_the_check_ends_the_run."""
-    script = t.write("sparsemap.py", SPARSEMAP)
-    ws = t.path("ws-sparse")
-    os.makedirs(ws)
-    os.chmod(ws, 0o777)
-    for i in range(2):
-        run = t.corral(["run", "--json", "-w", ws, "--limit", "memory=256MiB",
-                        "--limit", "wall=60s", "--ro", t.tmp, "--",
-                        "python3", script, "thread"], timeout=120)
-        r = t.result(run)
-        check_result_shape(r)
-        eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
-        eq(r.get("stdout"), "rounds True\n", "stdout")
-        lt(r["usage"]["peak_memory_bytes"], 256 * MIB,
-           "usage.peak_memory_bytes")
-    t.assert_next_run_ok()
+    sparse_maps_run_ok(t, "thread")
 
 
 MAPREAD = r"""
