@@ -139,9 +139,10 @@ bool cr_is_socket(int fd)
  *   descriptor in (SCM_RIGHTS; recvmsg is not notified: a probing
  *   session had a writable /dev/zero so handed in when only opens were
  *   watched): at its socket() or socketpair() call (handlers/socket.c).
- *   A pair is no exception: a process of the user's outside the run can
- *   take an end out with pidfd_getfd and send through it, and a
- *   SOCK_RAW pair is a datagram pair that can be named and connected
+ *   A pair is no exception, nor a socket never named: a process of the
+ *   user's outside the run can take any of them out with pidfd_getfd,
+ *   then bind, connect or send through it itself; and a SOCK_RAW pair
+ *   is a datagram pair that can be named and connected
  *   (found by a probing session: 2.8 GiB held under memory=64MiB when
  *   only sockets that could be named counted).
  * A descriptor passed between processes of the run was in the run
