@@ -1286,16 +1286,6 @@ static void shanon_read(struct cr_run *run, int pass, bool *whole)
 }
 
 /*
- * The maps of every process of the run, for the shared anonymous objects
- * alive (shanon.c): new ones charged, the charges of gone ones taken back.
- * Each process is read through its leader, or, where the leader shows
- * nothing (it exited, its threads live on), through its other threads. A
- * read that fails on a live task leaves the charges as they are (or ends
- * the run, as any failure to measure does). An object found beyond every
- * candidate call ends the run (fail closed). The scan's CPU is the run's;
- * the next waits CR_BUDGET_QUICK_IDLE times it.
- */
-/*
  * A call stays in flight until its thread is seen again (a notified call,
  * a stop, its end), and a call in flight may still make an object. A
  * thread that maps and then only waits (a futex, a read) is never seen
@@ -1328,6 +1318,16 @@ static void shanon_settle(struct cr_run *run)
 	}
 }
 
+/*
+ * The maps of every process of the run, for the shared anonymous objects
+ * alive (shanon.c): new ones charged, the charges of gone ones taken back.
+ * Each process is read through its leader, or, where the leader shows
+ * nothing (it exited, its threads live on), through its other threads. A
+ * read that fails on a live task leaves the charges as they are (or ends
+ * the run, as any failure to measure does). An object found beyond every
+ * candidate call ends the run (fail closed). The scan's CPU is the run's;
+ * the next waits CR_BUDGET_QUICK_IDLE times it.
+ */
 static void shanon_scan(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;

@@ -165,7 +165,6 @@ void cr_kmem_zero_seen(struct cr_run *run, int fd)
 		cr_kmem_zero_reachable(run);
 }
 
-
 /* Whether no other task can change tid's descriptors while it waits in a
  * call: one thread in its process, and no process of the run made sharing
  * a table (clone with CLONE_FILES and without CLONE_THREAD). Receiving or
