@@ -76,11 +76,11 @@ $(BUILD)/tracer/filter_prebuilt.o: $(BUILD)/tracer/filter_prebuilt.c tracer/trac
 # The profile tests read tracer/syscalls.def as data: rebuild when it moves.
 # The pure parts of tracer/io/ (names, links, digests) are unit-tested too,
 # tracer/taskfd.c (which fd table a thread uses) on threads of its own,
-# tracer/termsafe.c (the echo's terminal filter) and tracer/shanon.c (the
-# shared anonymous memory ledger).
+# tracer/termsafe.c (the echo's terminal filter) and tracer/budget/shanon.c
+# (the shared anonymous memory ledger).
 IO_UNIT_OBJ := $(BUILD)/tracer/io/digest.o $(BUILD)/tracer/io/place.o \
 	$(BUILD)/tracer/audit/sha256.o $(BUILD)/tracer/taskfd.o \
-	$(BUILD)/tracer/termsafe.o $(BUILD)/tracer/shanon.o
+	$(BUILD)/tracer/termsafe.o $(BUILD)/tracer/budget/shanon.o
 $(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) $(IO_UNIT_OBJ) tracer/syscalls.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter %.c %.o,$^) $(LIBS)

@@ -31,7 +31,7 @@ struct cr_child_msg {
 };
 
 /* RLIMIT_CORE, RLIMIT_NICE, the caller's RLIMIT_NOFILE and the budgets'
- * backstops (tracer/budget.c). */
+ * backstops (tracer/budget/rlimits.c). */
 #define CR_BUDGET_RLIMITS 4
 #define CR_CHILD_RLIMITS (3 + CR_BUDGET_RLIMITS)
 

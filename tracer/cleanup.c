@@ -13,7 +13,7 @@
 #include "tracer.h"
 #include "broker/broker.h"
 #include "fs/fs.h"
-#include "budget.h"
+#include "budget/budget.h"
 #include "surface.h"
 #include "net/net.h"
 #include "io/io.h"
@@ -112,7 +112,7 @@ static void drain(struct cr_run *run, struct cr_stream *s)
 
 void cr_cleanup(struct cr_run *run)
 {
-	/* 0. The watchdog no longer stands in for the loop (stall.c): what
+	/* 0. The watchdog no longer stands in for the loop (budget/stall.c): what
 	 *    its step reads is about to go. */
 	cr_stall_detach();
 	/* 1. Stop answering new requests: the loop has stopped reading the
@@ -137,7 +137,7 @@ void cr_cleanup(struct cr_run *run)
 	 * close its routes, settle its usage. */
 	/* The budgets' last word first: it still sees the run's /dev/shm
 	 * objects and the files it held without a name. */
-	cr_budget_finish(run);		/* tracer/budget.c */
+	cr_budget_finish(run);		/* tracer/budget/budget.c */
 	cr_fs_finish(run);
 	cr_sysv_finish(run);		/* tracer/ipc/ */
 	cr_surface_finish(run);

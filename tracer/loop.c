@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "tracer.h"
-#include "budget.h"
+#include "budget/budget.h"
 
 /* Watches are owned by the loop. Unwatching marks a watch dead and takes
  * its fd out of epoll at once; the memory is freed after the current batch

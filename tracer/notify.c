@@ -13,7 +13,7 @@
 #include <linux/audit.h>
 
 #include "tracer.h"
-#include "budget.h"
+#include "budget/budget.h"
 #include "surface.h"
 
 static struct cr_verdict fail_closed(struct cr_run *run, pid_t pid,

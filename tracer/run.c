@@ -18,7 +18,7 @@
 
 #include "tracer.h"
 #include "fs/fs.h"
-#include "budget.h"
+#include "budget/budget.h"
 #include "surface.h"
 #include "net/net.h"
 #include "ipc/sysv.h"
@@ -224,7 +224,7 @@ static int setup(struct cr_run *run, struct cr_filter *filter)
 	 * is not the program's use (each was bounded while placed). */
 	if ((rc = cr_io_setup(run)))		/* tracer/io/ */
 		return rc;
-	if ((rc = cr_budget_setup(run)))	/* tracer/budget.c */
+	if ((rc = cr_budget_setup(run)))	/* tracer/budget/budget.c */
 		return rc;
 	if ((rc = cr_surface_setup(run)))	/* tracer/surface.c */
 		return rc;
@@ -293,7 +293,7 @@ static void start_helpers(struct cr_run *run)
 	/* Each is a defence against a program that stalls the loop: a run
 	 * without one does not start (fail closed). Their resources are the
 	 * user's (a timer and its pending signal, a thread), which other
-	 * runs' programs are kept from spending whole (budget.c: the child's
+	 * runs' programs are kept from spending whole (budget/rlimits.c: the child's
 	 * RLIMIT_SIGPENDING; the processes budget). */
 	cr_stall_attach(run);
 	rc = cr_guard_setup();

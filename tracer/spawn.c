@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 
 #include "tracer.h"
-#include "budget.h"
+#include "budget/budget.h"
 #include "child.h"
 #include "handlers/handlers.h"
 #include "rawsys.h"

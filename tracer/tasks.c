@@ -16,7 +16,7 @@
 #include "handlers/handlers.h"
 #include "net/net.h"
 #include <limits.h>
-#include "budget.h"
+#include "budget/budget.h"
 #include "surface.h"
 
 #ifndef PTRACE_LISTEN
@@ -755,7 +755,7 @@ static void on_exec(struct cr_run *run, struct cr_task *t)
 				  "exec refused: %s", bad);
 	}
 
-	/* From here its memory is its own (budget.c), not its parent's
+	/* From here its memory is its own (budget/procs.c), not its parent's
 	 * nor corral's. */
 	t->execed = true;
 	t->b.vm_group = 0;

@@ -158,7 +158,7 @@ enum cr_task_state {
 	CR_TS__COUNT
 };
 
-/* Per-task measures of the budgets area (tracer/budget.c). */
+/* Per-task measures of the budgets area (tracer/budget/). */
 struct cr_task_budget {
 	uint64_t cpu_ns;	/* this thread's CPU time, last read */
 	uint64_t rss;		/* its process's resident bytes (leaders) */
@@ -289,7 +289,7 @@ struct cr_usage {
 
 /* Per-area state, defined in each area's own header; one pointer each so
  * areas grow without touching each other's lines. */
-struct cr_budgets;	/* tracer/budget.c */
+struct cr_budgets;	/* tracer/budget/internal.h */
 struct cr_sysv;		/* tracer/ipc/sysv.c */
 struct cr_fsstate;	/* tracer/fs/ */
 struct cr_netstate;	/* tracer/net/ */
@@ -831,7 +831,7 @@ void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
  * result that says so. */
 int cr_watchdog_start(const struct cr_run *run);
 
-/* tracer/stall.c: a call the program can hold up (a file's inode lock) is
+/* tracer/budget/stall.c: a call the program can hold up (a file's inode lock) is
  * bracketed by cr_slow_begin/cr_slow_end (errno kept); meanwhile the
  * watchdog's cr_stall_step keeps the budgets for the loop. The run is
  * attached once its tasks exist, detached when cleanup starts. */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "tracer.h"
-#include "budget.h"
+#include "budget/budget.h"
 
 /* Cleanup may legitimately take its kill deadline (10 s) and more: the
  * grace is well past it. The test-only build (`make bypass`) waits 2 s, so
@@ -170,7 +170,7 @@ static void fire(void)
  * deadline, so a run stopped past its wall budget plus the grace and then
  * continued was ended here, with no result, before the loop could end it
  * by its wall limit. Each step also stands in for the loop while it waits
- * in a call the program can hold up (tracer/stall.c). */
+ * in a call the program can hold up (tracer/budget/stall.c). */
 static void *watch(void *arg)
 {
 	uint64_t counted = 0;

@@ -325,7 +325,7 @@ def budget_memory_burst_unmapped_before_exit(t):
 def budget_memory_shared_anonymous(t):
     # MAP_SHARED|MAP_ANONYMOUS is outside RLIMIT_DATA, and its pages can
     # leave every page table: it is charged its size at the mmap, before
-    # a page is touched (tracer/shanon.c).
+    # a page is touched (tracer/budget/shanon.c).
     run, r = hog(t, ["memory=128MiB"], "memshared", 1024)
     assert_breach(t, run, r, "memory")
     ge(r["usage"]["peak_memory_bytes"], 1024 * MIB,
@@ -393,7 +393,7 @@ def budget_memory_shared_object_made_behind_the_check_ends_the_run(t):
     made, or because a scan found an object no creation was charged for
     (fail closed), never ok with objects out of the count. Every
     shared mapping of a file is recorded with its length, and charged it
-    when a scan finds a new object it could have made (tracer/shanon.c),
+    when a scan finds a new object it could have made (tracer/budget/shanon.c),
     so it is the budget that ends it."""
     run, r = hog(t, ["memory=256MiB", "wall=20s"], "shswap", 2000, 64, 0)
     assert_breach(t, run, r, "memory")

@@ -1,12 +1,12 @@
-/* tests/unit/test_shanon.c: tracer/shanon.c, the ledger of shared anonymous
- * memory: what a scan of maps keeps charged, and which lines it counts. */
+/* tests/unit/test_shanon.c: the shared anonymous memory ledger
+ * (tracer/budget/shanon.c): what scans keep charged. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "harness.h"
-#include "../../tracer/shanon.h"
+#include "../../tracer/budget/shanon.h"
 
 #define MIB (1ull << 20)
 #define ZERO(ino) "7f0000000000-7f0000100000 rw-s 00000000 00:01 " #ino \

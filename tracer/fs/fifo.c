@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "fsops.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /* Opens waiting on a worker thread of their own at once; past that they
  * queue (no thread yet) and start as workers end, up to the last bound
@@ -258,7 +258,7 @@ static void arm(struct cr_fsfifo *f)
 }
 
 /* fd (owned: closed here) given as the caller's open, followed as the
- * pipe's own ends are (budget.c): a FIFO held by a blocked poll() keeps
+ * pipe's own ends are (budget/pipes.c): a FIFO held by a blocked poll() keeps
  * its buffers. */
 static struct cr_verdict fifo_give(struct cr_run *run, uint64_t id, int fd,
 				   int flags)

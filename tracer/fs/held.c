@@ -11,14 +11,14 @@
 #include <unistd.h>
 
 #include "fs.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /*
  * Why a ledger: a file without a name takes storage for as long as anything
  * holds it, and the run can hold it where no measure looks: in a unix
  * socket's queue (an SCM_RIGHTS message never received), in a mapping
  * whose fd was closed, in a socket in flight inside another. The fd-table
- * scan (budget.c) sees only tasks' tables, the walk only names.
+ * scan (budget/fdscan.c) sees only tasks' tables, the walk only names.
  *
  * So every file that loses its last name through the supervisor (unlink,
  * rename over it), every O_TMPFILE and every memfd gets an entry here: an

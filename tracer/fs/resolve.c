@@ -11,7 +11,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "fs.h"
 
 #define CR_MAX_LINKS 40

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../fs/fsops.h"
 
 /* Linux 6.17+: zeroes a range by the device's write-zeroes command,

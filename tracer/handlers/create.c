@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../fs/fsops.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /* The new entry must be inside a writable root, and so must its directory:
  * a root itself is never created, removed or renamed by the program. */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <linux/openat2.h>
 
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../fs/fsops.h"
 
 /*

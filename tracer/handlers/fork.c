@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "handlers.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /* clone flags that make a namespace. CLONE_NEWTIME is not here: clone()
  * cannot pass it (its bit is part of the exit signal byte); only clone3,

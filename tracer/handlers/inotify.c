@@ -6,12 +6,12 @@
 #include <sys/inotify.h>
 
 #include "handlers.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /*
  * An instance's queue is kernel memory in no process's RSS, up to
  * fs.inotify.max_queued_events events; the fd scan reads it through the
- * tables (budget.c, fdscan_inotify). An instance whose descriptors are all
+ * tables (budget/fdscan.c, fdscan_inotify). An instance whose descriptors are all
  * closed may live on where no table shows it (held by a blocked poll, in
  * flight in a message): the supervisor makes every instance, follows it
  * without a reference (cr_budget_on_inotify, which also keeps the run to

@@ -14,7 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../fs/fs.h"
 #include "handlers.h"
 #include "../net/net.h"
@@ -22,7 +22,7 @@
 /*
  * F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW. Each record the kernel
  * keeps is slab no RSS shows and no limit bounds; a call adds at most
- * two (tracer/budget.c, locks). The verdict rests on the command register
+ * two (tracer/budget/memory.c, locks). The verdict rests on the command register
  * alone (the struct flock is never read), so the call is continued and
  * the kernel answers it, errno for errno; only when its records could
  * pass the memory budget does it fail, with the kernel's own answer for
@@ -85,7 +85,7 @@ CR_HANDLER(cr_h_kernel_object)
 /*
  * mmap(MAP_SHARED) of anonymous memory or of /dev/zero makes an object of
  * the kernel's own whose pages outlive every process's page tables
- * (tracer/shanon.c): charged its size, on the registers, before the kernel
+ * (tracer/budget/shanon.c): charged its size, on the registers, before the kernel
  * makes it; continued. A shared mapping of any other file makes nothing
  * new. Which file the fd is, corral learns from its own copy; a thread
  * may swap the number for a writable /dev/zero before the kernel maps it
@@ -93,7 +93,7 @@ CR_HANDLER(cr_h_kernel_object)
  * with its length, uncharged, unless nobody but the caller can change its
  * table (table_alone) or the run has no /dev/zero to swap in (see
  * cr_kmem_zero_seen), and the scans charge it if an object it
- * may have made appears (tracer/shanon.c; 3 GiB held ok under
+ * may have made appears (tracer/budget/shanon.c; 3 GiB held ok under
  * memory=64MiB when only a count of objects stood behind the check, and
  * 2 GiB when every shared mapping was charged once a writable /dev/zero
  * was seen opened; found by probing sessions). A length the kernel
@@ -122,7 +122,7 @@ bool cr_is_socket(int fd)
 
 /*
  * A shared mapping of a file in a process of several threads was a
- * candidate (a "maybe", tracer/shanon.c) in case another thread swapped
+ * candidate (a "maybe", tracer/budget/shanon.c) in case another thread swapped
  * the number for /dev/zero before the kernel mapped it; the largest
  * candidate is taken for each new object, so a multi-threaded program
  * mapping a large file beside small shared objects was charged the file

@@ -15,7 +15,7 @@
 
 #include "handlers.h"
 #include "connwait.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../net/net.h"
 
 /*
@@ -340,7 +340,7 @@ static int handshake_wait(int fd, int *err)
 }
 
 /* The wait touches nothing of the run's: marked, so the watchdog keeps
- * the budgets while it lasts (tracer/stall.c). */
+ * the budgets while it lasts (tracer/budget/stall.c). */
 static int handshake_end(int fd, int *err)
 {
 	int rc;

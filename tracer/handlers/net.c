@@ -22,7 +22,7 @@
 #include "../fs/fsops.h"
 #include "../net/net.h"
 #include "connwait.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /*
  * Why this is safe against the program it supervises: every address is read
@@ -785,7 +785,7 @@ static int addr_call_open(struct cr_run *run, const struct seccomp_notif *n,
 		cr_sock_close(s);
 		return -EINTR;
 	}
-	/* Bound or connected, it can hold queues: followed (sockmem.c),
+	/* Bound or connected, it can hold queues: followed (budget/sockmem.c),
 	 * unix ones too (a blocked poll() keeps a stream connection and
 	 * what waits in it after its descriptors are closed). */
 	if ((s->domain == AF_INET || s->domain == AF_INET6 ||
@@ -1516,7 +1516,7 @@ static bool nameless_file(int fd)
 
 /* An epoll instance: its watches (~205 B each, up to the user's
  * fs.epoll.max_user_watches, ~1.1 GB here) are counted from its fdinfo in
- * the tasks' tables (tracer/budget.c); sent and closed, one instance in
+ * the tasks' tables (tracer/budget/fdscan.c); sent and closed, one instance in
  * flight held them all where nothing reads them (found by a probing
  * session). Passing an epoll instance is rare: refused. */
 static bool epoll_file(int fd)
@@ -1657,7 +1657,7 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 					return -EBADF;
 				m->fds[m->nfds++] = fd;
 				/* A socket passed is followed for the memory
-				 * budget while it exists (tracer/sockmem.c). */
+				 * budget while it exists (tracer/budget/sockmem.c). */
 				rc = cr_budget_on_send_fd(run, fd);
 				if (rc)
 					return rc;

@@ -8,7 +8,7 @@
 #include <linux/openat2.h>
 
 #include "../fs/fsops.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 #ifndef RESOLVE_CACHED
 #define RESOLVE_CACHED 0x20
@@ -112,7 +112,7 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	how.flags = (uint64_t)(unsigned)of;
 	/* O_TRUNC takes the file's inode lock, which the program's own
-	 * write can hold (tracer/stall.c). */
+	 * write can hold (tracer/budget/stall.c). */
 	cr_slow_begin();
 	if (res->via_link)
 		fd = openat(res->dirfd, res->name, of & ~O_NOFOLLOW, how.mode);
@@ -406,7 +406,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 		strcpy(res.name, ".");
 	}
 	/* Every creation is counted against the files budget before it is
-	 * made (tracer/budget.c). */
+	 * made (tracer/budget/disk.c). */
 	if (!res.exists && (rc = cr_budget_on_create(run, (pid_t)n->pid)))
 		goto out;
 	if ((flags & __O_TMPFILE) == __O_TMPFILE &&
@@ -418,7 +418,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 		goto out;
 	}
 	/* A FIFO, or a pipe reopened through /proc/PID/fd, keeps its pipe
-	 * alive as the pipe's own ends do: followed like them (budget.c),
+	 * alive as the pipe's own ends do: followed like them (budget/pipes.c),
 	 * or not given. Regular files and directories are neither. */
 	if (res.exists && !S_ISREG(res.st.st_mode) && !S_ISDIR(res.st.st_mode) &&
 	    (rc = cr_budget_on_opened(run, fd)) < 0) {

@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include "handlers.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /*
  * A pipe's buffers are kernel memory in no process's RSS; the fd scan
- * reads them through the tables (budget.c, fdscan_pipe). A pipe whose
+ * reads them through the tables (budget/fdscan.c, fdscan_pipe). A pipe whose
  * descriptors are all closed may live on where no table shows it: in
  * flight in a unix socket's queue, or held by a thread blocked in poll()
  * or select(). So the supervisor makes every pipe, with the program's

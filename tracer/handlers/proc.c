@@ -17,7 +17,7 @@
 #include <linux/capability.h>
 
 #include "handlers.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../surface.h"
 
 /*

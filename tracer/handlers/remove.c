@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 
 #include "../fs/fsops.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../net/net.h"
 
 #ifndef RENAME_NOREPLACE
@@ -140,7 +140,7 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 			return CR_V_ERR(-rc);
 		}
 		/* A file that keeps other names: a walk that met one of
-		 * them counted only its share (budget.c). */
+		 * them counted only its share (budget/disk.c). */
 		if (!(flags & AT_REMOVEDIR) && res.st.st_nlink > 1)
 			cr_budget_on_placed(run, &res);
 		cr_slow_begin();
@@ -563,7 +563,7 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 				cr_budget_on_remove(run);
 				cr_budget_on_unnamed(run, &b.st);
 			}
-			/* The object moved, maybe behind the walk (budget.c);
+			/* The object moved, maybe behind the walk (budget/disk.c);
 			 * an exchange moved two. */
 			cr_budget_on_placed(run, &b);
 			if (flags & RENAME_EXCHANGE)

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "handlers.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../fs/fsops.h"
 #include "../net/net.h"
 

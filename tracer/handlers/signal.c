@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 
 #include "handlers.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../surface.h"
 
 /*

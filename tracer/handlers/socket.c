@@ -16,7 +16,7 @@
 #include <linux/sockios.h>
 
 #include "handlers.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../net/net.h"
 #include "../surface.h"
 
@@ -300,7 +300,7 @@ CR_HANDLER(cr_h_socket)
 		 * answer). */
 		if (pair)
 			return CR_V_ERR(EOPNOTSUPP);
-		/* Its queues count against memory (tracer/sockmem.c). */
+		/* Its queues count against memory (tracer/budget/sockmem.c). */
 		cr_budget_on_inet_socket(run, domain, base, proto);
 		if (base == SOCK_DGRAM) {
 			struct cr_verdict v = cr_surface_chain(run, e, n);

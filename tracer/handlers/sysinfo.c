@@ -5,7 +5,7 @@
 #include <sys/sysinfo.h>
 
 #include "handlers.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /*
  * Runtimes size themselves from the machine's memory (glibc's

@@ -15,7 +15,7 @@
 #include <sys/xattr.h>
 
 #include "../fs/fsops.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 #define CR_XATTR_MAX 65536
 

@@ -13,7 +13,7 @@
 #include <archive_entry.h>
 
 #include "io.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /*
  * libarchive is loaded with dlopen by the first run that extracts an

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "sysv.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "../handlers/handlers.h"
 
 #ifndef SHM_STAT_ANY

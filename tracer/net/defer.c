@@ -13,7 +13,7 @@
 #include <sys/time.h>
 #include <sys/timerfd.h>
 
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "net.h"
 
 struct cr_net_deferred {

@@ -15,7 +15,7 @@
 
 #include "corral/rtnlmsg.h"
 #include "net.h"
-#include "../budget.h"
+#include "../budget/budget.h"
 
 /*
  * Programs list the interfaces through NETLINK_ROUTE (glibc's getifaddrs

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../budget.h"
+#include "../budget/budget.h"
 #include "net.h"
 
 /*

@@ -1,5 +1,5 @@
-/* tracer/walkset.c: what one pass of the disk walk has measured (a set of
- * inodes), and what the run moved or made in the writable roots meanwhile. */
+/* tracer/budget/walkset.c: what one pass of the disk walk has measured (a set
+ * of inodes), and what the run moved or made in the writable roots meanwhile. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
  * object can go from the part not walked yet to the part already walked
  * and miss the pass. The pass keeps here every inode it measured and a
  * handle (an O_PATH descriptor, which follows the inode wherever its names
- * go) on every object given a new name while it ran; budget.c measures at
+ * go) on every object given a new name while it ran; disk.c measures at
  * the end of the pass what the walk did not meet.
  *
  * An inode is a key (dev + 1, ino): 0 marks an empty slot. The table is

@@ -1,5 +1,5 @@
-/* tracer/shanon.c: shared anonymous memory (MAP_SHARED anonymous, or of
- * /dev/zero) for the memory budget: charged from its creation until it is gone. */
+/* tracer/budget/shanon.c: shared anonymous memory (MAP_SHARED anonymous or
+ * /dev/zero), charged from its creation until gone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* tracer/pipeshare.c: the run's share of its user's pipe allowance
+/* tracer/budget/pipeshare.c: the run's share of its user's pipe allowance
  * (fs.pipe-user-pages-soft): the slots of the run's live pipes, counted. */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
  * The run keeps to a share: its pipes are recorded with their slots, and
  * past the share it gets what the kernel gives a user past the soft
  * limit. Pipes go without notice; the table is refreshed from the weak
- * set of the run's pipes (budget.c) when the share would be passed or the
+ * set of the run's pipes (pipes.c) when the share would be passed or the
  * table has doubled since the last refresh, so the sum errs high between.
  */
 

@@ -1,5 +1,5 @@
-/* tracer/sockmem.c: the bytes queued in the run's sockets (unix, UDP, TCP),
- * wherever the sockets are (tasks' tables, in flight), for the memory budget. */
+/* tracer/budget/sockmem.c: the bytes queued in the run's sockets (unix, UDP,
+ * TCP), wherever they are, for the memory budget. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,10 @@
-/* tracer/stall.c: the budgets while the loop waits in a call the program can
- * hold up (a file's inode lock): the watchdog thread ticks in its place. */
+/* tracer/budget/stall.c: the budgets while the loop waits in a call the
+ * program can hold up: the watchdog thread ticks instead. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "tracer.h"
+#include "../tracer.h"
 #include "budget.h"
 
 /*

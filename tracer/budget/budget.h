@@ -1,12 +1,12 @@
-/* tracer/budget.h: the run's budgets for cpu, memory, processes, disk and
- * files: how they are measured, reserved and enforced across the tree. */
+/* tracer/budget/budget.h: the run's budgets for cpu, memory, processes, disk
+ * and files: how they are measured, reserved and enforced across the tree. */
 #ifndef CORRAL_BUDGET_H
 #define CORRAL_BUDGET_H
 
 #include <sys/stat.h>
 
-#include "tracer.h"
-#include "child.h"
+#include "../tracer.h"
+#include "../child.h"
 
 /* How often live tasks and the workspace are measured; every
  * CR_BUDGET_FAST_TICK_MS while memory or disk grows fast enough to come
@@ -55,7 +55,7 @@
 /* /proc descriptors kept open across ticks (two per task at most). */
 #define CR_BUDGET_FD_CACHE 512
 /* Live tasks past which each tick first asks every process's own CPU
- * total (budget.c: cpu_quick_breach). */
+ * total (memory.c: cpu_quick_breach). */
 #define CR_BUDGET_QUICK_CPU_TASKS 64
 /* ...and then reads this many threads' own CPU a tick, in turn. */
 #define CR_BUDGET_CPU_READS 256
@@ -159,8 +159,8 @@
 /* The run's bound on its watches is checked against their count (the
  * "inotify wd:" lines of each instance's fdinfo) once it passes this. */
 #define CR_BUDGET_INOTIFY_RECOUNT 1024u
-/* A PSS judgement (every process's smaps_rollup) is free again only
- * after this many times its own CPU cost has passed (tracer/budget.c). */
+/* A PSS judgement (every process's smaps_rollup) is free again only after
+ * this many times its own CPU cost has passed (memory.c). */
 #define CR_BUDGET_PSS_IDLE 30
 /* ...but never more than this long after the last, whatever it cost: a
  * program can make judgements dear (many VMAs) and fool the estimate in
@@ -391,7 +391,7 @@ int cr_budget_on_held(struct cr_run *run, uint64_t bytes);
 int cr_budget_on_pipe(struct cr_run *run, const int ends[2]);
 /* fcntl(F_SETPIPE_SZ, arg) of the program, performed on fd, corral's copy
  * of its descriptor: growing past the run's share of its user's pipe
- * allowance (half of fs.pipe-user-pages-soft; tracer/pipeshare.c) is
+ * allowance (half of fs.pipe-user-pages-soft; tracer/budget/pipeshare.c) is
  * refused EPERM, as the kernel refuses a user past the soft limit. The
  * new size, or -errno. */
 int cr_budget_pipe_resize(struct cr_run *run, int fd, unsigned long arg);

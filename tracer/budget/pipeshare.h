@@ -1,5 +1,5 @@
-/* tracer/pipeshare.h: the run's share of its user's pipe allowance, the
- * slots of the pipes it holds, for the pipe calls (budget.c). */
+/* tracer/budget/pipeshare.h: the run's share of its user's pipe allowance, the
+ * slots of the pipes it holds, for the pipe calls (pipes.c). */
 #ifndef CORRAL_PIPESHARE_H
 #define CORRAL_PIPESHARE_H
 

@@ -1,5 +1,5 @@
-/* tracer/shanon.h: the ledger of the run's shared anonymous memory objects,
- * charged to the memory budget from creation until scans show them gone. */
+/* tracer/budget/shanon.h: the ledger of the run's shared anonymous objects,
+ * charged from creation until scans show them gone. */
 #ifndef CORRAL_SHANON_H
 #define CORRAL_SHANON_H
 
