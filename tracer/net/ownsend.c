@@ -23,7 +23,7 @@
  * Chromium waited to the wall limit (found by a compatibility probe).
  *
  * Only in a run where a unix socket asked for its peers' credentials
- * (SO_PASSCRED, SO_PASSPIDFD: setsockopt is corral's, net.c): nowhere else
+ * (SO_PASSCRED, SO_PASSPIDFD: setsockopt is corral's, handlers/sockopt.c): nowhere else
  * would the form change what a receiver learns, and it costs three ptrace
  * stops a message (a thread whose signal handler sends, signalled in a
  * storm, hardly progressed at that price).
