@@ -444,6 +444,7 @@ void cr_notify_handle(struct cr_run *run)
 	if (ioctl(run->listener, SECCOMP_IOCTL_NOTIF_RECV, n) < 0)
 		return;	/* EINTR/ENOENT: the task went away meanwhile */
 	run->notifications++;
+	run->tables_left = CR_TABLES_SEARCH_MAX;
 	/* Its earlier calls are done: a shared mapping it made is made. */
 	cr_budget_task_seen(run, (pid_t)n->pid);
 	/* A umask call answered earlier has run by now (tasks.c). */

@@ -1195,6 +1195,54 @@ def budget_wall_holds_while_the_loop_waits_on_a_held_file(t):
     t.assert_next_run_ok()
 
 
+def _tables_run(t, mode, limits):
+    """fdtables: 100 processes holding copies of a table of up to 19 000
+    descriptors, then, in a loop, a call that has corral search every fd
+    table of the run."""
+    opts = ["run", "--json", "--env", "CRMARK=" + t.marker,
+            "--limit", "processes=256", "--limit", "memory=1GiB"]
+    for lim in limits:
+        opts += ["--limit", lim]
+    run = t.corral(opts + t.prog_roots() +
+                   ["--", t.prog("fdtables"), "100", "19000", mode],
+                   timeout=120)
+    return run, t.result(run)
+
+
+@test
+def budget_cpu_counts_the_search_for_a_pty_master(t):
+    """A pty of the run is one whose master a task of the run holds: an
+    open of /dev/pts/N has corral look for that master in every fd table.
+    With the master closed and 100 tables of 19 000 descriptors, one open
+    read 1.9 million links: seconds of the supervisor's CPU, uncharged,
+    with no budget enforced meanwhile (300 tables held 5.3 GiB under
+    memory=64MiB and a wall=10s run lasted 19 s; found by a probing
+    session). The search now reads at most CR_TABLES_SEARCH_MAX entries a
+    call, and its CPU is the run's: the cpu budget ends the loop of opens
+    (before, the wall limit did, at 22 s of a 20 s budget, cpu_ms 135)."""
+    run, r = _tables_run(t, "pty", ["cpu=1s", "wall=30s"])
+    assert_breach(t, run, r, "cpu")
+    eq(r.get("stdout"), "ready\n", "stdout")
+    t.assert_next_run_ok()
+
+
+@test
+def budget_cpu_counts_the_search_for_udp_sockets_let_go(t):
+    """A UDP bind that finds its port taken has corral look, in every fd
+    table, for sockets it holds that the program closed. The look was
+    made at every such bind, uncharged and unpaced: 21 ms of the
+    supervisor's CPU a bind with 19 000 descriptors, 20 s of it in a run
+    whose cpu_ms said 26, and with 1 000 tables one bind held the loop
+    past the watchdog's 60 s (found by a probing session). It now reads
+    at most CR_TABLES_SEARCH_MAX entries, is charged to the run and paced
+    as for a connect: the cpu budget ends the loop of binds (before, the
+    wall limit did, cpu_ms 141 of 400)."""
+    run, r = _tables_run(t, "udp", ["cpu=400ms", "wall=40s"])
+    assert_breach(t, run, r, "cpu")
+    eq(r.get("stdout"), "ready\n", "stdout")
+    t.assert_next_run_ok()
+
+
 ASAN_SRC = r'''
 #include <stdio.h>
 #include <stdlib.h>

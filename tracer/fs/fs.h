@@ -51,6 +51,12 @@ struct cr_fsstate {
 	int pty_weak;		/* owned: an epoll set holding, without a
 				 * reference, every pty file corral opened for
 				 * the run (pty.c), or -1 until the first */
+	struct cr_pty_hint {	/* where a master was found last (pty.c) */
+		unsigned idx;
+		pid_t tid;	/* 0: empty */
+		int fd;
+	} pty_hint[4];
+	unsigned pty_hint_next;
 	dev_t proc_dev;		/* st_dev of /proc, for listings (dirents.c) */
 	dev_t shm_dev;		/* of /dev/shm when a mount of its own, or 0 */
 	char *shm_real;		/* owned: /dev/shm's real path if a link, or NULL */

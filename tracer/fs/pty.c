@@ -15,6 +15,7 @@
 #include <termios.h>
 
 #include "fs.h"
+#include "../budget/budget.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
@@ -73,9 +74,10 @@ int cr_fs_pty_note(struct cr_run *run, int fd, int slave_of)
 
 /* A master of idx among one fd table's fds (the task's own: a thread made
  * without CLONE_FILES has one apart from its leader's): masters are the
- * fds whose link names the ptmx node (a slave's names /dev/pts/N). */
+ * fds whose link names the ptmx node (a slave's names /dev/pts/N). *left:
+ * the entries the search may still read; -EAGAIN once they are spent. */
 static int scan_process(struct cr_run *run, const struct cr_task *t,
-			unsigned idx)
+			unsigned idx, size_t *left, int *at)
 {
 	char dir[32], link[64];
 	struct dirent *d;
@@ -98,6 +100,11 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 
 		if (d->d_name[0] < '0' || d->d_name[0] > '9')
 			continue;
+		if (!*left) {
+			found = -EAGAIN;
+			break;
+		}
+		(*left)--;
 		n = readlinkat(dirfd(dp), d->d_name, link, sizeof(link) - 1);
 		if (n <= 0)
 			continue;
@@ -114,6 +121,7 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		}
 		if (ioctl(m, TIOCGPTN, &got) == 0 && got == idx) {
 			found = m;
+			*at = atoi(d->d_name);
 			continue;
 		}
 		close(m);
@@ -167,23 +175,78 @@ bool cr_fs_pty_may_open(struct cr_run *run)
 	return run->fs->nptys < CR_PTY_MAX;
 }
 
+/* Where the master of idx was found last: asked first, as a program
+ * keeps its master at one fd of one process. Any master of idx that a
+ * task of the run holds will do. */
+static int from_hint(struct cr_run *run, unsigned idx)
+{
+	const struct cr_fsstate *fs = run->fs;
+	unsigned got;
+
+	for (size_t i = 0; i < CR_ARRAY_SIZE(fs->pty_hint); i++) {
+		int m;
+
+		if (!fs->pty_hint[i].tid || fs->pty_hint[i].idx != idx)
+			continue;
+		m = cr_tasks_getfd(run, fs->pty_hint[i].tid,
+				   fs->pty_hint[i].fd);
+		if (m < 0)
+			return -ENOENT;
+		if (ioctl(m, TIOCGPTN, &got) == 0 && got == idx)
+			return m;
+		close(m);
+		return -ENOENT;
+	}
+	return -ENOENT;
+}
+
+/* The hint of idx, or the slot to take for it. */
+static struct cr_pty_hint *hint_slot(struct cr_fsstate *fs, unsigned idx)
+{
+	struct cr_pty_hint *h;
+
+	for (size_t i = 0; i < CR_ARRAY_SIZE(fs->pty_hint); i++)
+		if (fs->pty_hint[i].tid && fs->pty_hint[i].idx == idx)
+			return &fs->pty_hint[i];
+	h = &fs->pty_hint[fs->pty_hint_next];
+	fs->pty_hint_next = (fs->pty_hint_next + 1) %
+			    CR_ARRAY_SIZE(fs->pty_hint);
+	return h;
+}
+
 int cr_fs_pty_master(struct cr_run *run, unsigned idx)
 {
+	struct cr_fsstate *fs = run->fs;
 	struct cr_tasks *t = &run->tasks;
+	const struct cr_task *me;
+	uint64_t t0;
+	int m = -ENOENT, at = -1;
 
 	if (!cr_fs_pty_allocated(run, idx))
 		return -ENOENT;
-	for (size_t i = 0; i < t->cap; i++) {
-		const struct cr_task *k = &t->slots[i];
-		int m;
+	if ((m = from_hint(run, idx)) >= 0)
+		return m;
+	/* The caller's table first (the process that made the pty, or its
+	 * child, holds the master there), then every other. */
+	me = run->notif ? cr_tasks_find(t, (pid_t)run->notif->pid) : NULL;
+	t0 = cr_thread_cpu_ns();
+	for (size_t i = 0; i <= t->cap && m != -EAGAIN; i++) {
+		const struct cr_task *k = i ? &t->slots[i - 1] : me;
 
-		if (!k->tid || !cr_tasks_own_table(k))
+		if (!k || !k->tid || (i && (k == me || !cr_tasks_own_table(k))))
 			continue;
-		m = scan_process(run, k, idx);
-		if (m >= 0)
-			return m;
+		m = scan_process(run, k, idx, &run->tables_left, &at);
+		if (m >= 0) {
+			*hint_slot(fs, idx) = (struct cr_pty_hint){
+				.idx = idx, .tid = k->tid, .fd = at };
+			break;
+		}
 	}
-	return -ENOENT;
+	/* The search is the program's doing (an open, a stat, a listing of
+	 * /dev/pts): its CPU is the run's. Spent, it found nothing: the pty
+	 * is not the run's, as for a master no task holds. */
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+	return m >= 0 ? m : -ENOENT;
 }
 
 /* The kernel's O_LARGEFILE (glibc's is 0 on x86_64: implied there). */
