@@ -445,6 +445,7 @@ void cr_notify_handle(struct cr_run *run)
 		return;	/* EINTR/ENOENT: the task went away meanwhile */
 	run->notifications++;
 	run->tables_left = CR_TABLES_SEARCH_MAX;
+	run->tables_until = 0;
 	/* Its earlier calls are done: a shared mapping it made is made. */
 	cr_budget_task_seen(run, (pid_t)n->pid);
 	/* A umask call answered earlier has run by now (tasks.c). */

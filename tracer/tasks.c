@@ -460,6 +460,20 @@ int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd)
 	return c;
 }
 
+bool cr_tables_step(struct cr_run *run)
+{
+	if (!run->tables_left)
+		return false;
+	/* The clock from the first entry, asked every 32. */
+	if (!run->tables_until)
+		run->tables_until = cr_thread_cpu_ns() + CR_TABLES_SEARCH_NS;
+	else if (run->tables_left % 32 == 0 &&
+		 cr_thread_cpu_ns() > run->tables_until)
+		run->tables_left = 1;
+	run->tables_left--;
+	return true;
+}
+
 bool cr_tasks_own_table(const struct cr_task *t)
 {
 	if (t->leader || t->tgid <= 0)

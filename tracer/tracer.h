@@ -304,6 +304,8 @@ struct cr_run {
 	size_t tables_left;		/* fd-table entries the call in hand
 					 * may still read, all its searches
 					 * together (CR_TABLES_SEARCH_MAX) */
+	uint64_t tables_until;		/* ...and the thread CPU clock they
+					 * may reach; 0: no search yet */
 	uint64_t start_ns;		/* CLOCK_MONOTONIC */
 	pid_t child;			/* the initial process */
 	int child_pidfd;
@@ -562,14 +564,20 @@ int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd);
 bool cr_tasks_own_table(const struct cr_task *t);
 /* The most entries one notified call's searches of the run's fd tables
  * read, all together (a pty's master: fs/pty.c, per /dev/pts entry of a
- * listing too; the UDP sockets still held: net/udp.c; run->tables_left);
- * past it a search gives up as if it had found nothing. An entry is a
- * readlink (1-3 us here): a call costs the supervisor at most ~0.2 s, and
- * that is charged to the run's CPU. Unbounded, one open of /dev/pts/N by
- * a program of 300 processes with 19 000 descriptors each read 5.7
- * million links, 16-21 s in which no budget was enforced (found by a
- * probing session). */
+ * listing too; the UDP sockets still held: net/udp.c), and the most CPU
+ * they take; past either a search gives up as if it had found nothing.
+ * An entry is a statx of what the descriptor holds (1-2 us here, however
+ * deep its path: a readlink built the whole path, 30-60 us for a file
+ * 2 000 directories down): ~0.1 s a call at most, charged to the run's
+ * CPU. Unbounded, one open of /dev/pts/N by a program of 300 processes
+ * with 19 000 descriptors each read 5.7 million links, 16-21 s in which
+ * no budget was enforced; bounded by count alone, deep paths made it 3-4
+ * s (both found by probing sessions). */
 #define CR_TABLES_SEARCH_MAX 65536u
+#define CR_TABLES_SEARCH_NS (250 * 1000000ull)
+/* One more entry for the call in hand's searches: false once its share
+ * is spent (tasks.c). */
+bool cr_tables_step(struct cr_run *run);
 
 /* tracer/taskfd.c */
 /* Can this kernel make a pidfd of one thread (PIDFD_THREAD, 6.9)? */

@@ -57,6 +57,7 @@ struct cr_fsstate {
 		int fd;
 	} pty_hint[4];
 	unsigned pty_hint_next;
+	uint64_t pty_prune_next_ns;	/* no prune at the cap before (pty.c) */
 	dev_t proc_dev;		/* st_dev of /proc, for listings (dirents.c) */
 	dev_t shm_dev;		/* of /dev/shm when a mount of its own, or 0 */
 	char *shm_real;		/* owned: /dev/shm's real path if a link, or NULL */

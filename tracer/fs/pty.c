@@ -74,12 +74,16 @@ int cr_fs_pty_note(struct cr_run *run, int fd, int slave_of)
 
 /* A master of idx among one fd table's fds (the task's own: a thread made
  * without CLONE_FILES has one apart from its leader's): masters are the
- * fds whose link names the ptmx node (a slave's names /dev/pts/N). *left:
- * the entries the search may still read; -EAGAIN once they are spent. */
+ * fds holding the ptmx node (character device 5:2; a slave is 136:N),
+ * looked at by statx, which costs the same however deep the file's path
+ * (a readlink builds it). -EAGAIN once the call's share of searching is
+ * spent (cr_tables_step). The reading is marked slow, so the watchdog
+ * judges the budgets if it lasts; a candidate's copy (the task table)
+ * is taken outside the mark. *at: the fd number found. */
 static int scan_process(struct cr_run *run, const struct cr_task *t,
-			unsigned idx, size_t *left, int *at)
+			unsigned idx, int *at)
 {
-	char dir[32], link[64];
+	char dir[32];
 	struct dirent *d;
 	DIR *dp;
 	int dfd, found = -ENOENT;
@@ -93,25 +97,27 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		close(dfd);
 		return -ENOENT;
 	}
+	cr_slow_begin();
 	while (found < 0 && (d = readdir(dp))) {
-		ssize_t n;
+		struct stat st;
 		unsigned got;
 		int m;
 
 		if (d->d_name[0] < '0' || d->d_name[0] > '9')
 			continue;
-		if (!*left) {
+		if (!cr_tables_step(run)) {
 			found = -EAGAIN;
 			break;
 		}
-		(*left)--;
-		n = readlinkat(dirfd(dp), d->d_name, link, sizeof(link) - 1);
-		if (n <= 0)
+		/* Attributes as cached: no network filesystem is asked. */
+		if (cr_quiet_fstatat(dirfd(dp), d->d_name, &st,
+				     AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT) < 0 ||
+		    !S_ISCHR(st.st_mode) || major(st.st_rdev) != 5 ||
+		    minor(st.st_rdev) != 2)
 			continue;
-		link[n] = 0;
-		if (!strstr(link, "ptmx"))
-			continue;
+		cr_slow_end();
 		m = cr_tasks_getfd(run, t->tid, atoi(d->d_name));
+		cr_slow_begin();
 		if (m < 0) {
 			if (m != -EBADF && m != -ESRCH)
 				found = -EACCES;	/* held, unreadable */
@@ -126,6 +132,7 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		}
 		close(m);
 	}
+	cr_slow_end();
 	closedir(dp);
 	return found;
 }
@@ -167,12 +174,32 @@ static void prune(struct cr_run *run)
 	free(live);
 }
 
+/* At the cap, the indices no file keeps any more are forgotten first: a
+ * read of the weak set, a line per pty file corral opened for the run,
+ * and the program can make hundreds of thousands (slaves by TIOCGPTPEER,
+ * held by its processes): 0.2-0.36 s a read with 304 000, uncharged, at
+ * every open of /dev/ptmx (found by a probing session). Its CPU is the
+ * run's, and one dearer than CR_PTY_PRUNE_FREE_US is made again only
+ * after CR_PTY_PRUNE_IDLE times its cost: the cap stands meanwhile. */
+#define CR_PTY_PRUNE_FREE_US 2000
+#define CR_PTY_PRUNE_IDLE 30
+
 bool cr_fs_pty_may_open(struct cr_run *run)
 {
-	if (run->fs->nptys < CR_PTY_MAX)
+	struct cr_fsstate *fs = run->fs;
+	uint64_t t0, cost;
+
+	if (fs->nptys < CR_PTY_MAX)
 		return true;
+	if (cr_now_ns() < fs->pty_prune_next_ns)
+		return false;
+	t0 = cr_thread_cpu_ns();
 	prune(run);
-	return run->fs->nptys < CR_PTY_MAX;
+	cost = cr_thread_cpu_ns() - t0;
+	cr_budget_charge_cpu(run, cost);
+	fs->pty_prune_next_ns = cost > CR_PTY_PRUNE_FREE_US * 1000ull ?
+				cr_now_ns() + cost * CR_PTY_PRUNE_IDLE : 0;
+	return fs->nptys < CR_PTY_MAX;
 }
 
 /* Where the master of idx was found last: asked first, as a program
@@ -235,7 +262,7 @@ int cr_fs_pty_master(struct cr_run *run, unsigned idx)
 
 		if (!k || !k->tid || (i && (k == me || !cr_tasks_own_table(k))))
 			continue;
-		m = scan_process(run, k, idx, &run->tables_left, &at);
+		m = scan_process(run, k, idx, &at);
 		if (m >= 0) {
 			*hint_slot(fs, idx) = (struct cr_pty_hint){
 				.idx = idx, .tid = k->tid, .fd = at };
