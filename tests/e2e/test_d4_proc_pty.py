@@ -322,6 +322,48 @@ def pty_script_and_spawn(t):
     fx.check()
 
 
+_PTY_LIST = r"""
+import os, pty, sys
+# 60 ptys, their masters kept by this process only, beside 4 000
+# descriptors (/dev/null); a child (it inherits them, and closes the
+# masters) lists /dev/pts, then stats each pty by name.
+keep = [os.open('/dev/null', os.O_RDONLY) for _ in range(4000)]
+ms, names = [], []
+for i in range(60):
+    m, s = pty.openpty()
+    names.append(os.path.basename(os.ttyname(s)))
+    os.close(s)
+    ms.append(m)
+pid = os.fork()
+if pid == 0:
+    for m in ms:
+        os.close(m)
+    listed = set(os.listdir('/dev/pts'))
+    print('listed', sum(n in listed for n in names), flush=True)
+    print('stat', sum(os.path.exists('/dev/pts/' + n) for n in names),
+          flush=True)
+    os._exit(0)
+print(os.waitpid(pid, 0)[1])
+"""
+
+
+@test
+def pty_listing_beside_thousands_of_descriptors(t):
+    """Listed, /dev/pts shows the run's ptys whose master a task holds:
+    that took a search of every fd table per entry, and once the
+    searches of one call were bounded together (a program's 300 tables
+    of 19 000 descriptors held the loop for seconds), 60 ptys beside
+    2 000 descriptors in two tables spent the share a third of the way:
+    20 of 60 listed, each still found by its name (found by a probing
+    session). One search now serves every entry of the listing."""
+    fx = FsFix(t)
+    with open(fx.wsp("ptylist.py"), "w") as f:
+        f.write(_PTY_LIST)
+    r = _ok(fx, fx.run(["python3", "ptylist.py"]), "listing")
+    eq(r.get("stdout"), "listed 60\nstat 60\n0\n", "stdout")
+    fx.check()
+
+
 @test
 def pty_foreign_refused(t):
     """A pty allocated outside the run (another terminal of the same user):

@@ -617,6 +617,7 @@ void cr_fs_finish(struct cr_run *run)
 	free(fs->alias);
 	free(fs->tops);
 	free(fs->ptys);
+	free(fs->pty_held);
 	cr_fsrules_free(&fs->rules);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);

@@ -58,6 +58,9 @@ struct cr_fsstate {
 	} pty_hint[4];
 	unsigned pty_hint_next;
 	uint64_t pty_prune_next_ns;	/* no prune at the cap before (pty.c) */
+	bool *pty_held;		/* owned: per ptys[i], a master held, as */
+	size_t npty_held;	/* found by the listing's search in the */
+	uint64_t pty_held_gen;	/* notification numbered so (pty.c) */
 	dev_t proc_dev;		/* st_dev of /proc, for listings (dirents.c) */
 	dev_t shm_dev;		/* of /dev/shm when a mount of its own, or 0 */
 	char *shm_real;		/* owned: /dev/shm's real path if a link, or NULL */
@@ -362,6 +365,9 @@ int cr_fs_pty_note(struct cr_run *run, int fd, int slave_of);
 /* Our copy of a master of /dev/pts/<idx> that a task of the run holds and
  * that the run allocated, or -ENOENT. Caller closes. */
 int cr_fs_pty_master(struct cr_run *run, unsigned idx);
+/* The same question for an entry of a /dev/pts listing: one search for
+ * all the entries of the notified call (getdents). */
+bool cr_fs_pty_listed(struct cr_run *run, unsigned idx);
 /* Did the run allocate idx (it may have been freed since)? */
 bool cr_fs_pty_allocated(const struct cr_run *run, unsigned idx);
 /* The slave of the run's pty idx, opened through its master (TIOCGPTPEER):

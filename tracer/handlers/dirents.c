@@ -166,14 +166,7 @@ static bool keep(struct cr_run *run, enum dkind k, const char *name)
 	}
 	if (!all_digits(name))
 		return true;	/* ptmx, ".": names, not ptys */
-	{
-		int m = cr_fs_pty_master(run, (unsigned)atoi(name));
-
-		if (m < 0)
-			return false;
-		close(m);
-		return true;
-	}
+	return cr_fs_pty_listed(run, (unsigned)atoi(name));
 }
 
 /* Records of both layouts: d_ino, d_off (8 bytes each), d_reclen (2), then
