@@ -114,7 +114,7 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		return -ENOENT;
 	}
 	cr_slow_begin();
-	while (found < 0 && (d = readdir(dp))) {
+	while (found == -ENOENT && (d = readdir(dp))) {
 		struct stat st;
 		unsigned got;
 		int m;
