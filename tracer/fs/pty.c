@@ -91,9 +91,10 @@ static int note_held(const struct cr_fsstate *fs, unsigned got, bool *held)
  * fds holding the ptmx node (character device 5:2; a slave is 136:N),
  * looked at by statx, which costs the same however deep the file's path
  * (a readlink builds it). -EAGAIN once the call's share of searching is
- * spent (cr_tables_step). The reading is marked slow, so the watchdog
- * judges the budgets if it lasts; a candidate's copy (the task table)
- * is taken outside the mark. *at: the fd number found. With held set,
+ * spent (cr_tables_step). Called marked slow (the callers hold the mark
+ * across every table, so the watchdog judges the budgets if the search
+ * lasts); a candidate's copy (the task table) is taken outside the mark.
+ * *at: the fd number found. With held set,
  * every master of the run's ptys is noted there instead, none returned;
  * -EEXIST once each of them is. */
 static int scan_process(struct cr_run *run, const struct cr_task *t,
@@ -113,7 +114,6 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		close(dfd);
 		return -ENOENT;
 	}
-	cr_slow_begin();
 	while (found == -ENOENT && (d = readdir(dp))) {
 		struct stat st;
 		unsigned got;
@@ -150,7 +150,6 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 		}
 		close(m);
 	}
-	cr_slow_end();
 	closedir(dp);
 	return found;
 }
@@ -275,6 +274,7 @@ int cr_fs_pty_master(struct cr_run *run, unsigned idx)
 	 * child, holds the master there), then every other. */
 	me = run->notif ? cr_tasks_find(t, (pid_t)run->notif->pid) : NULL;
 	t0 = cr_thread_cpu_ns();
+	cr_slow_begin();
 	for (size_t i = 0; i <= t->cap && m != -EAGAIN; i++) {
 		const struct cr_task *k = i ? &t->slots[i - 1] : me;
 
@@ -282,11 +282,14 @@ int cr_fs_pty_master(struct cr_run *run, unsigned idx)
 			continue;
 		m = scan_process(run, k, idx, &at, NULL);
 		if (m >= 0) {
+			cr_slow_end();
 			*hint_slot(fs, idx) = (struct cr_pty_hint){
 				.idx = idx, .tid = k->tid, .fd = at };
 			break;
 		}
 	}
+	if (m < 0)
+		cr_slow_end();
 	/* The search is the program's doing (an open, a stat, a listing of
 	 * /dev/pts): its CPU is the run's. Spent, it found nothing: the pty
 	 * is not the run's, as for a master no task holds. */
@@ -324,6 +327,7 @@ bool cr_fs_pty_listed(struct cr_run *run, unsigned idx)
 		fs->npty_held = fs->nptys;
 		fs->pty_held_gen = run->notifications;
 		t0 = cr_thread_cpu_ns();
+		cr_slow_begin();
 		for (size_t s = 0; s < t->cap && m == -ENOENT; s++) {
 			const struct cr_task *k = &t->slots[s];
 
@@ -333,6 +337,7 @@ bool cr_fs_pty_listed(struct cr_run *run, unsigned idx)
 			if (m == -EACCES)
 				m = -ENOENT;	/* that table only */
 		}
+		cr_slow_end();
 		cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	}
 	return fs->pty_held[i];
