@@ -7,6 +7,33 @@
 
 #include "tracer.h"
 
+/* Each copy takes the tracee's memory-map lock, uninterruptibly, and a
+ * program whose threads take it for writing without pause held the loop
+ * in one read for tens of seconds (found by a probing session): every
+ * copy is marked, so the watchdog judges the budgets and a cancel while
+ * it lasts, and kills the tree on a breach, which frees the lock
+ * (budget/stall.c). */
+static ssize_t vm_read(pid_t pid, const struct iovec *l, const struct iovec *r)
+{
+	ssize_t n;
+
+	cr_slow_begin();
+	n = process_vm_readv(pid, l, 1, r, 1, 0);
+	cr_slow_end();
+	return n;
+}
+
+static ssize_t vm_write(pid_t pid, const struct iovec *l,
+			const struct iovec *r)
+{
+	ssize_t n;
+
+	cr_slow_begin();
+	n = process_vm_writev(pid, l, 1, r, 1, 0);
+	cr_slow_end();
+	return n;
+}
+
 /* What is read here is a snapshot the tracee can change the moment after:
  * callers copy it, decide on the copy, perform the call themselves on the
  * copy, and check cr_notif_valid() before acting. */
@@ -20,7 +47,7 @@ int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 		return 0;
 	if (!addr)
 		return -EFAULT;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	n = vm_read(pid, &local, &remote);
 	if (n < 0)
 		return errno == ESRCH ? -ESRCH : -EFAULT;
 	return (size_t)n == len ? 0 : -EFAULT;
@@ -46,7 +73,7 @@ int cr_mem_read_str(pid_t pid, uint64_t addr, char *buf, size_t len)
 		local = (struct iovec){ .iov_base = buf + got, .iov_len = chunk };
 		remote = (struct iovec){ .iov_base = (void *)(uintptr_t)a,
 					 .iov_len = chunk };
-		n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		n = vm_read(pid, &local, &remote);
 		if (n <= 0)
 			return errno == ESRCH ? -ESRCH : -EFAULT;
 		nul = memchr(buf + got, 0, (size_t)n);
@@ -68,7 +95,7 @@ int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 		return 0;
 	if (!addr)
 		return -EFAULT;
-	n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+	n = vm_write(pid, &local, &remote);
 	if (n < 0)
 		return errno == ESRCH ? -ESRCH : -EFAULT;
 	return (size_t)n == len ? 0 : -EFAULT;

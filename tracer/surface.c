@@ -99,8 +99,10 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
 		bool int80;
 
 		errno = 0;
+		cr_slow_begin();	/* the memory-map lock (mem.c) */
 		insn = ptrace(PTRACE_PEEKTEXT, tid,
 			      (void *)(uintptr_t)(regs.rip - 2), NULL);
+		cr_slow_end();
 		int80 = !(insn == -1 && errno) && (insn & 0xffff) == 0x80cd;
 		bool x32 = !int80 && (nr & __X32_SYSCALL_BIT);
 		/* An x86_64 `syscall` with a number no table has (bit 31
@@ -237,7 +239,9 @@ static bool foreign_trap(pid_t tid, int sig)
 	    ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
 		return false;
 	errno = 0;
+	cr_slow_begin();	/* the memory-map lock (mem.c) */
 	word = ptrace(PTRACE_PEEKTEXT, tid, (void *)regs.rip, 0);
+	cr_slow_end();
 	if (errno)
 		return false;
 	/* cd 80: int 0x80; 0f 34: sysenter. */
@@ -269,7 +273,9 @@ static bool native_kill(struct cr_run *run, pid_t tid)
 	if ((regs.orig_rax & __X32_SYSCALL_BIT) || regs.rip < 2)
 		return false;
 	errno = 0;
+	cr_slow_begin();	/* the memory-map lock (mem.c) */
 	word = ptrace(PTRACE_PEEKTEXT, tid, (void *)(regs.rip - 2), 0);
+	cr_slow_end();
 	if (errno || (word & 0xffff) != 0x050f)	/* 0f 05: syscall */
 		return false;
 	/* An x86_64 call corral's own filter kills (a number past the

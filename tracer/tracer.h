@@ -852,10 +852,12 @@ void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
  * result that says so. */
 int cr_watchdog_start(const struct cr_run *run);
 
-/* tracer/budget/stall.c: a call the program can hold up (a file's inode lock) is
- * bracketed by cr_slow_begin/cr_slow_end (errno kept); meanwhile the
- * watchdog's cr_stall_step keeps the budgets for the loop. The run is
- * attached once its tasks exist, detached when cleanup starts. */
+/* tracer/budget/stall.c: a call the program can hold up (a file's inode
+ * lock, a process's memory-map lock) is bracketed by cr_slow_begin and
+ * cr_slow_end (errno kept; the loop thread's only; marks nest); meanwhile
+ * the watchdog's cr_stall_step keeps the budgets and a cancel for the
+ * loop. The run is attached once its tasks exist (by the loop thread),
+ * detached when cleanup starts. */
 void cr_stall_attach(struct cr_run *run);
 void cr_stall_detach(void);
 void cr_slow_begin(void);

@@ -158,15 +158,19 @@ static int snapshot(pid_t tid)
 	}
 	local.iov_base = snap.stack;
 	local.iov_len = CR_UNWIND_STACK;
+	cr_slow_begin();	/* the memory-map lock (mem.c) */
 	got = process_vm_readv(tid, &local, 1, remote, n, 0);
+	cr_slow_end();
 	snap.stack_len = got > 0 ? (size_t)got : 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	while (snap.maps_len < CR_UNWIND_MAPS - 1) {
+		cr_slow_begin();	/* the memory-map lock (mem.c) */
 		got = read(fd, snap.maps + snap.maps_len,
 			   CR_UNWIND_MAPS - 1 - snap.maps_len);
+		cr_slow_end();
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)

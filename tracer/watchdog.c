@@ -95,6 +95,69 @@ static void decimal(uint64_t v, char *out, size_t size)
 	out[i] = 0;
 }
 
+/* One walk of /proc: every process this one traces (its TracerPid),
+ * killed. Nothing allocated. */
+static void kill_walk(int dfd, pid_t me)
+{
+	static char dents[16384], buf[4096];
+	struct dent { uint64_t ino; int64_t off; unsigned short reclen;
+		      unsigned char type; char name[]; };
+	char path[48], num[24];
+	long n;
+
+	while ((n = syscall(SYS_getdents64, dfd, dents, sizeof(dents))) > 0) {
+		for (long off = 0; off < n;) {
+			const struct dent *d = (const void *)(dents + off);
+			const char *p;
+			long pid = 0;
+			ssize_t got;
+			int fd;
+
+			off += d->reclen;
+			for (p = d->name; *p >= '0' && *p <= '9' && pid < INT32_MAX; p++)
+				pid = pid * 10 + (*p - '0');
+			if (*p || !pid || pid == me)
+				continue;
+			decimal((uint64_t)pid, num, sizeof(num));
+			strcpy(path, "/proc/");
+			strcat(path, num);
+			strcat(path, "/status");
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			got = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (got <= 0)
+				continue;
+			buf[got] = 0;
+			p = strstr(buf, "\nTracerPid:\t");
+			if (p && strtol(p + 12, NULL, 10) == me)
+				kill((pid_t)pid, SIGKILL);
+		}
+	}
+}
+
+/* Every process this one traces, killed. The task table is the loop's,
+ * which may be stuck half way through a change: /proc is walked instead.
+ * And a loop stuck in the kernel on a lock a task holds (its memory-map
+ * lock: a read of its memory or maps) keeps this process from exiting,
+ * and PTRACE_O_EXITKILL from acting, until that wait ends: a probing
+ * session's tree ran on 60 s past the watchdog's result. Killed first,
+ * the tasks free the lock. A traced process is ours until reaped, which
+ * only the stuck loop does, so its number cannot have been reused. Twice:
+ * a process forked while the first walk read on (it starts stopped,
+ * traced) is met by the second. */
+static void kill_traced(void)
+{
+	int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	for (int pass = 0; pass < 2 && lseek(dfd, 0, SEEK_SET) == 0; pass++)
+		kill_walk(dfd, getpid());
+	close(dfd);
+}
+
 /*
  * The end: the process exits, and with it every tracee (PTRACE_O_EXITKILL).
  * Before that, the result file, as the run's end writes it (a name replaced,
@@ -122,6 +185,7 @@ static void fire(void)
 	 * platform_failure, and lose its stdout). Nothing to do. */
 	if (!cr_result_claim())
 		return;
+	kill_traced();
 	mine = wd.text != NULL;
 	to_out = mine && wd.json;
 	decimal(wd.run0_ms + (mono_ms() - wd.t0_ms), num, sizeof(num));

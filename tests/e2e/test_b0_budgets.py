@@ -11,6 +11,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -1192,6 +1193,80 @@ def budget_wall_holds_while_the_loop_waits_on_a_held_file(t):
     true(r["usage"]["wall_ms"] <= 1000 + CPU_SLACK_MS,
          "usage.wall_ms %d: the wall limit named past 1 s + %d ms" %
          (r["usage"]["wall_ms"], CPU_SLACK_MS))
+    t.assert_next_run_ok()
+
+
+# ---- while the program holds its own memory-map lock ----
+
+def _mapstall(t, limits, *args, timeout=60):
+    """mapstall: 16 threads take the program's memory-map lock for writing
+    without pause (mprotect over 16 GiB of zero pages), so every read
+    corral makes of its memory (a path) or of its maps waits for it,
+    uninterruptibly."""
+    opts = ["run", "--json", "--env", "CRMARK=" + t.marker]
+    for lim in limits:
+        opts += ["--limit", lim]
+    run = t.corral(opts + t.prog_roots() +
+                   ["--", t.prog("mapstall"), "16", "16"] +
+                   [str(a) for a in args], timeout=timeout)
+    return run, t.result(run)
+
+
+@test
+def budget_memory_holds_while_the_program_holds_its_map_lock(t):
+    """A probing session held corral's loop in a read of a path (and, with
+    no call at all, in the tick's read of the maps) for tens of seconds,
+    while a child took 1 GiB: 1.2 GB used of 512 MiB, wall=40s passed by
+    12 s. Each such read is now marked, and the watchdog judges the
+    budgets while it waits (tracer/budget/stall.c): here a child takes
+    200 MiB a second; the run ends on memory within seconds (the build
+    before: 21-32 s, 1.1 GB)."""
+    for mode in ("calls", "nocalls"):
+        run, r = _mapstall(t, ["memory=256MiB", "wall=30s"], 20, 200, mode)
+        assert_breach(t, run, r, "memory")
+        lt(r["usage"]["wall_ms"], 10000, "%s: usage.wall_ms" % mode)
+        lt(r["usage"]["peak_memory_bytes"], 768 * MIB,
+           "%s: usage.peak_memory_bytes" % mode)
+    t.assert_next_run_ok()
+
+
+@test
+def budget_wall_and_cpu_hold_while_the_program_holds_its_map_lock(t):
+    """The wall and cpu budgets, named when they are spent, not when the
+    program lets the lock go (the build before: wall=4s at 12.6 s)."""
+    run, r = _mapstall(t, ["wall=3s"], 20, 0, "calls")
+    assert_breach(t, run, r, "wall")
+    true(r["usage"]["wall_ms"] <= 3000 + CPU_SLACK_MS,
+         "usage.wall_ms %d: the wall limit named past 3 s + %d ms" %
+         (r["usage"]["wall_ms"], CPU_SLACK_MS))
+    run, r = _mapstall(t, ["cpu=3s", "wall=30s"], 20, 0, "calls")
+    assert_breach(t, run, r, "cpu")
+    lt(r["usage"]["wall_ms"], 10000, "cpu: usage.wall_ms")
+    t.assert_next_run_ok()
+
+
+@test
+def cancel_holds_while_the_program_holds_its_map_lock(t):
+    """SIGTERM to corral while its loop waits on the program's lock: the
+    run ends cancelled (exit 130) at once. The build before went on to its
+    wall limit (51.7 s later, limit_exceeded)."""
+    res = t.path("result.json")
+    p = t.spawn(["run", "--result", res, "--limit", "wall=60s",
+                 "--env", "CRMARK=" + t.marker] + t.prog_roots() +
+                ["--", t.prog("mapstall"), "16", "16", "50", "0", "calls"])
+    line = p.stdout.readline()
+    eq(line, b"ready\n", "the program's first line")
+    time.sleep(1)
+    t0 = time.monotonic()
+    os.kill(p.pid, signal.SIGTERM)
+    run = t.finish(p, timeout=60)
+    took = time.monotonic() - t0
+    eq(run.code, 130, "corral's exit (stderr %r)" % run.err[-300:])
+    lt(took, 5, "seconds from SIGTERM to corral's exit")
+    with open(res) as f:
+        r = json.load(f)
+    eq(r.get("status"), "cancelled", "status")
+    contains(r.get("message", ""), "TERM", "message")
     t.assert_next_run_ok()
 
 

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,16 @@ int bg_read_small(const char *path, char *buf, size_t len)
 		return -errno;
 	buf[n] = 0;
 	return (int)n;
+}
+
+ssize_t bg_read_held(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+
+	cr_slow_begin();
+	n = read(fd, buf, len);
+	cr_slow_end();
+	return n;
 }
 
 /* Read a /proc file of a task through a descriptor kept open across
@@ -401,15 +412,93 @@ void cr_budget_overdue(struct cr_run *run)
 	b->tick_ns = now;
 }
 
-void cr_budget_stall_tick(struct cr_run *run)
+/* A signal the loop takes for a cancel (loop.c: every one it waits for
+ * but SIGCHLD and SIGTSTP), pending while the loop waits: its number, or
+ * 0. Pending is not taken: the loop reads it later, as the same cancel. */
+static int cancel_pending(void)
 {
-	if (!run->budgets || run->ending)
+	sigset_t p;
+
+	if (sigpending(&p) < 0)
+		return 0;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGCHLD && sig != SIGTSTP && sigismember(&p, sig) == 1)
+			return sig;
+	return 0;
+}
+
+/*
+ * The loop waits inside its own poll: in a read of a process's maps or
+ * smaps_rollup, which takes that process's memory-map lock, and a program
+ * whose threads take it for writing without pause (mprotect over a large
+ * region, each call ~0.7 s at 64 GiB) kept it waiting for tens of seconds
+ * (found by a probing session). What that poll has half made is not
+ * touched; fresh reads into locals judge instead. The CPU: each live
+ * process's own total (every thread of it, live or gone) or the last
+ * tick's figure, the larger; a lower bound. The memory: the leaders'
+ * resident sizes, which count a page shared by processes once in each and
+ * so err high: judged only once the loop has waited as long as a tree
+ * over its RSS sum may wait for a fair judgement anyway.
+ */
+static void stall_light(struct cr_run *run, uint64_t waited_ns)
+{
+	struct cr_budgets *b = run->budgets;
+	struct cr_tasks *ts = &run->tasks;
+	uint64_t cpu = 0, rss = 0;
+
+	for (size_t i = 0; i < ts->cap; i++) {
+		const struct cr_task *t = &ts->slots[i];
+		char path[64], buf[1024];
+		unsigned long long size, res;
+		uint64_t ns;
+
+		if (!t->tid || !t->leader || bg_ours(t))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", t->tid);
+		if (bg_read_small(path, buf, sizeof(buf)) >= 0 &&
+		    bg_stat_cpu_ns(buf, &ns) == 0)
+			cpu += ns;
+		snprintf(path, sizeof(path), "/proc/%d/statm", t->tid);
+		if (!(t->b.vm_group && !t->b.rss) &&
+		    bg_read_small(path, buf, sizeof(buf)) >= 0 &&
+		    sscanf(buf, "%llu %llu", &size, &res) == 2)
+			rss += res * (uint64_t)b->page;
+	}
+	if (b->cpu_ns > cpu)
+		cpu = b->cpu_ns;
+	if (cpu / 1000000ull > bg_lim(run, CR_LIM_CPU)) {
+		bg_breach(run, CR_LIM_CPU, cpu / 1000000ull);
+	} else if (waited_ns >= CR_BUDGET_PSS_MAX_GAP_MS * 1000000ull &&
+		   rss > bg_lim(run, CR_LIM_MEMORY)) {
+		if (rss > b->peak_rss)
+			b->peak_rss = rss;
+		bg_breach(run, CR_LIM_MEMORY, rss);
+	}
+}
+
+void cr_budget_stall_tick(struct cr_run *run, uint64_t waited_ns)
+{
+	struct cr_budgets *b = run->budgets;
+	int sig;
+
+	if (!b || run->ending)
 		return;
-	if (cr_run_ms(run) >= bg_lim(run, CR_LIM_WALL))
+	if ((sig = cancel_pending())) {
+		char sn[24];
+
+		cr_run_end(run, CR_ST_CANCELLED, NULL, "cancelled by %s",
+			   cr_signame(sig, sn, sizeof(sn)) + 3);
+	} else if (cr_run_ms(run) >= bg_lim(run, CR_LIM_WALL)) {
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "wall",
 			   "the wall-time limit fired");
-	else
+	} else if (b->polling) {
+		stall_light(run, waited_ns);
+	} else {
+		b->stalled = true;
+		b->stall_ns = waited_ns;
 		bg_poll_tasks(run);
+		b->stalled = false;
+	}
 	if (run->ending)
 		cr_tasks_kill_all(run);
 }

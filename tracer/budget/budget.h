@@ -242,10 +242,12 @@ int cr_budget_setup(struct cr_run *run);
 /* Area finisher, after the tree is reaped: last measurement, usage; frees
  * the area's state. */
 void cr_budget_finish(struct cr_run *run);
-/* stall.c's step, while the loop waits in a call: measure the tree and
- * judge wall, cpu and memory as a tick does (no reaping, no ptrace); on a
- * breach every task is killed. */
-void cr_budget_stall_tick(struct cr_run *run);
+/* stall.c's step, while the loop has waited waited_ns in a call: a
+ * cancel pending, the wall, and the tree measured and judged for cpu and
+ * memory as a tick does (no reaping, no ptrace, no read that takes a
+ * process's memory-map lock; within the loop's own poll, lightly); on a
+ * breach or a cancel every task is killed. */
+void cr_budget_stall_tick(struct cr_run *run, uint64_t waited_ns);
 /* The loop, between two callbacks: a tick overdue, and the wall limit,
  * judged at once (cheap when nothing is due). */
 void cr_budget_overdue(struct cr_run *run);

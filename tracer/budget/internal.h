@@ -83,6 +83,12 @@ struct cr_budgets {
 	bool pss_have;
 	uint64_t pss_last, pss_gen;
 	uint64_t pss_next_ns;		/* no free judgement before this */
+	/* The loop's poll is under way (it may be waiting in one of the
+	 * reads below, a stall the watchdog then judges lightly); the
+	 * watchdog's own poll runs (no read that takes a process's
+	 * memory-map lock: the program may hold it, stall.c). */
+	bool polling, stalled;
+	uint64_t stall_ns;		/* how long the loop has waited */
 
 	/* disk and files: an incremental walk of the writable roots */
 	char *roots[CR_BUDGET_MAX_ROOTS];	/* owned: real paths at set-up */
@@ -239,6 +245,9 @@ void bg_breach_how(struct cr_run *run, enum cr_limit_id id, uint64_t got,
 void bg_breach(struct cr_run *run, enum cr_limit_id id, uint64_t got);
 void bg_breach_threads(struct cr_run *run, uint64_t got, uint64_t max);
 int bg_read_small(const char *path, char *buf, size_t len);
+/* A read of a /proc file that takes a process's memory-map lock (maps),
+ * marked for the watchdog (stall.c): read(2)'s answer. */
+ssize_t bg_read_held(int fd, void *buf, size_t len);
 int bg_read_task_file(struct cr_budgets *b, int *slot, const char *path,
 		      char *buf, size_t len);
 void bg_task_close_fds(struct cr_budgets *b, struct cr_task *t);

@@ -128,7 +128,9 @@ static int read_vmas(struct cr_task *t, uint64_t *count, uint64_t *socks,
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	while ((got = read(fd, buf, sizeof(buf))) > 0) {
+	/* Each read takes the process's memory-map lock, which the program
+	 * can hold: marked (stall.c). */
+	while ((got = bg_read_held(fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf, *end = buf + got; p < end;) {
 			char *nl = memchr(p, '\n', (size_t)(end - p));
 			size_t take = (size_t)((nl ? nl : end) - p);
@@ -362,7 +364,9 @@ static int tree_pss(struct cr_run *run, uint64_t *bytes)
 		if (!t->tid || !t->leader || !t->b.rss)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", t->tid);
+		cr_slow_begin();	/* the memory-map lock (stall.c) */
 		rc = bg_read_small(path, buf, sizeof(buf));
+		cr_slow_end();
 		if (rc == -ESRCH || rc == -ENOENT)
 			continue;	/* gone since the tick's reading */
 		if (rc < 0)
@@ -422,6 +426,14 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 	bool early = now < b->pss_next_ns;
 	int rc;
 
+	/* The watchdog's poll reads no smaps_rollup: the estimate where a
+	 * judgement left one, else the RSS sum, which errs high (the caller
+	 * judges by it only once the loop has waited long, bg_poll_tasks). */
+	if (b->stalled) {
+		uint64_t est = b->pss_have ? pss_estimate(run) : rss;
+
+		return est < rss ? est : rss;
+	}
 	if (b->pss_have && early) {
 		uint64_t est = pss_estimate(run);
 
@@ -474,7 +486,8 @@ static uint64_t count_mappings(struct cr_run *run)
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
 	uint64_t sum = 0, t0 = 0, now = cr_now_ns();
-	bool paced = now < b->vma_next_ns;
+	/* The watchdog's poll reads no maps: the last counts stand. */
+	bool paced = now < b->vma_next_ns || b->stalled;
 	size_t from = b->vma_cursor & (ts->cap - 1);
 
 	for (size_t k = 0; k < ts->cap; k++) {
@@ -579,7 +592,9 @@ static void shanon_read(struct cr_run *run, int pass, bool *whole)
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/maps", t->tid,
 			 t->tid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
+		cr_slow_begin();	/* the memory-map lock (stall.c) */
 		rc = fd < 0 ? -errno : cr_shanon_scan_fd(b->shanon, fd);
+		cr_slow_end();
 		if (fd >= 0)
 			close(fd);
 		/* Lines read: the process is seen (a leader that exited
@@ -670,13 +685,13 @@ static void shanon_scan(struct cr_run *run)
 			   over);
 }
 
-void bg_poll_tasks(struct cr_run *run)
+static void poll_tasks(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
 	uint64_t live = 0, rss = 0, pte = 0, vsum = 0, vbound = 0, vs, extra;
 	uint64_t polls = 0, leaders_rss = 0;
-	bool via_thread = false;
+	bool via_thread = false, unjudged = false;
 	size_t k = 0, from = 0, reads = SIZE_MAX;
 	int quick;
 
@@ -790,7 +805,8 @@ void bg_poll_tasks(struct cr_run *run)
 	 * Like page tables and socket bytes, never shared: outside the PSS
 	 * judgement, but part of what calls for one. */
 	locks_tighten(run);
-	if (cr_shanon_active(b->shanon) && cr_now_ns() >= b->shanon_next_ns)
+	if (cr_shanon_active(b->shanon) && cr_now_ns() >= b->shanon_next_ns &&
+	    !b->stalled)
 		shanon_scan(run);
 	if (run->ending)
 		return;
@@ -809,7 +825,15 @@ void bg_poll_tasks(struct cr_run *run)
 	 * Only past the budget, and paced by its cost (pss_judge). */
 	if (rss + extra > bg_lim(run, CR_LIM_MEMORY) && !via_thread) {
 		b->pss_judged = true;
-		rss = pss_judge(run, rss, extra);
+		/* The watchdog's poll, with no judgement to go by: the RSS
+		 * sum errs high (shared pages once per process), so it
+		 * judges only once the loop has waited as long as a tree
+		 * over its RSS sum may wait for a judgement anyway. */
+		if (b->stalled && !b->pss_have &&
+		    b->stall_ns < CR_BUDGET_PSS_MAX_GAP_MS * 1000000ull)
+			unjudged = true;
+		else
+			rss = pss_judge(run, rss, extra);
 	} else if (via_thread) {
 		b->pss_have = false;	/* a process counted another way */
 	}
@@ -824,6 +848,11 @@ void bg_poll_tasks(struct cr_run *run)
 	    b->mem_nolock <= bg_lim(run, CR_LIM_MEMORY) && locks_fit(run))
 		rss = b->mem_nolock + lock_bound(b);
 	b->cpu_ns = b->cpu_dead_ns + live;
+	if (unjudged) {
+		if (b->cpu_ns / 1000000ull > bg_lim(run, CR_LIM_CPU))
+			bg_breach(run, CR_LIM_CPU, b->cpu_ns / 1000000ull);
+		return;
+	}
 	b->rss = rss;
 	if (rss > b->peak_rss)
 		b->peak_rss = rss;
@@ -832,6 +861,15 @@ void bg_poll_tasks(struct cr_run *run)
 		bg_breach(run, CR_LIM_CPU, b->cpu_ns / 1000000ull);
 	else if (rss > bg_lim(run, CR_LIM_MEMORY))
 		bg_breach(run, CR_LIM_MEMORY, rss);
+}
+
+void bg_poll_tasks(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+
+	b->polling = true;
+	poll_tasks(run);
+	b->polling = false;
 }
 
 /* A live task whose /proc entry corral (same uid, no capability) does

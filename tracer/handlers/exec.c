@@ -492,18 +492,53 @@ static bool gone(const char *file, size_t len, dev_t dev, ino_t ino)
 	       st.st_ino != ino;
 }
 
+/* The maps file's reads: each takes the process's memory-map lock, which
+ * the program can hold, so each is marked (mem.c, budget/stall.c). */
+static ssize_t maps_read(void *cookie, char *buf, size_t len)
+{
+	ssize_t n;
+
+	cr_slow_begin();
+	n = read(*(int *)cookie, buf, len);
+	cr_slow_end();
+	return n;
+}
+
+static int maps_close(void *cookie)
+{
+	return close(*(int *)cookie);
+}
+
+static FILE *maps_open(const char *path, int *fd)
+{
+	cookie_io_functions_t io = { .read = maps_read, .close = maps_close };
+	FILE *f;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	f = fopencookie(fd, "r", io);
+	if (!f) {
+		int e = errno;
+
+		close(*fd);
+		errno = e;
+	}
+	return f;
+}
+
 /* At PTRACE_EVENT_EXEC: every file mapped executable (the program and its
  * ELF interpreter; for a script, its interpreter) must be allowed to run. */
 int cr_fs_exec_verify(struct cr_run *run, pid_t pid, char *bad, size_t badlen)
 {
 	char path[64], line[PATH_MAX + 256];
 	FILE *f;
-	int rc = 0;
+	int rc = 0, fd;
 
 	if (!run->fs)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
+	f = maps_open(path, &fd);
 	if (!f) {
 		/* An image the uid may run but not read (mode --x) makes the
 		 * process undumpable: its maps, memory and fds are closed to

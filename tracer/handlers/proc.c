@@ -465,7 +465,9 @@ CR_HANDLER(cr_h_process_madvise)
 		if (!cr_notif_valid(run, n->id))
 			return err(EINTR);
 	}
+	cr_slow_begin();	/* the target's memory-map lock (mem.c) */
 	rc = syscall(SYS_process_madvise, copy, iov, vlen, advice, flags);
+	cr_slow_end();
 	return rc < 0 ? err(errno) :
 		(struct cr_verdict){ .kind = CR_V_VALUE, .val = rc };
 }
@@ -570,6 +572,7 @@ CR_HANDLER(cr_h_process_vm)
 	/* Source first: the target (readv) or the caller's own buffers
 	 * (writev); then the destination. A fault on the caller's side is
 	 * EFAULT, as the kernel reports it. */
+	cr_slow_begin();	/* memory-map locks the program can hold (mem.c) */
 	if (wr)
 		got = process_vm_readv(caller, &b, 1, local, lcnt, 0);
 	else
@@ -585,6 +588,7 @@ CR_HANDLER(cr_h_process_vm)
 			put = process_vm_writev(caller, &b, 1, local, lcnt, 0);
 		r = put >= 0 ? 0 : wr ? errno : EFAULT;
 	}
+	cr_slow_end();
 	/* Natively the copy is the caller's own CPU time; here corral's loop
 	 * does it (up to 16 MiB a call, the fresh buffer's page faults
 	 * included): charged to the run's cpu budget, or a program could

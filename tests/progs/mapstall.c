@@ -1,0 +1,132 @@
+/* tests/progs/mapstall.c: keeps its own memory-map lock taken for writing,
+ * so that corral's reads of its memory and maps wait, for the stall tests.
+ *
+ *   mapstall GIB WRITERS SECS HOG [calls]
+ *     maps GIB GiB read-only and fills it with the zero page (page tables
+ *     only: 2 MiB a GiB), then WRITERS threads mprotect the whole range
+ *     back and forth without pause, each call holding the lock for
+ *     writing for tenths of a second. A forked child then allocates and
+ *     touches HOG MiB a second (0: none), up to 1 GiB, and holds it.
+ *     With "calls", the main thread opens a file (a notified call: corral
+ *     reads its path) in a loop for SECS seconds; without, it sleeps SECS
+ *     seconds (only corral's own reads of the maps wait). Prints "ready"
+ *     once the writers run, "done" at the end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+static char *base;
+static size_t len;
+static volatile int go;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	while (!go)
+		usleep(1000);
+	for (;;) {
+		mprotect(base, len, PROT_NONE);
+		mprotect(base, len, PROT_READ);
+	}
+	return NULL;
+}
+
+static void hog(int rate)
+{
+	double t0 = now();
+
+	for (int got = 1; got <= 1024; got++) {
+		char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			break;
+		memset(p, 1, 1 << 20);
+		while (now() < t0 + (double)got / rate)
+			usleep(1000);
+	}
+	for (;;)
+		pause();
+}
+
+int main(int argc, char **argv)
+{
+	pthread_attr_t at;
+	pthread_t th;
+	double end;
+	int nw, secs, rate, calls, p[2];
+	char *m;
+
+	if (argc < 5)
+		return 2;
+	len = (size_t)atoi(argv[1]) << 30;
+	nw = atoi(argv[2]);
+	secs = atoi(argv[3]);
+	rate = atoi(argv[4]);
+	calls = argc > 5 && !strcmp(argv[5], "calls");
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (pipe(p) < 0)
+		return 2;
+	if (rate > 0 && fork() == 0) {
+		char c;
+
+		close(p[1]);
+		if (read(p[0], &c, 1) == 1)
+			hog(rate);
+		_exit(0);
+	}
+	close(p[0]);
+	m = mmap(NULL, len + (2 << 20), PROT_READ,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		printf("mmap %d\n", errno);
+		return 1;
+	}
+	base = (char *)(((unsigned long)m + (2 << 20) - 1) & ~((2ul << 20) - 1));
+	/* The threads before the writers start: a thread's stack is a
+	 * mapping, which would wait for the lock they take. */
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	for (int i = 0; i < nw; i++)
+		if (pthread_create(&th, &at, writer, NULL))
+			return 2;
+	if (madvise(base, len, MADV_POPULATE_READ) < 0) {
+		printf("populate %d\n", errno);
+		return 1;
+	}
+	go = 1;
+	printf("ready\n");
+	if (rate > 0 && write(p[1], "g", 1) != 1)
+		return 2;
+	end = now() + secs;
+	while (now() < end) {
+		if (calls) {
+			int fd = open("mapstall.c", O_RDONLY);
+
+			if (fd >= 0)
+				close(fd);
+		} else {
+			usleep(100000);
+		}
+	}
+	printf("done\n");
+	_exit(0);
+}
