@@ -878,6 +878,10 @@ def fs_openat2_resolve(t):
         "openat2", ".", "/proc/self/root" + fx.secret_path, "none",
         "openat2", "/proc/self", "root" + fx.secret_path, "none",
         "openat2", ".", "/proc/self/root" + fx.secret_path, "no_magiclinks",
+        # RESOLVE_BENEATH from "/" refuses its ".." too (an earlier build
+        # clamped it to "/"; found by a differential probing session).
+        "openat2", "/", "..", "beneath",
+        "openat2", "/", "./..", "beneath",
     ]
     nat = fx.native([t.prog("fs_probe")] + ops)
     true(nat.out.decode().count(fx.secret) >= 5,
@@ -895,6 +899,8 @@ def fs_openat2_resolve(t):
     want_line(res, "openat2 %s %s in_root" % (fx.ws, fx.secret_path),
               "ENOENT")
     want_line(res, "openat2 %s link no_symlinks" % fx.ws, "ELOOP")
+    want_line(res, "openat2 / .. beneath", "EXDEV")
+    want_line(res, "openat2 / ./.. beneath", "EXDEV")
     want_denial(r, targets=(fx.secret_path,), floor=fx.home, what="openat2 to the secret")
     fx.check()
 

@@ -1294,3 +1294,59 @@ def joined_threads_are_gone_to_calls_by_tid(t):
             true(c <= 3, "%s: %s found %d of 300 joined threads" % (
                 mode, name, c))
     t.assert_next_run_ok()
+
+
+DELETED_PROG = r'''
+import os
+def tryp(what, fn):
+    try:
+        r = fn()
+        print(what, "ok" if r is None or isinstance(r, int) else r)
+    except OSError as e:
+        print(what, "errno", e.errno)
+with open("f", "w") as f:
+    f.write("kept")
+fd = os.open("f", os.O_RDONLY)
+os.unlink("f")
+p = "/proc/self/fd/%d" % fd
+tryp("stat", lambda: os.stat(p).st_nlink)
+tryp("access", lambda: 0 if os.access(p, os.R_OK) else 1)
+tryp("chmod", lambda: os.chmod(p, 0o600))
+with open(p) as g:
+    print("reopened", g.read())
+os.mkdir("d")
+dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
+os.rmdir("d")
+tryp("dir stat", lambda: os.stat("/proc/self/fd/%d" % dfd).st_nlink)
+tryp("dir listing", lambda: str(os.listdir("/proc/self/fd/%d" % dfd)))
+r, w = os.pipe()
+tryp("pipe slash", lambda: os.stat("/proc/self/fd/%d/" % r))
+tryp("pipe below", lambda: os.stat("/proc/self/fd/%d/x" % r))
+'''
+
+
+@test
+def fs_good_files_that_lost_their_name_reopen_through_their_fd(t):
+    """A file or directory removed while an fd holds it is still reached
+    through /proc/self/fd/N, as natively: bash hands a here-document of
+    more than 64 KiB to its command as a removed file on stdin, and `cat
+    /dev/stdin` reopens it. An earlier build answered ENOENT for every
+    such link (found by a differential probing session). A pipe's link
+    with a trailing slash, or with a name below it, is ENOTDIR, as the
+    kernel's."""
+    fx = FsFix(t)
+    run = fx.run(["bash", "-c",
+                  "big=$(head -c 70000 /dev/zero | tr '\\0' x); "
+                  "cat /dev/stdin <<EOF | wc -c\n$big\nEOF\n"
+                  "echo data > in.txt; ( rm in.txt; cat /dev/stdin ) < in.txt"])
+    r = _ok(fx, run, "bash here-document")
+    eq(r.get("stdout"), "70001\ndata\n", "stdout")
+    with open(fx.wsp("deleted.py"), "w") as f:
+        f.write(DELETED_PROG)
+    run = fx.run(["python3", "deleted.py"])
+    r = _ok(fx, run, "python")
+    eq(r.get("stdout"), "stat ok\naccess ok\nchmod ok\nreopened kept\n"
+       "dir stat ok\ndir listing []\npipe slash errno 20\n"
+       "pipe below errno 20\n", "stdout")
+    eq(r.get("denials"), [], "denials")
+    fx.check()

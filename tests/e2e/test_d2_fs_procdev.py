@@ -409,3 +409,53 @@ def fs_link_into_proc_under_a_broad_root_is_judged_where_it_leads(t):
          (x.get("target") or "")]
     true(d, "the reach is recorded: %r" % r.get("denials"))
     fx.check()
+
+
+HELD_GONE_PROG = r'''
+import os
+def tryp(what, flags):
+    try:
+        fd = os.open("/dev/stdin", flags)
+        data = os.read(fd, 100) if flags == os.O_RDONLY else b""
+        if flags != os.O_RDONLY:
+            os.write(fd, b"OVERWRITTEN")
+        os.close(fd)
+        print(what, "ok", data.decode())
+    except OSError as e:
+        print(what, "errno", e.errno)
+tryp("read", os.O_RDONLY)
+tryp("write", os.O_WRONLY)
+tryp("readwrite", os.O_RDWR)
+'''
+
+
+@test
+def fs_removed_host_file_reopens_no_wider_than_its_fd(t):
+    """The caller's stdin a host file outside every root, removed before
+    the run (its link names " (deleted)"): the program may reopen it
+    through /dev/stdin for reading, which its fd already allows, and not
+    for writing, which natively its owner could (the place it was
+    removed from rules it, and no root is there). The file is unchanged."""
+    fx = FsFix(t)
+    host = t.path("hostfile")
+    with open(host, "w") as f:
+        f.write("host data")
+    os.chmod(host, 0o666)
+    os.makedirs(t.path("prog"))
+    prog = t.write("prog/heldgone.py", HELD_GONE_PROG)
+    keep = os.open(host, os.O_RDONLY)
+    os.unlink(host)
+
+    def gone_stdin():
+        os.dup2(keep, 0)
+
+    try:
+        run = fx.run(["python3", prog], opts=["--ro", t.path("prog")],
+                     preexec=gone_stdin)
+        r = fx.result(run, statuses=None)
+        eq(r.get("stdout"), "read ok host data\nwrite errno 13\n"
+           "readwrite errno 13\n", "stdout (stderr %r)" % r.get("stderr"))
+        eq(os.pread(keep, 100, 0), b"host data", "the removed file's data")
+    finally:
+        os.close(keep)
+    fx.check()

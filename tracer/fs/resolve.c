@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -676,6 +677,11 @@ static int pipe_link(struct walk *w, const char *nm, const char *cand,
 		close(o);
 		return refuse(w, res, cand, plen, "proc");
 	}
+	/* "fd/N/" asks for a directory, which a pipe is not. */
+	if (res->trailing_slash) {
+		close(o);
+		return -ENOTDIR;
+	}
 	res->linkfd = o;
 	res->via_link = true;
 	res->exists = true;
@@ -694,6 +700,86 @@ static int pipe_link(struct walk *w, const char *nm, const char *cand,
 	if (st.st_ino == w->run->fs->stdin_pipe_ino &&
 	    st.st_dev == w->run->fs->stdin_pipe_dev && st.st_ino)
 		res->acc &= ~CR_FS_W;
+	return 0;
+}
+
+/* The task whose fd table a walk at "/proc/<pid>/fd" or
+ * "/proc/<pid>/task/<tid>/fd" looks at, or 0. */
+static pid_t fd_dir_tid(const char *p, size_t len)
+{
+	const char *s = p + len - 3, *b = s;
+
+	while (b > p && b[-1] >= '0' && b[-1] <= '9')
+		b--;
+	return b < s && b[-1] == '/' ? (pid_t)atoi(b) : 0;
+}
+
+/*
+ * /proc/<pid>/fd/N naming a file or directory that has lost its last name
+ * (its link's text ends in " (deleted)"). bash hands a here-document of
+ * more than 64 KiB to its command as such a file on stdin, and `cat
+ * /dev/stdin` reopens it: refused as absent before (found by a
+ * differential probing session). No path rules it now: what the program
+ * may do through the link is what rules the place it was removed from
+ * (as fchmod on the fd judges it, handlers/attr.c), and what the fd
+ * itself already allows (its access mode: a reopen for no more than the
+ * fd can do gives nothing new). The object is the fd's own open file,
+ * taken once from the task (pidfd_getfd), never the link again: dup2 over
+ * N meanwhile changes nothing here. A memfd, a file with a name left
+ * elsewhere (another hard link) and anything but a file or a directory
+ * stay refused.
+ */
+static int deleted_link(struct walk *w, const char *nm, const char *cand,
+			size_t plen, struct cr_fsres *res)
+{
+	pid_t tid = fd_dir_tid(w->cur, w->clen);
+	char was[PATH_MAX], own[32];
+	struct stat st;
+	unsigned acc = CR_FS_STAT;
+	ssize_t wl;
+	int c, fl;
+
+	if (!tid || !is_num(nm, strlen(nm)))
+		return refuse(w, res, cand, plen, "proc");
+	c = cr_tasks_getfd(w->run, tid, atoi(nm));
+	if (c == -EBADF)
+		return -ENOENT;		/* closed since the link was read */
+	if (c < 0)
+		return refuse(w, res, cand, plen, "proc");
+	/* The place it was removed from, read again from the copy: the
+	 * program may have put another fd at N since its link was read. */
+	snprintf(own, sizeof(own), "self/fd/%d", c);
+	wl = readlinkat(w->run->fs->proc_fd, own, was, sizeof(was) - 1);
+	fl = fcntl(c, F_GETFL);
+	if (wl <= 10 || was[0] != '/' || fl < 0 || fstat(c, &st) < 0 ||
+	    st.st_nlink || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) ||
+	    memcmp(was + wl - 10, " (deleted)", 10) ||
+	    !strncmp(was, "/memfd:", 7)) {
+		close(c);
+		return refuse(w, res, cand, plen, "proc");
+	}
+	wl -= 10;
+	was[wl] = 0;
+	if (res->trailing_slash && !S_ISDIR(st.st_mode)) {
+		close(c);
+		return -ENOTDIR;
+	}
+	if (!(fl & O_PATH) && (fl & O_ACCMODE) != O_WRONLY)
+		acc |= CR_FS_R;
+	if (!(fl & O_PATH) && (fl & O_ACCMODE) != O_RDONLY)
+		acc |= CR_FS_W;
+	acc |= cr_fs_access(w->run, w->tid, was, (size_t)wl) &
+	       (CR_FS_R | CR_FS_W);
+	res->linkfd = c;
+	res->via_link = true;
+	res->exists = true;
+	res->st = st;
+	res->dirfd = w->run->fs->proc_fd;
+	res->dirfd_borrowed = true;
+	snprintf(res->name, sizeof(res->name), "self/fd/%d", c);
+	memcpy(res->path, cand, plen + 1);
+	res->plen = plen;
+	res->acc = acc;
 	return 0;
 }
 
@@ -885,15 +971,26 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			if (tl < 0)
 				return -errno;
 			target[tl] = 0;
-			if (magic && (target[0] != '/' ||
-				      (tl > 10 && !strcmp(target + tl - 10, " (deleted)")))) {
-				/* A link to an object without a path. Only a
-				 * pipe of the run's own fd table may be
-				 * reopened through it, as the kernel would. */
-				if (last && w->clen > 3 &&
-				    !strcmp(w->cur + w->clen - 3, "/fd") &&
-				    !strncmp(target, "pipe:[", 6))
+			bool gone = tl > 10 &&
+				    !strcmp(target + tl - 10, " (deleted)");
+
+			if (magic && (target[0] != '/' || gone)) {
+				bool fdl = w->clen > 3 &&
+					   !strcmp(w->cur + w->clen - 3, "/fd");
+
+				/* A link to an object without a path. A pipe
+				 * of the run's, and a file or directory that
+				 * lost its name, may be reopened through it,
+				 * as the kernel would. */
+				if (last && fdl && !strncmp(target, "pipe:[", 6))
 					return pipe_link(w, nm, cand, plen, &st, res);
+				if (last && fdl && gone)
+					return deleted_link(w, nm, cand, plen,
+							    res);
+				/* A pipe, a socket, an anonymous inode: never
+				 * a directory to walk on through. */
+				if (!last && fdl && target[0] != '/')
+					return -ENOTDIR;
 				return refuse(w, res, cand, plen, "proc");
 			}
 			if (target[0] == '/') {
@@ -962,13 +1059,16 @@ static int dotdot(struct walk *w)
 	char *slash;
 	int fd;
 
-	if (w->clen == 1)
-		return 0;			/* ".." of "/" is "/" */
+	/* Beneath the starting directory, "/" included (RESOLVE_BENEATH
+	 * from "/" refuses its "..": EXDEV; an earlier build clamped it,
+	 * found by a differential probing session). */
 	if ((w->how & (CR_RES_BENEATH | CR_RES_IN_ROOT)) && w->clen <= w->slen) {
 		if (w->how & CR_RES_BENEATH)
 			return -EXDEV;
 		return 0;			/* IN_ROOT: clamp */
 	}
+	if (w->clen == 1)
+		return 0;			/* ".." of "/" is "/" */
 	/* Above /dev/shm is /dev, whichever directory stands for it
 	 * (the private one, step); above the private directory the
 	 * kernel finds the host's /dev/shm. */
