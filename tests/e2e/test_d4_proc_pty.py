@@ -785,3 +785,33 @@ def pty_peer_with_o_path_is_a_read_only_open(t):
     r = _ok(fx, run, "TIOCGPTPEER O_PATH")
     eq(r.get("stdout"), "True 0\nTrue 0\n", "a read-only open of the slave")
     fx.check()
+
+
+PTY_ACCESS = r'''
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def fa(fd, mode):
+    r = libc.syscall(439, fd, b"", mode, 0x1000)   # faccessat2, AT_EMPTY_PATH
+    return 0 if r == 0 else ctypes.get_errno()
+m, s = os.openpty()
+print("slave W", fa(s, os.W_OK), "slave R", fa(s, os.R_OK),
+      "master W", fa(m, os.W_OK), "path W",
+      0 if os.access(os.ttyname(s), os.W_OK) else 1)
+'''
+
+
+@test
+def pty_access_of_the_runs_own_terminal_by_fd(t):
+    """faccessat2(fd, "", W_OK, AT_EMPTY_PATH) on the run's own pty, slave
+    or master, answers 0 as natively and as the path's access does. An
+    earlier build answered EACCES for both fds (found by a differential
+    probing session)."""
+    fx = FsFix(t)
+    with open(fx.wsp("ptyaccess.py"), "w") as f:
+        f.write(PTY_ACCESS)
+    want = "slave W 0 slave R 0 master W 0 path W 0\n"
+    nat = fx.native(["python3", "ptyaccess.py"])
+    eq(nat.out.decode(), want, "native (premise)")
+    r = _ok(fx, fx.run(["python3", "ptyaccess.py"]), "pty access")
+    eq(r.get("stdout"), want, "stdout")
+    fx.check()
