@@ -815,3 +815,42 @@ def pty_access_of_the_runs_own_terminal_by_fd(t):
     r = _ok(fx, fx.run(["python3", "ptyaccess.py"]), "pty access")
     eq(r.get("stdout"), want, "stdout")
     fx.check()
+
+
+PTY_MODE = r'''
+import os
+m, s = os.openpty()
+name = os.ttyname(s)
+def tryo(what, flags):
+    try:
+        os.close(os.open(name, flags | os.O_NOCTTY))
+        print(what, "opened")
+    except OSError as e:
+        print(what, "errno", e.errno)
+os.chmod(name, 0)
+tryo("rdwr at 0", os.O_RDWR)
+os.chmod(name, 0o400)
+tryo("wronly at 0400", os.O_WRONLY)
+tryo("rdonly at 0400", os.O_RDONLY)
+os.chmod(name, 0o620)
+tryo("rdwr at 0620", os.O_RDWR)
+'''
+
+
+@test
+def pty_slave_open_by_path_keeps_its_mode(t):
+    """A slave opened by its path is opened through the run's master
+    (TIOCGPTPEER), which skips the inode's permission check: a slave
+    chmod-ed 0 opened read-write (found by a differential probing
+    session). Its mode is now asked first, as the kernel's open does
+    (the unprivileged tier: root passes every mode check)."""
+    fx = FsFix(t)
+    with open(fx.wsp("ptymode.py"), "w") as f:
+        f.write(PTY_MODE)
+    want = ("rdwr at 0 errno 13\nwronly at 0400 errno 13\n"
+            "rdonly at 0400 opened\nrdwr at 0620 opened\n")
+    nat = fx.native(["python3", "ptymode.py"])
+    eq(nat.out.decode(), want, "native (premise)")
+    r = _ok(fx, fx.run(["python3", "ptymode.py"]), "pty mode")
+    eq(r.get("stdout"), want, "stdout")
+    fx.check()

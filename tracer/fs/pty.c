@@ -352,6 +352,27 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 
 	if (m < 0)
 		return m;
+	/* The slave's own mode, as an open by its path asks it: TIOCGPTPEER
+	 * opens without that check (a slave chmod-ed 0 opened read-write,
+	 * found by a differential probing session). Asked of an O_PATH
+	 * peer, which opens nothing (no opener more, no hangup after). */
+	{
+		int want = ((flags & O_ACCMODE) != O_WRONLY ? R_OK : 0) |
+			   ((flags & O_ACCMODE) != O_RDONLY ? W_OK : 0);
+		int p = ioctl(m, TIOCGPTPEER, O_PATH | O_NOCTTY | O_CLOEXEC);
+
+		int rc = p < 0 ? -1 :
+			 (int)syscall(SYS_faccessat2, p, "", want,
+				      AT_EACCESS | AT_EMPTY_PATH);
+		int e = errno;
+
+		if (p >= 0)
+			close(p);
+		if (rc < 0) {
+			close(m);
+			return -e;
+		}
+	}
 	/* O_NOCTTY always: opened by the supervisor, the slave must never
 	 * become the supervisor's controlling terminal. */
 	/* Without O_CLOEXEC, which the ioctl would keep in the file's
