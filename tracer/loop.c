@@ -290,7 +290,11 @@ int cr_loop(struct cr_run *run)
 	while (!run->ending) {
 		/* Stops left from a full batch: look at every fd without
 		 * sleeping, serve them, then collect the next batch. */
-		int n = poll(pf, 3, run->reap_more ? 0 : -1);
+		int n;
+
+		cr_stall_loop_waits(true);
+		n = poll(pf, 3, run->reap_more ? 0 : -1);
+		cr_stall_loop_waits(false);
 
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -55,6 +55,11 @@ void cr_run_end(struct cr_run *run, enum cr_status st, const char *limit,
 
 	if (run->ending)
 		return;
+	/* A verdict the watchdog reached while the loop was held (stall.c)
+	 * is this run's ending, whatever the loop met first on its way back
+	 * (the tree the watchdog killed). */
+	if (cr_stall_verdict(run))
+		return;
 	run->ending = true;
 	run->status = st;
 	run->limit = limit;

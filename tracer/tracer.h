@@ -851,6 +851,11 @@ void cr_workspace_note_shm(const struct cr_run_config *cfg, int shmdir,
  * is still going wall budget + 60 s after it started, and writes the
  * result that says so. */
 int cr_watchdog_start(const struct cr_run *run);
+/* Every process this one traces, found by a walk of /proc (not the loop's
+ * table): fn called for each, or each killed (SIGKILL). The watchdog
+ * thread's only (static buffers). */
+void cr_watchdog_each_traced(void (*fn)(pid_t pid, void *arg), void *arg);
+void cr_watchdog_kill_traced(void);
 
 /* tracer/budget/stall.c: a call the program can hold up (a file's inode
  * lock, a process's memory-map lock) is bracketed by cr_slow_begin and
@@ -863,6 +868,15 @@ void cr_stall_detach(void);
 void cr_slow_begin(void);
 void cr_slow_end(void);
 void cr_stall_step(void);
+/* A signal pending that the loop takes for a cancel (all it waits for but
+ * SIGCHLD and SIGTSTP): its number, or 0; left pending. */
+int cr_stall_cancel_pending(void);
+/* The loop around its wait for events: true before it, false after. */
+void cr_stall_loop_waits(bool waiting);
+/* The loop's end with the verdict the watchdog reached while the loop was
+ * held in an unmarked call (true: the run now ends so); cr_run_end asks
+ * it first, so that verdict wins over whatever ending the loop meets. */
+bool cr_stall_verdict(struct cr_run *run);
 
 /* tracer/taskid.c */
 char *cr_task_id_new(void);

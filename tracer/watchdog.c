@@ -95,9 +95,10 @@ static void decimal(uint64_t v, char *out, size_t size)
 	out[i] = 0;
 }
 
-/* One walk of /proc: every process this one traces (its TracerPid),
- * killed. Nothing allocated. */
-static void kill_walk(int dfd, pid_t me)
+/* One walk of /proc: fn for every process this one traces (its
+ * TracerPid). Nothing allocated. */
+static void traced_walk(int dfd, pid_t me, void (*fn)(pid_t, void *),
+			void *arg)
 {
 	static char dents[16384], buf[4096];
 	struct dent { uint64_t ino; int64_t off; unsigned short reclen;
@@ -132,7 +133,7 @@ static void kill_walk(int dfd, pid_t me)
 			buf[got] = 0;
 			p = strstr(buf, "\nTracerPid:\t");
 			if (p && strtol(p + 12, NULL, 10) == me)
-				kill((pid_t)pid, SIGKILL);
+				fn((pid_t)pid, arg);
 		}
 	}
 }
@@ -147,14 +148,30 @@ static void kill_walk(int dfd, pid_t me)
  * only the stuck loop does, so its number cannot have been reused. Twice:
  * a process forked while the first walk read on (it starts stopped,
  * traced) is met by the second. */
-static void kill_traced(void)
+static void kill_one(pid_t pid, void *arg)
+{
+	(void)arg;
+	kill(pid, SIGKILL);
+}
+
+void cr_watchdog_kill_traced(void)
 {
 	int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (dfd < 0)
 		return;
 	for (int pass = 0; pass < 2 && lseek(dfd, 0, SEEK_SET) == 0; pass++)
-		kill_walk(dfd, getpid());
+		traced_walk(dfd, getpid(), kill_one, NULL);
+	close(dfd);
+}
+
+void cr_watchdog_each_traced(void (*fn)(pid_t pid, void *arg), void *arg)
+{
+	int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	traced_walk(dfd, getpid(), fn, arg);
 	close(dfd);
 }
 
@@ -185,7 +202,7 @@ static void fire(void)
 	 * platform_failure, and lose its stdout). Nothing to do. */
 	if (!cr_result_claim())
 		return;
-	kill_traced();
+	cr_watchdog_kill_traced();
 	mine = wd.text != NULL;
 	to_out = mine && wd.json;
 	decimal(wd.run0_ms + (mono_ms() - wd.t0_ms), num, sizeof(num));

@@ -1246,6 +1246,30 @@ def budget_wall_and_cpu_hold_while_the_program_holds_its_map_lock(t):
 
 
 @test
+def budget_holds_while_the_program_holds_a_pipe_corral_reads(t):
+    """The program's own write to its stdout (corral's capture pipe), from
+    a page whose fault waits for the memory-map lock the storm holds,
+    keeps the pipe's lock held; corral's next look at that pipe (the fd
+    scan's size query, the capture's read) waits behind it, in a call no
+    mark covers. A probing session so held the loop 26-82 s: 6-10 times the
+    memory budget, the wall named 28 s late, a SIGTERM acted on 31 s after.
+    The watchdog now takes a loop away from its wait for a second as held,
+    judges from /proc and the signals alone, and kills every traced
+    process (tracer/budget/stall.c). The build before: 8.3 s and 704 MB
+    under memory=256MiB, wall=3s named at 6.8 s."""
+    run, r = _mapstall(t, ["memory=256MiB", "wall=30s"], 20, 100, "pipe")
+    assert_breach(t, run, r, "memory")
+    lt(r["usage"]["wall_ms"], 7000, "usage.wall_ms")
+    lt(r["usage"]["peak_memory_bytes"], 512 * MIB, "usage.peak_memory_bytes")
+    run, r = _mapstall(t, ["wall=3s"], 20, 0, "pipe")
+    assert_breach(t, run, r, "wall")
+    true(r["usage"]["wall_ms"] <= 3000 + 1000 + CPU_SLACK_MS,
+         "usage.wall_ms %d: the wall limit named past 3 s + 1 s held + %d ms"
+         % (r["usage"]["wall_ms"], CPU_SLACK_MS))
+    t.assert_next_run_ok()
+
+
+@test
 def cancel_holds_while_the_program_holds_its_map_lock(t):
     """SIGTERM to corral while its loop waits on the program's lock: the
     run ends cancelled (exit 130) at once. The build before went on to its

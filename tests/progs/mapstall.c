@@ -8,9 +8,13 @@
  *     writing for tenths of a second. A forked child then allocates and
  *     touches HOG MiB a second (0: none), up to 1 GiB, and holds it.
  *     With "calls", the main thread opens a file (a notified call: corral
- *     reads its path) in a loop for SECS seconds; without, it sleeps SECS
- *     seconds (only corral's own reads of the maps wait). Prints "ready"
- *     once the writers run, "done" at the end. */
+ *     reads its path) in a loop for SECS seconds; with "pipe", a thread
+ *     writes one byte to stdout (corral's capture pipe) from a page of the
+ *     range, over and over, so that the pipe's lock is held while its
+ *     copy waits for the memory-map lock, and another writes a byte every
+ *     2 ms from its stack, so that corral comes to read the pipe; else it
+ *     sleeps SECS seconds (only corral's own reads of the maps wait).
+ *     Prints "ready" once the writers run, "done" at the end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,6 +53,27 @@ static void *writer(void *arg)
 	return NULL;
 }
 
+static void *pipe_holder(void *arg)
+{
+	(void)arg;
+	for (size_t k = 0;; k = (k + 1) % (len >> 12))
+		if (write(1, base + (k << 12), 1) < 0 && errno != EFAULT)
+			usleep(1000);
+	return NULL;
+}
+
+static void *ticker(void *arg)
+{
+	char c = '.';
+
+	(void)arg;
+	for (;;) {
+		if (write(1, &c, 1) < 0)
+			return NULL;
+		usleep(2000);
+	}
+}
+
 static void hog(int rate)
 {
 	double t0 = now();
@@ -72,7 +97,7 @@ int main(int argc, char **argv)
 	pthread_attr_t at;
 	pthread_t th;
 	double end;
-	int nw, secs, rate, calls, p[2];
+	int nw, secs, rate, calls, piped, p[2];
 	char *m;
 
 	if (argc < 5)
@@ -82,6 +107,7 @@ int main(int argc, char **argv)
 	secs = atoi(argv[3]);
 	rate = atoi(argv[4]);
 	calls = argc > 5 && !strcmp(argv[5], "calls");
+	piped = argc > 5 && !strcmp(argv[5], "pipe");
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (pipe(p) < 0)
 		return 2;
@@ -114,6 +140,9 @@ int main(int argc, char **argv)
 	}
 	go = 1;
 	printf("ready\n");
+	if (piped && (pthread_create(&th, &at, pipe_holder, NULL) ||
+		      pthread_create(&th, &at, ticker, NULL)))
+		return 2;
 	if (rate > 0 && write(p[1], "g", 1) != 1)
 		return 2;
 	end = now() + secs;

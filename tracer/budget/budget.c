@@ -412,21 +412,6 @@ void cr_budget_overdue(struct cr_run *run)
 	b->tick_ns = now;
 }
 
-/* A signal the loop takes for a cancel (loop.c: every one it waits for
- * but SIGCHLD and SIGTSTP), pending while the loop waits: its number, or
- * 0. Pending is not taken: the loop reads it later, as the same cancel. */
-static int cancel_pending(void)
-{
-	sigset_t p;
-
-	if (sigpending(&p) < 0)
-		return 0;
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGCHLD && sig != SIGTSTP && sigismember(&p, sig) == 1)
-			return sig;
-	return 0;
-}
-
 /*
  * The loop waits inside its own poll: in a read of a process's maps or
  * smaps_rollup, which takes that process's memory-map lock, and a program
@@ -483,7 +468,7 @@ void cr_budget_stall_tick(struct cr_run *run, uint64_t waited_ns)
 
 	if (!b || run->ending)
 		return;
-	if ((sig = cancel_pending())) {
+	if ((sig = cr_stall_cancel_pending())) {
 		char sn[24];
 
 		cr_run_end(run, CR_ST_CANCELLED, NULL, "cancelled by %s",

@@ -1,11 +1,18 @@
 /* tracer/budget/stall.c: the budgets while the loop waits in a call the
  * program can hold up: the watchdog thread ticks instead. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "../tracer.h"
 #include "budget.h"
+#include "corral/policy.h"
 
 /*
  * corral performs some calls on the program's files itself: chmod, chown,
@@ -44,6 +51,15 @@ static uint64_t stall_last;		/* under stall_lock: the last step's tick */
 static pthread_t stall_loop;		/* the loop thread, once attached */
 static _Atomic bool stall_loop_set;
 static unsigned stall_depth;		/* the loop's own: marks nest */
+
+/* A wait the loop did not mark (below): since when the loop has been at
+ * work without coming back to its wait (0: waiting), and what the
+ * watchdog decided meanwhile. */
+static _Atomic uint64_t loop_busy_ns;
+static _Atomic int blind_kind;		/* enum blind_kind; 0: none */
+static _Atomic uint64_t blind_value;	/* ms, bytes, or the signal */
+enum blind_kind { BLIND_NONE, BLIND_CANCEL, BLIND_WALL, BLIND_CPU,
+		  BLIND_MEMORY };
 
 void cr_stall_attach(struct cr_run *run)
 {
@@ -95,6 +111,155 @@ void cr_slow_end(void)
 	errno = e;
 }
 
+int cr_stall_cancel_pending(void)
+{
+	sigset_t p;
+
+	if (sigpending(&p) < 0)
+		return 0;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGCHLD && sig != SIGTSTP && sigismember(&p, sig) == 1)
+			return sig;
+	return 0;
+}
+
+/*
+ * A wait the loop did not mark: the program holds a kernel object's lock
+ * in a call of its own whose copy from or to its memory waits for its
+ * memory-map lock, which other threads of it take for writing without
+ * pause; corral's next call on that object (the fd scan's look at a pipe,
+ * the read of the program's output, an ioctl on its file, an epoll's
+ * fdinfo) waits behind it, unmarked. A probing session so held the loop
+ * 26-82 s: 6-10 times the memory budget, the wall limit named 28 s late,
+ * a SIGTERM acted on 31 s after. Every call on an object the program
+ * shares can be held so, so the watchdog looks at the loop itself: away
+ * from its wait (poll) for a second on end, it is held (no step of the
+ * loop takes that long: each goes back to the wait). Then the watchdog
+ * touches nothing of the run's state (the loop may come back at any
+ * moment): it judges from what never changes (the limits, the start),
+ * the pending signals and /proc
+ * (every process this one traces: their CPU, a lower bound, and their
+ * resident sizes, which err high and so count only past two seconds
+ * held), and on a cancel or a breach it records the verdict and kills
+ * every traced process (watchdog.c), which frees whatever lock they held.
+ * The loop, back, ends the run with that verdict whatever ending it meets
+ * first (cr_stall_verdict, from cr_run_end).
+ */
+#define CR_STALL_BLIND_MS 1000
+#define CR_STALL_BLIND_MEM_MS 2000
+
+struct blind_sum {
+	uint64_t cpu_ns, rss;
+	long tick, page;
+};
+
+static void blind_add(pid_t pid, void *arg)
+{
+	struct blind_sum *b = arg;
+	char path[48], buf[1024], *p;
+	unsigned long long ut, st, size, res;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		buf[n] = 0;
+		p = strrchr(buf, ')');
+		if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				&ut, &st) == 2)
+			b->cpu_ns += (ut + st) * (1000000000ull / (uint64_t)b->tick);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		buf[n] = 0;
+		if (sscanf(buf, "%llu %llu", &size, &res) == 2)
+			b->rss += res * (uint64_t)b->page;
+	}
+}
+
+static void blind_step(uint64_t now)
+{
+	struct cr_run *run = stall_run;
+	struct blind_sum sum = { 0, 0, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE) };
+	enum blind_kind kind = BLIND_NONE;
+	uint64_t value = 0, busy = atomic_load(&loop_busy_ns), held;
+	int sig;
+
+	if (!busy || now < busy)
+		return;
+	held = (now - busy) / 1000000ull;
+	if (held < CR_STALL_BLIND_MS || atomic_load(&blind_kind) ||
+	    sum.tick <= 0 || sum.page <= 0)
+		return;
+	if ((sig = cr_stall_cancel_pending())) {
+		kind = BLIND_CANCEL;
+		value = (uint64_t)sig;
+	} else if (cr_run_ms(run) >= run->cfg->limits.v[CR_LIM_WALL]) {
+		kind = BLIND_WALL;
+		value = cr_run_ms(run);
+	} else {
+		cr_watchdog_each_traced(blind_add, &sum);
+		if (sum.cpu_ns / 1000000ull > run->cfg->limits.v[CR_LIM_CPU]) {
+			kind = BLIND_CPU;
+			value = sum.cpu_ns / 1000000ull;
+		} else if (held >= CR_STALL_BLIND_MEM_MS &&
+			   sum.rss > run->cfg->limits.v[CR_LIM_MEMORY]) {
+			kind = BLIND_MEMORY;
+			value = sum.rss;
+		}
+	}
+	if (kind == BLIND_NONE)
+		return;
+	atomic_store(&blind_value, value);
+	atomic_store(&blind_kind, kind);
+	cr_watchdog_kill_traced();
+}
+
+void cr_stall_loop_waits(bool waiting)
+{
+	atomic_store(&loop_busy_ns, waiting ? 0 : cr_now_ns());
+}
+
+bool cr_stall_verdict(struct cr_run *run)
+{
+	int kind = atomic_exchange(&blind_kind, BLIND_NONE);
+	uint64_t v = atomic_load(&blind_value);
+	char a[32], b[32], sn[24];
+
+	switch (kind) {
+	case BLIND_CANCEL:
+		cr_run_end(run, CR_ST_CANCELLED, NULL, "cancelled by %s",
+			   cr_signame((int)v, sn, sizeof(sn)) + 3);
+		return true;
+	case BLIND_WALL:
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, "wall",
+			   "the wall-time limit fired");
+		return true;
+	case BLIND_CPU:
+	case BLIND_MEMORY: {
+		enum cr_limit_id id = kind == BLIND_CPU ? CR_LIM_CPU :
+						       CR_LIM_MEMORY;
+
+		cr_limit_format(id, v, a, sizeof(a));
+		cr_limit_format(id, run->cfg->limits.v[id], b, sizeof(b));
+		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
+			   "the %s budget is spent: %s used of %s",
+			   cr_limit_name(id), a, b);
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
 void cr_stall_step(void)
 {
 	uint64_t since, now, tick = CR_BUDGET_TICK_MS * 1000000ull;
@@ -106,6 +271,8 @@ void cr_stall_step(void)
 	    now - stall_last >= tick) {
 		stall_last = now;
 		cr_budget_stall_tick(stall_run, now - since);
+	} else if (stall_run && !since) {
+		blind_step(now);
 	}
 	pthread_mutex_unlock(&stall_lock);
 }
