@@ -461,6 +461,14 @@ static void stall_light(struct cr_run *run, uint64_t waited_ns)
 	}
 }
 
+void cr_budget_note_peak(struct cr_run *run, uint64_t bytes)
+{
+	struct cr_budgets *b = run->budgets;
+
+	if (b && bytes > b->peak_rss)
+		b->peak_rss = bytes;
+}
+
 void cr_budget_stall_tick(struct cr_run *run, uint64_t waited_ns)
 {
 	struct cr_budgets *b = run->budgets;

@@ -248,6 +248,9 @@ void cr_budget_finish(struct cr_run *run);
  * process's memory-map lock; within the loop's own poll, lightly); on a
  * breach or a cancel every task is killed. */
 void cr_budget_stall_tick(struct cr_run *run, uint64_t waited_ns);
+/* A memory figure measured outside the ticks (the watchdog's verdict of
+ * a held loop, stall.c): the usage's peak is at least it. */
+void cr_budget_note_peak(struct cr_run *run, uint64_t bytes);
 /* The loop, between two callbacks: a tick overdue, and the wall limit,
  * judged at once (cheap when nothing is due). */
 void cr_budget_overdue(struct cr_run *run);

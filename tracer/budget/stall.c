@@ -248,6 +248,8 @@ bool cr_stall_verdict(struct cr_run *run)
 		enum cr_limit_id id = kind == BLIND_CPU ? CR_LIM_CPU :
 						       CR_LIM_MEMORY;
 
+		if (id == CR_LIM_MEMORY)
+			cr_budget_note_peak(run, v);
 		cr_limit_format(id, v, a, sizeof(a));
 		cr_limit_format(id, run->cfg->limits.v[id], b, sizeof(b));
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
