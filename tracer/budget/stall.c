@@ -13,6 +13,7 @@
 #include "../tracer.h"
 #include "budget.h"
 #include "corral/policy.h"
+#include "corral/util.h"
 
 /*
  * corral performs some calls on the program's files itself: chmod, chown,
@@ -158,31 +159,17 @@ static void blind_add(pid_t pid, void *arg)
 	struct blind_sum *b = arg;
 	char path[48], buf[1024], *p;
 	unsigned long long ut, st, size, res;
-	int fd;
-	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n > 0) {
-		buf[n] = 0;
-		p = strrchr(buf, ')');
-		if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-				&ut, &st) == 2)
-			b->cpu_ns += (ut + st) * (1000000000ull / (uint64_t)b->tick);
-	}
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) > 0 &&
+	    (p = strrchr(buf, ')')) &&
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+		   &ut, &st) == 2)
+		b->cpu_ns += (ut + st) * (1000000000ull / (uint64_t)b->tick);
 	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n > 0) {
-		buf[n] = 0;
-		if (sscanf(buf, "%llu %llu", &size, &res) == 2)
-			b->rss += res * (uint64_t)b->page;
-	}
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) > 0 &&
+	    sscanf(buf, "%llu %llu", &size, &res) == 2)
+		b->rss += res * (uint64_t)b->page;
 }
 
 static void blind_step(uint64_t now)
