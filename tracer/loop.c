@@ -137,7 +137,10 @@ static void on_signal(struct cr_run *run)
 				 * would run unmeasured), and goes on when
 				 * corral is continued. */
 				cr_tasks_freeze(run);
+				/* Stopped is waiting, not held (stall.c). */
+				cr_stall_loop_waits(true);
 				raise(SIGSTOP);
+				cr_stall_loop_waits(false);
 				break;
 			default: {
 				char sn[24];

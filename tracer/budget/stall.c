@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -138,11 +137,11 @@ int cr_stall_cancel_pending(void)
  * loop takes that long: each goes back to the wait). Then the watchdog
  * touches nothing of the run's state (the loop may come back at any
  * moment): it judges from what never changes (the limits, the start),
- * the pending signals and /proc
- * (every process this one traces: their CPU, a lower bound, and their
- * resident sizes, which err high and so count only past two seconds
- * held), and on a cancel or a breach it records the verdict and kills
- * every traced process (watchdog.c), which frees whatever lock they held.
+ * the pending signals and /proc (every process this one traces: their
+ * CPU, a lower bound, and their resident sizes, which err high and so
+ * count only past two seconds held), and on a cancel or a breach it
+ * records the verdict and kills every traced process (watchdog.c), which
+ * frees whatever lock they held.
  * The loop, back, ends the run with that verdict whatever ending it meets
  * first (cr_stall_verdict, from cr_run_end).
  */
