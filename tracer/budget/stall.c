@@ -58,6 +58,7 @@ static unsigned stall_depth;		/* the loop's own: marks nest */
 static _Atomic uint64_t loop_busy_ns;
 static _Atomic int blind_kind;		/* enum blind_kind; 0: none */
 static _Atomic uint64_t blind_value;	/* ms, bytes, or the signal */
+static uint64_t blind_prev;		/* the watchdog's last look */
 enum blind_kind { BLIND_NONE, BLIND_CANCEL, BLIND_WALL, BLIND_CPU,
 		  BLIND_MEMORY };
 
@@ -179,6 +180,14 @@ static void blind_step(uint64_t now)
 	uint64_t value = 0, busy = atomic_load(&loop_busy_ns), held;
 	int sig;
 
+	/* The watchdog itself did not run for a while: the whole process
+	 * was stopped (SIGSTOP from outside), not the loop held. The hold,
+	 * if it is one, counts from now. */
+	if (blind_prev && now - blind_prev > 500000000ull && busy) {
+		atomic_compare_exchange_strong(&loop_busy_ns, &busy, now);
+		busy = atomic_load(&loop_busy_ns);
+	}
+	blind_prev = now;
 	if (!busy || now < busy)
 		return;
 	held = (now - busy) / 1000000ull;
