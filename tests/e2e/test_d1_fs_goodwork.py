@@ -383,6 +383,20 @@ tryit("utime_nofollow", lambda: os.utime("l", (5, 5), follow_symlinks=False)
 tryit("chown_nofollow", lambda: os.chown("l", os.getuid(), os.getgid(),
                                          follow_symlinks=False))
 tryit("access", lambda: os.access("l", os.R_OK))
+# The "" forms on an O_PATH fd of the link: its times set, no modes
+# (EOPNOTSUPP); an earlier build answered EBADF to both (found by a
+# differential probing session).
+import ctypes
+_libc = ctypes.CDLL(None, use_errno=True)
+def _empty(nr, fd, *rest):
+    if _libc.syscall(nr, fd, b"", *rest) < 0:
+        raise OSError(ctypes.get_errno(), "")
+    return 0
+_lfd = os.open("l", os.O_PATH | os.O_NOFOLLOW)
+_ts = (ctypes.c_long * 4)(7, 0, 7, 0)
+tryit("opath_link_utimensat_empty",
+      lambda: _empty(280, _lfd, _ts, 0x1000) or os.lstat("l").st_mtime)
+tryit("opath_link_fchmodat2_empty", lambda: _empty(452, _lfd, 0o600, 0x1000))
 tryit("dangling_lstat", lambda: stat.S_ISLNK(os.lstat("dang").st_mode))
 tryit("dangling_stat", lambda: os.stat("dang"))
 tryit("dir_slash", lambda: os.stat("dl/").st_size > 0)

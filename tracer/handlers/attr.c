@@ -188,16 +188,23 @@ static struct cr_verdict do_chmod(struct cr_run *run,
 		if (empty && fd != -1000) {
 			if (fd < 0)
 				return CR_V_ERR(-fd);
-			rc = -fd_writable_as(run, n, sys, fd, true);
-			if (!rc && fstat(fd, &st) < 0)
-				rc = errno;
+			/* A link (the stand-in of its O_PATH fd) has no
+			 * modes: EOPNOTSUPP, as the kernel's (found by a
+			 * differential probing session: EBADF). */
+			rc = fstat(fd, &st) < 0 ? errno :
+			     S_ISLNK(st.st_mode) ? EOPNOTSUPP :
+			     -fd_writable_as(run, n, sys, fd, true);
 			if (!rc) {
 				mode = cr_fs_top_mode(run, n, sys, NULL, fd, &st,
 						      mode & 07777);
+				mode = cr_fs_safe_mode(run, n, sys, NULL, mode,
+						       S_ISDIR(st.st_mode));
+				/* An O_PATH fd is EBADF to fchmod; its path
+				 * in /proc names the same inode. */
+				cr_fs_fdpath(fd, p, sizeof(p));
 				cr_slow_begin();
-				rc = fchmod(fd, cr_fs_safe_mode(run, n, sys, NULL,
-								mode,
-								S_ISDIR(st.st_mode))) < 0 ?
+				rc = ((fcntl(fd, F_GETFL) & O_PATH) ?
+				      chmod(p, mode) : fchmod(fd, mode)) < 0 ?
 				     errno : 0;
 				cr_slow_end();
 			}
@@ -453,8 +460,14 @@ static struct cr_verdict do_utimens(struct cr_run *run,
 			return CR_V_ERR(-fd);
 		rc = bad ? EINVAL : -fd_writable_as(run, n, sys, fd, explicit);
 		if (!rc) {
+			/* "" with AT_EMPTY_PATH as the kernel has it: it
+			 * works on an O_PATH fd (a link's stand-in: the
+			 * link's times), where a NULL path is EBADF (found
+			 * by a differential probing session). */
 			cr_slow_begin();
-			rc = futimens(fd, times) < 0 ? errno : 0;
+			rc = (n->data.args[pathi] == 0 ? futimens(fd, times) :
+			      utimensat(fd, "", times, AT_EMPTY_PATH)) < 0 ?
+			     errno : 0;
 			cr_slow_end();
 		}
 		close(fd);
