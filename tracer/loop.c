@@ -137,10 +137,7 @@ static void on_signal(struct cr_run *run)
 				 * would run unmeasured), and goes on when
 				 * corral is continued. */
 				cr_tasks_freeze(run);
-				/* Stopped is waiting, not held (stall.c). */
-				cr_stall_loop_waits(true);
 				raise(SIGSTOP);
-				cr_stall_loop_waits(false);
 				break;
 			default: {
 				char sn[24];
@@ -293,11 +290,7 @@ int cr_loop(struct cr_run *run)
 	while (!run->ending) {
 		/* Stops left from a full batch: look at every fd without
 		 * sleeping, serve them, then collect the next batch. */
-		int n;
-
-		cr_stall_loop_waits(true);
-		n = poll(pf, 3, run->reap_more ? 0 : -1);
-		cr_stall_loop_waits(false);
+		int n = poll(pf, 3, run->reap_more ? 0 : -1);
 
 		if (n < 0 && errno == EINTR)
 			continue;

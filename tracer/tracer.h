@@ -871,8 +871,9 @@ void cr_stall_step(void);
 /* A signal pending that the loop takes for a cancel (all it waits for but
  * SIGCHLD and SIGTSTP): its number, or 0; left pending. */
 int cr_stall_cancel_pending(void);
-/* The loop around its wait for events: true before it, false after. */
-void cr_stall_loop_waits(bool waiting);
+/* The loop has judged the budgets (a tick's poll done; due every tick:
+ * stall.c's measure of a loop held in an unmarked call). */
+void cr_stall_tick_seen(void);
 /* The loop's end with the verdict the watchdog reached while the loop was
  * held in an unmarked call (true: the run now ends so); cr_run_end asks
  * it first, so that verdict wins over whatever ending the loop meets. */

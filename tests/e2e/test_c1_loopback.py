@@ -1015,10 +1015,11 @@ except OSError as e:
 '''
     run, r = loop_run(t, prog)
     eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
-    # The other path is refused by the filesystem layer's resolver, as
-    # absent (/proc/self/fd/3 is the program's socket: natively ENOTDIR;
-    # an earlier, lexical resolver answered EACCES).
-    eq(r["stdout"], "reply (b'rep', 'srv.sock')\nother inner path 2\n",
+    # The other path is answered by the filesystem layer's resolver as the
+    # kernel does (/proc/self/fd/3 is the program's socket, no directory:
+    # ENOTDIR; an earlier, lexical resolver answered EACCES, a later one
+    # ENOENT).
+    eq(r["stdout"], "reply (b'rep', 'srv.sock')\nother inner path 20\n",
        "the reply, and a /proc path that is no socket of the run")
     eq(r["status"], "ok", "status")
 

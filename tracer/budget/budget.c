@@ -349,8 +349,10 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 	    errno == EAGAIN)
 		return;
 	b->tick_ns = cr_now_ns();
-	if (quick_tick(run))
+	if (quick_tick(run)) {
+		cr_stall_tick_seen();	/* judged: under the budget */
 		return;
+	}
 	b->full_ns = b->tick_ns;
 	/* Exits waiting to be collected carry final CPU times: take them
 	 * first, so the sum is as fresh as possible. */
@@ -358,6 +360,7 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 	b->pss_cost_ns = 0;
 	run->reap_more = cr_tasks_reap(run);
 	bg_poll_tasks(run);
+	cr_stall_tick_seen();
 	/* A PSS judgement is paced by its own cost (pss_judge), not by
 	 * the tick's: counted here, the first one near the budget turned
 	 * the fast ticks off just as they were needed (3 ms for 256 MiB;

@@ -52,13 +52,13 @@ static pthread_t stall_loop;		/* the loop thread, once attached */
 static _Atomic bool stall_loop_set;
 static unsigned stall_depth;		/* the loop's own: marks nest */
 
-/* A wait the loop did not mark (below): since when the loop has been at
- * work without coming back to its wait (0: waiting), and what the
- * watchdog decided meanwhile. */
-static _Atomic uint64_t loop_busy_ns;
+/* A wait the loop did not mark (below): when the loop last judged the
+ * budgets (0: not yet), and what the watchdog decided meanwhile. */
+static _Atomic uint64_t tick_seen_ns;
 static _Atomic int blind_kind;		/* enum blind_kind; 0: none */
 static _Atomic uint64_t blind_value;	/* ms, bytes, or the signal */
 static uint64_t blind_prev;		/* the watchdog's last look */
+static uint64_t blind_marked;		/* its last look at a marked wait */
 enum blind_kind { BLIND_NONE, BLIND_CANCEL, BLIND_WALL, BLIND_CPU,
 		  BLIND_MEMORY };
 
@@ -133,9 +133,10 @@ int cr_stall_cancel_pending(void)
  * fdinfo) waits behind it, unmarked. A probing session so held the loop
  * 26-82 s: 6-10 times the memory budget, the wall limit named 28 s late,
  * a SIGTERM acted on 31 s after. Every call on an object the program
- * shares can be held so, so the watchdog looks at the loop itself: away
- * from its wait (poll) for a second on end, it is held (no step of the
- * loop takes that long: each goes back to the wait). Then the watchdog
+ * shares can be held so (and one call after another, each held less
+ * than a second, held the loop as well), so the watchdog looks at what
+ * the loop does: the budgets are judged every 50 ms at most, and when
+ * they have not been for a second, the loop is held. Then the watchdog
  * touches nothing of the run's state (the loop may come back at any
  * moment): it judges from what never changes (the limits, the start),
  * the pending signals and /proc (every process this one traces: their
@@ -177,20 +178,24 @@ static void blind_step(uint64_t now)
 	struct cr_run *run = stall_run;
 	struct blind_sum sum = { 0, 0, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE) };
 	enum blind_kind kind = BLIND_NONE;
-	uint64_t value = 0, busy = atomic_load(&loop_busy_ns), held;
+	uint64_t value = 0, seen = atomic_load(&tick_seen_ns), held;
 	int sig;
 
-	/* The watchdog itself did not run for a while: the whole process
-	 * was stopped (SIGSTOP from outside), not the loop held. The hold,
-	 * if it is one, counts from now. */
-	if (blind_prev && now - blind_prev > 500000000ull && busy) {
-		atomic_compare_exchange_strong(&loop_busy_ns, &busy, now);
-		busy = atomic_load(&loop_busy_ns);
+	/* The watchdog itself did not run for two seconds: the whole
+	 * process was stopped (job control, SIGSTOP), not the loop held.
+	 * The hold, if it is one, counts from now. */
+	if (blind_prev && now - blind_prev > 2000000000ull && seen) {
+		atomic_compare_exchange_strong(&tick_seen_ns, &seen, now);
+		seen = atomic_load(&tick_seen_ns);
 	}
 	blind_prev = now;
-	if (!busy || now < busy)
+	/* A marked wait just over is the loop's progress too: the ticks
+	 * it held back come next. */
+	if (seen && blind_marked > seen)
+		seen = blind_marked;
+	if (!seen || now < seen)
 		return;
-	held = (now - busy) / 1000000ull;
+	held = (now - seen) / 1000000ull;
 	if (held < CR_STALL_BLIND_MS || atomic_load(&blind_kind) ||
 	    sum.tick <= 0 || sum.page <= 0)
 		return;
@@ -218,9 +223,9 @@ static void blind_step(uint64_t now)
 	cr_watchdog_kill_traced();
 }
 
-void cr_stall_loop_waits(bool waiting)
+void cr_stall_tick_seen(void)
 {
-	atomic_store(&loop_busy_ns, waiting ? 0 : cr_now_ns());
+	atomic_store(&tick_seen_ns, cr_now_ns());
 }
 
 bool cr_stall_verdict(struct cr_run *run)
@@ -264,6 +269,8 @@ void cr_stall_step(void)
 	pthread_mutex_lock(&stall_lock);
 	since = atomic_load(&stall_since);
 	now = cr_now_ns();
+	if (since)
+		blind_marked = now;
 	if (stall_run && since && now - since >= tick &&
 	    now - stall_last >= tick) {
 		stall_last = now;
