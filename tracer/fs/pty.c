@@ -141,12 +141,14 @@ static int scan_process(struct cr_run *run, const struct cr_task *t,
 				break;
 			continue;
 		}
-		if (held && ioctl(m, TIOCGPTN, &got) == 0)
-			found = note_held(run->fs, got, held);
-		else if (ioctl(m, TIOCGPTN, &got) == 0 && got == idx) {
-			found = m;
-			*at = atoi(d->d_name);
-			continue;
+		if (ioctl(m, TIOCGPTN, &got) == 0) {
+			if (held) {
+				found = note_held(run->fs, got, held);
+			} else if (got == idx) {
+				found = m;
+				*at = atoi(d->d_name);
+				continue;
+			}
 		}
 		close(m);
 	}
@@ -360,7 +362,6 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 		int want = ((flags & O_ACCMODE) != O_WRONLY ? R_OK : 0) |
 			   ((flags & O_ACCMODE) != O_RDONLY ? W_OK : 0);
 		int p = ioctl(m, TIOCGPTPEER, O_PATH | O_NOCTTY | O_CLOEXEC);
-
 		int rc = p < 0 ? -1 :
 			 (int)syscall(SYS_faccessat2, p, "", want,
 				      AT_EACCESS | AT_EMPTY_PATH);
