@@ -151,6 +151,22 @@ int bg_stat_cpu_ns(const char *buf, uint64_t *ns)
 	return 0;
 }
 
+void bg_proc_use(pid_t pid, uint64_t *cpu_ns, uint64_t *rss)
+{
+	char path[48], buf[1024];
+	unsigned long long size, res;
+	uint64_t ns;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (cpu_ns && bg_read_small(path, buf, sizeof(buf)) >= 0 &&
+	    bg_stat_cpu_ns(buf, &ns) == 0)
+		*cpu_ns += ns;
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	if (rss && bg_read_small(path, buf, sizeof(buf)) >= 0 &&
+	    sscanf(buf, "%llu %llu", &size, &res) == 2)
+		*rss += res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 /* A task that is gone (ESRCH, ENOENT) just stops counting; any other
  * failure to measure a live task ends the run: never undercount. */
 bool cr_budget_fds_short(struct cr_run *run, int err, const char *what)
@@ -436,21 +452,10 @@ static void stall_light(struct cr_run *run, uint64_t waited_ns)
 
 	for (size_t i = 0; i < ts->cap; i++) {
 		const struct cr_task *t = &ts->slots[i];
-		char path[64], buf[1024];
-		unsigned long long size, res;
-		uint64_t ns;
 
-		if (!t->tid || !t->leader || bg_ours(t))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", t->tid);
-		if (bg_read_small(path, buf, sizeof(buf)) >= 0 &&
-		    bg_stat_cpu_ns(buf, &ns) == 0)
-			cpu += ns;
-		snprintf(path, sizeof(path), "/proc/%d/statm", t->tid);
-		if (!(t->b.vm_group && !t->b.rss) &&
-		    bg_read_small(path, buf, sizeof(buf)) >= 0 &&
-		    sscanf(buf, "%llu %llu", &size, &res) == 2)
-			rss += res * (uint64_t)b->page;
+		if (t->tid && t->leader && !bg_ours(t))
+			bg_proc_use(t->tid, &cpu, t->b.vm_group && !t->b.rss ?
+						 NULL : &rss);
 	}
 	if (b->cpu_ns > cpu)
 		cpu = b->cpu_ns;

@@ -252,6 +252,10 @@ int bg_read_task_file(struct cr_budgets *b, int *slot, const char *path,
 		      char *buf, size_t len);
 void bg_task_close_fds(struct cr_budgets *b, struct cr_task *t);
 int bg_stat_cpu_ns(const char *buf, uint64_t *ns);
+/* A process's own CPU (every thread of it, live or gone) and resident
+ * size, added to *cpu_ns and *rss (either NULL: not read); a process
+ * gone adds nothing. */
+void bg_proc_use(pid_t pid, uint64_t *cpu_ns, uint64_t *rss);
 bool bg_measured(struct cr_run *run, const struct cr_task *t, int rc);
 pid_t bg_read_tgid(pid_t tid);
 bool bg_ours(const struct cr_task *t);

@@ -11,8 +11,8 @@
 
 #include "../tracer.h"
 #include "budget.h"
+#include "internal.h"
 #include "corral/policy.h"
-#include "corral/util.h"
 
 /*
  * corral performs some calls on the program's files itself: chmod, chown,
@@ -152,31 +152,19 @@ int cr_stall_cancel_pending(void)
 
 struct blind_sum {
 	uint64_t cpu_ns, rss;
-	long tick, page;
 };
 
 static void blind_add(pid_t pid, void *arg)
 {
 	struct blind_sum *b = arg;
-	char path[48], buf[1024], *p;
-	unsigned long long ut, st, size, res;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) > 0 &&
-	    (p = strrchr(buf, ')')) &&
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-		   &ut, &st) == 2)
-		b->cpu_ns += (ut + st) * (1000000000ull / (uint64_t)b->tick);
-	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
-	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) > 0 &&
-	    sscanf(buf, "%llu %llu", &size, &res) == 2)
-		b->rss += res * (uint64_t)b->page;
+	bg_proc_use(pid, &b->cpu_ns, &b->rss);
 }
 
 static void blind_step(uint64_t now)
 {
 	struct cr_run *run = stall_run;
-	struct blind_sum sum = { 0, 0, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE) };
+	struct blind_sum sum = { 0, 0 };
 	enum blind_kind kind = BLIND_NONE;
 	uint64_t value = 0, seen = atomic_load(&tick_seen_ns), held;
 	int sig;
@@ -196,8 +184,7 @@ static void blind_step(uint64_t now)
 	if (!seen || now < seen)
 		return;
 	held = (now - seen) / 1000000ull;
-	if (held < CR_STALL_BLIND_MS || atomic_load(&blind_kind) ||
-	    sum.tick <= 0 || sum.page <= 0)
+	if (held < CR_STALL_BLIND_MS || atomic_load(&blind_kind))
 		return;
 	if ((sig = cr_stall_cancel_pending())) {
 		kind = BLIND_CANCEL;
