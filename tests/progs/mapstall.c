@@ -5,8 +5,9 @@
  *     maps GIB GiB read-only and fills it with the zero page (page tables
  *     only: 2 MiB a GiB), then WRITERS threads mprotect the whole range
  *     back and forth without pause, each call holding the lock for
- *     writing for tenths of a second. A forked child then allocates and
- *     touches HOG MiB a second (0: none), up to 1 GiB, and holds it.
+ *     writing for tenths of a second. A forked child then touches HOG MiB
+ *     a second (0: none) of a mapping made first, up to 1 GiB, and holds
+ *     it.
  *     With "calls", the main thread opens a file (a notified call: corral
  *     reads its path) in a loop for SECS seconds; with "pipe", a thread
  *     writes one byte to stdout (corral's capture pipe) from a page of the
@@ -74,17 +75,15 @@ static void *ticker(void *arg)
 	}
 }
 
-static void hog(int rate)
+/* Touches HOG MiB a second of one mapping made before: page faults in
+ * its own address space, no call corral answers, so it grows at its pace
+ * however long the held loop takes to answer anything. */
+static void hog(char *p, int rate)
 {
 	double t0 = now();
 
-	for (int got = 1; got <= 1024; got++) {
-		char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (p == MAP_FAILED)
-			break;
-		memset(p, 1, 1 << 20);
+	for (int got = 1; p && got <= 1024; got++) {
+		memset(p + ((size_t)(got - 1) << 20), 1, 1 << 20);
 		while (now() < t0 + (double)got / rate)
 			usleep(1000);
 	}
@@ -112,11 +111,14 @@ int main(int argc, char **argv)
 	if (pipe(p) < 0)
 		return 2;
 	if (rate > 0 && fork() == 0) {
+		char *h = mmap(NULL, 1ul << 30, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			       -1, 0);
 		char c;
 
 		close(p[1]);
 		if (read(p[0], &c, 1) == 1)
-			hog(rate);
+			hog(h == MAP_FAILED ? NULL : h, rate);
 		_exit(0);
 	}
 	close(p[0]);
