@@ -1206,12 +1206,19 @@ def fs_shm_through_a_bind_mount_takes_no_new_name(t):
         raise Fail("mount --bind /dev/shm (the test runs as root) failed")
     name = "corral-bind-" + t.marker
     made = ["/dev/shm/%s-%s" % (name, k)
-            for k in ("d", "f", "l", "hl", "mv", "p")]
+            for k in ("d", "f", "l", "hl", "mv", "p", "sub/f", "sub/d")]
+    sub = "/dev/shm/%s-sub" % name
     try:
+        # A directory of the host's /dev/shm below the mount: the parent
+        # of a name is then found past the mount, not at it.
+        os.mkdir(sub, 0o777)
+        os.chmod(sub, 0o777)
         with open(fx.wsp("mine"), "w") as f:
             f.write("mine\n")
         tgt = lambda k: os.path.join(mnt, "%s-%s" % (name, k))
         ops = [["mkdir", "mkdir", tgt("d")],
+               ["sub-create", "create", tgt("sub/f")],
+               ["sub-mkdir", "mkdir", tgt("sub/d")],
                ["create", "create", tgt("f")],
                ["symlink", "symlink", "/x", tgt("l")],
                ["link", "link", fx.wsp("mine"), tgt("hl")],
@@ -1236,7 +1243,7 @@ def fs_shm_through_a_bind_mount_takes_no_new_name(t):
             # The harness would remove the workspace, and through the
             # mount the host's /dev/shm with it.
             os._exit(3)
-        for p in made:
+        for p in made + [sub]:
             try:
                 if os.path.isdir(p) and not os.path.islink(p):
                     os.rmdir(p)

@@ -499,7 +499,8 @@ int cr_fs_setup(struct cr_run *run)
 	/* An fd per directory root, for the one-call fast path (resolve.c). */
 	fs->root_fds = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(int));
 	fs->root_deny = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(bool));
-	if (!fs->root_fds || !fs->root_deny)
+	fs->root_dev = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(dev_t));
+	if (!fs->root_fds || !fs->root_deny || !fs->root_dev)
 		return -ENOMEM;
 	for (size_t i = 0; i < fs->rules.nroots; i++) {
 		const struct cr_fsroot *r = &fs->rules.roots[i];
@@ -525,6 +526,15 @@ int cr_fs_setup(struct cr_run *run)
 		    !same_file(fs->root_fds[i], pin->fd)) {
 			close(fs->root_fds[i]);
 			fs->root_fds[i] = -1;
+		}
+		{
+			struct stat rst;
+
+			/* What a parent met without crossing a mount
+			 * shares (resolve.c fast): asked once, quietly. */
+			if (fs->root_fds[i] >= 0 &&
+			    !cr_quiet_fstat(fs->root_fds[i], &rst))
+				fs->root_dev[i] = rst.st_dev;
 		}
 		for (size_t j = 0; j < fs->rules.ndeny; j++)
 			if (cr_path_within(r->path, r->len, fs->rules.deny[j],
@@ -610,6 +620,7 @@ void cr_fs_finish(struct cr_run *run)
 			close(fs->root_fds[i]);
 	free(fs->root_fds);
 	free(fs->root_deny);
+	free(fs->root_dev);
 	for (size_t i = 0; i < fs->nalias; i++) {
 		free(fs->alias[i].from);
 		free(fs->alias[i].to);

@@ -46,6 +46,7 @@ struct cr_fsstate {
 	struct cr_fsfifo *fifo;	/* owned: blocking FIFO opens, fifo.c */
 	int *root_fds;		/* owned: per rules.roots[i], O_PATH dir or -1 */
 	bool *root_deny;	/* a deny subtree lies inside roots[i] */
+	dev_t *root_dev;	/* owned: the device of root_fds[i], 0 unknown */
 	unsigned *ptys;		/* owned: /dev/pts indices the run allocated */
 	size_t nptys;
 	int pty_weak;		/* owned: an epoll set holding, without a

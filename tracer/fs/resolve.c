@@ -1111,7 +1111,7 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 	char abs[PATH_MAX];
 	size_t alen, best = 0, blen = 0;
 	const char *rel, *slash;
-	bool found = false;
+	bool found = false, root_mount = false;
 	int pfd;
 
 	/* SLASH_OK rules only a trailing '/', which the fast path never
@@ -1206,15 +1206,25 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		 * up -> ../.. was judged as a path of "/" and read other
 		 * processes' memory). A path through a link takes the
 		 * walk, which judges where each link leads. */
+		/* Asked first not to cross a mount: a parent on the root's
+		 * own mount is where the root's device says (below). */
 		struct open_how oh = {
 			.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+				   RESOLVE_NO_XDEV,
 		};
 
 		memcpy(parent, rel, (size_t)(slash - rel));
 		parent[slash - rel] = 0;
 		pfd = (int)syscall(SYS_openat2, fs->root_fds[best], parent, &oh,
 				   sizeof(oh));
+		if (pfd < 0 && errno == EXDEV) {
+			oh.resolve &= ~(uint64_t)RESOLVE_NO_XDEV;
+			pfd = (int)syscall(SYS_openat2, fs->root_fds[best],
+					   parent, &oh, sizeof(oh));
+		} else if (pfd >= 0) {
+			root_mount = true;
+		}
 		if (pfd < 0)
 			return errno == ENOENT || errno == ENOTDIR ? -errno : 1;
 		rel = slash + 1;
@@ -1223,6 +1233,7 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		 * lent, not duplicated (two system calls fewer per call). */
 		pfd = fs->root_fds[best];
 		res->dirfd_borrowed = true;
+		root_mount = true;
 	}
 	res->dirfd = pfd;
 	if (strlen(rel) > NAME_MAX) {
@@ -1244,9 +1255,19 @@ static int fast(struct cr_run *run, pid_t tid, int dirfd, const char *path,
 		 * unseen, so the parent's own place is judged here as the
 		 * walk judges each step (a directory of /dev/shm's
 		 * filesystem met through a bind mount of /dev elsewhere,
-		 * where a creation would land among the host's objects). */
-		if (cr_quiet_fstat(pfd, &pst) < 0 ||
-		    misplaced(fs, abs, dlen ? dlen : 1, &pst, pfd, ".")) {
+		 * where a creation would land among the host's objects).
+		 * A directory met without crossing a mount has the root's
+		 * filesystem, which is all misplaced() asks of a directory
+		 * (its device's kind): no call to learn it again. */
+		if (root_mount && fs->root_dev[best]) {
+			memset(&pst, 0, sizeof(pst));
+			pst.st_mode = S_IFDIR;
+			pst.st_dev = fs->root_dev[best];
+		} else if (cr_quiet_fstat(pfd, &pst) < 0) {
+			cr_fsres_free(res);
+			return 1;
+		}
+		if (misplaced(fs, abs, dlen ? dlen : 1, &pst, pfd, ".")) {
 			cr_fsres_free(res);
 			return 1;
 		}
