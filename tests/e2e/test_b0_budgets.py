@@ -1227,6 +1227,13 @@ def budget_memory_holds_while_the_program_holds_its_map_lock(t):
         lt(r["usage"]["wall_ms"], 10000, "%s: usage.wall_ms" % mode)
         lt(r["usage"]["peak_memory_bytes"], 768 * MIB,
            "%s: usage.peak_memory_bytes" % mode)
+    # The growing process's main thread gone (its statm reads zeros): a
+    # probing session's tree reached 692 MiB so.
+    run, r = _mapstall(t, ["memory=256MiB", "wall=30s"], 20, 200, "nocalls",
+                       "lone")
+    assert_breach(t, run, r, "memory")
+    lt(r["usage"]["peak_memory_bytes"], 512 * MIB,
+       "lone: usage.peak_memory_bytes")
     t.assert_next_run_ok()
 
 
@@ -1265,6 +1272,14 @@ def budget_holds_while_the_program_holds_a_pipe_corral_reads(t):
     # the held loop), so it passes the budget ~2.6 s in; what must hold is
     # that the budget is judged as it grows.
     lt(r["usage"]["peak_memory_bytes"], 512 * MIB, "usage.peak_memory_bytes")
+    # The same with the growing process's main thread gone: its statm
+    # reads zeros, and the held loop's judgement read only that (a probing
+    # session: 539 MiB and the wall named instead, or 1.1 GB).
+    run, r = _mapstall(t, ["memory=256MiB", "wall=30s", "cpu=300s"], 20,
+                       100, "pipe", "lone")
+    assert_breach(t, run, r, "memory")
+    lt(r["usage"]["peak_memory_bytes"], 512 * MIB,
+       "lone: usage.peak_memory_bytes")
     run, r = _mapstall(t, ["wall=3s"], 20, 0, "pipe")
     assert_breach(t, run, r, "wall")
     true(r["usage"]["wall_ms"] <= 3000 + 1000 + CPU_SLACK_MS,

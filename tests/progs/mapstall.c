@@ -1,7 +1,7 @@
 /* tests/progs/mapstall.c: keeps its own memory-map lock taken for writing,
  * so that corral's reads of its memory and maps wait, for the stall tests.
  *
- *   mapstall GIB WRITERS SECS HOG [calls]
+ *   mapstall GIB WRITERS SECS HOG [calls|pipe|sleep] [lone]
  *     maps GIB GiB read-only and fills it with the zero page (page tables
  *     only: 2 MiB a GiB), then WRITERS threads mprotect the whole range
  *     back and forth without pause, each call holding the lock for
@@ -15,6 +15,8 @@
  *     copy waits for the memory-map lock, and another writes a byte every
  *     2 ms from its stack, so that corral comes to read the pipe; else it
  *     sleeps SECS seconds (only corral's own reads of the maps wait).
+ *     With "lone", the child's main thread exits once a thread of its own
+ *     runs the hog: its process's /proc/PID/statm then reads zeros.
  *     Prints "ready" once the writers run, "done" at the end. */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,6 +94,19 @@ static void hog(char *p, int rate)
 		pause();
 }
 
+static char *hog_at;
+static int hog_rate, hog_go;
+
+static void *hog_thread(void *arg)
+{
+	char c;
+
+	(void)arg;
+	if (read(hog_go, &c, 1) == 1)
+		hog(hog_at, hog_rate);
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	pthread_attr_t at;
@@ -117,6 +133,16 @@ int main(int argc, char **argv)
 		char c;
 
 		close(p[1]);
+		if (argc > 6 && !strcmp(argv[6], "lone")) {
+			pthread_t ht;
+
+			hog_at = h == MAP_FAILED ? NULL : h;
+			hog_rate = rate;
+			hog_go = p[0];
+			if (pthread_create(&ht, NULL, hog_thread, NULL))
+				_exit(2);
+			syscall(SYS_exit, 0);	/* this thread only */
+		}
 		if (read(p[0], &c, 1) == 1)
 			hog(h == MAP_FAILED ? NULL : h, rate);
 		_exit(0);

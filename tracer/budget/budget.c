@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/types.h>
 
@@ -151,6 +152,43 @@ int bg_stat_cpu_ns(const char *buf, uint64_t *ns)
 	return 0;
 }
 
+/* The pages of a process whose leader thread has exited while others run:
+ * its own statm reads all zeros (the leader has no memory map left), so
+ * one of its live threads is read instead. Nothing allocated (the
+ * watchdog calls this too). 0 when none is found. */
+static unsigned long long statm_via_thread(pid_t pid)
+{
+	struct dent { uint64_t ino; int64_t off; unsigned short reclen;
+		      unsigned char type; char name[]; };
+	char path[80], buf[256], dents[2048];
+	unsigned long long size, res, got = 0;
+	long n;
+	int dfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	while (!got &&
+	       (n = syscall(SYS_getdents64, dfd, dents, sizeof(dents))) > 0) {
+		for (long off = 0; off < n && !got;) {
+			const struct dent *d = (const void *)(dents + off);
+
+			off += d->reclen;
+			if (d->name[0] < '1' || d->name[0] > '9' ||
+			    strtol(d->name, NULL, 10) == pid)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%.24s/statm",
+				 (int)pid, d->name);
+			if (bg_read_small(path, buf, sizeof(buf)) >= 0 &&
+			    sscanf(buf, "%llu %llu", &size, &res) == 2 && size)
+				got = res;
+		}
+	}
+	close(dfd);
+	return got;
+}
+
 void bg_proc_use(pid_t pid, uint64_t *cpu_ns, uint64_t *rss)
 {
 	char path[48], buf[1024];
@@ -163,8 +201,11 @@ void bg_proc_use(pid_t pid, uint64_t *cpu_ns, uint64_t *rss)
 		*cpu_ns += ns;
 	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
 	if (rss && bg_read_small(path, buf, sizeof(buf)) >= 0 &&
-	    sscanf(buf, "%llu %llu", &size, &res) == 2)
+	    sscanf(buf, "%llu %llu", &size, &res) == 2) {
+		if (!size)
+			res = statm_via_thread(pid);
 		*rss += res * (uint64_t)sysconf(_SC_PAGESIZE);
+	}
 }
 
 /* A task that is gone (ESRCH, ENOENT) just stops counting; any other
