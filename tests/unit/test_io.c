@@ -10,7 +10,7 @@
 static const char *norm(const char *raw, int *rc)
 {
 	static char out[PATH_MAX];
-	char why[128];
+	static char why[128];
 
 	*rc = cr_io_name_norm(raw, out, sizeof(out), why, sizeof(why));
 	return *rc ? why : out;
