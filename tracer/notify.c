@@ -382,36 +382,36 @@ struct cr_verdict cr_notif_send_fd_id(struct cr_run *run, uint64_t id, int fd,
 		.srcfd = (uint32_t)fd,
 		.newfd_flags = cloexec ? O_CLOEXEC : 0,
 	};
-	int rc;
+	int rc, err;
 
-	if (run->near_addfd && run->notif && run->notif->id == id) {
-		/* Installed near, then answered: the same answer in two
-		 * steps. The task cannot leave its wait between them but by
-		 * dying, and then there is nothing to answer. */
-		struct seccomp_notif_resp resp = { .id = id };
+	if (run->killable_recv) {
+		/* Installed (near, where that is on), ours closed, then
+		 * answered: the task cannot leave its wait between the
+		 * steps but by dying, and then there is nothing to answer. */
+		struct cr_verdict v = cr_notif_give_fd_last(run, id, fd, cloexec);
 
-		rc = add_fd(run, id, fd, cloexec);
-		if (rc == -ENOENT || rc == -ESRCH)
+		if (v.kind == CR_V_VALUE) {
+			struct seccomp_notif_resp resp = { .id = id,
+							   .val = v.val };
+
+			ioctl(run->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 			return (struct cr_verdict){ .kind = CR_V_SENT };
-		if (rc < 0)
-			return (struct cr_verdict){ .kind = CR_V_ERRNO,
-						    .error = rc == -EMFILE ? EMFILE : EIO };
-		resp.val = rc;
-		ioctl(run->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-		return (struct cr_verdict){ .kind = CR_V_SENT };
+		}
+		return v;
 	}
 	rc = ioctl(run->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
-
+	err = errno;
+	close(fd);
 	/* Fail closed: if the fd cannot be installed the call fails; it is
 	 * never let through to the kernel instead. */
 	if (rc >= 0) {
 		run->fds_injected++;
 		return (struct cr_verdict){ .kind = CR_V_SENT };
 	}
-	if (errno == ENOENT)	/* the task is gone: nothing to answer */
+	if (err == ENOENT)	/* the task is gone: nothing to answer */
 		return (struct cr_verdict){ .kind = CR_V_SENT };
 	return (struct cr_verdict){ .kind = CR_V_ERRNO,
-				    .error = errno == EMFILE ? EMFILE : EIO };
+				    .error = err == EMFILE ? EMFILE : EIO };
 }
 
 struct cr_verdict cr_notif_give_fd_last(struct cr_run *run, uint64_t id,
@@ -420,7 +420,7 @@ struct cr_verdict cr_notif_give_fd_last(struct cr_run *run, uint64_t id,
 	int rc = cr_notif_add_fd(run, id, fd, cloexec);
 
 	close(fd);
-	if (rc == -ENOENT)	/* the task is gone: nothing to answer */
+	if (rc == -ENOENT || rc == -ESRCH)	/* the task is gone */
 		return (struct cr_verdict){ .kind = CR_V_SENT };
 	if (rc < 0)	/* fail closed, as cr_notif_send_fd_id */
 		return CR_V_ERR(rc == -EMFILE ? EMFILE : EIO);

@@ -381,6 +381,7 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f,
 	 * (kernel-facts). Older kernels refuse the ioctl; nothing else
 	 * changes. */
 	/* The flags are the ioctl's argument itself, not a pointer. */
+	run->killable_recv = (m.flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) != 0;
 	run->near_addfd = ioctl(run->listener, CR_IOCTL_NOTIF_SET_FLAGS,
 				(unsigned long)CR_USER_NOTIF_FD_SYNC_WAKE_UP) == 0 &&
 			  (m.flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) &&

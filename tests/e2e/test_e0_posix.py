@@ -1921,3 +1921,45 @@ def posix_stream_send_edges_answer_as_natively(t):
     byte count as the number of messages)."""
     _side_by_side(t, SEND_EDGES, ["kernel address -1 EFAULT",
                                   "reader nothing", "sendmmsg 1 True True"])
+
+
+LAST_CLOSE = r"""
+import ctypes, fcntl, os
+libc = ctypes.CDLL(None, use_errno=True)
+open("f", "w").close()
+keep = os.open("f", os.O_RDONLY)
+held = 0
+for i in range(1500):
+    fd = os.open("f", os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.close(fd)
+    try:
+        fcntl.flock(keep, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(keep, fcntl.LOCK_UN)
+    except BlockingIOError:
+        held += 1
+ino = libc.inotify_init1(os.O_NONBLOCK)
+libc.inotify_add_watch(ino, b"f", 0x8)          # IN_CLOSE_WRITE
+late = 0
+for i in range(1500):
+    fd = os.open("f", os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"x")
+    os.close(fd)
+    try:
+        os.read(ino, 4096)
+    except BlockingIOError:
+        late += 1
+print("flock held after its close:", held)
+print("close-write event not yet queued:", late)
+"""
+
+
+@test
+def posix_a_close_releases_what_the_last_reference_held(t):
+    """The program's close of an fd corral opened for it releases its flock
+    and queues IN_CLOSE_WRITE before close() returns, as natively: corral's
+    own copy is closed before the open is answered. A probing session saw
+    the lock still held after the close in 12-31 of 1000 rounds, the event
+    missing in 5-121 of 500 (the copy was closed after the answer)."""
+    _side_by_side(t, LAST_CLOSE, ["held after its close: 0\n",
+                                  "not yet queued: 0\n"])

@@ -888,7 +888,6 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 		}
 		v = cr_notif_send_fd_id(run, id, fd,
 					(aa->flags & SOCK_CLOEXEC) != 0);
-		close(fd);
 		return v;
 	}
 	/* A flood of strangers: the rest on the next wake-up. */

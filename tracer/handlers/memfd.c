@@ -56,6 +56,5 @@ CR_HANDLER(cr_h_memfd_create)
 		return CR_V_ERR(-rc == EDQUOT ? EMFILE : -rc);
 	}
 	v = cr_notif_send_fd(run, n, fd, flags & MFD_CLOEXEC);
-	close(fd);
 	return v;
 }

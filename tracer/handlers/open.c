@@ -440,8 +440,6 @@ static struct cr_verdict do_open(struct cr_run *run,
 send:
 	{
 		struct cr_verdict v = cr_notif_send_fd(run, n, fd, flags & O_CLOEXEC);
-
-		close(fd);
 		return v;
 	}
 out:

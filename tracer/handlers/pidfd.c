@@ -275,6 +275,5 @@ CR_HANDLER(cr_h_pidfd_ioctl)
 	if (r < 0)
 		return err(errno);
 	v = cr_notif_send_fd(run, n, r, true);	/* a namespace fd, O_CLOEXEC */
-	close(r);
 	return v;
 }

@@ -418,7 +418,6 @@ CR_HANDLER(cr_h_pidfd_getfd)
 		return err(errno);
 	/* pidfd_getfd always makes the new fd close-on-exec. */
 	v = cr_notif_send_fd(run, n, got, true);
-	close(got);
 	return v;
 }
 

@@ -77,8 +77,6 @@ struct cr_verdict cr_h_tiocgptpeer(struct cr_run *run,
 	}
 	{
 		struct cr_verdict v = cr_notif_send_fd(run, n, s, flags & O_CLOEXEC);
-
-		close(s);
 		return v;
 	}
 }

@@ -428,7 +428,6 @@ CR_HANDLER(cr_h_pidfd_open)
 		return err(ESRCH);	/* collected meanwhile */
 	}
 	v = cr_notif_send_fd(run, n, fd, true);
-	close(fd);
 	return v;
 }
 

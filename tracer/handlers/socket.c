@@ -137,7 +137,6 @@ static struct cr_verdict unix_made(struct cr_run *run,
 	}
 	if (!err && !pair) {
 		v = cr_notif_send_fd(run, n, sv[0], cloexec);
-		close(sv[0]);
 		return v;
 	}
 	if (!err) {
@@ -222,7 +221,6 @@ static struct cr_verdict udp_made(struct cr_run *run,
 		return CR_V_ERR(err == ENOMEM ? ENOMEM : ENOBUFS);
 	}
 	v = cr_notif_send_fd(run, n, fd, (type & SOCK_CLOEXEC) != 0);
-	close(fd);
 	return v;
 }
 

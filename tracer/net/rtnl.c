@@ -346,9 +346,9 @@ struct cr_verdict cr_rtnl_socket(struct cr_run *run,
 		return CR_V_ERR(err == EMFILE || err == ENFILE || err == ENOMEM ?
 				err : ENOBUFS);
 	}
+	/* sv[1] is closed there either way; not handed over, corral's end
+	 * hangs up. */
 	v = cr_notif_send_fd(run, n, sv[1], (type & SOCK_CLOEXEC) != 0);
-	/* Not handed over: corral's end hangs up when its copy closes. */
-	close(sv[1]);
 	return v;
 }
 
