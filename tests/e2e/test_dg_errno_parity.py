@@ -614,6 +614,30 @@ e = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 t("dgram send", lambda: e.sendto(b"yo", dn))
 t("dgram recv", lambda: print("dgram", d.recv(2)))
 t("cwd kept", lambda: print(sorted(os.listdir("."))[:1]))
+# One long name in two directories, both live: each socket's own.
+for k in (95, 103):
+    base = "n".ljust(k, "n")
+    two = []
+    for dn in ("d1", "d2"):
+        os.makedirs(dn, exist_ok=True)
+        s = socket.socket(socket.AF_UNIX)
+        t("bind %s %d" % (dn, k), lambda: s.bind(dn + "/" + base))
+        s.listen(1)
+        two.append(s)
+    print(k, "names", [x.getsockname()[:3] for x in two])
+    c = socket.socket(socket.AF_UNIX)
+    t("connect to the first's name %d" % k,
+      lambda: c.connect(two[0].getsockname()))
+    two[0].setblocking(False)
+    two[1].setblocking(False)
+    for i, x in enumerate(two):
+        try:
+            x.accept()[0].close()
+            print(k, "reached", i)
+        except BlockingIOError:
+            pass
+    for x in two + [c]:
+        x.close()
 '''
 
 
@@ -624,8 +648,17 @@ def errno_parity_unix_names_of_90_bytes_and_more_bind(t):
     build answered ENAMETOOLONG where the kernel binds (found by a probing
     session). Such a name is bound relative to its checked directory."""
     nat, _, _ = parity(t, UNIX_LONG, want={"bind 100": "ok",
-                                           "bind 107": "ok"})
+                                           "bind 107": "ok",
+                                           "bind d2 95": "ok",
+                                           "bind d2 103": "ok"})
     contains(nat, "dgram b'yo'", "native: the datagram arrives")
+    # Two sockets of one long name in two directories: bound by the bare
+    # name, each reported the newer one's directory, and a connect to the
+    # first's reported name reached the second (found by a differential
+    # probe). Names past 103 bytes are still bound bare (docs/network.md).
+    for k in (95, 103):
+        contains(nat, "%d names ['d1/', 'd2/']" % k, "native: names")
+        contains(nat, "%d reached 0" % k, "native: the first reached")
 
 
 DELETED_NAME = r'''

@@ -283,9 +283,16 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 				       name);
 		rc = got > most || got >= outlen ? -ENAMETOOLONG : 0;
 		/* A name of 90 bytes or more does not fit behind the alias:
-		 * bound relative to the directory itself (unix_bind). */
+		 * bound as "PARENT/NAME" from /proc/self/fd (unix_bind), so
+		 * that the kernel's string still tells two such sockets of
+		 * one name apart (bound by the bare name, getsockname of one
+		 * reported the other's directory, and a connect to that
+		 * reached the other; found by a differential probe). Past
+		 * 103 bytes only the bare name fits, from the directory. */
 		if (rc) {
-			got = (size_t)snprintf(out, outlen, "%s", name);
+			got = (size_t)snprintf(out, outlen, "%d/%s", pfd, name);
+			if (got > most || got >= outlen)
+				got = (size_t)snprintf(out, outlen, "%s", name);
 			if (got <= most && got < outlen)
 				rc = 0;
 		}
@@ -1191,6 +1198,7 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 /*
  * bind(2) has no directory argument, and a name of 90 bytes or more does
  * not fit behind /proc/self/fd/N/ in sun_path's 108: such a name is bound
+ * as N/NAME relative to /proc/self/fd, or, past 103 bytes, as NAME
  * relative to the checked directory, made the loop thread's working
  * directory for the call. The loop thread has a working directory of its
  * own for that (unshare(CLONE_FS) at the first need), so no other thread
@@ -1201,11 +1209,22 @@ struct cr_verdict cr_h_connect(struct cr_run *run,
 static int in_dir(int dirfd, int *saved)
 {
 	static __thread bool own_fs;
+	static __thread int fddir = -1;
 
 	if (!own_fs) {
 		if (unshare(CLONE_FS) < 0)
 			return -ENAMETOOLONG;
 		own_fs = true;
+	}
+	/* -1: the directory of corral's own descriptors, for a
+	 * "PARENT/NAME" (unix_path_resolve). */
+	if (dirfd < 0) {
+		if (fddir < 0)
+			fddir = open("/proc/self/fd", O_PATH | O_DIRECTORY |
+				     O_CLOEXEC);
+		if (fddir < 0)
+			return -errno;
+		dirfd = fddir;
 	}
 	*saved = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (*saved < 0)
@@ -1236,14 +1255,16 @@ static struct cr_verdict unix_bind(struct cr_run *run,
 {
 	const char *path = t->un.sun_path, *slash = strrchr(path, '/');
 	bool rel = path[0] && path[0] != '/';
-	const char *name = rel ? path : slash ? slash + 1 : NULL;
+	const char *name = slash ? slash + 1 : rel ? path : NULL;
 	bool counted = false;
 	struct cr_verdict v;
 	struct stat st;
 	mode_t um;
 	int rc, saved = -1;
 
-	if (rel && (hold < 0 || (rc = in_dir(hold, &saved)) < 0))
+	/* Relative: "PARENT/NAME" from corral's fd directory, or the bare
+	 * NAME from the directory itself (unix_path_resolve). */
+	if (rel && (hold < 0 || (rc = in_dir(slash ? -1 : hold, &saved)) < 0))
 		return v_err(hold < 0 ? ENAMETOOLONG : -rc);
 	if (hold >= 0 && name &&
 	    fstatat(hold, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
