@@ -459,3 +459,71 @@ def fs_removed_host_file_reopens_no_wider_than_its_fd(t):
     finally:
         os.close(keep)
     fx.check()
+
+
+HELD_GONE_META = r'''
+import ctypes, os, struct
+def tryp(what, fn):
+    try:
+        fn()
+        print(what, "ok")
+    except OSError as e:
+        print(what, "errno", e.errno)
+L = "/proc/self/fd/0"
+tryp("reopen rw", lambda: os.close(os.open(L, os.O_RDWR)))
+tryp("chmod", lambda: os.chmod(L, 0o777))
+tryp("chown", lambda: os.chown(L, os.getuid(), os.getgid()))
+tryp("utime", lambda: os.utime(L, (1, 1)))
+tryp("utime now", lambda: os.utime(L))
+tryp("setxattr", lambda: os.setxattr(L, "user.corral_t", b"x"))
+tryp("truncate", lambda: os.truncate(L, 4))
+# openat2(/proc/self/fd, "0", RESOLVE_BENEATH | RESOLVE_IN_ROOT): the
+# kernel's scoped lookups jump through no magic link.
+libc = ctypes.CDLL(None, use_errno=True)
+d = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+for name, res in (("beneath", 0x08), ("in_root", 0x10)):
+    how = struct.pack("QQQ", os.O_RDONLY, 0, res)
+    fd = libc.syscall(437, d, b"0", how, len(how))
+    print("openat2", name, "ok" if fd >= 0 else "errno %d" % ctypes.get_errno())
+'''
+
+
+@test
+def fs_removed_host_file_on_a_writable_fd_keeps_its_metadata(t):
+    """The same removed host file on stdin opened read-write: through its
+    link the program may write its data (the fd already can), but its
+    mode, owner, times and attributes are the place's, as fchmod on that
+    fd answers (a probing session chmod-ed it 0777 and gave it an xattr
+    through /proc/self/fd/0). openat2 with RESOLVE_BENEATH or IN_ROOT
+    through such a link is EXDEV, as the kernel's scoped lookups are."""
+    fx = FsFix(t)
+    host = t.path("hostfile")
+    with open(host, "w") as f:
+        f.write("host data")
+    os.chmod(host, 0o600)
+    os.makedirs(t.path("prog"))
+    prog = t.write("prog/heldmeta.py", HELD_GONE_META)
+    keep = os.open(host, os.O_RDWR)
+    os.unlink(host)
+    before = os.fstat(keep)
+
+    def gone_stdin():
+        os.dup2(keep, 0)
+
+    try:
+        run = fx.run(["python3", prog], opts=["--ro", t.path("prog")],
+                     preexec=gone_stdin)
+        r = fx.result(run, statuses=None)
+        eq(r.get("stdout"), "reopen rw ok\nchmod errno 13\nchown errno 13\n"
+           "utime errno 13\nutime now errno 13\nsetxattr errno 13\n"
+           "truncate ok\nopenat2 beneath errno 18\n"
+           "openat2 in_root errno 18\n",
+           "stdout (stderr %r)" % r.get("stderr"))
+        after = os.fstat(keep)
+        eq(oct(after.st_mode), oct(before.st_mode), "the file's mode")
+        eq(after.st_mtime_ns != 1000000000, True, "the file's times")
+        eq(os.listxattr(keep), [], "the file's attributes")
+        eq(os.pread(keep, 100, 0), b"host", "truncated through the link")
+    finally:
+        os.close(keep)
+    fx.check()

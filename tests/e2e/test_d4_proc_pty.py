@@ -829,6 +829,7 @@ def tryo(what, flags):
         print(what, "errno", e.errno)
 os.chmod(name, 0)
 tryo("rdwr at 0", os.O_RDWR)
+tryo("path at 0", os.O_PATH)
 os.chmod(name, 0o400)
 tryo("wronly at 0400", os.O_WRONLY)
 tryo("rdonly at 0400", os.O_RDONLY)
@@ -843,11 +844,14 @@ def pty_slave_open_by_path_keeps_its_mode(t):
     (TIOCGPTPEER), which skips the inode's permission check: a slave
     chmod-ed 0 opened read-write (found by a differential probing
     session). Its mode is now asked first, as the kernel's open does
-    (the unprivileged tier: root passes every mode check)."""
+    (the unprivileged tier: root passes every mode check). An O_PATH open
+    asks nothing of the mode (it was EACCES, found by a probing
+    session)."""
     fx = FsFix(t)
     with open(fx.wsp("ptymode.py"), "w") as f:
         f.write(PTY_MODE)
-    want = ("rdwr at 0 errno 13\nwronly at 0400 errno 13\n"
+    want = ("rdwr at 0 errno 13\npath at 0 opened\n"
+            "wronly at 0400 errno 13\n"
             "rdonly at 0400 opened\nrdwr at 0620 opened\n")
     nat = fx.native(["python3", "ptymode.py"])
     eq(nat.out.decode(), want, "native (premise)")

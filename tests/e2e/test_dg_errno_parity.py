@@ -678,6 +678,12 @@ os.rmdir("gone")
 t("removed creat", lambda: os.close(os.open("f", os.O_CREAT | os.O_WRONLY,
                                             0o644, dir_fd=g)))
 t("removed stat", lambda: os.stat("f", dir_fd=g) and None)
+# A live file whose own name ends so, reopened through its fd's link.
+open("g (deleted)", "w").close()
+h = os.open("g (deleted)", os.O_RDONLY)
+t("live link reopen", lambda: os.close(os.open("/proc/self/fd/%d" % h,
+                                               os.O_RDONLY)))
+t("live link stat", lambda: os.stat("/proc/self/fd/%d" % h) and None)
 '''
 
 
@@ -689,7 +695,8 @@ def errno_parity_a_directory_named_deleted_is_not_removed(t):
     probing session). A removed directory has no link: that is what is
     asked now."""
     parity(t, DELETED_NAME, want={"creat": "ok", "cwd creat": "ok",
-                                  "removed creat": "ENOENT"})
+                                  "removed creat": "ENOENT",
+                                  "live link reopen": "ok"})
 
 
 # ---- ioctls refused by number, asked of the wrong kind of file ----

@@ -154,6 +154,9 @@ struct cr_fsres {
 				 * name is "self/fd/<linkfd>" under /proc, to be
 				 * followed, as the kernel would */
 	int linkfd;		/* owned: our O_PATH fd of that pipe */
+	bool w_by_fd;		/* CR_FS_W in acc is a removed file's fd's
+				 * own access mode only: its data may be
+				 * written, its metadata not (resolve.c) */
 	bool tmp_refused;	/* CR_RES_TMP_QUIET: the path was "/tmp" itself,
 				 * refused there and not recorded */
 	bool pty;		/* one of the run's ptys by its path: a change

@@ -357,8 +357,10 @@ int cr_fs_pty_open_slave(struct cr_run *run, unsigned idx, int flags)
 	/* The slave's own mode, as an open by its path asks it: TIOCGPTPEER
 	 * opens without that check (a slave chmod-ed 0 opened read-write,
 	 * found by a differential probing session). Asked of an O_PATH
-	 * peer, which opens nothing (no opener more, no hangup after). */
-	{
+	 * peer, which opens nothing (no opener more, no hangup after). An
+	 * O_PATH open asks nothing of the mode (it was EACCES for a slave
+	 * at 0, found by a probing session). */
+	if (!(flags & O_PATH)) {
 		int want = ((flags & O_ACCMODE) != O_WRONLY ? R_OK : 0) |
 			   ((flags & O_ACCMODE) != O_RDONLY ? W_OK : 0);
 		int p = ioctl(m, TIOCGPTPEER, O_PATH | O_NOCTTY | O_CLOEXEC);

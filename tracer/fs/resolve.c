@@ -735,7 +735,7 @@ static int deleted_link(struct walk *w, const char *nm, const char *cand,
 	pid_t tid = fd_dir_tid(w->cur, w->clen);
 	char was[PATH_MAX], own[32];
 	struct stat st;
-	unsigned acc = CR_FS_STAT;
+	unsigned acc = CR_FS_STAT, place;
 	ssize_t wl;
 	int c, fl;
 
@@ -768,8 +768,14 @@ static int deleted_link(struct walk *w, const char *nm, const char *cand,
 		acc |= CR_FS_R;
 	if (!(fl & O_PATH) && (fl & O_ACCMODE) != O_RDONLY)
 		acc |= CR_FS_W;
-	acc |= cr_fs_access(w->run, w->tid, was, (size_t)wl) &
-	       (CR_FS_R | CR_FS_W);
+	place = cr_fs_access(w->run, w->tid, was, (size_t)wl);
+	/* Writable by the fd's mode alone: its data (an open for writing,
+	 * a truncate), never its mode, owner, times or attributes, which
+	 * the place rules as for fchmod on that very fd (a removed host
+	 * file on stdin, opened read-write, was chmod-ed and given an
+	 * xattr through its link; found by a probing session). */
+	res->w_by_fd = (acc & CR_FS_W) && !(place & CR_FS_W);
+	acc |= place & (CR_FS_R | CR_FS_W);
 	res->linkfd = c;
 	res->via_link = true;
 	res->exists = true;
@@ -965,6 +971,11 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 				return -ELOOP;
 			if (magic && (w->how & CR_RES_NO_MAGICLINKS))
 				return -ELOOP;
+			/* The kernel's scoped lookups jump through no magic
+			 * link, wherever it leads (nd_jump_link): EXDEV. */
+			if (magic &&
+			    (w->how & (CR_RES_BENEATH | CR_RES_IN_ROOT)))
+				return -EXDEV;
 			if (++w->links > CR_MAX_LINKS)
 				return -ELOOP;
 			tl = readlinkat(w->fd, nm, target, sizeof(target) - 1);
@@ -973,6 +984,12 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			target[tl] = 0;
 			bool gone = tl > 10 &&
 				    !strcmp(target + tl - 10, " (deleted)");
+			struct stat ost;
+
+			/* ... or a live file's own name ends so: its path. */
+			if (gone && magic &&
+			    fstatat(w->fd, nm, &ost, 0) == 0 && ost.st_nlink)
+				gone = false;
 
 			if (magic && (target[0] != '/' || gone)) {
 				bool fdl = w->clen > 3 &&

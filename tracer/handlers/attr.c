@@ -93,6 +93,8 @@ static int resolve_w(struct cr_run *run, const struct seccomp_notif *n,
 		cr_fsres_free(res);
 		return -EINVAL;
 	}
+	if (res->w_by_fd && k != WK_TRUNCATE)
+		res->acc &= ~CR_FS_W;	/* metadata: the place's (resolve.c) */
 	if (res->acc & CR_FS_W)
 		return 0;
 	/* One of the run's ptys: its owner's changes (mode, owner, times:

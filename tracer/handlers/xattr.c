@@ -259,6 +259,10 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 		cr_fsres_free(&res);
 		return CR_V_ERR(ENOENT);
 	}
+	/* A removed file's fd mode writes its data, not its attributes:
+	 * those are the place's (fs/resolve.c deleted_link). */
+	if (res.w_by_fd)
+		res.acc &= ~CR_FS_W;
 	if (S_ISLNK(res.st.st_mode)) {
 		/* A link's own attributes cannot be reached through our
 		 * /proc path (it is followed): answered as the kernel
