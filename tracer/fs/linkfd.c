@@ -1,5 +1,5 @@
-/* tracer/fs/linkfd.c: stand-ins for O_PATH descriptors of symbolic links,
- * which ADDFD cannot install; the calls that name one act on the link. */
+/* tracer/fs/linkfd.c: stand-ins for O_PATH descriptors of symbolic links
+ * and sockets, which ADDFD cannot install; calls naming one act on it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,6 +31,8 @@
  * (the user's inotify instances used up, corral out of descriptors), the
  * open answers as it did before stand-ins existed (EOPNOTSUPP,
  * docs/policy.md): never an errno that blames the program's own limits.
+ * A unix socket's O_PATH open gets the same (no read-only open reaches a
+ * socket); without one it answers ENXIO, as before.
  */
 
 #define CR_LINKFD_MAX 256

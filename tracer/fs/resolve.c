@@ -714,6 +714,41 @@ static pid_t fd_dir_tid(const char *p, size_t len)
 	return b < s && b[-1] == '/' ? (pid_t)atoi(b) : 0;
 }
 
+/* The object behind a stand-in's link (o: corral's O_PATH fd of it,
+ * owned): a socket is found where its name now is and judged there, as
+ * an fd of it would be; a link's stand-in stays refused. */
+static int standin_link(struct walk *w, int o, const char *cand, size_t plen,
+			struct cr_fsres *res)
+{
+	char own[32], at[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(own, sizeof(own), "self/fd/%d", o);
+	n = readlinkat(w->run->fs->proc_fd, own, at, sizeof(at) - 1);
+	if (fstat(o, &st) < 0 || !S_ISSOCK(st.st_mode) || n <= 0 ||
+	    at[0] != '/' || (n > 10 && !memcmp(at + n - 10, " (deleted)", 10))) {
+		close(o);
+		return refuse(w, res, cand, plen, "proc");
+	}
+	at[n] = 0;
+	if (res->trailing_slash) {
+		close(o);
+		return -ENOTDIR;
+	}
+	res->linkfd = o;
+	res->via_link = true;
+	res->exists = true;
+	res->st = st;
+	res->dirfd = w->run->fs->proc_fd;
+	res->dirfd_borrowed = true;
+	snprintf(res->name, sizeof(res->name), "self/fd/%d", o);
+	memcpy(res->path, at, (size_t)n + 1);
+	res->plen = (size_t)n;
+	res->acc = cr_fs_access(w->run, w->tid, at, (size_t)n);
+	return 0;
+}
+
 /*
  * /proc/<pid>/fd/N naming a file or directory that has lost its last name
  * (its link's text ends in " (deleted)"). bash hands a here-document of
@@ -744,6 +779,12 @@ static int deleted_link(struct walk *w, const char *nm, const char *cand,
 	c = cr_tasks_getfd(w->run, tid, atoi(nm));
 	if (c == -EBADF)
 		return -ENOENT;		/* closed since the link was read */
+	/* The stand-in corral gave for an O_PATH fd of a socket (its link
+	 * names the stand-in's memfd): the socket, as the kernel's link of
+	 * that fd leads there (glibc's lchmod before 2.39 chmods it so). */
+	c = cr_fs_linkfd_swap(w->run->fs, c);
+	if (c >= 0 && (fl = fcntl(c, F_GETFL)) >= 0 && (fl & O_PATH))
+		return standin_link(w, c, cand, plen, res);
 	if (c < 0)
 		return refuse(w, res, cand, plen, "proc");
 	/* The place it was removed from, read again from the copy: the

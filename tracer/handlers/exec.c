@@ -323,11 +323,13 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		ssize_t len = -1;
 		struct stat st;
 
-		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
-			/* The stand-in of a link's O_PATH fd (fs/linkfd.c):
-			 * the kernel's open of a link to run it. */
+		if (fd >= 0 && fstat(fd, &st) == 0 &&
+		    (S_ISLNK(st.st_mode) || S_ISSOCK(st.st_mode))) {
+			/* The stand-in of a link's or a socket's O_PATH fd
+			 * (fs/linkfd.c): the kernel's open of a link to run
+			 * it, or its refusal of what is not a file. */
 			close(fd);
-			return CR_V_ERR(ELOOP);
+			return CR_V_ERR(S_ISLNK(st.st_mode) ? ELOOP : EACCES);
 		}
 		if (fd >= 0) {
 			cr_fs_fdpath(fd, p, sizeof(p));

@@ -260,6 +260,17 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 		cr_fsres_free(&res);
 		return rc;
 	}
+	/* Reached through the link of an O_PATH fd of it (the stand-in's,
+	 * fs/resolve.c): the socket corral holds is the one. */
+	if (res.via_link && !for_bind && S_ISSOCK(res.st.st_mode)) {
+		fd = fcntl(res.linkfd, F_DUPFD_CLOEXEC, 0);
+		cr_fsres_free(&res);
+		if (fd < 0)
+			return -errno;
+		snprintf(out, outlen, "/proc/self/fd/%d", fd);
+		*hold = fd;
+		return 0;
+	}
 	pfd = fcntl(res.dirfd, F_DUPFD_CLOEXEC, 0);
 	if (pfd < 0) {
 		rc = -errno;
