@@ -2031,3 +2031,30 @@ def errno_parity_o_path_of_a_unix_socket(t):
     lchmod answer as natively."""
     parity(t, OPATH_SOCK, want={"chmod link": "ok", "connect link": "ok",
                                 "read": "EBADF", "execveat": "EACCES"})
+
+
+PEERNAME = r'''
+import socket
+srv = socket.socket(socket.AF_UNIX)
+srv.bind("srv.sock")
+srv.listen(1)
+c = socket.socket(socket.AF_UNIX)
+t("unconnected", lambda: c.getsockopt(socket.SOL_SOCKET, 28, 11))
+c.connect("srv.sock")
+for n in (110, 12, 11, 6):
+    t("peername %d" % n,
+      lambda: print("peername", n,
+                    c.getsockopt(socket.SOL_SOCKET, 28, n).hex()))
+print("getpeername", c.getpeername())
+'''
+
+
+@test
+def errno_parity_so_peername_is_the_peer_as_bound(t):
+    """getsockopt(SO_PEERNAME) reached the kernel, which reported corral's
+    inner name of the peer (/proc/self/fd/N/srv.sock; found by a
+    differential probe). It is the name getpeername reports now, under the
+    kernel's rules: ENOTCONN unconnected, EINVAL for a buffer longer than
+    the address, else that many bytes of it."""
+    parity(t, PEERNAME, want={"unconnected": "ENOTCONN",
+                              "peername 110": "EINVAL"})

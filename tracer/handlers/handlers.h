@@ -293,6 +293,10 @@ void cr_sock_close(struct cr_sock *s);
  * cut to the program's length, the full length in *len. */
 int cr_sock_name_open(struct cr_run *run, const struct seccomp_notif *n,
 		      struct cr_sock *s);
+/* The peer's address as getpeername tells the program (the destination it
+ * asked for, not the proxy; the name a unix peer bound): 0 or -errno. */
+int cr_net_peer_name(struct cr_run *run, const struct cr_sock *s,
+		     union cr_sockaddr *out, socklen_t *outlen);
 struct cr_verdict cr_sock_name_reply(const struct seccomp_notif *n,
 				     const union cr_sockaddr *a, socklen_t al);
 struct cr_verdict cr_net_deny(struct cr_run *run, const struct seccomp_notif *n,

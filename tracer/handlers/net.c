@@ -2269,49 +2269,57 @@ static socklen_t peer_as_kernel(int domain, const union cr_sockaddr *a,
 	return sizeof(out->in4);
 }
 
+int cr_net_peer_name(struct cr_run *run, const struct cr_sock *s,
+		     union cr_sockaddr *out, socklen_t *outlen)
+{
+	const union cr_sockaddr *a;
+	socklen_t al = sizeof(*out);
+
+	/* The proxy's address is the kernel's truth; the program is told
+	 * the destination it asked for. */
+	a = s->rtnl ? NULL : cr_net_peer_get(run->net, s->ino, &al, true);
+	if (s->rtnl) {
+		*outlen = cr_rtnl_name(s->rtnl, true, out);
+		return 0;
+	}
+	if (!a) {
+		/* Zeroed: a 108-byte unix name is reported with 111 bytes,
+		 * one past what the kernel writes here (a byte of corral's
+		 * stack went out; found by a probing session). */
+		memset(out, 0, sizeof(*out));
+		al = sizeof(*out);
+		if (getpeername(s->dup, &out->sa, &al) < 0)
+			return -errno;
+		cr_net_unix_fix(run->net, out, &al);
+		*outlen = al;
+		return 0;
+	}
+	if (a->sa.sa_family == AF_INET || a->sa.sa_family == AF_INET6) {
+		*outlen = peer_as_kernel(s->domain, a, out);
+		return *outlen ? 0 : -ENOTCONN;
+	}
+	memcpy(out, a, al < sizeof(*out) ? al : sizeof(*out));
+	*outlen = al;
+	return 0;
+}
+
 struct cr_verdict cr_h_getpeername(struct cr_run *run,
 				   const struct cr_syscall_entry *e,
 				   const struct seccomp_notif *n)
 {
 	union cr_sockaddr real;
-	const union cr_sockaddr *a;
-	socklen_t al = sizeof(real);
+	socklen_t al = 0;
 	struct cr_sock s;
 	int rc;
 
 	rc = cr_sock_name_open(run, n, &s);
 	if (rc)
 		return v_err(-rc);
-	/* The proxy's address is the kernel's truth; the program is told
-	 * the destination it asked for. */
-	a = s.rtnl ? NULL : cr_net_peer_get(run->net, s.ino, &al, true);
-	if (s.rtnl) {
-		al = cr_rtnl_name(s.rtnl, true, &real);
-		a = &real;
-	} else if (!a) {
-		/* Zeroed: a 108-byte unix name is reported with 111 bytes,
-		 * one past what the kernel writes here (a byte of corral's
-		 * stack went out; found by a probing session). */
-		memset(&real, 0, sizeof(real));
-		al = sizeof(real);
-		if (getpeername(s.dup, &real.sa, &al) < 0) {
-			rc = errno;
-			cr_sock_close(&s);
-			return v_err(rc);
-		}
-		cr_net_unix_fix(run->net, &real, &al);
-		a = &real;
-	} else if (a->sa.sa_family == AF_INET ||
-		   a->sa.sa_family == AF_INET6) {
-		al = peer_as_kernel(s.domain, a, &real);
-		if (!al) {
-			cr_sock_close(&s);
-			return v_err(ENOTCONN);
-		}
-		a = &real;
-	}
+	rc = cr_net_peer_name(run, &s, &real, &al);
 	cr_sock_close(&s);
-	return cr_sock_name_reply(n, a, al);
+	if (rc)
+		return v_err(-rc);
+	return cr_sock_name_reply(n, &real, al);
 }
 
 static bool same_inet(const union cr_sockaddr *a, const union cr_sockaddr *b)

@@ -89,10 +89,10 @@ static void peer_cred_fix(struct cr_run *run, uint64_t ino,
 	memcpy(buf, &c, len < sizeof(c) ? len : sizeof(c));
 }
 
-/* getsockopt with optname 2, 15 or 17 (SO_REUSEADDR, SO_REUSEPORT,
- * SO_PEERCRED at SOL_SOCKET; other levels' options of those numbers are
- * the kernel's): what the program set, as share_sockopt remembered it;
- * the peer of a pair corral made. */
+/* getsockopt with optname 2, 15, 17 or 28 (SO_REUSEADDR, SO_REUSEPORT,
+ * SO_PEERCRED, SO_PEERNAME at SOL_SOCKET; other levels' options of those
+ * numbers are the kernel's): what the program set, as share_sockopt
+ * remembered it; the peer of a pair corral made; the peer's name. */
 struct cr_verdict cr_h_getsockopt(struct cr_run *run,
 				  const struct cr_syscall_entry *e,
 				  const struct seccomp_notif *n)
@@ -135,6 +135,19 @@ struct cr_verdict cr_h_getsockopt(struct cr_run *run,
 		bl = bl < sizeof(none) ? bl : sizeof(none);
 		memcpy(buf, &none, bl);
 		rc = 0;
+	} else if (level == SOL_SOCKET && opt == SO_PEERNAME && run->net) {
+		/* The peer as getpeername tells it (the kernel's would be
+		 * corral's proxy, or a unix peer's inner name; found by a
+		 * differential probe), under the kernel's rules: ENOTCONN
+		 * without one, EINVAL for a buffer longer than the address,
+		 * else the buffer's length of it. */
+		union cr_sockaddr peer;
+		socklen_t pl = 0;
+
+		rc = cr_net_peer_name(run, &s, &peer, &pl) ? -ENOTCONN :
+		     pl < (socklen_t)ulen ? -EINVAL : 0;
+		if (!rc)
+			memcpy(buf, &peer, bl);
 	} else if (level == SOL_SOCKET && run->net &&
 	    (flag = cr_net_flag_get(run->net, s.dup, opt)) >= 0) {
 		/* As the kernel: an int, cut to the length given. */
