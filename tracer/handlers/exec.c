@@ -227,6 +227,18 @@ static bool kernel_says_as_much(int rc)
 	       rc == -EACCES || rc == -ENAMETOOLONG;
 }
 
+/* The kernel refuses an image it may not execute (its mode, a noexec
+ * mount) before it reads a line of it: EACCES there, first, unrecorded,
+ * not what its interpreter's place would answer (a 0644 script naming an
+ * interpreter outside every root answered ENOENT; found by a differential
+ * probe). fd: the image (kept). */
+static bool image_not_executable(int fd)
+{
+	return fd >= 0 &&
+	       syscall(SYS_faccessat2, fd, "", X_OK,
+		       AT_EACCESS | AT_EMPTY_PATH) < 0 && errno == EACCES;
+}
+
 /* 0 when every interpreter of the image may run, or the errno to answer
  * (recorded). fd: the image open for reading (taken over), or -1 when
  * corral could not open it. */
@@ -323,6 +335,10 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		ssize_t len = -1;
 		struct stat st;
 
+		/* No such fd: the kernel's EBADF, before anything is run
+		 * (a refusal was recorded; found by a differential probe). */
+		if (fd == -EBADF && (int)n->data.args[diri] != AT_FDCWD)
+			return CR_V_ERR(EBADF);
 		if (fd >= 0 && fstat(fd, &st) == 0 &&
 		    (S_ISLNK(st.st_mode) || S_ISSOCK(st.st_mode))) {
 			/* The stand-in of a link's or a socket's O_PATH fd
@@ -353,6 +369,10 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 				}
 				rfd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 				close(fd);
+				if (image_not_executable(rfd)) {
+					close(rfd);
+					return CR_V_ERR(EACCES);
+				}
 				rc = interp_refused(run, n, sys, rfd, path);
 				return rc ? CR_V_ERR(rc) : CR_V_CONT;
 			}
@@ -395,6 +415,11 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		int fd = (int)syscall(SYS_openat2, res.dirfd, res.name, &how,
 				      sizeof(how));
 
+		if (image_not_executable(fd)) {
+			close(fd);
+			cr_fsres_free(&res);
+			return CR_V_ERR(EACCES);
+		}
 		if ((rc = interp_refused(run, n, sys, fd, res.path))) {
 			cr_fsres_free(&res);
 			return CR_V_ERR(rc);

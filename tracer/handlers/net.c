@@ -230,8 +230,10 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 	 * after them, and for a connect a link at the name too (bind makes
 	 * the name: a link there is the kernel's EADDRINUSE). */
 	cr_fsres_init(&res);
+	/* bind: "name/" of an existing file is taken (EADDRINUSE below),
+	 * not ENOTDIR. */
 	rc = cr_fs_resolve(run, tid, AT_FDCWD, path,
-			   for_bind ? 0 : CR_RES_FOLLOW, &res);
+			   for_bind ? CR_RES_SLASH_OK : CR_RES_FOLLOW, &res);
 	if (rc) {
 		bool refused = res.refused;
 
@@ -246,6 +248,25 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 	}
 	if (res.plen <= wl + 1 || strncmp(res.path, ns->ws_real, wl) ||
 	    res.path[wl] != '/') {
+		/* A name the program can see but no socket is there: the
+		 * kernel's answer comes before any socket is reached, and
+		 * nothing is refused (a missing name in a read root, or the
+		 * workspace itself, answered EACCES; found by a differential
+		 * probe): ENOENT, or for what is there its write permission
+		 * (EACCES), then ECONNREFUSED. */
+		if (!for_bind && !cr_path_within("/proc", 5, res.path, res.plen) &&
+		    (!res.exists || !S_ISSOCK(res.st.st_mode))) {
+			int o = res.exists ? cr_fs_opath(&res, res.via_link) : -1;
+
+			rc = !res.exists ? -ENOENT :
+			     o >= 0 && syscall(SYS_faccessat2, o, "", W_OK,
+					       AT_EACCESS | AT_EMPTY_PATH) < 0 &&
+			     errno == EACCES ? -EACCES : -ECONNREFUSED;
+			if (o >= 0)
+				close(o);
+			cr_fsres_free(&res);
+			return rc;
+		}
 		if (!cr_path_within("/proc", 5, res.path, res.plen))
 			*refusal = cr_fsrules_refusal(&run->fs->rules,
 				cr_fsrules_access(&run->fs->rules, res.path,
