@@ -48,11 +48,11 @@ def thread_table_dnotify_is_judged_on_the_threads_directory(t):
     for m in METHODS:
         r = probe(t, ["dnotify", m, out, t.path("ws")])
         so = r.get("stdout") or ""
-        contains(so, "thread(OUT) leader(IN) F_NOTIFY ret=-1 errno=EPERM",
+        contains(so, "thread(OUT) leader(IN) F_NOTIFY ret=-1 errno=EACCES",
                  "F_NOTIFY on the thread's outside directory (%s)" % m)
         contains(so, "thread(IN) leader(OUT) F_NOTIFY ret=0 ",
                  "F_NOTIFY on the thread's workspace (%s)" % m)
-        contains(so, "leader OUT F_NOTIFY ret=-1 errno=EPERM", "control")
+        contains(so, "leader OUT F_NOTIFY ret=-1 errno=EACCES", "control")
         contains(so, "leader IN F_NOTIFY ret=0 ", "control")
         d = [x for x in denials_of(r, "fcntl", "fs")
              if x.get("target") == out]
@@ -198,7 +198,7 @@ def thread_table_judged_past_the_kept_pidfds(t):
         r = probe(t, ["many", 300, m, out, t.path("ws")])
         so = r.get("stdout") or ""
         contains(so, "threads listed bad=0 of 300", "every thread listed")
-        contains(so, "thread(OUT) leader(IN) F_NOTIFY ret=-1 errno=EPERM",
+        contains(so, "thread(OUT) leader(IN) F_NOTIFY ret=-1 errno=EACCES",
                  "the thread's outside directory (%s)" % m)
         contains(so, "thread(IN) leader(OUT) F_NOTIFY ret=0 ",
                  "the thread's workspace (%s)" % m)

@@ -418,9 +418,11 @@ CR_HANDLER(cr_h_fcntl_notify)
 		    (cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_R))
 			return CR_V_CONT;
 	}
+	/* EACCES, as inotify_add_watch there and as documented (it was
+	 * EPERM; found by a differential probe). */
 	cr_deny(run, (pid_t)n->pid, "fcntl", len > 0 ? path : NULL, "fs",
 		"directory change notification outside the roots is refused");
-	return CR_V_ERR(EPERM);
+	return CR_V_ERR(EACCES);
 }
 
 struct watch_find {
