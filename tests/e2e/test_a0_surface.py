@@ -461,10 +461,10 @@ def surface_pid_calls_outside_are_refused(t):
 def surface_pid_calls_on_self_and_children_work(t):
     script = ("$0 sys prlimit64 0 7 0 b:16; $0 sys prlimit64 $$ 7 0 b:16; "
               "$0 sys sched_setaffinity 0 8 b:8 >/dev/null; "
-              "$0 sys setpriority 0 0 1; $0 sys get_robust_list 0 b:8 b:8; "
+              "$0 sys setpriority 0 0 19; $0 sys get_robust_list 0 b:8 b:8; "
               "sleep 5 & $0 sys prlimit64 $! 7 0 b:16; "
               "$0 sys kcmp $$ $! 0 0 0 >/dev/null; "
-              "$0 sys setpriority 0 $! 5; kill $!; "
+              "$0 sys setpriority 0 $! 19; kill $!; "
               "$0 sys fcntl 1 8 $$; $0 sys fcntl 1 8 -$$; $0 sys fcntl 1 8 0")
     run = t.corral(["run", "--json"] + t.prog_roots() +
                    ["--", "sh", "-c", script, calls(t)])
