@@ -1297,6 +1297,15 @@ u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try_("symlink", lambda: u.connect("link.sock"))
 u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try_("dotdot", lambda: u.connect("../" * 10 + sys.argv[1].lstrip("/")))
+# An O_PATH fd of it (a stand-in: docs/policy.md) names the socket where
+# it is, outside the workspace, through its link too.
+try:
+    op = os.open(sys.argv[1], os.O_PATH)
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try_("opath-link", lambda: u.connect("/proc/self/fd/%d" % op))
+    try_("opath-chmod", lambda: os.chmod("/proc/self/fd/%d" % op, 0o700))
+except OSError as e:
+    print("opath open", e.errno)
 u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try_("abstract-bind", lambda: u.bind("\0corral-test"))
 u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -1330,7 +1339,8 @@ print("still answered")
         contains(out, "passed-fd\n", "SCM_RIGHTS through sendmsg")
         contains(out, "backlog-full 11\nstill answered",
                  "a full unix backlog does not stall the supervisor")
-        for what in ("outside", "symlink", "dotdot"):
+        for what in ("outside", "symlink", "dotdot", "opath-link",
+                     "opath-chmod"):
             contains(out, "%s refused 13" % what, what)
         # An abstract name is bound privately (test_c3_abstract); one the
         # run did not bind is absent; listen on an unbound socket is the
