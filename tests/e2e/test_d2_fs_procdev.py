@@ -429,6 +429,26 @@ tryp("readwrite", os.O_RDWR)
 '''
 
 
+def _gone_host_run(t, fx, name, src, mode, flags):
+    """A host file outside every root, removed, on the program's stdin
+    opened with flags: (the run, its result, corral's fd of the file)."""
+    host = t.path("hostfile-" + name)
+    with open(host, "w") as f:
+        f.write("host data")
+    os.chmod(host, mode)
+    os.makedirs(t.path("prog"), exist_ok=True)
+    prog = t.write("prog/%s.py" % name, src)
+    keep = os.open(host, flags)
+    os.unlink(host)
+    try:
+        run = fx.run(["python3", prog], opts=["--ro", t.path("prog")],
+                     preexec=lambda: os.dup2(keep, 0))
+        return run, fx.result(run, statuses=None), keep
+    except BaseException:
+        os.close(keep)
+        raise
+
+
 @test
 def fs_removed_host_file_reopens_no_wider_than_its_fd(t):
     """The caller's stdin a host file outside every root, removed before
@@ -437,22 +457,9 @@ def fs_removed_host_file_reopens_no_wider_than_its_fd(t):
     for writing, which natively its owner could (the place it was
     removed from rules it, and no root is there). The file is unchanged."""
     fx = FsFix(t)
-    host = t.path("hostfile")
-    with open(host, "w") as f:
-        f.write("host data")
-    os.chmod(host, 0o666)
-    os.makedirs(t.path("prog"))
-    prog = t.write("prog/heldgone.py", HELD_GONE_PROG)
-    keep = os.open(host, os.O_RDONLY)
-    os.unlink(host)
-
-    def gone_stdin():
-        os.dup2(keep, 0)
-
+    run, r, keep = _gone_host_run(t, fx, "heldgone", HELD_GONE_PROG, 0o666,
+                                  os.O_RDONLY)
     try:
-        run = fx.run(["python3", prog], opts=["--ro", t.path("prog")],
-                     preexec=gone_stdin)
-        r = fx.result(run, statuses=None)
         eq(r.get("stdout"), "read ok host data\nwrite errno 13\n"
            "readwrite errno 13\n", "stdout (stderr %r)" % r.get("stderr"))
         eq(os.pread(keep, 100, 0), b"host data", "the removed file's data")
@@ -497,30 +504,16 @@ def fs_removed_host_file_on_a_writable_fd_keeps_its_metadata(t):
     through /proc/self/fd/0). openat2 with RESOLVE_BENEATH or IN_ROOT
     through such a link is EXDEV, as the kernel's scoped lookups are."""
     fx = FsFix(t)
-    host = t.path("hostfile")
-    with open(host, "w") as f:
-        f.write("host data")
-    os.chmod(host, 0o600)
-    os.makedirs(t.path("prog"))
-    prog = t.write("prog/heldmeta.py", HELD_GONE_META)
-    keep = os.open(host, os.O_RDWR)
-    os.unlink(host)
-    before = os.fstat(keep)
-
-    def gone_stdin():
-        os.dup2(keep, 0)
-
+    run, r, keep = _gone_host_run(t, fx, "heldmeta", HELD_GONE_META, 0o600,
+                                  os.O_RDWR)
     try:
-        run = fx.run(["python3", prog], opts=["--ro", t.path("prog")],
-                     preexec=gone_stdin)
-        r = fx.result(run, statuses=None)
         eq(r.get("stdout"), "reopen rw ok\nchmod errno 13\nchown errno 13\n"
            "utime errno 13\nutime now errno 13\nsetxattr errno 13\n"
            "truncate ok\nopenat2 beneath errno 18\n"
            "openat2 in_root errno 18\n",
            "stdout (stderr %r)" % r.get("stderr"))
         after = os.fstat(keep)
-        eq(oct(after.st_mode), oct(before.st_mode), "the file's mode")
+        eq(oct(after.st_mode), "0o100600", "the file's mode")
         eq(after.st_mtime_ns != 1000000000, True, "the file's times")
         eq(os.listxattr(keep), [], "the file's attributes")
         eq(os.pread(keep, 100, 0), b"host", "truncated through the link")

@@ -654,6 +654,25 @@ static bool proc_pid_dir(const char *p, size_t len)
 	return *s >= '0' && *s <= '9';
 }
 
+/* The result of a /proc fd link followed once to o, corral's own fd of
+ * the object (owned by res from here): the handlers act through
+ * /proc/self/fd/<o>, never through the program's link again. path (plen
+ * bytes) is where the object is judged; acc is the caller's. */
+static void link_result(struct walk *w, struct cr_fsres *res, int o,
+			const struct stat *st, const char *path, size_t plen)
+{
+	res->linkfd = o;
+	res->via_link = true;
+	res->exists = true;
+	res->st = *st;
+	res->dirfd = w->run->fs->proc_fd;
+	res->dirfd_borrowed = true;
+	snprintf(res->name, sizeof(res->name), "self/fd/%d", o);
+	memcpy(res->path, path, plen);
+	res->path[plen] = 0;
+	res->plen = plen;
+}
+
 /*
  * /proc/<pid>/fd/N naming a pipe of the run: reopened as the kernel would.
  * The program can dup2 another fd over N at any moment (dup2 is not
@@ -682,17 +701,9 @@ static int pipe_link(struct walk *w, const char *nm, const char *cand,
 		close(o);
 		return -ENOTDIR;
 	}
-	res->linkfd = o;
-	res->via_link = true;
-	res->exists = true;
 	/* The link's own lstat, as before: a pipe's open never waits for a
 	 * partner (pipefs), so it must not take the FIFO worker's road. */
-	res->st = *lst;
-	res->dirfd = w->run->fs->proc_fd;
-	res->dirfd_borrowed = true;
-	snprintf(res->name, sizeof(res->name), "self/fd/%d", o);
-	memcpy(res->path, cand, plen + 1);
-	res->plen = plen;
+	link_result(w, res, o, lst, cand, plen);
 	res->acc = cr_fs_access(w->run, w->tid, cand, plen);
 	/* The caller's own stdin pipe is the caller's data: read, never
 	 * written into (a run reopened it O_WRONLY and put lines into the
@@ -736,15 +747,7 @@ static int standin_link(struct walk *w, int o, const char *cand, size_t plen,
 		close(o);
 		return -ENOTDIR;
 	}
-	res->linkfd = o;
-	res->via_link = true;
-	res->exists = true;
-	res->st = st;
-	res->dirfd = w->run->fs->proc_fd;
-	res->dirfd_borrowed = true;
-	snprintf(res->name, sizeof(res->name), "self/fd/%d", o);
-	memcpy(res->path, at, (size_t)n + 1);
-	res->plen = (size_t)n;
+	link_result(w, res, o, &st, at, (size_t)n);
 	res->acc = cr_fs_access(w->run, w->tid, at, (size_t)n);
 	return 0;
 }
@@ -817,15 +820,7 @@ static int deleted_link(struct walk *w, const char *nm, const char *cand,
 	 * xattr through its link; found by a probing session). */
 	res->w_by_fd = (acc & CR_FS_W) && !(place & CR_FS_W);
 	acc |= place & (CR_FS_R | CR_FS_W);
-	res->linkfd = c;
-	res->via_link = true;
-	res->exists = true;
-	res->st = st;
-	res->dirfd = w->run->fs->proc_fd;
-	res->dirfd_borrowed = true;
-	snprintf(res->name, sizeof(res->name), "self/fd/%d", c);
-	memcpy(res->path, cand, plen + 1);
-	res->plen = plen;
+	link_result(w, res, c, &st, cand, plen);
 	res->acc = acc;
 	return 0;
 }
