@@ -279,6 +279,47 @@ def proc_process_vm_copies_count_as_cpu(t):
                                           _show(r.get("usage"))))
 
 
+ALLOC_CHURN = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long,
+                           ctypes.c_long]
+fd = os.memfd_create("churn") if sys.argv[1] == "memfd" else \
+    os.open("churn", os.O_RDWR | os.O_CREAT, 0o600)
+n = 0
+end = time.time() + 10
+while time.time() < end:
+    if libc.fallocate(fd, 0, 0, 64 << 20) < 0 or \
+            libc.fallocate(fd, 3, 0, 64 << 20) < 0:  # PUNCH_HOLE|KEEP_SIZE
+        print("errno", ctypes.get_errno())
+        break
+    n += 1
+print("cycles", n)
+"""
+
+
+@test
+def alloc_work_corral_performs_counts_as_cpu(t):
+    """corral performs fallocate (it counts what is allocated): allocating
+    and punching a 128 MiB memfd in a loop, a probing session's program
+    spent 12 ms of its own CPU and corral 26 s of its, under cpu=1s, and
+    the run ended ok. The kernel's work in corral's time is the run's now,
+    as process_vm_readv's copies are (and a truncate's, an O_TRUNC's)."""
+    os.makedirs(t.path("ws"), exist_ok=True)
+    os.chmod(t.path("ws"), 0o777)
+    prog = t.write("churn.py", ALLOC_CHURN)
+    for how in ("memfd", "file"):
+        run = t.corral(["run", "--json", "-w", t.path("ws"), "--ro", t.tmp,
+                        "--limit", "cpu=1s", "--limit", "wall=30s",
+                        "--limit", "memory=1GiB", "--limit", "disk=1GiB",
+                        "--", "/usr/bin/python3", prog, how])
+        r = t.result(run)
+        eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
+           "%s: verdict (stdout %r, usage %s)" % (how, r.get("stdout"),
+                                                  _show(r.get("usage"))))
+    t.assert_next_run_ok()
+
+
 @test
 def exec_of_an_unreadable_image_says_why(t):
     """An execute-only image makes its process undumpable (nothing of it

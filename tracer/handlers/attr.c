@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <utime.h>
 
+#include "../budget/budget.h"
 #include "../fs/fsops.h"
 
 /* What the kernel would answer first for an attribute change of the
@@ -353,6 +354,7 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 {
 	struct cr_fsres res;
 	char p[64];
+	uint64_t t0;
 	int rc, fd;
 
 	if ((int64_t)n->data.args[1] < 0)
@@ -391,9 +393,13 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 	 * IN_CLOSE_WRITE, a finished write, where the kernel reports
 	 * IN_MODIFY alone; found by a differential probing session). */
 	cr_fs_fdpath(fd, p, sizeof(p));
+	t0 = cr_thread_cpu_ns();
 	cr_slow_begin();
 	rc = truncate(p, (off_t)n->data.args[1]) < 0 ? errno : 0;
 	cr_slow_end();
+	/* Freeing a large file's pages is kernel work in corral's time:
+	 * the run's (handlers/alloc.c). */
+	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	close(fd);
 	return rc ? CR_V_ERR(rc) : CR_V_VAL(0);
 }

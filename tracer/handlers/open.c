@@ -91,6 +91,7 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	int of = flags;
 	bool creating;
 	mode_t um = 0;
+	uint64_t t0;
 	int fd;
 
 	if (of & O_PATH) {
@@ -121,7 +122,9 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	how.flags = (uint64_t)(unsigned)of;
 	/* O_TRUNC takes the file's inode lock, which the program's own
-	 * write can hold (tracer/budget/stall.c). */
+	 * write can hold (tracer/budget/stall.c), and frees the file's pages
+	 * in corral's time, which is the run's (handlers/alloc.c). */
+	t0 = (of & O_TRUNC) ? cr_thread_cpu_ns() : 0;
 	cr_slow_begin();
 	if (res->via_link)
 		fd = openat(res->dirfd, res->name, of & ~O_NOFOLLOW, how.mode);
@@ -129,6 +132,8 @@ static int perform(struct cr_run *run, const struct seccomp_notif *n,
 		fd = (int)syscall(SYS_openat2, res->dirfd, res->name, &how,
 				  sizeof(how));
 	cr_slow_end();
+	if (t0)
+		cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
 	if (creating)
 		cr_fs_umask_leave(um);	/* umask() leaves errno alone */
 	return fd < 0 ? -errno : fd;
