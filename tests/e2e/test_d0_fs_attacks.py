@@ -668,6 +668,31 @@ def fs_long_walks_end_and_are_charged(t):
     fx.check()
 
 
+@test
+def fs_walks_of_hundreds_of_steps_are_charged(t):
+    """A path of ~200 components ("d/../" a hundred times) walked in a
+    loop: each stat cost corral ~0.9 ms and the program almost nothing,
+    and walks under 256 components were not charged (a probing session:
+    corral 8.3 s of CPU under cpu=2s, the run ok). From the 32nd
+    component a walk's CPU is the run's."""
+    fx = FsFix(t)
+    os.makedirs(fx.wsp("d"), exist_ok=True)
+    with open(fx.wsp("f"), "w") as f:
+        f.write("x")
+    prog = ("import os, time\n"
+            "p = 'd/../' * 100 + 'f'\n"
+            "end = time.time() + 10\n"
+            "while time.time() < end:\n"
+            "    os.stat(p)\n"
+            "print('walked')\n")
+    r = fx.result(fx.run(["python3", "-c", prog],
+                         opts=["--limit", "cpu=1s", "--limit", "wall=30s"]),
+                  statuses=None)
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
+       "verdict (stdout %r, usage %s)" % (r.get("stdout"), r.get("usage")))
+    fx.check()
+
+
 # ---------------------------------------------------------------------------
 # Links and renames across the boundary
 

@@ -22,9 +22,12 @@
  * here, an exec whose script names interpreters through chains of links
  * full of "a/../" held the supervisor 0.5 s of CPU, every budget waiting
  * behind it, 20-45 s of wall time with 63 tasks spinning beside it
- * (found by a probing session). Real paths take tens of steps. */
+ * (found by a probing session). Real paths take tens of steps; from the
+ * 32nd the walk's CPU is charged (from the 256th, a path of 254 steps of
+ * "d/../" cost corral ~0.9 ms, 150 times the program's CPU, uncharged;
+ * found by a probing session). */
 #define CR_MAX_STEPS 4096
-#define CR_STEPS_CHARGED 256
+#define CR_STEPS_CHARGED 32
 
 /* An exec walks its image's path and each interpreter's: 5 walks of 3 900
  * steps each held the loop ~29 ms an exec, a 5 s wall limit firing at
