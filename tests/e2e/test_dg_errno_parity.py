@@ -1166,7 +1166,9 @@ first = socket.socket(socket.AF_UNIX); first.setblocking(False)
 first.connect("full.sock")
 c = socket.socket(socket.AF_UNIX)
 c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 2, 0))
-signal.signal(signal.SIGALRM, lambda *a: None)
+def _alarm(*a):
+    raise OSError(errno.EINTR, "alarm")
+signal.signal(signal.SIGALRM, _alarm)
 signal.siginterrupt(signal.SIGALRM, False)     # SA_RESTART
 signal.setitimer(signal.ITIMER_REAL, 0.3)
 name = b"\1\0full.sock\0"
@@ -2018,6 +2020,8 @@ t("lchmod", lambda: os.chmod("sk", 0o640, follow_symlinks=False))
 print("mode", oct(os.stat("sk").st_mode & 0o777))
 t("nofollow", lambda: os.close(os.open("sk", os.O_PATH | os.O_NOFOLLOW)))
 t("execveat", lambda: os.execve(fd, ["x"], {}))
+t("reopen link", lambda: os.close(os.open(L, os.O_PATH)))
+t("execve link", lambda: os.execve(L, ["x"], {}))
 '''
 
 
@@ -2030,7 +2034,9 @@ def errno_parity_o_path_of_a_unix_socket(t):
     does: fstat, chmod through /proc/self/fd/N, connect through it and
     lchmod answer as natively."""
     parity(t, OPATH_SOCK, want={"chmod link": "ok", "connect link": "ok",
-                                "read": "EBADF", "execveat": "EACCES"})
+                                "read": "EBADF", "execveat": "EACCES",
+                                "reopen link": "ok",
+                                "execve link": "EACCES"})
 
 
 PEERNAME = r'''
@@ -2080,6 +2086,28 @@ c = socket.socket(socket.AF_UNIX)
 t("connect missing in a read root", lambda: c.connect("/usr/missing.sock"))
 t("connect a read root's file", lambda: c.connect("/usr/bin/env"))
 t("connect the cwd", lambda: c.connect("."))
+# pidfd_getfd's flags before its descriptor.
+t("pidfd_getfd flags", lambda: sysc(438, 999, 0, 1))
+# A blocking accept on a full fd table: EMFILE at once, as the kernel
+# takes the number before it waits.
+import resource, signal
+l = socket.socket(socket.AF_UNIX)
+l.bind("acc.sock")
+l.listen(1)
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+held = []
+try:
+    while True:
+        held.append(os.dup(0))
+except OSError:
+    pass
+signal.signal(signal.SIGALRM, lambda *a: None)
+signal.alarm(3)
+t("accept on a full table", lambda: l.accept())
+signal.alarm(0)
+for h in held:
+    os.close(h)
 '''
 
 
@@ -2099,4 +2127,6 @@ def errno_parity_what_the_kernel_asks_first(t):
                                  "bind file/": "EADDRINUSE",
                                  "connect missing in a read root": "ENOENT",
                                  "connect a read root's file": "EACCES",
-                                 "connect the cwd": "ECONNREFUSED"})
+                                 "connect the cwd": "ECONNREFUSED",
+                                 "pidfd_getfd flags": "EINVAL",
+                                 "accept on a full table": "EMFILE"})

@@ -407,6 +407,14 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		cr_fsres_free(&res);
 		return CR_V_ERR(EACCES);
 	}
+	/* Not a file: the kernel's EACCES (do_open_execat). Continued, a
+	 * socket met through its O_PATH stand-in's link would be the
+	 * stand-in to the kernel, an empty file: ENOEXEC (found by a
+	 * differential probe). */
+	if (!S_ISREG(res.st.st_mode) && res.via_link) {
+		cr_fsres_free(&res);
+		return CR_V_ERR(EACCES);
+	}
 	if (S_ISREG(res.st.st_mode)) {
 		struct open_how how = {
 			.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,

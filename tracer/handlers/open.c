@@ -58,6 +58,16 @@ static int open_link(struct cr_run *run, const struct cr_fsres *res)
 	struct stat st;
 	int fd;
 
+	/* A socket reached through the link of its own O_PATH fd (the
+	 * stand-in's, fs/resolve.c): the socket corral holds for it. */
+	if (res->via_link && S_ISSOCK(res->st.st_mode) && res->linkfd >= 0 &&
+	    run->fast_path == CR_FAST_OFF) {
+		fd = fcntl(res->linkfd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		fd = cr_fs_linkfd_make(run->fs, fd);
+		return fd == -EOPNOTSUPP ? none : fd;
+	}
 	if (res->via_link || run->fast_path != CR_FAST_OFF ||
 	    cr_path_within("/proc", 5, res->path, res->plen))
 		return none;

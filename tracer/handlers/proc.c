@@ -398,6 +398,10 @@ CR_HANDLER(cr_h_pidfd_getfd)
 	struct cr_verdict v;
 	int r, got;
 
+	/* The kernel's first check: no flag is defined (EINVAL before the
+	 * descriptor is looked at; found by a differential probe). */
+	if (flags)
+		return err(EINVAL);
 	r = cr_surface_take_pidfd(run, caller, fd, &copy, &pid);
 	if (r == -EINVAL)
 		return err(EBADF);
