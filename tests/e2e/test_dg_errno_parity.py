@@ -2022,6 +2022,11 @@ t("nofollow", lambda: os.close(os.open("sk", os.O_PATH | os.O_NOFOLLOW)))
 t("execveat", lambda: os.execve(fd, ["x"], {}))
 t("reopen link", lambda: os.close(os.open(L, os.O_PATH)))
 t("execve link", lambda: os.execve(L, ["x"], {}))
+t("below link", lambda: os.stat(L + "/x"))
+g = open("gone.txt", "w")
+os.unlink("gone.txt")
+t("below a removed file's link",
+  lambda: os.stat("/proc/self/fd/%d/x" % g.fileno()))
 '''
 
 
@@ -2036,7 +2041,9 @@ def errno_parity_o_path_of_a_unix_socket(t):
     parity(t, OPATH_SOCK, want={"chmod link": "ok", "connect link": "ok",
                                 "read": "EBADF", "execveat": "EACCES",
                                 "reopen link": "ok",
-                                "execve link": "EACCES"})
+                                "execve link": "EACCES",
+                                "below link": "ENOTDIR",
+                                "below a removed file's link": "ENOTDIR"})
 
 
 PEERNAME = r'''

@@ -1044,8 +1044,13 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 					return deleted_link(w, nm, cand, plen,
 							    res);
 				/* A pipe, a socket, an anonymous inode: never
-				 * a directory to walk on through. */
+				 * a directory to walk on through; nor a file
+				 * without a name (or a stand-in's socket). */
 				if (!last && fdl && target[0] != '/')
+					return -ENOTDIR;
+				if (!last && fdl && gone &&
+				    fstatat(w->fd, nm, &ost, 0) == 0 &&
+				    !S_ISDIR(ost.st_mode))
 					return -ENOTDIR;
 				return refuse(w, res, cand, plen, "proc");
 			}
