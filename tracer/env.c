@@ -14,6 +14,16 @@ struct envb {
 	size_t n;
 };
 
+/* Variables naming where a tool keeps its temporary files, and where in
+ * the workspace they point (cr_env_build). */
+static const struct {
+	const char *name, *sub;
+} tmp_vars[] = {
+	{ "TMPPREFIX", "/zsh" },
+	{ "TMUX_TMPDIR", "" },
+	{ "SCREENDIR", "/.screen" },
+};
+
 /* Set NAME=VALUE, replacing an earlier setting of NAME. */
 static int env_set(struct envb *b, const char *name, size_t nlen,
 		   const char *value)
@@ -127,24 +137,29 @@ int cr_env_build(struct cr_run_config *cfg, char **env_args, size_t nenv)
 		rc = env_set(&b, "HOME", 4, cfg->workspace);
 	if (!rc)
 		rc = env_set(&b, "TMPDIR", 6, cfg->workspace);
-	/* zsh makes its here-documents and =(...) files at TMPPREFIX, not
-	 * in TMPDIR: its default, /tmp/zsh, is outside every root, and a
-	 * here-document failed ("can't create temp file"; found by a
-	 * compatibility probe). Set as TMPDIR is, unless the caller set it. */
-	if (!rc) {
+	/* Tools that keep files under /tmp by a variable of their own, not
+	 * TMPDIR: zsh's here-documents and =(...) files (TMPPREFIX, default
+	 * /tmp/zsh: "can't create temp file"), tmux's server socket
+	 * (TMUX_TMPDIR: "couldn't create directory /tmp/tmux-UID") and
+	 * screen's (SCREENDIR: /run/screen). Outside every root, each failed
+	 * (found by compatibility probes). Set in the workspace as TMPDIR
+	 * is, unless the caller set them. */
+	for (size_t k = 0; !rc && k < CR_ARRAY_SIZE(tmp_vars); k++) {
+		size_t nl = strlen(tmp_vars[k].name);
 		bool has = false;
+		char *val;
 
 		for (size_t i = 0; i < b.n; i++)
-			has = has || !strncmp(b.v[i], "TMPPREFIX=", 10);
-		if (!has) {
-			char *pre;
-
-			if (asprintf(&pre, "%s/zsh", cfg->workspace) < 0) {
-				rc = -ENOMEM;
-			} else {
-				rc = env_set(&b, "TMPPREFIX", 9, pre);
-				free(pre);
-			}
+			has = has || (!strncmp(b.v[i], tmp_vars[k].name, nl) &&
+				       b.v[i][nl] == '=');
+		if (has)
+			continue;
+		if (asprintf(&val, "%s%s", cfg->workspace,
+			     tmp_vars[k].sub) < 0) {
+			rc = -ENOMEM;
+		} else {
+			rc = env_set(&b, tmp_vars[k].name, nl, val);
+			free(val);
 		}
 	}
 	if (!rc) {

@@ -92,6 +92,23 @@ def env_tmpprefix_in_workspace_unless_given(t):
                     'echo "$TMPPREFIX"'])
     r = t.result(run)
     eq(r.get("stdout"), ws + "/mine\n", "the caller's TMPPREFIX kept")
+    # tmux's and screen's sockets: their own variables, not TMPDIR.
+    run = t.corral(["run", "--json", "--workspace", ws, "--", "sh", "-c",
+                    'echo "$TMUX_TMPDIR|$SCREENDIR"'])
+    r = t.result(run)
+    true(r.get("stdout", "").strip() in ("%s|%s/.screen" % (w, w)
+                                         for w in (ws, real)),
+         "TMUX_TMPDIR|SCREENDIR=%r, want WORKSPACE|WORKSPACE/.screen" %
+         r.get("stdout"))
+    if shutil.which("tmux"):
+        # (SHELL given: the test's uid may have nologin as its shell.)
+        run = t.corral(["run", "--json", "--workspace", ws, "--env",
+                        "SHELL=/bin/sh", "--", "sh", "-c",
+                        "tmux -f /dev/null new-session -d -s t 'sleep 30' &&"
+                        " tmux ls | cut -d: -f1; tmux kill-server"])
+        r = t.result(run)
+        eq(r.get("stdout"), "t\n", "a tmux session (stderr %r)" %
+           r.get("stderr"))
     if shutil.which("zsh"):
         run = t.corral(["run", "--json", "--workspace", ws, "--", "zsh",
                         "-c", "cat <<EOF\nhere\nEOF"])

@@ -518,8 +518,8 @@ static const char *check_default(const struct cr_policy *p)
 	const struct cr_class *c = cr_policy_class(p, "default");
 	size_t i;
 
-	if (strcmp(p->version, "2026-12-06.3"))
-		return "version is not 2026-12-06.3";
+	if (strcmp(p->version, "2026-12-06.4"))
+		return "version is not 2026-12-06.4";
 	if (!c || p->nclasses != 1)
 		return "not exactly one class, \"default\"";
 	for (i = 0; i < CR_ARRAY_SIZE(must_read); i++)
