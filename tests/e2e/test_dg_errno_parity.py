@@ -2027,6 +2027,15 @@ g = open("gone.txt", "w")
 os.unlink("gone.txt")
 t("below a removed file's link",
   lambda: os.stat("/proc/self/fd/%d/x" % g.fileno()))
+# A file its owner may not read: O_PATH asks nothing of the mode.
+for n, m in (("w200", 0o200), ("z000", 0)):
+    open(n, "w").close()
+    os.chmod(n, m)
+    t(n + " opath", lambda: print(n, oct(os.fstat(os.open(n, os.O_PATH)).st_mode)))
+    u = os.open(n, os.O_PATH)
+    t(n + " reopen", lambda: os.open("/proc/self/fd/%d" % u, os.O_RDONLY))
+    t(n + " chmod link", lambda: os.chmod("/proc/self/fd/%d" % u, 0o600))
+    print(n, oct(os.stat(n).st_mode))
 '''
 
 
@@ -2037,13 +2046,16 @@ def errno_parity_o_path_of_a_unix_socket(t):
     file-attributes of a socket failed, and glibc's lchmod of one (found
     by a compatibility probe). A socket now gets a stand-in as a link
     does: fstat, chmod through /proc/self/fd/N, connect through it and
-    lchmod answer as natively."""
+    lchmod answer as natively. So does a file its owner may not read
+    (0200, 0000), which the read-only open refused EACCES."""
     parity(t, OPATH_SOCK, want={"chmod link": "ok", "connect link": "ok",
                                 "read": "EBADF", "execveat": "EACCES",
                                 "reopen link": "ok",
                                 "execve link": "EACCES",
                                 "below link": "ENOTDIR",
-                                "below a removed file's link": "ENOTDIR"})
+                                "below a removed file's link": "ENOTDIR",
+                                "w200 reopen": "EACCES",
+                                "z000 chmod link": "ok"})
 
 
 PEERNAME = r'''

@@ -729,8 +729,9 @@ static pid_t fd_dir_tid(const char *p, size_t len)
 }
 
 /* The object behind a stand-in's link (o: corral's O_PATH fd of it,
- * owned): a socket is found where its name now is and judged there, as
- * an fd of it would be; a link's stand-in stays refused. */
+ * owned): a socket, or a file its owner could not read, is found where
+ * its name now is and judged there, as an fd of it would be, never run
+ * (the kernel would run the stand-in); a link's stand-in stays refused. */
 static int standin_link(struct walk *w, int o, const char *cand, size_t plen,
 			struct cr_fsres *res)
 {
@@ -740,7 +741,8 @@ static int standin_link(struct walk *w, int o, const char *cand, size_t plen,
 
 	snprintf(own, sizeof(own), "self/fd/%d", o);
 	n = readlinkat(w->run->fs->proc_fd, own, at, sizeof(at) - 1);
-	if (fstat(o, &st) < 0 || !S_ISSOCK(st.st_mode) || n <= 0 ||
+	if (fstat(o, &st) < 0 || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) ||
+	    n <= 0 ||
 	    at[0] != '/' || (n > 10 && !memcmp(at + n - 10, " (deleted)", 10))) {
 		close(o);
 		return refuse(w, res, cand, plen, "proc");
@@ -751,7 +753,7 @@ static int standin_link(struct walk *w, int o, const char *cand, size_t plen,
 		return -ENOTDIR;
 	}
 	link_result(w, res, o, &st, at, (size_t)n);
-	res->acc = cr_fs_access(w->run, w->tid, at, (size_t)n);
+	res->acc = cr_fs_access(w->run, w->tid, at, (size_t)n) & ~CR_FS_X;
 	return 0;
 }
 
@@ -785,9 +787,10 @@ static int deleted_link(struct walk *w, const char *nm, const char *cand,
 	c = cr_tasks_getfd(w->run, tid, atoi(nm));
 	if (c == -EBADF)
 		return -ENOENT;		/* closed since the link was read */
-	/* The stand-in corral gave for an O_PATH fd of a socket (its link
-	 * names the stand-in's memfd): the socket, as the kernel's link of
-	 * that fd leads there (glibc's lchmod before 2.39 chmods it so). */
+	/* The stand-in corral gave for an O_PATH fd of a socket or of a
+	 * file its owner could not read (its link names the stand-in's
+	 * memfd): that object, as the kernel's link of the fd leads there
+	 * (glibc's lchmod before 2.39 chmods it so). */
 	c = cr_fs_linkfd_swap(w->run->fs, c);
 	if (c >= 0 && (fl = fcntl(c, F_GETFL)) >= 0 && (fl & O_PATH))
 		return standin_link(w, c, cand, plen, res);
