@@ -986,10 +986,17 @@ struct cr_verdict cr_h_accept(struct cr_run *run,
 	/* The kernel takes the new fd's number before it waits: a full
 	 * table is EMFILE at once, not after a connection came (and was
 	 * taken; found by a differential probe). */
-	if (!fd_room((pid_t)n->pid)) {
-		cr_sock_close(&s);
-		free(aa);
-		return v_err(EMFILE);
+	{
+		/* The count's CPU grows with the table: the run's. */
+		uint64_t t0 = cr_thread_cpu_ns();
+		bool room = fd_room((pid_t)n->pid);
+
+		cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
+		if (!room) {
+			cr_sock_close(&s);
+			free(aa);
+			return v_err(EMFILE);
+		}
 	}
 	v = cr_net_wait(run, n, s.dup, EPOLLIN, accept_try, aa);
 	s.dup = -1;
