@@ -939,7 +939,17 @@ tried("dir", lambda: os.rename(out + "/sub", ws + "/sub"))
 os.mkdir(ws + "/empty")
 tried("exchange", lambda: exchange(ws + "/empty", out + "/sub"))
 tried("file", lambda: os.rename(out + "/plain", ws + "/plain"))
-for name in ("h.sock", "r.sock", "sub/srv.sock", "empty/srv.sock"):
+# Through an O_PATH fd of the socket (a stand-in): the fd forms of link.
+fd = os.open(out + "/srv.sock", os.O_PATH)
+def linkat_empty():
+    if libc.linkat(fd, b"", -100, (ws + "/e.sock").encode(), 0x1000) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+tried("linkat fd", linkat_empty)
+tried("link fd path", lambda: os.link("/proc/self/fd/%d" % fd,
+                                      ws + "/p.sock", follow_symlinks=True))
+for name in ("h.sock", "r.sock", "sub/srv.sock", "empty/srv.sock",
+             "e.sock", "p.sock"):
     c = socket.socket(socket.AF_UNIX)
     tried("connect " + name, lambda: c.connect(ws + "/" + name))
     c.close()
@@ -955,7 +965,9 @@ def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
     probing session). Now a link or rename of a socket, and a rename of a
     directory (which may hold sockets), from outside the workspace into it
     answer EXDEV, as across filesystems (mv copies then), recorded; a
-    file still moves."""
+    file still moves. So do the fd forms, through an O_PATH fd of the
+    socket (its stand-in): linkat(fd, "", AT_EMPTY_PATH) of one reached
+    the outside server (found by a probing session)."""
     out = t.path("out")
     os.makedirs(out + "/sub", exist_ok=True)
     os.chmod(out, 0o777)
@@ -972,13 +984,17 @@ def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
         r = t.result(run)
         eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
         eq(r.get("stdout"), "link 18\nrename 18\ndir 18\nexchange 18\n"
-           "file ok\nconnect h.sock 2\nconnect r.sock 2\n"
-           "connect sub/srv.sock 2\nconnect empty/srv.sock 2\n",
+           "file ok\nlinkat fd 18\nlink fd path 18\n"
+           "connect h.sock 2\nconnect r.sock 2\n"
+           "connect sub/srv.sock 2\nconnect empty/srv.sock 2\n"
+           "connect e.sock 2\nconnect p.sock 2\n",
            "each move refused EXDEV, nothing reached")
         eq(srv.came, [], "connections the outside servers accepted")
         ds = denials_of(r, layer="fs")
+        # (The link's path form answers the mounts' EXDEV first: its
+        # source is reached through /proc.)
         eq(sorted(d["syscall"] for d in ds),
-           ["link", "rename", "rename", "renameat2"], "denials")
+           ["link", "linkat", "rename", "rename", "renameat2"], "denials")
         true(all("into the workspace" in d["reason"] for d in ds),
              "reasons %s" % _show(ds))
         true(os.path.exists(out + "/srv.sock") and

@@ -318,6 +318,33 @@ static bool brings_in(const struct cr_run *run, const struct cr_fsres *from,
 	       !in_workspace(run, from) && in_workspace(run, to);
 }
 
+/* The fd form of brings_in: is fd (corral's copy of the program's, a
+ * stand-in already swapped for its socket) a socket whose name is not in
+ * the workspace, to be linked at to inside it? An O_PATH fd of a socket
+ * in another writable root, linked with AT_EMPTY_PATH, reached the server
+ * behind it (found by a probing session). A socket whose place cannot be
+ * read (its name gone) is taken as outside: fail closed. */
+static bool fd_brings_in(const struct cr_run *run, int fd,
+			 const struct cr_fsres *to)
+{
+	const char *ws = run->net ? run->net->ws_real : NULL;
+	char p[64], at[PATH_MAX];
+	struct stat st;
+	ssize_t l;
+
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	    !in_workspace(run, to))
+		return false;
+	if (!ws)
+		return false;
+	cr_fs_fdpath(fd, p, sizeof(p));
+	l = readlink(p, at, sizeof(at) - 1);
+	if (l <= 0 || at[0] != '/' ||
+	    (l > 10 && !memcmp(at + l - 10, " (deleted)", 10)))
+		return true;
+	return !cr_path_within(ws, strlen(ws), at, (size_t)l);
+}
+
 /* Whether r names the workspace or a directory above it. The rules and the
  * socket check above judge paths as text, while the resolver reaches the
  * workspace by the directory it holds: a rename of the workspace (or of
@@ -680,6 +707,11 @@ static struct cr_verdict link_fd(struct cr_run *run, const struct seccomp_notif 
 		rc = -ENOENT;	/* the kernel's: "n/" asks for a directory */
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
 		rc = -cr_fsrules_refusal(&run->fs->rules, b.acc);
+	} else if (fd_brings_in(run, fd, &b)) {
+		b.refused = true;
+		cr_fs_deny(run, n, sys, &b,
+			   "a unix socket may not be brought into the workspace from outside it");
+		rc = -EXDEV;
 	} else if (b.plen > 9 && !memcmp(b.path, "/dev/shm/", 9)) {
 		/* Only files may be made there (create.c), and each is
 		 * tagged and swept as any other of the run's objects. */
