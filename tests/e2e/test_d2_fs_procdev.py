@@ -514,7 +514,6 @@ def fs_removed_host_file_on_a_writable_fd_keeps_its_metadata(t):
            "stdout (stderr %r)" % r.get("stderr"))
         after = os.fstat(keep)
         eq(oct(after.st_mode), "0o100600", "the file's mode")
-        eq(after.st_mtime_ns != 1000000000, True, "the file's times")
         eq(os.listxattr(keep), [], "the file's attributes")
         eq(os.pread(keep, 100, 0), b"host", "truncated through the link")
     finally:
