@@ -163,7 +163,9 @@ fi
 # The pass above runs with Landlock wherever the kernel has it (--landlock
 # defaults to auto); every attack must be refused by the supervisor alone
 # too. The harness adds --landlock=off to every run and names the tests
-# e2e-landlock-off/NAME.
+# e2e-landlock-off/NAME. Only the tests those files define run (not those
+# of files they import helpers from), and not those marked supervisor_only
+# (budgets, the watchdog, errno parity: the Landlock layer plays no part).
 ATTACK_FILES=a0,c0,d0,d3,d4,d6,d7,d8,d9,da,db,dc,dd,de,dg,dh,di,dj,dk,dl
 tier e2e-landlock-off $runas env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
 	HOME="$stage/home" TMPDIR="$stage/home/tmp" \

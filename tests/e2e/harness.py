@@ -44,11 +44,15 @@ CFG = Config()
 _REGISTRY = []
 
 
-def test(fn=None, *, root=False, name=None):
+def test(fn=None, *, root=False, name=None, supervisor_only=False):
     """Register a test. root=True: run only in the root tier (run.sh runs it
     as root before dropping privileges); such tests are not part of the
-    unprivileged tier."""
+    unprivileged tier. supervisor_only=True: what the test asserts is the
+    supervisor's alone (a budget, the watchdog, the errno of a call corral
+    performs), which the Landlock layer neither adds to nor takes from;
+    the Landlock-off pass skips it rather than run it twice."""
     def reg(f):
+        f.corral_supervisor_only = supervisor_only
         _REGISTRY.append((name or f.__name__, f, root))
         return f
     if fn is not None:

@@ -1072,7 +1072,7 @@ def held_handler(c, rec):
         rec["t1"] = time.monotonic()
 
 
-@test
+@test(supervisor_only=True)
 def net_conn_time_counts_upstreams_never_accepted(t):
     """corral opens the upstream of an allowed connect before its proxy
     accepts the program's side; a side that never arrives (its SYN

@@ -515,7 +515,7 @@ print("after poll", len(fds), why)
 '''
 
 
-@test
+@test(supervisor_only=True)
 def pty_cap_counts_ptys_held_without_a_descriptor(t):
     """The 64-pty cap counted the masters fd tables show: masters sent in
     flight over a unix socket and closed, masters held by a thread blocked

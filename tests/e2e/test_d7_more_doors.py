@@ -43,7 +43,7 @@ def capget_of_an_outside_process_answers_absent(t):
          "capget of the run's own pid: %s" % _show(r.get("stdout")))
 
 
-@test
+@test(supervisor_only=True)
 def fd_table_scan_cannot_hold_the_budgets(t):
     """The disk budget's pass ends by reading every task's fd table
     (/proc/TID/task/TID/fd, one fstatat per fd); it read all of it in
@@ -72,7 +72,7 @@ def fd_table_scan_cannot_hold_the_budgets(t):
     t.assert_next_run_ok()
 
 
-@test
+@test(supervisor_only=True)
 def signal_stop_storm_cannot_starve_the_budgets(t):
     """Every signal a traced task receives is a ptrace stop the supervisor
     must collect and resume, and cr_tasks_reap (tracer/tasks.c) collected
@@ -101,7 +101,7 @@ def signal_stop_storm_cannot_starve_the_budgets(t):
     t.assert_next_run_ok()
 
 
-@test
+@test(supervisor_only=True)
 def dns_flood_cannot_hold_the_wall_budget(t):
     """The DNS responder (tracer/net/dns.c, on_query) answered datagrams
     until recvfrom said EAGAIN, inside one turn of the loop (now 32). After one
@@ -216,7 +216,7 @@ def _dir_bomb(path, depth, count):
         g.write(b"\0" * 10240)
 
 
-@test
+@test(supervisor_only=True)
 def input_archive_of_repeated_directories_is_bounded(t):
     """An archive input is unpacked by the supervisor before the program
     starts, bounded by the disk and files budgets ("a compression bomb

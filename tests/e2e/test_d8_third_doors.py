@@ -219,7 +219,7 @@ def ipv4_source_route_option_is_refused_by_corral(t):
            (call, _show(r.get("denials"))))
     t.assert_next_run_ok()
 
-@test
+@test(supervisor_only=True)
 def nonblocking_flag_flipped_under_corral_cannot_hold_the_loop(t):
     """corral performs accept (and a connect to the run's own listener,
     and a unix stream connect) on its duplicate of the program's socket

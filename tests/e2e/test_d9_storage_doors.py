@@ -450,7 +450,7 @@ def _watches_run(t, args, memory):
                        ("wall=120s", "files=100000"), timeout=180)
 
 
-@test
+@test(supervisor_only=True)
 def storage_inotify_watches_count_and_are_capped(t):
     """An inotify watch is a mark of unreclaimable slab (~80 B measured)
     and pins its inode in memory (~1.1 KiB on ext4); the user's
@@ -996,7 +996,7 @@ print("done")
 """
 
 
-@test
+@test(supervisor_only=True)
 def storage_walk_of_a_deep_locked_tree_keeps_the_stack(t):
     """Beneath a directory made unreadable the walk recurses once per
     level on the loop's stack: a tree 4090 deep under a chmod-000 top

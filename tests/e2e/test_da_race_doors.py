@@ -252,7 +252,7 @@ def proc_undumpable_cannot_hide_socket_memory(t):
          "the prctl answered as the kernel's: %s" % _show(r.get("stdout")))
 
 
-@test
+@test(supervisor_only=True)
 def proc_undumpable_cannot_pass_the_pty_cap(t):
     """Each round opens ptys until refused and hands them to an
     undumpable holder: 180 ptys were held with the cap at 64. Now at most
@@ -298,7 +298,7 @@ print("cycles", n)
 """
 
 
-@test
+@test(supervisor_only=True)
 def alloc_work_corral_performs_counts_as_cpu(t):
     """corral performs fallocate (it counts what is allocated): allocating
     and punching a 128 MiB memfd in a loop, a probing session's program
@@ -714,7 +714,7 @@ def _all_absent(t, ws, names, what):
          "no exec denial: %s" % _show(r.get("denials")))
 
 
-@test
+@test(supervisor_only=True)
 def fifo_interrupted_opens_lose_nothing(t):
     """FIFO rendezvous in strict turns while one side is signalled every
     2 ms: natively nothing is lost, since an open that met its partner

@@ -90,7 +90,7 @@ def supervisor_fd_flood_cannot_dodge_the_ledger(t):
     t.assert_next_run_ok()
 
 
-@test
+@test(supervisor_only=True)
 def supervisor_lingering_closes_do_not_hold_the_loop(t):
     """200 TCP connections with unsent data and SO_LINGER 3600 s, whose
     last copies are corral's, in a send dropped when the sender dies; a
@@ -340,7 +340,7 @@ def gone_soon(pidfile, what):
     raise Fail("%s: the double-forked sleeper %d outlived corral" % (what, pid))
 
 
-@test
+@test(supervisor_only=True)
 def watchdog_end_writes_the_result(t):
     """A loop stalled for good: past the wall budget and the grace the
     watchdog exits corral, which kills the whole tree, and writes the
@@ -371,7 +371,7 @@ def watchdog_end_writes_the_result(t):
     eq(t.result(ok).get("status"), "ok", "the next run")
 
 
-@test
+@test(supervisor_only=True)
 def watchdog_end_kills_the_tree_when_stderr_is_full(t):
     """corral's stderr a pipe already full that nobody reads: the watchdog
     still exits at once and the tree dies with it; its last line waits in
@@ -421,7 +421,7 @@ def watchdog_end_kills_the_tree_when_stderr_is_full(t):
              "the last line, once the pipe is read")
 
 
-@test
+@test(supervisor_only=True)
 def watchdog_leaves_an_ended_run_its_result(t):
     """A run that ended ok, whose --json result (200 KB of captured
     output) waits for a caller that reads its stdout only later: the

@@ -1189,7 +1189,7 @@ def errno_parity_waiting_connect_with_a_timeout_is_interrupted(t):
             "EINTR"})
 
 
-@test
+@test(supervisor_only=True)
 def errno_parity_lock_wait_is_interrupted(t):
     """alarm() around a blocking lock that another process holds: natively
     the signal ends the wait (EINTR; Python's handler raises). Each of
@@ -1936,7 +1936,7 @@ os.waitpid(a, 0)
 '''
 
 
-@test
+@test(supervisor_only=True)
 def errno_parity_ignored_signals_interrupt_nothing(t):
     """A signal the process ignores (SIGCHLD of a child that exits, one set
     to SIG_IGN) is dropped as it is sent, natively; a traced task keeps it

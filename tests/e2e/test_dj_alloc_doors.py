@@ -71,7 +71,7 @@ def dj_alloc_dev_shm_charged_as_made(t):
     greedy(t, "shm", 0)
 
 
-@test
+@test(supervisor_only=True)
 def dj_alloc_workspace_file_charged_as_made(t):
     """posix_fallocate of 4 GiB on a file of the workspace (ext4 here)
     under disk=64MiB: the kernel allocated it in one call (2.6 ms) and
@@ -220,7 +220,7 @@ for p in range(procs):
 '''
 
 
-@test
+@test(supervisor_only=True)
 def dj_pipe_buffers_count_as_memory(t):
     """Data written into pipes and never read is kernel memory no RSS
     shows: 8 processes holding 500 full pipes each (~250 MiB) ran to the
