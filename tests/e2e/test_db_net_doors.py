@@ -953,6 +953,11 @@ for name in ("h.sock", "r.sock", "sub/srv.sock", "empty/srv.sock",
     c = socket.socket(socket.AF_UNIX)
     tried("connect " + name, lambda: c.connect(ws + "/" + name))
     c.close()
+# A socket whose name is removed is judged where it was: outside.
+gone = os.open(out + "/gone.sock", os.O_PATH)
+os.unlink(out + "/gone.sock")
+c = socket.socket(socket.AF_UNIX)
+tried("connect removed", lambda: c.connect("/proc/self/fd/%d" % gone))
 '''
 
 
@@ -967,13 +972,16 @@ def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
     answer EXDEV, as across filesystems (mv copies then), recorded; a
     file still moves. So do the fd forms, through an O_PATH fd of the
     socket (its stand-in): linkat(fd, "", AT_EMPTY_PATH) of one reached
-    the outside server (found by a probing session)."""
+    the outside server (found by a probing session). An O_PATH fd's link
+    of such a socket whose name was removed still leads nowhere (the
+    socket is judged where it was)."""
     out = t.path("out")
     os.makedirs(out + "/sub", exist_ok=True)
     os.chmod(out, 0o777)
     with open(out + "/plain", "w") as f:
         f.write("x")
-    srv = OutsideUnixServers((out + "/srv.sock", out + "/sub/srv.sock"))
+    srv = OutsideUnixServers((out + "/srv.sock", out + "/sub/srv.sock",
+                              out + "/gone.sock"))
     try:
         ws = t.path("ws")
         os.makedirs(ws, exist_ok=True)
@@ -987,16 +995,20 @@ def unix_socket_outside_cannot_be_brought_into_the_workspace(t):
            "file ok\nlinkat fd 18\nlink fd path 18\n"
            "connect h.sock 2\nconnect r.sock 2\n"
            "connect sub/srv.sock 2\nconnect empty/srv.sock 2\n"
-           "connect e.sock 2\nconnect p.sock 2\n",
+           "connect e.sock 2\nconnect p.sock 2\nconnect removed 13\n",
            "each move refused EXDEV, nothing reached")
         eq(srv.came, [], "connections the outside servers accepted")
         ds = denials_of(r, layer="fs")
         # (The link's path form answers the mounts' EXDEV first: its
         # source is reached through /proc.)
         eq(sorted(d["syscall"] for d in ds),
-           ["link", "linkat", "rename", "rename", "renameat2"], "denials")
-        true(all("into the workspace" in d["reason"] for d in ds),
-             "reasons %s" % _show(ds))
+           ["connect", "link", "linkat", "rename", "rename", "renameat2"],
+           "denials")
+        true(all("into the workspace" in d["reason"] for d in ds
+                 if d["syscall"] != "connect"), "reasons %s" % _show(ds))
+        eq([d.get("reason") for d in ds if d["syscall"] == "connect"],
+           ["unix sockets are reachable only inside the workspace"],
+           "the removed socket's refusal, judged where it was")
         true(os.path.exists(out + "/srv.sock") and
              os.path.exists(out + "/sub/srv.sock"),
              "the outside sockets stay where they were")

@@ -2005,7 +2005,7 @@ OPATH_SOCK = r'''
 import socket
 s = socket.socket(socket.AF_UNIX)
 s.bind("sk")
-s.listen(1)
+s.listen(8)
 fd = os.open("sk", os.O_PATH)
 L = "/proc/self/fd/%d" % fd
 t("fstat sock", lambda: print("fstat", stat.S_ISSOCK(os.fstat(fd).st_mode)))
@@ -2036,6 +2036,16 @@ for n, m in (("w200", 0o200), ("z000", 0)):
     t(n + " reopen", lambda: os.open("/proc/self/fd/%d" % u, os.O_RDONLY))
     t(n + " chmod link", lambda: os.chmod("/proc/self/fd/%d" % u, 0o600))
     print(n, oct(os.stat(n).st_mode))
+    os.chmod(n, m)
+    t(n + " opath link", lambda: print(n, oct(os.fstat(
+        os.open("/proc/self/fd/%d" % u, os.O_PATH)).st_mode)))
+# A socket whose name is gone: its O_PATH fd's link still leads to it.
+os.unlink("sk")
+t("stat link after unlink", lambda: print("stat", stat.S_ISSOCK(os.stat(L).st_mode)))
+c2 = socket.socket(socket.AF_UNIX)
+t("connect link after unlink", lambda: c2.connect(L))
+t("opath link after unlink", lambda: print("opath", stat.S_ISSOCK(os.fstat(
+    os.open(L, os.O_PATH)).st_mode)))
 '''
 
 
@@ -2047,7 +2057,10 @@ def errno_parity_o_path_of_a_unix_socket(t):
     by a compatibility probe). A socket now gets a stand-in as a link
     does: fstat, chmod through /proc/self/fd/N, connect through it and
     lchmod answer as natively. So does a file its owner may not read
-    (0200, 0000), which the read-only open refused EACCES."""
+    (0200, 0000), which the read-only open refused EACCES, and an O_PATH
+    open of such a stand-in's link (EACCES before). A socket's link
+    leads to it after its name is removed, as natively (judged where it
+    was; refused as absent before)."""
     parity(t, OPATH_SOCK, want={"chmod link": "ok", "connect link": "ok",
                                 "read": "EBADF", "execveat": "EACCES",
                                 "reopen link": "ok",
@@ -2055,7 +2068,11 @@ def errno_parity_o_path_of_a_unix_socket(t):
                                 "below link": "ENOTDIR",
                                 "below a removed file's link": "ENOTDIR",
                                 "w200 reopen": "EACCES",
-                                "z000 chmod link": "ok"})
+                                "z000 chmod link": "ok",
+                                "w200 opath link": "ok",
+                                "z000 opath link": "ok",
+                                "connect link after unlink": "ok",
+                                "opath link after unlink": "ok"})
 
 
 PEERNAME = r'''

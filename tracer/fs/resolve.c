@@ -737,16 +737,22 @@ static int standin_link(struct walk *w, int o, const char *cand, size_t plen,
 {
 	char own[32], at[PATH_MAX];
 	struct stat st;
+	bool gone;
 	ssize_t n;
 
 	snprintf(own, sizeof(own), "self/fd/%d", o);
 	n = readlinkat(w->run->fs->proc_fd, own, at, sizeof(at) - 1);
+	gone = n > 10 && !memcmp(at + n - 10, " (deleted)", 10);
+	/* An object whose name was removed is judged where it was, as a
+	 * removed file's link is (deleted_link): only with no name left
+	 * anywhere else, which another root's rules might cover. */
 	if (fstat(o, &st) < 0 || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) ||
-	    n <= 0 ||
-	    at[0] != '/' || (n > 10 && !memcmp(at + n - 10, " (deleted)", 10))) {
+	    n <= 0 || at[0] != '/' || (gone && st.st_nlink)) {
 		close(o);
 		return refuse(w, res, cand, plen, "proc");
 	}
+	if (gone)
+		n -= 10;
 	at[n] = 0;
 	if (res->trailing_slash) {
 		close(o);

@@ -403,7 +403,9 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 	}
 	if (!(res.acc & CR_FS_X) && S_ISREG(res.st.st_mode)) {
 		res.layer = "exec";
-		cr_fs_deny(run, n, sys, &res, "exec outside the exec roots");
+		cr_fs_deny(run, n, sys, &res, res.via_link ?
+			   "exec through an fd's link (an O_PATH stand-in or a removed file) is refused" :
+			   "exec outside the exec roots");
 		cr_fsres_free(&res);
 		return CR_V_ERR(EACCES);
 	}

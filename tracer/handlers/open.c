@@ -2,6 +2,7 @@
  * by the supervisor, the fd injected with ADDFD; FIFOs go to a worker. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -58,11 +59,16 @@ static int open_link(struct cr_run *run, const struct cr_fsres *res)
 	struct stat st;
 	int fd;
 
-	/* A socket reached through the link of its own O_PATH fd (the
-	 * stand-in's, fs/resolve.c): the socket corral holds for it. */
-	if (res->via_link && S_ISSOCK(res->st.st_mode) && res->linkfd >= 0 &&
-	    run->fast_path == CR_FAST_OFF) {
-		fd = fcntl(res->linkfd, F_DUPFD_CLOEXEC, 0);
+	/* A socket, or a file its owner may not read, reached through an
+	 * fd's link (a stand-in's or a removed file's, fs/resolve.c): an
+	 * O_PATH fd of the object corral holds for it, taken through its
+	 * own link (no lookup, no mode asked), for a stand-in of its own. */
+	if (res->via_link && res->linkfd >= 0 && !S_ISDIR(res->st.st_mode) &&
+	    !S_ISLNK(res->st.st_mode) && run->fast_path == CR_FAST_OFF) {
+		char own[32];
+
+		snprintf(own, sizeof(own), "self/fd/%d", res->linkfd);
+		fd = openat(run->fs->proc_fd, own, O_PATH | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
 		fd = cr_fs_linkfd_make(run->fs, fd);
