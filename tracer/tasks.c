@@ -362,6 +362,13 @@ struct cr_task *cr_tasks_ours(struct cr_tasks *t, pid_t tid)
 	return task;
 }
 
+bool cr_tasks_thread_gone(struct cr_tasks *t, pid_t tid)
+{
+	const struct cr_task *k = cr_tasks_find(t, tid);
+
+	return k && !k->leader && k->state == CR_TS_EXITING;
+}
+
 /* A thread whose creator's event has not arrived yet has tgid 0: ask
  * /proc once and remember. */
 pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid)

@@ -522,6 +522,13 @@ bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid);
  * this, not cr_tasks_find: an entry the table failed to forget can never
  * make a recycled number ours. */
 struct cr_task *cr_tasks_ours(struct cr_tasks *t, pid_t tid);
+/* A thread (not a leader) past its exit stop: released at once natively,
+ * but a traced one stays a zombie until corral reaps it, and a call
+ * continued to the kernel meanwhile still found it (a thread just joined
+ * answered sched_getaffinity 5-26 times in 50, getpriority 1-2 and
+ * tgkill(..., 0) 70 in 200: probing sessions). Natively such a call may
+ * always find it gone, and the pid and signal calls answer so. */
+bool cr_tasks_thread_gone(struct cr_tasks *t, pid_t tid);
 /* Start time of tid (field 22 of /proc/TID/stat), 0 when unreadable. */
 uint64_t cr_tasks_start_time(pid_t tid);
 /* Handle pending wait statuses (ptrace stops and exits), a bounded batch

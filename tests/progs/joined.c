@@ -2,7 +2,8 @@
  * natively every such call finds the thread gone (ESRCH).
  *
  * usage: joined N    N threads made and joined one after another; after
- *                    each join, sched_getaffinity, getpriority,
+ *                    each join, tgkill or tkill (signal 0, each every second
+ *                    round), sched_getaffinity, getpriority,
  *                    sched_getparam and sched_setaffinity of its tid;
  *                    prints how many of each found it */
 #define _GNU_SOURCE
@@ -27,7 +28,7 @@ static void *thread(void *arg)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100;
-	long aff = 0, prio = 0, param = 0, set = 0;
+	long aff = 0, prio = 0, param = 0, set = 0, tg = 0, tk = 0;
 	cpu_set_t m;
 	struct sched_param sp;
 
@@ -37,6 +38,12 @@ int main(int argc, char **argv)
 		if (pthread_create(&th, NULL, thread, NULL) ||
 		    pthread_join(th, NULL))
 			return 1;
+		/* Right after the join, before corral has had time to
+		 * reap: tgkill on even rounds, tkill on odd ones. */
+		if (i % 2)
+			tk += syscall(SYS_tkill, tid, 0) == 0;
+		else
+			tg += syscall(SYS_tgkill, getpid(), tid, 0) == 0;
 		aff += sched_getaffinity(tid, sizeof(m), &m) == 0;
 		errno = 0;
 		getpriority(PRIO_PROCESS, (id_t)tid);
@@ -46,7 +53,7 @@ int main(int argc, char **argv)
 		CPU_SET(0, &m);
 		set += sched_setaffinity(tid, sizeof(m), &m) == 0;
 	}
-	printf("joined %ld: getaffinity %ld getpriority %ld getparam %ld setaffinity %ld\n",
-	       n, aff, prio, param, set);
+	printf("joined %ld: getaffinity %ld getpriority %ld getparam %ld setaffinity %ld tgkill %ld tkill %ld\n",
+	       n, aff, prio, param, set, tg, tk);
 	return 0;
 }

@@ -147,18 +147,6 @@ static struct cr_verdict made_query(struct cr_run *run,
 	return (struct cr_verdict){ .kind = CR_V_VALUE, .val = rc };
 }
 
-/* A thread (not a leader) past its exit stop: released at once natively,
- * but a traced one stays a zombie until corral reaps it, and a call
- * continued to the kernel meanwhile still found it (a thread just joined
- * answered sched_getaffinity 5-26 times in 50 and getpriority 1-2: a
- * probing session). Natively such a call may always find it gone. */
-static bool thread_gone(struct cr_run *run, pid_t pid)
-{
-	const struct cr_task *t = cr_tasks_find(&run->tasks, pid);
-
-	return t && !t->leader && t->state == CR_TS_EXITING;
-}
-
 /* The size of the kernel's CPU masks (what sched_getaffinity answers for
  * any length past it). */
 static size_t cpumask_bytes(void)
@@ -203,7 +191,7 @@ static struct cr_verdict affinity(struct cr_run *run,
 	if (pid == 0)	/* the high bits set, the low ones 0: the caller */
 		pid = (pid_t)n->pid;
 	target = cr_surface_target(run, (pid_t)n->pid, pid);
-	gone = target == CR_TARGET_RUN && thread_gone(run, pid);
+	gone = target == CR_TARGET_RUN && cr_tasks_thread_gone(&run->tasks, pid);
 	if (target == CR_TARGET_OUTSIDE || gone || (set && run->near_addfd)) {
 		/* What the kernel refuses before it looks for the pid. */
 		if (!set && syscall(SYS_sched_getaffinity, 0, len, NULL) < 0 &&
@@ -286,7 +274,7 @@ CR_HANDLER(cr_h_proc_pid)
 				       made_query(run, n, e->name, pid, true) :
 				       err(ESRCH);
 			default:
-				if (thread_gone(run, pid))
+				if (cr_tasks_thread_gone(&run->tasks, pid))
 					return err(ESRCH);
 				break;
 			}
@@ -362,7 +350,7 @@ CR_HANDLER(cr_h_proc_prio)
 			return query ? made_query(run, n, e->name, who, true) :
 			       err(ESRCH);
 		default:
-			if (thread_gone(run, who))
+			if (cr_tasks_thread_gone(&run->tasks, who))
 				return err(ESRCH);
 			break;
 		}

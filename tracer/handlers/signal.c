@@ -308,6 +308,8 @@ CR_HANDLER(cr_h_tkill)
 		return cont();
 	if (!cr_tasks_ours(&run->tasks, tid))
 		return dead_or_outside(run, n, e->name, caller, tid, sig);
+	if (cr_tasks_thread_gone(&run->tasks, tid))
+		return err(ESRCH);
 	if (bad_signal(sig))
 		return err(EINVAL);
 	tgid = cr_surface_tgid(run, tid);
@@ -334,9 +336,12 @@ CR_HANDLER(cr_h_tgkill)
 	 * would not match. (glibc's raise and pthread_kill.) */
 	own = cr_surface_tgid(run, caller);
 	if (own > 0 && tgid == own)
-		return cont();
+		return tid != caller && cr_tasks_thread_gone(&run->tasks, tid) ?
+		       err(ESRCH) : cont();
 	if (!cr_tasks_ours(&run->tasks, tid))
 		return dead_or_outside(run, n, e->name, caller, tid, sig);
+	if (cr_tasks_thread_gone(&run->tasks, tid))
+		return err(ESRCH);
 	if (bad_signal(sig))
 		return cr_surface_tgid(run, tid) == tgid ? err(EINVAL) :
 							   err(ESRCH);
