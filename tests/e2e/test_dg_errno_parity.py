@@ -1748,6 +1748,55 @@ def errno_parity_xattr_names_and_values_first(t):
                  "setxattr ro acl notmine": "EPERM"})
 
 
+LINKS_ACLS_ATIMES = r'''
+import struct, time
+# A directory linked into one the caller may only search: the
+# directory's own permission (EACCES) before "no directory is linked".
+os.mkdir("d")
+os.mkdir("x111")
+os.chmod("x111", 0o111)
+t("link dir into x111", lambda: os.link("d", "x111/n"))
+os.chmod("x111", 0o755)
+# An exchange with a missing name written as a directory: ENOENT first.
+open("f", "w").close()
+t("exchange onto missing/", lambda: sysc(316, -100, b"f", -100, b"missing/", 2))
+# An empty ACL is no ACL: the kernel removes it.
+open("af", "w").close()
+acl = struct.pack("<IHHIHHIHHIHHIHHI", 2, 1, 6, 0xffffffff, 2, 6, 4242,
+                  4, 4, 0xffffffff, 0x10, 6, 0xffffffff, 0x20, 4, 0xffffffff)
+t("set acl", lambda: os.setxattr("af", "system.posix_acl_access", acl))
+t("set empty acl", lambda: os.setxattr("af", "system.posix_acl_access", b""))
+t("acl after", lambda: os.getxattr("af", "system.posix_acl_access"))
+# A directory's access time, set older than its change: nobody reads it
+# while the program waits.
+os.mkdir("dd")
+for i in range(3):
+    open("dd/f%d" % i, "w").close()
+os.utime("dd", (1000, os.stat("dd").st_mtime))
+open("other", "w").close()
+time.sleep(1.5)
+print("atime", int(os.stat("dd").st_atime))
+'''
+
+
+@test
+def errno_parity_links_renames_acls_and_atimes(t):
+    """Answers a differential probe found different: a directory linked
+    into a directory its caller may only search was EPERM (the kernel's
+    may_create first: EACCES); RENAME_EXCHANGE onto "missing/" was
+    ENOTDIR (ENOENT first); an empty ACL value was EINVAL with the ACL
+    left in place (the kernel removes it); and corral's own disk walk
+    moved the access time of the directories it listed (O_NOATIME now,
+    where the owner may ask it)."""
+    parity(t, LINKS_ACLS_ATIMES, name="linksacls",
+           want={"link dir into x111": "EACCES",
+                 "exchange onto missing/": "ENOENT",
+                 "set acl": "ok",
+                 "set empty acl": "ok",
+                 "acl after": "ENODATA",
+                 "atime": "1000"})
+
+
 PTRACE_ORDER = r"""
 import signal, time
 pid = os.fork()

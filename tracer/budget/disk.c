@@ -163,7 +163,7 @@ static int walk_lent(struct cr_budgets *b, int opath, int depth)
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", opath);
 	if (chmod(p, (st.st_mode & 07777) | S_IRUSR | S_IXUSR) < 0)
 		return -errno;
-	fd = openat(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = cr_quiet_opendir(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	rc = fd < 0 ? -errno : walk_sync(b, fd, depth);
 	if (chmod(p, st.st_mode & 07777) < 0 && !rc)
 		rc = -errno;
@@ -254,7 +254,7 @@ static int walk_entry(struct cr_budgets *b, int dfd, const char *name,
 		return 0;
 	if (locked(&st, b->uid))
 		return walk_locked(b, dfd, name, depth + 1);
-	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	sub = cr_quiet_opendir(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sub >= 0)
 		return walk_sync(b, sub, depth + 1);
 	if (errno == EACCES)
@@ -370,7 +370,7 @@ static int fixup_dir(struct cr_budgets *b, int opath, const struct stat *st)
 
 	if (locked(st, b->uid))
 		return walk_lent(b, opath, 1);
-	fd = openat(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = cr_quiet_opendir(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0)
 		return walk_sync(b, fd, 1);
 	if (errno != EACCES)
@@ -482,8 +482,10 @@ static int walk_step(struct cr_run *run, size_t budget)
 				if (fd < 0 && errno == ELOOP)
 					continue;
 			} else {
-				fd = open(b->roots[b->root++], O_RDONLY |
-					  O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				fd = cr_quiet_opendir(AT_FDCWD,
+						      b->roots[b->root++],
+						      O_RDONLY | O_DIRECTORY |
+						      O_NOFOLLOW | O_CLOEXEC);
 			}
 			if (fd < 0 && errno == ENOENT)
 				continue;	/* an absent root holds nothing */
@@ -543,9 +545,9 @@ static int walk_step(struct cr_run *run, size_t budget)
 			if (rc)
 				goto fail;
 		} else if (S_ISDIR(st.st_mode)) {
-			int fd = openat(cr_dir_fd(d), name,
-					O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					O_CLOEXEC);
+			int fd = cr_quiet_opendir(cr_dir_fd(d), name,
+						  O_RDONLY | O_DIRECTORY |
+						  O_NOFOLLOW | O_CLOEXEC);
 
 			if (fd < 0 && (errno == ENOENT || errno == ENOTDIR ||
 				       errno == ELOOP))

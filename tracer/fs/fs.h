@@ -173,6 +173,9 @@ struct cr_fsres {
  * (which would make the file's next change fine-grained); times zero. */
 int cr_quiet_fstatat(int dirfd, const char *name, struct stat *st, int flags);
 int cr_quiet_fstat(int fd, struct stat *st);
+/* openat of a directory for the supervisor's own listing, its access time
+ * left alone where the owner's O_NOATIME is allowed. */
+int cr_quiet_opendir(int dirfd, const char *name, int flags);
 
 /* tracer/fs/dirstream.c: a directory read with getdents64 into a buffer of
  * bufsz bytes (at least 1 KiB). cr_dir_open takes fd (closed on failure,

@@ -71,14 +71,14 @@ static int proc_ident(pid_t pid, char *out, size_t len)
 static int open_listing(int pfd)
 {
 	char p[64];
-	int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = cr_quiet_opendir(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd >= 0 || errno != EACCES)
 		return fd;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
 	if (chmod(p, 0700) < 0)
 		return -1;
-	return openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return cr_quiet_opendir(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 /* Remove everything in the directory pfd (O_PATH, ours); no link is

@@ -439,7 +439,8 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		   b.trailing_slash && !S_ISDIR(b.st.st_mode)) {
 		v = CR_V_ERR(ENOTDIR);
 	} else if (!b.exists && b.trailing_slash &&
-		   (link || !S_ISDIR(a.st.st_mode))) {
+		   (link || !S_ISDIR(a.st.st_mode)) &&
+		   !(!link && (flags & RENAME_EXCHANGE))) {
 		/* A new name ending in '/' must become a directory: a link
 		 * never does, a rename only when it moves one. */
 		v = CR_V_ERR(link ? ENOENT : ENOTDIR);
@@ -480,8 +481,12 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		   same_dev(b.dirfd, &a.st)) {
 		/* No directory is ever linked (vfs_link: EPERM), whatever
 		 * the places; EXDEV came first across roots (found by a
-		 * probing session). */
-		v = CR_V_ERR(EPERM);
+		 * probing session), and the new name's directory's own
+		 * permission (may_create: EACCES; corral has the program's
+		 * uid; a differential probe). */
+		v = syscall(SYS_faccessat2, b.dirfd, "", W_OK | X_OK,
+			    AT_EACCESS | AT_EMPTY_PATH) < 0 && errno == EACCES ?
+		    CR_V_ERR(EACCES) : CR_V_ERR(EPERM);
 	} else if (brings_in(run, &a, &b) ||
 		   (!link && (flags & RENAME_EXCHANGE) &&
 		    brings_in(run, &b, &a))) {

@@ -100,13 +100,15 @@ static bool acl_name(const char *name)
 
 /* A value the kernel parses before it asks for permission and cannot
  * parse: an ACL that is not a version-2 header and whole entries, a file
- * capability of the wrong size or revision. */
+ * capability of the wrong size or revision. An empty ACL is none: the
+ * kernel removes the ACL (it was EINVAL here, the ACL left in place;
+ * found by a differential probe). */
 static bool value_invalid(const char *name, const unsigned char *val,
 			  size_t size)
 {
 	if (acl_name(name))
-		return size < 4 || (size - 4) % 8 || val[0] != 2 || val[1] ||
-		       val[2] || val[3];
+		return size && (size < 4 || (size - 4) % 8 || val[0] != 2 ||
+				val[1] || val[2] || val[3]);
 	if (!strcmp(name, "security.capability")) {
 		unsigned rev = size >= 4 ? (unsigned)val[3] : 0;
 
