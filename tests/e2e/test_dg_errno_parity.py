@@ -1776,6 +1776,14 @@ os.utime("dd", (1000, os.stat("dd").st_mtime))
 open("other", "w").close()
 time.sleep(1.5)
 print("atime", int(os.stat("dd").st_atime))
+# The link of a working directory that was removed leads to it.
+os.mkdir("gonecwd")
+os.chdir("gonecwd")
+os.rmdir("../gonecwd")
+t("stat removed cwd", lambda: os.stat("/proc/self/cwd") and None)
+t("list removed cwd", lambda: print("list", os.listdir("/proc/self/cwd")))
+t("chmod removed cwd", lambda: os.chmod("/proc/self/cwd", 0o700))
+t("below removed cwd", lambda: os.stat("/proc/self/cwd/x") and None)
 '''
 
 
@@ -1787,14 +1795,19 @@ def errno_parity_links_renames_acls_and_atimes(t):
     ENOTDIR (ENOENT first); an empty ACL value was EINVAL with the ACL
     left in place (the kernel removes it); and corral's own disk walk
     moved the access time of the directories it listed (O_NOATIME now,
-    where the owner may ask it)."""
+    where the owner may ask it); /proc/self/cwd of a working directory
+    that was removed was absent (ENOENT; natively the directory)."""
     parity(t, LINKS_ACLS_ATIMES, name="linksacls",
            want={"link dir into x111": "EACCES",
                  "exchange onto missing/": "ENOENT",
                  "set acl": "ok",
                  "set empty acl": "ok",
                  "acl after": "ENODATA",
-                 "atime": "1000"})
+                 "atime": "1000",
+                 "stat removed cwd": "ok",
+                 "list removed cwd": "ok",
+                 "chmod removed cwd": "ok",
+                 "below removed cwd": "ENOENT"})
 
 
 PTRACE_ORDER = r"""

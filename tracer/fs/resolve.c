@@ -764,6 +764,41 @@ static int standin_link(struct walk *w, int o, const char *cand, size_t plen,
 }
 
 /*
+ * /proc/<pid>/cwd of a working directory that was removed (its link's text
+ * ends in " (deleted)"): stat, an open and access of it answered ENOENT,
+ * natively the directory (found by a differential probe). As a removed
+ * directory's fd link (deleted_link below), the object is taken once,
+ * through the task's own link (corral's O_PATH open follows it), and is
+ * judged at the place it was removed from; only a directory with no name
+ * left, which a removed directory always is.
+ */
+static int cwd_link(struct walk *w, const char *nm, const char *cand,
+		    size_t plen, struct cr_fsres *res)
+{
+	char own[32], was[PATH_MAX];
+	struct stat st;
+	ssize_t wl;
+	int c;
+
+	c = openat(w->fd, nm, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (c < 0)
+		return refuse(w, res, cand, plen, "proc");
+	snprintf(own, sizeof(own), "self/fd/%d", c);
+	wl = readlinkat(w->run->fs->proc_fd, own, was, sizeof(was) - 1);
+	if (wl <= 10 || was[0] != '/' || fstat(c, &st) < 0 ||
+	    !S_ISDIR(st.st_mode) || st.st_nlink ||
+	    memcmp(was + wl - 10, " (deleted)", 10)) {
+		close(c);
+		return refuse(w, res, cand, plen, "proc");
+	}
+	wl -= 10;
+	was[wl] = 0;
+	link_result(w, res, c, &st, cand, plen);
+	res->acc = cr_fs_access(w->run, w->tid, was, (size_t)wl);
+	return 0;
+}
+
+/*
  * /proc/<pid>/fd/N naming a file or directory that has lost its last name
  * (its link's text ends in " (deleted)"). bash hands a here-document of
  * more than 64 KiB to its command as such a file on stdin, and `cat
@@ -1052,6 +1087,8 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 				if (last && fdl && gone)
 					return deleted_link(w, nm, cand, plen,
 							    res);
+				if (last && gone && !strcmp(nm, "cwd"))
+					return cwd_link(w, nm, cand, plen, res);
 				/* A pipe, a socket, an anonymous inode: never
 				 * a directory to walk on through; nor a file
 				 * without a name (or a stand-in's socket). */
