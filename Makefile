@@ -28,7 +28,11 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 OPT    ?= -O2 -g
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Iinclude \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(EXTRA_CFLAGS)
-LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now $(LDFLAGS) $(EXTRA_LDFLAGS)
+# Every close() of the supervisor goes through tracer/guard.c's
+# __wrap_close, so that the last close of a program's socket the loop holds
+# a copy of (SO_LINGER) never holds the loop: whichever handler made it.
+LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now -Wl,--wrap=close $(LDFLAGS) \
+	$(EXTRA_LDFLAGS)
 # libunwind-ptrace is not linked: tracer/surface.c loads it with dlopen for
 # --stacks only (four libraries fewer to map at every start); its headers
 # are still needed.
@@ -77,10 +81,12 @@ $(BUILD)/tracer/filter_prebuilt.o: $(BUILD)/tracer/filter_prebuilt.c tracer/trac
 # The pure parts of tracer/io/ (names, links, digests) are unit-tested too,
 # tracer/taskfd.c (which fd table a thread uses) on threads of its own,
 # tracer/termsafe.c (the echo's terminal filter) and tracer/budget/shanon.c
-# (the shared anonymous memory ledger).
+# (the shared anonymous memory ledger); tracer/guard.c for the close()
+# every linked object's calls go through (LDFLAGS_ALL).
 IO_UNIT_OBJ := $(BUILD)/tracer/io/digest.o $(BUILD)/tracer/io/place.o \
 	$(BUILD)/tracer/audit/sha256.o $(BUILD)/tracer/taskfd.o \
-	$(BUILD)/tracer/termsafe.o $(BUILD)/tracer/budget/shanon.o
+	$(BUILD)/tracer/termsafe.o $(BUILD)/tracer/budget/shanon.o \
+	$(BUILD)/tracer/guard.o
 $(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) $(IO_UNIT_OBJ) tracer/syscalls.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter %.c %.o,$^) $(LIBS)

@@ -123,7 +123,8 @@ case " $targets " in
 	# shellcheck disable=SC2086
 	$cc $cflags -Itracer $(pkg-config --cflags $pkgs) -o "$out/fuzz_decode" \
 		tests/fuzz/fuzz_decode.c "$obj"/*.o policy/*.c \
-		"$out/default_policy.c" $(pkg-config --libs $pkgs) -lpthread -ldl
+		"$out/default_policy.c" -Wl,--wrap=close \
+		$(pkg-config --libs $pkgs) -lpthread -ldl
 	;;
 esac
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "tracer.h"
@@ -29,6 +30,8 @@ static timer_t guard_timer;
 static int guard_sig;
 static bool guard_ok;
 static volatile sig_atomic_t guard_fired;
+/* The loop thread: the one that set the guard up. */
+static _Thread_local bool on_loop;
 
 static void on_guard(int sig)
 {
@@ -57,6 +60,7 @@ int cr_guard_setup(void)
 	    timer_create(CLOCK_MONOTONIC, &sev, &guard_timer) < 0)
 		return -errno;
 	guard_ok = true;
+	on_loop = true;
 	return 0;
 }
 
@@ -255,4 +259,46 @@ void cr_guard_close(int fd)
 	close(fd);
 	cr_guard_disarm();
 	win_spent_ns += mono_ns() - t0;
+}
+
+/*
+ * Every copy of a program's fd the loop takes (pidfd_getfd: tasks.c,
+ * taskfd.c) may be a socket whose last reference it becomes, when the
+ * program closes its own meanwhile (another thread, a few microseconds
+ * after its call); with SO_LINGER and unsent data that last close waited
+ * the whole linger time on the loop, past the wall budget and a cancel
+ * (found by a probing session, through an interface ioctl's look at the
+ * fd and the proxy's copy of a pending connect). So the loop notes which
+ * of its copies are sockets, and every close() of the supervisor is
+ * linked through __wrap_close (the Makefile's --wrap=close): on the loop,
+ * a noted socket's close goes through cr_guard_close, whatever handler
+ * made it. The notes are the loop's alone (only it writes or reads
+ * them); corral's descriptors stay below CR_NOFILE_MAX (run.c).
+ */
+static unsigned char sock_copy[CR_NOFILE_MAX / 8];
+
+void cr_guard_note_copy(int fd)
+{
+	struct stat st;
+
+	if (!on_loop || fd < 0 || fd >= CR_NOFILE_MAX)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+		sock_copy[fd / 8] |= (unsigned char)(1u << (fd % 8));
+	else
+		sock_copy[fd / 8] &= (unsigned char)~(1u << (fd % 8));
+}
+
+int __real_close(int fd);
+int __wrap_close(int fd);
+
+int __wrap_close(int fd)
+{
+	if (on_loop && fd >= 0 && fd < CR_NOFILE_MAX &&
+	    (sock_copy[fd / 8] & (1u << (fd % 8)))) {
+		sock_copy[fd / 8] &= (unsigned char)~(1u << (fd % 8));
+		cr_guard_close(fd);
+		return 0;
+	}
+	return __real_close(fd);
 }

@@ -69,6 +69,8 @@ int cr_taskfd_via_leader(int leader_pidfd, pid_t tgid, pid_t tid, int fd)
 	int c = (int)syscall(SYS_pidfd_getfd, leader_pidfd, fd, 0);
 	int e = c < 0 ? errno : 0;
 
+	cr_guard_note_copy(c);
+
 	if (tid != tgid && cr_taskfd_same_table(tgid, tid) != 1) {
 		if (c >= 0)
 			close(c);

@@ -413,7 +413,10 @@ static int copy_of(int pidfd, int fd)
 {
 	int c = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
 
-	return c < 0 ? -errno : c;
+	if (c < 0)
+		return -errno;
+	cr_guard_note_copy(c);
+	return c;
 }
 
 int cr_tasks_getfd(struct cr_run *run, pid_t tid, int fd)

@@ -668,6 +668,9 @@ bool cr_guard_disarm(void);
 void cr_guard_close(int fd);
 /* Descriptors handed to the closer thread and not yet closed. */
 size_t cr_guard_backlog(void);
+/* fd is the loop's new copy of a program's fd: if a socket, its close()
+ * (anywhere in the supervisor, linked through __wrap_close) is guarded. */
+void cr_guard_note_copy(int fd);
 
 /* tracer/mem.c: tracee memory, through process_vm_readv/writev only. */
 int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);

@@ -104,6 +104,29 @@ def supervisor_lingering_closes_do_not_hold_the_loop(t):
     t.assert_next_run_ok()
 
 
+@test(supervisor_only=True)
+def supervisor_last_close_of_any_socket_copy_is_guarded(t):
+    """Every copy of a program's fd corral takes may become the socket's
+    last reference: the program closes its own from another thread while
+    corral answers a call on it. An interface ioctl's look at the socket
+    closed its copy plainly; with SO_LINGER {1, 100000} and unsent data
+    the loop waited in that close: the run ended platform_failure after
+    65 s under wall=5s (found by a probing session; the proxy's copy of a
+    pending connect did the same). Every close of a socket copy is guarded
+    now, whichever handler made it (tracer/guard.c, __wrap_close): the
+    ioctl is answered within the guard's 200 ms."""
+    run = t.corral(["run", "--json", "--limit", "wall=15s"] +
+                   t.prog_roots() + ["--", t.prog("linger_copy"), "5"],
+                   timeout=90)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    out = r.get("stdout", "")
+    true(out.startswith("no hit "), "the program's ioctl went unanswered "
+         "for 1.5 s: %r" % out)
+    lt(run.elapsed, 30, "seconds until corral returned")
+    t.assert_next_run_ok()
+
+
 @test
 def supervisor_lingering_closes_do_not_hide_memory(t):
     """The same stall, and meanwhile 1 GiB made resident for 2 s and given
