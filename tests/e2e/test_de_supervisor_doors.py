@@ -26,9 +26,12 @@ Each case failed on the build before its fix, Landlock on and off.
 
 import json
 import os
+import re
 import shutil
+import socket
 import struct
 import subprocess
+import threading
 import time
 
 from harness import Fail, eq, true, lt, contains, test, _show
@@ -125,6 +128,60 @@ def supervisor_last_close_of_any_socket_copy_is_guarded(t):
          "for 1.5 s: %r" % out)
     lt(run.elapsed, 30, "seconds until corral returned")
     t.assert_next_run_ok()
+
+
+def _sink():
+    """A loopback server outside the run that reads and discards."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+
+    def serve(c):
+        try:
+            while c.recv(1 << 20):
+                pass
+        except OSError:
+            pass
+        c.close()
+
+    def accept():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return srv
+
+
+@test(supervisor_only=True)
+def supervisor_last_close_of_a_pending_connect_is_guarded(t):
+    """The proxy keeps its own copy of an allowed connect's socket until it
+    accepts the program's side. A program whose SYN is held back (a TCP-MD5
+    key, removed later) fills the connection, sets SO_LINGER {1, 100000}
+    and closes its fd before the proxy's accept, while helper threads keep
+    the loop busy: the proxy's plain close of its copy was the last, and
+    the loop waited in it (platform_failure after 63 s under wall=3s;
+    found by a probing session). Guarded now: the program's next call is
+    answered within a second and the run ends ok."""
+    srv = _sink()
+    try:
+        port = srv.getsockname()[1]
+        run = t.corral(["run", "--json", "--limit", "wall=20s",
+                        "--allow-net", "127.0.0.1:%d" % port] +
+                       t.prog_roots() + ["--", t.prog("linger_pending"),
+                                         str(port)], timeout=120)
+        r = t.result(run)
+        eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+        got = re.findall(r"answered in ([0-9.]+)", r.get("stdout", ""))
+        eq(len(got), 1, "the program's report %r" % r.get("stdout"))
+        lt(float(got[0]), 1.0, "seconds the call after the close waited")
+        lt(run.elapsed, 30, "seconds until corral returned")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
 
 
 @test

@@ -36,6 +36,7 @@ bool cr_connect_wait_start(struct cr_run *run, const struct seccomp_notif *n,
 		free(cw);
 		return false;
 	}
+	cr_guard_note_copy(cw->s.dup);	/* closed guarded: maybe the last */
 	memcpy(&cw->a, a, (size_t)alen);
 	cw->alen = alen;
 	cw->by_rule = by_rule;

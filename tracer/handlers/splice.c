@@ -326,6 +326,7 @@ static struct cr_verdict sp_wait(struct cr_run *run, uint64_t id, pid_t tid,
 		sp_free(c);
 		return CR_V_ERR(EAGAIN);
 	}
+	cr_guard_note_copy(dup);	/* closed guarded: maybe the last */
 	memset(&n, 0, sizeof(n));
 	n.id = id;
 	n.pid = (uint32_t)tid;
