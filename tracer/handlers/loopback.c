@@ -888,6 +888,10 @@ static struct cr_verdict accept_try(struct cr_run *run, uint64_t id,
 			close(fd);
 			return v_err(-rc);
 		}
+		/* Installed, then ours closed: another thread of the
+		 * program may close the new number in between (close_range),
+		 * leaving ours the last, maybe lingering: guarded. */
+		cr_guard_note_copy(fd);
 		v = cr_notif_send_fd_id(run, id, fd,
 					(aa->flags & SOCK_CLOEXEC) != 0);
 		return v;

@@ -408,6 +408,7 @@ CR_HANDLER(cr_h_pidfd_getfd)
 	got = (int)syscall(SYS_pidfd_getfd, copy, target, flags);
 	if (got < 0)
 		return err(errno);
+	cr_guard_note_copy(got);	/* maybe a socket; ours closed last */
 	/* pidfd_getfd always makes the new fd close-on-exec. */
 	v = cr_notif_send_fd(run, n, got, true);
 	return v;
