@@ -356,3 +356,65 @@ def broker_bad_method_keeps_the_trail_utf8(t):
     eq(len(methods), 2, "two broker events")
     contains(methods[0], "\\xff", "the method escaped")
     eq(log, [], "no upstream contact")
+
+
+class _Big(http.server.BaseHTTPRequestHandler):
+    """An upstream whose every answer is 20 MiB, more than the broker
+    relays (it reads up to 16 MiB, then refuses): log[0] counts the bytes
+    it managed to send."""
+    log = None
+
+    def do_GET(self):
+        chunk = b"x" * (1 << 20)
+        self.send_response(200)
+        self.send_header("Content-Length", str(20 << 20))
+        self.end_headers()
+        try:
+            for _ in range(20):
+                self.wfile.write(chunk)
+                self.log.append(len(chunk))
+        except OSError:
+            pass
+
+    def log_message(self, *a):
+        pass
+
+
+BIG_GETTER = r'''
+import os, sys, urllib.request, urllib.error
+u = os.environ["CORRAL_BROKER_UP"]
+codes = []
+for i in range(int(sys.argv[1])):
+    try:
+        codes.append(urllib.request.urlopen(u + "/api/big", timeout=60).status)
+    except urllib.error.HTTPError as e:
+        codes.append(e.code)
+    except OSError as e:
+        codes.append(str(e))
+print(codes)
+'''
+
+
+@test
+def broker_downloads_count_in_net_bytes(t):
+    """What the broker moves with the origin is the run's network traffic:
+    20 requests for a 20 MiB answer (which the broker reads to 16 MiB and
+    refuses) moved 408 MB under net-bytes=64KiB, and the run ended ok,
+    only the 502 texts counted (found by a probing session). Counted now
+    as it arrives: the transfer stops once the budget is spent, and the
+    run ends on net-bytes."""
+    srv, log, cert = f3_upstream(t, _Big)
+    try:
+        pol = _policy(t, srv.server_address[1], cert)
+        run, r, _ = _run(t, pol, "s3cr3t-" + secrets.token_hex(8), ["8"],
+                         extra=["--limit", "net-bytes=1MiB",
+                                "--limit", "wall=60s"], prog=BIG_GETTER)
+        eq((r.get("status"), r.get("limit")), ("limit_exceeded", "net-bytes"),
+           "the run (message %r, stdout %r)" % (r.get("message"),
+                                                 r.get("stdout")))
+        true(sum(log) <= 8 << 20, "bytes the origin sent: %d MiB" %
+             (sum(log) >> 20))
+        t.assert_next_run_ok()
+    finally:
+        srv.shutdown()
+        srv.server_close()

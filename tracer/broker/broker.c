@@ -19,6 +19,7 @@
 #include "corral/digest.h"
 #include "../tracer.h"
 #include "../fs/fs.h"
+#include "../net/net.h"
 #include "broker.h"
 #include "curlapi.h"
 #include "internal.h"
@@ -639,6 +640,17 @@ int cr_broker_start(struct cr_run *run)
 	return 0;
 }
 
+void cr_broker_settle(struct cr_run *run)
+{
+	struct cr_broker *b = run->broker;
+	uint64_t n;
+
+	if (!b || !(n = atomic_exchange(&b->up_pending, 0)))
+		return;
+	cr_net_charge(run, n);
+	atomic_store(&b->usage_seen, run->usage.net_bytes);
+}
+
 void cr_broker_finish(struct cr_run *run)
 {
 	struct cr_broker *b = run->broker;
@@ -655,6 +667,7 @@ void cr_broker_finish(struct cr_run *run)
 	if (b->started)
 		pthread_join(b->thr, NULL);
 	b->started = false;
+	cr_broker_settle(run);	/* its last transfer's bytes, in the usage */
 	/* Gone before the cleanup ends: nothing the program kept reaches
 	 * it, and the secrets leave corral's memory. */
 	for (size_t i = 0; i < b->n; i++) {

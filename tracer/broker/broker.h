@@ -36,6 +36,9 @@ int cr_broker_expect(struct cr_run *run, int fd, const struct sockaddr *dest,
  * a broker connection, or one that never connected: its registration is
  * withdrawn). */
 bool cr_broker_forget(struct cr_run *run, int fd);
+/* The loop, at each budget tick and at the end: the bytes the broker
+ * moved with origins since, charged to net-bytes (ends the run past it). */
+void cr_broker_settle(struct cr_run *run);
 /* After the child exists: the serving thread. */
 int cr_broker_start(struct cr_run *run);
 /* In cleanup: stop serving, end any upstream request, join, close, wipe

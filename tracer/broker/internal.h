@@ -76,7 +76,17 @@ struct cr_broker {
 	struct expect *expect;		/* owned, EXPECT_MAX */
 	size_t nexpect;
 	uint64_t strangers;		/* connections from outside the run */
+	/* The bytes the broker moved to and from origins, not yet charged
+	 * to net-bytes (the loop takes them at each tick: broker.c
+	 * cr_broker_settle), and the run's net-bytes usage as the loop last
+	 * charged it: a transfer stops once their sum passes the budget. */
+	_Atomic uint64_t up_pending;
+	_Atomic uint64_t usage_seen;
 };
+
+/* relay.c: n bytes moved with an origin; false once the net-bytes budget
+ * is spent (the transfer then stops). */
+bool cr_broker_count(struct cr_broker *b, uint64_t n);
 
 struct buf {
 	char *p;

@@ -22,6 +22,7 @@
 #include "shanon.h"
 #include "pipeshare.h"
 #include "../net/net.h"
+#include "../broker/broker.h"
 
 uint64_t bg_lim(const struct cr_run *run, enum cr_limit_id id)
 {
@@ -406,6 +407,7 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 	    errno == EAGAIN)
 		return;
 	b->tick_ns = cr_now_ns();
+	cr_broker_settle(run);	/* what it moved with origins: net-bytes */
 	if (quick_tick(run)) {
 		cr_stall_tick_seen();	/* judged: under the budget */
 		return;
