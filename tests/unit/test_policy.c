@@ -493,11 +493,15 @@ static const char *check_default(const struct cr_policy *p)
 		"/etc/libreoffice", "/etc/gdb", "/etc/dejagnu", "/etc/dpkg",
 		"/var/lib/dpkg", "/etc/fpc.cfg", "/etc/fpc-3.2.2.cfg",
 		"/etc/racket", "/etc/mercurial", "/etc/subversion",
-		"/etc/bind/bind.keys",
+		"/etc/bind/bind.keys", "/etc/maven", "/etc/ssh/ssh_config",
+		"/etc/ssh/ssh_config.d", "/etc/ssh/ssh_known_hosts",
+		"/etc/screenrc",
 	};
 	static const char *const never[] = {
 		"/", "/etc", "/etc/shadow", "/etc/gshadow", "/root", "/home",
-		"/etc/bind", "/etc/bind/rndc.key",
+		"/etc/bind", "/etc/bind/rndc.key", "/etc/ssh",
+		"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_rsa_key",
+		"/etc/ssh/ssh_host_ecdsa_key", "/etc/ssl/private",
 		"/tmp", "/var", "/run", "/proc", "/sys", "/dev",
 	};
 	static const char *const must_exec[] = {
@@ -518,8 +522,8 @@ static const char *check_default(const struct cr_policy *p)
 	const struct cr_class *c = cr_policy_class(p, "default");
 	size_t i;
 
-	if (strcmp(p->version, "2026-12-06.4"))
-		return "version is not 2026-12-06.4";
+	if (strcmp(p->version, "2026-12-07.1"))
+		return "version is not 2026-12-07.1";
 	if (!c || p->nclasses != 1)
 		return "not exactly one class, \"default\"";
 	for (i = 0; i < CR_ARRAY_SIZE(must_read); i++)
