@@ -1,6 +1,7 @@
 /* tracer/guard.c: a deadline for the calls the loop makes on sockets the
  * program shares, which the program can make block (docs/threat-model.md). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -279,8 +280,10 @@ void cr_guard_close(int fd)
  * after its call); with SO_LINGER and unsent data that last close waited
  * the whole linger time on the loop, past the wall budget and a cancel
  * (found by a probing session, through an interface ioctl's look at the
- * fd and the proxy's copy of a pending connect). So the loop notes which
- * of its copies are sockets, and every close() of the supervisor is
+ * fd and the proxy's copy of a pending connect; a unix socket's, whose
+ * queue held such a socket in flight). So the loop notes which of its
+ * copies, and of their duplicates (cr_guard_dup), are sockets, and every
+ * close() of the supervisor is
  * linked through __wrap_close (the Makefile's --wrap=close): on the loop,
  * a noted socket's close goes through cr_guard_close, whatever handler
  * made it. The notes are the loop's alone (only it writes or reads
@@ -298,6 +301,20 @@ void cr_guard_note_copy(int fd)
 		sock_copy[fd / 8] |= (unsigned char)(1u << (fd % 8));
 	else
 		sock_copy[fd / 8] &= (unsigned char)~(1u << (fd % 8));
+}
+
+void cr_guard_note_socket(int fd)
+{
+	if (on_loop && fd >= 0 && fd < CR_NOFILE_MAX)
+		sock_copy[fd / 8] |= (unsigned char)(1u << (fd % 8));
+}
+
+int cr_guard_dup(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	cr_guard_note_copy(d);
+	return d;
 }
 
 int __real_close(int fd);

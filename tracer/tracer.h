@@ -671,6 +671,12 @@ size_t cr_guard_backlog(void);
 /* fd is the loop's new copy of a program's fd: if a socket, its close()
  * (anywhere in the supervisor, linked through __wrap_close) is guarded. */
 void cr_guard_note_copy(int fd);
+/* F_DUPFD_CLOEXEC of a copy (or -1 with errno), noted as cr_guard_note_copy
+ * does: every duplicate of a program's socket the loop keeps is made so. */
+int cr_guard_dup(int fd);
+/* fd is a socket the loop made for the program (socket, socketpair): once
+ * installed, the program may close its number and leave ours the last. */
+void cr_guard_note_socket(int fd);
 
 /* tracer/mem.c: tracee memory, through process_vm_readv/writev only. */
 int cr_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);

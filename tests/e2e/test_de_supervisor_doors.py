@@ -184,6 +184,27 @@ def supervisor_last_close_of_a_pending_connect_is_guarded(t):
         srv.close()
 
 
+@test(supervisor_only=True)
+def supervisor_hold_of_a_unix_socket_lets_go_guarded(t):
+    """corral holds a duplicate of every datagram unix socket the program
+    makes; letting go of one whose queue held a lingering TCP socket in
+    flight (SCM_RIGHTS) made that socket's last close corral's, plainly:
+    the loop waited the linger time, the run ended platform_failure 60 s
+    past wall=10s and a cancel was ignored (found by a probing session).
+    Every duplicate the loop keeps of a program's socket is noted now
+    (cr_guard_dup): the program's calls are answered within a second."""
+    run = t.corral(["run", "--json", "--limit", "wall=20s"] +
+                   t.prog_roots() + ["--", t.prog("held_linger"), "4"],
+                   timeout=120)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    got = re.findall(r"worst ([0-9.]+)", r.get("stdout", ""))
+    eq(len(got), 1, "the program's report %r" % r.get("stdout"))
+    lt(float(got[0]), 1.0, "the longest a call waited, in seconds")
+    lt(run.elapsed, 30, "seconds until corral returned")
+    t.assert_next_run_ok()
+
+
 @test
 def supervisor_lingering_closes_do_not_hide_memory(t):
     """The same stall, and meanwhile 1 GiB made resident for 2 s and given

@@ -31,12 +31,11 @@ bool cr_connect_wait_start(struct cr_run *run, const struct seccomp_notif *n,
 	cw->n = *n;
 	cw->e = e;
 	cw->s = *s;
-	cw->s.dup = fcntl(s->dup, F_DUPFD_CLOEXEC, 0);
+	cw->s.dup = cr_guard_dup(s->dup);
 	if (cw->s.dup < 0) {
 		free(cw);
 		return false;
 	}
-	cr_guard_note_copy(cw->s.dup);	/* closed guarded: maybe the last */
 	memcpy(&cw->a, a, (size_t)alen);
 	cw->alen = alen;
 	cw->by_rule = by_rule;

@@ -132,6 +132,7 @@ static struct cr_verdict unix_made(struct cr_run *run,
 			break;
 		}
 		ino[i] = st.st_ino;
+		cr_guard_note_socket(sv[i]);
 		if (dgram)
 			err = -cr_unix_hold(run->net, sv[i], st.st_ino);
 	}
@@ -220,6 +221,7 @@ static struct cr_verdict udp_made(struct cr_run *run,
 		close(fd);
 		return CR_V_ERR(err == ENOMEM ? ENOMEM : ENOBUFS);
 	}
+	cr_guard_note_socket(fd);
 	v = cr_notif_send_fd(run, n, fd, (type & SOCK_CLOEXEC) != 0);
 	return v;
 }

@@ -320,13 +320,12 @@ static struct cr_verdict sp_wait(struct cr_run *run, uint64_t id, pid_t tid,
 				 struct sp_call *c, int side, uint32_t ev)
 {
 	struct seccomp_notif n;
-	int dup = fcntl(side ? c->out : c->in, F_DUPFD_CLOEXEC, 0);
+	int dup = cr_guard_dup(side ? c->out : c->in);
 
 	if (dup < 0) {
 		sp_free(c);
 		return CR_V_ERR(EAGAIN);
 	}
-	cr_guard_note_copy(dup);	/* closed guarded: maybe the last */
 	memset(&n, 0, sizeof(n));
 	n.id = id;
 	n.pid = (uint32_t)tid;

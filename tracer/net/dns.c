@@ -170,7 +170,7 @@ int cr_dns_client(struct cr_netstate *ns, int dup, uint64_t ino, bool tcp)
 	 * udp.c), so the address answers go to stays the one that asked,
 	 * even after the program closed it with a question in flight. A
 	 * stream socket is checked by inode at its accept instead. */
-	if (!tcp && (c->dup = fcntl(dup, F_DUPFD_CLOEXEC, 0)) < 0)
+	if (!tcp && (c->dup = cr_guard_dup(dup)) < 0)
 		return -errno;
 	ns->nclients++;
 	return 0;

@@ -733,9 +733,8 @@ int cr_proxy_expect(struct cr_run *run, int dup, const union cr_sockaddr *dest,
 	p = &ns->pending[ns->npending];
 	memset(p, 0, sizeof(*p));
 	if (getsockname(dup, &p->local.sa, &ll) < 0 ||
-	    (p->dup = fcntl(dup, F_DUPFD_CLOEXEC, 0)) < 0)
+	    (p->dup = cr_guard_dup(dup)) < 0)
 		return -errno;
-	cr_guard_note_copy(p->dup);	/* closed guarded: maybe the last */
 	p->dest = *dest;
 	p->destlen = destlen;
 	p->ino = ino;

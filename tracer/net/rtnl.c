@@ -320,6 +320,10 @@ struct cr_verdict cr_rtnl_socket(struct cr_run *run,
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
 		       sv) < 0)
 		return CR_V_ERR(errno == EMFILE || errno == ENFILE ? errno : ENOBUFS);
+	/* The program's end may carry descriptors into corral's: closed
+	 * guarded (tracer/guard.c), both. */
+	cr_guard_note_socket(sv[0]);
+	cr_guard_note_socket(sv[1]);
 	if ((!(type & SOCK_NONBLOCK) && fcntl(sv[1], F_SETFL, 0) < 0) ||
 	    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) < 0 ||
 	    fstat(sv[1], &st) < 0)

@@ -536,7 +536,7 @@ int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 		if (!bound_ep(dup, &ep))
 			return -errno;
 	}
-	keep = fcntl(dup, F_DUPFD_CLOEXEC, 0);
+	keep = cr_guard_dup(dup);
 	if (keep < 0)
 		return -errno;	/* bound but no member: it hears only DNS */
 	m = &ns->udp[ns->nudp++];

@@ -93,7 +93,7 @@ int cr_unix_hold(struct cr_netstate *ns, int sock, uint64_t ino)
 		ns->uheld = g;
 		ns->capuheld = cap;
 	}
-	fd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+	fd = cr_guard_dup(sock);
 	if (fd < 0)
 		return -errno;
 	ns->uheld[ns->nuheld++] = (struct cr_unix_held){ fd, ino, cr_now_ns() };
