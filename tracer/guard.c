@@ -43,6 +43,13 @@ static void on_guard(int sig)
 	guard_fired = 1;
 }
 
+/* A helper forked from the loop (unwind.c, probe.c) is no loop: its closes
+ * are plain (it has neither the timer nor the closer thread). */
+static void forked_child(void)
+{
+	on_loop = false;
+}
+
 int cr_guard_setup(void)
 {
 	struct sigaction sa;
@@ -65,6 +72,7 @@ int cr_guard_setup(void)
 		return -errno;
 	guard_ok = true;
 	on_loop = true;
+	pthread_atfork(NULL, NULL, forked_child);
 	return 0;
 }
 
