@@ -1810,6 +1810,46 @@ def errno_parity_links_renames_acls_and_atimes(t):
                  "below removed cwd": "ENOENT"})
 
 
+TMPFILE_MODE0 = r'''
+import fcntl, shutil, struct, subprocess
+# An O_TMPFILE made at mode 0, given a mode and a name, locked, closed:
+# nothing of it is left held.
+fd = os.open(".", os.O_TMPFILE | os.O_RDWR, 0)
+os.fchmod(fd, 0o644)
+sysc(265, fd, b"", -100, b"lockf", 0x1000)   # linkat, AT_EMPTY_PATH
+fcntl.flock(fd, fcntl.LOCK_EX)
+fcntl.fcntl(fd, 37, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0))  # F_OFD_SETLK
+os.close(fd)
+g = os.open("lockf", os.O_RDWR)
+t("flock after close", lambda: fcntl.flock(g, fcntl.LOCK_EX | fcntl.LOCK_NB))
+t("ofd lock after close", lambda: fcntl.fcntl(g, 37, struct.pack(
+    "hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)) and None)
+os.close(g)
+# The same made a program: it runs once closed.
+fd = os.open(".", os.O_TMPFILE | os.O_RDWR, 0)
+with open(shutil.which("true"), "rb") as src:
+    os.write(fd, src.read())
+os.fchmod(fd, 0o755)
+sysc(265, fd, b"", -100, b"truecopy", 0x1000)
+os.close(fd)
+t("exec after close", lambda: print("rc", subprocess.run(["./truecopy"]).returncode))
+'''
+
+
+@test
+def errno_parity_tmpfile_at_mode_0_is_let_go(t):
+    """An O_TMPFILE made at mode 0 could not be opened afresh by corral's
+    ledger of files without a name, which kept a duplicate of the
+    program's own open file instead: after the program's close its flock
+    and OFD lock stayed (EAGAIN to the next taker, a blocking flock
+    waited out the wall budget), and a program made that way could not
+    run (ETXTBSY) for the rest of the run (found by a differential probe).
+    The ledger keeps an O_PATH fd of its own now."""
+    parity(t, TMPFILE_MODE0, name="tmpfile0",
+           want={"flock after close": "ok", "ofd lock after close": "ok",
+                 "exec after close": "ok"})
+
+
 PTRACE_ORDER = r"""
 import signal, time
 pid = os.fork()

@@ -79,12 +79,28 @@ static int sole(int fd)
 	return errno == EAGAIN || errno == EBUSY ? 0 : -1;
 }
 
+static int reopen(int fd);
+
 void cr_fs_held_prune(struct cr_run *run)
 {
 	struct cr_fsstate *fs = run->fs;
 
 	for (size_t i = 0; fs && i < fs->nheld;) {
-		if (fs->held[i].provable && sole(fs->held[i].fd) == 1)
+		struct cr_held *h = &fs->held[i];
+
+		/* Kept as an O_PATH fd (its mode allowed no read when it
+		 * came): an open file now, if the mode has changed since,
+		 * so that a lease can tell when it is let go. */
+		if (!h->provable) {
+			int r = reopen(h->fd);
+
+			if (r >= 0) {
+				close(h->fd);
+				h->fd = r;
+				h->provable = true;
+			}
+		}
+		if (h->provable && sole(h->fd) == 1)
 			drop(fs, i);
 		else
 			i++;
@@ -118,23 +134,19 @@ uint64_t cr_fs_held_bytes(struct cr_fsstate *fs, size_t most)
 }
 
 /* A fresh open file of the inode behind fd (never the same open file
- * description: the lease must tell it apart). Read-only when the mode
- * allows, else write-only; -errno when neither. O_NONBLOCK: an open that
- * would break someone's lease fails rather than wait. */
+ * description: the lease must tell it apart), read-only; -errno when the
+ * mode allows no read. Never write-only: a writer of ours would make the
+ * program's exec of the file ETXTBSY (found by a differential probe).
+ * O_NONBLOCK: an open that would break someone's lease fails rather than
+ * wait. */
 static int reopen(int fd)
 {
-	static const int modes[] = { O_RDONLY, O_WRONLY };
 	char p[64];
-	int r = -EACCES;
+	int r;
 
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	for (size_t i = 0; i < CR_ARRAY_SIZE(modes); i++) {
-		r = open(p, modes[i] | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-		if (r >= 0)
-			return r;
-		r = -errno;
-	}
-	return r;
+	r = open(p, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	return r >= 0 ? r : -errno;
 }
 
 int cr_fs_held_room(struct cr_run *run)
@@ -205,10 +217,19 @@ int cr_fs_held_add(struct cr_run *run, int fd)
 	h.ino = st.st_ino;
 	h.fd = reopen(fd);
 	if (h.fd < 0) {
-		/* Cannot open it afresh (a mode without read or write, a
-		 * lease of the program's): keep what we were given and
-		 * count it until the run ends. */
-		h.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		/* Cannot open it afresh (a mode without read, a lease of
+		 * the program's): an O_PATH fd of our own, counted until
+		 * its mode lets the prune open it (cr_fs_held_prune) or the
+		 * run ends. Never a duplicate of fd, which may be the
+		 * program's own open file: its locks and its write access
+		 * would outlive the program's close (an O_TMPFILE made at
+		 * mode 0 kept its flock and OFD locks and could not be run,
+		 * ETXTBSY, for the rest of the run; found by a differential
+		 * probe). */
+		char p[64];
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		h.fd = open(p, O_PATH | O_CLOEXEC);
 		h.provable = false;
 		if (h.fd < 0)
 			return -errno;
