@@ -1850,6 +1850,46 @@ def errno_parity_tmpfile_at_mode_0_is_let_go(t):
                  "exec after close": "ok"})
 
 
+FD_CALLS = r'''
+import fcntl
+# splice from an O_DIRECT file into a pipe: aligned or EINVAL.
+with open("direct", "wb") as f:
+    f.write(os.urandom(16384))
+d = os.open("direct", os.O_RDONLY | os.O_DIRECT)
+for n, off in ((100, 0), (4096, 1), (4096, 16000), (4096, 0), (512, 20000)):
+    r, w = os.pipe()
+    t("splice %d at %d" % (n, off), lambda: print(
+        "spliced", os.splice(d, w, n, offset_src=off)))
+    os.close(r)
+    os.close(w)
+# statx of an fd's own object: unknown flags are the fd form's to ignore
+# (since 6.11) or refuse (before), as the kernel says; not corral's.
+buf = ctypes.create_string_buffer(256)
+t("statx fd unknown flag", lambda: sysc(332, d, b"", 0x1000 | 0x10000000, 0x7ff, buf))
+t("statx cwd unknown flag", lambda: sysc(332, -100, b"", 0x1000 | 0x10000000, 0x7ff, buf))
+t("statx path unknown flag", lambda: sysc(332, -100, b"direct", 0x10000000, 0x7ff, buf))
+# The 32-bit flags ioctl is no 64-bit program's.
+flags = ctypes.c_int(0)
+t("FS_IOC32_SETFLAGS", lambda: sysc(16, d, ctypes.c_ulong(0x40046602), ctypes.byref(flags)))
+'''
+
+
+@test
+def errno_parity_descriptor_calls_corral_performs(t):
+    """Calls on descriptors corral answers differently than the kernel
+    (found by a differential probe): splice from an O_DIRECT file into a
+    pipe read any length at any offset (the kernel's direct read needs
+    both aligned: EINVAL); statx with AT_EMPTY_PATH of an fd refused an
+    unknown flag that the kernel's fd form leaves alone; FS_IOC32_SETFLAGS
+    from a 64-bit program set the flags (no 64-bit file answers that
+    number: ENOTTY)."""
+    parity(t, FD_CALLS, name="fdcalls",
+           want={"splice 100 at 0": "EINVAL", "splice 4096 at 1": "EINVAL",
+                 "splice 4096 at 16000": "EINVAL",
+                 "FS_IOC32_SETFLAGS": "ENOTTY",
+                 "statx path unknown flag": "EINVAL"})
+
+
 PTRACE_ORDER = r"""
 import signal, time
 pid = os.fork()

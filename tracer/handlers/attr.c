@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <sys/statfs.h>
 #include <sys/xattr.h>
+#include <linux/audit.h>
 #include <linux/fs.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -799,6 +800,13 @@ struct cr_verdict cr_h_ioctl_attr(struct cr_run *run,
 	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	if (fd < 0)
 		return CR_V_ERR(-fd);
+	/* The 32-bit number is the compat path's alone: to a 64-bit
+	 * program no file answers it (it set the flags here; a
+	 * differential probe). */
+	if (cmd == FS_IOC32_SETFLAGS && n->data.arch == AUDIT_ARCH_X86_64) {
+		close(fd);
+		return CR_V_ERR(ENOTTY);
+	}
 	if (cr_mem_read((pid_t)n->pid, n->data.args[2], &arg, size)) {
 		close(fd);
 		return CR_V_ERR(EFAULT);

@@ -220,6 +220,9 @@ bool cr_copy_lift_fsize(struct rlimit *own);
 /* A regular file the supervisor may write for the program: on no special
  * file system, without set-id bits a write of its own would clear. */
 bool cr_copy_plain_file(int fd, const struct stat *st);
+/* The direct I/O alignment of fd's file (STATX_DIOALIGN, Linux 6.1+; else
+ * 512): offsets and lengths of an O_DIRECT file's reads. */
+size_t cr_copy_direct_unit(int fd);
 /* splice.c */
 CR_HANDLER(cr_h_splice);
 CR_HANDLER(cr_h_tee);

@@ -74,8 +74,7 @@ bool cr_copy_memory_device(const struct stat *st)
 		minor(st->st_rdev) == 9);
 }
 
-/* The direct I/O alignment of fd's file (STATX_DIOALIGN, Linux 6.1+). */
-static size_t direct_unit(int fd)
+size_t cr_copy_direct_unit(int fd)
 {
 	struct statx sx;
 
@@ -237,7 +236,7 @@ static struct cr_verdict to_socket(struct cr_run *run,
 	m.src_rd = -1;
 	if (fcntl(*in, F_GETFL) & O_DIRECT) {
 		char p[64];
-		size_t unit = direct_unit(*in);
+		size_t unit = cr_copy_direct_unit(*in);
 
 		/* The kernel's splice reads it a pipe (64 KiB) at a time,
 		 * each a direct read that needs the file's own alignment of

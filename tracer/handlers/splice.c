@@ -412,11 +412,29 @@ static int splice_kind(struct sp_call *c, const struct stat *ist,
 		c->kind = SP_FROM_FILE;
 		c->seekless = cr_copy_memory_device(ist);
 		*nonblock = fout & O_NONBLOCK;
-		/* A file the program opened O_DIRECT needs aligned reads;
-		 * the kernel's splice reads it into pages of its own. */
+		/* A file the program opened O_DIRECT: the kernel's splice
+		 * reads it directly into the pipe's pages, as much as the
+		 * pipe has room for, which must be aligned as the file's
+		 * direct I/O asks, offset and length (else EINVAL; an
+		 * earlier build read any; a differential probe). corral
+		 * reads through an open of its own without O_DIRECT. */
 		if (fin & O_DIRECT) {
+			int64_t at = c->has_off ? c->off : lseek(c->in, 0, SEEK_CUR);
+			size_t unit = cr_copy_direct_unit(c->in), len = c->len;
+			int cap = fcntl(c->out, F_GETPIPE_SZ), queued = 0;
 			char p[64];
 
+			if (cap > 0 && ioctl(c->out, FIONREAD, &queued) == 0) {
+				size_t room = cap > queued ?
+					(size_t)(cap - queued) / 4096 * 4096 : 0;
+
+				if (len > (room ? room : 4096))
+					len = room ? room : 4096;
+			}
+			/* (At or past the end, nothing is read: 0.) */
+			if (at < 0 || (at < ist->st_size &&
+				       (at % (int64_t)unit || len % unit)))
+				return -EINVAL;
 			snprintf(p, sizeof(p), "/proc/self/fd/%d", c->in);
 			c->rd = open(p, O_RDONLY | O_CLOEXEC);
 			if (c->rd < 0)
