@@ -1767,6 +1767,12 @@ acl = struct.pack("<IHHIHHIHHIHHIHHI", 2, 1, 6, 0xffffffff, 2, 6, 4242,
 t("set acl", lambda: os.setxattr("af", "system.posix_acl_access", acl))
 t("set empty acl", lambda: os.setxattr("af", "system.posix_acl_access", b""))
 t("acl after", lambda: os.getxattr("af", "system.posix_acl_access"))
+# A header of another version: EOPNOTSUPP before the entries are read.
+t("acl version 3", lambda: os.setxattr("af", "system.posix_acl_access",
+                                       struct.pack("<I", 3)))
+t("acl version 3 on a pipe", lambda: libc.fsetxattr(
+    os.pipe()[0], b"system.posix_acl_access", struct.pack("<I", 3), 4, 0)
+    and (_ for _ in ()).throw(OSError(ctypes.get_errno(), "")))
 # A directory's access time, set older than its change: nobody reads it
 # while the program waits.
 os.mkdir("dd")
@@ -1803,6 +1809,8 @@ def errno_parity_links_renames_acls_and_atimes(t):
                  "set acl": "ok",
                  "set empty acl": "ok",
                  "acl after": "ENODATA",
+                 "acl version 3": "ENOTSUP",
+                 "acl version 3 on a pipe": "ENOTSUP",
                  "atime": "1000",
                  "stat removed cwd": "ok",
                  "list removed cwd": "ok",

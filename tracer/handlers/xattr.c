@@ -99,23 +99,31 @@ static bool acl_name(const char *name)
 }
 
 /* A value the kernel parses before it asks for permission and cannot
- * parse: an ACL that is not a version-2 header and whole entries, a file
- * capability of the wrong size or revision. An empty ACL is none: the
- * kernel removes the ACL (it was EINVAL here, the ACL left in place;
- * found by a differential probe). */
-static bool value_invalid(const char *name, const unsigned char *val,
-			  size_t size)
+ * parse, its errno (0: parsed): an ACL shorter than its header (EINVAL),
+ * of another version than 2 (EOPNOTSUPP, posix_acl_from_xattr's order;
+ * both were EINVAL here, found by a differential probe) or not whole
+ * entries (EINVAL); a file capability of the wrong size or revision
+ * (EINVAL). An empty ACL is none: the kernel removes the ACL (it was
+ * EINVAL here, the ACL left in place; a differential probe). */
+static int value_error(const char *name, const unsigned char *val,
+		       size_t size)
 {
-	if (acl_name(name))
-		return size && (size < 4 || (size - 4) % 8 || val[0] != 2 ||
-				val[1] || val[2] || val[3]);
+	if (acl_name(name)) {
+		if (!size)
+			return 0;
+		if (size < 4)
+			return EINVAL;
+		if (val[0] != 2 || val[1] || val[2] || val[3])
+			return EOPNOTSUPP;
+		return (size - 4) % 8 ? EINVAL : 0;
+	}
 	if (!strcmp(name, "security.capability")) {
 		unsigned rev = size >= 4 ? (unsigned)val[3] : 0;
 
-		return !((size == 12 && rev == 1) || (size == 20 && rev == 2) ||
-			 (size == 24 && rev == 3));
+		return (size == 12 && rev == 1) || (size == 20 && rev == 2) ||
+		       (size == 24 && rev == 3) ? 0 : EINVAL;
 	}
-	return false;
+	return 0;
 }
 
 static bool known_namespace(const char *name)
@@ -132,8 +140,8 @@ static bool known_namespace(const char *name)
 static int change_first(const char *name, enum xop op,
 			const unsigned char *val, size_t size, mode_t mode)
 {
-	if (op == X_SET && value_invalid(name, val, size))
-		return EINVAL;
+	if (op == X_SET && value_error(name, val, size))
+		return value_error(name, val, size);
 	if (op == X_REMOVE && !strcmp(name, "system.posix_acl_default") &&
 	    !S_ISDIR(mode))
 		return -1;
@@ -185,8 +193,8 @@ static struct cr_verdict link_answer(const char *name, enum xop op,
 				     const unsigned char *val, size_t size,
 				     bool procfs)
 {
-	if (op == X_SET && value_invalid(name, val, size))
-		return CR_V_ERR(EINVAL);
+	if (op == X_SET && value_error(name, val, size))
+		return CR_V_ERR(value_error(name, val, size));
 	if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
 	    (strncmp(name, "security.", 9) || (procfs && op == X_GET)))
 		return CR_V_ERR(EOPNOTSUPP);
