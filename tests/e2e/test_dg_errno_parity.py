@@ -1782,6 +1782,17 @@ os.utime("dd", (1000, os.stat("dd").st_mtime))
 open("other", "w").close()
 time.sleep(1.5)
 print("atime", int(os.stat("dd").st_atime))
+# A rename whose one last name is too long: the other name's walk and
+# "." come first.
+L = "n" * 256
+t("rename . to long", lambda: os.rename(".", L))
+t("rename long to .", lambda: os.rename(L, "."))
+t("rename long to empty", lambda: os.rename(L, ""))
+os.mkdir("x000")
+os.chmod("x000", 0)
+t("rename long into x000", lambda: os.rename(L, "x000/n"))
+os.chmod("x000", 0o755)
+t("rename long to long", lambda: os.rename(L, L + "m"))
 # The link of a working directory that was removed leads to it.
 os.mkdir("gonecwd")
 os.chdir("gonecwd")
@@ -1812,6 +1823,11 @@ def errno_parity_links_renames_acls_and_atimes(t):
                  "acl version 3": "ENOTSUP",
                  "acl version 3 on a pipe": "ENOTSUP",
                  "atime": "1000",
+                 "rename . to long": "EBUSY",
+                 "rename long to .": "EBUSY",
+                 "rename long to empty": "ENOENT",
+                 "rename long into x000": "EACCES",
+                 "rename long to long": "ENAMETOOLONG",
                  "stat removed cwd": "ok",
                  "list removed cwd": "ok",
                  "chmod removed cwd": "ok",

@@ -371,6 +371,35 @@ static bool deeper_in_shm(struct cr_run *run, const struct cr_fsres *from,
 	       cr_fs_shm_depth(run->fs, from->path, from->plen) < d;
 }
 
+/* Is the path argument's last name longer than a name may be, with every
+ * name before it whole? Only then is its ENAMETOOLONG the last component's
+ * lookup, which the kernel's rename makes after both parents' walks. (A
+ * second read of the argument: it orders two refusals, decides nothing.) */
+static bool last_name_too_long(struct cr_run *run,
+			       const struct seccomp_notif *n, int pathi)
+{
+	char p[PATH_MAX];
+	size_t len, end, start, k = 0;
+
+	if (cr_fs_read_path(run, n, pathi, p, sizeof(p)))
+		return false;
+	len = strlen(p);
+	for (end = len; end && p[end - 1] == '/'; end--)
+		;
+	for (start = end; start && p[start - 1] != '/'; start--)
+		;
+	if (end - start <= NAME_MAX)
+		return false;
+	while (k < start) {
+		size_t c = strcspn(p + k, "/");
+
+		if (c > NAME_MAX)
+			return false;
+		k += c + 1;
+	}
+	return true;
+}
+
 /* Two paths: both resolved without following the last component, both
  * entries inside writable roots. A link gives write access to its target,
  * so link's source must be writable too (a hard link from a read-only root
@@ -389,6 +418,24 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 	rc = cr_fs_arg(run, n, sys, odi, opi,
 		       !link ? CR_RES_ENTRY :
 		       flags & AT_SYMLINK_FOLLOW ? CR_RES_FOLLOW : 0, 0, &a);
+	if (rc == -ENAMETOOLONG && !link && last_name_too_long(run, n, opi)) {
+		/* rename walks both parents and refuses "." or ".." as
+		 * either last name before it looks a last name up: the new
+		 * name's errors first (found by a differential probe). */
+		rc = cr_fs_arg(run, n, sys, ndi, npi, CR_RES_ENTRY, 0, &b);
+		if (rc && (rc != -ENAMETOOLONG ||
+			   !last_name_too_long(run, n, npi)))
+			return CR_V_ERR(-rc);
+		if (!rc) {
+			bool dot = !strcmp(b.name, ".");
+
+			cr_fsres_free(&b);
+			if (dot)
+				return CR_V_ERR(flags & RENAME_NOREPLACE ?
+						EEXIST : EBUSY);
+		}
+		return CR_V_ERR(ENAMETOOLONG);
+	}
 	if (rc)
 		return CR_V_ERR(-rc);
 	/* The kernel's order: link looks its source up whole before the
@@ -402,7 +449,10 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 	}
 	rc = cr_fs_arg(run, n, sys, ndi, npi, CR_RES_ENTRY, 0, &b);
 	if (rc) {
-		if (rc == -ENAMETOOLONG && !a.exists && strcmp(a.name, "."))
+		if (!link && rc == -ENAMETOOLONG && !strcmp(a.name, ".") &&
+		    last_name_too_long(run, n, npi))
+			rc = -EBUSY;	/* "." refused before the lookup */
+		else if (rc == -ENAMETOOLONG && !a.exists && strcmp(a.name, "."))
 			rc = -ENOENT;
 		/* The new name is made (an exchange's must exist): refused
 		 * in a directory the program sees, it is EACCES. */
