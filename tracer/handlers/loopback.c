@@ -142,6 +142,15 @@ static bool shared_port_refused(struct cr_run *run, const struct cr_sock *s,
 	       cr_net_local_port_shared(run->net, ep->family, ep->port);
 }
 
+/* A multicast or broadcast address (a group's, the link's). */
+static bool ep_group(const struct cr_net_ep *ep)
+{
+	if (ep->family == AF_INET)
+		return (ep->addr[0] & 0xf0) == 0xe0 ||
+		       !memcmp(ep->addr, "\xff\xff\xff\xff", 4);
+	return ep->addr[0] == 0xff;
+}
+
 struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const struct cr_syscall_entry *e,
@@ -162,10 +171,16 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 		return cr_net_deny(run, n, e, a, alen, "net",
 				   "only TCP and UDP sockets may be bound", EACCES);
 	wildcard = cr_net_ep_any(&ep);
+	/* An address of no interface the run sees (it sees loopback alone)
+	 * is the kernel's EADDRNOTAVAIL, whether or not the host has it: a
+	 * program falls back on that errno (curl's FTP -P; a differential
+	 * run of curl's and libuv's suites), and the answer says nothing
+	 * of the host's addresses. A multicast or broadcast address, which
+	 * a socket may bind, stays refused. */
 	if (!wildcard && !cr_net_ep_loopback(&ep))
 		return cr_net_deny(run, n, e, a, alen, "net",
 				   "the run's servers live on loopback: a non-loopback address is refused",
-				   EACCES);
+				   ep_group(&ep) ? EACCES : EADDRNOTAVAIL);
 	if (sock_flag(s->dup, SO_REUSEPORT))
 		return cr_net_deny(run, n, e, a, alen, "net",
 				   "SO_REUSEPORT is refused: it could share a host service's port",
