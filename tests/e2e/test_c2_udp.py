@@ -773,3 +773,34 @@ def udp_connect_to_closed_port_as_the_kernel(t):
     closed_side_by_side(t, CONNECT_CLOSED, {"then ECONNREFUSED\n": 4,
                                             "recv ECONNREFUSED\n": 4})
     t.assert_next_run_ok()
+
+
+NO_PORT = r'''
+import socket
+srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+srv.bind(("127.0.0.1", 0))
+srv.settimeout(3)
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+c.setsockopt(socket.IPPROTO_IP, 24, 1)   # IP_BIND_ADDRESS_NO_PORT
+c.bind(("127.0.0.1", 0))
+c.sendto(b"hello", srv.getsockname())
+try:
+    data, peer = srv.recvfrom(100)
+    print("got", data.decode(), peer == c.getsockname())
+except socket.timeout:
+    print("lost")
+print("option kept", c.getsockopt(socket.IPPROTO_IP, 24))
+'''
+
+
+@test
+def udp_bound_without_a_port_is_heard(t):
+    """A UDP socket bound to port 0 with IP_BIND_ADDRESS_NO_PORT gets its
+    port at its first send; its member entry named port 0, and every
+    datagram it sent to the run's own server was dropped (curl
+    --interface over TFTP; a differential run of curl's suite). The port
+    is taken at the bind now (the option stays set)."""
+    run, r = loop_run(t, NO_PORT)
+    eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+    eq(r.get("stdout"), "got hello True\noption kept 1\n", "stdout")
+    t.assert_next_run_ok()

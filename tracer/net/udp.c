@@ -517,11 +517,28 @@ int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 		if (!cr_net_ep_loopback(&ep))
 			return -EACCES;
 	} else {
+		int noport = 0, off0 = 0, on = 1;
+		socklen_t nl = sizeof(noport);
+
 		if (!want) {
 			wantlen = cr_net_loopback(domain, &lo);
 			want = &lo;
 		}
+		/* IP_BIND_ADDRESS_NO_PORT leaves a bind to port 0 without a
+		 * port until the first send, and the member's filter entry
+		 * would name port 0: every datagram the socket sent was
+		 * dropped (curl --interface over TFTP; a differential run of
+		 * curl's suite). The port is taken now, the option put back. */
+		if (getsockopt(dup, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &noport,
+			       &nl) < 0)
+			noport = 0;
+		if (noport)
+			setsockopt(dup, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT,
+				   &off0, sizeof(off0));
 		rc = bind(dup, &want->sa, wantlen);
+		if (noport)
+			setsockopt(dup, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT,
+				   &on, sizeof(on));
 		if (rc < 0 && errno == EADDRINUSE && ns->nudp) {
 			/* Perhaps our own hold on a socket the program closed:
 			 * let go of those, charged and paced as for a connect
