@@ -291,10 +291,9 @@ void cr_guard_close(int fd)
  * fd and the proxy's copy of a pending connect; a unix socket's, whose
  * queue held such a socket in flight). So the loop notes which of its
  * copies, and of their duplicates (cr_guard_dup), are sockets, and every
- * close() of the supervisor is
- * linked through __wrap_close (the Makefile's --wrap=close): on the loop,
- * a noted socket's close goes through cr_guard_close, whatever handler
- * made it. The notes are the loop's alone (only it writes or reads
+ * close() of the supervisor is linked through __wrap_close (the
+ * Makefile's --wrap=close): on the loop, a noted socket's close goes
+ * through cr_guard_close, whatever handler made it. The notes are the loop's alone (only it writes or reads
  * them); corral's descriptors stay below CR_NOFILE_MAX (run.c).
  */
 static unsigned char sock_copy[CR_NOFILE_MAX / 8];
