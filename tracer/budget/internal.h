@@ -76,7 +76,11 @@ struct cr_budgets {
 	size_t cpu_rr;			/* where a tick's share of the threads'
 					 * CPU reads starts (poll_tasks) */
 	uint64_t exit_rss;		/* seen at exit stops since the tick */
-	bool pss_judged;		/* a tick's RSS sum was over the budget */
+	bool pss_judged;		/* a tick's RSS sum was over the budget,
+					 * and sharing may explain it */
+	/* The last judgement read the tree's RSS afresh (with its PSS, from
+	 * the same smaps_rollup files): was it still over the budget? */
+	bool pss_fresh, pss_rss_over;
 	/* The last PSS judgement that found the tree under its RSS sum:
 	 * between judgements its result, plus every process's growth since,
 	 * stands in for the tree's PSS (pss_estimate). */

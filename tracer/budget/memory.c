@@ -351,10 +351,10 @@ static uint64_t rollup_judged(const char *buf, uint64_t pss, pid_t tid)
  * processes that map it, so a page shared by every forked worker counts
  * once. 0, or -errno when any live process cannot be read (the caller
  * then keeps the RSS sum, which errs high). */
-static int tree_pss(struct cr_run *run, uint64_t *bytes)
+static int tree_pss(struct cr_run *run, uint64_t *bytes, uint64_t *rss)
 {
 	struct cr_tasks *ts = &run->tasks;
-	uint64_t sum = 0;
+	uint64_t sum = 0, rsum = 0;
 
 	for (size_t i = 0; i < ts->cap; i++) {
 		const struct cr_task *t = &ts->slots[i];
@@ -375,8 +375,11 @@ static int tree_pss(struct cr_run *run, uint64_t *bytes)
 		if (!p)
 			return -EIO;
 		sum += rollup_judged(buf, strtoull(p + 5, NULL, 10), t->tid) * 1024;
+		p = strstr(buf, "\nRss:");
+		rsum += p ? strtoull(p + 5, NULL, 10) * 1024 : UINT64_MAX / 4;
 	}
 	*bytes = sum;
+	*rss = rsum;
 	return 0;
 }
 
@@ -422,7 +425,7 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 	struct cr_budgets *b = run->budgets;
 	struct cr_tasks *ts = &run->tasks;
 	const uint64_t max_gap = CR_BUDGET_PSS_MAX_GAP_MS * 1000000ull;
-	uint64_t now = cr_now_ns(), t0, cost, wait, pss;
+	uint64_t now = cr_now_ns(), t0, cost, wait, pss, now_rss = 0;
 	bool early = now < b->pss_next_ns;
 	int rc;
 
@@ -441,8 +444,10 @@ static uint64_t pss_judge(struct cr_run *run, uint64_t rss, uint64_t extra)
 			return est;
 	}
 	t0 = cr_thread_cpu_ns();
-	rc = tree_pss(run, &pss);
+	rc = tree_pss(run, &pss, &now_rss);
 	cost = cr_thread_cpu_ns() - t0;
+	b->pss_fresh = !rc;
+	b->pss_rss_over = rc || now_rss + extra > bg_lim(run, CR_LIM_MEMORY);
 	b->pss_cost_ns += cost;
 	wait = cost * CR_BUDGET_PSS_IDLE;
 	if (early || wait > max_gap)
@@ -824,7 +829,10 @@ static void poll_tasks(struct cr_run *run)
 	 * PSS); an RSS sum would stop real work the host can well afford.
 	 * Only past the budget, and paced by its cost (pss_judge). */
 	if (rss + extra > bg_lim(run, CR_LIM_MEMORY) && !via_thread) {
+		bool judged = b->pss_judged;
+
 		b->pss_judged = true;
+		b->pss_fresh = false;
 		/* The watchdog's poll, with no judgement to go by: the RSS
 		 * sum errs high (shared pages once per process), so it
 		 * judges only once the loop has waited as long as a tree
@@ -834,6 +842,14 @@ static void poll_tasks(struct cr_run *run)
 			unjudged = true;
 		else
 			rss = pss_judge(run, rss, extra);
+		/* A judgement that read the tree afresh and found its RSS
+		 * under the budget too saw no sharing, only memory given
+		 * back since the tick (a burst mapped and unmapped at once):
+		 * the end's judgement by each process's kernel peak
+		 * (budget.c) stays, which the mark would have turned off (a
+		 * 110 MiB burst under memory=64MiB ended ok, rarely). */
+		if (b->pss_fresh && !b->pss_rss_over)
+			b->pss_judged = judged;
 	} else if (via_thread) {
 		b->pss_have = false;	/* a process counted another way */
 	}
