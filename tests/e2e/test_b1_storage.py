@@ -740,13 +740,20 @@ def storage_lock_churn_runs(t):
     # A database locks and unlocks the same bytes all day: 200 000 lock
     # calls bound 80 MB of records under memory=32MiB, the count finds one
     # at most, and the run goes on.
+    # The floor of the figure: a run of ten calls. A run's peak includes
+    # its first process before the exec, which shares corral's own pages
+    # (docs/limits.md): 3 MiB here, 16 MiB for a sanitizer build.
+    _, base = hoard(t, ["memory=32MiB"], "lockchurn", 10)
+    eq(base.get("status"), "ok", "status of the ten calls")
     run, r = hoard(t, ["memory=32MiB"], "lockchurn", 100000, timeout=120)
     eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
     eq(r.get("stdout"), "churn ok 100000\n", "stdout")
     # The bound is recounted as it grows: the figure is what is held,
     # not two records a call (80 MB).
-    true(r["usage"]["peak_memory_bytes"] < 16 * MIB,
-         "usage.peak_memory_bytes %d" % r["usage"]["peak_memory_bytes"])
+    peak, floor = (r["usage"]["peak_memory_bytes"],
+                   base["usage"]["peak_memory_bytes"])
+    true(peak < floor + 12 * MIB,
+         "usage.peak_memory_bytes %d, %d for ten calls" % (peak, floor))
     t.assert_next_run_ok()
 
 
