@@ -392,6 +392,56 @@ print("sha", hashlib.sha256(data).hexdigest(), len(data))
         srv.close()
 
 
+def _bye_handler(c, rec):
+    c.sendall(b"BYE")
+    rec["out"] += 3
+    c.shutdown(socket.SHUT_WR)
+    while c.recv(4096):
+        pass
+
+
+@test
+def net_proxied_connection_that_ended_has_no_peer(t):
+    """getpeername of an allowed connection names the destination asked
+    for while it is connected, and answers ENOTCONN once it has ended
+    (both sides closed: TCP state CLOSE), as natively: corral's record
+    named the destination to the end, and a program that asks whether
+    its socket is still connected never learnt (found by a differential
+    probe)."""
+    srv = TcpServer(_bye_handler)
+    try:
+        prog = r'''
+import socket, struct, sys, time
+port = int(sys.argv[1])
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+print("peer", s.getpeername()[1] == port)
+while s.recv(100):
+    pass
+s.shutdown(socket.SHUT_WR)
+for _ in range(200):
+    if s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] == 7:
+        break
+    time.sleep(0.01)
+print("state", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0])
+try:
+    print("after", s.getpeername())
+except OSError as e:
+    print("after errno", e.errno)
+'''
+        path = t.write("bye.py", prog)
+        want = subprocess.run([PY, path, str(srv.port)],
+                              capture_output=True, text=True,
+                              timeout=60).stdout
+        contains(want, "after errno 107", "native: %r" % want)
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port])
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        eq(r["stdout"], want, "answers against native")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
 @test
 def net_allowed_port_where_nothing_listens_is_refused(t):
     """An allowed host service that is not up yet: the kernel answers

@@ -572,6 +572,61 @@ def loopback_dual_stack_wildcard_takes_ipv4_clients(t):
     t.assert_next_run_ok()
 
 
+REBIND = r'''
+import errno, socket, sys
+h = socket.socket()
+h.bind(("127.0.0.1", 0))
+h.listen(1)
+p = h.getsockname()[1]
+for port in (p, int(sys.argv[1])):
+    s = socket.socket(socket.AF_INET6)
+    for i in range(3):
+        try:
+            s.bind(("::", port))
+            print("try", i, "bound")
+        except OSError as e:
+            print("try", i, errno.errorcode[e.errno])
+    s.close()
+# The device named by the program itself, then the dual-stack wildcard:
+# IPv4 clients reach it.
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"lo")
+s.bind(("::", 0))
+s.listen(1)
+c = socket.create_connection(("127.0.0.1", s.getsockname()[1]), timeout=5)
+a, _ = s.accept()
+c.sendall(b"hi")
+print("on lo, from 127.0.0.1:", a.recv(2), s.getsockname()[0])
+'''
+
+
+@test
+def loopback_wildcard_bind_retried_stays_the_wildcard(t):
+    """A server retrying bind([::]:P) while P is taken: every try is
+    EADDRINUSE natively. corral's first try had put the socket on the
+    loopback device and failed; the retry could not set the device again
+    (EPERM) and bound [::1]:P, which neither a run's nor a host's
+    127.0.0.1:P collides with: 0, a wildcard that took no IPv4 client
+    (found by a differential probe). A socket the program put on "lo"
+    itself took the same wrong road. Compared with a native run, against
+    the run's own listener and a host service's."""
+    host = socket.socket()
+    host.bind(("127.0.0.1", 0))
+    host.listen(1)
+    try:
+        path = t.write("rebind.py", REBIND)
+        port = str(host.getsockname()[1])
+        want = subprocess.run([PY, path, port], capture_output=True,
+                              text=True, timeout=60).stdout
+        eq(want.count("EADDRINUSE"), 6, "native: %r" % want)
+        run, r = loop_run(t, REBIND, [port])
+        eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
+        eq(r.get("stdout"), want, "answers against native")
+    finally:
+        host.close()
+    t.assert_next_run_ok()
+
+
 def _as_nobody():
     os.setgroups([])
     os.setgid(65534)

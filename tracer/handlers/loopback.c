@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
@@ -151,6 +152,20 @@ static bool ep_group(const struct cr_net_ep *ep)
 	return ep->addr[0] == 0xff;
 }
 
+/* Is the socket on the loopback device already? A bind of the wildcard
+ * that failed (EADDRINUSE) left it there, and a second setting needs
+ * CAP_NET_RAW: a retry must still be the wildcard on lo, not loopback's
+ * address, which a host service's 127.0.0.1:P does not collide with (a
+ * differential probe). The program may have named "lo" itself too. */
+static bool on_lo(int fd)
+{
+	char name[IF_NAMESIZE] = "";
+	socklen_t l = sizeof(name);
+
+	return getsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, name, &l) == 0 &&
+	       l <= sizeof(name) && !strncmp(name, "lo", sizeof(name));
+}
+
 struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const struct cr_syscall_entry *e,
@@ -195,7 +210,8 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 	 * UDP), the wildcard becomes loopback's address. The accept checks
 	 * who it is, either way. */
 	if (wildcard && s->type == SOCK_STREAM &&
-	    setsockopt(s->dup, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3) == 0)
+	    (setsockopt(s->dup, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3) == 0 ||
+	     on_lo(s->dup)))
 		wildcard_on_lo = true;
 	if (wildcard && !wildcard_on_lo)
 		ep_loopback(&ep);

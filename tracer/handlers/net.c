@@ -2316,6 +2316,18 @@ int cr_net_peer_name(struct cr_run *run, const struct cr_sock *s,
 		return 0;
 	}
 	if (a->sa.sa_family == AF_INET || a->sa.sa_family == AF_INET6) {
+		/* A stream that ended (CLOSE: both FINs, or a reset) is not
+		 * connected, whatever it was connected to: the kernel's
+		 * answer on the proxy's end is the native one (ENOTCONN;
+		 * the record named the destination to the end, found by a
+		 * differential probe). */
+		if (s->type == SOCK_STREAM) {
+			union cr_sockaddr k;
+			socklen_t kl = sizeof(k);
+
+			if (getpeername(s->dup, &k.sa, &kl) < 0)
+				return -errno;
+		}
 		*outlen = peer_as_kernel(s->domain, a, out);
 		return *outlen ? 0 : -ENOTCONN;
 	}
