@@ -442,6 +442,56 @@ except OSError as e:
         srv.close()
 
 
+def _late_reader(c, rec):
+    time.sleep(1)
+    try:
+        while True:
+            d = c.recv(65536)
+            if not d:
+                rec["end"] = "eof"
+                return
+            rec["in"] += len(d)
+    except ConnectionResetError:
+        rec["end"] = "reset"
+
+
+@test
+def net_bytes_sent_before_the_program_exits_arrive(t):
+    """A program sends 2 MB, closes and exits while its server has not
+    read yet: natively the kernel delivers the closed socket's bytes
+    after the process is gone. corral's proxy reset every relay at the
+    run's end, so the server got ~128 KB and a reset while the result
+    said ok and the audit counted 2 MB sent (found by a probing session).
+    Relays with bytes left towards their destination now drain (at most
+    5 s, within the budgets) and end as the program ended them."""
+    srv = TcpServer(_late_reader)
+    try:
+        prog = r'''
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"x" * 2000000)
+s.close()
+print("sent")
+'''
+        audit = t.path("audit.jsonl")
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--audit", audit])
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        eq(r["stdout"], "sent\n", "stdout")
+        true(wait_for(lambda: "end" in srv.conns[0], 10), "server done")
+        eq(srv.conns[0]["end"], "eof", "how the server's stream ended")
+        eq(srv.conns[0]["in"], 2000000, "bytes the server received")
+        eq(r["usage"]["net_bytes"], 2000000, "usage.net_bytes")
+        with open(audit) as f:
+            nets = [e for e in map(json.loads, f) if e["event"] == "net"]
+        eq([(e["bytes_sent"], e["end"]) for e in nets], [(2000000, "closed")],
+           "audit net events")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
 @test
 def net_allowed_port_where_nothing_listens_is_refused(t):
     """An allowed host service that is not up yet: the kernel answers

@@ -797,12 +797,129 @@ int cr_proxy_setup(struct cr_run *run)
 	return 0;
 }
 
+/*
+ * What the program sent and closed behind it is delivered, as the kernel
+ * delivers a closed socket's queue after its process is gone (a program
+ * that sends 2 MB, closes and exits: its server got the first 128 KB and
+ * a reset, the result said ok; found by a probing session). At an orderly
+ * end (ok, program_error) each relay with bytes left towards its
+ * destination is pumped that way alone, for at most CR_PROXY_DRAIN_MS,
+ * never past the wall budget or the connection's own time budget, and
+ * under the net-bytes budget as before; its end is then passed on. A relay
+ * still holding bytes after that is reset, as every relay was. What the
+ * destination sends meanwhile is left unread: the program is gone, and
+ * its kernel would answer such bytes with a reset too.
+ */
+#define CR_PROXY_DRAIN_MS 5000
+
+/* The time a relay may still drain, in ms past the run's start. */
+static uint64_t drain_until(const struct cr_run *run,
+			    const struct cr_net_conn *c, uint64_t end)
+{
+	uint64_t ct = run->cfg->limits.v[CR_LIM_NET_CONN_TIME];
+
+	return ct && c->start_ms + ct < end ? c->start_ms + ct : end;
+}
+
+/* Set up c's poll entries for its way out; false when it has no bytes
+ * left to move (its end was passed on) or no time left. */
+static bool drain_want(struct cr_run *run, struct cr_net_conn *c,
+		       uint64_t end, struct pollfd pf[2])
+{
+	pf[0] = (struct pollfd){ .fd = c->fd[0] };
+	pf[1] = (struct pollfd){ .fd = c->fd[1] };
+	if (c->shut[0] || cr_run_ms(run) >= drain_until(run, c, end))
+		return false;
+	if (c->connecting || c->inpipe[0] || c->oob[0] >= 0)
+		pf[1].events = POLLOUT;
+	if (!c->connecting && !c->eof[0] && c->inpipe[0] < c->pipesz[0])
+		pf[0].events = POLLIN | POLLRDHUP;
+	/* A side not waited on is left out: a closed one would report
+	 * POLLHUP to every poll. */
+	for (int i = 0; i < 2; i++)
+		if (!pf[i].events)
+			pf[i].fd = -1;
+	return pf[0].fd >= 0 || pf[1].fd >= 0;
+}
+
+/* One relay's turn after a poll: false when it was closed. */
+static bool drain_step(struct cr_run *run, struct cr_net_conn *c)
+{
+	bool progress = false;
+
+	if (c->connecting) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		struct pollfd pf = { .fd = c->fd[1], .events = POLLOUT };
+
+		if (poll(&pf, 1, 0) <= 0)
+			return true;
+		if (getsockopt(c->fd[1], SOL_SOCKET, SO_ERROR, &err, &el) < 0 ||
+		    err) {
+			conn_close(run, c, true);
+			return false;
+		}
+		c->connecting = false;
+	}
+	if (c->check_sni && sni_check(run, c) < 0)
+		return false;
+	/* A server name still incomplete will stay so: the program that
+	 * would send the rest is gone. */
+	if (c->check_sni || pump(run, c, 0, &progress) != PUMP_OK) {
+		conn_close(run, c, true);
+		return false;
+	}
+	return true;
+}
+
+static void drain(struct cr_run *run)
+{
+	struct cr_netstate *ns = run->net;
+	uint64_t wall = run->cfg->limits.v[CR_LIM_WALL];
+	uint64_t end = cr_run_ms(run) + CR_PROXY_DRAIN_MS;
+	struct pollfd *pf;
+	struct cr_net_conn **pc;
+
+	if ((run->status != CR_ST_OK && run->status != CR_ST_PROGRAM_ERROR) ||
+	    !ns->conns)
+		return;
+	if (wall && wall < end)
+		end = wall;
+	pf = calloc(2 * ns->nconns, sizeof(*pf));
+	pc = calloc(ns->nconns, sizeof(*pc));
+	while (pf && pc) {
+		uint64_t now = cr_run_ms(run);
+		size_t n = 0;
+		int rc;
+
+		/* A relay's first turn comes before any wait: bytes the
+		 * loop never pumped may move at once. */
+		for (struct cr_net_conn *c = ns->conns, *next; c; c = next) {
+			next = c->next;
+			if (n < ns->nconns && drain_step(run, c) &&
+			    drain_want(run, c, end, &pf[2 * n]))
+				pc[n++] = c;
+		}
+		if (!n || now >= end)
+			break;
+		rc = poll(pf, 2 * n, (int)(end - now));
+		if (rc < 0 && errno != EINTR)
+			break;
+	}
+	free(pf);
+	free(pc);
+}
+
 void cr_proxy_finish(struct cr_run *run)
 {
 	struct cr_netstate *ns = run->net;
 
+	drain(run);
+	/* A relay whose program side ended and was passed on closes as an
+	 * end; any other is reset. */
 	while (ns->conns)
-		conn_close(run, ns->conns, true);
+		conn_close(run, ns->conns, !ns->conns->shut[0]);
 	for (int i = 0; i < 2; i++)
 		if (ns->lfd[i] >= 0) {
 			close(ns->lfd[i]);
