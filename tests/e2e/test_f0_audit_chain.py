@@ -160,6 +160,40 @@ def audit_verify_whole_run_removed_needs_the_head(t):
 
 
 @test
+def audit_verify_an_id_run_again_after_a_killed_run(t):
+    """A run killed with SIGKILL leaves its chain without a final event,
+    and its id is free again: a retry under the same id begins a new
+    chain at seq 0. verify called that "an event repeated" (exit 1,
+    broken) and checked nothing after it (found by a probing session);
+    it is exit 2, the first chain unfinished, and the chains after it are
+    still checked."""
+    path, lines, heads = _trail(t)
+    write_lines(path, lines[:-1])      # what a killed run leaves
+    run, r = run_audited(t, path, task="chain-0")
+    eq(run.code, 0, "the retry (%s)" % run.summary())
+    run, r = run_audited(t, path, task="other",
+                         cmd=("sh", "-c", "cat /etc/shadow; exit 0"))
+    eq(run.code, 0, "a third run (%s)" % run.summary())
+    v = verify(t, path)
+    eq(v.code, 2, "verify (stderr %r)" % v.err)
+    contains(v.err.decode(), "chain-0", "the unfinished chain named")
+    v = verify(t, path, "--head", r["audit"]["head"])
+    eq(v.code, 2, "verify --head of the last run (stderr %r)" % v.err)
+    # An edit in the last run's chain is still found.
+    now = lines_of(path)
+    i = max(k for k, l in enumerate(now)
+            if json.loads(l)["task_id"] == "other" and
+            json.loads(l)["seq"] == 1)
+    ev = json.loads(now[i])
+    ev["ts"] = "edited"
+    write_lines(path, now[:i] + [json.dumps(ev).encode()] + now[i + 1:])
+    eq(verify(t, path).code, 1, "an edit after the retry")
+    # A first event inserted inside a chain does not hide the rest.
+    write_lines(path, lines[:3] + lines[:1] + lines[3:])
+    eq(verify(t, path).code, 1, "a first event inserted inside its chain")
+
+
+@test
 def audit_verify_same_id_twice_and_foreign_lines(t):
     path = t.path("audit.jsonl")
     for _ in range(2):

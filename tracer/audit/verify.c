@@ -113,7 +113,33 @@ static int line(struct verifier *v, size_t no, const char *text, size_t len)
 		goto out;
 	}
 	c = find(v, task->valuestring);
-	if (c && c->closed && s == 0) {
+	if (c && !c->closed && s == 0 && !strcmp(prev->valuestring, genesis)) {
+		/* The same id run again while its chain was open: the run
+		 * before was killed (or its tail cut) and its id was free
+		 * again. That chain stays on record as unfinished (exit 2),
+		 * and this line begins a new one; an event repeated or
+		 * inserted inside a chain is still seen, by its prev. */
+		size_t at = (size_t)(c - v->c);
+		struct chain *nc = realloc(v->c, (v->n + 1) * sizeof(*nc));
+
+		if (!nc) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		v->c = nc;
+		c = &v->c[at];
+		v->c[v->n] = *c;
+		v->c[v->n].task = strdup(c->task);
+		if (!v->c[v->n].task) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		v->n++;
+		c->next = 0;
+		memcpy(c->prev, genesis, sizeof(genesis));
+		c->first_line = no;
+		v->chains++;
+	} else if (c && c->closed && s == 0) {
 		/* The same id run again: a new chain. */
 		c->closed = false;
 		c->next = 0;
