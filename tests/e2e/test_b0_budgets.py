@@ -153,6 +153,27 @@ def budget_processes_known_good_under(t):
 
 
 @test
+def budget_processes_peak_is_processes_at_once(t):
+    """usage.processes is the peak of processes alive at once: a shell
+    running /bin/true 300 times in turn has two. Zombies its shell had
+    reaped were counted until the next tick looked: 8-13 under
+    processes=64, the whole budget under processes=8 (found by a probing
+    session). One more for an instant is the documented error towards
+    refusing (a child seen before its parent's fork event)."""
+    for lim in ("64", "8"):
+        run = t.corral(["run", "--json", "--limit", "processes=" + lim,
+                        "--", "sh", "-c",
+                        "i=0; while [ $i -lt 300 ]; do /bin/true; "
+                        "i=$((i+1)); done"])
+        r = t.result(run)
+        eq(r.get("status"), "ok", "status under processes=%s" % lim)
+        true(2 <= r["usage"]["processes"] <= 3,
+             "usage.processes under processes=%s: %d"
+             % (lim, r["usage"]["processes"]))
+    t.assert_next_run_ok()
+
+
+@test
 def budget_clone_untraced_refused(t):
     nat = t.native([t.prog("budget_hog"), "untraced", "x"])
     eq(nat.out, b"untraced: ok\n", "natively (test setup)")

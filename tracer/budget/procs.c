@@ -35,6 +35,13 @@ void bg_note_peaks(struct cr_run *run)
 {
 	struct cr_budgets *b = run->budgets;
 
+	/* A zombie its parent has reaped since the last look is no process:
+	 * a new peak is counted without those (a shell running /bin/true in
+	 * turn reported 13 processes at once, or the whole budget; found by
+	 * a probing session). Looked at only when a peak would rise. */
+	if (b->nzombies && (tasks_alive(run) > b->peak_tasks ||
+			    procs_alive(run) > b->peak_procs))
+		bg_prune_zombies(b);
 	if (tasks_alive(run) > b->peak_tasks)
 		b->peak_tasks = tasks_alive(run);
 	if (procs_alive(run) > b->peak_procs)
