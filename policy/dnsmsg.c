@@ -16,9 +16,30 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
+/* Append to q->name: a byte as is, or as its \DDD escape (a byte no name
+ * on the allow list has), while there is room; q->name_cut once not. */
+static void name_put(struct cr_dns_question *q, size_t *nl, uint8_t c,
+		     bool esc)
+{
+	size_t need = esc ? 4 : 1;
+
+	if (q->name_cut || *nl + need >= sizeof(q->name) - (esc ? 3 : 0)) {
+		q->name_cut = true;
+		return;
+	}
+	if (esc) {
+		q->name[(*nl)++] = '\\';
+		q->name[(*nl)++] = (char)('0' + c / 100);
+		q->name[(*nl)++] = (char)('0' + c / 10 % 10);
+		q->name[(*nl)++] = (char)('0' + c % 10);
+	} else {
+		q->name[(*nl)++] = (char)c;
+	}
+}
+
 int cr_dns_parse_query(const uint8_t *m, size_t len, struct cr_dns_question *q)
 {
-	size_t off = 12, nl = 0;
+	size_t off = 12, nl = 0, raw = 0;
 
 	memset(q, 0, sizeof(*q));
 	if (len < 12)
@@ -39,28 +60,41 @@ int cr_dns_parse_query(const uint8_t *m, size_t len, struct cr_dns_question *q)
 		l = m[off++];
 		if (!l)
 			break;
-		if (l > 63 || off + l > len || nl + l + 1 >= sizeof(q->name))
+		if (l > 63 || off + l > len || raw + l + 1 >= sizeof(q->name))
 			return CR_DNS_FORMERR;
-		if (nl)
-			q->name[nl++] = '.';
+		if (raw) {
+			name_put(q, &nl, '.', false);
+			raw++;
+		}
 		for (uint8_t i = 0; i < l; i++) {
 			uint8_t c = m[off + i];
+			bool ok;
 
 			if (c >= 'A' && c <= 'Z')
 				c = (uint8_t)(c - 'A' + 'a');
-			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			      c == '-' || c == '_'))
-				return CR_DNS_NXDOMAIN;
-			q->name[nl++] = (char)c;
+			ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			     c == '-' || c == '_';
+			if (!ok)
+				q->bad_name = true;
+			name_put(q, &nl, c, !ok);
 		}
+		raw += l;
 		off += l;
 	}
+	if (q->name_cut) {
+		if (nl > sizeof(q->name) - 4)
+			nl = sizeof(q->name) - 4;
+		memcpy(q->name + nl, "...", 3);
+		nl += 3;
+	}
 	q->name[nl] = '\0';
-	if (!nl || off + 4 > len)
+	if (!raw || off + 4 > len)
 		return CR_DNS_FORMERR;
 	q->qtype = get16(m + off);
 	q->qclass = get16(m + off + 2);
 	q->end = off + 4;
+	if (q->bad_name)
+		return CR_DNS_NXDOMAIN;
 	if (q->qclass != 1)
 		return CR_DNS_REFUSED;
 	return CR_DNS_OK;

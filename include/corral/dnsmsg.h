@@ -21,11 +21,16 @@ struct cr_dns_question {
 	bool rd;
 	char name[CR_NET_NAME_MAX];	/* lower case, dotted, no final dot */
 	size_t end;			/* offset just past the question */
+	/* A byte no allowed name has (answered NXDOMAIN): name shows it as
+	 * \DDD, cut short with "..." (name_cut) where the escapes leave no
+	 * room. */
+	bool bad_name, name_cut;
 };
 
 /* A query: header, exactly one question, no compression, labels of
  * letters, digits, '-' and '_' only (a name that could never be on the
- * allow list is NXDOMAIN, never forwarded). Returns the rcode to answer
+ * allow list is NXDOMAIN, never forwarded; bad_name says so, with the
+ * name escaped for the record). Returns the rcode to answer
  * (CR_DNS_OK when q is complete), or -1 for a message not to answer. */
 int cr_dns_parse_query(const uint8_t *m, size_t len, struct cr_dns_question *q);
 

@@ -928,6 +928,42 @@ def net_flipping_sockaddr_race(t):
 
 
 @test
+def net_dns_names_of_odd_bytes_are_recorded(t):
+    """A query for a name with a byte no allowed name has (a space, a
+    newline, 0xff, a quote, a backslash, a dot inside a label) is
+    answered NXDOMAIN, and was recorded nowhere: neither the result's
+    denials nor the audit saw the attempt (found by a probing session).
+    Each is a dns denial now, its bytes escaped as \\DDD."""
+    prog = r'''
+import socket, struct
+def query(labels):
+    q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+    for l in labels:
+        q += bytes([len(l)]) + l
+    return q + b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+for labels in ([b"sp ace", b"example"], [b"evil\nline", b"example"],
+               [b"a\xff", b"example"], [b"a.b", b"example"]):
+    s.sendto(query(labels), ("127.0.0.53", 53))
+    a = s.recv(512)
+    print("rcode", a[3] & 0xf)
+'''
+    audit = t.path("audit.jsonl")
+    run, r = net_run(t, [], prog, ["--audit", audit])
+    eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+    eq(r["stdout"], "rcode 3\n" * 4, "NXDOMAIN for each")
+    targets = sorted(d["target"] for d in denials(r, "dns", "net"))
+    eq(targets, sorted(["sp\\032ace.example", "evil\\010line.example",
+                        "a\\255.example", "a\\046b.example"]),
+       "dns denials")
+    with open(audit) as f:
+        denied = [e for e in map(json.loads, f) if e["event"] == "deny"]
+    eq(sorted(e["target"] for e in denied), targets, "audit deny events")
+    t.assert_next_run_ok()
+
+
+@test
 def net_dns_filtering(t):
     dns = DnsServer({"allowed.test": ["203.0.113.7"],
                      "rebind.test": ["127.0.0.1"],

@@ -66,6 +66,31 @@ TEST_IMPL(dnsmsg_query)
 	ASSERT_EQ(cr_dns_parse_query(m, n, &q), CR_DNS_FORMERR);
 	n = query(m, 1, "a b.example", CR_DNS_A);		/* bad byte */
 	ASSERT_EQ(cr_dns_parse_query(m, n, &q), CR_DNS_NXDOMAIN);
+	/* Named for the record, the byte escaped. */
+	ASSERT(q.bad_name && !q.name_cut);
+	ASSERT_STREQ(q.name, "a\\032b.example");
+	n = query(m, 1, "x.example", CR_DNS_A);
+	ASSERT_EQ(cr_dns_parse_query(m, n, &q), CR_DNS_OK);
+	ASSERT(!q.bad_name);
+	/* Escapes past the room: cut, marked, still NUL-terminated. */
+	memset(longname, 0x01, sizeof(longname));
+	for (int i = 60; i < 250; i += 61)
+		longname[i] = '.';
+	longname[249] = '\0';
+	n = query(m, 1, longname, CR_DNS_A);
+	ASSERT_EQ(cr_dns_parse_query(m, n, &q), CR_DNS_NXDOMAIN);
+	ASSERT(q.bad_name && q.name_cut);
+	ASSERT(strlen(q.name) < sizeof(q.name));
+	ASSERT_STREQ(q.name + strlen(q.name) - 3, "...");
+	/* A valid part first, the escapes after it: the cut fits too. */
+	memset(longname, 'a', sizeof(longname));
+	for (int i = 60; i < 250; i += 61)
+		longname[i] = '.';
+	longname[240] = 0x01;
+	longname[249] = '\0';
+	n = query(m, 1, longname, CR_DNS_A);
+	ASSERT_EQ(cr_dns_parse_query(m, n, &q), CR_DNS_NXDOMAIN);
+	ASSERT(strlen(q.name) < sizeof(q.name));
 	n = query(m, 1, "x.example", CR_DNS_A);
 	m[n - 1] = 3;						/* class CH */
 	ASSERT_EQ(cr_dns_parse_query(m, n, &q), CR_DNS_REFUSED);

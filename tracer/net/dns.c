@@ -254,6 +254,9 @@ static void handle_query(struct cr_run *run, const uint8_t *m, size_t mlen,
 	rc = cr_dns_parse_query(m, mlen, &q);
 	if (rc < 0)
 		return;
+	if (rc == CR_DNS_NXDOMAIN && q.bad_name)
+		cr_deny(run, 0, "dns", q.name, "net",
+			"a byte no allowed name has (answered NXDOMAIN, never forwarded)");
 	if (rc == CR_DNS_OK && !cr_netrules_allow_name(ns->rules, ns->nrules,
 						   q.name)) {
 		cr_deny(run, 0, "dns", q.name, "net",
