@@ -166,6 +166,15 @@ static bool on_lo(int fd)
 	       l <= sizeof(name) && !strncmp(name, "lo", sizeof(name));
 }
 
+/* An IPv6 address that is an interface's only: link-local unicast
+ * (fe80::/10), or multicast of interface or link scope. */
+static bool needs_scope(const struct cr_net_ep *ep)
+{
+	return (ep->addr[0] == 0xfe && (ep->addr[1] & 0xc0) == 0x80) ||
+	       (ep->addr[0] == 0xff && ((ep->addr[1] & 0x0f) == 1 ||
+					(ep->addr[1] & 0x0f) == 2));
+}
+
 struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 				   const struct seccomp_notif *n,
 				   const struct cr_syscall_entry *e,
@@ -192,6 +201,15 @@ struct cr_verdict cr_net_bind_inet(struct cr_run *run,
 	 * run of curl's and libuv's suites), and the answer says nothing
 	 * of the host's addresses. A multicast or broadcast address, which
 	 * a socket may bind, stays refused. */
+	/* __inet6_bind's own EINVALs come before any address is looked
+	 * for: a multicast address for a stream socket, and a link-local one
+	 * that names no interface (no scope id, no device) (was
+	 * EADDRNOTAVAIL; found by a differential probe). */
+	if (!wildcard && s->domain == AF_INET6 && ep.family == AF_INET6 &&
+	    ((ep.addr[0] == 0xff && s->type == SOCK_STREAM) ||
+	     (needs_scope(&ep) && !on_lo(s->dup) &&
+	      (alen < sizeof(struct sockaddr_in6) || !a->in6.sin6_scope_id))))
+		return v_err(EINVAL);
 	if (!wildcard && !cr_net_ep_loopback(&ep))
 		return cr_net_deny(run, n, e, a, alen, "net",
 				   "the run's servers live on loopback: a non-loopback address is refused",

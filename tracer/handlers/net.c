@@ -246,6 +246,14 @@ static int unix_path_resolve(struct cr_run *run, pid_t tid,
 		}
 		return rc;
 	}
+	/* bind makes the name: where one the program can see exists (a
+	 * file, ".", a directory of a read root), the kernel's EEXIST comes
+	 * before any permission is asked: EADDRINUSE (was EACCES, recorded,
+	 * for "." in the workspace; found by a differential probe). */
+	if (for_bind && res.exists) {
+		cr_fsres_free(&res);
+		return -EADDRINUSE;
+	}
 	if (res.plen <= wl + 1 || strncmp(res.path, ns->ws_real, wl) ||
 	    res.path[wl] != '/') {
 		/* A name the program can see but no socket is there: the
