@@ -492,6 +492,56 @@ print("sent")
         srv.close()
 
 
+def _later_reader(c, rec):
+    time.sleep(3)
+    _late_reader(c, rec)
+
+
+@test
+def net_bytes_left_behind_past_the_budget_end_on_net_bytes(t):
+    """The bytes a program leaves behind at its exit are under net-bytes
+    as any: past the budget the run is limit_exceeded after all (a run
+    that ended on its own is re-judged, as a late disk breach is), and
+    what is past the budget never reaches the server. The program queues
+    what its socket takes without blocking (~16 MB here: the proxy's
+    pipe, its socket towards a server that does not read yet, and the
+    program's own socket queues) and exits; the proxy had read 4-6 MB of
+    it by then, so the budget is passed in the drain. A drain that did
+    not re-judge ended ok with net_bytes one past the budget."""
+    srv = TcpServer(_later_reader)
+    srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        prog = r'''
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+time.sleep(0.3)
+s.setblocking(False)
+n, chunk, tries = 0, b"x" * 65536, 0
+while tries < 2:
+    try:
+        n += s.send(chunk)
+        tries = 0
+    except BlockingIOError:
+        tries += 1
+        time.sleep(0.2)
+print("queued", n)
+s.close()
+'''
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--limit", "net-bytes=10000000"])
+        queued = int(r["stdout"].split()[1])
+        eq(r["status"], "limit_exceeded", "status (message %r, usage %r, "
+           "%d queued)" % (r.get("message"), r["usage"], queued))
+        eq(r["limit"], "net-bytes", "limit")
+        true(wait_for(lambda: "end" in srv.conns[0], 15), "server done")
+        true(srv.conns[0]["in"] <= 10000000,
+             "bytes the server received: %d" % srv.conns[0]["in"])
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
 @test
 def net_allowed_port_where_nothing_listens_is_refused(t):
     """An allowed host service that is not up yet: the kernel answers

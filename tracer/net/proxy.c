@@ -842,6 +842,22 @@ static bool drain_want(struct cr_run *run, struct cr_net_conn *c,
 	return pf[0].fd >= 0 || pf[1].fd >= 0;
 }
 
+/* Bytes the program left behind that pass net-bytes: the budget was
+ * spent, so the run that ended on its own is limit_exceeded after all,
+ * as a late disk breach makes it (budget/budget.c late_breach); the bytes
+ * past it are never sent. */
+static void late_breach(struct cr_run *run)
+{
+	uint64_t end_ms = run->end_ms;
+
+	if (run->status != CR_ST_OK && run->status != CR_ST_PROGRAM_ERROR)
+		return;
+	run->ending = false;
+	cr_net_charge(run, 0);
+	run->ending = true;
+	run->end_ms = end_ms;
+}
+
 /* One relay's turn after a poll: false when it was closed. */
 static bool drain_step(struct cr_run *run, struct cr_net_conn *c)
 {
@@ -866,11 +882,21 @@ static bool drain_step(struct cr_run *run, struct cr_net_conn *c)
 		return false;
 	/* A server name still incomplete will stay so: the program that
 	 * would send the rest is gone. */
-	if (c->check_sni || pump(run, c, 0, &progress) != PUMP_OK) {
+	if (c->check_sni) {
 		conn_close(run, c, true);
 		return false;
 	}
-	return true;
+	switch (pump(run, c, 0, &progress)) {
+	case PUMP_OK:
+		return true;
+	case PUMP_BREACH:
+		late_breach(run);
+		break;
+	case PUMP_ERR:
+		break;
+	}
+	conn_close(run, c, true);
+	return false;
 }
 
 static void drain(struct cr_run *run)
@@ -901,7 +927,8 @@ static void drain(struct cr_run *run)
 			    drain_want(run, c, end, &pf[2 * n]))
 				pc[n++] = c;
 		}
-		if (!n || now >= end)
+		/* A late breach ends every relay as a limit does. */
+		if (!n || now >= end || run->status == CR_ST_LIMIT_EXCEEDED)
 			break;
 		rc = poll(pf, 2 * n, (int)(end - now));
 		if (rc < 0 && errno != EINTR)
