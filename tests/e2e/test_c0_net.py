@@ -492,6 +492,42 @@ print("sent")
         srv.close()
 
 
+@test
+def net_urgent_byte_left_behind_is_delivered(t):
+    """An urgent byte among the bytes a program left behind: TCP's
+    splice stops at its mark, and the drain did not hear the mark (the
+    loop hears it as EPOLLPRI), so it spun until its 5 s were out and
+    reset the relay. The bytes on both sides of the mark arrive, as
+    natively (compared with a native run)."""
+    prog = r'''
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"x" * 1000000)
+s.send(b"!", socket.MSG_OOB)
+s.sendall(b"y" * 1000000)
+s.close()
+'''
+    path = t.write("urg.py", prog)
+    got = []
+    for native in (True, False):
+        srv = TcpServer(_late_reader)
+        try:
+            if native:
+                subprocess.run([PY, path, str(srv.port)], timeout=60,
+                               check=True)
+            else:
+                run, r = net_run(t, [str(srv.port)], prog,
+                                 ["--allow-net", "127.0.0.1:%d" % srv.port])
+                eq(r["status"], "ok", "status (%r)" % r.get("message"))
+            true(wait_for(lambda: "end" in srv.conns[0], 15), "server done")
+            got.append((srv.conns[0]["in"], srv.conns[0]["end"]))
+        finally:
+            srv.close()
+    eq(got[0][1], "eof", "native: %r" % (got,))
+    eq(got[1], got[0], "what the server received, against native")
+    t.assert_next_run_ok()
+
+
 def _later_reader(c, rec):
     time.sleep(3)
     _late_reader(c, rec)

@@ -199,11 +199,16 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 				want = (size_t)(lim - used) + 1;
 			n = splice(c->fd[d], NULL, c->pipe[d][1], NULL, want,
 				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-			if (n <= 0 && (n == 0 || errno == EAGAIN) && c->urg[d]) {
+			if (n <= 0 && (n == 0 || errno == EAGAIN) &&
+			    (c->urg[d] || n == 0)) {
 				/* TCP's splice stops at the urgent mark, for
 				 * good (EAGAIN, or 0 once the peer closed):
 				 * the byte there is taken with recv (inline:
-				 * SO_OOBINLINE) and the splice goes past. */
+				 * SO_OOBINLINE) and the splice goes past. A
+				 * 0 is never taken for the end before the
+				 * mark is asked: the urgency may not have been
+				 * heard (the bytes after the mark were lost
+				 * behind a clean end). */
 				int at = 0;
 				unsigned char b;
 
@@ -885,6 +890,14 @@ static bool drain_step(struct cr_run *run, struct cr_net_conn *c)
 	if (c->check_sni) {
 		conn_close(run, c, true);
 		return false;
+	}
+	/* Urgent data is heard here as the loop hears EPOLLPRI: a splice
+	 * stopped at its mark would otherwise leave POLLIN up for good. */
+	if (!c->eof[0]) {
+		struct pollfd pf = { .fd = c->fd[0], .events = POLLPRI };
+
+		if (poll(&pf, 1, 0) > 0 && (pf.revents & POLLPRI))
+			c->urg[0] = true;
 	}
 	switch (pump(run, c, 0, &progress)) {
 	case PUMP_OK:
