@@ -455,7 +455,7 @@ def _late_reader(c, rec):
         rec["end"] = "reset"
 
 
-@test
+@test(supervisor_only=True)
 def net_bytes_sent_before_the_program_exits_arrive(t):
     """A program sends 2 MB, closes and exits while its server has not
     read yet: natively the kernel delivers the closed socket's bytes
@@ -492,7 +492,7 @@ print("sent")
         srv.close()
 
 
-@test
+@test(supervisor_only=True)
 def net_urgent_byte_left_behind_is_delivered(t):
     """An urgent byte among the bytes a program left behind: TCP's
     splice stops at its mark, and the drain did not hear the mark (the
@@ -528,12 +528,54 @@ s.close()
     t.assert_next_run_ok()
 
 
+def _sleeper(c, rec):
+    time.sleep(6)
+    _late_reader(c, rec)
+
+
+@test(supervisor_only=True)
+def net_drain_stops_at_the_wall_budget(t):
+    """The drain of what a program left behind never outlasts the wall
+    budget: a server that does not read for 6 s, wall=2s, the program
+    done in its first half second: corral returns at the wall budget,
+    not after the drain's 5 s, and the relay is reset."""
+    srv = TcpServer(_sleeper)
+    srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        prog = r'''
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.setblocking(False)
+n, tries = 0, 0
+while tries < 2:
+    try:
+        n += s.send(b"x" * 65536)
+        tries = 0
+    except BlockingIOError:
+        tries += 1
+        time.sleep(0.05)
+s.close()
+'''
+        t0 = time.monotonic()
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--limit", "wall=2s"])
+        took = time.monotonic() - t0
+        eq(r["status"], "ok", "status (%r)" % r.get("message"))
+        lt(took, 4.5, "seconds corral took")
+        true(wait_for(lambda: "end" in srv.conns[0], 15), "server done")
+        eq(srv.conns[0]["end"], "reset", "the relay is reset")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
 def _later_reader(c, rec):
     time.sleep(3)
     _late_reader(c, rec)
 
 
-@test
+@test(supervisor_only=True)
 def net_bytes_left_behind_past_the_budget_end_on_net_bytes(t):
     """The bytes a program leaves behind at its exit are under net-bytes
     as any: past the budget the run is limit_exceeded after all (a run

@@ -917,38 +917,41 @@ static void drain(struct cr_run *run)
 	struct cr_netstate *ns = run->net;
 	uint64_t wall = run->cfg->limits.v[CR_LIM_WALL];
 	uint64_t end = cr_run_ms(run) + CR_PROXY_DRAIN_MS;
+	size_t cap = ns->nconns;	/* no relay is added from here on */
 	struct pollfd *pf;
-	struct cr_net_conn **pc;
 
 	if ((run->status != CR_ST_OK && run->status != CR_ST_PROGRAM_ERROR) ||
 	    !ns->conns)
 		return;
 	if (wall && wall < end)
 		end = wall;
-	pf = calloc(2 * ns->nconns, sizeof(*pf));
-	pc = calloc(ns->nconns, sizeof(*pc));
-	while (pf && pc) {
-		uint64_t now = cr_run_ms(run);
+	pf = calloc(2 * cap, sizeof(*pf));
+	while (pf) {
+		uint64_t now = cr_run_ms(run), first = end;
 		size_t n = 0;
-		int rc;
 
 		/* A relay's first turn comes before any wait: bytes the
-		 * loop never pumped may move at once. */
+		 * loop never pumped may move at once. One whose time is
+		 * out is left as it is (reset below). */
 		for (struct cr_net_conn *c = ns->conns, *next; c; c = next) {
+			uint64_t until = drain_until(run, c, end);
+
 			next = c->next;
-			if (n < ns->nconns && drain_step(run, c) &&
-			    drain_want(run, c, end, &pf[2 * n]))
-				pc[n++] = c;
+			if (n >= cap || now >= until ||
+			    !drain_step(run, c) ||
+			    !drain_want(run, c, end, &pf[2 * n]))
+				continue;
+			if (until < first)
+				first = until;
+			n++;
 		}
 		/* A late breach ends every relay as a limit does. */
-		if (!n || now >= end || run->status == CR_ST_LIMIT_EXCEEDED)
+		if (!n || now >= first || run->status == CR_ST_LIMIT_EXCEEDED)
 			break;
-		rc = poll(pf, 2 * n, (int)(end - now));
-		if (rc < 0 && errno != EINTR)
+		if (poll(pf, 2 * n, (int)(first - now)) < 0 && errno != EINTR)
 			break;
 	}
 	free(pf);
-	free(pc);
 }
 
 void cr_proxy_finish(struct cr_run *run)
