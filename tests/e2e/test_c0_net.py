@@ -570,6 +570,103 @@ s.close()
         srv.close()
 
 
+@test(supervisor_only=True)
+def net_drain_behind_an_urgent_byte_waits_without_spinning(t):
+    """The drain waits on what it can move: behind an urgent byte that a
+    server not reading has no room for, the pump reads no further, but
+    the drain polled the program's side for input, which the later bytes
+    kept ready: a CPU spun for the drain's whole time (5 s of supervisor
+    CPU; found by a probing session)."""
+    srv = TcpServer(_sleeper)
+    srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        prog = r'''
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.settimeout(0.5)
+try:
+    s.sendall(b"x" * 3000000)
+    s.send(b"!", socket.MSG_OOB)
+    s.sendall(b"y" * 1000000)
+except socket.timeout:
+    pass
+s.close()
+'''
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--limit", "wall=3s"])
+        eq(r["status"], "ok", "status (%r)" % r.get("message"))
+        lt(r["usage"]["supervisor_cpu_ms"], 700,
+           "supervisor CPU ms of a run that waited ~2.5 s in the drain")
+        t.assert_next_run_ok()
+    finally:
+        srv.close()
+
+
+@test(supervisor_only=True)
+def net_connect_still_in_progress_at_the_end_is_reset(t):
+    """A non-blocking connect still being made when the program exits
+    was never the program's to send on: natively its socket is in
+    SYN_SENT, a send is EAGAIN and the close aborts it. corral's leg to
+    the program is up at once, so the drain went on to finish the
+    connect and deliver what the program wrote (found by a probing
+    session). The server's backlog is full until it accepts, 1.5 s in."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    port = ls.getsockname()[1]
+    got = []
+
+    def serve():
+        time.sleep(1.5)
+        ls.settimeout(2.5)
+        try:
+            while True:
+                c, _ = ls.accept()
+                c.settimeout(5)
+                data = b""
+                try:
+                    while True:
+                        d = c.recv(65536)
+                        if not d:
+                            break
+                        data += d
+                except OSError:
+                    pass
+                got.append(data)
+                c.close()
+        except OSError:
+            pass
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        prog = r'''
+import socket, sys, time
+port = int(sys.argv[1])
+a = socket.create_connection(("127.0.0.1", port), timeout=5)
+a.sendall(b"first")
+b = socket.socket()
+b.setblocking(False)
+print("connect", b.connect_ex(("127.0.0.1", port)))
+time.sleep(0.3)
+try:
+    b.send(b"SECOND")
+except OSError as e:
+    print("send", e.errno)
+b.close()
+a.close()
+'''
+        run, r = net_run(t, [str(port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % port])
+        eq(r["status"], "ok", "status (%r)" % r.get("message"))
+        th.join(15)
+        eq(got[:1], [b"first"], "the first connection's bytes")
+        true(all(b"SECOND" not in g for g in got),
+             "what the server received: %r" % got)
+    finally:
+        ls.close()
+
+
 def _later_reader(c, rec):
     time.sleep(3)
     _late_reader(c, rec)

@@ -835,9 +835,11 @@ static bool drain_want(struct cr_run *run, struct cr_net_conn *c,
 	pf[1] = (struct pollfd){ .fd = c->fd[1] };
 	if (c->shut[0] || cr_run_ms(run) >= drain_until(run, c, end))
 		return false;
-	if (c->connecting || c->inpipe[0] || c->oob[0] >= 0)
+	if (c->inpipe[0] || c->oob[0] >= 0)
 		pf[1].events = POLLOUT;
-	if (!c->connecting && !c->eof[0] && c->inpipe[0] < c->pipesz[0])
+	/* The pump reads no further while an urgent byte waits to go on:
+	 * the program's later bytes would keep POLLIN up for nothing. */
+	if (!c->eof[0] && c->oob[0] < 0 && c->inpipe[0] < c->pipesz[0])
 		pf[0].events = POLLIN | POLLRDHUP;
 	/* A side not waited on is left out: a closed one would report
 	 * POLLHUP to every poll. */
@@ -868,26 +870,15 @@ static bool drain_step(struct cr_run *run, struct cr_net_conn *c)
 {
 	bool progress = false;
 
-	if (c->connecting) {
-		int err = 0;
-		socklen_t el = sizeof(err);
-
-		struct pollfd pf = { .fd = c->fd[1], .events = POLLOUT };
-
-		if (poll(&pf, 1, 0) <= 0)
-			return true;
-		if (getsockopt(c->fd[1], SOL_SOCKET, SO_ERROR, &err, &el) < 0 ||
-		    err) {
-			conn_close(run, c, true);
-			return false;
-		}
-		c->connecting = false;
-	}
-	if (c->check_sni && sni_check(run, c) < 0)
+	/* A connection still being made was never the program's to send
+	 * on: natively its socket was in SYN_SENT, what it wrote was refused
+	 * (EAGAIN) and its close aborted the connect (corral's leg to the
+	 * program was up at once: found by a probing session). Nor will a
+	 * server name still incomplete be finished: the program that would
+	 * send the rest is gone. Both are reset. */
+	if (c->check_sni && !c->connecting && sni_check(run, c) < 0)
 		return false;
-	/* A server name still incomplete will stay so: the program that
-	 * would send the rest is gone. */
-	if (c->check_sni) {
+	if (c->connecting || c->check_sni) {
 		conn_close(run, c, true);
 		return false;
 	}
