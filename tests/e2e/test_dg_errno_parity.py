@@ -1363,6 +1363,29 @@ for clk in (0, 1, 10, 99, -1, -2, -3, ~4194303 << 3):
     t("clock_settime %d" % clk, lambda: sysc(227, clk, ctypes.byref(good)))
 t("clock_settime 0 null", lambda: sysc(227, 0, None))
 t("clock_settime 0 badns", lambda: sysc(227, 0, ctypes.byref(bad)))
+# CPU clocks of a child, of a thread of the caller's process: a thread
+# clock names only a thread of the caller's process, a process clock only
+# a process (a leader's pid).
+import threading, time
+child = os.fork()
+if child == 0:
+    time.sleep(5)
+    os._exit(0)
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+def cpuclk(p, thread):
+    return ((~p) << 3) | (4 if thread else 0) | 2
+for label, p, thr in (("child process", child, False),
+                      ("child thread", child, True),
+                      ("own thread", th.native_id, True),
+                      ("own thread as process", th.native_id, False)):
+    t("clock_settime %s" % label,
+      lambda: sysc(227, cpuclk(p, thr), ctypes.byref(good)))
+ev.set()
+th.join()
+os.kill(child, 9)
+os.waitpid(child, 0)
 '''
     nat, cor, res = parity(t, body, name="clockq",
                            want={"adjtimex set": "EPERM",
@@ -1371,6 +1394,10 @@ t("clock_settime 0 badns", lambda: sysc(227, 0, ctypes.byref(bad)))
                                  "clock_settime 1": "EINVAL",
                                  "clock_settime 0": "EPERM",
                                  "clock_settime 0 null": "EFAULT",
+                                 "clock_settime child process": "EPERM",
+                                 "clock_settime child thread": "EINVAL",
+                                 "clock_settime own thread": "EPERM",
+                                 "clock_settime own thread as process": "EINVAL",
                                  "adjtimex mode 0xe001": "ok",
                                  "adjtimex mode 0x8000": "EINVAL",
                                  "adjtimex readonly query": "EFAULT",

@@ -116,7 +116,9 @@ CR_HANDLER(cr_h_clock_adjtime)
  * other static id, an unknown one, a malformed process clock, an fd's)
  * EINVAL; the realtime clock's value unreadable EFAULT, out of range
  * EINVAL; then EPERM, recorded. A process CPU clock is EPERM for a process
- * of the run and EINVAL, the kernel's answer for a free pid, for any other.
+ * of the run and EINVAL, the kernel's answer for a free pid, for any other
+ * (a thread's pid too); a thread CPU clock EPERM for a thread of the
+ * caller's process only.
  * An earlier build answered EPERM to all (found by a differential probing
  * session).
  */
@@ -133,10 +135,18 @@ CR_HANDLER(cr_h_clock_settime)
 	} else if (id >= 0 || (id & 7) == CR_CLOCKFD || (id & 3) == 3) {
 		return CR_V_ERR(EINVAL);
 	} else {
-		pid_t pid = (pid_t)~(id >> 3);
+		pid_t pid = (pid_t)~(id >> 3), caller = (pid_t)n->pid;
 
-		if (pid && cr_surface_target(run, (pid_t)n->pid, pid) ==
-			   CR_TARGET_OUTSIDE)
+		/* pid_for_clock: a thread clock names a thread of the
+		 * caller's own process, a process clock a process (its
+		 * leader's pid); anything else is EINVAL before the
+		 * permission (a thread clock of another process of the run
+		 * answered EPERM; found by a differential probe). */
+		if (pid && (cr_surface_target(run, caller, pid) ==
+			    CR_TARGET_OUTSIDE ||
+			    ((id & 4) ? cr_surface_tgid(run, pid) !=
+					cr_surface_tgid(run, caller) :
+					cr_surface_tgid(run, pid) != pid)))
 			return CR_V_ERR(EINVAL);
 	}
 	cr_deny(run, (pid_t)n->pid, e->name, NULL, "syscall",
