@@ -455,6 +455,16 @@ void cr_notify_handle(struct cr_run *run)
 		restart_settled(run, (pid_t)n->pid);
 	if (run->tasks.lock_waits)
 		kernel_wait_settled(run, (pid_t)n->pid);
+	/* A thread past its exit stop stays a zombie, counted in its
+	 * process's Threads: and num_threads, until it is reaped here,
+	 * while its pthread_join has returned: an open of /proc/self/status
+	 * right after the join read 2 threads where natively 1 (CPython's
+	 * fork asks /proc/self/stat whether it is multi-threaded; found by a
+	 * differential probe). Before an open, those are reaped. */
+	if (run->tasks.exiting && !run->ending &&
+	    (n->data.nr == __NR_openat || n->data.nr == __NR_open ||
+	     n->data.nr == __NR_openat2))
+		run->reap_more = cr_tasks_reap(run);
 	if (run->ending) {
 		/* Cleanup has begun: answer nothing new with success. */
 		v = (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };

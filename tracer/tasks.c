@@ -140,6 +140,8 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 		t->umask_moving--;
 	if (task->lock_wait)
 		t->lock_waits--;
+	if (task->state == CR_TS_EXITING)
+		t->exiting--;
 	t->count--;
 	if (!t->gone)	/* without it a gone number is judged as foreign */
 		t->gone = calloc(CR_TASKS_GONE, sizeof(*t->gone));
@@ -916,6 +918,8 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 	t = cr_tasks_find(&run->tasks, tid);
 	if (!t)
 		return;
+	if (tr->next == CR_TS_EXITING && t->state != CR_TS_EXITING)
+		run->tasks.exiting++;
 	t->state = tr->next;
 	switch (tr->act) {
 	case A_LISTEN:

@@ -240,6 +240,7 @@ struct cr_tasks {
 	uint32_t umask_gen;	/* bumped by every umask call of the run */
 	size_t umask_moving;	/* tasks whose umask call may not have run */
 	size_t lock_waits;	/* tasks with lock_wait set */
+	size_t exiting;		/* tasks past their exit stop, not reaped */
 	bool umask_blind;	/* a umask call of a task not in the table:
 				 * no umask is kept for the rest of the run */
 };
