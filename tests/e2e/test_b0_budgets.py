@@ -390,6 +390,46 @@ def budget_memory_shared_mappings_made_and_gone_give_back(t):
     t.assert_next_run_ok()
 
 
+MMAP_REFUSED = r'''
+import ctypes, errno, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_int, ctypes.c_long]
+L = 256 << 20
+SH, SHV, ANON, FIXED, GROWS, SYNC = 0x01, 0x03, 0x20, 0x10, 0x0100, 0x80000
+for label, addr, flags, off in (
+        ("fixed off a page", 0x10001, SH | ANON | FIXED, 0),
+        ("validate", 0, SHV | ANON | SYNC, 0),
+        ("growsdown", 0, SH | ANON | GROWS, 0),
+        ("offset off a page", 0, SH | ANON, 1)):
+    r = libc.mmap(addr, L, mmap.PROT_READ, flags, -1, off)
+    print(label, errno.errorcode[ctypes.get_errno()]
+          if r in (None, 2**64 - 1) else "mapped")
+print("still running")
+'''
+
+
+@test
+def budget_memory_mmap_the_kernel_refuses_is_not_charged(t):
+    """A shared anonymous mapping the kernel refuses before making it (an
+    unaligned MAP_FIXED address or offset, MAP_SHARED_VALIDATE or
+    MAP_GROWSDOWN of anonymous memory) was charged its 256 MiB all the
+    same and ended a run under memory=64MiB (found by a differential
+    probe): the kernel's EINVAL now, nothing charged, the run goes on.
+    Compared with a native run."""
+    path = t.write("refused.py", MMAP_REFUSED)
+    want = subprocess.run(["/usr/bin/python3", path], capture_output=True,
+                          text=True, timeout=60).stdout
+    contains(want, "still running", "native: %r" % want)
+    run = t.corral(["run", "--json", "--limit", "memory=64MiB", "--ro",
+                    t.tmp, "--", "/usr/bin/python3", path])
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), want, "answers against native")
+    t.assert_next_run_ok()
+
+
 def all_charged(t, run, what):
     """The swap test's verdict: the run ended on the budget, every mapping
     charged, none found out of the count."""
