@@ -197,15 +197,16 @@ CR_HANDLER(cr_h_mmap_shared)
 	/* The kernel's EINVALs that come before anything is mapped, read
 	 * from the registers: nothing is charged for them (a refused 256 MiB
 	 * mapping was, and ended a run under memory=64MiB; found by a
-	 * differential probe). An offset or a MAP_FIXED address off a page;
-	 * for an anonymous mapping, a type other than MAP_SHARED
-	 * (MAP_SHARED_VALIDATE) or MAP_GROWSDOWN. Answered here rather than
-	 * continued: were the kernel to map after all, nothing would be
-	 * charged. */
+	 * differential probe). An offset off a page (the call's first
+	 * check); for an anonymous mapping, a MAP_FIXED address off a page,
+	 * a type other than MAP_SHARED (MAP_SHARED_VALIDATE) or
+	 * MAP_GROWSDOWN (a file's descriptor is looked at before those).
+	 * Answered here rather than continued: were the kernel to map after
+	 * all, nothing would be charged. */
 	if ((n->data.args[5] & 4095) ||
-	    ((flags & MAP_FIXED) && (n->data.args[0] & 4095)) ||
 	    ((flags & MAP_ANONYMOUS) &&
-	     ((flags & MAP_TYPE) != MAP_SHARED || (flags & MAP_GROWSDOWN))))
+	     (((flags & MAP_FIXED) && (n->data.args[0] & 4095)) ||
+	      (flags & MAP_TYPE) != MAP_SHARED || (flags & MAP_GROWSDOWN))))
 		return CR_V_ERR(EINVAL);
 	len = (len + 4095) & ~4095ull;
 	if (!(flags & MAP_ANONYMOUS)) {
