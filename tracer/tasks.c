@@ -920,6 +920,8 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 		return;
 	if (tr->next == CR_TS_EXITING && t->state != CR_TS_EXITING)
 		run->tasks.exiting++;
+	else if (t->state == CR_TS_EXITING && tr->next != CR_TS_EXITING)
+		run->tasks.exiting--;	/* an exec took the leader's place */
 	t->state = tr->next;
 	switch (tr->act) {
 	case A_LISTEN:
