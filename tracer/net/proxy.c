@@ -835,11 +835,15 @@ static bool drain_want(struct cr_run *run, struct cr_net_conn *c,
 	pf[1] = (struct pollfd){ .fd = c->fd[1] };
 	if (c->shut[0] || cr_run_ms(run) >= drain_until(run, c, end))
 		return false;
+	/* Either side, never both: bytes in the pipe (or an urgent byte)
+	 * wait for room towards the destination, and the pump reads more
+	 * once they move. Polling the program's side meanwhile spun: the
+	 * pipe counts slots, not bytes (256 one-byte segments fill 1 MiB),
+	 * and an urgent byte stops the reading, while the program's later
+	 * bytes kept POLLIN up (found by probing sessions). */
 	if (c->inpipe[0] || c->oob[0] >= 0)
 		pf[1].events = POLLOUT;
-	/* The pump reads no further while an urgent byte waits to go on:
-	 * the program's later bytes would keep POLLIN up for nothing. */
-	if (!c->eof[0] && c->oob[0] < 0 && c->inpipe[0] < c->pipesz[0])
+	else if (!c->eof[0])
 		pf[0].events = POLLIN | POLLRDHUP;
 	/* A side not waited on is left out: a closed one would report
 	 * POLLHUP to every poll. */
