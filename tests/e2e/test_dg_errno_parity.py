@@ -1363,6 +1363,13 @@ for clk in (0, 1, 10, 99, -1, -2, -3, ~4194303 << 3):
     t("clock_settime %d" % clk, lambda: sysc(227, clk, ctypes.byref(good)))
 t("clock_settime 0 null", lambda: sysc(227, 0, None))
 t("clock_settime 0 badns", lambda: sysc(227, 0, ctypes.byref(bad)))
+# The realtime clock's last settable second, and one past it; every
+# negative id reads the time before it is looked up (EFAULT first).
+for sec in (8277292035, 8277292036):
+    late = Ts(sec, 0)
+    t("clock_settime 0 sec %d" % sec, lambda: sysc(227, 0, ctypes.byref(late)))
+for clk in (-6, -2, -1, -29, 1):
+    t("clock_settime %d null" % clk, lambda: sysc(227, clk, None))
 # CPU clocks of a child, of a thread of the caller's process: a thread
 # clock names only a thread of the caller's process, a process clock only
 # a process (a leader's pid).
@@ -1394,6 +1401,12 @@ os.waitpid(child, 0)
                                  "clock_settime 1": "EINVAL",
                                  "clock_settime 0": "EPERM",
                                  "clock_settime 0 null": "EFAULT",
+                                 "clock_settime 0 sec 8277292035": "EPERM",
+                                 "clock_settime 0 sec 8277292036": "EINVAL",
+                                 "clock_settime -6 null": "EFAULT",
+                                 "clock_settime -1 null": "EFAULT",
+                                 "clock_settime -29 null": "EFAULT",
+                                 "clock_settime 1 null": "EINVAL",
                                  "clock_settime child process": "EPERM",
                                  "clock_settime child thread": "EINVAL",
                                  "clock_settime own thread": "EPERM",

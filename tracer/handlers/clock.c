@@ -109,13 +109,19 @@ CR_HANDLER(cr_h_clock_adjtime)
 		     (clockid_t)(int)n->data.args[0], false);
 }
 
+/* TIME_SETTOD_SEC_MAX: KTIME_SEC_MAX less 30 years of uptime; the first
+ * second timespec64_valid_settod refuses. */
+#define CR_SETTOD_SEC_MAX 8277292036LL
+
 /*
  * clock_settime: never made (CAP_SYS_TIME, which no run has), but answered
  * with the kernel's errno in the kernel's order, read from the registers
- * and, for CLOCK_REALTIME, the new time: a clock that cannot be set (every
- * other static id, an unknown one, a malformed process clock, an fd's)
- * EINVAL; the realtime clock's value unreadable EFAULT, out of range
- * EINVAL; then EPERM, recorded. A process CPU clock is EPERM for a process
+ * and the new time: a static clock that cannot be set (every id but the
+ * realtime one, an unknown one) EINVAL; for the others the time unreadable
+ * EFAULT (a CPU clock's and a clock device's too, whose time is read
+ * before they are looked up: found by a probing session); then a
+ * malformed CPU clock or a clock device EINVAL, the realtime clock's time
+ * out of range EINVAL; then EPERM, recorded. A process CPU clock is EPERM for a process
  * of the run and EINVAL, the kernel's answer for a free pid, for any other
  * (a thread's pid too); a thread CPU clock EPERM for a thread of the
  * caller's process only.
@@ -127,12 +133,20 @@ CR_HANDLER(cr_h_clock_settime)
 	clockid_t id = (clockid_t)(int)n->data.args[0];
 	struct timespec ts;
 
+	/* Only the realtime clock and the negative ids (CPU clocks, clock
+	 * devices) have a setter: any other id is EINVAL before the time
+	 * is read; for those, the time is read first (EFAULT). */
+	if (id >= 0 && id != CLOCK_REALTIME)
+		return CR_V_ERR(EINVAL);
+	if (cr_mem_read((pid_t)n->pid, n->data.args[1], &ts, sizeof(ts)))
+		return CR_V_ERR(EFAULT);
 	if (id == CLOCK_REALTIME) {
-		if (cr_mem_read((pid_t)n->pid, n->data.args[1], &ts, sizeof(ts)))
-			return CR_V_ERR(EFAULT);
-		if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L)
+		/* timespec64_valid_settod: a valid time before
+		 * TIME_SETTOD_SEC_MAX, before the capability is asked. */
+		if (ts.tv_sec < 0 || ts.tv_nsec < 0 ||
+		    ts.tv_nsec >= 1000000000L || ts.tv_sec >= CR_SETTOD_SEC_MAX)
 			return CR_V_ERR(EINVAL);
-	} else if (id >= 0 || (id & 7) == CR_CLOCKFD || (id & 3) == 3) {
+	} else if ((id & 7) == CR_CLOCKFD || (id & 3) == 3) {
 		return CR_V_ERR(EINVAL);
 	} else {
 		pid_t pid = (pid_t)~(id >> 3), caller = (pid_t)n->pid;

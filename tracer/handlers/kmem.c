@@ -200,11 +200,14 @@ CR_HANDLER(cr_h_mmap_shared)
 	 * differential probe). An offset off a page (the call's first
 	 * check); for an anonymous mapping, a MAP_FIXED address off a page,
 	 * a type other than MAP_SHARED (MAP_SHARED_VALIDATE) or
-	 * MAP_GROWSDOWN (a file's descriptor is looked at before those).
-	 * Answered here rather than continued: were the kernel to map after
-	 * all, nothing would be charged. */
+	 * MAP_GROWSDOWN (a file's descriptor is looked at before those; a
+	 * MAP_HUGETLB one is a hugetlbfs file's, where MAP_SHARED_VALIDATE
+	 * is valid). Answered here rather than continued: were the kernel
+	 * to map after all, nothing would be charged. The kernel's EEXIST
+	 * (MAP_FIXED_NOREPLACE), EAGAIN (MAP_LOCKED) and ENOMEM, which come
+	 * before these, are not looked for (docs/compatibility.md). */
 	if ((n->data.args[5] & 4095) ||
-	    ((flags & MAP_ANONYMOUS) &&
+	    ((flags & MAP_ANONYMOUS) && !(flags & MAP_HUGETLB) &&
 	     (((flags & MAP_FIXED) && (n->data.args[0] & 4095)) ||
 	      (flags & MAP_TYPE) != MAP_SHARED || (flags & MAP_GROWSDOWN))))
 		return CR_V_ERR(EINVAL);
