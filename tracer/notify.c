@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <cJSON.h>
@@ -155,12 +156,98 @@ void cr_regs_seccomp_data(const struct user_regs_struct *r,
  * take pending, such an EINTR becomes ERESTARTNOINTR: the kernel drops the
  * signal and makes the call again (a timeout starts over).
  */
-static void ignored_signal_restarts(pid_t tid, int sig,
+/* The timeout of a wait an ignored signal interrupts, in ns, 0 for none
+ * (or one not known: made again as before); *timed_out the call's answer
+ * once it is spent. Read from the registers, the program's timespec or
+ * the socket's SO_RCVTIMEO: the program's to change, and it only decides
+ * when its own call ends. */
+static uint64_t wait_timeout(struct cr_run *run, pid_t tid,
+			     const struct seccomp_data *d, long *timed_out)
+{
+	uint64_t at = 0;
+	struct timespec ts;
+
+	*timed_out = -EAGAIN;
+	switch (d->nr) {
+	case SYS_epoll_wait:
+	case SYS_epoll_pwait:
+		*timed_out = 0;
+		return (int)d->args[3] > 0 ?
+		       (uint64_t)(int)d->args[3] * 1000000ull : 0;
+	case SYS_epoll_pwait2:
+		*timed_out = 0;
+		at = d->args[3];
+		break;
+	case SYS_rt_sigtimedwait:
+		at = d->args[2];
+		break;
+	case SYS_semtimedop:
+		at = d->args[3];
+		break;
+	case SYS_recvfrom:
+	case SYS_recvmsg:
+	case SYS_accept:
+	case SYS_accept4: {
+		struct timeval tv = { 0, 0 };
+		socklen_t l = sizeof(tv);
+		int fd = cr_tasks_getfd(run, tid, (int)d->args[0]);
+
+		if (fd < 0)
+			return 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &l) < 0)
+			tv.tv_sec = tv.tv_usec = 0;
+		close(fd);
+		return tv.tv_sec > 0 || tv.tv_usec > 0 ?
+		       (uint64_t)tv.tv_sec * 1000000000ull +
+		       (uint64_t)tv.tv_usec * 1000ull : 0;
+	}
+	default:
+		return 0;
+	}
+	if (!at || cr_mem_read(tid, at, &ts, sizeof(ts)) || ts.tv_sec < 0 ||
+	    ts.tv_nsec < 0 || (ts.tv_sec == 0 && ts.tv_nsec == 0))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void ignored_signal_restarts(struct cr_run *run, struct cr_task *t,
+				    pid_t tid, int sig,
 				    struct user_regs_struct *r)
 {
+	struct seccomp_data d;
+	long timed_out;
+	uint64_t now;
+
 	if (r->rax != (unsigned long long)-EINTR || (long long)r->orig_rax < 0 ||
 	    !cr_tasks_signal_only_ignored(tid, sig))
 		return;
+	/* Made again, its timeout would start over at every signal: an
+	 * ignored signal that comes more often than the timeout (SIGCHLD
+	 * of short-lived children, SIGWINCH) made asyncio.sleep(3), an
+	 * epoll_wait, a sigtimedwait or a receive with SO_RCVTIMEO wait
+	 * for good (found by a side-by-side run of real suites). The same
+	 * call interrupted again counts from its first interruption, and
+	 * once its timeout is spent from there it ends as timed out: at
+	 * most the time it had waited before that first signal late. A
+	 * call the program made anew with the same arguments is taken for
+	 * the same (it ends early by at most what the earlier one waited). */
+	cr_regs_seccomp_data(r, &d);
+	now = cr_now_ns();
+	if (t && (t->rs_nr != d.nr ||
+		  memcmp(t->rs_args, d.args, sizeof(t->rs_args)) ||
+		  !t->rs_first_ns)) {
+		t->rs_nr = d.nr;
+		memcpy(t->rs_args, d.args, sizeof(t->rs_args));
+		t->rs_first_ns = now;
+		t->rs_timeout_ns = wait_timeout(run, tid, &d, &timed_out);
+	} else if (t && t->rs_timeout_ns &&
+		   now - t->rs_first_ns >= t->rs_timeout_ns) {
+		(void)wait_timeout(run, tid, &d, &timed_out);
+		t->rs_first_ns = 0;
+		r->rax = (unsigned long long)timed_out;
+		ptrace(PTRACE_SETREGS, tid, 0, r);
+		return;
+	}
 	r->rax = (unsigned long long)-CR_ERESTARTNOINTR;
 	ptrace(PTRACE_SETREGS, tid, 0, r);
 }
@@ -186,7 +273,7 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig)
 	}
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
 		return;
-	ignored_signal_restarts(tid, sig, &r);
+	ignored_signal_restarts(run, t, tid, sig, &r);
 	if (!run->filter ||
 	    r.rax != (unsigned long long)-CR_ERESTARTSYS ||
 	    (long long)r.orig_rax < 0 || r.orig_rax == SYS_recvfrom)

@@ -205,6 +205,11 @@ struct cr_task {
 				 * (on its leader's entry; not made) */
 	bool restart_native;	/* answered ERESTARTSYS on purpose: its
 				 * next signal stop leaves it as is */
+	/* The timed wait an ignored signal last made again (notify.c): its
+	 * number and arguments, when it was first made again, and its
+	 * timeout in ns (0: none). */
+	long rs_nr;
+	uint64_t rs_args[6], rs_first_ns, rs_timeout_ns;
 	bool lock_wait;		/* a blocking lock call of its was continued
 				 * into the kernel's wait: an ERESTARTSYS of
 				 * that call is the kernel's (notify.c) */
