@@ -528,9 +528,12 @@ s.close()
     t.assert_next_run_ok()
 
 
-def _sleeper(c, rec):
-    time.sleep(6)
-    _late_reader(c, rec)
+def _reader_after(seconds):
+    """A handler that reads nothing for seconds, then as _late_reader."""
+    def handler(c, rec):
+        time.sleep(seconds)
+        _late_reader(c, rec)
+    return handler
 
 
 @test(supervisor_only=True)
@@ -539,7 +542,7 @@ def net_drain_stops_at_the_wall_budget(t):
     budget: a server that does not read for 6 s, wall=2s, the program
     done in its first half second: corral returns at the wall budget,
     not after the drain's 5 s, and the relay is reset."""
-    srv = TcpServer(_sleeper)
+    srv = TcpServer(_reader_after(6))
     srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     try:
         prog = r'''
@@ -577,7 +580,7 @@ def net_drain_behind_an_urgent_byte_waits_without_spinning(t):
     the drain polled the program's side for input, which the later bytes
     kept ready: a CPU spun for the drain's whole time (5 s of supervisor
     CPU; found by a probing session)."""
-    srv = TcpServer(_sleeper)
+    srv = TcpServer(_reader_after(6))
     srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     try:
         prog = r'''
@@ -696,11 +699,6 @@ a.close()
         ls.close()
 
 
-def _later_reader(c, rec):
-    time.sleep(3)
-    _late_reader(c, rec)
-
-
 @test(supervisor_only=True)
 def net_bytes_left_behind_past_the_budget_end_on_net_bytes(t):
     """The bytes a program leaves behind at its exit are under net-bytes
@@ -712,7 +710,7 @@ def net_bytes_left_behind_past_the_budget_end_on_net_bytes(t):
     program's own socket queues) and exits; the proxy had read 4-6 MB of
     it by then, so the budget is passed in the drain. A drain that did
     not re-judge ended ok with net_bytes one past the budget."""
-    srv = TcpServer(_later_reader)
+    srv = TcpServer(_reader_after(3))
     srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     try:
         prog = r'''
