@@ -539,10 +539,10 @@ def _reader_after(seconds):
 @test(supervisor_only=True)
 def net_drain_stops_at_the_wall_budget(t):
     """The drain of what a program left behind never outlasts the wall
-    budget: a server that does not read for 6 s, wall=2s, the program
+    budget: a server that does not read for 4 s, wall=2s, the program
     done in its first half second: corral returns at the wall budget,
     not after the drain's 5 s, and the relay is reset."""
-    srv = TcpServer(_reader_after(6))
+    srv = TcpServer(_reader_after(4))
     srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     try:
         prog = r'''
