@@ -380,11 +380,16 @@ def budget_memory_shared_pages_out_of_every_rss_count(t):
 
 @test
 def budget_memory_shared_mappings_made_and_gone_give_back(t):
-    """1000 times a 100 MiB shared anonymous mapping made, touched and
-    unmapped, under memory=256MiB: each charge is taken back once a scan
-    of the maps shows the object gone, and a creation that would pass
-    the budget scans first, so the loop runs as natively."""
-    run, r = hog(t, ["memory=256MiB"], "shchurn", 1000, 100)
+    """1000 times an 80 MiB shared anonymous mapping made, touched and
+    unmapped, under memory=256MiB: each charge is taken back once scans
+    of the maps show the object gone, and a creation that would pass
+    the budget scans first, so the loop runs as natively. An object a
+    scan saw alive is taken back only at its second miss in a row
+    (docs/limits.md: a moved object is not given back), so up to two
+    gone objects are charged beside a new one: with 100 MiB objects
+    (three past 256 MiB) the run ended on memory 1 time in 5 on a loaded
+    machine, whenever a tick's scan met an object alive."""
+    run, r = hog(t, ["memory=256MiB"], "shchurn", 1000, 80)
     eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
     contains(r.get("stdout", ""), "churned 1000", "every round ran")
     t.assert_next_run_ok()
