@@ -154,7 +154,8 @@ void cr_regs_seccomp_data(const struct user_regs_struct *r,
  * where natively they go on waiting (found by a differential probing
  * session). At its delivery stop, with no other signal the task would
  * take pending, such an EINTR becomes ERESTARTNOINTR: the kernel drops the
- * signal and makes the call again (a timeout starts over).
+ * signal and makes the call again; a timed call counts from its first
+ * interruption (ignored_signal_restarts).
  */
 /* The timeout of a wait an ignored signal interrupts, in ns, 0 for none
  * (or one not known: made again as before); *timed_out the call's answer

@@ -536,14 +536,21 @@ def _reader_after(seconds):
     return handler
 
 
+def _slow_server(seconds):
+    """A server with a small receive buffer that reads nothing for
+    seconds: what the proxy relays to it piles up at once."""
+    srv = TcpServer(_reader_after(seconds))
+    srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    return srv
+
+
 @test(supervisor_only=True)
 def net_drain_stops_at_the_wall_budget(t):
     """The drain of what a program left behind never outlasts the wall
     budget: a server that does not read for 4 s, wall=2s, the program
     done in its first half second: corral returns at the wall budget,
     not after the drain's 5 s, and the relay is reset."""
-    srv = TcpServer(_reader_after(4))
-    srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    srv = _slow_server(4)
     try:
         prog = r'''
 import socket, sys, time
@@ -580,8 +587,7 @@ def net_drain_behind_an_urgent_byte_waits_without_spinning(t):
     the drain polled the program's side for input, which the later bytes
     kept ready: a CPU spun for the drain's whole time (5 s of supervisor
     CPU; found by a probing session)."""
-    srv = TcpServer(_reader_after(6))
-    srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    srv = _slow_server(6)
     try:
         prog = r'''
 import socket, sys
@@ -710,8 +716,7 @@ def net_bytes_left_behind_past_the_budget_end_on_net_bytes(t):
     program's own socket queues) and exits; the proxy had read 4-6 MB of
     it by then, so the budget is passed in the drain. A drain that did
     not re-judge ended ok with net_bytes one past the budget."""
-    srv = TcpServer(_reader_after(3))
-    srv.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    srv = _slow_server(3)
     try:
         prog = r'''
 import socket, sys, time
