@@ -35,7 +35,7 @@
 
 static char *base;
 static size_t len;
-static volatile int go;
+static volatile int go, hold;
 
 static double now(void)
 {
@@ -60,6 +60,8 @@ static void *writer(void *arg)
 static void *pipe_holder(void *arg)
 {
 	(void)arg;
+	while (!hold)
+		usleep(1000);
 	for (size_t k = 0;; k = (k + 1) % (len >> 12))
 		if (write(1, base + (k << 12), 1) < 0 && errno != EFAULT)
 			usleep(1000);
@@ -71,6 +73,8 @@ static void *ticker(void *arg)
 	char c = '.';
 
 	(void)arg;
+	while (!hold)
+		usleep(1000);
 	for (;;) {
 		if (write(1, &c, 1) < 0)
 			return NULL;
@@ -162,17 +166,23 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nw; i++)
 		if (pthread_create(&th, &at, writer, NULL))
 			return 2;
+	/* The pipe's threads too, and they wait until "ready" and the
+	 * child's go are written: a thread made once the writers run waits
+	 * for their lock, and its clone stop waits for corral's loop, which
+	 * the pipe's holder holds, so the child's go came seconds late
+	 * (tens under load) and the run met its wall before its memory. */
+	if (piped && (pthread_create(&th, &at, pipe_holder, NULL) ||
+		      pthread_create(&th, &at, ticker, NULL)))
+		return 2;
 	if (madvise(base, len, MADV_POPULATE_READ) < 0) {
 		printf("populate %d\n", errno);
 		return 1;
 	}
 	go = 1;
 	printf("ready\n");
-	if (piped && (pthread_create(&th, &at, pipe_holder, NULL) ||
-		      pthread_create(&th, &at, ticker, NULL)))
-		return 2;
 	if (rate > 0 && write(p[1], "g", 1) != 1)
 		return 2;
+	hold = 1;
 	end = now() + secs;
 	while (now() < end) {
 		if (calls) {
