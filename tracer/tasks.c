@@ -248,6 +248,11 @@ uint64_t cr_tasks_start_time(pid_t tid)
 #define CR_SIG_DEFAULT_IGNORED (CR_SIG_BIT(SIGCHLD) | CR_SIG_BIT(SIGURG) | \
 				CR_SIG_BIT(SIGWINCH) | CR_SIG_BIT(SIGCONT))
 
+/* Signals that stop a process when left at their default; SIGSTOP
+ * whatever. */
+#define CR_SIG_STOPS (CR_SIG_BIT(SIGSTOP) | CR_SIG_BIT(SIGTSTP) | \
+		      CR_SIG_BIT(SIGTTIN) | CR_SIG_BIT(SIGTTOU))
+
 /* A task's signal masks and thread count, from /proc/TID/status. */
 struct sigmasks {
 	unsigned long long pnd, shd, blk, ign, cgt;
@@ -279,6 +284,24 @@ static int read_sigmasks(pid_t tid, struct sigmasks *m)
 	return 0;
 }
 
+/* The stop signals that would stop the process: SIGSTOP, and the job-
+ * control ones neither ignored nor caught. */
+static unsigned long long stops_of(const struct sigmasks *m)
+{
+	return CR_SIG_BIT(SIGSTOP) | (CR_SIG_STOPS & ~m->ign & ~m->cgt);
+}
+
+bool cr_tasks_signal_stops(pid_t tid, int sig)
+{
+	struct sigmasks m;
+
+	if (sig < 1 || sig > 64 || !(CR_SIG_STOPS & CR_SIG_BIT(sig)))
+		return false;
+	if (sig == SIGSTOP)
+		return true;
+	return read_sigmasks(tid, &m) == 0 && (stops_of(&m) & CR_SIG_BIT(sig));
+}
+
 bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
 {
 	struct sigmasks m;
@@ -289,6 +312,15 @@ bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held)
 	pnd = m.pnd;
 	shd = m.shd;
 	blk = m.blk;
+	/* A stop signal stops every thread of the process: each call it
+	 * interrupts ends as after a handler (EINTR for a socket call with
+	 * a timeout, semop, epoll_wait; the rest made again once the
+	 * process is continued, signal(7)). An earlier build let a stopped
+	 * program's held accept or receive wait on to its timeout, and its
+	 * process did not stop meanwhile (found by a differential probing
+	 * session). */
+	if ((pnd | shd) & stops_of(&m) & ~blk)
+		return true;
 	/* A traced task keeps even ignored signals pending (for the
 	 * tracer to see), where natively they are dropped as sent: one
 	 * ignored, or left at a default that ignores it, would interrupt
@@ -928,13 +960,16 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 		if (ptrace(PTRACE_LISTEN, tid, 0, 0) < 0)
 			ptrace(PTRACE_CONT, tid, 0, 0);
 		break;
-	case A_INJECT:
-		cr_notif_on_signal_stop(run, tid, WSTOPSIG(status));
+	case A_INJECT: {
+		int sig = WSTOPSIG(status);
+		bool dropped = job_stop_dropped(run, tid, sig);
+
+		cr_notif_on_signal_stop(run, tid, sig,
+					!dropped && cr_tasks_signal_stops(tid, sig));
 		ptrace(cr_ownsend_resume(run, tid), tid, 0,
-		       (void *)(long)(job_stop_dropped(run, tid,
-						       WSTOPSIG(status)) ?
-				      0 : WSTOPSIG(status)));
+		       (void *)(long)(dropped ? 0 : sig));
 		break;
+	}
 	default:
 		ptrace(cr_ownsend_resume(run, tid), tid, 0, 0);
 		break;

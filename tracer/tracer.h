@@ -565,6 +565,9 @@ long cr_signal_check_period(long base_ms, size_t waiting);
  * default that ignores it), and no other signal pending that it would
  * take? (/proc/TID/status) */
 bool cr_tasks_signal_only_ignored(pid_t tid, int sig);
+/* Does sig stop tid's process when it is delivered (SIGSTOP; SIGTSTP,
+ * SIGTTIN, SIGTTOU left at their default)? */
+bool cr_tasks_signal_stops(pid_t tid, int sig);
 /* ppid, process group and session of pid (/proc/PID/stat): 0, or -1
  * when it cannot be read. */
 int cr_proc_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid);
@@ -641,8 +644,10 @@ bool cr_notif_near_possible(void);
 /* Answer a notification later, from the loop (worker completions). */
 void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
 /* At a signal-delivery stop of tid: a notified call the signal withdrew
- * before corral received it is made again after the handler, not EINTR. */
-void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig);
+ * before corral received it is made again after the handler, not EINTR.
+ * stops: the signal is let through and stops the task. */
+void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig,
+			     bool stops);
 /* The kernel's code for a call a signal interrupted (the handler, then
  * EINTR or the call again per SA_RESTART; the call again when no handler
  * runs). */

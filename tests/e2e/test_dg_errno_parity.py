@@ -2218,6 +2218,90 @@ def ignored_signals_do_not_starve_timed_waits(t):
        "time\nsigtimedwait returned in time\n", "each wait")
 
 
+STOPPED_WAITS = r"""
+import ctypes, errno, os, select, signal, socket, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def call(mode):
+    if mode == "epoll_wait":
+        e = select.epoll()
+        r, w = os.pipe()
+        e.register(r, select.EPOLLIN)
+        return libc.epoll_wait(e.fileno(), ctypes.create_string_buffer(12),
+                               1, 3000)
+    if mode == "semop":
+        sid = libc.semget(0, 1, 0o600)
+        rc = libc.semop(sid, ctypes.create_string_buffer(
+            struct.pack("HhH", 0, -1, 0)), 1)
+        err = ctypes.get_errno()
+        libc.semctl(sid, 0, 0)
+        ctypes.set_errno(err)
+        return rc
+    if mode == "sigtimedwait":
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+        mask = ctypes.create_string_buffer(
+            struct.pack("Q", 1 << (signal.SIGUSR1 - 1)), 128)
+        return libc.sigtimedwait(mask, None, ctypes.create_string_buffer(
+            struct.pack("ll", 3, 0)))
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                 struct.pack("ll", 3, 0))
+    return libc.accept(s.fileno(), None, None)
+
+
+for mode in sys.argv[1:]:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        t0 = time.monotonic()
+        rc = call(mode)
+        err = ctypes.get_errno()
+        os.write(w, b"%d %s %.1f" % (rc, errno.errorcode.get(err, "?")
+                                     .encode() if rc < 0 else b"-",
+                                     time.monotonic() - t0))
+        os._exit(0)
+    time.sleep(0.5)
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGCONT)
+    if select.select([r], [], [], 6)[0]:
+        rc, err, took = os.read(r, 200).decode().split(" ", 2)
+        print(mode, rc, err, "in time" if float(took) < 2.5 else
+              "late: " + took, flush=True)
+    else:
+        print(mode, "still waiting 6 s after SIGCONT", flush=True)
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+"""
+
+
+@test(supervisor_only=True)
+def stopped_and_continued_waits_end_as_natively(t):
+    """signal(7): a call with a timeout or none to restart (epoll_wait,
+    semop, sigtimedwait, a receive or accept with SO_RCVTIMEO) fails
+    EINTR once its process is stopped and continued. The ignored SIGCONT
+    made it again (the semop waited for good, the others their whole
+    timeout), and corral's own wait in an accept did not count the stop
+    at all: the process did not even stop until it ended (found by a
+    differential probing session). Each ends EINTR at the SIGCONT now,
+    as natively."""
+    path = t.write("stopped.py", STOPPED_WAITS)
+    modes = ["epoll_wait", "semop", "sigtimedwait", "accept"]
+    want = "".join("%s -1 EINTR in time\n" % m
+                   for m in modes)
+    nat = t.native([PY, path] + modes, timeout=60)
+    eq(nat.out.decode(), want, "natively (the test's premise)")
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--limit", "wall=60s",
+                    "--", PY, path] + modes, timeout=90)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (%r)" % r.get("message"))
+    eq(r.get("stdout"), want, "each wait")
+    t.assert_next_run_ok()
+
+
 JOB_STOPS = r'''
 import signal, time
 # The run's own group, whose only parent outside it is corral (natively:
