@@ -1302,6 +1302,38 @@ def loopback_full_backlog_waits_for_room(t):
     eq(denials(r, "connect"), [], "no connect refused or dissolved")
 
 
+SNDTIMEO_FULL = r"""
+import errno, socket, struct, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(0)
+port = l.getsockname()[1]
+fill = socket.socket(); fill.setblocking(False)
+fill.connect_ex(("127.0.0.1", port))
+time.sleep(0.2)
+c = socket.socket()
+c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 0, 500000))
+t0 = time.monotonic()
+e = c.connect_ex(("127.0.0.1", port))
+took = time.monotonic() - t0
+print(errno.errorcode.get(e, e), "in time" if took < 2 else "late: %.1f" % took)
+"""
+
+
+@test
+def loopback_full_backlog_connect_keeps_its_send_timeout(t):
+    """A blocking connect with SO_SNDTIMEO 0.5 s to the run's listener
+    whose queue is full ends at its timeout, as natively (EINPROGRESS
+    there, the handshake going on; ETIMEDOUT here, nothing made: corral
+    makes no connection it cannot see through to its end). An earlier
+    build waited for room its own 30 s whatever the timeout, and a 500 ms
+    connect came back connected 10 s later (found by a differential
+    probing session)."""
+    nat = t.native([PY, "-c", SNDTIMEO_FULL])
+    eq(nat.out.decode(), "EINPROGRESS in time\n", "native (premise)")
+    run, r = loop_run(t, SNDTIMEO_FULL)
+    eq(r.get("stdout"), "ETIMEDOUT in time\n", "under corral (stderr %r)" %
+       r.get("stderr", "")[-400:])
+
+
 FULL_STORM = r"""
 import os, socket, threading, time
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(0)
