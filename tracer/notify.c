@@ -253,6 +253,26 @@ static void ignored_signal_restarts(struct cr_run *run, struct cr_task *t,
 	ptrace(PTRACE_SETREGS, tid, 0, r);
 }
 
+static bool stop_keeps_eintr(pid_t tid, struct user_regs_struct *r)
+{
+	if (r->rax != (unsigned long long)-EINTR || (long long)r->orig_rax < 0)
+		return false;
+	r->orig_rax = (unsigned long long)-1;
+	ptrace(PTRACE_SETREGS, tid, 0, r);
+	return true;
+}
+
+/* The other threads of a stopped process: each stops in the group stop,
+ * its call interrupted as by the signal (a semop in one thread while
+ * another took the SIGSTOP). */
+void cr_notif_on_group_stop(pid_t tid)
+{
+	struct user_regs_struct r;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) == 0)
+		(void)stop_keeps_eintr(tid, &r);
+}
+
 void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig,
 			     bool stops)
 {
@@ -286,12 +306,8 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig,
 	 * the kernel's restart logic (as after sigreturn), the EINTR stands
 	 * through every stop of this return, and a call made anew is one
 	 * again. */
-	if (stops && r.rax == (unsigned long long)-EINTR &&
-	    (long long)r.orig_rax >= 0) {
-		r.orig_rax = (unsigned long long)-1;
-		ptrace(PTRACE_SETREGS, tid, 0, &r);
+	if (stops && stop_keeps_eintr(tid, &r))
 		return;
-	}
 	if (!run->filter ||
 	    r.rax != (unsigned long long)-CR_ERESTARTSYS ||
 	    (long long)r.orig_rax < 0 || r.orig_rax == SYS_recvfrom)
@@ -560,6 +576,8 @@ void cr_notify_handle(struct cr_run *run)
 		restart_settled(run, (pid_t)n->pid);
 	if (run->tasks.lock_waits)
 		kernel_wait_settled(run, (pid_t)n->pid);
+	if (run->tasks.stop_kicks)
+		cr_tasks_call_began(run, (pid_t)n->pid);
 	/* A thread past its exit stop stays a zombie, counted in its
 	 * process's Threads: and num_threads, until it is reaped here,
 	 * while its pthread_join has returned: an open of /proc/self/status

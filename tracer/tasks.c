@@ -140,6 +140,8 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 		t->umask_moving--;
 	if (task->lock_wait)
 		t->lock_waits--;
+	if (task->stop_kick)
+		t->stop_kicks--;
 	if (task->state == CR_TS_EXITING)
 		t->exiting--;
 	t->count--;
@@ -351,6 +353,58 @@ bool cr_tasks_signal_only_ignored(pid_t tid, int sig)
 	dropped = m.ign | (CR_SIG_DEFAULT_IGNORED & ~m.cgt);
 	return (dropped & CR_SIG_BIT(sig)) &&
 	       !((m.pnd | m.shd) & ~m.blk & ~dropped);
+}
+
+static void stop_kick_set(struct cr_tasks *ts, struct cr_task *t, bool on)
+{
+	if (t->stop_kick == on)
+		return;
+	t->stop_kick = on;
+	if (on)
+		ts->stop_kicks++;
+	else
+		ts->stop_kicks--;
+}
+
+bool cr_tasks_stop_kicked(struct cr_run *run, pid_t tid)
+{
+	struct cr_task *t;
+
+	if (!run->tasks.stop_kicks || !(t = cr_tasks_find(&run->tasks, tid)) ||
+	    !t->stop_kick)
+		return false;
+	stop_kick_set(&run->tasks, t, false);
+	return true;
+}
+
+void cr_tasks_call_began(struct cr_run *run, pid_t tid)
+{
+	struct cr_task *t;
+
+	if (run->tasks.stop_kicks && (t = cr_tasks_find(&run->tasks, tid)))
+		stop_kick_set(&run->tasks, t, false);
+}
+
+/* t entered a group stop: the stop signal one thread took stops every
+ * thread, and a thread held in a wait corral keeps cannot stop until the
+ * wait is answered. The signal is no longer pending anywhere for
+ * cr_tasks_would_take_signal to see, so its process's other threads are
+ * marked (found by reading after a differential probing session). */
+static void group_stop_kick(struct cr_run *run, struct cr_task *t)
+{
+	struct cr_tasks *ts = &run->tasks;
+	pid_t g = cr_tasks_tgid(ts, t->tid);
+
+	stop_kick_set(ts, t, false);
+	if (!g)
+		return;
+	for (size_t i = 0; i < ts->cap; i++) {
+		struct cr_task *s = &ts->slots[i];
+
+		if (s->tid && s != t && s->state != CR_TS_STOPPED &&
+		    cr_tasks_tgid(ts, s->tid) == g)
+			stop_kick_set(ts, s, true);
+	}
 }
 
 long cr_signal_check_period(long base_ms, size_t waiting)
@@ -954,6 +1008,11 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 		run->tasks.exiting++;
 	else if (t->state == CR_TS_EXITING && tr->next != CR_TS_EXITING)
 		run->tasks.exiting--;	/* an exec took the leader's place */
+	if (ev == EV_GROUP_STOP && tr->next == CR_TS_STOPPED &&
+	    t->state != CR_TS_STOPPED) {
+		group_stop_kick(run, t);
+		cr_notif_on_group_stop(tid);
+	}
 	t->state = tr->next;
 	switch (tr->act) {
 	case A_LISTEN:

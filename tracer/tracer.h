@@ -205,6 +205,8 @@ struct cr_task {
 				 * (on its leader's entry; not made) */
 	bool restart_native;	/* answered ERESTARTSYS on purpose: its
 				 * next signal stop leaves it as is */
+	bool stop_kick;		/* another thread of its process entered a
+				 * group stop since its last call began */
 	/* The timed wait an ignored signal last made again (notify.c): its
 	 * number and arguments, when it was first made again, and its
 	 * timeout in ns (0: none). */
@@ -245,6 +247,7 @@ struct cr_tasks {
 	uint32_t umask_gen;	/* bumped by every umask call of the run */
 	size_t umask_moving;	/* tasks whose umask call may not have run */
 	size_t lock_waits;	/* tasks with lock_wait set */
+	size_t stop_kicks;	/* tasks with stop_kick set */
 	size_t exiting;		/* tasks past their exit stop, not reaped */
 	bool umask_blind;	/* a umask call of a task not in the table:
 				 * no umask is kept for the rest of the run */
@@ -557,6 +560,12 @@ pid_t cr_tasks_tgid(struct cr_tasks *t, pid_t tid);
  * interrupted wait is: a traced task waiting in a notification after
  * corral received it takes no signal, fatal ones included, until then. */
 bool cr_tasks_would_take_signal(pid_t tid, uint64_t *held);
+/* Has another thread of tid's process entered a group stop since tid's
+ * call began (the stop signal taken, no longer pending)? Natively tid
+ * stopped too, its wait interrupted; asked once (the mark is cleared). */
+bool cr_tasks_stop_kicked(struct cr_run *run, pid_t tid);
+/* tid made a new call: a mark of an earlier one's is gone. */
+void cr_tasks_call_began(struct cr_run *run, pid_t tid);
 /* How often (ms) waiting callers are asked that: base_ms, longer with
  * many waiting (each asking is a read of /proc: 1000 waiting callers
  * every 50 ms kept the supervisor half a core busy). */
@@ -648,6 +657,9 @@ void cr_notif_reply(struct cr_run *run, uint64_t id, struct cr_verdict v);
  * stops: the signal is let through and stops the task. */
 void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig,
 			     bool stops);
+/* tid entered a group stop: a call the stop interrupted with EINTR ends
+ * so once the process is continued (signal(7)), not made again. */
+void cr_notif_on_group_stop(pid_t tid);
 /* The kernel's code for a call a signal interrupted (the handler, then
  * EINTR or the call again per SA_RESTART; the call again when no handler
  * runs). */

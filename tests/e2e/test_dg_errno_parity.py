@@ -2219,7 +2219,8 @@ def ignored_signals_do_not_starve_timed_waits(t):
 
 
 STOPPED_WAITS = r"""
-import ctypes, errno, os, select, signal, socket, struct, sys, time
+import ctypes, errno, os, select, signal, socket, struct, sys, threading
+import time
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -2252,13 +2253,24 @@ def call(mode):
     return libc.accept(s.fileno(), None, None)
 
 
+# The call, in this thread or (..._in_thread) another while this one
+# waits: the process's stop is then taken by either.
+def made(mode):
+    if not mode.endswith("_in_thread"):
+        return call(mode), ctypes.get_errno()
+    out = []
+    th = threading.Thread(target=lambda: out.append(made(mode[:-10])))
+    th.start()
+    th.join()
+    return out[0]
+
+
 for mode in sys.argv[1:]:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         t0 = time.monotonic()
-        rc = call(mode)
-        err = ctypes.get_errno()
+        rc, err = made(mode)
         os.write(w, b"%d %s %.1f" % (rc, errno.errorcode.get(err, "?")
                                      .encode() if rc < 0 else b"-",
                                      time.monotonic() - t0))
@@ -2286,10 +2298,11 @@ def stopped_and_continued_waits_end_as_natively(t):
     made it again (the semop waited for good, the others their whole
     timeout), and corral's own wait in an accept did not count the stop
     at all: the process did not even stop until it ended (found by a
-    differential probing session). Each ends EINTR at the SIGCONT now,
-    as natively."""
+    differential probing session), nor when another thread took the
+    stop. Each ends EINTR at the SIGCONT now, as natively."""
     path = t.write("stopped.py", STOPPED_WAITS)
-    modes = ["epoll_wait", "semop", "sigtimedwait", "accept"]
+    modes = ["epoll_wait", "semop", "sigtimedwait", "accept",
+             "accept_in_thread", "semop_in_thread"]
     want = "".join("%s -1 EINTR in time\n" % m
                    for m in modes)
     nat = t.native([PY, path] + modes, timeout=60)

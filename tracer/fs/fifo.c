@@ -332,7 +332,8 @@ static void on_tick(struct cr_run *run, uint32_t events, void *arg)
 			pthread_kill(j->th, CR_FIFO_KICK);
 			continue;
 		} else if (!j->answered && !run->ending &&
-			   cr_tasks_would_take_signal(j->tid, &j->held)) {
+			   (cr_tasks_stop_kicked(run, j->tid) ||
+			    cr_tasks_would_take_signal(j->tid, &j->held))) {
 			/* The worker's end goes first: the caller's
 			 * handler may look for a reader at once. An open
 			 * that met its partner first is the caller's, as

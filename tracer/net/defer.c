@@ -648,14 +648,16 @@ static void on_sig_tick(struct cr_run *run, uint32_t events, void *arg)
 	}
 	for (struct cr_net_wait *w = ns->waits, *next; w; w = next) {
 		next = w->next;
-		if (!run->ending && cr_tasks_would_take_signal(w->tid, &w->held)) {
+		if (!run->ending && (cr_tasks_stop_kicked(run, w->tid) ||
+				     cr_tasks_would_take_signal(w->tid, &w->held))) {
 			interrupted(run, w->id, w->tid, w->sock, w->opt);
 			wait_drop(run, w);
 		}
 	}
 	for (struct cr_net_deferred *d = ns->deferred, *next; d; d = next) {
 		next = d->next;
-		if (!run->ending && cr_tasks_would_take_signal(d->tid, &d->held)) {
+		if (!run->ending && (cr_tasks_stop_kicked(run, d->tid) ||
+				     cr_tasks_would_take_signal(d->tid, &d->held))) {
 			/* Some of a whole send went: its count, as the
 			 * kernel's interrupted stream send answers. */
 			if (d->m.sent) {
