@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/audit.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,12 +70,42 @@ struct cr_verdict cr_surface_unlisted(struct cr_run *run,
  *
  * The filter's bad-architecture action (and the x32 bit check libseccomp
  * adds for x86_64) kills the process with SIGSYS; nothing is notified. The
- * kill is recognised here: a death by SIGSYS that no signal-delivery stop
- * announced. The kernel delivers the filter's SIGSYS as an immutable
- * forced signal that skips the tracer, whereas a SIGSYS sent with kill()
- * or raise() stops in signal-delivery first. After any such sent SIGSYS
- * the distinction is lost for the rest of the run, and a SIGSYS death is
- * reported as the program's own (the call was still refused). */
+ * kill is recognised here: a death by SIGSYS whose thread the kernel
+ * still shows in a call the filter kills (native_kill). Where no exit stop
+ * was seen (no registers to read), a death by SIGSYS that no signal-
+ * delivery stop announced: the kernel delivers the filter's SIGSYS as an
+ * immutable forced signal that skips the tracer, whereas one sent with
+ * kill() or raise() stops in signal-delivery first; after any such sent
+ * SIGSYS that fallback reports a SIGSYS death as the program's own (the
+ * call was still refused). */
+
+/* The two bytes of code at addr in tid, -1 when they cannot be read. */
+static long peek_insn(pid_t tid, uint64_t addr)
+{
+	long word;
+
+	errno = 0;
+	cr_slow_begin();	/* the memory-map lock (mem.c) */
+	word = ptrace(PTRACE_PEEKTEXT, tid, (void *)(uintptr_t)addr, NULL);
+	cr_slow_end();
+	return word == -1 && errno ? -1 : word & 0xffff;
+}
+
+/* The ABI of the call tid was in when it stopped, as the kernel keeps it
+ * (AUDIT_ARCH_I386 for an `int $0x80`, whatever the code around it says
+ * now), 0 when it cannot be told. At the exit stop of a task the filter
+ * killed, the kernel has not yet returned it to user mode, which is where
+ * it forgets the mark. */
+static uint32_t stop_arch(pid_t tid)
+{
+	struct __ptrace_syscall_info info;
+
+	memset(&info, 0, sizeof(info));
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof(info),
+		   &info) <= 0)
+		return 0;
+	return info.arch;
+}
 
 static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
 			bool no_entry)
@@ -91,19 +122,13 @@ static void foreign_abi(struct cr_run *run, pid_t tid, bool regs_ok,
 		/* Killed in the filter: the call was rolled back, its number
 		 * is in orig_rax. Faulted on an absent entry: still in rax. */
 		uint64_t nr = no_entry ? regs.rax & 0xffffffff : regs.orig_rax;
-		/* The instruction before rip says which entry it took: an
-		 * `int $0x80` (cd 80) is i386 whatever its number's bits (an
-		 * eax of 0x7fffffff was named an x32 call; found by a
-		 * differential probing session). */
-		long insn;
-		bool int80;
-
-		errno = 0;
-		cr_slow_begin();	/* the memory-map lock (mem.c) */
-		insn = ptrace(PTRACE_PEEKTEXT, tid,
-			      (void *)(uintptr_t)(regs.rip - 2), NULL);
-		cr_slow_end();
-		int80 = !(insn == -1 && errno) && (insn & 0xffff) == 0x80cd;
+		/* The entry it took, as the kernel marked it: an `int $0x80`
+		 * is i386 whatever its number's bits (an eax of 0x7fffffff
+		 * was named an x32 call; found by a differential probing
+		 * session). A fault on an absent entry took none: the
+		 * instruction at rip says which it was (foreign_trap). */
+		bool int80 = no_entry ? peek_insn(tid, regs.rip) == 0x80cd :
+					stop_arch(tid) == AUDIT_ARCH_I386;
 		bool x32 = !int80 && (nr & __X32_SYSCALL_BIT);
 		/* An x86_64 `syscall` with a number no table has (bit 31
 		 * set): killed by the same guard as x32's. */
@@ -250,34 +275,36 @@ static bool foreign_trap(pid_t tid, int sig)
 
 /* A thread of a process killed by SIGSYS, at its exit stop: is it not
  * the one a foreign-ABI call killed? corral's filter kills only foreign
- * ABIs (i386 int 0x80, x32), so a thread that was in no system call (the
- * others of the process are ended with it), or in an x86_64 `syscall`
- * without the x32 bit, is not: a process killed by its own seccomp filter
- * (SECCOMP_RET_KILL_*) gets the kernel's answer, with no denial and no
+ * ABIs (i386 int 0x80, x32) and numbers past the x32 guard, so a thread
+ * that was in no system call (the others of the process are ended with
+ * it), or in an x86_64 call its filter lets through, is not: a process
+ * killed by its own seccomp filter (SECCOMP_RET_KILL_*), or by a SIGSYS
+ * sent to it, gets the kernel's answer, with no denial and no
  * policy_denied (an earlier build reported it as an i386 call, in the
- * result and the audit trail). rip is just past the instruction that
- * entered the kernel. A thread of the dying process could rewrite that
- * code before it is read; that only changes the report of a call that
- * was refused either way. */
+ * result and the audit trail). Judged from what the kernel keeps of the
+ * dying thread (the ABI it entered by, the number it asked), none of it
+ * the program's to change: an earlier build read the code before rip,
+ * which another process sharing that page rewrote from `int $0x80` to
+ * `syscall` in the moment, and after any SIGSYS sent in the run it judged
+ * nothing: either way an i386 call killed left the run ok, with no denial
+ * (found by a probing session). */
 static bool native_kill(struct cr_run *run, pid_t tid)
 {
 	struct user_regs_struct regs;
 	struct seccomp_data d;
-	uint32_t act;
-	long word;
+	uint32_t act, arch;
 
 	if (ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
 		return false;
 	if (regs.orig_rax == (unsigned long long)-1)
 		return true;	/* in no system call */
-	if ((regs.orig_rax & __X32_SYSCALL_BIT) || regs.rip < 2)
+	arch = stop_arch(tid);
+	if (arch == AUDIT_ARCH_I386 || (regs.orig_rax & __X32_SYSCALL_BIT))
 		return false;
-	errno = 0;
-	cr_slow_begin();	/* the memory-map lock (mem.c) */
-	word = ptrace(PTRACE_PEEKTEXT, tid, (void *)(regs.rip - 2), 0);
-	cr_slow_end();
-	if (errno || (word & 0xffff) != 0x050f)	/* 0f 05: syscall */
-		return false;
+	/* A kernel that cannot tell the ABI: the code before rip. */
+	if (arch != AUDIT_ARCH_X86_64 &&
+	    (regs.rip < 2 || peek_insn(tid, regs.rip - 2) != 0x050f))
+		return false;	/* 0f 05: syscall */
 	/* An x86_64 call corral's own filter kills (a number past the
 	 * x32 guard, 0x80000000-0xbfffffff: an earlier build reported
 	 * it as the program's own death, with no denial) is ours. */
@@ -315,7 +342,7 @@ void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status)
 
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &st) == 0 &&
 		    WIFSIGNALED((int)st) && WTERMSIG((int)st) == SIGSYS &&
-		    !s->sigsys_signalled && !native_kill(run, tid))
+		    !native_kill(run, tid))
 			foreign_abi(run, tid, true, false);
 		if (tid == s->stack_tid)
 			s->stack_tid = 0;

@@ -16,6 +16,12 @@
  *   surface_calls tiocsti [HIGH]         TIOCSTI on a pty's slave (HIGH: with the
  *                                        upper half of the request set)
  *   surface_calls sigsys                 SIGSYS sent to itself
+ *   surface_calls sigsys_first int80|x32 SIGSYS sent to itself and caught,
+ *                                        then int80_big or x32_getpid
+ *   surface_calls int80_flip             children run `int $0x80` from a
+ *                                        page shared with a process that
+ *                                        keeps rewriting it to `syscall`;
+ *                                        prints how they died
  *   surface_calls ownkill [thread]       installs its own seccomp filter
  *                                        that kills the process on x86_64
  *                                        msync (26; ptrace in i386), then
@@ -145,6 +151,75 @@ static int cmd_int80_big(void)
 	fflush(stdout);
 	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(0x7fffffffL) : "memory");
 	report("int80_big", ret < 0 ? -1 : ret, ret < 0 ? (int)-ret : 0);
+	return 0;
+}
+
+static int cmd_x32(void);
+
+static void on_sigsys(int sig)
+{
+	(void)sig;
+}
+
+/* A SIGSYS the program sends itself first, caught: an earlier build then
+ * took every later SIGSYS death for the program's own. */
+static int cmd_sigsys_first(const char *then)
+{
+	signal(SIGSYS, on_sigsys);
+	raise(SIGSYS);
+	printf("caught its own SIGSYS\n");
+	fflush(stdout);
+	return !strcmp(then, "x32") ? cmd_x32() : cmd_int80_big();
+}
+
+/* A loop on a page shared across fork: mov $20,%eax; nop; XX XX; jmp 0,
+ * where another process keeps rewriting XX XX between `int $0x80` (cd 80)
+ * and `syscall` (0f 05, an x86_64 writev(-1) = EBADF). A child runs it
+ * until the int executes and the filter kills it; by its exit stop the
+ * bytes before its rip mostly read `syscall` again. */
+static int cmd_int80_flip(void)
+{
+	static const unsigned char prog[] = { 0xb8, 0x14, 0, 0, 0, 0x90,
+					      0x0f, 0x05, 0xeb, 0xf6 };
+	unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE |
+				   PROT_EXEC, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	volatile unsigned short *w;
+	int sigsys = 0, other = 0;
+	pid_t flip;
+
+	if (code == MAP_FAILED)
+		return 2;
+	memcpy(code, prog, sizeof(prog));
+	w = (volatile unsigned short *)(code + 6);
+	flip = fork();
+	if (flip == 0)
+		for (;;) {
+			*w = 0x80cd;
+			*w = 0x050f;
+			for (volatile int i = 0; i < 3000; i++)
+				;
+		}
+	for (int t = 0; t < 200 && !sigsys; t++) {
+		pid_t c = fork();
+		int st;
+
+		if (c == 0) {
+			__asm__ volatile("mov $-1, %%rdi\n\txor %%esi, %%esi\n\t"
+					 "xor %%edx, %%edx\n\tjmp *%0"
+					 : : "r"(code) : "rdi", "rsi", "rdx",
+					 "memory");
+			_exit(0);
+		}
+		if (c < 0 || waitpid(c, &st, 0) < 0)
+			break;
+		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
+			sigsys++;
+		else
+			other++;
+	}
+	kill(flip, SIGKILL);
+	waitpid(flip, NULL, 0);
+	printf("int80_flip sigsys=%d other=%d\n", sigsys, other);
 	return 0;
 }
 
@@ -337,6 +412,10 @@ int main(int argc, char **argv)
 		return cmd_ttyioctl(strtoul(argv[2], NULL, 0), "ttyioctl");
 	if (argc >= 2 && !strcmp(argv[1], "ownkill"))
 		return cmd_ownkill(argc > 2);
+	if (argc == 3 && !strcmp(argv[1], "sigsys_first"))
+		return cmd_sigsys_first(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "int80_flip"))
+		return cmd_int80_flip();
 	if (argc == 2 && !strcmp(argv[1], "sigsys")) {
 		printf("raising SIGSYS\n");
 		fflush(stdout);
