@@ -336,7 +336,15 @@ void cr_audit_finish(struct cr_run *run)
 		cJSON_AddStringToObject(f, "status", cr_status_name(run->status));
 		if (run->limit)
 			cJSON_AddStringToObject(f, "limit", run->limit);
-		cJSON_AddNumberToObject(f, "exit_code", run->exit_code);
+		else
+			cJSON_AddNullToObject(f, "limit");
+		/* The program's end as the result gives it, and corral's own
+		 * exit status beside it: an earlier build wrote corral's as
+		 * exit_code, so a death by SIGSEGV and an exit(139) read
+		 * alike, and a limit's 124 looked like the program's (found
+		 * by a probing session). */
+		cr_result_add_end(run, run->exit_code, f);
+		cJSON_AddNumberToObject(f, "corral_exit", run->exit_code);
 		cJSON_AddNumberToObject(f, "wall_ms", (double)run->end_ms);
 		cJSON_AddNumberToObject(f, "denials",
 					(double)run->denied_calls);

@@ -280,13 +280,34 @@ static void add_identity(cJSON *r, const struct cr_run_config *cfg)
 	}
 }
 
+void cr_result_add_end(const struct cr_run *run, int code, void *obj)
+{
+	cJSON *o = obj;
+	int st = run->exit_status;
+	bool exited = run->status == CR_ST_OK || run->status == CR_ST_PROGRAM_ERROR ||
+		      run->export_cancel;
+
+	if (exited && run->have_exit && !run->exec_errno && WIFEXITED(st))
+		cJSON_AddNumberToObject(o, "exit_code", WEXITSTATUS(st));
+	else if (exited && run->exec_errno)
+		cJSON_AddNumberToObject(o, "exit_code", code);
+	else
+		cJSON_AddNullToObject(o, "exit_code");
+	if (exited && run->have_exit && WIFSIGNALED(st)) {
+		char name[24];
+
+		cJSON_AddStringToObject(o, "signal",
+					cr_signame(WTERMSIG(st), name,
+						   sizeof(name)));
+	} else {
+		cJSON_AddNullToObject(o, "signal");
+	}
+}
+
 static cJSON *build(struct cr_run *run, int code)
 {
 	const struct cr_run_config *cfg = run->cfg;
 	cJSON *r = cJSON_CreateObject(), *u, *d, *c;
-	int st = run->exit_status;
-	bool exited = run->status == CR_ST_OK || run->status == CR_ST_PROGRAM_ERROR ||
-		      run->export_cancel;
 	struct rusage ru = { 0 };
 
 	if (!r)
@@ -297,21 +318,7 @@ static cJSON *build(struct cr_run *run, int code)
 		cJSON_AddStringToObject(r, "limit", run->limit);
 	else
 		cJSON_AddNullToObject(r, "limit");
-	if (exited && run->have_exit && !run->exec_errno && WIFEXITED(st))
-		cJSON_AddNumberToObject(r, "exit_code", WEXITSTATUS(st));
-	else if (exited && run->exec_errno)
-		cJSON_AddNumberToObject(r, "exit_code", code);
-	else
-		cJSON_AddNullToObject(r, "exit_code");
-	if (exited && run->have_exit && WIFSIGNALED(st)) {
-		char name[24];
-
-		cJSON_AddStringToObject(r, "signal",
-					cr_signame(WTERMSIG(st), name,
-						   sizeof(name)));
-	} else {
-		cJSON_AddNullToObject(r, "signal");
-	}
+	cr_result_add_end(run, code, r);
 	cr_json_add_bytes(r, "stdout", run->out.buf ? run->out.buf : "", run->out.len);
 	cr_json_add_bytes(r, "stderr", run->err.buf ? run->err.buf : "", run->err.len);
 	cJSON_AddBoolToObject(r, "stdout_truncated", run->out.truncated);

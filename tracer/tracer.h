@@ -787,6 +787,10 @@ void cr_json_add_bytes(void *obj, const char *key, const char *buf,
 const char *cr_signame(int sig, char *buf, size_t len);
 /* The same as a new string item (a cJSON *), for arrays. */
 void *cr_json_bytes(const char *buf, size_t len);
+/* The program's end into obj (a cJSON object), as the result gives it:
+ * "exit_code" and "signal", each null when it does not apply; code is
+ * corral's own exit status. */
+void cr_result_add_end(const struct cr_run *run, int code, void *obj);
 
 /* tracer/audit.c: a chain of events (seq, prev = SHA-256 of the line
  * before); the last one, cleanup, is marked final. */

@@ -60,6 +60,34 @@ def audit_wall_limit(t):
 
 
 @test
+def audit_exit_gives_the_programs_end_as_the_result_does(t):
+    """The exit event's exit_code was corral's own exit status: a death by
+    SIGSEGV and an exit(139) read alike (139), and a wall limit's 124
+    looked like the program's; a run without a limit had no limit key
+    (found by a probing session). It gives the program's end as the
+    result does now (exit_code, signal, limit: null when they do not
+    apply), corral's own status as corral_exit."""
+    cases = (("kill -SEGV $$", [], 139),
+             ("exit 139", [], 139),
+             ("sleep 100", ["--limit", "wall=1s"], 124))
+    for cmd, extra, code in cases:
+        path = t.path("audit-%d.jsonl" % code + cmd[:4].strip())
+        run = t.corral(["run", "--json", "--audit", path] + extra +
+                       ["--", "sh", "-c", cmd], timeout=30)
+        eq(run.code, code, "corral's exit (%s)" % cmd)
+        r = t.result(run)
+        _, evs = read_audit(path)
+        ex = [e for e in evs if e["event"] == "exit"]
+        eq(len(ex), 1, "exit events (%s)" % cmd)
+        for k in ("status", "limit", "exit_code", "signal"):
+            true(k in ex[0], "exit event lacks %r (%s)" % (k, cmd))
+            eq(ex[0][k], r.get(k), "exit event %s against the result (%s)"
+               % (k, cmd))
+        eq(ex[0].get("corral_exit"), code, "corral_exit (%s)" % cmd)
+    t.assert_next_run_ok()
+
+
+@test
 def audit_appends(t):
     path = t.path("audit.jsonl")
     t.corral(["run", "--audit", path, "--id", "first-1", "--", "true"])
