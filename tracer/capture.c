@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tracer.h"
@@ -25,6 +26,14 @@ void cr_stream_init(struct cr_stream *s, int fd, int echo_fd)
 	s->term_safe = echo_fd >= 0 && isatty(echo_fd);
 	if (fd >= 0)
 		fcntl(fd, F_SETFL, O_NONBLOCK);
+}
+
+bool cr_stream_is(const struct cr_stream *s, const struct stat *st)
+{
+	struct stat own;
+
+	return s->fd >= 0 && fstat(s->fd, &own) == 0 &&
+	       own.st_dev == st->st_dev && own.st_ino == st->st_ino;
 }
 
 void cr_stream_close(struct cr_stream *s)

@@ -745,6 +745,9 @@ void cr_stream_init(struct cr_stream *s, int fd, int echo_fd);
 /* Read what is available; returns false when the stream is closed. */
 bool cr_stream_pump(struct cr_run *run, struct cr_stream *s);
 void cr_stream_close(struct cr_stream *s);
+/* Is st (a FIFO's) the pipe s reads? */
+struct stat;
+bool cr_stream_is(const struct cr_stream *s, const struct stat *st);
 
 /* tracer/loop.c: every fd the supervisor waits on is a watch; its callback
  * runs on the loop thread (the ptrace owner). */

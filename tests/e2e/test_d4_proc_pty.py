@@ -590,6 +590,35 @@ def proc_caller_stdin_pipe_is_not_written(t):
     t.assert_next_run_ok()
 
 
+@test
+def capture_pipes_are_not_read_back(t):
+    """The program's stdout and stderr are corral's capture pipes; one
+    reopened read-only through /proc/self/fd/1 let a child drain them:
+    of 100 MB written, output_bytes said 26-44 MB and the result kept
+    26.7 MB untruncated (found by a probing session). Reopened for
+    reading they are refused now; for writing they stay output."""
+    code = (
+        "import errno, os\n"
+        "for name, fd, fl in (('read', 1, os.O_RDONLY),\n"
+        "                     ('rdwr', 1, os.O_RDWR),\n"
+        "                     ('stderr', 2, os.O_RDONLY)):\n"
+        "    try:\n"
+        "        os.close(os.open('/proc/self/fd/%d' % fd, fl))\n"
+        "        print(name, 'opened', flush=True)\n"
+        "    except OSError as e:\n"
+        "        print(name, errno.errorcode[e.errno], flush=True)\n"
+        "w = os.open('/proc/self/fd/1', os.O_WRONLY)\n"
+        "os.write(w, b'written through the reopen\\n')\n")
+    run = t.corral(["run", "--json", "--", "python3", "-c", code])
+    r = t.result(run)
+    want = ("read EACCES\nrdwr EACCES\nstderr EACCES\n"
+            "written through the reopen\n")
+    eq(r.get("stdout"), want, "stdout (stderr %r)" % r.get("stderr"))
+    eq(r["usage"]["output_bytes"], len(want) + len(r.get("stderr", "")),
+       "usage.output_bytes")
+    t.assert_next_run_ok()
+
+
 ZOMBIE = r'''
 import os, subprocess, time
 pid = os.fork()
