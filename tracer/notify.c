@@ -285,6 +285,14 @@ void cr_notif_on_signal_stop(struct cr_run *run, pid_t tid, int sig,
 	/* Answered ERESTARTSYS on purpose (an interrupted FIFO open,
 	 * fs/fifo.c): the kernel's own choice stands. */
 	if (t && t->restart_native) {
+		/* A stop signal's own delivery comes first when the wait was
+		 * answered for it: the mark waits for the signal that
+		 * continues the task (a SIGCONT handler without SA_RESTART
+		 * makes it EINTR, as natively; an earlier form took the mark
+		 * here, and the withdrawn-call rule below then made the
+		 * accept again at the SIGCONT; found by a probing session). */
+		if (stops)
+			return;
 		t->restart_native = false;
 		run->restarts -= run->restarts > 0;
 		return;

@@ -2248,8 +2248,12 @@ def call(mode):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(1)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
-                 struct.pack("ll", 3, 0))
+    if mode == "accept_conth":
+        # No timeout, but a SIGCONT handler (Python's: no SA_RESTART).
+        signal.signal(signal.SIGCONT, lambda *a: None)
+    else:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                     struct.pack("ll", 3, 0))
     return libc.accept(s.fileno(), None, None)
 
 
@@ -2299,10 +2303,12 @@ def stopped_and_continued_waits_end_as_natively(t):
     timeout), and corral's own wait in an accept did not count the stop
     at all: the process did not even stop until it ended (found by a
     differential probing session), nor when another thread took the
-    stop. Each ends EINTR at the SIGCONT now, as natively."""
+    stop. Each ends EINTR at the SIGCONT now, as natively. An accept with
+    no timeout but a SIGCONT handler without SA_RESTART ends EINTR too
+    (a first form of the change made it again: a probing session)."""
     path = t.write("stopped.py", STOPPED_WAITS)
     modes = ["epoll_wait", "semop", "sigtimedwait", "accept",
-             "accept_in_thread", "semop_in_thread"]
+             "accept_in_thread", "semop_in_thread", "accept_conth"]
     want = "".join("%s -1 EINTR in time\n" % m
                    for m in modes)
     nat = t.native([PY, path] + modes, timeout=60)

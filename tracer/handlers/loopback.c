@@ -599,7 +599,8 @@ static bool room_wait_start(struct cr_run *run, const struct seccomp_notif *n,
 	 * connected after 10 s (found by a differential probing session). */
 	if (!(fl & O_NONBLOCK) &&
 	    getsockopt(s->dup, SOL_SOCKET, SO_SNDTIMEO, &tv, &tvl) == 0 &&
-	    (tv.tv_sec || tv.tv_usec) &&
+	    (tv.tv_sec || tv.tv_usec) && tv.tv_sec >= 0 &&
+	    (uint64_t)tv.tv_sec < wait / 1000000000ull &&	/* no overflow */
 	    (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000ull <
 	    wait)
 		wait = (uint64_t)tv.tv_sec * 1000000000ull +
