@@ -316,6 +316,24 @@ static bool native_kill(struct cr_run *run, pid_t tid)
 	return true;
 }
 
+/* A thread ended by another signal while the filter's SIGSYS was still
+ * pending: a group stop comes before the forced SIGSYS in the kernel's
+ * signal handling, and a SIGKILL sent meanwhile ends the process by
+ * itself (found by a probing session: the run ended ok, no denial). The
+ * thread never returned to user mode, so the kernel still shows it in the
+ * foreign call: an i386 entry, or an x32 number, neither of which any
+ * call that passed the filter has. */
+static bool foreign_in_flight(pid_t tid)
+{
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0 ||
+	    regs.orig_rax == (unsigned long long)-1)
+		return false;
+	return (regs.orig_rax & __X32_SYSCALL_BIT) ||
+	       stop_arch(tid) == AUDIT_ARCH_I386;
+}
+
 void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status)
 {
 	struct cr_surface *s = run->surface;
@@ -341,8 +359,9 @@ void cr_surface_on_stop(struct cr_run *run, pid_t tid, int status)
 		unsigned long st = 0;
 
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &st) == 0 &&
-		    WIFSIGNALED((int)st) && WTERMSIG((int)st) == SIGSYS &&
-		    !native_kill(run, tid))
+		    WIFSIGNALED((int)st) &&
+		    (WTERMSIG((int)st) == SIGSYS ? !native_kill(run, tid) :
+						  foreign_in_flight(tid)))
 			foreign_abi(run, tid, true, false);
 		if (tid == s->stack_tid)
 			s->stack_tid = 0;
