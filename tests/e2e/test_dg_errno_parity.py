@@ -2271,15 +2271,18 @@ def made(mode):
 
 for mode in sys.argv[1:]:
     r, w = os.pipe()
+    gr, gw = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.write(gw, b"g")   # about to wait: a loaded machine is no matter
         t0 = time.monotonic()
         rc, err = made(mode)
         os.write(w, b"%d %s %.1f" % (rc, errno.errorcode.get(err, "?")
                                      .encode() if rc < 0 else b"-",
                                      time.monotonic() - t0))
         os._exit(0)
-    time.sleep(0.5)
+    os.read(gr, 1)
+    time.sleep(0.4)
     os.kill(pid, signal.SIGSTOP)
     time.sleep(0.3)
     os.kill(pid, signal.SIGCONT)
