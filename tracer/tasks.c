@@ -112,8 +112,10 @@ struct cr_task *cr_tasks_add(struct cr_tasks *t, pid_t tid)
 	task->start = cr_tasks_start_time(tid);
 	task->tgid = task->leader ? tid : 0;	/* a thread: set by its creator */
 	t->count++;
-	if (task->leader)
+	if (task->leader) {
 		t->leaders++;
+		task->serial = ++t->serials;
+	}
 	if (t->count > t->peak_tasks)
 		t->peak_tasks = t->count;
 	if (t->leaders > t->peak_leaders)
@@ -828,6 +830,7 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 		struct cr_task *pp = pg ? cr_tasks_find(&run->tasks, pg) : NULL;
 
 		child->undumpable = pp && pp->undumpable;
+		child->parent_serial = pp ? pp->serial : 0;
 	}
 	if (!child) {
 		/* No memory to track it: it cannot be allowed to run. */
@@ -925,30 +928,15 @@ int cr_proc_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid)
  */
 static bool job_stop_dropped(struct cr_run *run, pid_t tid, int sig)
 {
-	struct cr_tasks *ts = &run->tasks;
 	struct sigmasks m;
-	pid_t ppid, pgrp, sid, self = getpid();
+	pid_t ppid, pgrp, sid;
 
 	if ((sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) ||
 	    read_sigmasks(tid, &m) < 0 ||
 	    ((m.ign | m.cgt) & CR_SIG_BIT(sig)) ||
 	    cr_proc_ids(tid, &ppid, &pgrp, &sid) < 0)
 		return false;
-	for (size_t i = 0; i < ts->cap; i++) {
-		const struct cr_task *k = &ts->slots[i];
-		pid_t kp, kg, ks, pp, pg, psid;
-
-		if (!k->tid || !k->leader ||
-		    cr_proc_ids(k->tid, &kp, &kg, &ks) < 0 || kg != pgrp)
-			continue;
-		if (kp == self)
-			continue;
-		if (cr_proc_ids(kp, &pp, &pg, &psid) < 0)
-			return false;	/* cannot tell: the kernel's way */
-		if (pg != pgrp && psid == sid)
-			return false;	/* a parent that can continue it */
-	}
-	return true;
+	return cr_jobctl_orphaned(run, pgrp, sid, 0) == 1;
 }
 
 static void on_stop(struct cr_run *run, pid_t tid, int status)
@@ -1089,8 +1077,10 @@ bool cr_tasks_reap(struct cr_run *run)
 		if (si.si_pid <= 0)
 			return false;
 		if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED ||
-		    si.si_code == CLD_DUMPED)
+		    si.si_code == CLD_DUMPED) {
 			cr_budget_on_exit(run, si.si_pid);
+			cr_jobctl_on_end(run, si.si_pid);
+		}
 		pid = wait4(si.si_pid, &status, WNOHANG | WUNTRACED | __WALL,
 			    &ru);
 		if (pid < 0 && errno == EINTR)

@@ -222,6 +222,10 @@ struct cr_task {
 				 * notification or its end) */
 	uint16_t umask;		/* its umask as read from /proc... */
 	uint32_t umask_gen;	/* ...at this generation (0: never) */
+	/* Leaders: which process of the run this is (1, 2, ... never
+	 * reused as pids are) and which made it (0: corral). */
+	uint64_t serial, parent_serial;
+	bool jc_judged;		/* leaders: its end was judged (jobctl.c) */
 	struct cr_task_budget b;
 };
 
@@ -249,6 +253,7 @@ struct cr_tasks {
 	size_t lock_waits;	/* tasks with lock_wait set */
 	size_t stop_kicks;	/* tasks with stop_kick set */
 	size_t exiting;		/* tasks past their exit stop, not reaped */
+	uint64_t serials;	/* the last leader's serial */
 	bool umask_blind;	/* a umask call of a task not in the table:
 				 * no umask is kept for the rest of the run */
 };
@@ -580,6 +585,10 @@ bool cr_tasks_signal_stops(pid_t tid, int sig);
 /* ppid, process group and session of pid (/proc/PID/stat): 0, or -1
  * when it cannot be read. */
 int cr_proc_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid);
+
+/* jobctl.c: orphaned process groups, corral outside them */
+int cr_jobctl_orphaned(struct cr_run *run, pid_t pgrp, pid_t sid, pid_t gone);
+void cr_jobctl_on_end(struct cr_run *run, pid_t tid);
 /* A copy of fd `fd` of the thread tid, from the fd table that thread
  * uses (its own when it was made without CLONE_FILES): the new fd, or
  * -errno (-EBADF: no such fd there; -EPERM: that table is out of reach

@@ -2374,6 +2374,95 @@ def job_control_stops_of_an_orphaned_group_do_nothing(t):
     eq((r.get("status"), r.get("stdout")), ("ok", want), "under corral")
 
 
+
+ORPHANED = r"""
+import os, select, signal, sys, time
+for mode in sys.argv[1:]:
+    r, w = os.pipe()
+    gr, gw = os.pipe()
+    d = 0
+    if mode == "linked":
+        # A member of the child's group whose parent (this process, in
+        # another group of the session) stays: the group keeps its link.
+        d = os.fork()
+        if d == 0:
+            os.setpgid(0, 0)
+            os.write(gw, b"d")
+            while True:
+                signal.pause()
+        os.read(gr, 1)
+    m = os.fork()
+    if m == 0:
+        if mode == "group":
+            os.setpgid(0, 0)    # its child below joins this group
+        c = os.fork()
+        if c == 0:
+            os.close(r)
+            if mode in ("child", "killed"):
+                os.setpgid(0, 0)
+            elif mode == "linked":
+                os.setpgid(0, d)
+            signal.signal(signal.SIGHUP, lambda s, f: os.write(w, b"H"))
+            signal.signal(signal.SIGCONT, lambda s, f: os.write(w, b"C"))
+            os.kill(os.getpid(), signal.SIGSTOP)
+            os.write(w, b"R")
+            os._exit(0)
+        os.waitpid(c, os.WUNTRACED)     # stopped: now leave it
+        os.write(gw, b"%d" % c)
+        while mode == "killed":
+            signal.pause()
+        os._exit(0)
+    os.close(w)
+    c = int(os.read(gr, 20))
+    if mode == "killed":
+        os.kill(m, signal.SIGKILL)      # no exit stop to see it by
+    os.waitpid(m, 0)
+    got, end = b"", time.monotonic() + 3
+    while b"R" not in got:
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([r], [], [], left)[0]:
+            break
+        b = os.read(r, 10)
+        if not b:
+            break
+        got += b
+    print(mode, got.decode() or "nothing", flush=True)
+    try:
+        os.kill(c, signal.SIGKILL)  # gone already once it ran on
+    except ProcessLookupError:
+        pass
+    if d:
+        os.kill(d, signal.SIGKILL)
+        os.waitpid(d, 0)
+    os.close(r)
+"""
+
+
+@test(supervisor_only=True)
+def a_group_orphaned_with_a_stopped_member_is_hung_up(t):
+    """POSIX and the kernel (kill_orphaned_pgrp): when an exit leaves a
+    process group orphaned and a member of it is stopped, the group gets
+    SIGHUP then SIGCONT, whether the exit took the group's last parent
+    outside it (its child's group) or a member whose parent was outside
+    (its own group). Under corral, whose processes' orphans become its
+    own, in the caller's session, no group was ever orphaned and the
+    stopped process waited until the wall limit (found by a differential
+    probing session). Groups still linked, or never linked by the
+    process that left, get nothing, as natively. A parent a SIGKILL ends
+    (no exit stop) is judged too."""
+    script = t.write("orphaned.py", ORPHANED)
+    modes = ["child", "group", "killed", "same_group", "linked"]
+    want = ("child HCR\ngroup HCR\nkilled HCR\nsame_group nothing\n"
+            "linked nothing\n")
+    nat = t.native([PY, script] + modes, timeout=60)
+    eq(nat.out.decode(), want, "natively (the test's premise)")
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--limit", "wall=60s",
+                    "--", PY, script] + modes, timeout=90)
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", want), "under corral")
+    t.assert_next_run_ok()
+
+
 # ---- O_PATH descriptors of unix sockets ----
 
 OPATH_SOCK = r'''
