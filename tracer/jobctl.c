@@ -43,14 +43,6 @@ int cr_jobctl_orphaned(struct cr_run *run, pid_t pgrp, pid_t sid, pid_t gone)
 	return 1;
 }
 
-static bool any_stopped(const struct cr_tasks *ts)
-{
-	for (size_t i = 0; i < ts->cap; i++)
-		if (ts->slots[i].tid && ts->slots[i].state == CR_TS_STOPPED)
-			return true;
-	return false;
-}
-
 /* A thread of the run in group stop whose process is in pgrp. */
 static bool group_has_stopped(const struct cr_tasks *ts, pid_t pgrp)
 {
@@ -107,7 +99,7 @@ static void judge(struct cr_run *run, pid_t pgrp, pid_t sid, pid_t gone,
  * kernel hands them over before it reports the exit). Its own group, if
  * its parent linked it (the kernel's exit case), and the groups of its
  * children in another group of its session (the reparent case). While
- * nothing of the run is stopped, nothing to do: one pass over the table. */
+ * nothing of the run is stopped, nothing to do (one counter read). */
 void cr_jobctl_on_end(struct cr_run *run, pid_t tid)
 {
 	struct cr_tasks *ts = &run->tasks;
@@ -115,7 +107,7 @@ void cr_jobctl_on_end(struct cr_run *run, pid_t tid)
 	pid_t done[16], self = getpid(), pp, pg, ps, qp, qg, qs;
 	size_t ndone = 0;
 
-	if (!t || !t->leader || t->jc_judged || !any_stopped(ts) ||
+	if (!t || !t->leader || t->jc_judged || !ts->stopped ||
 	    cr_proc_ids(tid, &pp, &pg, &ps) < 0)
 		return;
 	t->jc_judged = true;	/* a report looked at again: judged once */

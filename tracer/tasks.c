@@ -146,6 +146,8 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 		t->stop_kicks--;
 	if (task->state == CR_TS_EXITING)
 		t->exiting--;
+	if (task->state == CR_TS_STOPPED)
+		t->stopped--;
 	t->count--;
 	if (!t->gone)	/* without it a gone number is judged as foreign */
 		t->gone = calloc(CR_TASKS_GONE, sizeof(*t->gone));
@@ -962,8 +964,10 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 	/* A unix send it makes itself (net/ownsend.c): its stops. */
 	if (cr_ownsend_on_stop(run, tid, status)) {
 		/* It runs on (a trap after SIGCONT ended a group stop). */
-		if (t->state == CR_TS_STOPPED)
+		if (t->state == CR_TS_STOPPED) {
 			t->state = CR_TS_RUNNING;
+			run->tasks.stopped--;
+		}
 		return;
 	}
 	cr_surface_on_stop(run, tid, status);	/* kernel surface: ABI, stacks */
@@ -996,6 +1000,10 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 		run->tasks.exiting++;
 	else if (t->state == CR_TS_EXITING && tr->next != CR_TS_EXITING)
 		run->tasks.exiting--;	/* an exec took the leader's place */
+	if (tr->next == CR_TS_STOPPED && t->state != CR_TS_STOPPED)
+		run->tasks.stopped++;
+	else if (t->state == CR_TS_STOPPED && tr->next != CR_TS_STOPPED)
+		run->tasks.stopped--;
 	if (ev == EV_GROUP_STOP && tr->next == CR_TS_STOPPED &&
 	    t->state != CR_TS_STOPPED) {
 		group_stop_kick(run, t);

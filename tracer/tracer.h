@@ -253,6 +253,7 @@ struct cr_tasks {
 	size_t lock_waits;	/* tasks with lock_wait set */
 	size_t stop_kicks;	/* tasks with stop_kick set */
 	size_t exiting;		/* tasks past their exit stop, not reaped */
+	size_t stopped;		/* tasks in group stop (CR_TS_STOPPED) */
 	uint64_t serials;	/* the last leader's serial */
 	bool umask_blind;	/* a umask call of a task not in the table:
 				 * no umask is kept for the rest of the run */
