@@ -527,6 +527,54 @@ def exec_by_fd_judges_the_interpreter_too(t):
          "no exec denial: %s" % _show(r.get("denials")))
 
 
+
+EXEC_CHECK = r"""
+import ctypes, os, sys
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NULLS = (ctypes.c_char_p * 1)()
+def check(dirfd, path, flags):
+    rc = libc.syscall(322, dirfd, path, NULLS, NULLS, flags | 0x10000)
+    return "0" if rc == 0 else os.strerror(ctypes.get_errno())
+for name in sys.argv[2:]:
+    fd = os.open(name, os.O_RDONLY)
+    print(name, check(-100, name.encode(), 0), check(fd, b"", 0x1000),
+          flush=True)
+    os.close(fd)
+print("still here")
+"""
+
+
+@test
+def exec_check_judges_the_file_not_its_interpreter(t):
+    """execveat with AT_EXECVE_CHECK (Linux 6.14) asks whether a file may
+    be run and runs nothing: the kernel opens no interpreter. corral
+    judged the #! line as for an exec, and a script naming a missing or
+    outside interpreter answered ENOENT (recorded as a denial) where the
+    kernel answers 0 (found by a differential probe). The file itself is
+    still judged: a 0644 one answers EACCES as natively."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    host = t.write("hostscript", "#!/bin/echo HOSTLINE\n", 0o755)
+    t.write("ws/missing.sh", "#!/nonexistent/interp\n", 0o755)
+    t.write("ws/outside.sh", "#!%s\n" % host, 0o755)
+    t.write("ws/ok.sh", "#!/bin/sh\necho no\n", 0o755)
+    t.write("ws/garbage", "\x01\x02not an image\n", 0o755)
+    t.write("ws/plain.txt", "#!/bin/sh\n", 0o644)
+    script = t.write("check.py", EXEC_CHECK)
+    names = ["missing.sh", "outside.sh", "ok.sh", "garbage", "plain.txt"]
+    nat = t.native(["/usr/bin/python3", script, ws] + names)
+    want = ("missing.sh 0 0\noutside.sh 0 0\nok.sh 0 0\ngarbage 0 0\n"
+            "plain.txt Permission denied Permission denied\nstill here\n")
+    eq(nat.out.decode(), want, "natively (the test's premise)")
+    run = t.corral(["run", "--json", "-w", ws, "--ro", t.tmp, "--",
+                    "/usr/bin/python3", script, ws] + names)
+    r = t.result(run)
+    eq(r.get("stdout"), want, "under corral")
+    eq(denials_of(r, layer="exec"), [], "no exec denial for a check")
+
+
 @test
 def exec_interpreters_inside_the_roots_still_run(t):
     """Scripts whose interpreter is a system one, one found by env, and a
