@@ -1,6 +1,7 @@
 /* tracer/jobctl.c: the job control the kernel does not do for a run whose
  * processes corral adopts: orphaned process groups, corral outside them. */
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,86 +44,197 @@ int cr_jobctl_orphaned(struct cr_run *run, pid_t pgrp, pid_t sid, pid_t gone)
 	return 1;
 }
 
-/* A thread of the run in group stop whose process is in pgrp. */
-static bool group_has_stopped(const struct cr_tasks *ts, pid_t pgrp)
+/* One process of the run as /proc showed it at a judgement. */
+struct member {
+	pid_t tid, ppid, pgrp, sid;
+	bool stopped;			/* a thread of it in group stop */
+	const struct cr_task *t;	/* its leader's entry */
+};
+
+static int by_tid(const void *a, const void *b)
 {
+	pid_t x = ((const struct member *)a)->tid;
+	pid_t y = ((const struct member *)b)->tid;
+
+	return (x > y) - (x < y);
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The groups of the run's stopped tasks, as read when each stopped: sorted,
+ * for the question asked at every end (a stopped process's group changes
+ * only by its parent's setpgid, which the exact judgement then reads). */
+static pid_t *stopped_groups(const struct cr_tasks *ts, size_t *n)
+{
+	pid_t *g = malloc((ts->stopped ? ts->stopped : 1) * sizeof(*g));
+
+	*n = 0;
+	if (!g)
+		return NULL;
+	for (size_t i = 0; i < ts->cap && *n < ts->stopped; i++)
+		if (ts->slots[i].tid && ts->slots[i].state == CR_TS_STOPPED)
+			g[(*n)++] = ts->slots[i].stop_pgrp;
+	qsort(g, *n, sizeof(*g), by_pid);
+	return g;
+}
+
+static bool has(const pid_t *v, size_t n, pid_t x)
+{
+	return v && bsearch(&x, v, n, sizeof(*v), by_pid);
+}
+
+/* Every process of the run but `gone`, read once: O(processes) reads for
+ * any number of groups judged. NULL: out of memory (nothing is sent). */
+static struct member *snapshot(const struct cr_tasks *ts, pid_t gone,
+			       size_t *n)
+{
+	struct member *m = malloc((ts->leaders ? ts->leaders : 1) * sizeof(*m));
+
+	*n = 0;
+	if (!m)
+		return NULL;
+	for (size_t i = 0; i < ts->cap && *n < ts->leaders; i++) {
+		const struct cr_task *k = &ts->slots[i];
+		struct member *e = &m[*n];
+
+		if (!k->tid || !k->leader || k->tid == gone ||
+		    cr_proc_ids(k->tid, &e->ppid, &e->pgrp, &e->sid) < 0)
+			continue;
+		e->tid = k->tid;
+		e->stopped = false;
+		e->t = k;
+		(*n)++;
+	}
+	qsort(m, *n, sizeof(*m), by_tid);
 	for (size_t i = 0; i < ts->cap; i++) {
 		const struct cr_task *k = &ts->slots[i];
-		pid_t tg = k->leader ? k->tid : k->tgid, p, g, s;
+		struct member key = { .tid = k->leader ? k->tid : k->tgid };
+		struct member *e;
 
-		if (k->tid && k->state == CR_TS_STOPPED && tg > 0 &&
-		    cr_proc_ids(tg, &p, &g, &s) == 0 && g == pgrp)
-			return true;
+		if (k->tid && k->state == CR_TS_STOPPED &&
+		    (e = bsearch(&key, m, *n, sizeof(*m), by_tid)))
+			e->stopped = true;
 	}
-	return false;
+	return m;
 }
 
-/* SIGHUP then SIGCONT to every process of the run in pgrp, through their
- * pidfds: a group the kernel would signal whole may hold a process of the
- * caller's session (setpgid joins any group of it), which corral must
- * never reach. */
-static void hangup(struct cr_run *run, pid_t pgrp)
+/* The kernel's kill_orphaned_pgrp, corral outside: pgrp orphaned (no
+ * member's parent, corral aside, in another group of the session) with a
+ * stopped member gets SIGHUP then SIGCONT, sent to the run's processes in
+ * it through their pidfds: a group the kernel would signal whole may hold
+ * a process of the caller's session (setpgid joins any group of it),
+ * which corral must never reach. A group the kernel itself found orphaned
+ * (no member's parent corral in its session) has had them already. */
+static void judge(const struct member *m, size_t n, pid_t pgrp)
 {
 	static const int sigs[] = { SIGHUP, SIGCONT };
-	struct cr_tasks *ts = &run->tasks;
+	pid_t self = getpid(), cg = getpgrp(), cs = getsid(0);
+	bool stopped = false, kept = false;
 
-	for (size_t s = 0; s < sizeof(sigs) / sizeof(sigs[0]); s++) {
-		for (size_t i = 0; i < ts->cap; i++) {
-			const struct cr_task *k = &ts->slots[i];
-			pid_t p, g, sid;
+	for (size_t i = 0; i < n; i++) {
+		const struct member *p;
+		struct member key;
 
-			if (k->tid && k->leader && k->pidfd >= 0 &&
-			    cr_proc_ids(k->tid, &p, &g, &sid) == 0 && g == pgrp)
-				syscall(__NR_pidfd_send_signal, k->pidfd,
-					sigs[s], NULL, 0);
+		if (m[i].pgrp != pgrp)
+			continue;
+		stopped |= m[i].stopped;
+		if (m[i].ppid == self) {
+			/* Only corral keeps it linked in the kernel's eyes;
+			 * else the kernel has signalled it itself. */
+			kept |= cg != pgrp && cs == m[i].sid;
+			continue;
 		}
+		key.tid = m[i].ppid;
+		p = bsearch(&key, m, n, sizeof(*m), by_tid);
+		if (!p)
+			return;	/* a parent unread: cannot tell, nothing */
+		if (p->pgrp != pgrp && p->sid == m[i].sid)
+			return;	/* still linked */
 	}
+	if (!stopped || !kept)
+		return;
+	for (size_t s = 0; s < sizeof(sigs) / sizeof(sigs[0]); s++)
+		for (size_t i = 0; i < n; i++)
+			if (m[i].pgrp == pgrp && m[i].t->pidfd >= 0)
+				syscall(__NR_pidfd_send_signal, m[i].t->pidfd,
+					sigs[s], NULL, 0);
 }
 
-/* The kernel's kill_orphaned_pgrp, corral outside: a group this exit left
- * orphaned, with a stopped member, gets SIGHUP and SIGCONT. Once per group
- * per exit; unreadable: nothing sent. */
-static void judge(struct cr_run *run, pid_t pgrp, pid_t sid, pid_t gone,
-		  pid_t *done, size_t *ndone, size_t cap)
+/* The serial of the run's process pid (0: corral or none). */
+static uint64_t serial_of(struct cr_tasks *ts, pid_t pid)
 {
-	for (size_t i = 0; i < *ndone; i++)
-		if (done[i] == pgrp)
-			return;
-	if (*ndone < cap)
-		done[(*ndone)++] = pgrp;
-	if (group_has_stopped(&run->tasks, pgrp) &&
-	    cr_jobctl_orphaned(run, pgrp, sid, gone) == 1)
-		hangup(run, pgrp);
+	const struct cr_task *p = cr_tasks_find(ts, pid);
+
+	return p && p->leader ? p->serial : 0;
 }
 
-/* A process has ended: a zombie still, its children already corral's (the
- * kernel hands them over before it reports the exit). Its own group, if
- * its parent linked it (the kernel's exit case), and the groups of its
- * children in another group of its session (the reparent case). While
- * nothing of the run is stopped, nothing to do (one counter read). */
+/*
+ * A process has ended: a zombie still, its children already handed on
+ * (the kernel does so before it reports the exit). Who has each of them
+ * now is noted (corral, or a subreaper of the run), so that the end of
+ * their new parent is judged too. While a task of the run is stopped, the
+ * groups the kernel would judge are: its children's in another group of
+ * its session (the reparent case), and its own, if its parent linked it
+ * (the exit case). A group is judged only when one of its members was
+ * stopped; then the run's processes are read once for all of them.
+ */
 void cr_jobctl_on_end(struct cr_run *run, pid_t tid)
 {
 	struct cr_tasks *ts = &run->tasks;
 	struct cr_task *t = cr_tasks_find(ts, tid);
-	pid_t done[16], self = getpid(), pp, pg, ps, qp, qg, qs;
-	size_t ndone = 0;
+	pid_t self = getpid(), tp = 0, tg = 0, tsid = 0;
+	pid_t *stopped = NULL, *cand = NULL;
+	size_t nstopped = 0, ncand = 0;
+	bool ids = false;
 
-	if (!t || !t->leader || t->jc_judged || !ts->stopped ||
-	    cr_proc_ids(tid, &pp, &pg, &ps) < 0)
+	if (!t || !t->leader || t->jc_judged)
 		return;
 	t->jc_judged = true;	/* a report looked at again: judged once */
-	if (pp != self && cr_proc_ids(pp, &qp, &qg, &qs) == 0 &&
-	    qg != pg && qs == ps)
-		judge(run, pg, ps, tid, done, &ndone, 16);
+	if (ts->stopped) {
+		ids = cr_proc_ids(tid, &tp, &tg, &tsid) == 0;
+		stopped = stopped_groups(ts, &nstopped);
+		cand = malloc((ts->leaders + 1) * sizeof(*cand));
+	}
 	for (size_t i = 0; i < ts->cap; i++) {
-		const struct cr_task *k = &ts->slots[i];
+		struct cr_task *k = &ts->slots[i];
 		pid_t kp, kg, ks;
 
 		if (!k->tid || !k->leader || k == t ||
-		    k->parent_serial != t->serial ||
-		    cr_proc_ids(k->tid, &kp, &kg, &ks) < 0 || kp != self ||
-		    kg == pg || ks != ps)
+		    k->parent_serial != t->serial)
 			continue;
-		judge(run, kg, ks, tid, done, &ndone, 16);
+		if (cr_proc_ids(k->tid, &kp, &kg, &ks) < 0) {
+			k->parent_serial = 0;
+			continue;
+		}
+		k->parent_serial = kp == self ? 0 : serial_of(ts, kp);
+		if (ids && cand && kg != tg && ks == tsid &&
+		    has(stopped, nstopped, kg))
+			cand[ncand++] = kg;
 	}
+	if (ids && cand && tp != self && has(stopped, nstopped, tg)) {
+		pid_t qp, qg, qs;
+
+		if (cr_proc_ids(tp, &qp, &qg, &qs) == 0 && qg != tg &&
+		    qs == tsid)
+			cand[ncand++] = tg;
+	}
+	if (ncand) {
+		size_t n, u = 0;
+		struct member *m = snapshot(ts, tid, &n);
+
+		qsort(cand, ncand, sizeof(*cand), by_pid);
+		for (size_t i = 0; m && i < ncand; i++)
+			if (!i || cand[i] != cand[u - 1])
+				cand[u++] = cand[i];
+		for (size_t i = 0; m && i < u; i++)
+			judge(m, n, cand[i]);
+		free(m);
+	}
+	free(cand);
+	free(stopped);
 }

@@ -1000,8 +1000,13 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 		run->tasks.exiting++;
 	else if (t->state == CR_TS_EXITING && tr->next != CR_TS_EXITING)
 		run->tasks.exiting--;	/* an exec took the leader's place */
-	if (tr->next == CR_TS_STOPPED && t->state != CR_TS_STOPPED)
+	if (tr->next == CR_TS_STOPPED && t->state != CR_TS_STOPPED) {
+		pid_t pp, ps;
+
 		run->tasks.stopped++;
+		if (cr_proc_ids(tid, &pp, &t->stop_pgrp, &ps) < 0)
+			t->stop_pgrp = 0;
+	}
 	else if (t->state == CR_TS_STOPPED && tr->next != CR_TS_STOPPED)
 		run->tasks.stopped--;
 	if (ev == EV_GROUP_STOP && tr->next == CR_TS_STOPPED &&

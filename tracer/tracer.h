@@ -226,6 +226,7 @@ struct cr_task {
 	 * reused as pids are) and which made it (0: corral). */
 	uint64_t serial, parent_serial;
 	bool jc_judged;		/* leaders: its end was judged (jobctl.c) */
+	pid_t stop_pgrp;	/* its process group when it last stopped */
 	struct cr_task_budget b;
 };
 

@@ -2376,7 +2376,27 @@ def job_control_stops_of_an_orphaned_group_do_nothing(t):
 
 
 ORPHANED = r"""
-import os, select, signal, sys, time
+import ctypes, os, select, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def stopped_child(r, w, gw, pgid):
+    # A child that moves to group pgid (None: stays), stops, and says what
+    # it is sent; its pid goes to the top once it is stopped.
+    c = os.fork()
+    if c == 0:
+        os.close(r)
+        if pgid is not None:
+            os.setpgid(0, pgid)
+        signal.signal(signal.SIGHUP, lambda s, f: os.write(w, b"H"))
+        signal.signal(signal.SIGCONT, lambda s, f: os.write(w, b"C"))
+        os.kill(os.getpid(), signal.SIGSTOP)
+        os.write(w, b"R")
+        os._exit(0)
+    os.waitpid(c, os.WUNTRACED)
+    os.write(gw, b"%d" % c)
+
+
 for mode in sys.argv[1:]:
     r, w = os.pipe()
     gr, gw = os.pipe()
@@ -2393,22 +2413,21 @@ for mode in sys.argv[1:]:
         os.read(gr, 1)
     m = os.fork()
     if m == 0:
+        if mode == "subreaper":
+            # Its grandchild, orphaned, becomes its own (PR_SET_CHILD_
+            # SUBREAPER): still linked; at its own end, orphaned.
+            libc.prctl(36, 1, 0, 0, 0)
+            a = os.fork()
+            if a == 0:
+                stopped_child(r, w, gw, 0)
+                os._exit(0)
+            os.waitpid(a, 0)
+            time.sleep(0.5)
+            os._exit(0)
         if mode == "group":
             os.setpgid(0, 0)    # its child below joins this group
-        c = os.fork()
-        if c == 0:
-            os.close(r)
-            if mode in ("child", "killed"):
-                os.setpgid(0, 0)
-            elif mode == "linked":
-                os.setpgid(0, d)
-            signal.signal(signal.SIGHUP, lambda s, f: os.write(w, b"H"))
-            signal.signal(signal.SIGCONT, lambda s, f: os.write(w, b"C"))
-            os.kill(os.getpid(), signal.SIGSTOP)
-            os.write(w, b"R")
-            os._exit(0)
-        os.waitpid(c, os.WUNTRACED)     # stopped: now leave it
-        os.write(gw, b"%d" % c)
+        stopped_child(r, w, gw, {"child": 0, "killed": 0, "linked": d,
+                                 "group": None, "same_group": None}[mode])
         while mode == "killed":
             signal.pause()
         os._exit(0)
@@ -2449,11 +2468,13 @@ def a_group_orphaned_with_a_stopped_member_is_hung_up(t):
     stopped process waited until the wall limit (found by a differential
     probing session). Groups still linked, or never linked by the
     process that left, get nothing, as natively. A parent a SIGKILL ends
-    (no exit stop) is judged too."""
+    (no exit stop) is judged too, and so is a subreaper of the run that
+    adopted the stopped process (a probing session: it was not)."""
     script = t.write("orphaned.py", ORPHANED)
-    modes = ["child", "group", "killed", "same_group", "linked"]
-    want = ("child HCR\ngroup HCR\nkilled HCR\nsame_group nothing\n"
-            "linked nothing\n")
+    modes = ["child", "group", "killed", "subreaper", "same_group",
+             "linked"]
+    want = ("child HCR\ngroup HCR\nkilled HCR\nsubreaper HCR\n"
+            "same_group nothing\nlinked nothing\n")
     nat = t.native([PY, script] + modes, timeout=60)
     eq(nat.out.decode(), want, "natively (the test's premise)")
     run = t.corral(["run", "--json", "--ro", t.tmp, "--limit", "wall=60s",
