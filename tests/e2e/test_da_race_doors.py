@@ -575,6 +575,58 @@ def exec_check_judges_the_file_not_its_interpreter(t):
     eq(denials_of(r, layer="exec"), [], "no exec denial for a check")
 
 
+
+EXEC_CHECK_SWAP = r"""
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NULLS = (ctypes.c_char_p * 1)()
+os.chdir(sys.argv[1])
+held = os.open("a", os.O_WRONLY)     # a's own check answers ETXTBSY
+os.symlink(sys.argv[2], "b")
+stop = False
+def swap():
+    while not stop:
+        libc.syscall(316, -100, b"a", -100, b"b", 2)  # RENAME_EXCHANGE
+th = threading.Thread(target=swap)
+th.start()
+seen = {}
+for i in range(int(sys.argv[3])):
+    rc = libc.syscall(322, -100, b"a", NULLS, NULLS, 0x10000)
+    k = "0" if rc == 0 else os.strerror(ctypes.get_errno())
+    seen[k] = seen.get(k, 0) + 1
+stop = True
+th.join()
+print(sorted(seen))
+"""
+
+
+@test
+def exec_check_of_a_swapped_name_tells_nothing_outside(t):
+    """An AT_EXECVE_CHECK continued to the kernel had the path looked up
+    again: a thread swapping a workspace file (held open for writing, so
+    its own check answers ETXTBSY) with a link to a host program learned
+    that the host program exists and may be run (0), unrecorded, without
+    Landlock (a probing session: 3804 of 20000). corral makes the check
+    itself on the file it judged now: never 0."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    host = t.write("hostprog", "#!/bin/sh\n", 0o755)
+    t.write("ws/a", "#!/bin/sh\n", 0o755)
+    script = t.write("swap.py", EXEC_CHECK_SWAP)
+    run = t.corral(["run", "--json", "-w", ws, "--ro", t.tmp,
+                    "--limit", "wall=60s", "--",
+                    "/usr/bin/python3", script, ws, host, "20000"],
+                   timeout=90)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (%r, %r)" % (r.get("message"),
+                                                 r.get("stderr")))
+    out = (r.get("stdout") or "").strip()
+    true("Text file busy" in out, "the workspace file's own answer: %s"
+         % out)
+    true("'0'" not in out, "the host program answered 0: %s" % out)
+
+
 @test
 def exec_interpreters_inside_the_roots_still_run(t):
     """Scripts whose interpreter is a system one, one found by env, and a

@@ -321,12 +321,43 @@ static int interp_refused(struct cr_run *run, const struct seccomp_notif *n,
 #define AT_EXECVE_CHECK 0x10000
 #endif
 
+/* AT_EXECVE_CHECK made by corral on the file it judged (fd: any open of
+ * it, taken over). Continued, the kernel would look the path up again: a
+ * thread swapping a workspace name for a link to a host file learned,
+ * without Landlock, whether that file exists and may be run (0, EACCES,
+ * ENOENT), with no exec stop to see it (found by a probing session). A
+ * kernel without the flag refuses it (EINVAL) before it opens anything:
+ * asked once with no file, so that corral never makes an exec that the
+ * kernel would take for a real one. The program's own argument vectors
+ * are not copied (an EFAULT or E2BIG of theirs is not answered). */
+static struct cr_verdict check_self(int fd)
+{
+	static const char *const argv[] = { "", NULL };
+	static int known = -1;	/* the kernel knows the flag: 1, 0; -1: not asked */
+	int rc, e;
+
+	if (known < 0)
+		known = syscall(SYS_execveat, -1, "", argv, argv + 1,
+				AT_EMPTY_PATH | AT_EXECVE_CHECK) < 0 &&
+			errno == EBADF;
+	if (!known) {
+		close(fd);
+		return CR_V_ERR(EINVAL);
+	}
+	rc = (int)syscall(SYS_execveat, fd, "", argv, argv + 1,
+			  AT_EMPTY_PATH | AT_EXECVE_CHECK);
+	e = errno;
+	close(fd);
+	return rc == 0 ? CR_V_VAL(0) : CR_V_ERR(e);
+}
+
 /* An exec's judgement. With AT_EXECVE_CHECK (Linux 6.14) the kernel only
  * asks whether the file may be run, as an interpreter asks of a script it
  * is about to read: no binary handler, no interpreter opened, nothing run
  * (no exec stop, no exec for the budgets): the image is judged, its
  * interpreters are not (a script naming one outside the roots answered
- * ENOENT where the kernel answers 0; found by a differential probe). */
+ * ENOENT where the kernel answers 0; found by a differential probe), and
+ * corral makes the check itself (check_self). */
 static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif *n,
 				 const char *sys, int diri, int pathi, int flags)
 {
@@ -375,6 +406,8 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 				 * kernel refuses itself). */
 				int rfd = -1;
 
+				if (check)
+					return check_self(fd);
 				if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 					close(fd);
 					return CR_V_CONT;
@@ -385,10 +418,7 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 					close(rfd);
 					return CR_V_ERR(EACCES);
 				}
-				rc = check ? 0 :
-				     interp_refused(run, n, sys, rfd, path);
-				if (check && rfd >= 0)
-					close(rfd);
+				rc = interp_refused(run, n, sys, rfd, path);
 				return rc ? CR_V_ERR(rc) : CR_V_CONT;
 			}
 		}
@@ -432,6 +462,27 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 		cr_fsres_free(&res);
 		return CR_V_ERR(EACCES);
 	}
+	if (check) {
+		/* A link not followed: the kernel's ELOOP; what is not a
+		 * file: its EACCES (do_open_execat), nothing opened. */
+		struct open_how how = {
+			.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+		};
+		int fd = -1;
+
+		rc = S_ISLNK(res.st.st_mode) ? ELOOP :
+		     !S_ISREG(res.st.st_mode) ? EACCES : 0;
+		if (!rc) {
+			fd = res.via_link ?
+			     openat(res.dirfd, res.name, O_PATH | O_CLOEXEC) :
+			     (int)syscall(SYS_openat2, res.dirfd, res.name,
+					  &how, sizeof(how));
+			rc = fd < 0 ? errno : 0;
+		}
+		cr_fsres_free(&res);
+		return rc ? CR_V_ERR(rc) : check_self(fd);
+	}
 	if (S_ISREG(res.st.st_mode)) {
 		struct open_how how = {
 			.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
@@ -445,10 +496,7 @@ static struct cr_verdict do_exec(struct cr_run *run, const struct seccomp_notif 
 			cr_fsres_free(&res);
 			return CR_V_ERR(EACCES);
 		}
-		if (check) {
-			if (fd >= 0)
-				close(fd);
-		} else if ((rc = interp_refused(run, n, sys, fd, res.path))) {
+		if ((rc = interp_refused(run, n, sys, fd, res.path))) {
 			cr_fsres_free(&res);
 			return CR_V_ERR(rc);
 		}
