@@ -48,7 +48,7 @@ int cr_jobctl_orphaned(struct cr_run *run, pid_t pgrp, pid_t sid, pid_t gone)
 struct member {
 	pid_t tid, ppid, pgrp, sid;
 	bool stopped;			/* a thread of it in group stop */
-	const struct cr_task *t;	/* its leader's entry */
+	bool gone;			/* ended since it was read */
 };
 
 static int by_tid(const void *a, const void *b)
@@ -106,21 +106,49 @@ static struct member *snapshot(const struct cr_tasks *ts, pid_t gone,
 		    cr_proc_ids(k->tid, &e->ppid, &e->pgrp, &e->sid) < 0)
 			continue;
 		e->tid = k->tid;
-		e->stopped = false;
-		e->t = k;
+		e->gone = false;
 		(*n)++;
 	}
 	qsort(m, *n, sizeof(*m), by_tid);
+	return m;
+}
+
+/* Which of them are stopped now (the table's states, no reads). */
+static void mark_stopped(const struct cr_tasks *ts, struct member *m,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		m[i].stopped = false;
 	for (size_t i = 0; i < ts->cap; i++) {
 		const struct cr_task *k = &ts->slots[i];
 		struct member key = { .tid = k->leader ? k->tid : k->tgid };
 		struct member *e;
 
 		if (k->tid && k->state == CR_TS_STOPPED &&
-		    (e = bsearch(&key, m, *n, sizeof(*m), by_tid)))
+		    (e = bsearch(&key, m, n, sizeof(*m), by_tid)))
 			e->stopped = true;
 	}
-	return m;
+}
+
+static struct member *memo_find(struct cr_tasks *ts, pid_t tid)
+{
+	struct member key = { .tid = tid };
+
+	return ts->jc_memo ? bsearch(&key, ts->jc_memo, ts->jc_nmemo,
+				     sizeof(key), by_tid) : NULL;
+}
+
+/* The snapshot is kept for the rest of one batch of reports (tasks.c):
+ * each end in it marks its process gone and its children's new parents,
+ * so that a batch of ends reads the run once, not once each (a group of
+ * 1000 stopped members ended one by one held the loop 5 s; found by a
+ * probing session). A new task drops it. Groups changed by setpgid or
+ * setsid within the batch are not seen until the next one. */
+void cr_jobctl_forget(struct cr_tasks *ts)
+{
+	free(ts->jc_memo);
+	ts->jc_memo = NULL;
+	ts->jc_nmemo = 0;
 }
 
 /* The kernel's kill_orphaned_pgrp, corral outside: pgrp orphaned (no
@@ -130,7 +158,8 @@ static struct member *snapshot(const struct cr_tasks *ts, pid_t gone,
  * a process of the caller's session (setpgid joins any group of it),
  * which corral must never reach. A group the kernel itself found orphaned
  * (no member's parent corral in its session) has had them already. */
-static void judge(const struct member *m, size_t n, pid_t pgrp)
+static void judge(struct cr_tasks *ts, const struct member *m, size_t n,
+		  pid_t pgrp)
 {
 	static const int sigs[] = { SIGHUP, SIGCONT };
 	pid_t self = getpid(), cg = getpgrp(), cs = getsid(0);
@@ -140,7 +169,7 @@ static void judge(const struct member *m, size_t n, pid_t pgrp)
 		const struct member *p;
 		struct member key;
 
-		if (m[i].pgrp != pgrp)
+		if (m[i].pgrp != pgrp || m[i].gone)
 			continue;
 		stopped |= m[i].stopped;
 		if (m[i].ppid == self) {
@@ -151,7 +180,7 @@ static void judge(const struct member *m, size_t n, pid_t pgrp)
 		}
 		key.tid = m[i].ppid;
 		p = bsearch(&key, m, n, sizeof(*m), by_tid);
-		if (!p)
+		if (!p || p->gone)
 			return;	/* a parent unread: cannot tell, nothing */
 		if (p->pgrp != pgrp && p->sid == m[i].sid)
 			return;	/* still linked */
@@ -159,10 +188,47 @@ static void judge(const struct member *m, size_t n, pid_t pgrp)
 	if (!stopped || !kept)
 		return;
 	for (size_t s = 0; s < sizeof(sigs) / sizeof(sigs[0]); s++)
-		for (size_t i = 0; i < n; i++)
-			if (m[i].pgrp == pgrp && m[i].t->pidfd >= 0)
-				syscall(__NR_pidfd_send_signal, m[i].t->pidfd,
+		for (size_t i = 0; i < n; i++) {
+			const struct cr_task *k;
+
+			if (m[i].pgrp == pgrp && !m[i].gone &&
+			    (k = cr_tasks_find(ts, m[i].tid)) && k->leader &&
+			    k->pidfd >= 0)
+				syscall(__NR_pidfd_send_signal, k->pidfd,
 					sigs[s], NULL, 0);
+		}
+}
+
+/* A link of pgrp found among its stopped members, read afresh (at most a
+ * few): the usual case, a group whose members' parent stays outside it,
+ * is answered in a few reads, not a read of every process (a group of
+ * 1000 stopped members killed one by one cost 13 s of the loop; found by
+ * a probing session). False: none found, the whole judgement decides. */
+static bool linked_by_stopped(struct cr_tasks *ts, pid_t pgrp, pid_t gone)
+{
+	pid_t self = getpid();
+	int tries = 0;
+
+	for (size_t i = 0; i < ts->cap && tries < 4; i++) {
+		struct cr_task *k = &ts->slots[i];
+		pid_t tg = k->leader ? k->tid : k->tgid, kp, kg, ks, pp, pg, ps;
+
+		if (!k->tid || k->state != CR_TS_STOPPED ||
+		    k->stop_pgrp != pgrp || tg <= 0 || tg == gone)
+			continue;
+		tries++;
+		if (cr_proc_ids(tg, &kp, &kg, &ks) < 0)
+			continue;
+		if (kg != pgrp) {
+			k->stop_pgrp = kg;	/* moved by its parent */
+			continue;
+		}
+		if (kp != self && kp != gone &&
+		    cr_proc_ids(kp, &pp, &pg, &ps) == 0 &&
+		    pg != pgrp && ps == ks)
+			return true;
+	}
+	return false;
 }
 
 /* The serial of the run's process pid (0: corral or none). */
@@ -192,6 +258,10 @@ void cr_jobctl_on_end(struct cr_run *run, pid_t tid)
 	size_t nstopped = 0, ncand = 0;
 	bool ids = false;
 
+	struct member *mt = memo_find(ts, tid);
+
+	if (mt)
+		mt->gone = true;
 	if (!t || !t->leader || t->jc_judged)
 		return;
 	t->jc_judged = true;	/* a report looked at again: judged once */
@@ -202,6 +272,7 @@ void cr_jobctl_on_end(struct cr_run *run, pid_t tid)
 	}
 	for (size_t i = 0; i < ts->cap; i++) {
 		struct cr_task *k = &ts->slots[i];
+		struct member *mk;
 		pid_t kp, kg, ks;
 
 		if (!k->tid || !k->leader || k == t ||
@@ -212,8 +283,17 @@ void cr_jobctl_on_end(struct cr_run *run, pid_t tid)
 			continue;
 		}
 		k->parent_serial = kp == self ? 0 : serial_of(ts, kp);
+		if ((mk = memo_find(ts, k->tid))) {
+			mk->ppid = kp;
+			mk->pgrp = kg;
+			mk->sid = ks;
+		}
+		/* Its own stop says its group as it is now: its parent
+		 * may have moved it (setpgid) since it stopped. */
+		if (k->state == CR_TS_STOPPED)
+			k->stop_pgrp = kg;
 		if (ids && cand && kg != tg && ks == tsid &&
-		    has(stopped, nstopped, kg))
+		    (k->state == CR_TS_STOPPED || has(stopped, nstopped, kg)))
 			cand[ncand++] = kg;
 	}
 	if (ids && cand && tp != self && has(stopped, nstopped, tg)) {
@@ -224,16 +304,22 @@ void cr_jobctl_on_end(struct cr_run *run, pid_t tid)
 			cand[ncand++] = tg;
 	}
 	if (ncand) {
-		size_t n, u = 0;
-		struct member *m = snapshot(ts, tid, &n);
+		size_t u = 0;
 
 		qsort(cand, ncand, sizeof(*cand), by_pid);
-		for (size_t i = 0; m && i < ncand; i++)
-			if (!i || cand[i] != cand[u - 1])
-				cand[u++] = cand[i];
-		for (size_t i = 0; m && i < u; i++)
-			judge(m, n, cand[i]);
-		free(m);
+		for (size_t i = 0; i < ncand; i++) {
+			pid_t g = cand[i];
+
+			if ((!i || g != cand[i - 1]) &&
+			    !linked_by_stopped(ts, g, tid))
+				cand[u++] = g;
+		}
+		if (u && !ts->jc_memo)
+			ts->jc_memo = snapshot(ts, tid, &ts->jc_nmemo);
+		if (ts->jc_memo)
+			mark_stopped(ts, ts->jc_memo, ts->jc_nmemo);
+		for (size_t i = 0; ts->jc_memo && i < u; i++)
+			judge(ts, ts->jc_memo, ts->jc_nmemo, cand[i]);
 	}
 	free(cand);
 	free(stopped);

@@ -52,6 +52,7 @@ void cr_tasks_free(struct cr_tasks *t)
 	t->slots = NULL;
 	free(t->gone);
 	t->gone = NULL;
+	cr_jobctl_forget(t);
 }
 
 struct cr_task *cr_tasks_find(struct cr_tasks *t, pid_t tid)
@@ -810,6 +811,8 @@ static void on_new_task(struct cr_run *run, pid_t parent)
 	unsigned long msg = 0;
 	struct cr_task *child;
 
+	cr_jobctl_forget(&run->tasks);	/* a member more, unread */
+
 	if (ptrace(PTRACE_GETEVENTMSG, parent, 0, &msg) < 0 || !msg)
 		return;
 	/* Budgets: the parent's reservation is now a task in the table. */
@@ -951,6 +954,7 @@ static void on_stop(struct cr_run *run, pid_t tid, int status)
 		/* The new task's first stop can arrive before its parent's
 		 * fork event. */
 		t = cr_tasks_add(&run->tasks, tid);
+		cr_jobctl_forget(&run->tasks);	/* a member more, unread */
 		if (!t) {
 			kill(tid, SIGKILL);
 			return;
@@ -1071,7 +1075,7 @@ static void on_gone(struct cr_run *run, pid_t tid, int status)
  * the wall timer and the budgets' tick would never be served. */
 #define CR_REAP_BATCH 64
 
-bool cr_tasks_reap(struct cr_run *run)
+static bool reap_batch(struct cr_run *run)
 {
 	for (int n = 0; n < CR_REAP_BATCH; n++) {
 		struct rusage ru;
@@ -1108,4 +1112,12 @@ bool cr_tasks_reap(struct cr_run *run)
 			on_gone(run, pid, status);
 	}
 	return true;	/* more may be waiting: the loop comes back at once */
+}
+
+bool cr_tasks_reap(struct cr_run *run)
+{
+	bool more = reap_batch(run);
+
+	cr_jobctl_forget(&run->tasks);	/* read for this batch only */
+	return more;
 }

@@ -255,6 +255,9 @@ struct cr_tasks {
 	size_t stop_kicks;	/* tasks with stop_kick set */
 	size_t exiting;		/* tasks past their exit stop, not reaped */
 	size_t stopped;		/* tasks in group stop (CR_TS_STOPPED) */
+	void *jc_memo;		/* jobctl.c: the run's processes as read
+				 * in this batch of reports; owned */
+	size_t jc_nmemo;
 	uint64_t serials;	/* the last leader's serial */
 	bool umask_blind;	/* a umask call of a task not in the table:
 				 * no umask is kept for the rest of the run */
@@ -591,6 +594,7 @@ int cr_proc_ids(pid_t pid, pid_t *ppid, pid_t *pgrp, pid_t *sid);
 /* jobctl.c: orphaned process groups, corral outside them */
 int cr_jobctl_orphaned(struct cr_run *run, pid_t pgrp, pid_t sid, pid_t gone);
 void cr_jobctl_on_end(struct cr_run *run, pid_t tid);
+void cr_jobctl_forget(struct cr_tasks *ts);
 /* A copy of fd `fd` of the thread tid, from the fd table that thread
  * uses (its own when it was made without CLONE_FILES): the new fd, or
  * -errno (-EBADF: no such fd there; -EPERM: that table is out of reach

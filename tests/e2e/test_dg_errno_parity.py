@@ -2380,9 +2380,10 @@ import ctypes, os, select, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-def stopped_child(r, w, gw, pgid):
+def stopped_child(r, w, gw, pgid, move=False):
     # A child that moves to group pgid (None: stays), stops, and says what
-    # it is sent; its pid goes to the top once it is stopped.
+    # it is sent; its pid goes to the top once it is stopped (and, with
+    # move, once this process has moved it to a group of its own).
     c = os.fork()
     if c == 0:
         os.close(r)
@@ -2394,6 +2395,8 @@ def stopped_child(r, w, gw, pgid):
         os.write(w, b"R")
         os._exit(0)
     os.waitpid(c, os.WUNTRACED)
+    if move:
+        os.setpgid(c, c)
     os.write(gw, b"%d" % c)
 
 
@@ -2427,7 +2430,8 @@ for mode in sys.argv[1:]:
         if mode == "group":
             os.setpgid(0, 0)    # its child below joins this group
         stopped_child(r, w, gw, {"child": 0, "killed": 0, "linked": d,
-                                 "group": None, "same_group": None}[mode])
+                                 "group": None, "same_group": None,
+                                 "moved": None}[mode], mode == "moved")
         while mode == "killed":
             signal.pause()
         os._exit(0)
@@ -2469,12 +2473,13 @@ def a_group_orphaned_with_a_stopped_member_is_hung_up(t):
     probing session). Groups still linked, or never linked by the
     process that left, get nothing, as natively. A parent a SIGKILL ends
     (no exit stop) is judged too, and so is a subreaper of the run that
-    adopted the stopped process (a probing session: it was not)."""
+    adopted the stopped process, and a group the parent moved its stopped
+    child to (probing sessions: they were not)."""
     script = t.write("orphaned.py", ORPHANED)
-    modes = ["child", "group", "killed", "subreaper", "same_group",
-             "linked"]
+    modes = ["child", "group", "killed", "subreaper", "moved",
+             "same_group", "linked"]
     want = ("child HCR\ngroup HCR\nkilled HCR\nsubreaper HCR\n"
-            "same_group nothing\nlinked nothing\n")
+            "moved HCR\nsame_group nothing\nlinked nothing\n")
     nat = t.native([PY, script] + modes, timeout=60)
     eq(nat.out.decode(), want, "natively (the test's premise)")
     run = t.corral(["run", "--json", "--ro", t.tmp, "--limit", "wall=60s",
