@@ -101,6 +101,28 @@ int cr_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
+size_t cr_mem_write_prefix(pid_t pid, uint64_t addr, const void *buf,
+			   size_t len)
+{
+	size_t put = 0;
+
+	while (addr && put < len) {
+		size_t chunk = 4096 - (size_t)((addr + put) & 4095);
+		struct iovec local, remote;
+
+		if (chunk > len - put)
+			chunk = len - put;
+		local = (struct iovec){ .iov_base = (char *)buf + put,
+					.iov_len = chunk };
+		remote = (struct iovec){ .iov_base = (void *)(uintptr_t)(addr + put),
+					 .iov_len = chunk };
+		if (vm_write(pid, &local, &remote) != (ssize_t)chunk)
+			break;
+		put += chunk;
+	}
+	return put;
+}
+
 size_t cr_mem_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	size_t got = 0;

@@ -731,6 +731,9 @@ void *cr_mem_unreadable(void);
 /* How many bytes from addr can be read, at most len, page by page (into
  * buf). */
 size_t cr_mem_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* How many bytes from the start could be written (page by page). */
+size_t cr_mem_write_prefix(pid_t pid, uint64_t addr, const void *buf,
+			   size_t len);
 /* Room for len bytes of corral's that end where an unreadable page
  * begins, the calling thread's own, good until its next call (NULL past
  * CR_MEM_EDGE_MAX or when it cannot be mapped): a

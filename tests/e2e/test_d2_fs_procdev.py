@@ -519,3 +519,34 @@ def fs_removed_host_file_on_a_writable_fd_keeps_its_metadata(t):
     finally:
         os.close(keep)
     fx.check()
+
+
+LISTED = r"""
+import os, sys
+bad = []
+for d in sys.argv[1:]:
+    for n in os.listdir(d):
+        try:
+            os.lstat(os.path.join(d, n))
+        except OSError as e:
+            bad.append("%s/%s: %s" % (d, n, e.strerror))
+print("listed but absent:", bad)
+print("net listed:", "net" in os.listdir("/proc/self"))
+"""
+
+
+@test
+def listings_of_readable_proc_and_sys_directories_hold_no_absent_name(t):
+    """A directory the run may read was listed in full, though the rules
+    hide some of its entries from every lookup: /proc/PID and
+    /proc/PID/task/TID listed `net` (the host's sockets, ENOENT to a
+    stat), /sys/devices/system/node its `uevent`, `power` and others
+    (found by a differential probe). Each listed name is there now."""
+    script = t.write("listed.py", LISTED)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--",
+                    "/usr/bin/python3", script, "/proc/self",
+                    "/proc/thread-self", "/sys/devices/system/node",
+                    "/proc"])
+    r = t.result(run)
+    eq(r.get("stdout"), "listed but absent: []\nnet listed: False\n",
+       "listings (stderr %r)" % r.get("stderr"))

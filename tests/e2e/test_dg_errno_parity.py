@@ -2489,6 +2489,84 @@ def a_group_orphaned_with_a_stopped_member_is_hung_up(t):
     t.assert_next_run_ok()
 
 
+
+DENTS_FAULT = r"""
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_int, ctypes.c_long]
+os.chdir(sys.argv[1])
+os.mkdir("d")
+for i in range(40):
+    open("d/f%02d" % i, "w").close()
+page = mmap.PAGESIZE
+area = libc.mmap(None, 2 * page, 3, 0x22, -1, 0)
+libc.munmap(ctypes.c_void_p(area + page), page)   # a hole after it
+ro = libc.mmap(None, page, 1, 0x22, -1, 0)          # read-only
+good = ctypes.create_string_buffer(65536)
+
+def names(fd):
+    got = []
+    while True:
+        n = libc.syscall(217, fd, good, 65536)
+        if n <= 0:
+            return got
+        off = 0
+        while off < n:
+            reclen = int.from_bytes(good.raw[off + 16:off + 18], "little")
+            got.append(good.raw[off + 19:off + reclen].split(b"\0")[0])
+            off += reclen
+
+def entries(buf, n):
+    k, off = 0, 0
+    data = ctypes.string_at(buf, n)
+    while off < n:
+        off += int.from_bytes(data[off + 16:off + 18], "little")
+        k += 1
+    return k
+
+for how, buf in (("NULL", 0), ("read-only", ro), ("straddling", area + page - 200)):
+    fd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
+    n = libc.syscall(217, fd, ctypes.c_void_p(buf), 8192)
+    first = (os.strerror(ctypes.get_errno()) if n < 0 else
+             "%d entries" % entries(buf, n))
+    rest = names(fd)
+    print(how, first, "then", len(rest) + (entries(buf, n) if n > 0 else 0),
+          "in all", flush=True)
+    os.close(fd)
+"""
+
+
+@test
+def a_listing_into_a_bad_buffer_loses_nothing(t):
+    """getdents64 copies record by record: a buffer the kernel cannot
+    write answers EFAULT and leaves the offset alone, and one that ends
+    in a hole gets the records that fit before it. corral read the
+    records, moved the offset past them all, and then failed to copy
+    them: EFAULT for the partial buffer, and every read record lost to
+    the next call (a differential probe; `rm -rf` or a walk would skip
+    them)."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    script = t.write("dents.py", DENTS_FAULT)
+    nat_ws = t.path("nat")
+    os.makedirs(nat_ws, exist_ok=True)
+    nat = t.native([PY, script, nat_ws])
+    lines = nat.out.decode().splitlines()
+    eq(len(lines), 3, "natively (the test's premise): %r" % lines)
+    eq(lines[0], "NULL Bad address then 42 in all", "natively, NULL")
+    eq(lines[1], "read-only Bad address then 42 in all",
+       "natively, read-only")
+    eq(lines[2].startswith("straddling ") and "entries then 42" in
+       lines[2], True, "natively, straddling: %r" % lines[2])
+    run = t.corral(["run", "--json", "-w", ws, "--ro", t.tmp, "--",
+                    PY, script, ws])
+    r = t.result(run)
+    eq(r.get("stdout"), nat.out.decode(), "under corral")
+
+
 # ---- O_PATH descriptors of unix sockets ----
 
 OPATH_SOCK = r'''

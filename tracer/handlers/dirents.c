@@ -57,6 +57,35 @@ static char dpath[PATH_MAX];
 static size_t dlen;
 static pid_t dtid;
 
+/* A readable directory some of whose entries the rules hide all the same
+ * (fs/resolve.c): a process's own directory and its threads' (net, the
+ * host's sockets), and /sys's memory-node directory (only the node<N>
+ * entries and the named files). Listed in full, they showed names every
+ * lookup answers ENOENT for (found by a differential probe). */
+static bool partly_hidden(const char *p, size_t n)
+{
+	static const char node[] = "/sys/devices/system/node";
+	size_t d;
+
+	if (n == sizeof(node) - 1 && !memcmp(p, node, n))
+		return true;
+	if (n < 7 || memcmp(p, "/proc/", 6))
+		return false;
+	p += 6;
+	n -= 6;
+	d = strspn(p, "0123456789");
+	if (!d || d > n || (d < n && p[d] != '/'))
+		return false;
+	if (d == n)
+		return true;			/* /proc/PID */
+	p += d;
+	n -= d;
+	if (n < 7 || memcmp(p, "/task/", 6))
+		return false;
+	d = strspn(p + 6, "0123456789");
+	return d && d == n - 6;			/* /proc/PID/task/TID */
+}
+
 /* A directory the run may see but not read (an ancestor of a root, or one
  * it holds from elsewhere) is listed with only the entries that lead into
  * a root: the rest is absent, as it is to every path call. Its path is
@@ -76,7 +105,8 @@ static int kind_of_plain(struct cr_run *run, int fd, pid_t tid)
 	dpath[n] = 0;
 	dlen = (size_t)n;
 	dtid = tid;
-	if (!(cr_fs_access(run, tid, dpath, dlen) & CR_FS_R))
+	if (!(cr_fs_access(run, tid, dpath, dlen) & CR_FS_R) ||
+	    partly_hidden(dpath, dlen))
 		return CR_DK_ANCESTOR;
 	/* A readable directory with a denied subtree right below it: the
 	 * subtree's name is absent there too, as it is to every lookup. */
@@ -243,13 +273,14 @@ static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
  * program's offset where it was, as the kernel does.
  */
 static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
-		    size_t count, size_t *olen)
+		    size_t count, size_t *olen, off_t *startp)
 {
 	off_t start, pos;
 	int rfd, fl, rc;
 	char self[64];
 
 	*olen = 0;
+	*startp = -1;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0)
 		return -errno;
@@ -258,6 +289,7 @@ static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
 	start = lseek(fd, 0, SEEK_CUR);
 	if (start < 0)
 		return -errno;
+	*startp = start;
 	/* Through the magic link, not openat "." (which would also need
 	 * search permission on the directory): the very directory, even
 	 * removed, opened as the program opened it, for reading. */
@@ -276,6 +308,37 @@ static int filtered(struct cr_run *run, int fd, long nr, enum dkind k,
 	return rc;
 }
 
+/* The records of buf (len bytes) the program's buffer takes. The kernel
+ * copies record by record: a fault answers EFAULT only at the first
+ * record, the offset left where the call began; later, the records before
+ * it, the offset just past them. Copied whole, the call's offset had
+ * moved past every record read and a fault lost them all (found by a
+ * differential probe). -EFAULT, or the length delivered. */
+static ssize_t deliver(pid_t pid, uint64_t addr, int fd, const char *buf,
+		       size_t len, off_t start)
+{
+	size_t put, good = 0;
+	int64_t doff = 0;
+
+	if (!cr_mem_write(pid, addr, buf, len))
+		return (ssize_t)len;
+	put = cr_mem_write_prefix(pid, addr, buf, len);
+	for (size_t off = 0; off < len;) {
+		uint16_t reclen;
+
+		memcpy(&reclen, buf + off + 16, sizeof(reclen));
+		if (!reclen || off + reclen > put)
+			break;
+		memcpy(&doff, buf + off + 8, sizeof(doff));
+		off += reclen;
+		good = off;
+	}
+	if (good ? lseek(fd, (off_t)doff, SEEK_SET) < 0 :
+	    start < 0 || lseek(fd, start, SEEK_SET) < 0)
+		return -EFAULT;
+	return good ? (ssize_t)good : -EFAULT;
+}
+
 struct cr_verdict cr_h_getdents(struct cr_run *run,
 				const struct cr_syscall_entry *e,
 				const struct seccomp_notif *n)
@@ -283,6 +346,8 @@ struct cr_verdict cr_h_getdents(struct cr_run *run,
 	long nr = n->data.nr;
 	size_t count = (unsigned)n->data.args[2], len = 0;
 	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	off_t start = -1;
+	ssize_t got;
 	int k, rc = 0;
 
 	if (fd < 0)
@@ -291,21 +356,24 @@ struct cr_verdict cr_h_getdents(struct cr_run *run,
 	if (k < 0) {
 		rc = k;
 	} else if (k == CR_DK_PLAIN) {
-		long r = syscall(nr, fd, inbuf,
-				 count > CR_DENTS_MAX ? CR_DENTS_MAX : count);
+		long r;
 
+		start = lseek(fd, 0, SEEK_CUR);
+		r = syscall(nr, fd, inbuf,
+			    count > CR_DENTS_MAX ? CR_DENTS_MAX : count);
 		if (r < 0)
 			rc = -errno;
 		else
 			len = (size_t)r;
 	} else {
-		rc = filtered(run, fd, nr, (enum dkind)k, count, &len);
+		rc = filtered(run, fd, nr, (enum dkind)k, count, &len, &start);
 	}
-	close(fd);
-	if (rc)
+	if (rc) {
+		close(fd);
 		return CR_V_ERR(-rc);
-	if (len && cr_mem_write((pid_t)n->pid, n->data.args[1],
-				k == CR_DK_PLAIN ? inbuf : outbuf, len))
-		return CR_V_ERR(EFAULT);
-	return CR_V_VAL((int64_t)len);
+	}
+	got = len ? deliver((pid_t)n->pid, n->data.args[1], fd,
+			    k == CR_DK_PLAIN ? inbuf : outbuf, len, start) : 0;
+	close(fd);
+	return got < 0 ? CR_V_ERR(-got) : CR_V_VAL((int64_t)got);
 }
