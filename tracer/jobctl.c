@@ -255,10 +255,9 @@ void cr_jobctl_on_end(struct cr_run *run, pid_t tid)
 	struct cr_task *t = cr_tasks_find(ts, tid);
 	pid_t self = getpid(), tp = 0, tg = 0, tsid = 0;
 	pid_t *stopped = NULL, *cand = NULL;
+	struct member *mt = memo_find(ts, tid);
 	size_t nstopped = 0, ncand = 0;
 	bool ids = false;
-
-	struct member *mt = memo_find(ts, tid);
 
 	if (mt)
 		mt->gone = true;
