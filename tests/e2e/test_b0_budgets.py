@@ -1556,3 +1556,39 @@ def budget_memory_is_the_machines_memory_to_the_run(t):
     eq(a.get("avail_le_phys"), "True", "available <= physical")
     eq(a.get("sysinfo"), "0 procs_small True", "sysinfo and its process count")
     eq(a.get("sysinfo_fault"), "-1 14", "sysinfo(bad pointer): EFAULT")
+
+
+LIST_PARENT = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+for i in range(100000):
+    n = len(os.listdir(fd))     # from the start each time
+print("listed", n)
+"""
+
+
+@test
+def budget_cpu_counts_listings_corral_filters(t):
+    """A directory the run may see but not read (the workspace's parent)
+    is listed with only what leads into a root: corral reads every hidden
+    entry to find the next kept one. A program listing such a directory
+    among 20 000 hidden names, again and again, cost corral 30 ms a call
+    and itself nothing (a probing session: 9 s of corral's CPU against
+    6 ms of the program's under cpu=1s, status ok). That reading is
+    charged to the run now, as a long walk's is: the cpu budget ends it."""
+    top = t.path("top")
+    ws = os.path.join(top, "ws")
+    os.makedirs(ws)
+    for i in range(20000):
+        open(os.path.join(top, "hidden-%05d" % i), "w").close()
+    for d in (t.tmp, top, ws):
+        os.chmod(d, 0o755)
+    with open(os.path.join(ws, "lister.py"), "w") as f:
+        f.write(LIST_PARENT)
+    run = t.corral(["run", "--json", "-w", ws,
+                    "--limit", "cpu=1s", "--limit", "wall=20s", "--",
+                    "/usr/bin/python3", os.path.join(ws, "lister.py"), top],
+                   timeout=60)
+    r = t.result(run)
+    assert_breach(t, run, r, "cpu")
+    t.assert_next_run_ok()

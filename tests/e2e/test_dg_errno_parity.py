@@ -2567,6 +2567,31 @@ def a_listing_into_a_bad_buffer_loses_nothing(t):
     eq(r.get("stdout"), nat.out.decode(), "under corral")
 
 
+
+@test
+def a_rewind_during_a_filtered_listing_stands(t):
+    """The kernel orders a getdents and another thread's lseek of the same
+    open file by its position lock: a rewind made while a listing runs is
+    seen by it or left as the offset. corral lists a directory whose names
+    it partly hides on a private reopen and then put its final position
+    on the program's file, over the rewind (15 of 20 lost for a probing
+    session, listing the workspace's parent among 20 000 hidden names).
+    The rewind stands now, as after the listing."""
+    top = t.path("top")
+    ws = os.path.join(top, "ws")
+    os.makedirs(ws)
+    for i in range(20000):
+        open(os.path.join(top, "hidden-%05d" % i), "w").close()
+    for d in (t.tmp, top, ws):
+        os.chmod(d, 0o755)
+    run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
+                   ["--limit", "wall=60s", "--",
+                    t.prog("dirseek"), top, "20"], timeout=90)
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "0 of 20 rewinds lost\n"),
+       "rewinds (stderr %r)" % r.get("stderr"))
+
+
 # ---- O_PATH descriptors of unix sockets ----
 
 OPATH_SOCK = r'''
