@@ -2592,6 +2592,79 @@ def a_rewind_during_a_filtered_listing_stands(t):
        "rewinds (stderr %r)" % r.get("stderr"))
 
 
+
+RAISED = r"""
+import os, resource, signal, sys, threading
+os.chdir(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGXFSZ, signal.SIGPIPE})
+open("data", "wb").close()
+with open("src", "wb") as f:
+    f.write(b"x" * 100)
+
+def fallocate():
+    fd = os.open("data", os.O_WRONLY)
+    os.posix_fallocate(fd, 0, 8192)
+
+def truncate():
+    os.truncate("data", 8192)
+
+def splice():
+    r, w = os.pipe()
+    os.close(r)
+    src = os.open("src", os.O_RDONLY)
+    os.splice(src, w, 100)
+
+def call(name, fn, sig):
+    out = []
+    def body():
+        try:
+            fn()
+            out.append("no error")
+        except OSError as e:
+            out.append(os.strerror(e.errno))
+        # Thread-directed: pending here, not on the process.
+        out.append(sig in signal.sigpending())
+        out.append(signal.sigwaitinfo({sig}).si_pid == os.getpid())
+    th = threading.Thread(target=body)
+    th.start()
+    th.join()
+    print(name, out[0], "pending in the thread:", out[1],
+          "sender itself:", out[2],
+          "pending on the process:", sig in signal.sigpending(), flush=True)
+
+call("fallocate", fallocate, signal.SIGXFSZ)
+call("truncate", truncate, signal.SIGXFSZ)
+call("splice", splice, signal.SIGPIPE)
+"""
+
+
+@test
+def signals_a_call_raises_come_from_the_caller_to_the_caller(t):
+    """SIGXFSZ at the file size limit and SIGPIPE at a broken pipe are the
+    kernel's, sent to the calling thread by itself. For calls corral
+    performs it sent them: fallocate's to the whole process (another
+    thread took it), and every one with corral's pid as the sender (a
+    differential probe). They go to the calling thread with its own
+    process as the sender now."""
+    ws = t.path("ws")
+    os.makedirs(ws, exist_ok=True)
+    script = t.write("raised.py", RAISED)
+    nat_ws = t.path("nat")
+    os.makedirs(nat_ws, exist_ok=True)
+    want = "".join("%s %s pending in the thread: True sender itself: True "
+                   "pending on the process: False\n" % (c, e)
+                   for c, e in (("fallocate", "File too large"),
+                                ("truncate", "File too large"),
+                                ("splice", "Broken pipe")))
+    nat = t.native([PY, script, nat_ws])
+    eq(nat.out.decode(), want, "natively (the test's premise)")
+    run = t.corral(["run", "--json", "-w", ws, "--ro", t.tmp, "--",
+                    PY, script, ws])
+    r = t.result(run)
+    eq(r.get("stdout"), want, "under corral (stderr %r)" % r.get("stderr"))
+
+
 # ---- O_PATH descriptors of unix sockets ----
 
 OPATH_SOCK = r'''

@@ -123,7 +123,7 @@ CR_HANDLER(cr_h_fallocate)
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 		    off + len > st.st_size) {
 			close(fd);
-			kill(pid, SIGXFSZ);
+			cr_signal_raise(pid, SIGXFSZ);
 			return CR_V_ERR(EFBIG);
 		}
 	}

@@ -384,7 +384,7 @@ struct cr_verdict cr_h_truncate(struct cr_run *run, const struct cr_syscall_entr
 		    prlimit((pid_t)n->pid, RLIMIT_FSIZE, NULL, &rl) == 0 &&
 		    rl.rlim_cur != RLIM_INFINITY && (rlim_t)len > rl.rlim_cur) {
 			close(fd);
-			syscall(SYS_tkill, (pid_t)n->pid, SIGXFSZ);
+			cr_signal_raise((pid_t)n->pid, SIGXFSZ);
 			return CR_V_ERR(EFBIG);
 		}
 	}

@@ -234,6 +234,7 @@ CR_HANDLER(cr_h_clock_adjtime);
 CR_HANDLER(cr_h_clock_settime);
 
 /* signal.c */
+void cr_signal_raise(pid_t tid, int sig);
 CR_HANDLER(cr_h_kill);
 CR_HANDLER(cr_h_tkill);
 CR_HANDLER(cr_h_tgkill);

@@ -112,7 +112,7 @@ int cr_copy_fsize_limit(pid_t tid, int out, off_t at, size_t *count,
 	if (at < 0)
 		return 0;
 	if ((uint64_t)at >= rl.rlim_cur) {
-		syscall(SYS_tkill, tid, SIGXFSZ);
+		cr_signal_raise(tid, SIGXFSZ);
 		return -EFBIG;
 	}
 	if (*count > rl.rlim_cur - (uint64_t)at) {
@@ -206,7 +206,7 @@ static struct cr_verdict to_file(struct cr_run *run,
 	 * during the call natively, and only at its next call under corral;
 	 * found by a probing session). The bytes before it are answered. */
 	if (cut && done == count)
-		syscall(SYS_tkill, (pid_t)n->pid, SIGXFSZ);
+		cr_signal_raise((pid_t)n->pid, SIGXFSZ);
 	/* As the kernel's: an error after bytes went answers the bytes. */
 	if (!done && err)
 		return CR_V_ERR(err);

@@ -102,6 +102,28 @@ static void relay_info(siginfo_t *si, int sig, pid_t sender)
 	si->si_uid = getuid();
 }
 
+/* A signal the kernel raises in the calling thread itself (SIGXFSZ at the
+ * file size limit, SIGPIPE at a broken pipe) for a call corral performs:
+ * thread-directed, its own pid as the sender. The kernel's SI_USER from
+ * the thread itself is not another process's to give, so it comes as
+ * SI_QUEUE (a plain tkill carried corral's pid, and fallocate's kill was
+ * taken by any thread of the process: a differential probe). */
+void cr_signal_raise(pid_t tid, int sig)
+{
+	char path[64], buf[1024], *p;
+	pid_t tgid = 0;
+	siginfo_t si;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) >= 0 &&
+	    (p = strstr(buf, "\nTgid:")))
+		tgid = (pid_t)atoi(p + 6);
+	relay_info(&si, sig, tgid);
+	if (tgid <= 0 ||
+	    syscall(SYS_rt_tgsigqueueinfo, tgid, tid, sig, &si) < 0)
+		syscall(SYS_tkill, tid, sig);
+}
+
 /* Process-directed signal to task t, as sender. 0 or -errno. Signal 0
  * only asks whether the target exists: it is in the table, so it does. */
 static int send_process(const struct cr_task *t, int sig, pid_t sender)

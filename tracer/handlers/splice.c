@@ -162,7 +162,7 @@ static ssize_t try_to_file(struct cr_run *run, pid_t tid, struct sp_call *c,
 		return -err;
 	/* The kernel's write at the limit sends SIGXFSZ (sendfile.c). */
 	if (cut && (size_t)r == count)
-		syscall(SYS_tkill, tid, SIGXFSZ);
+		cr_signal_raise(tid, SIGXFSZ);
 	c->off = off;
 	return r;
 }
@@ -275,7 +275,7 @@ static struct cr_verdict sp_answer(pid_t tid, const struct sp_call *c,
 				   ssize_t r)
 {
 	if (r == -EPIPE)
-		syscall(SYS_tkill, tid, SIGPIPE);
+		cr_signal_raise(tid, SIGPIPE);
 	if (r < 0)
 		return CR_V_ERR((int)-r);
 	if (c->off_ptr &&

@@ -15,6 +15,7 @@
 
 #include "../budget/budget.h"
 #include "net.h"
+#include "../handlers/handlers.h"
 
 struct cr_net_deferred {
 	struct cr_net_deferred *next;
@@ -181,7 +182,7 @@ static struct cr_verdict done(struct cr_net_msg *m, pid_t tid, ssize_t r,
 			      int err)
 {
 	if (r < 0 && err == EPIPE && m->sigpipe)
-		syscall(SYS_tkill, tid, SIGPIPE);
+		cr_signal_raise(tid, SIGPIPE);
 	if (r >= 0 && (err = -settle(m, tid, r)) != 0)
 		r = -1;
 	cr_net_msg_free(m);
