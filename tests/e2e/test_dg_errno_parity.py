@@ -2665,6 +2665,66 @@ def signals_a_call_raises_come_from_the_caller_to_the_caller(t):
     eq(r.get("stdout"), want, "under corral (stderr %r)" % r.get("stderr"))
 
 
+
+SETOWN_GROUPS = r"""
+import fcntl, os, signal, time
+r, w = os.pipe()
+
+def setown(what, who):
+    try:
+        fcntl.fcntl(r, fcntl.F_SETOWN, who)
+        print(what, "ok", flush=True)
+    except OSError as e:
+        print(what, os.strerror(e.errno), flush=True)
+
+live = os.fork()
+if live == 0:
+    os.setpgid(0, 0)
+    time.sleep(30)
+    os._exit(0)
+gone = os.fork()
+if gone == 0:
+    os.setpgid(0, 0)
+    os._exit(0)
+time.sleep(0.5)              # both in groups of their own; gone exited
+setown("a live child's group", -live)
+setown("a zombie child", gone)
+setown("a zombie's group", -gone)
+# A group whose leader is gone, a member still in it.
+lead = os.fork()
+if lead == 0:
+    os.setpgid(0, 0)
+    m = os.fork()
+    if m == 0:
+        time.sleep(30)
+        os._exit(0)
+    os._exit(0)
+os.waitpid(lead, 0)
+time.sleep(0.3)
+setown("a group its leader left", -lead)
+os.kill(live, signal.SIGKILL)
+os.killpg(lead, signal.SIGKILL)
+"""
+
+
+@test
+def setown_takes_the_runs_other_groups_and_zombies(t):
+    """fcntl(F_SETOWN) takes any process or group number still held: a
+    zombie child's, another group of the caller's children, one whose
+    leader has exited while a member lives. corral answered ESRCH for
+    each (it let a group through only if it was the caller's own), and
+    recorded them as reaches outside the run (a differential probe)."""
+    script = t.write("setown.py", SETOWN_GROUPS)
+    want = ("a live child's group ok\na zombie child ok\n"
+            "a zombie's group ok\na group its leader left ok\n")
+    nat = t.native([PY, script])
+    eq(nat.out.decode(), want, "natively (the test's premise)")
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--", PY, script])
+    r = t.result(run)
+    eq(r.get("stdout"), want, "under corral (stderr %r)" % r.get("stderr"))
+    eq(r.get("denials") or [], [], "no reach outside recorded")
+
+
 # ---- O_PATH descriptors of unix sockets ----
 
 OPATH_SOCK = r'''

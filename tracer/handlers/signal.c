@@ -545,20 +545,27 @@ CR_HANDLER(cr_h_fcntl_owner)
 	 * before it looks anything up. */
 	if (who == INT32_MIN)
 		return err(EINVAL);
-	if (who > 0) {
-		switch (cr_surface_target(run, caller, who)) {
-		case CR_TARGET_SELF:
-		case CR_TARGET_RUN:
-			return cont();
-		case CR_TARGET_ZOMBIE:
-			return err(ESRCH);
-		case CR_TARGET_OUTSIDE:
-			break;
-		}
-		return outside(run, n, "fcntl", "signal", who);
-	}
-	if (-who == cr_surface_pgrp(caller))
+	/* The kernel takes any number a process or group still holds: a
+	 * zombie child's (its SIGIO then reaches no one), another group of
+	 * the run's, one whose leader is gone but a member lives (ESRCH
+	 * here was corral's: a differential probe). A group is the run's
+	 * when a process of the run is in it or its number is one of the
+	 * run's processes: setpgid lets none join another. */
+	if (who < 0 && -who == cr_surface_pgrp(caller))
+		return cont();	/* its own group */
+	if (cr_surface_target(run, caller, who > 0 ? who : -who) !=
+	    CR_TARGET_OUTSIDE)
 		return cont();
+	if (who > 0)
+		return outside(run, n, "fcntl", "signal", who);
+	if (zombie_in_group(run, -who))
+		return cont();
+	for (size_t i = 0; i < run->tasks.cap; i++) {
+		const struct cr_task *t = &run->tasks.slots[i];
+
+		if (t->tid && t->leader && cr_surface_pgrp(t->tid) == -who)
+			return cont();
+	}
 	return outside(run, n, "fcntl", "signal", who);
 }
 
