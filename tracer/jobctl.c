@@ -2,6 +2,7 @@
  * processes corral adopts: orphaned process groups, corral outside them. */
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -190,12 +191,19 @@ static void judge(struct cr_tasks *ts, const struct member *m, size_t n,
 	for (size_t s = 0; s < sizeof(sigs) / sizeof(sigs[0]); s++)
 		for (size_t i = 0; i < n; i++) {
 			const struct cr_task *k;
+			siginfo_t si;
 
+			/* The kernel's come from no process (SI_KERNEL, pid
+			 * 0), which only it may give: queued with no sender,
+			 * rather than as corral's kill (a probe). */
+			memset(&si, 0, sizeof(si));
+			si.si_signo = sigs[s];
+			si.si_code = SI_QUEUE;
 			if (m[i].pgrp == pgrp && !m[i].gone &&
 			    (k = cr_tasks_find(ts, m[i].tid)) && k->leader &&
 			    k->pidfd >= 0)
 				syscall(__NR_pidfd_send_signal, k->pidfd,
-					sigs[s], NULL, 0);
+					sigs[s], &si, 0);
 		}
 }
 
