@@ -319,6 +319,18 @@ class T:
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
 
+    def workspace_among_hidden(self, count):
+        """A workspace top/ws whose parent holds count files the run may
+        not see: listings of top are filtered by corral. (top, ws)."""
+        top = self.path("top")
+        ws = os.path.join(top, "ws")
+        os.makedirs(ws)
+        for i in range(count):
+            open(os.path.join(top, "hidden-%05d" % i), "w").close()
+        for d in (self.tmp, top, ws):
+            os.chmod(d, 0o755)
+        return top, ws
+
     def write(self, name, text, mode=0o644):
         p = self.path(name)
         os.makedirs(os.path.dirname(p), exist_ok=True)

@@ -1576,13 +1576,7 @@ def budget_cpu_counts_listings_corral_filters(t):
     and itself nothing (a probing session: 9 s of corral's CPU against
     6 ms of the program's under cpu=1s, status ok). That reading is
     charged to the run now, as a long walk's is: the cpu budget ends it."""
-    top = t.path("top")
-    ws = os.path.join(top, "ws")
-    os.makedirs(ws)
-    for i in range(20000):
-        open(os.path.join(top, "hidden-%05d" % i), "w").close()
-    for d in (t.tmp, top, ws):
-        os.chmod(d, 0o755)
+    top, ws = t.workspace_among_hidden(20000)
     with open(os.path.join(ws, "lister.py"), "w") as f:
         f.write(LIST_PARENT)
     run = t.corral(["run", "--json", "-w", ws,

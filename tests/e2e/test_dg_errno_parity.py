@@ -2577,13 +2577,7 @@ def a_rewind_during_a_filtered_listing_stands(t):
     on the program's file, over the rewind (15 of 20 lost for a probing
     session, listing the workspace's parent among 20 000 hidden names).
     The rewind stands now, as after the listing."""
-    top = t.path("top")
-    ws = os.path.join(top, "ws")
-    os.makedirs(ws)
-    for i in range(20000):
-        open(os.path.join(top, "hidden-%05d" % i), "w").close()
-    for d in (t.tmp, top, ws):
-        os.chmod(d, 0o755)
+    top, ws = t.workspace_among_hidden(20000)
     run = t.corral(["run", "--json", "-w", ws] + t.prog_roots() +
                    ["--limit", "wall=60s", "--",
                     t.prog("dirseek"), top, "20"], timeout=90)
