@@ -1548,7 +1548,8 @@ print("pair", err(socket.socketpair))
 for pid in kids:
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-# Once the next scans drop the gone, the run goes on as before.
+# Once a prune drops the gone (at a refused call, paced by its cost),
+# the run goes on as before.
 lsn.close()
 lsn = socket.socket(socket.AF_UNIX)
 for _ in range(1200):       # scans of 65 536 sockets, on a busy machine

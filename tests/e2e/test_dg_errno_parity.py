@@ -2440,7 +2440,9 @@ for mode in sys.argv[1:]:
     if mode == "killed":
         os.kill(m, signal.SIGKILL)      # no exit stop to see it by
     os.waitpid(m, 0)
-    got, end = b"", time.monotonic() + 3
+    # Sent at the exit's report, within milliseconds: the modes that
+    # must get nothing wait 1.5 s for it.
+    got, end = b"", time.monotonic() + 1.5
     while b"R" not in got:
         left = end - time.monotonic()
         if left <= 0 or not select.select([r], [], [], left)[0]:

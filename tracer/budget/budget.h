@@ -79,6 +79,9 @@
 /* An fd scan in one go (cr_budget_rescan_now) only when the last whole
  * scan cost less than this CPU; else the table waits for the paced one. */
 #define CR_BUDGET_RESCAN_NOW_MAX_CPU_NS 50000000ull
+/* A full list of followed sockets is pruned at a program's call at most
+ * every IDLE times the last prune's cost, and at most every MIN_MS. */
+#define CR_BUDGET_SOCKPRUNE_MIN_MS 50
 /* Tasks reaped before their parent's fork event was seen, remembered so
  * the event does not bring them back. */
 #define CR_BUDGET_GONE_EARLY 1024

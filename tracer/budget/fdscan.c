@@ -198,15 +198,45 @@ void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
 		cr_sockmem_kind(run->budgets->sockmem, domain, type, proto);
 }
 
+/*
+ * The list of followed sockets is full: the gone are dropped now, by the
+ * listing alone, rather than at the next fd scan's, which a tree holding
+ * many descriptors paces to seconds (65 536 sockets closed: the calls
+ * went on failing for 10 s). Paced by its own cost like a scan, charged
+ * to the run; a listing that fails prunes nothing, and the call is then
+ * refused as before.
+ */
+static void prune_followed(struct cr_run *run)
+{
+	struct cr_budgets *b = run->budgets;
+	uint64_t now = cr_now_ns(), t0, cost, bytes, wait;
+
+	if (now < b->sockprune_next_ns)
+		return;
+	t0 = cr_thread_cpu_ns();
+	(void)cr_sockmem_measure(b->sockmem, NULL, 0, &bytes);
+	cost = cr_thread_cpu_ns() - t0;
+	cr_budget_charge_cpu(run, cost);
+	wait = cost * CR_BUDGET_FDSCAN_IDLE;
+	if (wait < CR_BUDGET_SOCKPRUNE_MIN_MS * 1000000ull)
+		wait = CR_BUDGET_SOCKPRUNE_MIN_MS * 1000000ull;
+	b->sockprune_next_ns = cr_now_ns() + wait;
+}
+
 int cr_budget_on_socket_used(struct cr_run *run, uint64_t ino)
 {
 	if (!run->budgets || run->budgets->sock_unmeasurable || !ino)
 		return 0;	/* nothing would read it: not followed */
 	if (cr_sockmem_follow(run->budgets->sockmem, ino) == 0)
 		return 0;
-	/* Full (or no memory): the next scan prunes the gone; until then
-	 * the call is refused as the kernel refuses one it has no buffer
-	 * for, as a new pair is (cr_budget_on_socket_pair). */
+	if (run->budgets->sockmem) {
+		prune_followed(run);
+		if (cr_sockmem_follow(run->budgets->sockmem, ino) == 0)
+			return 0;
+	}
+	/* Full (or no memory): until the gone are pruned the call is
+	 * refused as the kernel refuses one it has no buffer for, as a new
+	 * pair is (cr_budget_on_socket_pair). */
 	cr_budget_rescan_soon(run);
 	return -ENOBUFS;
 }
@@ -227,6 +257,8 @@ int cr_budget_on_socket_pair(struct cr_run *run, const uint64_t ino[2])
 		return -ENOMEM;
 	/* Room for both, or neither is made: a pair no list follows could
 	 * be hidden by a blocked call at once. */
+	if (cr_sockmem_follow_room(s) < 2)
+		prune_followed(run);
 	if (cr_sockmem_follow_room(s) < 2) {
 		cr_budget_rescan_soon(run);
 		return -ENOBUFS;

@@ -104,6 +104,7 @@ struct cr_budgets {
 	uint64_t deleted, fdscan_next_ns;	/* unlinked-but-open bytes */
 	uint64_t fdscan_soon_ns;	/* the earliest its cost allows */
 	uint64_t rescan_next_ns;	/* no cr_budget_rescan_now before */
+	uint64_t sockprune_next_ns;	/* no prune_followed before */
 	bool fs_on;			/* an fd scan in progress: */
 	size_t fs_slot;			/* the task slot to read next */
 	DIR *fs_dir;			/* owned: the fd table being read */
