@@ -2721,6 +2721,30 @@ def setown_takes_the_runs_other_groups_and_zombies(t):
     eq(r.get("denials") or [], [], "no reach outside recorded")
 
 
+@test(supervisor_only=True)
+def a_childs_exit_its_pidfd_shows_is_the_parents_to_collect(t):
+    """Once a child's pidfd polls readable, a wait with WNOHANG collects
+    it natively, every time. Under corral, its tracer, the kernel held the
+    zombie for corral's report first, and the wait answered "not yet" (0)
+    in 36 (exit), 180 (SIGKILL), 24 (waitid on the pidfd) and 25 (SIGCHLD
+    ignored: natively ECHILD) rounds of 200 (a differential probe; tokio
+    1.36-1.43.1 panics on that answer, hence uv). corral takes its pending
+    reports before a non-blocking wait now."""
+    exe = t.prog("pidfd_nohang")
+    modes = ("exit", "kill", "waitid", "ignored")
+    for m in modes:
+        nat = t.native([exe, m, "200"])
+        eq(nat.out.decode(), "%s missed 0 of 200\n" % m,
+           "natively (the test's premise)")
+    for m in modes:
+        run = t.corral(["run", "--json"] + t.prog_roots() +
+                       ["--limit", "wall=60s", "--", exe, m, "200"])
+        r = t.result(run)
+        eq((r.get("status"), r.get("stdout")),
+           ("ok", "%s missed 0 of 200\n" % m), "under corral")
+    t.assert_next_run_ok()
+
+
 # ---- O_PATH descriptors of unix sockets ----
 
 OPATH_SOCK = r'''

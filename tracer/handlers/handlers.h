@@ -191,6 +191,8 @@ int cr_fs_entry_writable(struct cr_run *run, pid_t tid, const struct cr_fsres *r
 
 /* memfd.c */
 CR_HANDLER(cr_h_memfd_create);
+/* wait.c: wait4 and waitid with WNOHANG */
+CR_HANDLER(cr_h_wait_nohang);
 /* ipc/sysv.c: System V objects made for the run */
 CR_HANDLER(cr_h_sysv_get);
 CR_HANDLER(cr_h_sysv_use);
