@@ -30,10 +30,10 @@ struct cr_child_msg {
 	unsigned flags;	/* the seccomp filter flags the kernel took */
 };
 
-/* RLIMIT_CORE, RLIMIT_NICE, the caller's RLIMIT_NOFILE and the budgets'
- * backstops (tracer/budget/rlimits.c). */
+/* RLIMIT_CORE, RLIMIT_NICE, RLIMIT_RTPRIO, the caller's RLIMIT_NOFILE and
+ * the budgets' backstops (tracer/budget/rlimits.c). */
 #define CR_BUDGET_RLIMITS 4
-#define CR_CHILD_RLIMITS (3 + CR_BUDGET_RLIMITS)
+#define CR_CHILD_RLIMITS (4 + CR_BUDGET_RLIMITS)
 
 struct cr_child_rlimit {
 	int resource;

@@ -305,8 +305,12 @@ int cr_spawn(struct cr_run *run, const struct cr_filter *f,
 	}
 	/* No nice value below its own: a tree tasks.c lowers stays low. */
 	a->rlim[2] = (struct cr_child_rlimit){ RLIMIT_NICE, { 0, 0 } };
-	a->nrlim = 3 + cr_budget_child_rlimits(&cfg->limits, cfg->data_backstop,
-						 a->rlim + 3);
+	/* No real-time policy (child.c leaves the caller's): a FIFO thread
+	 * holds the supervisor off its CPU at any priority not above its
+	 * own. */
+	a->rlim[3] = (struct cr_child_rlimit){ RLIMIT_RTPRIO, { 0, 0 } };
+	a->nrlim = 4 + cr_budget_child_rlimits(&cfg->limits, cfg->data_backstop,
+						 a->rlim + 4);
 	a->drop_caps = drop_caps;
 	a->ncaps = drop_caps ? (unsigned)cap_max_bits() : 0;
 	/* A task that has received a notification waits killably, so a

@@ -284,6 +284,42 @@ def root_plain_run(t):
     eq(r.get("stdout"), "hi\n", "stdout")
 
 
+PY = "/usr/bin/python3"
+
+RT_POLICY = r"""
+import os
+print("policy", os.sched_getscheduler(0))
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    print("fifo ok")
+except OSError as e:
+    print("fifo", e.errno)
+"""
+
+
+def _fifo():
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(5))
+
+
+@test(root=True)
+def a_real_time_caller_gives_the_program_no_real_time_policy(t):
+    """A caller at SCHED_FIFO (chrt -f) passed its policy on: the
+    program's FIFO threads, at the supervisor's priority, held it and its
+    watchdog off their CPUs, and wall=1s ran 5 s, cpu=500ms took 8 s of
+    CPU (found by a probing session). The program starts at SCHED_OTHER
+    now, with RLIMIT_RTPRIO 0, and cannot take a real-time policy back."""
+    script = t.write("rt.py", RT_POLICY)
+    nat = t.native([PY, script], preexec=_fifo)
+    eq(nat.out.decode(), "policy 1\nfifo ok\n", "natively, root at FIFO "
+       "(the test's premise)")
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--limit", "wall=30s",
+                    "--", PY, script], preexec=_fifo)
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "policy 0\nfifo 1\n"),
+       "under corral started at FIFO")
+    t.assert_next_run_ok()
+
+
 @test
 def thread_exec_leaves_no_stale_task(t):
     # A non-leader thread that execs takes the leader's tid; the leader's
