@@ -421,6 +421,29 @@ int cr_run_main(int argc, char **argv)
 			}
 		}
 	}
+	/* The record on stdout (--json) is a record too: a file there that
+	 * the program may write is refused as --result's would be (a program
+	 * wrote a forged record past where corral's would end; found by a
+	 * probing session). A pipe, a terminal or a socket is the caller's;
+	 * a file is judged by the name it was opened by. */
+	if (cfg.json) {
+		char real[PATH_MAX], which[PATH_MAX + 128];
+		struct stat st;
+		ssize_t l;
+
+		if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (l = readlink("/proc/self/fd/1", real,
+				  sizeof(real) - 1)) > 0 && real[0] == '/') {
+			real[l] = 0;
+			if (cr_audit_path_writable(&cfg, ws, real, which,
+						   sizeof(which))) {
+				fprintf(stderr, "corral: --json: stdout is %s: %s: it could rewrite the record\n",
+					real, which);
+				code = CR_EXIT_USAGE;
+				goto out;
+			}
+		}
+	}
 	if (cr_audit_open(&run, ws, err, sizeof(err)) < 0) {
 		fprintf(stderr, "corral: %s\n", err);
 		code = CR_EXIT_USAGE;

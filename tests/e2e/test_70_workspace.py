@@ -3,7 +3,9 @@
 import json
 import os
 import stat
+import subprocess
 
+import harness
 from harness import CFG, eq, ne, true, test, mode_of, contains
 
 
@@ -124,6 +126,36 @@ def result_file_in_workspace_refused(t):
     eq(run.code, 0, "a result outside: exit status (stderr %r)" % run.err)
     with open(outside) as f:
         eq(json.load(f).get("status"), "ok", "the result's status")
+    t.assert_next_run_ok()
+
+
+@test
+def json_record_on_stdout_the_program_could_write_refused(t):
+    """--json writes the record on corral's stdout. With stdout a file in
+    the workspace, the program wrote a forged record past where corral's
+    would end, and a reader took the second document (found by a probing
+    session); --result there was refused already. Refused the same way
+    now (125, the program never runs); a file outside, or a pipe, works."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    marker = os.path.join(ws, "ran")
+    corral = [t.prog("nons"), CFG.corral] + harness.landlock_args(
+        ["run", "--json", "--workspace", ws, "--", "touch", marker])
+    inside = os.path.join(ws, "r.json")
+    with open(inside, "w") as out:
+        p = subprocess.run(corral, stdout=out, stderr=subprocess.PIPE,
+                           timeout=60)
+    eq(p.returncode, 125, "exit status (stderr %r)" % p.stderr)
+    contains(p.stderr.decode(), "inside the workspace", "the reason")
+    eq(os.path.getsize(inside), 0, "nothing written to it")
+    eq(os.path.exists(marker), False, "the program never ran")
+    outside = t.path("r.json")
+    with open(outside, "w") as out:
+        p = subprocess.run(corral, stdout=out, stderr=subprocess.PIPE,
+                           timeout=60)
+    eq(p.returncode, 0, "a file outside: exit status (stderr %r)" % p.stderr)
+    with open(outside) as f:
+        eq(json.load(f).get("status"), "ok", "the record's status")
     t.assert_next_run_ok()
 
 
