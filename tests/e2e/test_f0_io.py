@@ -13,6 +13,7 @@ import stat
 import struct
 import subprocess
 import tarfile
+import threading
 import time
 import zipfile
 import zlib
@@ -1265,3 +1266,64 @@ def io_refused_input_is_audited_from_its_start(t):
     eq(lines[0].get("inputs"), [], "start's inputs: none placed")
     true(lines[0].get("digests", {}).get("policy"), "start's policy digest")
     s.check("non-UTF-8 input name")
+
+
+def _one_file_tar(text):
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w",
+                      format=tarfile.USTAR_FORMAT) as tf:
+        data = text.encode()
+        ti = tarfile.TarInfo("payload")
+        ti.size = len(data)
+        ti.mtime = 0
+        tf.addfile(ti, io.BytesIO(data))
+    return b.getvalue()
+
+
+@test
+def input_archive_digest_names_the_archive_extracted(t):
+    """An archive input was read twice, for its digest and then by the
+    extraction: rewritten in place between the two (another run's
+    program with the file in its writable root), the result's
+    archive_sha256 named one archive and the tree came from the other (6
+    of 20 runs; found by a probing session). It is read once now, into
+    corral's own unnamed copy, hashed on the way. A writer flips two
+    archives of one size in place while 12 runs extract it: no run may
+    pair one archive's digest with the other's payload (4 of 12 did on
+    the build before)."""
+    good, evil = _one_file_tar("GOOD\n"), _one_file_tar("EVIL\n")
+    which = {hashlib.sha256(good).hexdigest(): "GOOD\n",
+             hashlib.sha256(evil).hexdigest(): "EVIL\n"}
+    path = t.path("in.tar")
+    with open(path, "wb") as f:
+        f.write(good)
+    stop = threading.Event()
+
+    def flip():
+        fd = os.open(path, os.O_WRONLY)
+        i = 0
+        while not stop.is_set():
+            os.pwrite(fd, evil if i % 2 else good, 0)
+            i += 1
+        os.close(fd)
+
+    th = threading.Thread(target=flip)
+    th.start()
+    seen = []
+    try:
+        for k in range(12):
+            ws = t.path("ws%d" % k)
+            os.mkdir(ws)
+            r = t.result(t.corral(["run", "--json", "-w", ws, "--input",
+                                   path + ":x/", "--", "cat", "x/payload"]))
+            digest = (r.get("inputs") or [{}])[0].get("archive_sha256")
+            seen.append((r.get("status"), digest and which.get(digest),
+                         r.get("stdout")))
+    finally:
+        stop.set()
+        th.join()
+    bad = [x for x in seen if x[0] == "ok" and x[1] and x[1] != x[2]]
+    eq(bad, [], "runs whose digest names the other archive")
+    true(any(x[0] == "ok" and x[1] for x in seen),
+         "some run extracted one of the two (%r)" % seen)
+    t.assert_next_run_ok()

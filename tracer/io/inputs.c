@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 
@@ -419,40 +420,70 @@ static int copy_dir(struct walk *w, int dirfd, int depth)
  * no disk budget), so the deadline and a cancel are looked at every 64 MiB
  * (it held the supervisor 21-41 s past them, found by a probing session).
  * 0 or -errno. */
-static int hash_fd(struct cr_io_place *p, int fd,
-		   unsigned char out[CR_SHA256_LEN])
+/*
+ * An archive is read once: into an unnamed file of corral's own ($TMPDIR,
+ * O_TMPFILE; a memfd where that cannot be made), hashed on the way, and
+ * extracted from that copy. Read twice (the digest, then the extraction),
+ * a file another program rewrote in place between the two reads gave a
+ * result whose archive_sha256 named one archive and a tree from another
+ * (6 of 20 runs beside a program of another run flipping two tars;
+ * found by a probing session). The copy's fd, or -errno; out is the
+ * digest of exactly the bytes the extraction reads.
+ */
+static int private_copy(struct cr_io_place *p, int fd,
+			unsigned char out[CR_SHA256_LEN])
 {
 	struct cr_sha256 *h = cr_sha256_new();
 	char buf[65536];
-	off_t off = 0;
 	unsigned k = 0;
-	int rc;
+	int copy, rc = 0;
 
 	if (!h)
 		return -ENOMEM;
+	copy = open(cr_workspace_tmp_dir(), O_TMPFILE | O_RDWR | O_CLOEXEC,
+		    0600);
+	if (copy < 0)
+		copy = memfd_create("corral-archive", MFD_CLOEXEC);
+	if (copy < 0) {
+		rc = -errno;
+		cr_sha256_final(h, out);
+		return rc;
+	}
 	for (;;) {
 		ssize_t n;
 
-		if (!(++k % 1024) && (rc = cr_io_place_check(p))) {
-			cr_sha256_final(h, out);
-			return rc;
-		}
-		n = pread(fd, buf, sizeof(buf), off);
+		if (!(++k % 1024) && (rc = cr_io_place_check(p)))
+			break;
+		n = read(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			int e = -errno;
-
-			cr_sha256_final(h, out);
-			return e;
-		}
-		if (!n)
+		if (n <= 0) {
+			rc = n < 0 ? -errno : 0;
 			break;
+		}
 		cr_sha256_update(h, buf, (size_t)n);
-		off += n;
+		for (ssize_t w = 0; w < n;) {
+			ssize_t m = write(copy, buf + w, (size_t)(n - w));
+
+			if (m < 0 && errno == EINTR)
+				continue;
+			if (m <= 0) {
+				rc = m < 0 ? -errno : -EIO;
+				break;
+			}
+			w += m;
+		}
+		if (rc)
+			break;
 	}
 	cr_sha256_final(h, out);
-	return 0;
+	if (!rc && lseek(copy, 0, SEEK_SET) < 0)
+		rc = -errno;
+	if (rc) {
+		close(copy);
+		return rc;
+	}
+	return copy;
 }
 
 static int place_one(struct cr_run *run, struct cr_io_place *p,
@@ -506,13 +537,16 @@ static int place_one(struct cr_run *run, struct cr_io_place *p,
 	if (S_ISREG(st.st_mode) && in->extract) {
 		in->kind = "archive";
 		fd = reopen(pfd, O_RDONLY);
-		if (fd >= 0 && (rc = hash_fd(p, fd, in->archive_sha)) &&
-		    (rc == -ETIME || rc == -ECANCELED))
+		rc = fd >= 0 ? private_copy(p, fd, in->archive_sha) : fd;
+		if (fd >= 0)
+			close(fd);
+		fd = rc >= 0 ? rc : -1;
+		if (rc == -ETIME || rc == -ECANCELED)
 			return cr_io_place_error(p, in->from, NULL, rc);
-		if (fd < 0 || rc) {
+		if (rc < 0) {
 			cr_errf(p->why, sizeof(p->why), "input %s: cannot read: %s",
-				in->from, strerror(fd < 0 ? -fd : -rc));
-			return fd < 0 ? fd : rc;
+				in->from, strerror(-rc));
+			return rc;
 		}
 		rc = cr_io_place_dir(p, in->to, w.skip, 0755);
 		if (rc < 0)
