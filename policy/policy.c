@@ -128,6 +128,35 @@ int cr_rel_path_check(const char *p, char *msg, size_t msglen)
 	return 0;
 }
 
+int cr_output_pattern_check(const char *p, char *msg, size_t msglen)
+{
+	size_t n = 0, len = 0;
+	int rc = cr_rel_path_check(p, msg, msglen);
+
+	if (rc)
+		return rc;
+	for (const char *c = p;; c++) {
+		if (*c && *c != '/') {
+			len++;
+			continue;
+		}
+		if (len && !(len == 1 && c[-1] == '.'))
+			n++;
+		len = 0;
+		if (!*c)
+			break;
+	}
+	if (n > CR_OUTPUT_MAX_COMPONENTS) {
+		char q[96];
+
+		cr_str_quote(p, q, sizeof(q));
+		cr_errf(msg, msglen, "%s has %zu components; an output pattern "
+			"has at most %d", q, n, CR_OUTPUT_MAX_COMPONENTS);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* ---- Parsing ---- */
 
 static int path_check(const char *s, char **norm, char *msg, size_t msglen)

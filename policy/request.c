@@ -42,10 +42,10 @@ static int arg_check(const char *s, char **norm, char *msg, size_t msglen)
 	return -EINVAL;
 }
 
-static int rel_check(const char *s, char **norm, char *msg, size_t msglen)
+static int out_check(const char *s, char **norm, char *msg, size_t msglen)
 {
 	(void)norm;
-	return cr_rel_path_check(s, msg, msglen);
+	return cr_output_pattern_check(s, msg, msglen);
 }
 
 static int dest_check(const char *s, char **norm, char *msg, size_t msglen)
@@ -237,7 +237,7 @@ static int parse_request(const struct cr_jdoc *d, struct cr_request *r)
 		return rc;
 	c = cr_jdoc_get(root, "outputs");
 	if (c)
-		rc = cr_jdoc_want_strlist(d, c, rel_check, &r->outputs);
+		rc = cr_jdoc_want_strlist(d, c, out_check, &r->outputs);
 	else
 		rc = (r->outputs.v = calloc(1, sizeof(char *))) ? 0 : oom(d);
 	if (rc)

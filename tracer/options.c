@@ -207,7 +207,7 @@ static int check_output(const char *glob, char *err, size_t errlen)
 {
 	char msg[256];
 
-	if (cr_rel_path_check(glob, msg, sizeof(msg)))
+	if (cr_output_pattern_check(glob, msg, sizeof(msg)))
 		return bad(err, errlen, "--output %s: %s", glob, msg);
 	return 0;
 }

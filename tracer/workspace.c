@@ -742,6 +742,15 @@ int cr_workspace_gc_main(int argc, char **argv)
 	return 0;
 }
 
+/* chmod of the directory an O_PATH fd holds (fchmod needs a real open). */
+static int fd_chmod(int fd, mode_t mode)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	return chmod(p, mode) < 0 ? -errno : 0;
+}
+
 /* Mark a directory corral lets a program write: a link found beneath it
  * later is not followed for an operator path (cr_oppath_open). Best
  * effort: a filesystem without user attributes keeps no mark
@@ -784,13 +793,14 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given,
 
 	why[0] = 0;
 	if (given) {
-		bool made;
+		bool made = false;
 
 		/* Made in the parent the walk opened: a link in the way is
 		 * judged before anything is made where it leads. */
-		if (cfg->ws_unsafe)
-			rc = mkdir(given, 0700) < 0 && errno != EEXIST ? -errno : 0;
-		else
+		if (cfg->ws_unsafe) {
+			made = mkdir(given, 0700) == 0;
+			rc = !made && errno != EEXIST ? -errno : 0;
+		} else
 			rc = cr_oppath_mkdir(given, why, len, &made);
 		if (rc)
 			return rc;
@@ -811,6 +821,11 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given,
 			rc = cr_fd_realpath(fd, path, sizeof(path));
 		if (!rc && !cfg->ws_unsafe)
 			rc = judge(cfg, path, why, len);
+		/* Made here: 0700 whatever the caller's umask (0177 made a
+		 * directory its owner could not enter, and every run
+		 * failed; found by a probing session). */
+		if (!rc && made && (st.st_mode & 07777) != 0700)
+			rc = fd_chmod(fd, 0700);
 		if (rc) {
 			if (fd >= 0)
 				close(fd);
@@ -835,8 +850,13 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given,
 			return -ENAMETOOLONG;
 		for (int tries = 0;; tries++) {
 			memcpy(path + strlen(path) - 6, "XXXXXX", 6);
-			if (!mkdtemp(path))	/* mode 0700 */
+			if (!mkdtemp(path))	/* 0700, less the umask */
 				return -errno;
+			if (chmod(path, 0700) < 0) {
+				rc = -errno;
+				rmdir(path);
+				return rc;
+			}
 			rc = lock_private(cfg, path);
 			if (!rc)
 				break;

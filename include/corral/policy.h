@@ -208,6 +208,13 @@ int cr_strlist_push(struct cr_strlist *l, const char *s);
 int cr_path_normalise(const char *in, char **out, char *msg, size_t msglen);
 /* Non-empty, relative to the workspace, no ".." component. 0 or -EINVAL. */
 int cr_rel_path_check(const char *p, char *msg, size_t msglen);
+/* An output pattern: a relative path as above, of at most this many
+ * components ("." and empty ones not counted): a deeper entry than the
+ * export walks (256 directories and a name) is never matched, so a
+ * longer pattern could only be cut short, which would name a directory
+ * and export everything below it. 0 or -EINVAL. */
+#define CR_OUTPUT_MAX_COMPONENTS 257
+int cr_output_pattern_check(const char *p, char *msg, size_t msglen);
 /* [A-Za-z_][A-Za-z0-9_]{0,127} */
 bool cr_env_name_valid(const char *name);
 /* [A-Za-z0-9._-]{1,64} */

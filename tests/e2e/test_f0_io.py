@@ -858,6 +858,80 @@ def io_artifacts_hostile(t):
 
 
 @test
+def io_artifacts_links_on_the_way_and_deep_matches_are_named(t):
+    """A link on the way to a pattern (out -> build/output, pattern
+    out/*.txt) is not followed, and was not named either: nothing
+    exported, nothing skipped. A match deeper than 128 components was
+    judged as its ancestor and lost unnamed. A pattern longer than 128
+    components was cut short and exported its directory's every file
+    (found by a probing session). Now: the link is named, the deep match
+    exported, a pattern past 257 components refused (125), and a long
+    one matches what it names only."""
+    out = t.path("out")
+    deep = "/".join(["d"] * 140)
+    r = ok_run(t, ["--output", "out/*.txt", "--output", "**/deep.txt",
+                   "--output-dir", out, "--", "sh", "-c",
+                   "mkdir -p build/output %s && echo r > "
+                   "build/output/report.txt && ln -s build/output out && "
+                   "echo d > %s/deep.txt" % (deep, deep)])
+    eq([a["path"] for a in r["artifacts"]], [deep + "/deep.txt"],
+       "artifacts (the deep match)")
+    eq(r["artifacts_skipped"], [{"path": "out", "reason": "a symbolic "
+       "link on the way to an output pattern: not followed"}], "skipped")
+    long_glob = "/".join(["d"] * 200) + "/keep.txt"
+    out2 = t.path("out2")
+    r = ok_run(t, ["--output", long_glob, "--output-dir", out2, "--",
+                   "sh", "-c", "mkdir -p %s && echo k > %s/keep.txt && "
+                   "echo o > %s/other.txt" % ((long_glob[:-9],) * 3)])
+    eq([a["path"] for a in r["artifacts"]], [long_glob],
+       "a 201-component pattern exports what it names only")
+    run = t.corral(["run", "--json", "--output", "/".join(["d"] * 258),
+                    "--output-dir", t.path("out3"), "--", "true"])
+    eq(run.code, 125, "a 258-component pattern: exit status (stderr %r)"
+       % run.err)
+    contains(run.err.decode(), "at most 257", "the reason")
+
+
+@test
+def io_output_dir_that_is_a_file_refused(t):
+    """--output-dir naming a regular file or a fifo: the run went on and
+    its artifacts were skipped with a reason only (found by a probing
+    session). Refused before anything starts now (125)."""
+    f = t.write("afile", "x\n")
+    fifo = t.path("afifo")
+    os.mkfifo(fifo)
+    for d in (f, fifo):
+        marker = t.path("ran")
+        run = t.corral(["run", "--json", "--output", "x", "--output-dir",
+                        d, "--", "touch", marker])
+        r = t.result(run)
+        eq((run.code, r.get("status")), (125, "platform_failure"),
+           "%s: exit status and status" % d)
+        contains(r.get("message") or "", "Not a directory",
+                 "%s: the reason" % d)
+        eq(os.path.exists(marker), False, "%s: the program never ran" % d)
+    t.assert_next_run_ok()
+
+
+@test
+def a_caller_umask_without_owner_search_keeps_workspaces_0700(t):
+    """A caller's umask 0177 made the private workspace, and a -w
+    directory corral made, 0600: its owner could not enter it and every
+    run failed (found by a probing session). Both are 0700 now, as
+    documented; files the program makes keep the caller's umask."""
+    umask = lambda: os.umask(0o177)
+    r = t.result(t.corral(["run", "--json", "--", "sh", "-c",
+                           "touch f && stat -c %a . f"], preexec=umask))
+    eq((r.get("status"), r.get("stdout")), ("ok", "700\n600\n"),
+       "private workspace (message %r)" % r.get("message"))
+    ws = t.path("made")
+    r = t.result(t.corral(["run", "--json", "-w", ws, "--", "true"],
+                          preexec=umask))
+    eq(r.get("status"), "ok", "-w made (message %r)" % r.get("message"))
+    eq(stat.S_IMODE(os.stat(ws).st_mode), 0o700, "the mode of -w made")
+
+
+@test
 def io_artifacts_audit(t):
     out = t.path("out")
     audit = t.path("audit.jsonl")

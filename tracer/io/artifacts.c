@@ -18,7 +18,14 @@
 #include "io.h"
 
 #define CR_ART_MAX_DEPTH 256
-#define CR_ART_MAX_COMPS 128
+/* A path the walk meets has at most CR_ART_MAX_DEPTH directories and a
+ * name; a pattern at most as many components (policy.c refuses longer):
+ * neither is ever cut short (a path cut to 128 components was judged as
+ * its ancestor, and its match lost unnamed; a pattern cut short named a
+ * directory and exported all below it: found by a probing session). */
+#define CR_ART_MAX_COMPS CR_OUTPUT_MAX_COMPONENTS
+_Static_assert(CR_ART_MAX_DEPTH + 1 <= CR_ART_MAX_COMPS,
+	       "every path the walk meets fits the matcher");
 #define CR_ART_MAX_SKIPPED 256
 /* Collection runs after the tree is dead and before the watchdog's grace
  * (60 s past the wall budget) ends: bounded well inside it, so a tree the
@@ -536,6 +543,12 @@ static void walk(struct collect *x, int dirfd, bool inherited, int depth)
 			close(sub);
 		} else if (matched) {
 			one(x, dirfd, names[i]);
+		} else if (S_ISLNK(st.st_mode)) {
+			/* A pattern could match below it, were it followed
+			 * (out -> build/output, pattern "out/ANY.txt"): it is not,
+			 * and that is said rather than nothing exported
+			 * unnamed (found by a probing session). */
+			add(x, "a symbolic link on the way to an output pattern: not followed");
 		}
 	}
 	x->rel[base] = 0;

@@ -76,9 +76,18 @@ static int open_out_dir(struct cr_run *run, char *err, size_t errlen)
 			cfg->output_dir, strerror(-rc));
 		return rc;
 	}
-	/* Judged on the directory opened, which is where artifacts go. */
+	/* Judged on the directory opened, which is where artifacts go; a
+	 * file or a fifo there is refused now, not met at the export (a
+	 * run went on and exported nothing with no word but a skipped
+	 * entry: found by a probing session). */
 	if (!rc)
 		rc = cr_oppath_open(cfg->output_dir, &fd, why, sizeof(why));
+	if (!rc) {
+		struct stat st;
+
+		rc = fstat(fd, &st) < 0 ? -errno :
+		     !S_ISDIR(st.st_mode) ? -ENOTDIR : 0;
+	}
 	if (!rc)
 		rc = cr_fd_realpath(fd, real, sizeof(real));
 	if (rc) {
