@@ -22,7 +22,7 @@ import tempfile
 import time
 import traceback
 
-POLICY_VERSION = "2026-12-07.1"
+POLICY_VERSION = "2026-12-07.2"
 USAGE_KEYS = ("wall_ms", "cpu_ms", "peak_memory_bytes", "processes",
               "output_bytes", "disk_bytes", "files", "net_bytes",
               "net_connections")

@@ -495,7 +495,7 @@ static const char *check_default(const struct cr_policy *p)
 		"/etc/racket", "/etc/mercurial", "/etc/subversion",
 		"/etc/bind/bind.keys", "/etc/maven", "/etc/ssh/ssh_config",
 		"/etc/ssh/ssh_config.d", "/etc/ssh/ssh_known_hosts",
-		"/etc/screenrc",
+		"/etc/screenrc", "/etc/xml", "/etc/sgml", "/var/lib/sgml-base",
 	};
 	static const char *const never[] = {
 		"/", "/etc", "/etc/shadow", "/etc/gshadow", "/root", "/home",
@@ -522,8 +522,8 @@ static const char *check_default(const struct cr_policy *p)
 	const struct cr_class *c = cr_policy_class(p, "default");
 	size_t i;
 
-	if (strcmp(p->version, "2026-12-07.1"))
-		return "version is not 2026-12-07.1";
+	if (strcmp(p->version, "2026-12-07.2"))
+		return "version is not 2026-12-07.2";
 	if (!c || p->nclasses != 1)
 		return "not exactly one class, \"default\"";
 	for (i = 0; i < CR_ARRAY_SIZE(must_read); i++)
