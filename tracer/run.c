@@ -429,19 +429,28 @@ int cr_run_main(int argc, char **argv)
 	if (cfg.json) {
 		char real[PATH_MAX], which[PATH_MAX + 128];
 		struct stat st;
-		ssize_t l;
+		ssize_t l = 0;
 
-		if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
+		/* A file or a named pipe: judged by its name; one whose
+		 * name cannot be read (past PATH_MAX: a probing session
+		 * made one, then moved a directory on its path within
+		 * reach) is refused, as --result's directory is. */
+		if (fstat(STDOUT_FILENO, &st) == 0 &&
+		    (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)) &&
 		    (l = readlink("/proc/self/fd/1", real,
-				  sizeof(real) - 1)) > 0 && real[0] == '/') {
-			real[l] = 0;
-			if (cr_audit_path_writable(&cfg, ws, real, which,
-						   sizeof(which))) {
-				fprintf(stderr, "corral: --json: stdout is %s: %s: it could rewrite the record\n",
-					real, which);
-				code = CR_EXIT_USAGE;
-				goto out;
-			}
+				  sizeof(real) - 1)) <= 0) {
+			fprintf(stderr, "corral: --json: stdout is a file whose name cannot be read (%s): it could be one the program may write\n",
+				strerror(l < 0 ? errno : ENOENT));
+			code = CR_EXIT_USAGE;
+			goto out;
+		}
+		if (l > 0 && (real[l] = 0, real[0] == '/') &&
+		    cr_audit_path_writable(&cfg, ws, real, which,
+					   sizeof(which))) {
+			fprintf(stderr, "corral: --json: stdout is %s: %s: it could rewrite the record\n",
+				real, which);
+			code = CR_EXIT_USAGE;
+			goto out;
 		}
 	}
 	if (cr_audit_open(&run, ws, err, sizeof(err)) < 0) {

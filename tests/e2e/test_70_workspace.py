@@ -135,7 +135,9 @@ def json_record_on_stdout_the_program_could_write_refused(t):
     the workspace, the program wrote a forged record past where corral's
     would end, and a reader took the second document (found by a probing
     session); --result there was refused already. Refused the same way
-    now (125, the program never runs); a file outside, or a pipe, works."""
+    now (125, the program never runs), and so is a named pipe there, and
+    a file whose name is too long to read back (a probing session moved
+    such a file within reach during the run); a file outside works."""
     ws = t.path("ws")
     os.makedirs(ws)
     marker = os.path.join(ws, "ran")
@@ -148,6 +150,18 @@ def json_record_on_stdout_the_program_could_write_refused(t):
     eq(p.returncode, 125, "exit status (stderr %r)" % p.stderr)
     contains(p.stderr.decode(), "inside the workspace", "the reason")
     eq(os.path.getsize(inside), 0, "nothing written to it")
+    eq(os.path.exists(marker), False, "the program never ran")
+    # A named pipe there too (its reader takes whatever comes first; a
+    # probing session's forged record came before corral's).
+    fifo = os.path.join(ws, "rec")
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDWR)
+    try:
+        p = subprocess.run(corral, stdout=fd, stderr=subprocess.PIPE,
+                           timeout=60)
+    finally:
+        os.close(fd)
+    eq(p.returncode, 125, "a fifo: exit status (stderr %r)" % p.stderr)
     eq(os.path.exists(marker), False, "the program never ran")
     outside = t.path("r.json")
     with open(outside, "w") as out:
