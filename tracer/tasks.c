@@ -1121,3 +1121,62 @@ bool cr_tasks_reap(struct cr_run *run)
 	cr_jobctl_forget(&run->tasks);	/* read for this batch only */
 	return more;
 }
+
+/* As reap_batch takes an exit it finds, for one process named: the loop's
+ * batches take what the kernel lists first (the most recently traced),
+ * so a tree whose newer tasks keep stopping left an older zombie
+ * uncollected past them, and its parent's wait said "not yet" (found by
+ * a differential probe). */
+static bool reap_exit(struct cr_run *run, pid_t pid)
+{
+	siginfo_t si = { 0 };
+	struct rusage ru;
+	int status;
+
+	/* The tracer is told of a tracee's stops whatever the flags ask:
+	 * only an exit is taken here (a stop taken here and dropped left
+	 * a task in its signal-delivery stop for good); stops are the
+	 * batches'. */
+	if (pid <= 0 || run->ending ||
+	    waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | __WALL |
+		   WNOWAIT) < 0 || si.si_pid != pid ||
+	    (si.si_code != CLD_EXITED && si.si_code != CLD_KILLED &&
+	     si.si_code != CLD_DUMPED))
+		return false;
+	cr_budget_on_exit(run, pid);
+	cr_jobctl_on_end(run, pid);
+	if (wait4(pid, &status, WNOHANG | __WALL, &ru) == pid &&
+	    (WIFEXITED(status) || WIFSIGNALED(status)))
+		on_gone(run, pid, status);
+	return true;
+}
+
+void cr_tasks_reap_exit(struct cr_run *run, pid_t pid)
+{
+	if (reap_exit(run, pid))
+		cr_jobctl_forget(&run->tasks);
+}
+
+void cr_tasks_reap_children(struct cr_run *run, pid_t tid)
+{
+	struct cr_tasks *ts = &run->tasks;
+	pid_t tg = cr_tasks_tgid(ts, tid), kids[CR_REAP_CHILDREN];
+	const struct cr_task *p = tg > 0 ? cr_tasks_find(ts, tg) : NULL;
+	size_t n = 0;
+	bool any = false;
+
+	if (!p || !p->serial)
+		return;
+	/* Named first, taken after: a take removes entries. */
+	for (size_t i = 0; i < ts->cap && n < CR_REAP_CHILDREN; i++) {
+		const struct cr_task *k = &ts->slots[i];
+
+		if (k->tid && k->leader && k != p &&
+		    k->parent_serial == p->serial)
+			kids[n++] = k->tid;
+	}
+	for (size_t i = 0; i < n; i++)
+		any |= reap_exit(run, kids[i]);
+	if (any)
+		cr_jobctl_forget(ts);
+}

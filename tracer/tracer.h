@@ -554,6 +554,13 @@ uint64_t cr_tasks_start_time(pid_t tid);
  * of them: true when the batch was full and more may be waiting (the loop
  * then calls again without sleeping, after serving its other fds). */
 bool cr_tasks_reap(struct cr_run *run);
+/* wait.c's: the pending exit report of one process, taken now if there
+ * is one (a zombie only corral may collect yet). */
+void cr_tasks_reap_exit(struct cr_run *run, pid_t pid);
+/* The same for the processes whose parent is the process of tid (at most
+ * CR_REAP_CHILDREN of them, in table order). */
+#define CR_REAP_CHILDREN 256
+void cr_tasks_reap_children(struct cr_run *run, pid_t tid);
 /* SIGKILL every known process; returns how many signals were sent. */
 size_t cr_tasks_kill_all(struct cr_run *run);
 void cr_tasks_freeze(struct cr_run *run);

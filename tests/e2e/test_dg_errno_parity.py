@@ -2729,9 +2729,15 @@ def a_childs_exit_its_pidfd_shows_is_the_parents_to_collect(t):
     in 36 (exit), 180 (SIGKILL), 24 (waitid on the pidfd) and 25 (SIGCHLD
     ignored: natively ECHILD) rounds of 200 (a differential probe; tokio
     1.36-1.43.1 panics on that answer, hence uv). corral takes its pending
-    reports before a non-blocking wait now."""
+    reports before a non-blocking wait now, and before any wait on a
+    pidfd: one opened PIDFD_NONBLOCK makes a wait without WNOHANG
+    non-blocking, and it answered EAGAIN (262 of 300, a second probe).
+    A wait takes only exits so: a first form took a child's
+    signal-delivery stop (the tracer is told of stops whatever the
+    flags) and left it stopped for good (term: SIGTERM, then WNOHANG
+    at once, hung every run)."""
     exe = t.prog("pidfd_nohang")
-    modes = ("exit", "kill", "waitid", "ignored")
+    modes = ("exit", "kill", "waitid", "ignored", "nonblock", "term")
     for m in modes:
         nat = t.native([exe, m, "200"])
         eq(nat.out.decode(), "%s missed 0 of 200\n" % m,
