@@ -200,7 +200,7 @@ void cr_budget_on_inet_socket(struct cr_run *run, int domain, int type,
 
 /*
  * The list of followed sockets is full: the gone are dropped now, by the
- * listing alone, rather than at the next fd scan's, which a tree holding
+ * listings alone, rather than at the next fd scan's, which a tree holding
  * many descriptors paces to seconds (65 536 sockets closed: the calls
  * went on failing for 10 s). Paced by its own cost like a scan, charged
  * to the run; a listing that fails prunes nothing, and the call is then
@@ -213,8 +213,11 @@ static void prune_followed(struct cr_run *run)
 
 	if (now < b->sockprune_next_ns)
 		return;
+	/* Two listings, the second right after the first: a socket is
+	 * dropped only when neither shows it (sockmem.c, struct inolist). */
 	t0 = cr_thread_cpu_ns();
-	(void)cr_sockmem_measure(b->sockmem, NULL, 0, &bytes);
+	if (cr_sockmem_measure(b->sockmem, NULL, 0, &bytes) == 0)
+		(void)cr_sockmem_measure(b->sockmem, NULL, 0, &bytes);
 	cost = cr_thread_cpu_ns() - t0;
 	cr_budget_charge_cpu(run, cost);
 	wait = cost * CR_BUDGET_FDSCAN_IDLE;
