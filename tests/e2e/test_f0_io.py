@@ -1401,3 +1401,40 @@ def input_archive_digest_names_the_archive_extracted(t):
     true(any(x[0] == "ok" and x[1] for x in seen),
          "some run extracted one of the two (%r)" % seen)
     t.assert_next_run_ok()
+
+
+@test
+def input_archive_copy_keeps_holes_and_its_bound(t):
+    """The archive's private copy wrote a 4 GiB sparse input out whole
+    (1.8 GiB into $TMPDIR before the wall limit, or a 2 GiB memfd) under
+    disk=1MiB (found by a probing session). An archive larger than the
+    disk and files budgets could ever let it place is refused before it
+    is read; a sparse one within them is copied with its holes, its
+    digest that of the file (what sha256sum prints)."""
+    body = _one_file_tar("hello\n")
+    big = t.path("big.tar")
+    with open(big, "wb") as f:
+        f.write(body)
+        f.truncate(4 << 30)
+    ws = t.path("ws1")
+    os.mkdir(ws)
+    r = t.result(t.corral(["run", "--json", "-w", ws, "--limit",
+                           "disk=1MiB", "--input", big + ":x/", "--",
+                           "cat", "x/payload"]))
+    eq(r.get("status"), "policy_denied", "a 4 GiB archive under disk=1MiB")
+    contains(r.get("message") or "", "larger than the disk and files "
+             "budgets", "the reason")
+    small = t.path("small.tar")
+    with open(small, "wb") as f:
+        f.write(body)
+        f.truncate(40 << 20)
+    ws = t.path("ws2")
+    os.mkdir(ws)
+    r = t.result(t.corral(["run", "--json", "-w", ws, "--limit",
+                           "disk=64MiB", "--input", small + ":x/", "--",
+                           "cat", "x/payload"]))
+    eq((r.get("status"), r.get("stdout")), ("ok", "hello\n"),
+       "a 40 MiB sparse archive (message %r)" % r.get("message"))
+    eq(r["inputs"][0]["archive_sha256"], sha256sum(small), "its digest")
+    t.assert_next_run_ok()
+

@@ -427,18 +427,80 @@ static int copy_dir(struct walk *w, int dirfd, int depth)
  * a file another program rewrote in place between the two reads gave a
  * result whose archive_sha256 named one archive and a tree from another
  * (6 of 20 runs beside a program of another run flipping two tars;
- * found by a probing session). The copy's fd, or -errno; out is the
- * digest of exactly the bytes the extraction reads.
+ * found by a probing session). The copy keeps the file's holes (a 4 GiB
+ * sparse input became 1.8 GiB written to $TMPDIR, or a 2 GiB memfd, in
+ * a probing session), and an archive larger than the budgets could ever
+ * let it place is refused before it is read (ARCHIVE_SLACK per entry the
+ * files budget allows: headers, padding; compression only makes an
+ * archive smaller than what it places). The copy's fd, or -errno (-EFBIG
+ * for that refusal); out is the digest of exactly the bytes the
+ * extraction reads, st_size of the file as opened and no more.
  */
+#define ARCHIVE_SLACK 4096u
+#define ARCHIVE_SLACK_FIXED (16u << 20)
+
+static int copy_span(struct cr_io_place *p, struct cr_sha256 *h, int fd,
+		     int copy, off_t *off, off_t end, bool hole, unsigned *k)
+{
+	static const char zeros[65536];
+	char buf[65536];
+	int rc;
+
+	while (*off < end) {
+		size_t want = (size_t)(end - *off) < sizeof(buf) ?
+			      (size_t)(end - *off) : sizeof(buf);
+		ssize_t n;
+
+		if (!(++*k % 1024) && (rc = cr_io_place_check(p)))
+			return rc;
+		if (hole) {
+			cr_sha256_update(h, zeros, want);
+			*off += (off_t)want;
+			continue;
+		}
+		n = pread(fd, buf, want, *off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return 1;	/* shorter than it was: ends here */
+		cr_sha256_update(h, buf, (size_t)n);
+		for (ssize_t w = 0; w < n;) {
+			ssize_t m = pwrite(copy, buf + w, (size_t)(n - w),
+					   *off + w);
+
+			if (m < 0 && errno == EINTR)
+				continue;
+			if (m <= 0)
+				return m < 0 ? -errno : -EIO;
+			w += m;
+		}
+		*off += n;
+	}
+	return 0;
+}
+
 static int private_copy(struct cr_io_place *p, int fd,
 			unsigned char out[CR_SHA256_LEN])
 {
-	struct cr_sha256 *h = cr_sha256_new();
-	char buf[65536];
+	struct cr_sha256 *h;
+	struct stat st;
+	off_t off = 0;
 	unsigned k = 0;
 	int copy, rc = 0;
 
-	if (!h)
+	uint64_t lim = UINT64_MAX, add = UINT64_MAX;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (p->max_files < (UINT64_MAX - ARCHIVE_SLACK_FIXED) / ARCHIVE_SLACK)
+		add = p->max_files * ARCHIVE_SLACK + ARCHIVE_SLACK_FIXED;
+	if (p->max_bytes < UINT64_MAX - add)
+		lim = p->max_bytes + add;
+	if ((uint64_t)st.st_size > lim)
+		return -EFBIG;
+	if (!(h = cr_sha256_new()))
 		return -ENOMEM;
 	copy = open(cr_workspace_tmp_dir(), O_TMPFILE | O_RDWR | O_CLOEXEC,
 		    0600);
@@ -449,35 +511,27 @@ static int private_copy(struct cr_io_place *p, int fd,
 		cr_sha256_final(h, out);
 		return rc;
 	}
-	for (;;) {
-		ssize_t n;
+	while (!rc && off < st.st_size) {
+		off_t data = lseek(fd, off, SEEK_DATA), hole;
 
-		if (!(++k % 1024) && (rc = cr_io_place_check(p)))
+		/* No data past off: a hole to the end. A filesystem that
+		 * cannot say: all of it is read. */
+		if (data < 0)
+			data = errno == ENXIO ? st.st_size : off;
+		if (data > st.st_size)
+			data = st.st_size;
+		rc = copy_span(p, h, fd, copy, &off, data, true, &k);
+		if (rc || off >= st.st_size)
 			break;
-		n = read(fd, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n < 0 ? -errno : 0;
-			break;
-		}
-		cr_sha256_update(h, buf, (size_t)n);
-		for (ssize_t w = 0; w < n;) {
-			ssize_t m = write(copy, buf + w, (size_t)(n - w));
-
-			if (m < 0 && errno == EINTR)
-				continue;
-			if (m <= 0) {
-				rc = m < 0 ? -errno : -EIO;
-				break;
-			}
-			w += m;
-		}
-		if (rc)
-			break;
+		hole = lseek(fd, off, SEEK_HOLE);
+		if (hole <= off || hole > st.st_size)
+			hole = st.st_size;
+		rc = copy_span(p, h, fd, copy, &off, hole, false, &k);
 	}
+	if (rc == 1)
+		rc = 0;
 	cr_sha256_final(h, out);
-	if (!rc && lseek(copy, 0, SEEK_SET) < 0)
+	if (!rc && ftruncate(copy, off) < 0)
 		rc = -errno;
 	if (rc) {
 		close(copy);
@@ -543,6 +597,8 @@ static int place_one(struct cr_run *run, struct cr_io_place *p,
 		fd = rc >= 0 ? rc : -1;
 		if (rc == -ETIME || rc == -ECANCELED)
 			return cr_io_place_error(p, in->from, NULL, rc);
+		if (rc == -EFBIG)
+			return refuse(&w, NULL, "the archive is larger than the disk and files budgets could ever let it place");
 		if (rc < 0) {
 			cr_errf(p->why, sizeof(p->why), "input %s: cannot read: %s",
 				in->from, strerror(-rc));
