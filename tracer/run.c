@@ -444,7 +444,9 @@ int cr_run_main(int argc, char **argv)
 			code = CR_EXIT_USAGE;
 			goto out;
 		}
-		if (l > 0 && (real[l] = 0, real[0] == '/') &&
+		if (l > 0)
+			real[l] = 0;
+		if (l > 0 && real[0] == '/' &&
 		    cr_audit_path_writable(&cfg, ws, real, which,
 					   sizeof(which))) {
 			fprintf(stderr, "corral: --json: stdout is %s: %s: it could rewrite the record\n",

@@ -1122,7 +1122,9 @@ bool cr_tasks_reap(struct cr_run *run)
 	return more;
 }
 
-/* As reap_batch takes an exit it finds, for one process named: the loop's
+/* As reap_batch takes an exit it finds, for one task of the run named (a
+ * number the program gives is looked up first: nothing else of corral's
+ * is waited for here): the loop's
  * batches take what the kernel lists first (the most recently traced),
  * so a tree whose newer tasks keep stopping left an older zombie
  * uncollected past them, and its parent's wait said "not yet" (found by
@@ -1137,7 +1139,7 @@ static bool reap_exit(struct cr_run *run, pid_t pid)
 	 * only an exit is taken here (a stop taken here and dropped left
 	 * a task in its signal-delivery stop for good); stops are the
 	 * batches'. */
-	if (pid <= 0 || run->ending ||
+	if (pid <= 0 || run->ending || !cr_tasks_find(&run->tasks, pid) ||
 	    waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | __WALL |
 		   WNOWAIT) < 0 || si.si_pid != pid ||
 	    (si.si_code != CLD_EXITED && si.si_code != CLD_KILLED &&

@@ -800,8 +800,9 @@ int cr_workspace_make(struct cr_run_config *cfg, const char *given,
 		if (cfg->ws_unsafe) {
 			made = mkdir(given, 0700) == 0;
 			rc = !made && errno != EEXIST ? -errno : 0;
-		} else
+		} else {
 			rc = cr_oppath_mkdir(given, why, len, &made);
+		}
 		if (rc)
 			return rc;
 		/* Judged on the directory opened, which is the one the run

@@ -415,11 +415,6 @@ static int copy_dir(struct walk *w, int dirfd, int depth)
 	return rc;
 }
 
-/* An archive's digest, read whole before it is opened: as large as the
- * program of an earlier run could leave it (a 16 GiB sparse file costs it
- * no disk budget), so the deadline and a cancel are looked at every 64 MiB
- * (it held the supervisor 21-41 s past them, found by a probing session).
- * 0 or -errno. */
 /*
  * An archive is read once: into an unnamed file of corral's own ($TMPDIR,
  * O_TMPFILE; a memfd where that cannot be made), hashed on the way, and
@@ -434,7 +429,10 @@ static int copy_dir(struct walk *w, int dirfd, int depth)
  * files budget allows: headers, padding; compression only makes an
  * archive smaller than what it places). The copy's fd, or -errno (-EFBIG
  * for that refusal); out is the digest of exactly the bytes the
- * extraction reads, st_size of the file as opened and no more.
+ * extraction reads, st_size of the file as opened and no more. The
+ * deadline and a cancel are looked at every 64 MiB, holes included (a
+ * 16 GiB sparse file held the supervisor 21-41 s past them, found by a
+ * probing session).
  */
 #define ARCHIVE_SLACK 4096u
 #define ARCHIVE_SLACK_FIXED (16u << 20)
@@ -486,11 +484,10 @@ static int private_copy(struct cr_io_place *p, int fd,
 {
 	struct cr_sha256 *h;
 	struct stat st;
+	uint64_t lim = UINT64_MAX, add = UINT64_MAX;
 	off_t off = 0;
 	unsigned k = 0;
 	int copy, rc = 0;
-
-	uint64_t lim = UINT64_MAX, add = UINT64_MAX;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
