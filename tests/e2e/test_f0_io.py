@@ -1411,28 +1411,22 @@ def input_archive_copy_keeps_holes_and_its_bound(t):
     disk and files budgets could ever let it place is refused before it
     is read; a sparse one within them is copied with its holes, its
     digest that of the file (what sha256sum prints)."""
-    body = _one_file_tar("hello\n")
-    big = t.path("big.tar")
-    with open(big, "wb") as f:
-        f.write(body)
-        f.truncate(4 << 30)
-    ws = t.path("ws1")
-    os.mkdir(ws)
-    r = t.result(t.corral(["run", "--json", "-w", ws, "--limit",
-                           "disk=1MiB", "--input", big + ":x/", "--",
-                           "cat", "x/payload"]))
+    def placed(name, size, disk):
+        path = t.path(name + ".tar")
+        with open(path, "wb") as f:
+            f.write(_one_file_tar("hello\n"))
+            f.truncate(size)
+        ws = t.path(name)
+        os.mkdir(ws)
+        return path, t.result(t.corral(
+            ["run", "--json", "-w", ws, "--limit", "disk=" + disk,
+             "--input", path + ":x/", "--", "cat", "x/payload"]))
+
+    _, r = placed("big", 4 << 30, "1MiB")
     eq(r.get("status"), "policy_denied", "a 4 GiB archive under disk=1MiB")
     contains(r.get("message") or "", "larger than the disk and files "
              "budgets", "the reason")
-    small = t.path("small.tar")
-    with open(small, "wb") as f:
-        f.write(body)
-        f.truncate(40 << 20)
-    ws = t.path("ws2")
-    os.mkdir(ws)
-    r = t.result(t.corral(["run", "--json", "-w", ws, "--limit",
-                           "disk=64MiB", "--input", small + ":x/", "--",
-                           "cat", "x/payload"]))
+    small, r = placed("small", 40 << 20, "64MiB")
     eq((r.get("status"), r.get("stdout")), ("ok", "hello\n"),
        "a 40 MiB sparse archive (message %r)" % r.get("message"))
     eq(r["inputs"][0]["archive_sha256"], sha256sum(small), "its digest")
