@@ -444,6 +444,15 @@ int cr_run_main(int argc, char **argv)
 			code = CR_EXIT_USAGE;
 			goto out;
 		}
+		/* Another name of it could be inside (a workspace made
+		 * with cp -al): only a file of one name, or none, is
+		 * judged by it (found by a probing session). */
+		if (l > 0 && st.st_nlink > 1) {
+			fprintf(stderr, "corral: --json: stdout is a file of %lu names: another could be one the program may write\n",
+				(unsigned long)st.st_nlink);
+			code = CR_EXIT_USAGE;
+			goto out;
+		}
 		if (l > 0)
 			real[l] = 0;
 		if (l > 0 && real[0] == '/' &&

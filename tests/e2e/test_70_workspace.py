@@ -163,6 +163,17 @@ def json_record_on_stdout_the_program_could_write_refused(t):
         os.close(fd)
     eq(p.returncode, 125, "a fifo: exit status (stderr %r)" % p.stderr)
     eq(os.path.exists(marker), False, "the program never ran")
+    # A file outside with a second name inside (a workspace made with
+    # cp -al): judged by the name it was opened by, it passed.
+    linked = t.path("linked.json")
+    open(linked, "w").close()
+    os.link(linked, os.path.join(ws, "linked.json"))
+    with open(linked, "w") as out:
+        p = subprocess.run(corral, stdout=out, stderr=subprocess.PIPE,
+                           timeout=60)
+    eq(p.returncode, 125, "a file with a name inside: exit status "
+       "(stderr %r)" % p.stderr)
+    eq(os.path.exists(marker), False, "the program never ran")
     outside = t.path("r.json")
     with open(outside, "w") as out:
         p = subprocess.run(corral, stdout=out, stderr=subprocess.PIPE,
@@ -170,6 +181,25 @@ def json_record_on_stdout_the_program_could_write_refused(t):
     eq(p.returncode, 0, "a file outside: exit status (stderr %r)" % p.stderr)
     with open(outside) as f:
         eq(json.load(f).get("status"), "ok", "the record's status")
+    # In the output directory, with --output-overwrite: the program's
+    # artifact of that name replaced the record; it is skipped now.
+    od = t.path("od")
+    os.mkdir(od)
+    rec = os.path.join(od, "rec.json")
+    with open(rec, "w") as out:
+        p = subprocess.run(
+            [t.prog("nons"), CFG.corral] + harness.landlock_args(
+                ["run", "--json", "--workspace", t.path("ws2"),
+                 "--output-dir", od, "--output", "*.json",
+                 "--output-overwrite", "--", "sh", "-c",
+                 "echo '{\"forged\": true}' > rec.json"]),
+            stdout=out, stderr=subprocess.PIPE, timeout=60)
+    eq(p.returncode, 0, "into the output directory: exit status "
+       "(stderr %r)" % p.stderr)
+    with open(rec) as f:
+        r = json.load(f)
+    eq((r.get("status"), r.get("forged")), ("ok", None),
+       "the record in the output directory")
     t.assert_next_run_ok()
 
 

@@ -60,6 +60,7 @@ struct collect {
 	uint64_t files, bytes;
 	uint64_t deadline_ns;		/* CLOCK_MONOTONIC */
 	struct stat result_dir, audit;	/* corral's own records, or st_nlink 0 */
+	struct stat json_out;		/* --json's stdout file, or st_nlink 0 */
 	const char *result_name;
 	bool timed_out;			/* or cancelled: nothing more */
 	int signo;			/* the cancel that stopped it, or 0 */
@@ -209,9 +210,11 @@ static const char *kind_of(mode_t m)
 }
 
 /* NAME in dirfd is corral's result file (written after this, by
- * unlink-and-create) or its audit trail: an export there would replace
- * the record, or a directory made at the result's name would keep the
- * result from being written at all. The program chose the names. */
+ * unlink-and-create), its audit trail or the file --json writes the
+ * record to: an export there would replace the record (a probing session
+ * had --output-overwrite replace stdout's file with a forged one), or a
+ * directory made at the result's name would keep the result from being
+ * written at all. The program chose the names. */
 static bool reserved(const struct collect *x, int dirfd, const char *name)
 {
 	struct stat st;
@@ -220,9 +223,13 @@ static bool reserved(const struct collect *x, int dirfd, const char *name)
 	    fstat(dirfd, &st) == 0 && st.st_dev == x->result_dir.st_dev &&
 	    st.st_ino == x->result_dir.st_ino)
 		return true;
-	return x->audit.st_nlink &&
-	       fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       st.st_dev == x->audit.st_dev && st.st_ino == x->audit.st_ino;
+	if ((!x->audit.st_nlink && !x->json_out.st_nlink) ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	return (x->audit.st_nlink && st.st_dev == x->audit.st_dev &&
+		st.st_ino == x->audit.st_ino) ||
+	       (x->json_out.st_nlink && st.st_dev == x->json_out.st_dev &&
+		st.st_ino == x->json_out.st_ino);
 }
 
 /* The directory of rel in the output directory, made as needed. */
@@ -580,6 +587,9 @@ void cr_io_artifacts_collect(struct cr_run *run)
 	}
 	if (run->audit_fd < 0 || fstat(run->audit_fd, &x.audit) < 0)
 		x.audit.st_nlink = 0;
+	if (!cfg->json || fstat(STDOUT_FILENO, &x.json_out) < 0 ||
+	    !(S_ISREG(x.json_out.st_mode) || S_ISFIFO(x.json_out.st_mode)))
+		x.json_out.st_nlink = 0;
 	if (cfg->req)
 		lists[1] = &cfg->req->outputs;
 	for (size_t l = 0; l < 2; l++)
