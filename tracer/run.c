@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -12,7 +13,10 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <cJSON.h>
 
@@ -443,6 +447,31 @@ int cr_run_main(int argc, char **argv)
 				strerror(l < 0 ? errno : ENOENT));
 			code = CR_EXIT_USAGE;
 			goto out;
+		}
+		/* A unix socket connected to a name the program may send
+		 * to (a datagram reader bound in the workspace took the
+		 * program's forged record first; found by a probing
+		 * session): its peer's name is judged too, and a relative
+		 * one, which cannot be, is refused. */
+		if (fstat(STDOUT_FILENO, &st) == 0 && S_ISSOCK(st.st_mode)) {
+			struct sockaddr_un su;
+			socklen_t sl = sizeof(su);
+			char peer[sizeof(su.sun_path) + 1] = "";
+
+			memset(&su, 0, sizeof(su));
+			if (getpeername(STDOUT_FILENO, (struct sockaddr *)&su,
+					&sl) == 0 && su.sun_family == AF_UNIX &&
+			    sl > offsetof(struct sockaddr_un, sun_path))
+				memcpy(peer, su.sun_path, sizeof(su.sun_path));
+			if (peer[0] && (peer[0] != '/' ||
+					cr_audit_path_writable(&cfg, ws, peer, which,
+							       sizeof(which)))) {
+				fprintf(stderr, "corral: --json: stdout is a socket connected to %s: %s\n",
+					peer, peer[0] == '/' ? which :
+					"a relative name corral cannot judge");
+				code = CR_EXIT_USAGE;
+				goto out;
+			}
 		}
 		/* Another name of it could be inside (a workspace made
 		 * with cp -al): only a file of one name, or none, is

@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import stat
 import subprocess
 
@@ -162,6 +163,21 @@ def json_record_on_stdout_the_program_could_write_refused(t):
     finally:
         os.close(fd)
     eq(p.returncode, 125, "a fifo: exit status (stderr %r)" % p.stderr)
+    eq(os.path.exists(marker), False, "the program never ran")
+    # A datagram socket connected to a reader bound in the workspace:
+    # the program sent its own record to that name first.
+    reader = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    writer = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        reader.bind(os.path.join(ws, "reader"))
+        writer.connect(os.path.join(ws, "reader"))
+        p = subprocess.run(corral, stdout=writer.fileno(),
+                           stderr=subprocess.PIPE, timeout=60)
+    finally:
+        reader.close()
+        writer.close()
+    eq(p.returncode, 125, "a socket whose peer is inside: exit status "
+       "(stderr %r)" % p.stderr)
     eq(os.path.exists(marker), False, "the program never ran")
     # A file outside with a second name inside (a workspace made with
     # cp -al): judged by the name it was opened by, it passed.
