@@ -500,11 +500,15 @@ int cr_fs_setup(struct cr_run *run)
 	fs->root_fds = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(int));
 	fs->root_deny = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(bool));
 	fs->root_dev = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(dev_t));
-	if (!fs->root_fds || !fs->root_deny || !fs->root_dev)
+	fs->leaf_fds = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(int));
+	if (!fs->root_fds || !fs->root_deny || !fs->root_dev || !fs->leaf_fds)
 		return -ENOMEM;
+	for (size_t i = 0; i < fs->rules.nroots; i++)
+		fs->leaf_fds[i] = -1;
 	for (size_t i = 0; i < fs->rules.nroots; i++) {
 		const struct cr_fsroot *r = &fs->rules.roots[i];
 		const struct cr_pin *pin = cr_pin_find(cfg, r->path);
+		bool opened = false;
 
 		/* The workspace is the directory judged when it was made,
 		 * whatever its name leads to now; a walked root the
@@ -516,9 +520,13 @@ int cr_fs_setup(struct cr_run *run)
 		else if (pin && !strcmp(pin->real, r->path))
 			fs->root_fds[i] = pin->dir ?
 				fcntl(pin->fd, F_DUPFD_CLOEXEC, 0) : -1;
-		else
-			fs->root_fds[i] = open(r->path, O_PATH | O_DIRECTORY |
-					       O_NOFOLLOW | O_CLOEXEC);
+		else {
+			fs->root_fds[i] = open(r->path, O_PATH | O_NOFOLLOW |
+					       O_CLOEXEC);
+			opened = true;
+			if (fs->root_fds[i] < 0 && errno == ENOENT)
+				fs->leaf_fds[i] = -2;
+		}
 		/* A root named through a link keeps no fd unless the name
 		 * still leads where the walk went: paths through it then
 		 * take the walk, which judges where each link leads now. */
@@ -529,11 +537,27 @@ int cr_fs_setup(struct cr_run *run)
 		}
 		{
 			struct stat rst;
+			bool known = fs->root_fds[i] >= 0 &&
+				     !cr_quiet_fstat(fs->root_fds[i], &rst);
 
+			/* Opened without O_DIRECTORY: a file or a link is
+			 * the Landlock ruleset's, as opened here, and no
+			 * root fd (one open per root, not three: ~60 of
+			 * the default class's roots are files, and each
+			 * cost a failed open here and another open and a
+			 * close for the ruleset, at every start-up). */
+			if (opened && fs->root_fds[i] >= 0 &&
+			    (!known || !S_ISDIR(rst.st_mode))) {
+				if (known)
+					fs->leaf_fds[i] = fs->root_fds[i];
+				else
+					close(fs->root_fds[i]);
+				fs->root_fds[i] = -1;
+				known = false;
+			}
 			/* What a parent met without crossing a mount
 			 * shares (resolve.c fast): asked once, quietly. */
-			if (fs->root_fds[i] >= 0 &&
-			    !cr_quiet_fstat(fs->root_fds[i], &rst))
+			if (known)
 				fs->root_dev[i] = rst.st_dev;
 		}
 		for (size_t j = 0; j < fs->rules.ndeny; j++)
@@ -602,6 +626,17 @@ mode_t cr_fs_safe_mode(struct cr_run *run, const struct seccomp_notif *n,
 	return mode;
 }
 
+void cr_fs_leaf_fds_drop(struct cr_fsstate *fs)
+{
+	if (!fs)
+		return;
+	for (size_t i = 0; fs->leaf_fds && i < fs->rules.nroots; i++)
+		if (fs->leaf_fds[i] >= 0)
+			close(fs->leaf_fds[i]);
+	free(fs->leaf_fds);
+	fs->leaf_fds = NULL;
+}
+
 void cr_fs_finish(struct cr_run *run)
 {
 	struct cr_fsstate *fs = run->fs;
@@ -619,6 +654,7 @@ void cr_fs_finish(struct cr_run *run)
 		if (fs->root_fds[i] >= 0)
 			close(fs->root_fds[i]);
 	free(fs->root_fds);
+	cr_fs_leaf_fds_drop(fs);
 	free(fs->root_deny);
 	free(fs->root_dev);
 	for (size_t i = 0; i < fs->nalias; i++) {

@@ -47,6 +47,12 @@ struct cr_fsstate {
 	int *root_fds;		/* owned: per rules.roots[i], O_PATH dir or -1 */
 	bool *root_deny;	/* a deny subtree lies inside roots[i] */
 	dev_t *root_dev;	/* owned: the device of root_fds[i], 0 unknown */
+	int *leaf_fds;		/* owned: per rules.roots[i], a root that is
+				 * no directory (a file, a link) as the set-up
+				 * opened it (O_PATH|O_NOFOLLOW), -1 if it was
+				 * a directory, -2 if absent; for the Landlock
+				 * ruleset only, freed once it is built
+				 * (cr_fs_leaf_fds_drop) */
 	unsigned *ptys;		/* owned: /dev/pts indices the run allocated */
 	size_t nptys;
 	int pty_weak;		/* owned: an epoll set holding, without a
@@ -190,6 +196,8 @@ void cr_dir_close(struct cr_dir *d);
 
 int cr_fs_setup(struct cr_run *run);
 void cr_fs_finish(struct cr_run *run);
+/* The roots' leaf fds are done with (the Landlock ruleset is built). */
+void cr_fs_leaf_fds_drop(struct cr_fsstate *fs);
 
 void cr_fsres_init(struct cr_fsres *r);
 void cr_fsres_free(struct cr_fsres *r);

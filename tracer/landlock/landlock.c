@@ -247,6 +247,12 @@ static int add_roots(struct cr_run *run, int rs, uint64_t handled,
 		pin = cr_pin_find(run->cfg, root->path);
 		if (run->fs->root_fds && run->fs->root_fds[i] >= 0)
 			rc = add_fd(rs, run->fs->root_fds[i], true, acc, handled);
+		/* A file or link root as the set-up opened it, or absent
+		 * then: grants nothing. */
+		else if (run->fs->leaf_fds && run->fs->leaf_fds[i] >= 0)
+			rc = add_fd(rs, run->fs->leaf_fds[i], false, acc, handled);
+		else if (run->fs->leaf_fds && run->fs->leaf_fds[i] == -2)
+			rc = 0;
 		else if (pin && pin->fd >= 0 && !strcmp(pin->real, root->path))
 			rc = add_fd(rs, pin->fd, pin->dir, acc, handled);
 		else if (pin)
@@ -442,16 +448,19 @@ int cr_landlock_setup(struct cr_run *run)
 	run->landlock_abi = 0;
 	run->landlock_fd = -1;
 	if (mode == CR_LL_OFF) {
+		cr_fs_leaf_fds_drop(run->fs);
 		run->landlock_reason = "off (--landlock=off or the class's landlock key)";
 		return 0;
 	}
 	abi = cr_landlock_probe_abi();
 	if (!abi) {
+		cr_fs_leaf_fds_drop(run->fs);
 		run->landlock_reason = "this kernel has no Landlock (5.13+ with landlock in the LSM list)";
 		goto missing;
 	}
 	fast = fast_level(run);
 	rc = build(run, abi, fast);
+	cr_fs_leaf_fds_drop(run->fs);
 	if (rc) {
 		run->landlock_reason = "the ruleset could not be built";
 		snprintf(run->message, sizeof(run->message),
