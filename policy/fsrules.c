@@ -6,16 +6,6 @@
 
 #include "corral/fsrules.h"
 
-bool cr_path_within(const char *root, size_t rlen, const char *path,
-		    size_t plen)
-{
-	if (rlen == 1 && root[0] == '/')
-		return path[0] == '/';
-	if (plen < rlen || memcmp(root, path, rlen))
-		return false;
-	return plen == rlen || path[rlen] == '/';
-}
-
 int cr_fsrules_add(struct cr_fsrules *r, const char *path, unsigned acc)
 {
 	size_t len = strlen(path);
@@ -79,13 +69,27 @@ unsigned cr_fsrules_access(const struct cr_fsrules *r, const char *path,
 	for (size_t i = 0; i < r->ndeny; i++)
 		if (cr_path_within(r->deny[i], strlen(r->deny[i]), path, len))
 			return 0;
+	/* One comparison per root for both questions (is the path in it,
+	 * is it an ancestor of the root); roots whose second byte differs
+	 * are neither, without a memcmp. */
 	for (size_t i = 0; i < r->nroots; i++) {
 		const struct cr_fsroot *root = &r->roots[i];
+		size_t rl = root->len;
 
-		if (cr_path_within(root->path, root->len, path, len))
+		if (rl == 1) {				/* "/" */
 			acc |= root->acc;
-		else if (cr_path_within(path, len, root->path, root->len))
+			continue;
+		}
+		if (len > 1 && root->path[1] != path[1])
+			continue;
+		if (memcmp(root->path, path, rl < len ? rl : len))
+			continue;
+		if (rl <= len) {
+			if (rl == len || path[rl] == '/')
+				acc |= root->acc;
+		} else if (len == 1 || root->path[len] == '/') {
 			acc |= CR_FS_STAT;	/* a strict ancestor */
+		}
 	}
 	return acc;
 }

@@ -59,6 +59,7 @@ struct cr_test {
 	X(netdest_bad)			\
 	X(fsrules_within)		\
 	X(fsrules_access)		\
+	X(fsrules_access_matches_definition) \
 	X(profile_tables)		\
 	X(profile_known_good)		\
 	X(profile_policy_key)		\

@@ -61,3 +61,71 @@ TEST_IMPL(fsrules_access)
 	ASSERT_UEQ(acc(&r, "/usr/lib"), CR_FS_R | CR_FS_W | CR_FS_STAT);
 	cr_fsrules_free(&r);
 }
+
+/* The definition, one question at a time: in a root, or a strict
+ * ancestor of one. The scan (one comparison per root, the second byte
+ * first) must answer as this does for every pair. */
+static unsigned plain_access(const struct cr_fsrules *r, const char *p,
+			     size_t len)
+{
+	unsigned a = 0;
+
+	for (size_t i = 0; i < r->ndeny; i++)
+		if (cr_path_within(r->deny[i], strlen(r->deny[i]), p, len))
+			return 0;
+	for (size_t i = 0; i < r->nroots; i++) {
+		const struct cr_fsroot *root = &r->roots[i];
+		bool in = root->len == 1 ||
+			  (len >= root->len && !memcmp(root->path, p, root->len) &&
+			   (len == root->len || p[root->len] == '/'));
+		bool above = !in && (len == 1 ||
+			     (root->len > len && !memcmp(root->path, p, len) &&
+			      root->path[len] == '/'));
+
+		a |= in ? root->acc : above ? CR_FS_STAT : 0;
+	}
+	return a;
+}
+
+TEST_IMPL(fsrules_access_matches_definition)
+{
+	static const char *const roots[] = {
+		"/usr", "/usr/bin", "/u", "/us", "/usrx", "/etc/passwd",
+		"/etc", "/e", "/tmp/ws", "/tmp/w", "/a/b/c", "/ab",
+	};
+	/* Components, and pieces of them that name no root ("bi", "pass",
+	 * "tm"): a path that is a byte prefix of a root but no ancestor. */
+	static const char *const parts[] = { "usr", "u", "us", "usrx", "bin",
+		"etc", "passwd", "e", "tmp", "ws", "w", "a", "b", "c", "ab",
+		"bi", "pass", "et", "tm", "d" };
+	struct cr_fsrules r = { 0 };
+	char p[64];
+	unsigned seed = 7;
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		ASSERT_EQ(cr_fsrules_add(&r, roots[i], 1u << (i % 3)), 0);
+	ASSERT_EQ(cr_fsrules_add_deny(&r, "/tmp/ws/d"), 0);
+	ASSERT_UEQ(cr_fsrules_access(&r, "/", 1), plain_access(&r, "/", 1));
+	for (int k = 0; k < 20000; k++) {
+		size_t len = 0;
+		int depth;
+
+		seed = seed * 1103515245u + 12345u;
+		depth = 1 + (int)((seed >> 16) % 4);
+		for (int d = 0; d < depth; d++) {
+			const char *c;
+
+			seed = seed * 1103515245u + 12345u;
+			c = parts[(seed >> 16) % (sizeof(parts) / sizeof(parts[0]))];
+			p[len++] = '/';
+			memcpy(p + len, c, strlen(c));
+			len += strlen(c);
+		}
+		p[len] = 0;
+		ASSERT_UEQ(cr_fsrules_access(&r, p, len), plain_access(&r, p, len));
+		n += cr_fsrules_access(&r, p, len) != 0;
+	}
+	ASSERT(n > 1000);	/* the pairs met roots, not only misses */
+	cr_fsrules_free(&r);
+}
