@@ -418,3 +418,62 @@ def fast_open_states_what_proc_fd_shows(t):
     finally:
         out.kill()
         out.wait()
+
+
+def stack_layers(n):
+    """A preexec: n Landlock layers on the process that becomes corral
+    (each handles execute and allows it beneath /: they change nothing
+    but the count, whose kernel limit is 16)."""
+    def pre():
+        import ctypes
+        import struct
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(38, 1, 0, 0, 0) != 0:       # PR_SET_NO_NEW_PRIVS
+            os._exit(120)
+        attr = ctypes.c_uint64(1)                   # ACCESS_FS_EXECUTE
+        for _ in range(n):
+            rs = libc.syscall(444, ctypes.byref(attr), 8, 0)
+            fd = os.open("/", os.O_PATH)
+            pb = ctypes.create_string_buffer(struct.pack("=Qi", 1, fd), 12)
+            if rs < 0 or libc.syscall(445, rs, 1, pb, 0) != 0 or \
+                    libc.syscall(446, rs, 0) != 0:
+                os._exit(121)
+            os.close(rs)
+            os.close(fd)
+    return pre
+
+
+@test
+def landlock_the_child_could_not_apply_is_not_reported_applied(t):
+    """A caller already under 16 Landlock layers (the kernel's limit):
+    the child's landlock_restrict_self fails (E2BIG), the run ends before
+    the program as platform_failure, and the result said the ABI was
+    applied all the same (found by a probing session). Now it says none
+    was, and why. Under 15 layers corral's is the 16th: applied."""
+    need_landlock(t)
+    fx = Fix(t)
+    marker = os.path.join(fx.ws, "ran")
+    for mode in ("auto", "require"):
+        run = t.corral(["run", "--json", "-w", fx.ws, "--landlock=" + mode,
+                        "--fast-open", "--", "sh", "-c",
+                        "touch %s; echo started" % marker],
+                       preexec=stack_layers(16))
+        r = t.result(run)
+        check_result_shape(r)
+        eq(run.code, 125, "%s: exit status (%s)" % (mode, r.get("message")))
+        eq(r.get("status"), "platform_failure", "%s: status" % mode)
+        contains(r.get("message", ""), "Landlock", "%s: message" % mode)
+        true(not os.path.exists(marker), "%s: the program did not run" % mode)
+        v = ll(r)
+        eq(v.get("applied"), False, "%s: landlock.applied" % mode)
+        eq(v.get("abi"), 0, "%s: landlock.abi" % mode)
+        eq(v.get("fast_path"), "off", "%s: landlock.fast_path" % mode)
+        contains(v.get("reason") or "", "before the program started",
+                 "%s: landlock.reason" % mode)
+    run = t.corral(["run", "--json", "-w", fx.ws, "--", "sh", "-c",
+                    "echo started"], preexec=stack_layers(15))
+    r = t.result(run)
+    eq(run.code, 0, "15 layers: exit status (%s)" % r.get("message"))
+    eq(r.get("stdout"), "started\n", "15 layers: stdout")
+    eq(ll(r).get("applied"), True, "15 layers: landlock.applied")
+    t.assert_next_run_ok()

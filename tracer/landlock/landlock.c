@@ -483,6 +483,15 @@ missing:
 	return -EOPNOTSUPP;
 }
 
+void cr_landlock_not_applied(struct cr_run *run, const char *why)
+{
+	if (run->landlock_abi <= 0)
+		return;
+	run->landlock_abi = 0;
+	run->fast_path = CR_FAST_OFF;
+	run->landlock_reason = why;
+}
+
 int cr_landlock_child_apply(int ruleset_fd)
 {
 	if (syscall(__NR_landlock_restrict_self, ruleset_fd, 0) < 0)

@@ -15,6 +15,9 @@
 int cr_landlock_setup(struct cr_run *run);
 /* In the child, after no_new_privs, before seccomp: restrict itself. */
 int cr_landlock_child_apply(int ruleset_fd);
+/* The child failed before any program ran: no ruleset was the program's
+ * (run->landlock_abi 0, no fast path), why says so. */
+void cr_landlock_not_applied(struct cr_run *run, const char *why);
 /* The ABI this kernel offers (memoized), 0 when none. */
 int cr_landlock_probe_abi(void);
 void cr_landlock_finish(struct cr_run *run);
