@@ -1392,3 +1392,75 @@ def fs_good_files_that_lost_their_name_reopen_through_their_fd(t):
        "pipe below errno 20\n", "stdout")
     eq(r.get("denials"), [], "denials")
     fx.check()
+
+
+CHAIN = r'''
+import os, subprocess, sys
+L = sys.argv[1]
+def t(name, f):
+    try:
+        print(name, repr(f()))
+    except OSError as e:
+        print(name, "errno", e.errno)
+t("read", lambda: open(L + "/d2").read())
+t("exec", lambda: subprocess.run([L + "/t2"]).returncode)
+t("list", lambda: sorted(os.listdir(L + "/dir2")))
+t("read-in", lambda: open(L + "/dir2/data").read())
+t("middle", lambda: open(L + "/mid2/sub/data").read())
+t("venv", lambda: subprocess.run([L + "/py", "-c", "print(6*7)"],
+                                  capture_output=True).stdout.decode())
+t("home", lambda: open(L + "/home2").read())
+t("links", lambda: sorted(os.listdir(L)))
+'''
+
+
+@test
+def fs_good_roots_named_through_chains_of_links(t):
+    """A root named through two links (d2 -> d1 -> ../real/data; a venv's
+    bin/python -> python3 -> /usr/bin/python3) passes a link that is
+    neither its name nor its real path: the walk judged that middle link
+    "outside every root", so the file could not be read, the tool not run,
+    the directory not listed, the venv's interpreter not started (found by
+    a probing session). Every link on the way is granted with the root's
+    access now, and nothing more: the links' own directory, an ancestor
+    of roots, lists the roots only (not the chain to the fake home, which
+    stays absent)."""
+    fx = FsFix(t)
+    base = os.path.join(fx.root, "chain")
+    L = os.path.join(base, "links")
+    R = os.path.join(base, "real")
+    os.makedirs(L)
+    os.makedirs(os.path.join(R, "sub"))
+    for p in ("data", "sub/data"):
+        with open(os.path.join(R, p), "w") as f:
+            f.write("chained\n")
+    shutil.copy("/bin/true", os.path.join(R, "tool"))
+    os.symlink("../real/data", os.path.join(L, "d1"))
+    os.symlink("d1", os.path.join(L, "d2"))
+    os.symlink(os.path.join(R, "tool"), os.path.join(L, "t1"))
+    os.symlink("t1", os.path.join(L, "t2"))
+    os.symlink("../real", os.path.join(L, "dir1"))
+    os.symlink("dir1", os.path.join(L, "dir2"))
+    os.symlink("../real", os.path.join(L, "mid1"))
+    os.symlink("mid1", os.path.join(L, "mid2"))
+    os.symlink("python3", os.path.join(L, "py"))
+    os.symlink("/usr/bin/python3", os.path.join(L, "python3"))
+    os.symlink(fx.secret_path, os.path.join(L, "home1"))
+    os.symlink("home1", os.path.join(L, "home2"))
+    for b, ds, fs in os.walk(base):
+        for n in ds + fs:
+            os.lchown(os.path.join(b, n), os.getuid(), os.getgid())
+    prog = fx.wsp("chain.py")
+    with open(prog, "w") as f:
+        f.write(CHAIN)
+    run = fx.run(["python3", prog, L],
+                 opts=["--ro", L + "/d2", "--exec", L + "/t2",
+                       "--ro", L + "/dir2", "--ro", L + "/mid2/sub/data",
+                       "--exec", L + "/py", "--limit", "wall=60s"])
+    r = _ok(fx, run, "roots through chains")
+    eq(r.get("stdout"),
+       "read 'chained\\n'\nexec 0\nlist ['data', 'sub', 'tool']\n"
+       "read-in 'chained\\n'\nmiddle 'chained\\n'\nvenv '42\\n'\n"
+       "home errno 2\nlinks ['d1', 'd2', 'dir1', 'dir2', 'mid1', "
+       "'mid2', 'py', 'python3', 't1', 't2']\n", "stdout")
+    fx.check()

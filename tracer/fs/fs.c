@@ -20,6 +20,14 @@ struct real_memo {
 	 * (nesting_refused), and the root as written. */
 	char **unmade;		/* owned, pairs */
 	size_t nunmade;
+	/* Links a root's name passes on the way to its real path, each
+	 * with the rest of the name after it, and the root's access: added
+	 * once every list is in (add_hops). */
+	struct hop {
+		char *path;	/* owned */
+		unsigned acc;
+	} *hops;		/* owned */
+	size_t nhops;
 };
 
 static bool memo_has(const struct real_memo *m, const char *p, size_t len)
@@ -40,6 +48,11 @@ static void memo_free(struct real_memo *m)
 	free(m->unmade);
 	m->unmade = NULL;
 	m->nunmade = 0;
+	for (size_t i = 0; i < m->nhops; i++)
+		free(m->hops[i].path);
+	free(m->hops);
+	m->hops = NULL;
+	m->nhops = 0;
 }
 
 /* A clean absolute path: no empty, "." or ".." component, no trailing
@@ -204,6 +217,133 @@ static int nesting_refused(struct cr_run *run, const struct real_memo *m)
 	return -EPERM;
 }
 
+/*
+ * A root named through a chain of links (d2 -> d1 -> ../real/data, or a
+ * venv's bin/python -> python3 -> /usr/bin/python3) passes links that are
+ * neither its name nor its real path; the walk steps on each and judges
+ * where it lies, so each must be a root too (found by a probing session:
+ * the middle link was "outside every root", and a venv's interpreter
+ * named by --exec could not start). The name is walked as the kernel
+ * walks it, by text: every link met is noted with the rest of the name
+ * after it. The notes are kept only if the walk ends at the real path the
+ * root was given (the chain did not change meanwhile); 0 or -ENOMEM.
+ */
+static int note_hops(struct real_memo *m, const char *path, const char *real,
+		     unsigned acc)
+{
+	char done[PATH_MAX] = "", rest[2][PATH_MAX], link[PATH_MAX];
+	const char *r = path;
+	struct hop *found[40];
+	size_t nfound = 0, dlen = 0;
+	int k = 0, rc = 0;
+
+	if (path[0] != '/')
+		return 0;
+	for (;;) {
+		const char *end;
+		size_t n;
+		struct stat st;
+		ssize_t t;
+
+		while (*r == '/')
+			r++;
+		if (!*r)
+			break;
+		end = strchrnul(r, '/');
+		n = (size_t)(end - r);
+		if (n == 1 && r[0] == '.') {
+			r = end;
+			continue;
+		}
+		if (n == 2 && r[0] == '.' && r[1] == '.') {
+			while (dlen && done[dlen - 1] != '/')
+				dlen--;
+			if (dlen)
+				dlen--;		/* done holds no link */
+			done[dlen] = 0;
+			r = end;
+			continue;
+		}
+		if (dlen + 1 + n >= sizeof(done))
+			goto drop;
+		done[dlen] = '/';
+		memcpy(done + dlen + 1, r, n);
+		done[dlen + 1 + n] = 0;
+		r = end;
+		if (lstat(done, &st) < 0)
+			goto drop;
+		if (!S_ISLNK(st.st_mode)) {
+			dlen += 1 + n;
+			continue;
+		}
+		/* A link: noted with what is left of the name after it,
+		 * unless that is the name as written (a root already). */
+		if (nfound == CR_ARRAY_SIZE(found) ||
+		    snprintf(link, sizeof(link), "%s%s", done, r) >=
+		    (int)sizeof(link))
+			goto drop;
+		if (strcmp(link, path)) {
+			struct hop *h = malloc(sizeof(*h));
+
+			if (!h || !(h->path = strdup(link))) {
+				free(h);
+				rc = -ENOMEM;
+				goto drop;
+			}
+			h->acc = acc;
+			found[nfound++] = h;
+		}
+		t = readlink(done, link, sizeof(link) - 1);
+		if (t <= 0 || (size_t)t + strlen(r) + 1 >= sizeof(rest[0]))
+			goto drop;
+		link[t] = 0;
+		snprintf(rest[k], sizeof(rest[k]), "%s%s", link, r);
+		r = rest[k];
+		k ^= 1;
+		done[dlen] = 0;
+		if (link[0] == '/')
+			dlen = done[0] = 0;
+	}
+	if (strcmp(dlen ? done : "/", real))
+		goto drop;		/* not where the root was found */
+	{
+		struct hop *nh = realloc(m->hops, (m->nhops + nfound) * sizeof(*nh));
+
+		if (!nh && nfound) {
+			rc = -ENOMEM;
+			goto drop;
+		}
+		m->hops = nh;
+		for (size_t i = 0; i < nfound; i++) {
+			m->hops[m->nhops++] = *found[i];
+			free(found[i]);
+		}
+	}
+	return 0;
+drop:
+	for (size_t i = 0; i < nfound; i++) {
+		free(found[i]->path);
+		free(found[i]);
+	}
+	return rc;
+}
+
+/* The noted links, once every root is in: each a root with the access of
+ * the root it leads to, unless a writable root holds it already (its
+ * program may change it; nothing is granted there that is not). */
+static int add_hops(struct cr_fsstate *fs, const struct real_memo *m)
+{
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < m->nhops; i++) {
+		const char *p = m->hops[i].path;
+
+		if (!(cr_fsrules_access(&fs->rules, p, strlen(p)) & CR_FS_W))
+			rc = cr_fsrules_add(&fs->rules, p, m->hops[i].acc);
+	}
+	return rc;
+}
+
 /* A root is added as written and as its real path: "/bin" on a merged-/usr
  * system is a link to "/usr/bin". The walk only ever produces real paths,
  * but it must be allowed to step on the link named in the policy. The pair
@@ -234,6 +374,8 @@ static int add_root(struct cr_fsstate *fs, struct real_memo *m,
 	if (rc || !found || !strcmp(real, path))
 		return rc;
 	rc = cr_fsrules_add(&fs->rules, real, acc);
+	if (!rc)
+		rc = note_hops(m, path, real, acc);
 	if (rc || path[0] != '/')
 		return rc;
 	na = realloc(fs->alias, (fs->nalias + 1) * sizeof(*na));
@@ -470,6 +612,8 @@ int cr_fs_setup(struct cr_run *run)
 	if (!rc)
 		rc = add_root(fs, &memo, cfg, cfg->workspace,
 			      CR_FS_R | CR_FS_W | CR_FS_X);
+	if (!rc)
+		rc = add_hops(fs, &memo);
 	if (!rc)
 		rc = nesting_refused(run, &memo);
 	if (!rc)
