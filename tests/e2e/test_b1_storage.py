@@ -14,7 +14,9 @@ import os
 import re
 import signal
 import socket
+import resource
 import threading
+import time
 
 from harness import (CFG, eq, contains, not_contains, true, ge, test,
                      wait_for, check_result_shape)
@@ -1758,4 +1760,80 @@ def storage_removed_directories_held_count(t):
     r = t.result(run)
     eq(r.get("status"), "ok", "status of a run that lets go (message %r)"
        % r.get("message"))
+    t.assert_next_run_ok()
+
+
+INFLIGHT = r'''
+import os, resource, socket, sys, time
+own = int(sys.argv[1])
+if own:
+    resource.setrlimit(resource.RLIMIT_NOFILE,
+                       (own, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+pairs, sent, why = [], 0, "cap"
+while sent < 40000:
+    if sent % (253 * 100) == 0:
+        pairs.append(socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+    try:
+        socket.send_fds(pairs[-1][0], [b"x"], [0] * 253, socket.MSG_DONTWAIT)
+    except OSError as e:
+        why = os.strerror(e.errno)
+        break
+    sent += 253
+print(sent, why, flush=True)
+open("held", "w").close()
+time.sleep(float(sys.argv[2]))
+'''
+
+
+@test
+def storage_descriptors_in_flight_keep_the_programs_limit(t):
+    """The kernel counts descriptors in unix sockets' queues per user and
+    refuses a send past the sender's RLIMIT_NOFILE; corral made every send
+    at its own limit, raised to the hard one, so a run put ~20 000 in
+    flight where its program, at a limit of 64, stopped at 253 natively,
+    and the user's other programs' sends failed ETOOMANYREFS until it
+    ended (found by a probing session). Now a send of descriptors keeps
+    the program's limit, at most a quarter of the caller's: 253 at 64 as
+    natively, and a program of the user outside the run, at the caller's
+    limit, still sends while the run holds what it could."""
+    path = t.write("inflight.py", INFLIGHT)
+    nat = t.native([PY, path, "64", "0"])
+    eq(nat.out.decode().split("\n")[0], "253 Too many references: cannot "
+       "splice", "native, own limit 64 (setup)")
+    ws = t.path("ws-inflight")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
+                    "wall=60s", "--", PY, path, "64", "0"], timeout=90)
+    r = t.result(run)
+    eq(r.get("stdout"), "253 Too many references: cannot splice\n",
+       "own limit 64 under corral (message %r)" % r.get("message"))
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    share = max(64, min(soft, 65536) // 4)
+    os.unlink(os.path.join(ws, "held"))
+    p = t.spawn(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
+                 "wall=60s", "--", PY, path, "0", "3"])
+    held = os.path.join(ws, "held")
+    for _ in range(600):
+        if os.path.exists(held) or p.poll() is not None:
+            break
+        time.sleep(0.05)
+    true(os.path.exists(held), "the run got to hold its descriptors")
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        socket.send_fds(a, [b"y"], [0])
+        outside = "sent"
+    except OSError as e:
+        outside = os.strerror(e.errno)
+    finally:
+        a.close()
+        b.close()
+    run = t.finish(p, timeout=90)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    n = int(r.get("stdout", "0 ").split()[0])
+    true(n <= share + 253, "in flight under corral: %d, want at most %d "
+         "(a quarter of the caller's limit %d, and a message)"
+         % (n, share + 253, soft))
+    eq(outside, "sent", "a send of the user's outside the run meanwhile")
     t.assert_next_run_ok()

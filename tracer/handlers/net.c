@@ -1622,6 +1622,7 @@ static int control_copy(struct cr_run *run, pid_t pid, uint64_t p,
 		return 0;
 	if (len > CONTROL_CAP)
 		return -ENOBUFS;
+	m->pid = pid;	/* whose limit a send of descriptors keeps (rights.c) */
 	m->control = calloc(1, (size_t)len);
 	if (!m->control)
 		return -ENOMEM;

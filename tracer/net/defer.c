@@ -60,12 +60,17 @@ void cr_net_msg_free(struct cr_net_msg *m)
 
 /* MSG_NOSIGNAL always: a SIGPIPE would hit the supervisor. The program's
  * own SIGPIPE is raised in its thread instead, as the kernel would. */
-static ssize_t send_now(struct cr_net_msg *m)
+static ssize_t send_now(struct cr_run *run, struct cr_net_msg *m)
 {
+	int fl = m->flags | MSG_DONTWAIT | MSG_NOSIGNAL;
 	ssize_t r;
 
 	do
-		r = sendmsg(m->dup, &m->msg, m->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		/* Descriptors in flight count against the user's allowance
+		 * at the sender's limit: sent at the run's (rights.c). */
+		r = m->unix_dom && m->nfds && m->msg.msg_controllen ?
+		    cr_net_rights_send(run, m->dup, &m->msg, fl, m->pid) :
+		    sendmsg(m->dup, &m->msg, fl);
 	while (r < 0 && errno == EINTR);
 	return r;
 }
@@ -121,7 +126,7 @@ static int refill(struct cr_net_msg *m)
  * copied once it copied anything) or -1 with errno when nothing went.
  * Rights and credentials ride with the first bytes only.
  */
-static int push(struct cr_net_msg *m, ssize_t *r)
+static int push(struct cr_run *run, struct cr_net_msg *m, ssize_t *r)
 {
 	int err;
 
@@ -137,7 +142,7 @@ static int push(struct cr_net_msg *m, ssize_t *r)
 			*r = (ssize_t)m->sent;
 			return 0;
 		}
-		*r = send_now(m);
+		*r = send_now(run, m);
 	}
 	err = errno;
 	if (*r < 0 && err == EAGAIN)
@@ -327,8 +332,8 @@ static void writable(struct cr_run *run, struct cr_net_deferred *d)
 		drop(run, d);
 		return;
 	}
-	r = send_now(&d->m);
-	if (d->m.whole && push(&d->m, &r))
+	r = send_now(run, &d->m);
+	if (d->m.whole && push(run, &d->m, &r))
 		return;	/* more to send: wait for room again */
 	if (r < 0 && errno == EAGAIN)
 		return;	/* still full: wait for the next EPOLLOUT or tick */
@@ -409,7 +414,7 @@ static struct cr_verdict send_or_defer(struct cr_run *run,
 {
 	struct cr_netstate *ns = run->net;
 	struct cr_net_deferred *d;
-	ssize_t r = send_now(m);
+	ssize_t r = send_now(run, m);
 	int err = errno, fl;
 
 	/* A blocking stream socket: the kernel's send waits until all is
@@ -422,7 +427,7 @@ static struct cr_verdict send_or_defer(struct cr_run *run,
 	    ((r >= 0 && (size_t)r < m->total) || (r < 0 && err == EAGAIN)) &&
 	    (fl = fcntl(m->dup, F_GETFL)) >= 0 && !(fl & O_NONBLOCK)) {
 		m->whole = true;
-		if (!push(m, &r))
+		if (!push(run, m, &r))
 			return done(m, (pid_t)n->pid, r, errno);
 		r = -1;
 		err = EAGAIN;

@@ -90,6 +90,8 @@ struct cr_netstate {
 					 * seccomp filter of its own */
 	bool passcred;			/* a unix socket of the run asked for
 					 * its peers' credentials */
+	uint64_t rights_direct;		/* descriptors corral sent in flight
+					 * itself, before the helper (rights.c) */
 	struct cr_netrule *rules;	/* owned */
 	size_t nrules;
 	char *ws_real;			/* owned: canonical workspace path */
@@ -360,7 +362,8 @@ struct cr_net_msg {
 	struct iovec *piov;		/* owned, or NULL: all read at once */
 	size_t npiov;
 	size_t total, sent;		/* bytes asked for, sent so far */
-	pid_t pid;			/* whose memory piov names */
+	pid_t pid;			/* whose memory piov names, and whose
+					 * limit a send of descriptors keeps */
 	/* sendfile (handlers/sendfile.c): the pieces are read from a file
 	 * instead, at src_pos + sent; once answered with a count, the
 	 * program's offset (at src_ptr) or the file's own position moves
@@ -599,5 +602,12 @@ bool cr_net_unix_alias(const struct cr_netstate *ns, const char *path,
 void cr_net_unix_fix(const struct cr_netstate *ns, union cr_sockaddr *a,
 		     socklen_t *len);
 void cr_net_unix_finish(struct cr_netstate *ns);
+
+/* sendmsg on fd (corral's copy of a unix socket) of a message carrying
+ * descriptors, by a helper process whose RLIMIT_NOFILE is the sending
+ * task's, at most the run's share of the caller's (rights.c): the kernel's
+ * check of the user's descriptors in flight. As sendmsg: -1 and errno. */
+ssize_t cr_net_rights_send(struct cr_run *run, int fd, const struct msghdr *msg,
+			   int flags, pid_t tid);
 
 #endif
