@@ -550,3 +550,49 @@ def listings_of_readable_proc_and_sys_directories_hold_no_absent_name(t):
     r = t.result(run)
     eq(r.get("stdout"), "listed but absent: []\nnet listed: False\n",
        "listings (stderr %r)" % r.get("stderr"))
+
+
+PROC_NAMES = r'''
+import os, errno
+def r(label, f):
+    try:
+        f()
+        print(label, "ok")
+    except OSError as e:
+        print(label, errno.errorcode[e.errno])
+W, C = os.O_WRONLY, os.O_CREAT
+r("creat", lambda: os.close(os.open("/proc/self/newf", W | C, 0o600)))
+r("excl", lambda: os.close(os.open("/proc/self/newf", os.O_RDWR | C | os.O_EXCL)))
+r("tmpfile", lambda: os.close(os.open("/proc/self", W | os.O_TMPFILE, 0o600)))
+r("mkdir", lambda: os.mkdir("/proc/self/newd"))
+r("symlink", lambda: os.symlink("x", "/proc/self/newl"))
+r("mkfifo", lambda: os.mkfifo("/proc/self/newp"))
+r("rename", lambda: os.rename("/proc/self/status", "/proc/self/st2"))
+r("link", lambda: os.link("/proc/self/status", "/proc/self/st3"))
+r("unlink", lambda: os.unlink("/proc/self/status"))
+r("rmdir", lambda: os.rmdir("/proc/self/fd"))
+r("chmod", lambda: os.chmod("/proc/self/status", 0o600))
+r("write", lambda: os.close(os.open("/proc/self/status", W)))
+r("up", lambda: os.mkdir("/proc/newd"))
+r("sys", lambda: os.mkdir("/proc/sys/newd"))
+'''
+
+
+@test
+def fs_proc_names_made_and_removed_answer_as_procfs(t):
+    """procfs makes no name and removes or re-modes none: the kernel
+    answers ENOENT for a missing name and EPERM for an existing one.
+    corral refused those calls with EACCES (found by a differential
+    probing session); they answer as natively now, every one recorded."""
+    fx = FsFix(t)
+    prog = fx.wsp("procnames.py")
+    with open(prog, "w") as f:
+        f.write(PROC_NAMES)
+    nat = fx.native(["python3", prog])
+    for ll in ("off", "auto"):
+        run = fx.run(["python3", prog], opts=["--landlock=" + ll])
+        r = _ok(fx, run, "procfs names, --landlock=%s" % ll)
+        eq(r.get("stdout"), nat.out.decode(), "answers, --landlock=%s" % ll)
+        true(len(r.get("denials") or []) >= 10,
+             "the refusals are recorded (%d)" % len(r.get("denials") or []))
+    fx.check()

@@ -120,6 +120,18 @@ int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd)
 	return cr_fs_linkfd_swap(run->fs, cr_tasks_getfd(run, tid, fd));
 }
 
+int cr_fs_proc_refusal(const struct cr_fsres *res, int err)
+{
+	/* procfs makes no name and removes or re-modes none: its lookup
+	 * of a missing name fails ENOENT before any creation is asked
+	 * (no negative entries), and an existing entry has no unlink,
+	 * rename or mode change (EPERM). A refusal there answers so, not
+	 * EACCES (found by a differential probing session). */
+	if (err != EACCES || !cr_path_within("/proc", 5, res->path, res->plen))
+		return err;
+	return res->exists ? EPERM : ENOENT;
+}
+
 int cr_fs_create_refusal(const struct cr_run *run, const struct cr_fsres *res,
 			 int err, int slash_err)
 {

@@ -394,6 +394,10 @@ int cr_fs_pty_ctty(struct cr_run *run, pid_t tid);
 /* Is res a terminal node by the rules' place: /dev/tty, /dev/ptmx,
  * /dev/pts/<n>, /dev/pts/ptmx (resolved path, any type)? */
 bool cr_fs_pty_path(const struct cr_fsres *res);
+/* err for a refused creation, removal, rename or mode change at res: where
+ * res lies in /proc, the kernel's own answer (ENOENT for a missing name,
+ * EPERM for an existing one) in place of EACCES. */
+int cr_fs_proc_refusal(const struct cr_fsres *res, int err);
 /* Is fd (any open of it, O_PATH too) the slave of a pty the run holds:
  * the same inode its master's peer is? A number the run let go and
  * another's pty took is not. */

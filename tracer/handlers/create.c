@@ -44,10 +44,13 @@ static struct cr_verdict refuse_write(struct cr_run *run,
 				      const struct seccomp_notif *n,
 				      const char *sys, struct cr_fsres *res)
 {
+	int err = cr_fs_proc_refusal(res,
+				     cr_fsrules_refusal(&run->fs->rules, res->acc));
+
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
 	cr_fsres_free(res);
-	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res->acc));
+	return CR_V_ERR(err);
 }
 
 static struct cr_verdict do_mknod(struct cr_run *run,

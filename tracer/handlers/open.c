@@ -409,7 +409,14 @@ static struct cr_verdict do_open(struct cr_run *run,
 		cr_fs_deny(run, n, sys, &res,
 			   need & CR_FS_W ? "write outside the writable roots" :
 			   "read outside the readable roots");
-		rc = -cr_fsrules_refusal_as(&run->fs->rules, res.acc, kerr);
+		rc = cr_fsrules_refusal_as(&run->fs->rules, res.acc, kerr);
+		/* A name made in /proc (O_CREAT of a missing one, O_TMPFILE
+		 * in a directory): procfs's answer. A write open of an
+		 * existing entry keeps the permission's. */
+		if ((!res.exists && (flags & O_CREAT)) ||
+		    (flags & __O_TMPFILE) == __O_TMPFILE)
+			rc = cr_fs_proc_refusal(&res, rc);
+		rc = -rc;
 		goto out;
 	}
 	if (res.exists && S_ISFIFO(res.st.st_mode) && !(flags & (O_NONBLOCK | O_PATH))) {

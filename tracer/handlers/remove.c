@@ -25,7 +25,8 @@ static struct cr_verdict refuse(struct cr_run *run, const struct seccomp_notif *
 {
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
-	return CR_V_ERR(cr_fsrules_refusal(&run->fs->rules, res->acc));
+	return CR_V_ERR(cr_fs_proc_refusal(res,
+			cr_fsrules_refusal(&run->fs->rules, res->acc)));
 }
 
 /* A refusal where the kernel would itself fail first with kerr (0: it
@@ -37,8 +38,8 @@ static struct cr_verdict refuse_as(struct cr_run *run,
 {
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
-	return CR_V_ERR(cr_fsrules_refusal_as(&run->fs->rules, res->acc,
-					      kerr));
+	return CR_V_ERR(cr_fs_proc_refusal(res,
+			cr_fsrules_refusal_as(&run->fs->rules, res->acc, kerr)));
 }
 
 /* fs.protected_hardlinks (may_linkat): a link to a file the task
@@ -514,6 +515,11 @@ static struct cr_verdict do_two(struct cr_run *run, const struct seccomp_notif *
 		    !cr_fs_entry_writable(run, (pid_t)n->pid, &b)) &&
 		   (rc = rename_lookup_answer(&a, &b, flags)) != 0) {
 		v = rc > 0 ? CR_V_VAL(0) : CR_V_ERR(-rc);
+	} else if (!b.exists && cr_path_within("/proc", 5, b.path, b.plen) &&
+		   !cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
+		/* procfs's lookup of the new name fails first (ENOENT,
+		 * cr_fs_proc_refusal), whatever the old one is. */
+		v = refuse_as(run, n, sys, &b, 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &a)) {
 		v = refuse_as(run, n, sys, &a, link ? link_kerr((pid_t)n->pid, &a, &b) : 0);
 	} else if (!cr_fs_entry_writable(run, (pid_t)n->pid, &b)) {
