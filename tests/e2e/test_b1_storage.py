@@ -18,7 +18,7 @@ import resource
 import threading
 import time
 
-from harness import (CFG, eq, contains, not_contains, true, ge, test,
+from harness import (CFG, eq, contains, not_contains, true, ge, lt, test,
                      wait_for, check_result_shape)
 
 MIB = 1 << 20
@@ -1812,7 +1812,7 @@ def storage_descriptors_in_flight_keep_the_programs_limit(t):
     share = max(64, min(soft, 65536) // 4)
     os.unlink(os.path.join(ws, "held"))
     p = t.spawn(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
-                 "wall=60s", "--", PY, path, "0", "3"])
+                 "wall=60s", "--", PY, path, "0", "1"])
     held = os.path.join(ws, "held")
     for _ in range(600):
         if os.path.exists(held) or p.poll() is not None:
@@ -1836,4 +1836,89 @@ def storage_descriptors_in_flight_keep_the_programs_limit(t):
          "(a quarter of the caller's limit %d, and a message)"
          % (n, share + 253, soft))
     eq(outside, "sent", "a send of the user's outside the run meanwhile")
+    t.assert_next_run_ok()
+
+
+NPROC_SENDS = r'''
+import os, socket, time
+kids = []
+while len(kids) < 200:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(20)
+        os._exit(0)
+    kids.append(pid)
+a, b = socket.socketpair()
+out = []
+for i in range(70):
+    try:
+        socket.send_fds(a, [b"x"], [0])
+        _, fds, _, _ = socket.recv_fds(b, 1, 1)
+        os.close(fds[0])
+    except OSError as e:
+        out.append("%d %s" % (i, os.strerror(e.errno)))
+        break
+print(len(kids) < 200, out, flush=True)
+'''
+
+
+def _tasks_of(uid):
+    n = 0
+    for st in glob.glob("/proc/[0-9]*/status"):
+        try:
+            with open(st) as f:
+                txt = f.read()
+        except OSError:
+            continue
+        m = re.search(r"^Uid:\s+(\d+)", txt, re.M)
+        th = re.search(r"^Threads:\s+(\d+)", txt, re.M)
+        if m and th and int(m.group(1)) == uid:
+            n += int(th.group(1))
+    return n
+
+
+@test
+def storage_descriptor_sends_without_a_process_to_spare(t):
+    """A caller's RLIMIT_NPROC filled by the program: the helper process
+    that sends descriptors past a run's first 64 (tracer/net/rights.c)
+    could not be made, and its EAGAIN was taken for a full socket: the
+    loop spun on a writable socket at 7.6 s of corral's CPU in 8 s, the
+    program's send hung (found by a probing session). The send is now
+    refused with ETOOMANYREFS and recorded. And a run that cannot start
+    its program for want of a process says no Landlock ruleset was its
+    program's (no assurance either: no program started)."""
+    if os.getuid() == 0:
+        return  # root is not held to RLIMIT_NPROC: the uid 65534 pass
+    path = t.write("nprocsend.py", NPROC_SENDS)
+    ws = t.path("ws-nproc")
+    os.makedirs(ws, exist_ok=True)
+    os.chmod(ws, 0o777)
+    room = _tasks_of(os.getuid()) + 24
+
+    def lim(n):
+        def pre():
+            resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+        return pre
+    run = t.corral(["run", "--json", "--ro", t.tmp, "-w", ws, "--limit",
+                    "wall=60s", "--", PY, path], preexec=lim(room),
+                   timeout=90)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+    eq(r.get("stdout"), "True ['64 Too many references: cannot splice']\n",
+       "the 65th send, no process to spare")
+    ds = [d for d in r.get("denials") or [] if d.get("syscall") == "sendmsg"]
+    eq(len(ds), 1, "one sendmsg denial: %r" % ds)
+    lt(r.get("usage", {}).get("supervisor_cpu_ms", 0), 3000,
+       "the supervisor did not spin")
+    run = t.corral(["run", "--json", "-w", ws, "--landlock=auto", "--",
+                    "true"], preexec=lim(_tasks_of(os.getuid()) + 1))
+    r = t.result(run)
+    eq(r.get("status"), "platform_failure",
+       "no process for the program (message %r)" % r.get("message"))
+    eq((r.get("landlock") or {}).get("applied"), False,
+       "landlock.applied of a run whose program never started")
+    eq(r.get("assurance"), None, "assurance of a run whose program never started")
     t.assert_next_run_ok()

@@ -7,14 +7,16 @@ test_d0_fs_attacks), so the same secret/sentinel checks apply: real work
 must not wander outside either.
 """
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import socket
 import tempfile
+import time
 
-from harness import Fail, eq, true, contains, test, _show
+from harness import CFG, Fail, eq, true, contains, test, _show
 from test_d0_fs_attacks import FsFix, q, denials
 
 
@@ -1463,4 +1465,137 @@ def fs_good_roots_named_through_chains_of_links(t):
        "read-in 'chained\\n'\nmiddle 'chained\\n'\nvenv '42\\n'\n"
        "home errno 2\nlinks ['d1', 'd2', 'dir1', 'dir2', 'mid1', "
        "'mid2', 'py', 'python3', 't1', 't2']\n", "stdout")
+    fx.check()
+
+
+HOP_MOVED = r'''
+import os, sys, time
+L, R = sys.argv[1], sys.argv[2]
+def t(p):
+    try:
+        return open(p).read().strip()
+    except OSError as e:
+        return "errno %d" % e.errno
+print("before", t(L + "/m1/sub/f"), flush=True)
+open("ready", "w").close()
+while not os.path.exists("moved"):
+    time.sleep(0.02)
+print("after", t(L + "/m1/sub/f"), t(R + "/other/sub/f"))
+'''
+
+
+@test
+def fs_a_middle_link_is_followed_at_each_call(t):
+    """A link a root's name passes (d2 -> m1 -> real) is granted as a
+    root of its own, but never opened by name: a descriptor opened after
+    the chain was checked served, under the link's name, whatever the
+    link led to at that moment, a directory of the user's that no root
+    names (found by a probing session, racing another user's re-pointing
+    of the link). Re-pointed during the run, the middle link now leads
+    where it leads: outside every root, absent."""
+    fx = FsFix(t)
+    base = os.path.join(fx.root, "hop")
+    L = os.path.join(base, "links")
+    R = os.path.join(base, "real")
+    for d in ("data/sub", "other/sub"):
+        os.makedirs(os.path.join(R, d))
+    with open(os.path.join(R, "data/sub/f"), "w") as f:
+        f.write("granted\n")
+    with open(os.path.join(R, "other/sub/f"), "w") as f:
+        f.write("not named\n")
+    os.makedirs(L)
+    os.symlink(os.path.join(R, "data"), os.path.join(L, "m1"))
+    os.symlink("m1", os.path.join(L, "d2"))
+    prog = fx.wsp("hop.py")
+    with open(prog, "w") as f:
+        f.write(HOP_MOVED)
+    p = t.spawn(["run", "--json", "-w", fx.ws, "--ro", L + "/d2/sub",
+                 "--limit", "wall=60s", "--", "python3", prog, L, R])
+    for _ in range(600):
+        if os.path.exists(fx.wsp("ready")) or p.poll() is not None:
+            break
+        time.sleep(0.02)
+    true(os.path.exists(fx.wsp("ready")), "the run started")
+    os.symlink(os.path.join(R, "other"), os.path.join(L, "m1.new"))
+    os.rename(os.path.join(L, "m1.new"), os.path.join(L, "m1"))
+    open(fx.wsp("moved"), "w").close()
+    run = t.finish(p, timeout=90)
+    fx.runs.append(run)
+    r = _ok(fx, run, "a middle link re-pointed")
+    eq(r.get("stdout"), "before granted\nafter errno 2 errno 2\n", "stdout")
+    fx.check()
+
+
+DENY_THROUGH = r'''
+import os, sys
+def t(p):
+    try:
+        return open(p).read().strip()
+    except OSError as e:
+        return "errno %d" % e.errno
+def w(p):
+    try:
+        open(p, "w").close()
+        return "written"
+    except OSError as e:
+        return "errno %d" % e.errno
+for name in sys.argv[1:]:
+    print(t(name + "/pub"), t(name + "/secret/key"), w(name + "/secret/new"))
+'''
+
+
+@test
+def fs_deny_holds_under_a_root_named_through_links(t):
+    """A policy's deny entry carved out of a directory a root reaches
+    through links (read root x/d2/sub, x/d2 -> y/d1 -> ../data, deny
+    data/sub/secret): the root holds the directory it leads to, and the
+    deny entry, compared by its text only, did not cover the root's
+    name: the denied files were read and written as x/d2/sub/secret
+    (found by a probing session). They are absent by every name now."""
+    fx = FsFix(t)
+    base = os.path.join(fx.root, "dh")
+    sub = os.path.join(base, "data", "sub")
+    os.makedirs(os.path.join(sub, "secret"))
+    with open(os.path.join(sub, "pub"), "w") as f:
+        f.write("public\n")
+    with open(os.path.join(sub, "secret", "key"), "w") as f:
+        f.write("denied\n")
+    os.chmod(base, 0o777)
+    for b, ds, fs in os.walk(base):
+        for n in ds:
+            os.chmod(os.path.join(b, n), 0o777)
+        for n in fs:
+            os.chmod(os.path.join(b, n), 0o666)
+    os.makedirs(os.path.join(base, "x"))
+    os.makedirs(os.path.join(base, "y"))
+    os.symlink("../data", os.path.join(base, "y", "d1"))
+    os.symlink(os.path.join(base, "y", "d1"), os.path.join(base, "x", "d2"))
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        doc = json.load(f)
+    cls = doc["classes"]["default"]
+    for key, root in (("read", "x/d2/sub"), ("write", "x/d2/sub")):
+        c = json.loads(json.dumps(cls))
+        c["fs"][key] = list(c["fs"].get(key, [])) + [os.path.join(base, root)]
+        c["fs"]["deny"] = [os.path.join(sub, "secret")]
+        d = json.loads(json.dumps(doc))
+        d["classes"]["default"] = c
+        pol = os.path.join(fx.root, "pol-%s.json" % key)
+        with open(pol, "w") as f:
+            json.dump(d, f)
+        prog = fx.wsp("deny.py")
+        with open(prog, "w") as f:
+            f.write(DENY_THROUGH)
+        run = fx.run(["python3", prog, os.path.join(base, "x/d2/sub"),
+                      os.path.join(base, "y/d1/sub"), sub],
+                     opts=["--policy", pol, "--limit", "wall=60s"])
+        r = _ok(fx, run, "deny through links, %s root" % key)
+        lines = r.get("stdout", "").splitlines()
+        eq(len(lines), 3, "three names (%s root): %r" % (key, lines))
+        for line in lines:
+            eq(line.split()[1:], ["errno", "2", "errno", "2"],
+               "the denied subtree by every name (%s root): %r" % (key, line))
+        true(lines[0].startswith("public"),
+             "the root itself still serves (%s root): %r" % (key, lines[0]))
+    true(not os.path.exists(os.path.join(sub, "secret", "new")),
+         "nothing was written in the denied subtree")
     fx.check()

@@ -331,17 +331,35 @@ drop:
 /* The noted links, once every root is in: each a root with the access of
  * the root it leads to, unless a writable root holds it already (its
  * program may change it; nothing is granted there that is not). */
-static int add_hops(struct cr_fsstate *fs, const struct real_memo *m)
+static int add_hops(struct cr_fsstate *fs, struct real_memo *m)
 {
 	int rc = 0;
 
 	for (size_t i = 0; !rc && i < m->nhops; i++) {
 		const char *p = m->hops[i].path;
 
-		if (!(cr_fsrules_access(&fs->rules, p, strlen(p)) & CR_FS_W))
-			rc = cr_fsrules_add(&fs->rules, p, m->hops[i].acc);
+		if (cr_fsrules_access(&fs->rules, p, strlen(p)) & CR_FS_W) {
+			free(m->hops[i].path);
+			m->hops[i].path = NULL;
+			continue;
+		}
+		rc = cr_fsrules_add(&fs->rules, p, m->hops[i].acc);
 	}
 	return rc;
+}
+
+/* Is path a link a root's name passes (note_hops)? Such a root is never
+ * opened by name: its text goes through links a writer outside the run
+ * could re-point at any time, so no descriptor may stand for it (a hop
+ * opened after the chain was checked served another user's re-pointed
+ * directory under its name, found by a probing session); the walk
+ * judges where each of its links leads at each call. */
+static bool is_hop(const struct real_memo *m, const char *path)
+{
+	for (size_t i = 0; i < m->nhops; i++)
+		if (m->hops[i].path && !strcmp(m->hops[i].path, path))
+			return true;
+	return false;
 }
 
 /* A root is added as written and as its real path: "/bin" on a merged-/usr
@@ -637,16 +655,19 @@ int cr_fs_setup(struct cr_run *run)
 	}
 	if (!rc)
 		rc = hide_records(run, fs);
-	memo_free(&memo);
-	if (rc)
+	if (rc) {
+		memo_free(&memo);
 		return rc;
+	}
 	/* An fd per directory root, for the one-call fast path (resolve.c). */
 	fs->root_fds = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(int));
 	fs->root_deny = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(bool));
 	fs->root_dev = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(dev_t));
 	fs->leaf_fds = calloc(fs->rules.nroots ? fs->rules.nroots : 1, sizeof(int));
-	if (!fs->root_fds || !fs->root_deny || !fs->root_dev || !fs->leaf_fds)
+	if (!fs->root_fds || !fs->root_deny || !fs->root_dev || !fs->leaf_fds) {
+		memo_free(&memo);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < fs->rules.nroots; i++)
 		fs->leaf_fds[i] = -1;
 	for (size_t i = 0; i < fs->rules.nroots; i++) {
@@ -664,7 +685,10 @@ int cr_fs_setup(struct cr_run *run)
 		else if (pin && !strcmp(pin->real, r->path))
 			fs->root_fds[i] = pin->dir ?
 				fcntl(pin->fd, F_DUPFD_CLOEXEC, 0) : -1;
-		else {
+		else if (!pin && is_hop(&memo, r->path)) {
+			fs->root_fds[i] = -1;
+			fs->leaf_fds[i] = -2;	/* no Landlock rule either */
+		} else {
 			fs->root_fds[i] = open(r->path, O_PATH | O_NOFOLLOW |
 					       O_CLOEXEC);
 			opened = true;
@@ -708,7 +732,27 @@ int cr_fs_setup(struct cr_run *run)
 			if (cr_path_within(r->path, r->len, fs->rules.deny[j],
 					   strlen(fs->rules.deny[j])))
 				fs->root_deny[i] = true;
+		/* A root named through a link holds the directory it leads
+		 * to: a deny entry inside that directory's own path is inside
+		 * this root too, whatever its text (a policy's deny carved
+		 * out of a/real was read and written as link/secret, found by
+		 * a probing session). Such a root takes the walk, which judges
+		 * real paths. Asked only when there are deny entries. */
+		if (fs->rules.ndeny && fs->root_fds[i] >= 0 &&
+		    !fs->root_deny[i]) {
+			char real[PATH_MAX];
+
+			if (cr_fd_realpath(fs->root_fds[i], real, sizeof(real)))
+				fs->root_deny[i] = true;	/* unknown: the walk */
+			else if (strcmp(real, r->path))
+				for (size_t j = 0; j < fs->rules.ndeny; j++)
+					if (cr_path_within(real, strlen(real),
+							   fs->rules.deny[j],
+							   strlen(fs->rules.deny[j])))
+						fs->root_deny[i] = true;
+		}
 	}
+	memo_free(&memo);
 	keep_fixed_aliases(fs);
 	if ((rc = cr_fs_tops_setup(fs)))
 		return rc;

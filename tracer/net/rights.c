@@ -2,6 +2,7 @@
  * short-lived helper process held to the run's share of the user's allowance. */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -130,7 +131,19 @@ ssize_t cr_net_rights_send(struct cr_run *run, int fd, const struct msghdr *msg,
 	}
 	munmap(stack, HELPER_STACK);
 	if (pid < 0) {
-		errno = e;
+		/* No process for the send (the user's RLIMIT_NPROC filled,
+		 * which the program can do): the share cannot be kept, so
+		 * the send is refused, as the kernel refuses past the limit,
+		 * and recorded. Not EAGAIN, which the loop would take for a
+		 * full socket and wait on (found by a probing session: the
+		 * loop spun on a writable socket). */
+		char why[128];
+
+		snprintf(why, sizeof(why),
+			 "no process could be made to send it at the run's limit (%s)",
+			 strerror(e));
+		cr_deny(run, tid, "sendmsg", "descriptors in flight", "net", why);
+		errno = ETOOMANYREFS;
 		return -1;
 	}
 	if (j.ret < 0) {
