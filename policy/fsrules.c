@@ -61,14 +61,22 @@ void cr_fsrules_free(struct cr_fsrules *r)
 	memset(r, 0, sizeof(*r));
 }
 
+bool cr_fsrules_denied(const struct cr_fsrules *r, const char *path,
+		       size_t len)
+{
+	for (size_t i = 0; i < r->ndeny; i++)
+		if (cr_path_within(r->deny[i], strlen(r->deny[i]), path, len))
+			return true;
+	return false;
+}
+
 unsigned cr_fsrules_access(const struct cr_fsrules *r, const char *path,
 			   size_t len)
 {
 	unsigned acc = 0;
 
-	for (size_t i = 0; i < r->ndeny; i++)
-		if (cr_path_within(r->deny[i], strlen(r->deny[i]), path, len))
-			return 0;
+	if (cr_fsrules_denied(r, path, len))
+		return 0;
 	/* One comparison per root for both questions (is the path in it,
 	 * is it an ancestor of the root); roots whose second byte differs
 	 * are neither, without a memcmp. */

@@ -47,6 +47,10 @@ static inline bool cr_path_within(const char *root, size_t rlen,
 	return plen == rlen || path[rlen] == '/';
 }
 
+/* Is path inside a denied subtree (nothing there, even inside a root)? */
+bool cr_fsrules_denied(const struct cr_fsrules *r, const char *path,
+		       size_t len);
+
 /* The access the rules grant at an absolute, normal path: the union of the
  * roots containing it, plus CR_FS_STAT on strict ancestors of roots; 0
  * inside a denied subtree. */

@@ -5,10 +5,12 @@ objects the run makes work (multiprocessing). The refusals (other pids,
 """
 
 import glob
+import json
 import os
+import shutil
 import subprocess
 
-from harness import eq, true, test
+from harness import CFG, eq, true, test
 from test_d1_fs_goodwork import _ok
 from test_d0_fs_attacks import FsFix
 
@@ -595,4 +597,133 @@ def fs_proc_names_made_and_removed_answer_as_procfs(t):
         eq(r.get("stdout"), nat.out.decode(), "answers, --landlock=%s" % ll)
         true(len(r.get("denials") or []) >= 10,
              "the refusals are recorded (%d)" % len(r.get("denials") or []))
+    fx.check()
+
+
+SHM_ROOTS = r'''
+import os, sys
+ro, sib, dn, chain = sys.argv[1:5]
+def t(name, f):
+    try:
+        print(name, f())
+    except OSError as e:
+        print(name, "errno", e.errno)
+def write(p):
+    with open(p, "w") as f:
+        f.write("x" * 4096)
+    return "written"
+t("ro-read", lambda: open(ro + "/file").read().strip())
+t("ro-write", lambda: write(ro + "/big"))
+t("ro-unlink", lambda: os.unlink(ro + "/file"))
+t("sib-list", lambda: sorted(os.listdir(sib)))
+t("sib-read", lambda: open(sib + "/other").read().strip())
+t("sib-plant", lambda: write(sib + "/planted"))
+t("deny-read", lambda: open(dn + "/secret/key").read().strip())
+t("deny-write", lambda: write(dn + "/secret/key"))
+t("deny-list", lambda: sorted(os.listdir(dn)))
+t("chain-read", lambda: open(chain + "/f").read().strip())
+t("chain-unlink", lambda: os.unlink(os.readlink(chain)))
+'''
+
+
+@test
+def fs_roots_named_in_host_shm_grant_only_what_they_say(t):
+    """A root the caller names under /dev/shm is the host's (not the
+    run's private directory), and so is every name on its way; /dev/shm's
+    own grant (the run's names, read and write) was added on top there:
+    a read root under /dev/shm was written (50 MiB, uncounted) and its
+    file removed, its parent's other files read and removed, a deny entry
+    in it read and overwritten, and a link on a root's way through
+    /dev/shm removed and replaced (found by a probing session). Only the
+    roots grant anything there now."""
+    fx = FsFix(t)
+    tag = "crtest-" + t.marker
+    ro = "/dev/shm/%s-ro" % tag
+    par = "/dev/shm/%s-p" % tag
+    dn = "/dev/shm/%s-dn" % tag
+    hop = "/dev/shm/%s-h" % tag
+    real = os.path.join(fx.root, "real")
+    made = [ro, par, dn, hop]
+    try:
+        os.makedirs(ro)
+        with open(ro + "/file", "w") as f:
+            f.write("ro\n")
+        os.makedirs(par + "/sub")
+        with open(par + "/other", "w") as f:
+            f.write("sibling\n")
+        os.chmod(par + "/other", 0o600)
+        os.makedirs(dn + "/secret")
+        with open(dn + "/secret/key", "w") as f:
+            f.write("denied\n")
+        os.makedirs(real)
+        with open(real + "/f", "w") as f:
+            f.write("chained\n")
+        os.symlink(real, hop)
+        chain = os.path.join(fx.root, "r")
+        os.symlink(hop, chain)
+        with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+            doc = json.load(f)
+        fsd = doc["classes"]["default"]["fs"]
+        fsd["read"] = list(fsd["read"]) + [ro, par + "/sub", dn, chain]
+        fsd["deny"] = [dn + "/secret"]
+        pol = os.path.join(fx.root, "pol.json")
+        with open(pol, "w") as f:
+            json.dump(doc, f)
+        prog = fx.wsp("shm.py")
+        with open(prog, "w") as f:
+            f.write(SHM_ROOTS)
+        run = fx.run(["python3", prog, ro, par, dn, chain],
+                     opts=["--policy", pol, "--limit", "disk=1MiB",
+                           "--limit", "wall=60s"])
+        r = _ok(fx, run, "roots in the host's /dev/shm")
+        got = dict(line.split(" ", 1) for line in
+                   r.get("stdout", "").splitlines())
+        eq(got.get("ro-read"), "ro", "a read root's file is read")
+        eq(got.get("ro-write"), "errno 13", "a read root is not written")
+        eq(got.get("ro-unlink"), "errno 13", "a read root's file stays")
+        eq(got.get("sib-list"), "['sub']", "a root's parent lists the root")
+        eq(got.get("sib-read"), "errno 2", "a root's sibling is absent")
+        true(got.get("sib-plant", "").startswith("errno"),
+             "nothing is made beside a root: %r" % got.get("sib-plant"))
+        eq(got.get("deny-read"), "errno 2", "a deny entry is absent")
+        eq(got.get("deny-write"), "errno 2", "a deny entry is not written")
+        eq(got.get("deny-list"), "[]", "a deny entry is not listed")
+        eq(got.get("chain-read"), "chained", "a root through /dev/shm reads")
+        eq(got.get("chain-unlink"), "errno 13", "its link in /dev/shm stays")
+        eq(os.listdir(ro), ["file"], "the read root after the run")
+        eq(os.readlink(hop), real, "the link on the root's way after the run")
+        with open(dn + "/secret/key") as f:
+            eq(f.read(), "denied\n", "the denied file after the run")
+    finally:
+        for m in made:
+            if os.path.islink(m):
+                os.unlink(m)
+            elif os.path.isdir(m):
+                shutil.rmtree(m, ignore_errors=True)
+    fx.check()
+
+
+@test
+def fs_deny_holds_over_corrals_own_grants(t):
+    """A deny entry is nothing, even where corral grants by itself: a
+    policy denying /dev/urandom, /dev/zero and /sys/kernel/mm/transparent_hugepage
+    let the program open all three (found by a probing session)."""
+    fx = FsFix(t)
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        doc = json.load(f)
+    doc["classes"]["default"]["fs"]["deny"] = [
+        "/dev/urandom", "/dev/zero", "/sys/kernel/mm/transparent_hugepage"]
+    pol = os.path.join(fx.root, "pol.json")
+    with open(pol, "w") as f:
+        json.dump(doc, f)
+    run = fx.sh("head -c1 /dev/urandom >/dev/null && echo urandom; "
+                "head -c1 /dev/zero >/dev/null && echo zero; "
+                "cat /sys/kernel/mm/transparent_hugepage/enabled "
+                ">/dev/null && echo thp; echo end",
+                opts=["--policy", pol, "--limit", "wall=60s"])
+    r = _ok(fx, run, "deny over built-in grants")
+    eq(r.get("stdout"), "end\n", "nothing denied was read")
+    ds = {d.get("target") for d in r.get("denials") or []}
+    true({"/dev/urandom", "/dev/zero"} <= ds,
+         "the refusals are recorded: %r" % sorted(ds))
     fx.check()

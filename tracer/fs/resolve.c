@@ -247,6 +247,9 @@ static bool shm_names_fit(const char *p, size_t n)
 	return seg > 0;
 }
 
+static bool shm_root_at(const struct cr_fsstate *fs, const char *path,
+			size_t len);
+
 /* /dev: the harmless devices, the fd links, the run's ptys and /dev/shm. */
 static unsigned dev_access(struct cr_run *run, pid_t tid, const char *p,
 			   size_t len)
@@ -289,7 +292,20 @@ static unsigned dev_access(struct cr_run *run, pid_t tid, const char *p,
 		 * private directory (the walk translates, fs/shm.c), so
 		 * whatever is there is the run's own, down to CR_SHM_DEPTH
 		 * (mktemp -d -p /dev/shm, a build's scratch tree); nothing
-		 * deeper. */
+		 * deeper. Unless NAME is, holds or lies in a root the caller
+		 * named there (a link on a root's way counts): the walk did
+		 * not translate it (step()), this is the host's /dev/shm,
+		 * and only the roots grant anything in it (a read root there
+		 * was written, its siblings read and removed, and a deny
+		 * entry in it read, found by a probing session). */
+		{
+			size_t first = strcspn(nm, "/");
+
+			if (first > nl)
+				first = nl;
+			if (shm_root_at(fs, p, 9 + first))
+				return 0;
+		}
 		if (!shm_names_fit(nm, nl))
 			return 0;
 		return CR_FS_R | CR_FS_W | CR_FS_STAT;
@@ -372,6 +388,12 @@ unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 {
 	unsigned acc;
 
+	/* A deny entry is nothing, even where corral grants by itself
+	 * (/dev's devices, /sys's layout, /dev/shm's names, /proc): a
+	 * policy's deny of /dev/urandom or of a directory under /dev/shm
+	 * was read and written (found by a probing session). */
+	if (cr_fsrules_denied(&run->fs->rules, path, len))
+		return 0;
 	/* /proc answers for itself: no root can widen it (a broad --ro /
 	 * must not expose other processes). Checked first, before the
 	 * rules' scan, on every step of every walk. */
