@@ -652,10 +652,8 @@ int cr_run_main(int argc, char **argv)
 	 * far as applying it (16 Landlock layers already stacked by the
 	 * caller fail it with E2BIG; no process or helper thread to be
 	 * had): the result says none. */
-	if (rc || run.helpers_rc) {
+	if (rc || run.helpers_rc)
 		cr_landlock_not_applied(&run, "the run ended before the program started");
-		cr_assurance_free(&run);	/* null: no program started */
-	}
 	if (rc) {
 		char why[sizeof(run.message)];
 

@@ -860,6 +860,9 @@ int cr_assurance_observe(struct cr_run *run, pid_t child,
 			 unsigned seccomp_flags);
 void cr_assurance_result(const struct cr_run *run, void *result);
 void cr_assurance_free(struct cr_run *run);
+/* The Landlock line and the level again, from run->landlock_abi (the
+ * spawn ended before the program: cr_landlock_not_applied). */
+void cr_assurance_landlock_refresh(struct cr_run *run);
 /* --require LEVEL is one of the known levels. */
 bool cr_assurance_level_valid(const char *level);
 

@@ -254,6 +254,19 @@ int cr_assurance_observe(struct cr_run *run, pid_t child,
 	return 0;
 }
 
+void cr_assurance_landlock_refresh(struct cr_run *run)
+{
+	struct cr_assurance *a = run->assurance;
+
+	if (!a)
+		return;
+	landlock_view(run, a);
+	a->full = true;
+	for (int i = 0; i < M__COUNT; i++)
+		if (a->m[i].counts && !a->m[i].active)
+			a->full = false;
+}
+
 void cr_assurance_result(const struct cr_run *run, void *result)
 {
 	const struct cr_assurance *a = run->assurance;

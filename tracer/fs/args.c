@@ -120,16 +120,24 @@ int cr_fs_task_fd(struct cr_run *run, pid_t tid, int fd)
 	return cr_fs_linkfd_swap(run->fs, cr_tasks_getfd(run, tid, fd));
 }
 
-int cr_fs_proc_refusal(const struct cr_fsres *res, int err)
+int cr_fs_proc_refusal(const struct cr_run *run, const struct cr_fsres *res,
+		       int err)
 {
+	struct stat pst;
+
 	/* procfs makes no name and removes or re-modes none: its lookup
 	 * of a missing name fails ENOENT before any creation is asked
 	 * (no negative entries), and an existing entry has no unlink,
 	 * rename or mode change (EPERM). A refusal there answers so, not
-	 * EACCES (found by a differential probing session). */
+	 * EACCES (found by a differential probing session). Only for an
+	 * object of procfs itself, or a name missing in a directory of it:
+	 * a file reached through /proc/self/fd/N is the file's. */
 	if (err != EACCES || !cr_path_within("/proc", 5, res->path, res->plen))
 		return err;
-	return res->exists ? EPERM : ENOENT;
+	if (res->exists)
+		return res->st.st_dev == run->fs->proc_dev ? EPERM : err;
+	return res->dirfd >= 0 && fstat(res->dirfd, &pst) == 0 &&
+	       pst.st_dev == run->fs->proc_dev ? ENOENT : err;
 }
 
 int cr_fs_create_refusal(const struct cr_run *run, const struct cr_fsres *res,

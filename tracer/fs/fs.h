@@ -397,7 +397,8 @@ bool cr_fs_pty_path(const struct cr_fsres *res);
 /* err for a refused creation, removal, rename or mode change at res: where
  * res lies in /proc, the kernel's own answer (ENOENT for a missing name,
  * EPERM for an existing one) in place of EACCES. */
-int cr_fs_proc_refusal(const struct cr_fsres *res, int err);
+int cr_fs_proc_refusal(const struct cr_run *run, const struct cr_fsres *res,
+		       int err);
 /* Is fd (any open of it, O_PATH too) the slave of a pty the run holds:
  * the same inode its master's peer is? A number the run let go and
  * another's pty took is not. */

@@ -141,11 +141,13 @@ static int resolve_w(struct cr_run *run, const struct seccomp_notif *n,
 	}
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
-	cr_fsres_free(res);
 	kerr = cr_fsrules_refusal_as(&run->fs->rules, res->acc, kerr);
 	/* A mode change: procfs's own answer there (its owner changes and
 	 * times are other questions, left as they were). */
-	return -(k == WK_MODE ? cr_fs_proc_refusal(res, kerr) : kerr);
+	if (k == WK_MODE)
+		kerr = cr_fs_proc_refusal(run, res, kerr);
+	cr_fsres_free(res);
+	return -kerr;
 }
 
 /* For a pty of the run named by its path (resolve_w): is fd, the one a

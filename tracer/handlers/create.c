@@ -44,7 +44,7 @@ static struct cr_verdict refuse_write(struct cr_run *run,
 				      const struct seccomp_notif *n,
 				      const char *sys, struct cr_fsres *res)
 {
-	int err = cr_fs_proc_refusal(res,
+	int err = cr_fs_proc_refusal(run, res,
 				     cr_fsrules_refusal(&run->fs->rules, res->acc));
 
 	res->refused = true;

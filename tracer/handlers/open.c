@@ -415,7 +415,7 @@ static struct cr_verdict do_open(struct cr_run *run,
 		 * existing entry keeps the permission's. */
 		if ((!res.exists && (flags & O_CREAT)) ||
 		    (flags & __O_TMPFILE) == __O_TMPFILE)
-			rc = cr_fs_proc_refusal(&res, rc);
+			rc = cr_fs_proc_refusal(run, &res, rc);
 		rc = -rc;
 		goto out;
 	}

@@ -25,7 +25,7 @@ static struct cr_verdict refuse(struct cr_run *run, const struct seccomp_notif *
 {
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
-	return CR_V_ERR(cr_fs_proc_refusal(res,
+	return CR_V_ERR(cr_fs_proc_refusal(run, res,
 			cr_fsrules_refusal(&run->fs->rules, res->acc)));
 }
 
@@ -38,7 +38,7 @@ static struct cr_verdict refuse_as(struct cr_run *run,
 {
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
-	return CR_V_ERR(cr_fs_proc_refusal(res,
+	return CR_V_ERR(cr_fs_proc_refusal(run, res,
 			cr_fsrules_refusal_as(&run->fs->rules, res->acc, kerr)));
 }
 

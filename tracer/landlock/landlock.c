@@ -490,6 +490,7 @@ void cr_landlock_not_applied(struct cr_run *run, const char *why)
 	run->landlock_abi = 0;
 	run->fast_path = CR_FAST_OFF;
 	run->landlock_reason = why;
+	cr_assurance_landlock_refresh(run);	/* observed before, if at all */
 }
 
 int cr_landlock_child_apply(int ruleset_fd)
