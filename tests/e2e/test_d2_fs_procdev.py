@@ -727,3 +727,87 @@ def fs_deny_holds_over_corrals_own_grants(t):
     true({"/dev/urandom", "/dev/zero"} <= ds,
          "the refusals are recorded: %r" % sorted(ds))
     fx.check()
+
+
+SHM_RW_ROOTS = r'''
+import os, sys
+r1, r2 = sys.argv[1:3]
+def t(name, f):
+    try:
+        print(name, f())
+    except OSError as e:
+        print(name, "errno", e.errno)
+t("write-in", lambda: open(r1 + "/f", "w").write("in"))
+t("rename-root", lambda: os.rename(r1, r2) or "renamed")
+t("rmdir-root", lambda: os.rmdir(r2) or "removed")
+t("mkdir-root", lambda: os.mkdir(r2 + "-new") or "made")
+os.mkdir("/dev/shm/x")
+pfd = os.open("/dev/shm/x/..", os.O_RDONLY)
+name = os.path.basename(r1)
+t("twin-mkdir", lambda: os.mkdir(name, dir_fd=pfd) or "made")
+t("twin-open", lambda: os.open(name + "/f", os.O_RDONLY, dir_fd=pfd) and "opened")
+'''
+
+
+@test
+def fs_write_roots_in_host_shm_are_not_moved_or_twinned(t):
+    """A writable root the caller names directly in /dev/shm: /dev/shm's
+    own write grant, meant for the run's names (moved into its private
+    directory), let the program rename it over another root, remove it
+    and make one afresh; and a root's name looked up from the private
+    directory (an fd of /dev/shm/x/..) made a twin there, untracked by
+    the disk budget and never removed (found by a probing session).
+    Inside the root the program still writes."""
+    fx = FsFix(t)
+    tag = "crtest-" + t.marker
+    r1, r2 = "/dev/shm/%s-rw" % tag, "/dev/shm/%s-rw2" % tag
+    made = [r1, r2, r2 + "-new"]
+    try:
+        os.makedirs(r1)
+        os.makedirs(r2)
+        prog = fx.wsp("shmrw.py")
+        with open(prog, "w") as f:
+            f.write(SHM_RW_ROOTS)
+        run = fx.run(["python3", prog, r1, r2],
+                     opts=["--rw", r1, "--rw", r2, "--limit", "wall=60s"])
+        r = _ok(fx, run, "writable roots in the host's /dev/shm")
+        got = dict(line.split(" ", 1) for line in
+                   r.get("stdout", "").splitlines())
+        eq(got.get("write-in"), "2", "a file written inside the root")
+        eq(got.get("rename-root"), "errno 13", "the root is not renamed")
+        eq(got.get("rmdir-root"), "errno 13", "the root is not removed")
+        eq(got.get("mkdir-root"), "made", "another name is the run's own")
+        eq(got.get("twin-mkdir"), "errno 2", "no twin in the private directory")
+        eq(got.get("twin-open"), "errno 2", "no twin opened")
+        true(os.path.isdir(r1) and os.path.isdir(r2), "both roots stay")
+        true(not os.path.exists(r2 + "-new"),
+             "the run's own name is not the host's")
+    finally:
+        for m in made:
+            shutil.rmtree(m, ignore_errors=True)
+    fx.check()
+
+
+@test
+def fs_deny_of_proc_self_entries_holds(t):
+    """A policy's deny of /proc/self/environ resolved at set-up to
+    corral's own entry, and the walk, which names the program's entries
+    by number, never met it: the program read its environment, its
+    status and thread-self's (found by a probing session)."""
+    fx = FsFix(t)
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        doc = json.load(f)
+    doc["classes"]["default"]["fs"]["deny"] = [
+        "/proc/self/environ", "/proc/thread-self/status"]
+    pol = os.path.join(fx.root, "pol.json")
+    with open(pol, "w") as f:
+        json.dump(doc, f)
+    run = fx.sh("for f in /proc/self/environ /proc/$$/environ "
+                "/proc/thread-self/environ /proc/self/task/$$/environ "
+                "/proc/thread-self/status /proc/self/stat; do "
+                "cat $f >/dev/null 2>&1 && echo $f; done; echo end",
+                opts=["--policy", pol, "--limit", "wall=60s"])
+    r = _ok(fx, run, "deny of /proc/self entries")
+    eq(r.get("stdout").replace("/proc/%s/" % "", ""), "/proc/self/stat\nend\n",
+       "only what is not denied is read")
+    fx.check()

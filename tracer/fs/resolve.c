@@ -383,6 +383,54 @@ static unsigned sys_access(const char *p, size_t len)
 	return 0;
 }
 
+/* A deny entry naming /proc/self or /proc/thread-self (its text kept:
+ * resolved at set-up it names corral's own entry) covers the walk's
+ * /proc/TGID and /proc/TGID/task/TID paths of every process of the run:
+ * the walk never produces "self" (a policy's deny of /proc/self/environ
+ * was read, found by a probing session). */
+static bool proc_self_denied(const struct cr_fsrules *r, const char *p,
+			     size_t len)
+{
+	char alt[PATH_MAX];
+	size_t d = 6, rest;
+
+	if (!r->ndeny || len < 7 || memcmp(p, "/proc/", 6))
+		return false;
+	while (d < len && p[d] >= '0' && p[d] <= '9')
+		d++;
+	if (d == 6 || (d < len && p[d] != '/'))
+		return false;
+	rest = len - d;		/* "" or "/..." */
+	if (11 + rest < sizeof(alt)) {
+		memcpy(alt, "/proc/self", 10);
+		memcpy(alt + 10, p + d, rest);
+		if (cr_fsrules_denied(r, alt, 10 + rest))
+			return true;
+	}
+	/* /proc/TGID/task/TID/...: the thread's, as thread-self names it,
+	 * and the same entries self names. */
+	if (rest > 6 && !memcmp(p + d, "/task/", 6)) {
+		size_t t = d + 6, q;
+
+		while (t < len && p[t] >= '0' && p[t] <= '9')
+			t++;
+		if (t == d + 6 || (t < len && p[t] != '/'))
+			return false;
+		q = len - t;
+		if (18 + q < sizeof(alt)) {
+			memcpy(alt, "/proc/thread-self", 17);
+			memcpy(alt + 17, p + t, q);
+			if (cr_fsrules_denied(r, alt, 17 + q))
+				return true;
+			memcpy(alt, "/proc/self", 10);
+			memcpy(alt + 10, p + t, q);
+			if (cr_fsrules_denied(r, alt, 10 + q))
+				return true;
+		}
+	}
+	return false;
+}
+
 unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 		      size_t len)
 {
@@ -392,7 +440,8 @@ unsigned cr_fs_access(struct cr_run *run, pid_t tid, const char *path,
 	 * (/dev's devices, /sys's layout, /dev/shm's names, /proc): a
 	 * policy's deny of /dev/urandom or of a directory under /dev/shm
 	 * was read and written (found by a probing session). */
-	if (cr_fsrules_denied(&run->fs->rules, path, len))
+	if (cr_fsrules_denied(&run->fs->rules, path, len) ||
+	    proc_self_denied(&run->fs->rules, path, len))
 		return 0;
 	/* /proc answers for itself: no root can widen it (a broad --ro /
 	 * must not expose other processes). Checked first, before the
@@ -1000,6 +1049,15 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 			return -ELOOP;
 		return splice_in(w, sub, (size_t)l) ?: 1;	/* 1: walk on */
 	}
+	if (w->clen == 8 && !memcmp(w->cur, "/dev/shm", 8) &&
+	    shm_root_at(w->run->fs, cand,
+			join(cand, w->cur, w->clen, name, nlen)) &&
+	    at_private_shm(w))
+		/* A root's name looked up from the run's private directory
+		 * (reached by "x/.." or an fd of it): the kernel would find
+		 * it there, a twin judged as the host's root, untracked and
+		 * never removed (found by a probing session). Not there. */
+		return -ENOENT;
 	if (w->clen == 8 && !memcmp(w->cur, "/dev/shm", 8) &&
 	    !shm_root_at(w->run->fs, cand,
 			 join(cand, w->cur, w->clen, name, nlen))) {
