@@ -235,7 +235,7 @@ static int note_hops(struct real_memo *m, const char *path, const char *real,
 	const char *r = path;
 	struct hop *found[40];
 	size_t nfound = 0, dlen = 0;
-	int k = 0, rc = 0;
+	int k = 0, rc = 0, links = 0;
 
 	if (path[0] != '/')
 		return 0;
@@ -277,8 +277,10 @@ static int note_hops(struct real_memo *m, const char *path, const char *real,
 			continue;
 		}
 		/* A link: noted with what is left of the name after it,
-		 * unless that is the name as written (a root already). */
-		if (nfound == CR_ARRAY_SIZE(found) ||
+		 * unless that is the name as written (a root already). At
+		 * most 40 followed, as the kernel's walk (a chain made a
+		 * loop since the root was found would never end). */
+		if (++links > 40 || nfound == CR_ARRAY_SIZE(found) ||
 		    snprintf(link, sizeof(link), "%s%s", done, r) >=
 		    (int)sizeof(link))
 			goto drop;
