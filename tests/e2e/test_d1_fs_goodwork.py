@@ -137,7 +137,7 @@ def fs_good_tree_churn(t):
         with open(os.path.join(big, "f%d" % f), "w") as fh:
             fh.write("x\n")
     prog = ("import os, time\n"
-            "end = time.monotonic() + 2\n"
+            "end = time.monotonic() + 1.5\n"
             "n = 0\n"
             "while time.monotonic() < end:\n"
             "    os.mkdir('x'); os.rename('big', 'x/big')\n"

@@ -49,7 +49,7 @@ def race_dirfd_swap_cannot_walk_outside(t):
     rewritten. Now the link is opened once and named by corral's own fd."""
     secret = stage(t)
     for mode in ("read", "write"):
-        run, r = probe(t, "race_doors", ["dirfd-race", "secret.txt", 2, mode])
+        run, r = probe(t, "race_doors", ["dirfd-race", "secret.txt", 1.5, mode])
         true("got=0 " in (r.get("stdout") or ""),
              "%s through a swapped dirfd reached the file outside the "
              "roots: %s" % (mode, _show(r.get("stdout"))))
@@ -66,7 +66,7 @@ def race_cwd_swap_cannot_walk_outside(t):
     build before; now it stays."""
     stage(t)
     victim = t.write("victim", "keep\n")
-    run, r = probe(t, "race_doors", ["cwd-race", "victim", 2, "unlink"])
+    run, r = probe(t, "race_doors", ["cwd-race", "victim", 1.5, "unlink"])
     true(os.path.exists(victim),
          "the file beside the workspace was unlinked through a swapped "
          "cwd: %s" % _show(r.get("stdout")))
@@ -87,7 +87,7 @@ def race_pipe_link_swap_cannot_write_a_read_root(t):
     f = t.write("ro/f", "data\n")
     before = os.stat(f)
     for mode in ([], ["utimes"], ["chown"]):
-        run, r = probe(t, "race_doors", ["pipe-swap", f, 2] + mode,
+        run, r = probe(t, "race_doors", ["pipe-swap", f, 1.5] + mode,
                        extra=["--ro", t.path("ro")])
         after = os.stat(f)
         eq(read(f), "data\n", "the read root's file after pipe-swap %s" %
@@ -104,7 +104,7 @@ def race_pipe_link_swap_cannot_write_a_read_root(t):
     fifo = t.path("ro/fifo")
     os.mkfifo(fifo, 0o666)
     os.chmod(fifo, 0o666)
-    run, r = probe(t, "race_doors", ["pipe-swap", fifo, 2, "fifo"],
+    run, r = probe(t, "race_doors", ["pipe-swap", fifo, 1.5, "fifo"],
                    extra=["--ro", t.path("ro")])
     out = r.get("stdout") or ""
     true("got=0 " in out and "tries=" in out and " pipes=0 " not in out,
