@@ -1599,3 +1599,28 @@ def fs_deny_holds_under_a_root_named_through_links(t):
     true(not os.path.exists(os.path.join(sub, "secret", "new")),
          "nothing was written in the denied subtree")
     fx.check()
+
+
+@test
+def fs_a_writable_root_not_made_is_not_made_by_open(t):
+    """A writable root that does not exist yet: mkdir and symlink at its
+    name were refused (a root is never made by the program), but open
+    with O_CREAT made it, in a read root's directory too, where it
+    stayed (found by a probing session). Refused alike now."""
+    fx = FsFix(t)
+    par = os.path.join(fx.root, "par")
+    os.makedirs(par)
+    os.chmod(par, 0o777)
+    lone = os.path.join(fx.root, "lone")
+    inner = os.path.join(par, "nx")
+    run = fx.sh("for p in %s %s; do (echo x > $p) 2>/dev/null && "
+                "echo made $p || echo refused; done" % (lone, inner),
+                opts=["--rw", lone, "--ro", par, "--rw", inner,
+                      "--limit", "wall=60s"])
+    r = _ok(fx, run, "open O_CREAT at roots not made")
+    eq(r.get("stdout"), "refused\nrefused\n", "stdout")
+    true(not os.path.exists(lone) and not os.path.exists(inner),
+         "neither root was made")
+    ds = [d for d in r.get("denials") or [] if d.get("syscall") == "openat"]
+    eq(len(ds), 2, "both refusals recorded: %r" % ds)
+    fx.check()

@@ -577,6 +577,8 @@ r("chmod", lambda: os.chmod("/proc/self/status", 0o600))
 r("write", lambda: os.close(os.open("/proc/self/status", W)))
 r("up", lambda: os.mkdir("/proc/newd"))
 r("sys", lambda: os.mkdir("/proc/sys/newd"))
+r("top-unlink", lambda: os.unlink("/proc/version"))
+r("top-rmdir", lambda: os.rmdir("/proc/version"))
 '''
 
 
@@ -810,4 +812,31 @@ def fs_deny_of_proc_self_entries_holds(t):
     r = _ok(fx, run, "deny of /proc/self entries")
     eq(r.get("stdout").replace("/proc/%s/" % "", ""), "/proc/self/stat\nend\n",
        "only what is not denied is read")
+    fx.check()
+
+
+@test
+def fs_deny_of_proc_self_links_names_no_place_of_corrals(t):
+    """A deny of /proc/self/fd/0, /proc/self/cwd or /proc/self/root was
+    also resolved in corral's own process, and denied what those name
+    there: /dev/null (corral's stdin), the workspace (its cwd), / (the
+    program never started; found by a probing session). They deny the
+    program's own entries only."""
+    fx = FsFix(t)
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        doc = json.load(f)
+    doc["classes"]["default"]["fs"]["deny"] = [
+        "/proc/self/fd/0", "/proc/self/cwd", "/proc/self/root"]
+    pol = os.path.join(fx.root, "pol.json")
+    with open(pol, "w") as f:
+        json.dump(doc, f)
+
+    def pre():
+        os.chdir(fx.ws)
+    run = fx.sh("echo hi >/dev/null && echo devnull; echo x > f && cat f; "
+                "ls /proc/self/cwd/ >/dev/null 2>&1 || echo cwd-denied",
+                opts=["--policy", pol, "--limit", "wall=60s"],
+                stdin="", preexec=pre)
+    r = _ok(fx, run, "deny of /proc/self links")
+    eq(r.get("stdout"), "devnull\nx\ncwd-denied\n", "stdout")
     fx.check()

@@ -132,8 +132,10 @@ int cr_fs_proc_refusal(const struct cr_run *run, const struct cr_fsres *res,
 	 * EACCES (found by a differential probing session). Only for an
 	 * object of procfs itself, or a name missing in a directory of it:
 	 * a file reached through /proc/self/fd/N is the file's. */
-	if (err != EACCES || !cr_path_within("/proc", 5, res->path, res->plen))
-		return err;
+	if (err != EACCES || res->plen < 7 ||
+	    memcmp(res->path, "/proc/", 6) || res->path[6] < '0' ||
+	    res->path[6] > '9')
+		return err;	/* /proc's own top (root's, 0555): EACCES first */
 	if (res->exists)
 		return res->st.st_dev == run->fs->proc_dev ? EPERM : err;
 	return res->dirfd >= 0 && fstat(res->dirfd, &pst) == 0 &&

@@ -648,7 +648,17 @@ int cr_fs_setup(struct cr_run *run)
 		 * run's program flipping a link on it got later runs what
 		 * the entry denies, found by a probing session). */
 		rc = cr_fsrules_add_deny(&fs->rules, c->fs_deny.v[i]);
-		if (pin)
+		/* /proc/self and /proc/thread-self name each process's own
+		 * (resolve.c): resolved here they would name corral's, and
+		 * its fds, cwd and root (a deny of /proc/self/cwd denied the
+		 * workspace, of /proc/self/fd/0 /dev/null; found by a probing
+		 * session). The text alone. */
+		if (cr_path_within("/proc/self", 10, c->fs_deny.v[i],
+				   strlen(c->fs_deny.v[i])) ||
+		    cr_path_within("/proc/thread-self", 17, c->fs_deny.v[i],
+				   strlen(c->fs_deny.v[i])))
+			r = NULL;
+		else if (pin)
 			r = pin->real;	/* NULL: absent then, the name only */
 		else if (real_path(&memo, c->fs_deny.v[i], real))
 			r = real;

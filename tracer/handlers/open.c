@@ -385,6 +385,13 @@ static struct cr_verdict do_open(struct cr_run *run,
 	if (res.exists && S_ISCHR(res.st.st_mode) && cr_fs_pty_path(&res) &&
 	    (res.acc & CR_FS_R))
 		res.acc |= CR_FS_W;
+	/* A name made: inside a writable root, as mkdir judges it, never a
+	 * root itself (open O_CREAT at a writable root not made yet made it,
+	 * in a read root's directory or the host's /dev/shm; found by a
+	 * probing session). */
+	if (!res.exists && (flags & O_CREAT) && (res.acc & need) == need &&
+	    !cr_fs_entry_writable(run, (pid_t)n->pid, &res))
+		res.acc &= ~CR_FS_W;
 	if ((res.acc & need) != need && is_tmpfile(flags) && res.exists &&
 	    S_ISDIR(res.st.st_mode) && res.plen == 4 &&
 	    !memcmp(res.path, "/tmp", 4)) {
