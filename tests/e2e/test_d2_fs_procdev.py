@@ -602,6 +602,19 @@ def fs_proc_names_made_and_removed_answer_as_procfs(t):
     fx.check()
 
 
+def run_labelled(fx, name, text, args, opts, what):
+    """text (a program printing "label value" lines) under corral with
+    opts and a wall budget: its lines as a dict, the run `ok`."""
+    prog = fx.wsp(name)
+    with open(prog, "w") as f:
+        f.write(text)
+    run = fx.run(["python3", prog] + list(args),
+                 opts=list(opts) + ["--limit", "wall=60s"])
+    r = _ok(fx, run, what)
+    return dict(line.split(" ", 1) for line in
+                r.get("stdout", "").splitlines())
+
+
 SHM_ROOTS = r'''
 import os, sys
 ro, sib, dn, chain = sys.argv[1:5]
@@ -671,15 +684,9 @@ def fs_roots_named_in_host_shm_grant_only_what_they_say(t):
         pol = os.path.join(fx.root, "pol.json")
         with open(pol, "w") as f:
             json.dump(doc, f)
-        prog = fx.wsp("shm.py")
-        with open(prog, "w") as f:
-            f.write(SHM_ROOTS)
-        run = fx.run(["python3", prog, ro, par, dn, chain],
-                     opts=["--policy", pol, "--limit", "disk=1MiB",
-                           "--limit", "wall=60s"])
-        r = _ok(fx, run, "roots in the host's /dev/shm")
-        got = dict(line.split(" ", 1) for line in
-                   r.get("stdout", "").splitlines())
+        got = run_labelled(fx, "shm.py", SHM_ROOTS, [ro, par, dn, chain],
+                           ["--policy", pol, "--limit", "disk=1MiB"],
+                           "roots in the host's /dev/shm")
         eq(got.get("ro-read"), "ro", "a read root's file is read")
         eq(got.get("ro-write"), "errno 13", "a read root is not written")
         eq(got.get("ro-unlink"), "errno 13", "a read root's file stays")
@@ -705,19 +712,26 @@ def fs_roots_named_in_host_shm_grant_only_what_they_say(t):
     fx.check()
 
 
+def deny_policy(fx, entries):
+    """The default class with these deny entries, as a policy file in
+    the test's directory: its path."""
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        doc = json.load(f)
+    doc["classes"]["default"]["fs"]["deny"] = list(entries)
+    pol = os.path.join(fx.root, "pol-deny.json")
+    with open(pol, "w") as f:
+        json.dump(doc, f)
+    return pol
+
+
 @test
 def fs_deny_holds_over_corrals_own_grants(t):
     """A deny entry is nothing, even where corral grants by itself: a
     policy denying /dev/urandom, /dev/zero and /sys/kernel/mm/transparent_hugepage
     let the program open all three (found by a probing session)."""
     fx = FsFix(t)
-    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
-        doc = json.load(f)
-    doc["classes"]["default"]["fs"]["deny"] = [
-        "/dev/urandom", "/dev/zero", "/sys/kernel/mm/transparent_hugepage"]
-    pol = os.path.join(fx.root, "pol.json")
-    with open(pol, "w") as f:
-        json.dump(doc, f)
+    pol = deny_policy(fx, [
+        "/dev/urandom", "/dev/zero", "/sys/kernel/mm/transparent_hugepage"])
     run = fx.sh("head -c1 /dev/urandom >/dev/null && echo urandom; "
                 "head -c1 /dev/zero >/dev/null && echo zero; "
                 "cat /sys/kernel/mm/transparent_hugepage/enabled "
@@ -767,14 +781,9 @@ def fs_write_roots_in_host_shm_are_not_moved_or_twinned(t):
     try:
         os.makedirs(r1)
         os.makedirs(r2)
-        prog = fx.wsp("shmrw.py")
-        with open(prog, "w") as f:
-            f.write(SHM_RW_ROOTS)
-        run = fx.run(["python3", prog, r1, r2],
-                     opts=["--rw", r1, "--rw", r2, "--limit", "wall=60s"])
-        r = _ok(fx, run, "writable roots in the host's /dev/shm")
-        got = dict(line.split(" ", 1) for line in
-                   r.get("stdout", "").splitlines())
+        got = run_labelled(fx, "shmrw.py", SHM_RW_ROOTS, [r1, r2],
+                           ["--rw", r1, "--rw", r2],
+                           "writable roots in the host's /dev/shm")
         eq(got.get("write-in"), "2", "a file written inside the root")
         eq(got.get("rename-root"), "errno 13", "the root is not renamed")
         eq(got.get("rmdir-root"), "errno 13", "the root is not removed")
@@ -797,13 +806,8 @@ def fs_deny_of_proc_self_entries_holds(t):
     by number, never met it: the program read its environment, its
     status and thread-self's (found by a probing session)."""
     fx = FsFix(t)
-    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
-        doc = json.load(f)
-    doc["classes"]["default"]["fs"]["deny"] = [
-        "/proc/self/environ", "/proc/thread-self/status"]
-    pol = os.path.join(fx.root, "pol.json")
-    with open(pol, "w") as f:
-        json.dump(doc, f)
+    pol = deny_policy(fx, [
+        "/proc/self/environ", "/proc/thread-self/status"])
     run = fx.sh("for f in /proc/self/environ /proc/$$/environ "
                 "/proc/thread-self/environ /proc/self/task/$$/environ "
                 "/proc/thread-self/status /proc/self/stat; do "
@@ -823,13 +827,8 @@ def fs_deny_of_proc_self_links_names_no_place_of_corrals(t):
     program never started; found by a probing session). They deny the
     program's own entries only."""
     fx = FsFix(t)
-    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
-        doc = json.load(f)
-    doc["classes"]["default"]["fs"]["deny"] = [
-        "/proc/self/fd/0", "/proc/self/cwd", "/proc/self/root"]
-    pol = os.path.join(fx.root, "pol.json")
-    with open(pol, "w") as f:
-        json.dump(doc, f)
+    pol = deny_policy(fx, [
+        "/proc/self/fd/0", "/proc/self/cwd", "/proc/self/root"])
 
     def pre():
         os.chdir(fx.ws)
