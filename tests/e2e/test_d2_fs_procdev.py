@@ -579,6 +579,21 @@ r("up", lambda: os.mkdir("/proc/newd"))
 r("sys", lambda: os.mkdir("/proc/sys/newd"))
 r("top-unlink", lambda: os.unlink("/proc/version"))
 r("top-rmdir", lambda: os.rmdir("/proc/version"))
+import threading
+fd = os.open("/proc/version", os.O_RDONLY)
+pr, pw = os.pipe()
+def own(tid):
+    for d in ("/proc/self", "/proc/self/task/%d" % tid):
+        r("fd-unlink", lambda: os.unlink("%s/fd/%d" % (d, fd)))
+        r("fd-rmdir", lambda: os.rmdir("%s/fd/%d" % (d, fd)))
+        r("fdinfo-unlink", lambda: os.unlink("%s/fdinfo/%d" % (d, fd)))
+        r("fdinfo-rmdir", lambda: os.rmdir("%s/fdinfo/%d" % (d, fd)))
+    r("ns-unlink", lambda: os.unlink("/proc/self/ns/uts"))
+    r("pipe-chmod", lambda: os.chmod("/proc/self/fd/%d" % pw, 0o600))
+    print("pipe-mode", oct(os.fstat(pw).st_mode & 0o777))
+th = threading.Thread(target=lambda: own(threading.get_native_id()))
+th.start()
+th.join()
 '''
 
 
@@ -587,7 +602,12 @@ def fs_proc_names_made_and_removed_answer_as_procfs(t):
     """procfs makes no name and removes or re-modes none: the kernel
     answers ENOENT for a missing name and EPERM for an existing one.
     corral refused those calls with EACCES (found by a differential
-    probing session); they answer as natively now, every one recorded."""
+    probing session); they answer as natively now, every one recorded.
+    A process's own fd/ gives the process every permission, so its entry
+    is EPERM to unlink and ENOTDIR to rmdir, while fdinfo/ and ns/ give
+    no write (EACCES); corral answered its own EACCES, then EPERM
+    everywhere, and a chmod of a pipe through /proc/self/fd/N failed
+    EOPNOTSUPP (found by a differential sweep of /proc/self)."""
     fx = FsFix(t)
     prog = fx.wsp("procnames.py")
     with open(prog, "w") as f:

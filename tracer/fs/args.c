@@ -142,6 +142,34 @@ int cr_fs_proc_refusal(const struct cr_run *run, const struct cr_fsres *res,
 	       pst.st_dev == run->fs->proc_dev ? ENOENT : err;
 }
 
+/* Is path an entry of a process's or a thread's own directory,
+ * /proc/<pid>/<name> or /proc/<pid>/task/<tid>/<name>? */
+static bool in_pid_dir(const char *path)
+{
+	int a, b, end = 0;
+
+	if (sscanf(path, "/proc/%d/task/%d/%n", &a, &b, &end) == 2 && end &&
+	    path[end] && !strchr(path + end, '/'))
+		return true;
+	end = 0;
+	return sscanf(path, "/proc/%d/%n", &a, &end) == 1 && end &&
+	       path[end] && !strchr(path + end, '/');
+}
+
+int cr_fs_proc_entry_refusal(const struct cr_run *run,
+			     const struct cr_fsres *res, int err)
+{
+	/* An existing entry's removal asks the directory's permission
+	 * first (may_delete): a process's own directory gives it and then
+	 * has no unlink (EPERM); fdinfo/, ns/, attr/, net/ and the others
+	 * give no write (EACCES), as corral's refusal says (found by a
+	 * differential sweep of /proc/self). */
+	if (res->exists && res->st.st_dev == run->fs->proc_dev &&
+	    !in_pid_dir(res->path))
+		return err;
+	return cr_fs_proc_refusal(run, res, err);
+}
+
 int cr_fs_create_refusal(const struct cr_run *run, const struct cr_fsres *res,
 			 int err, int slash_err)
 {

@@ -399,6 +399,10 @@ bool cr_fs_pty_path(const struct cr_fsres *res);
  * EPERM for an existing one) in place of EACCES. */
 int cr_fs_proc_refusal(const struct cr_run *run, const struct cr_fsres *res,
 		       int err);
+/* The same for a removal, rename or link of an existing entry, which the
+ * kernel refuses by its directory's permission first. */
+int cr_fs_proc_entry_refusal(const struct cr_run *run,
+			     const struct cr_fsres *res, int err);
 /* Is fd (any open of it, O_PATH too) the slave of a pty the run holds:
  * the same inode its master's peer is? A number the run let go and
  * another's pty took is not. */

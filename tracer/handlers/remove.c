@@ -25,7 +25,7 @@ static struct cr_verdict refuse(struct cr_run *run, const struct seccomp_notif *
 {
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
-	return CR_V_ERR(cr_fs_proc_refusal(run, res,
+	return CR_V_ERR(cr_fs_proc_entry_refusal(run, res,
 			cr_fsrules_refusal(&run->fs->rules, res->acc)));
 }
 
@@ -38,7 +38,7 @@ static struct cr_verdict refuse_as(struct cr_run *run,
 {
 	res->refused = true;
 	cr_fs_deny(run, n, sys, res, "write outside the writable roots");
-	return CR_V_ERR(cr_fs_proc_refusal(run, res,
+	return CR_V_ERR(cr_fs_proc_entry_refusal(run, res,
 			cr_fsrules_refusal_as(&run->fs->rules, res->acc, kerr)));
 }
 
@@ -89,6 +89,34 @@ static int link_kerr(pid_t tid, const struct cr_fsres *a,
 	if (S_ISDIR(a->st.st_mode) || hardlink_protected(tid, a))
 		return EPERM;
 	return 0;
+}
+
+/* An entry of a process's own fd directory (/proc/<pid>/fd/N or
+ * /proc/<pid>/task/<tid>/fd/N of the caller's thread group): procfs gives
+ * the process itself every permission there (proc_fd_permission), so its
+ * unlink fails where the directory has no unlink (EPERM) and its rmdir
+ * where the victim is no directory (ENOTDIR). corral, another process,
+ * is refused the permission first (EACCES); the program gets the
+ * kernel's answer to itself (found by a differential check). */
+static int own_fd_entry_err(struct cr_run *run, pid_t tid,
+			    const struct cr_fsres *res, int flags, int err)
+{
+	int owner, task, fd, end = 0;
+	pid_t me;
+
+	if (err != EACCES || res->st.st_dev != run->fs->proc_dev)
+		return err;
+	if (sscanf(res->path, "/proc/%d/task/%d/fd/%d%n", &owner, &task, &fd,
+		   &end) == 3 && !res->path[end])
+		owner = task;
+	else if (end = 0, sscanf(res->path, "/proc/%d/fd/%d%n", &owner, &fd,
+				 &end) != 2 || res->path[end])
+		return err;
+	me = cr_tasks_tgid(&run->tasks, tid);
+	if (!me || cr_tasks_tgid(&run->tasks, (pid_t)owner) != me)
+		return err;
+	return (flags & AT_REMOVEDIR) && !S_ISDIR(res->st.st_mode) ? ENOTDIR :
+								   EPERM;
 }
 
 static struct cr_verdict do_unlink(struct cr_run *run,
@@ -147,7 +175,9 @@ static struct cr_verdict do_unlink(struct cr_run *run,
 		cr_slow_begin();
 		rc = unlinkat(res.dirfd, res.name, flags);
 		cr_slow_end();
-		v = rc < 0 ? CR_V_ERR(errno) : CR_V_VAL(0);
+		v = rc < 0 ? CR_V_ERR(own_fd_entry_err(run, (pid_t)n->pid, &res,
+							flags, errno)) :
+			     CR_V_VAL(0);
 		cr_fs_held_after_unlink(run, &keep, rc == 0);
 		if (flags & AT_REMOVEDIR)
 			cr_fs_rmheld_after(run->fs, &gone, rc == 0);
