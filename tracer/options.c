@@ -345,6 +345,7 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 	if (rc)
 		goto out;
 	if (cli.request_file) {
+		cfg->request_file = cli.request_file;
 		rc = load_request(cfg, cli.request_file, err, errlen);
 		if (rc)
 			goto out;

@@ -493,6 +493,47 @@ int cr_run_main(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* The files the run's rules came from: a program that may write
+	 * one rewrites the rules of the next run of the same command line
+	 * (a probing session had the policy in the workspace, and one
+	 * replaced by an artifact). Refused as a record is, judged by the
+	 * name each resolves to now; one of several names is refused, as
+	 * another name could be inside. Their identities keep an export
+	 * from replacing them (io/artifacts.c). */
+	{
+		const char *files[2] = { cfg.policy_file, cfg.request_file };
+		const char *opt[2] = { "--policy", "--request" };
+
+		for (size_t i = 0; i < 2; i++) {
+			char which[PATH_MAX + 128], *real;
+
+			cfg.rules_st[i].st_nlink = 0;
+			if (!files[i])
+				continue;
+			real = realpath(files[i], NULL);
+			if (!real || stat(real, &cfg.rules_st[i]) < 0) {
+				fprintf(stderr, "corral: %s %s: cannot resolve it: %s\n",
+					opt[i], files[i], strerror(errno));
+				free(real);
+				code = CR_EXIT_USAGE;
+				goto out;
+			}
+			if (cfg.rules_st[i].st_nlink > 1 ||
+			    cr_audit_path_writable(&cfg, ws, real, which,
+						   sizeof(which))) {
+				if (cfg.rules_st[i].st_nlink > 1)
+					snprintf(which, sizeof(which),
+						 "a file of %lu names, another could be one the program may write",
+						 (unsigned long)cfg.rules_st[i].st_nlink);
+				fprintf(stderr, "corral: %s %s: %s: it could rewrite the rules of a later run\n",
+					opt[i], files[i], which);
+				free(real);
+				code = CR_EXIT_USAGE;
+				goto out;
+			}
+			free(real);
+		}
+	}
 	if (cr_audit_open(&run, ws, err, sizeof(err)) < 0) {
 		fprintf(stderr, "corral: %s\n", err);
 		code = CR_EXIT_USAGE;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <linux/seccomp.h>
 #include <linux/filter.h>
@@ -36,6 +37,9 @@ struct cr_run_config {
 	struct cr_policy *policy;	/* owned */
 	const struct cr_class *cls;	/* borrowed from policy */
 	char *policy_file;		/* borrowed (argv) or NULL for built-in */
+	const char *request_file;	/* borrowed (argv) or NULL */
+	struct stat rules_st[2];	/* the policy and request files as
+					 * read, st_nlink 0 for none (run.c) */
 	struct cr_request *req;		/* owned, may be NULL */
 	char *task_id;			/* owned */
 	char **argv;			/* borrowed (argv or req) */

@@ -1432,3 +1432,66 @@ def input_archive_copy_keeps_holes_and_its_bound(t):
     eq(r["inputs"][0]["archive_sha256"], sha256sum(small), "its digest")
     t.assert_next_run_ok()
 
+
+
+@test
+def io_the_runs_policy_and_request_are_not_the_programs_to_rewrite(t):
+    """The --policy the run was started with inside the workspace: the
+    program rewrote it, and the next run of the same command line wrote
+    where the first could not; an export with --output-overwrite replaced
+    it the same way from the output directory (found by a probing
+    session). Inside a root the program may write, or of several names,
+    it is refused as a record is (125, nothing runs); in the output
+    directory its name and the request's are never an export's."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        text = f.read()
+    inside = os.path.join(ws, "policy.json")
+    with open(inside, "w") as f:
+        f.write(text)
+    marker = os.path.join(ws, "ran")
+    run = t.corral(["run", "-w", ws, "--policy", inside, "--",
+                    "touch", marker])
+    eq(run.code, 125, "policy in the workspace: exit status (stderr %r)"
+       % run.err)
+    contains(run.err.decode(), "rules of a later run", "the reason")
+    eq(os.path.exists(marker), False, "the program never ran")
+    req = os.path.join(ws, "req.json")
+    with open(req, "w") as f:
+        json.dump({"command": ["touch", marker]}, f)
+    run = t.corral(["run", "-w", ws, "--request", req])
+    eq(run.code, 125, "request in the workspace: exit status (stderr %r)"
+       % run.err)
+    eq(os.path.exists(marker), False, "the program never ran")
+    rw = t.path("rw")
+    os.makedirs(rw)
+    in_rw = os.path.join(rw, "policy.json")
+    with open(in_rw, "w") as f:
+        f.write(text)
+    run = t.corral(["run", "--rw", rw, "--policy", in_rw, "--", "true"])
+    eq(run.code, 125, "policy in a --rw root: exit status (stderr %r)"
+       % run.err)
+    two = t.path("policy2.json")
+    os.link(in_rw, two)
+    run = t.corral(["run", "--policy", two, "--", "true"])
+    eq(run.code, 125, "a policy of two names: exit status (stderr %r)"
+       % run.err)
+    contains(run.err.decode(), "2 names", "the reason")
+    # In the output directory: kept, and named in artifacts_skipped.
+    out = t.path("out")
+    os.makedirs(out)
+    pol = os.path.join(out, "policy.json")
+    with open(pol, "w") as f:
+        f.write(text)
+    r = ok_run(t, ["--policy", pol, "--output-dir", out,
+                   "--output-overwrite", "--output", "*.json", "--",
+                   "sh", "-c", "echo '{}' > policy.json; echo x > other.json"])
+    with open(pol) as f:
+        eq(f.read(), text, "the policy file is the caller's")
+    skipped = {s["path"]: s["reason"] for s in r.get("artifacts_skipped", [])}
+    contains(skipped.get("policy.json", ""), "the policy or request",
+             "the policy's name is not exported")
+    eq([a["path"] for a in r.get("artifacts", [])], ["other.json"],
+       "the other file is")
+    t.assert_next_run_ok()

@@ -209,6 +209,13 @@ static const char *kind_of(mode_t m)
 	       S_ISDIR(m) ? "a directory" : "not a regular file";
 }
 
+/* Is st the file known as k (st_nlink 0: none)? */
+static bool same_file(const struct stat *k, const struct stat *st)
+{
+	return k->st_nlink && k->st_dev == st->st_dev &&
+	       k->st_ino == st->st_ino;
+}
+
 /* NAME in dirfd is corral's result file (written after this, by
  * unlink-and-create), its audit trail or the file --json writes the
  * record to: an export there would replace the record (a probing session
@@ -223,13 +230,14 @@ static bool reserved(const struct collect *x, int dirfd, const char *name)
 	    fstat(dirfd, &st) == 0 && st.st_dev == x->result_dir.st_dev &&
 	    st.st_ino == x->result_dir.st_ino)
 		return true;
-	if ((!x->audit.st_nlink && !x->json_out.st_nlink) ||
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
-	return (x->audit.st_nlink && st.st_dev == x->audit.st_dev &&
-		st.st_ino == x->audit.st_ino) ||
-	       (x->json_out.st_nlink && st.st_dev == x->json_out.st_dev &&
-		st.st_ino == x->json_out.st_ino);
+	/* The records, and the policy and request the run's rules came
+	 * from (run.c): an export over one of those rewrote the next
+	 * run's rules (found by a probing session). */
+	return same_file(&x->audit, &st) || same_file(&x->json_out, &st) ||
+	       same_file(&x->run->cfg->rules_st[0], &st) ||
+	       same_file(&x->run->cfg->rules_st[1], &st);
 }
 
 /* The directory of rel in the output directory, made as needed. */
@@ -312,7 +320,7 @@ static const char *export(struct collect *x, int src, const struct stat *st,
 	int fd;
 
 	if (dir == -EPERM || (dir >= 0 && reserved(x, dir, leaf)))
-		return "its name in the output directory is corral's result file or audit trail";
+		return "its name in the output directory is corral's result file or audit trail, or the policy or request the run was given";
 	if (dir < 0)
 		return dir == -ELOOP || dir == -ENOTDIR ?
 		       "the output directory has a link or a file on its path" :
