@@ -1023,6 +1023,22 @@ def io_artifacts_skipped_bounded(t):
     eq(len(r["artifacts_skipped"]), 256, "listed")
     eq(r["artifacts_skipped_dropped"], 44, "counted")
     eq(os.listdir(out), [], "the output directory")
+    # Files the program made unreadable were listed past the bound and
+    # left out of the audit's count (found by a probing session). As
+    # root corral reads them anyway: exported then, never more listed.
+    audit = t.path("audit.jsonl")
+    r = ok_run(t, ["--audit", audit, "--output", "*", "--output-dir",
+                   t.path("out2"), "--", "sh", "-c",
+                   "i=0; while [ $i -lt 300 ]; do ln -s /etc/passwd l$i; "
+                   ": > f$i; chmod 000 f$i; i=$((i+1)); done"])
+    listed, dropped = len(r["artifacts_skipped"]), r["artifacts_skipped_dropped"]
+    eq(listed, 256, "listed, with unreadable files")
+    eq(listed + dropped + len(r["artifacts"]), 600, "every name accounted")
+    with open(audit) as f:
+        ev = [json.loads(line) for line in f]
+    art = [e for e in ev if e.get("event") == "artifacts"]
+    eq([e.get("skipped") for e in art], [listed + dropped],
+       "the audit's count of skipped names")
 
 
 # ---- what the program chose crossing back: a fifth probing round ----
