@@ -413,3 +413,40 @@ def broker_ca_file_the_run_can_repoint_is_refused(t):
                  "the message names the file")
     finally:
         srv.shutdown()
+
+
+PREFIXES = r'''
+import json, os, urllib.request, urllib.error
+u = os.environ["CORRAL_BROKER_UP"]
+out = {}
+for path in ("/api", "/api/x", "/api?q=1", "/apix", "/api-private/x",
+             "/ap"):
+    try:
+        out[path] = urllib.request.urlopen(u + path, timeout=30).status
+    except urllib.error.HTTPError as e:
+        out[path] = e.code
+print(json.dumps(out))
+'''
+
+
+@test
+def broker_path_prefixes_match_whole_segments(t):
+    """A credential's path prefix "/api" also signed /apix and
+    /api-private/... (a byte prefix; found by a probing session). It
+    covers /api and what is beneath it now, and nothing else."""
+    srv, log, cert = _upstream(t)
+    try:
+        port = srv.server_address[1]
+        pol = _policy(t, port, cert, path_prefixes=["/api"])
+        prog = t.write("prefixes.py", PREFIXES)
+        run = t.corral(["run", "--json", "--policy", pol, "--ro", t.tmp,
+                        "--", "python3", prog],
+                       env={"UP_SECRET": "brk-" + secrets.token_hex(8)})
+    finally:
+        srv.shutdown()
+    r = t.result(run)
+    eq(run.code, 0, "exit (%s)" % run.summary())
+    eq(json.loads(r["stdout"]),
+       {"/api": 200, "/api/x": 200, "/api?q=1": 200, "/apix": 403,
+        "/api-private/x": 403, "/ap": 403}, "statuses")
+    t.assert_next_run_ok()

@@ -122,7 +122,12 @@ const char *cr_broker_rule_problem(const struct cred_rt *r, const char *method,
 	for (size_t i = 0; !ok && i < c->path_prefixes.n; i++) {
 		size_t l = strlen(c->path_prefixes.v[i]);
 
-		ok = plen >= l && !strncmp(target, c->path_prefixes.v[i], l);
+		/* By whole segments: "/a/project" is /a/project and what
+		 * is beneath it, not /a/project-private (found by a
+		 * probing session); a prefix ending in '/' already is. */
+		ok = plen >= l && !strncmp(target, c->path_prefixes.v[i], l) &&
+		     (plen == l || c->path_prefixes.v[i][l - 1] == '/' ||
+		      target[l] == '/');
 	}
 	return ok ? NULL : "the path is outside the credential's prefixes";
 }
