@@ -923,6 +923,93 @@ s.close()
         srv.close()
 
 
+def halfclose_handler(c, rec):
+    """'down': read the request to its end, answer 6 MiB, close; 'up__':
+    half-close first, wait, read everything; 'rst_': answer 2 MiB, then
+    abort."""
+    mode = c.recv(4)
+    if mode == b"down":
+        while c.recv(65536):
+            pass
+        c.sendall(b"z" * (6 << 20))
+    elif mode == b"up__":
+        c.shutdown(socket.SHUT_WR)
+        time.sleep(1)
+        while True:
+            d = c.recv(4096)
+            if not d:
+                break
+            rec["in"] += len(d)
+            time.sleep(0.0005)
+    else:
+        c.sendall(b"r" * (2 << 20))
+        time.sleep(0.3)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+    c.close()
+
+
+HALFCLOSE_PROG = r'''
+import socket, sys, time
+port = int(sys.argv[1])
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"down" + b"request")
+s.shutdown(socket.SHUT_WR)
+time.sleep(1)
+n = 0
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    n += len(d)
+print("down", n)
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"up__")
+s.sendall(b"u" * (6 << 20))
+s.close()
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"rst_")
+time.sleep(1.5)
+n, end = 0, "EOF"
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        n += len(d)
+except OSError as e:
+    end = type(e).__name__
+print("rst", n, end)
+'''
+
+
+@test
+def net_proxy_delivers_everything_before_an_end(t):
+    """A hang-up closed the relay when nothing moved at that moment: a
+    download after the program's half-close, read slowly, ended in a
+    clean EOF at 3.9 of 10 MiB, and an upload to a server that had
+    half-closed first lost 6 of 10 MiB; what a server sent before its
+    reset was cut short too (found by a probing session). Everything
+    queued is delivered first now; a reset follows its bytes."""
+    srv = TcpServer(halfclose_handler)
+    try:
+        run, r = net_run(t, [str(srv.port)], HALFCLOSE_PROG,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port] +
+                         budget(nbytes="64MiB"))
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        out = r["stdout"]
+        contains(out, "down %d\n" % (6 << 20), "the slow download, whole")
+        contains(out, "rst %d ConnectionResetError" % (2 << 20),
+                 "the bytes before the reset, then the reset")
+        true(wait_for(lambda: all(c["done"] for c in srv.conns), 20),
+             "server connections done")
+        eq([c["in"] for c in srv.conns if c["in"]], [6 << 20],
+           "the upload the server read slowly")
+    finally:
+        srv.close()
+    t.assert_next_run_ok()
+
+
 SNI_PROG = r'''
 import socket, ssl, sys
 port, how = int(sys.argv[1]), sys.argv[2]

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <cJSON.h>
@@ -51,6 +52,12 @@ struct cr_net_conn {
 	size_t pipesz[2];	/* capacity of pipe[d] */
 	bool eof[2];
 	bool shut[2];		/* fd[!d] was shut for writing */
+	bool rst[2];		/* fd[d] ended in an error (a reset): once
+				 * what it sent is delivered, fd[!d] is
+				 * reset in turn */
+	int dfd;		/* owned: the reset's wait for fd[!d]'s
+				 * queue to empty, a timerfd, or -1 */
+	struct cr_watch *dw;
 	bool urg[2];		/* fd[d] said it holds urgent data */
 	int oob[2];		/* an urgent byte read from fd[d], not yet
 				 * sent on fd[!d] as urgent; or -1 */
@@ -128,6 +135,9 @@ static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
 	cr_loop_unwatch(run, c->tw);
 	if (c->tfd >= 0)
 		close(c->tfd);
+	cr_loop_unwatch(run, c->dw);
+	if (c->dfd >= 0)
+		close(c->dfd);
 	/* The peer entry stays: the program's socket outlives the relay and
 	 * getpeername must keep its answer (socket inode numbers are not
 	 * reused before 2^32 sockets; the table is bounded). */
@@ -135,6 +145,14 @@ static void conn_close(struct cr_run *run, struct cr_net_conn *c, bool reset)
 }
 
 enum pump_rc { PUMP_OK, PUMP_ERR, PUMP_BREACH };
+
+/* Is fd's send queue empty (or the socket past asking)? */
+static bool sent_all(int fd)
+{
+	int q = 0;
+
+	return ioctl(fd, SIOCOUTQ, &q) < 0 || q <= 0;
+}
 
 bool cr_net_charge(struct cr_run *run, uint64_t n)
 {
@@ -233,9 +251,14 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 						c->urg[d] = false;
 				}
 			}
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				return PUMP_ERR;
-			if (n == 0) {
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				/* A reset from the source: what it sent
+				 * before is still delivered, then the sink
+				 * is reset in turn (on_side), as natively a
+				 * reader gets the bytes and then the error. */
+				c->rst[d] = c->eof[d] = true;
+				moved = true;
+			} else if (n == 0) {
 				c->eof[d] = true;
 				moved = true;
 			} else if (n > 0) {
@@ -246,7 +269,7 @@ static enum pump_rc pump(struct cr_run *run, struct cr_net_conn *c, int d,
 					return PUMP_BREACH;
 			}
 		}
-		if (c->eof[d] && !c->inpipe[d] && !c->shut[d]) {
+		if (c->eof[d] && !c->rst[d] && !c->inpipe[d] && !c->shut[d]) {
 			/* Everything the source sent has been delivered:
 			 * pass its half-close on. */
 			shutdown(c->fd[!d], SHUT_WR);
@@ -310,6 +333,47 @@ static int sni_check(struct cr_run *run, struct cr_net_conn *c)
 	return -1;
 }
 
+static void on_reset_wait(struct cr_run *run, uint32_t events, void *arg)
+{
+	struct cr_net_conn *c = arg;
+	uint64_t ticks;
+
+	(void)events;
+	if (read(c->dfd, &ticks, sizeof(ticks)) < 0 && errno == EAGAIN)
+		return;
+	for (int d = 0; d < 2; d++)
+		if (c->rst[d] && sent_all(c->fd[!d])) {
+			conn_close(run, c, true);
+			return;
+		}
+}
+
+/*
+ * fd[d] was reset and everything it sent is in fd[!d]'s send queue: fd[!d]
+ * is reset too, once that queue has emptied (a reset drops what it still
+ * holds, and natively those bytes reached the reader before the error).
+ * The queue empties as the reader reads, with no event to say so: it is
+ * looked at every 10 ms until then, or the connection is reset at once
+ * when no timer can be had.
+ */
+static void reset_when_sent(struct cr_run *run, struct cr_net_conn *c, int d)
+{
+	static const struct itimerspec tick = {
+		.it_value = { .tv_nsec = 10000000 },
+		.it_interval = { .tv_nsec = 10000000 },
+	};
+
+	if (sent_all(c->fd[!d]) || c->dfd >= 0) {
+		if (c->dfd < 0)
+			conn_close(run, c, true);
+		return;
+	}
+	c->dfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->dfd < 0 || timerfd_settime(c->dfd, 0, &tick, NULL) < 0 ||
+	    !(c->dw = cr_loop_watch(run, c->dfd, EPOLLIN, on_reset_wait, c)))
+		conn_close(run, c, true);
+}
+
 static void on_side(struct cr_run *run, uint32_t events, void *arg)
 {
 	struct cr_net_side *s = arg;
@@ -349,11 +413,21 @@ static void on_side(struct cr_run *run, uint32_t events, void *arg)
 			return;
 		}
 	}
-	if ((c->eof[0] && c->eof[1] && !c->inpipe[0] && !c->inpipe[1]) ||
-	    ((events & (EPOLLERR | EPOLLHUP)) && !progress)) {
+	/* A hang-up or an error is not the end by itself: what is still
+	 * queued on the socket that hung up, or in a pipe, is delivered
+	 * first (closing then lost the rest of a half-closed download the
+	 * program read slowly; found by a probing session). The end is when
+	 * both ways are done, or a way reset and delivered. */
+	for (int d = 0; d < 2; d++)
+		if (c->rst[d] && !c->inpipe[d] && c->oob[d] < 0) {
+			reset_when_sent(run, c, d);
+			return;
+		}
+	if (c->eof[0] && c->eof[1] && !c->inpipe[0] && !c->inpipe[1]) {
 		conn_close(run, c, false);
 		return;
 	}
+	(void)events;
 }
 
 static void on_conn_timer(struct cr_run *run, uint32_t events, void *arg)
@@ -404,7 +478,7 @@ static void start_conn(struct cr_run *run, int fd,
 		return;
 	}
 	c->fd[0] = fd;
-	c->tfd = -1;
+	c->tfd = c->dfd = -1;
 	c->fd[1] = p->up;	/* made by the connect handler, or -1: now */
 	c->oob[0] = c->oob[1] = -1;
 	for (int i = 0; i < 2; i++) {
