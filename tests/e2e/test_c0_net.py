@@ -1948,3 +1948,44 @@ def net_ipv6_flow_labels_are_refused(t):
     true(any(d.get("syscall") == "setsockopt" and d.get("layer") == "net"
              for d in r.get("denials", [])), "recorded: %r" % r.get("denials"))
     t.assert_next_run_ok()
+
+
+@test
+def net_allowed_host_port_is_not_the_runs_for_a_bind_elsewhere(t):
+    """An allowed host service on 127.0.0.1:P was refused, a denial
+    recorded, once the run had bound 127.0.0.2:P: the check asked only
+    whether the run held port P on any address (found by a probing
+    session). The run's own socket counts only on the address it holds
+    (or its family's wildcard) now; a loopback port of the host's that no
+    rule allows is still refused."""
+    srv = TcpServer(echo_handler)
+    try:
+        prog = r'''
+import socket, sys
+p = int(sys.argv[1])
+l = socket.socket()
+l.bind(("127.0.0.2", p))
+c = socket.create_connection(("127.0.0.1", p), timeout=10)
+c.sendall(b"ping")
+print("allowed", c.recv(10))
+l.close()
+w = socket.socket()
+w.bind(("127.0.0.2", p + 1 if p < 65535 else p - 1))
+try:
+    socket.create_connection(("127.0.0.1", w.getsockname()[1]), timeout=10)
+    print("other connected")
+except OSError as e:
+    print("other", e.errno)
+'''
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port] +
+                         budget())
+        eq(run.code, 0, "exit status (stderr %r)" % r["stderr"])
+        contains(r["stdout"], "allowed b'ping'", "the allowed service")
+        contains(r["stdout"], "other 111", "a port no rule allows")
+        eq([d for d in r["denials"] if str(srv.port) in d.get("target", "")
+            and d.get("target", "").startswith("127.0.0.1:%d" % srv.port)],
+           [], "no denial of the allowed service")
+    finally:
+        srv.close()
+    t.assert_next_run_ok()

@@ -437,11 +437,10 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	if (!cr_net_ep_loopback(&dst))
 		return LOCAL_NO;
 	/* A host service an allow rule names goes through the proxy. */
-	if (by_rule && !cr_net_local_port(ns, dst.family, dst.port))
+	if (by_rule && !cr_net_local_holds(ns, &dst))
 		return LOCAL_NO;
 	judged = cr_net_local_listener(ns, &dst, &full);
-	if (judged < 0 || (judged == 0 && !cr_net_local_port(ns, dst.family,
-							      dst.port))) {
+	if (judged < 0 || (judged == 0 && !cr_net_local_holds(ns, &dst))) {
 		*v = cr_net_refused_later(ns, s, refuse_local(run, n, e, a, alen));
 		return LOCAL_DONE;
 	}

@@ -307,10 +307,14 @@ bool cr_net_local_find(const struct cr_netstate *ns, uint64_t ino,
 	return false;
 }
 
-bool cr_net_local_port(const struct cr_netstate *ns, int family, uint16_t port)
+bool cr_net_local_holds(const struct cr_netstate *ns,
+			const struct cr_net_ep *dst)
 {
 	for (size_t i = 0; i < ns->nlsn; i++)
-		if (ns->lsn[i].ep.family == family && ns->lsn[i].ep.port == port)
+		if (ns->lsn[i].ep.family == dst->family &&
+		    ns->lsn[i].ep.port == dst->port &&
+		    (ns->lsn[i].wildcard ||
+		     !memcmp(ns->lsn[i].ep.addr, dst->addr, sizeof(dst->addr))))
 			return true;
 	return false;
 }

@@ -461,8 +461,11 @@ int cr_net_local_bound(struct cr_netstate *ns, uint64_t ino,
 		       const struct cr_net_ep *ep, bool wildcard);
 bool cr_net_local_find(const struct cr_netstate *ns, uint64_t ino,
 		       struct cr_net_ep *ep, bool *wildcard);
-bool cr_net_local_port(const struct cr_netstate *ns, int family,
-		       uint16_t port);
+/* Does a socket of the run hold dst: its port on dst's address, or on its
+ * family's wildcard? (An allowed host service on 127.0.0.1:P is not the
+ * run's because the run bound 127.0.0.2:P.) */
+bool cr_net_local_holds(const struct cr_netstate *ns,
+			const struct cr_net_ep *dst);
 bool cr_net_published(const struct cr_netstate *ns, uint16_t port);
 /* Who would take a TCP connection to dst now (local.c); *full (if not
  * NULL) set when one of the run's listeners has its queue full. */
