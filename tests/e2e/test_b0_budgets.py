@@ -840,6 +840,21 @@ def budget_disk_one_big_file(t):
 
 
 @test
+def budget_disk_past_the_signed_offsets_leaves_writes_alone(t):
+    """A disk budget of 8 EiB or more made the file-size backstop 2^63 or
+    more, which the kernel reads as a negative offset: every write died of
+    SIGXFSZ (found by a probing session). Past 2^63 - 1 there is no
+    backstop now, as with no budget at all."""
+    for v in ("8388607TiB", "8388608TiB", "16000000TiB"):
+        run = t.corral(["run", "--json", "--limit", "disk=" + v, "--",
+                        "sh", "-c", "echo hi > f; cat f"])
+        r = t.result(run)
+        eq((r.get("status"), r.get("stdout"), r.get("signal")),
+           ("ok", "hi\n", None), "disk=%s (stderr %r)" % (v, r.get("stderr")))
+    t.assert_next_run_ok()
+
+
+@test
 def budget_disk_sparse_file_is_its_blocks(t):
     # A sparse file takes what is written, not its size: the budget counts
     # blocks, and the size backstop leaves room (CPython's test_io makes a

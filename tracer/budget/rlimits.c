@@ -46,9 +46,13 @@
 /* A quarter of a typical user's default (~96 000 on a 24 GiB host). */
 #define CR_BUDGET_SIGPENDING_MAX 24576
 
+/* v + add, or none past 2^63 - 1: the kernel compares a file's size
+ * with RLIMIT_FSIZE as a signed offset, so any value from 2^63 on (short
+ * of RLIM_INFINITY itself) refused every write with SIGXFSZ (a disk
+ * budget of 8 EiB; found by a probing session). */
 static rlim_t past(uint64_t v, uint64_t add)
 {
-	return v + add < v || v + add >= (uint64_t)RLIM_INFINITY ?
+	return v + add < v || v + add > (uint64_t)INT64_MAX ?
 	       RLIM_INFINITY : (rlim_t)(v + add);
 }
 
