@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 
-from harness import CFG, eq, true, test
+from harness import CFG, contains, eq, true, test
 from test_d1_fs_goodwork import _ok
 from test_d0_fs_attacks import FsFix
 
@@ -859,3 +859,61 @@ def fs_deny_of_proc_self_links_names_no_place_of_corrals(t):
     r = _ok(fx, run, "deny of /proc/self links")
     eq(r.get("stdout"), "devnull\nx\ncwd-denied\n", "stdout")
     fx.check()
+
+
+STDIN_REOPEN = r'''
+import os
+def r(label, f):
+    try:
+        print(label, f())
+    except OSError as e:
+        print(label, "errno", e.errno)
+r("read", lambda: open("/dev/stdin").read().strip())
+r("proc", lambda: open("/proc/self/fd/0").read().strip())
+r("stat", lambda: os.stat("/dev/stdin").st_size)
+r("append", lambda: open("/proc/self/fd/0", "a").write("x"))
+r("rdwr", lambda: os.open("/proc/self/fd/0", os.O_RDWR))
+r("chmod", lambda: os.chmod("/dev/stdin", 0o666))
+'''
+
+
+@test
+def fs_stdin_file_outside_the_roots_reopens_for_reading(t):
+    """A caller's `cmd < file` with the file outside every root: the
+    program holds it open for reading, but reopening it as /dev/stdin
+    (cat /dev/stdin, awk, head) failed ENOENT, its path judged (found by a
+    differential probing session). The reopen reads what the fd already
+    reads now, and nothing more: no write, no mode change."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    prog = os.path.join(ws, "stdin.py")
+    with open(prog, "w") as f:
+        f.write(STDIN_REOPEN)
+    data = t.path("input.txt")
+    with open(data, "w") as f:
+        f.write("the caller's input\n")
+    os.chmod(data, 0o444)
+    outs = {}
+    for mode in ("native", "auto", "off"):
+        if mode == "native":
+            argv = ["/usr/bin/python3", prog]
+        else:
+            argv = [t.prog("nons"), CFG.corral, "run", "--landlock=" + mode,
+                    "-w", ws, "--", "/usr/bin/python3", prog]
+        with open(data, "rb") as inp:
+            p = subprocess.run(argv, stdin=inp, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60, cwd=ws)
+        outs[mode] = p.stdout.decode()
+        contains(outs[mode], "\nproc the caller's input\n",
+                 "%s: the reopen reads (stderr %r)" % (mode, p.stderr))
+    for mode in ("auto", "off"):
+        got = dict(line.split(" ", 1) for line in outs[mode].splitlines()
+                   if " " in line)
+        eq(got["proc"], "the caller's input", "%s: through /proc" % mode)
+        eq(got["stat"], str(len("the caller's input\n")), "%s: stat" % mode)
+        for k in ("append", "rdwr", "chmod"):
+            true(got[k].startswith("errno"), "%s: %s refused: %r" %
+                 (mode, k, got[k]))
+    with open(data) as f:
+        eq(f.read(), "the caller's input\n", "the file is unchanged")
+    t.assert_next_run_ok()

@@ -949,6 +949,44 @@ static int deleted_link(struct walk *w, const char *nm, const char *cand,
 	return 0;
 }
 
+/*
+ * /proc/<pid>/fd/N of a file outside every root that the task holds open
+ * for reading: a caller's `cmd < file` on stdin, reopened as /dev/stdin
+ * (cat, head and awk failed ENOENT; found by a differential probing
+ * session). The fd already reads the whole file, so a reopen for reading
+ * gives nothing more: it is the object the task's fd holds now (a copy of
+ * it, never the link's text, which may name another file by now), read
+ * and stat-ed only, never written, re-moded or run. 1: not such a link,
+ * walked as before.
+ */
+static int held_link(struct walk *w, const char *nm, const char *cand,
+		     size_t plen, struct cr_fsres *res)
+{
+	pid_t tid = fd_dir_tid(w->cur, w->clen);
+	struct stat st;
+	int c, fl;
+
+	if (!tid || !is_num(nm, strlen(nm)))
+		return 1;
+	c = cr_tasks_getfd(w->run, tid, atoi(nm));
+	if (c < 0)
+		return 1;
+	fl = fcntl(c, F_GETFL);
+	if (fl < 0 || (fl & O_PATH) ||
+	    ((fl & O_ACCMODE) != O_RDONLY && (fl & O_ACCMODE) != O_RDWR) ||
+	    fstat(c, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_nlink) {
+		close(c);
+		return 1;
+	}
+	if (res->trailing_slash) {
+		close(c);
+		return -ENOTDIR;
+	}
+	link_result(w, res, c, &st, cand, plen);
+	res->acc = CR_FS_R | CR_FS_STAT;
+	return 0;
+}
+
 /* Is path (a name directly in /dev/shm) a root the caller named there, or
  * on the way to one? */
 static bool shm_root_at(const struct cr_fsstate *fs, const char *path,
@@ -1185,6 +1223,16 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 				    !S_ISDIR(ost.st_mode))
 					return -ENOTDIR;
 				return refuse(w, res, cand, plen, "proc");
+			}
+			if (magic && last && target[0] == '/' &&
+			    w->clen > 3 &&
+			    !strcmp(w->cur + w->clen - 3, "/fd") &&
+			    !(cr_fs_access(w->run, w->tid, target, (size_t)tl) &
+			      CR_FS_R)) {
+				int rc = held_link(w, nm, cand, plen, res);
+
+				if (rc <= 0)
+					return rc;
 			}
 			if (target[0] == '/') {
 				int rc;
