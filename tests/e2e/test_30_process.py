@@ -429,3 +429,46 @@ def recycled_pid_is_never_ours(t):
         true(("openat", "/proc/%d/status" % pid) in targets,
              "/proc of recycled pid %d recorded" % pid)
     t.assert_next_run_ok()
+
+
+PARENT_PROG = r'''
+import os, signal
+pp = os.getppid()
+def r(label, f):
+    try:
+        print(label, f())
+    except OSError as e:
+        print(label, "errno", e.errno)
+r("kill0", lambda: os.kill(pp, 0))
+r("sched", lambda: os.sched_getscheduler(pp))
+r("pgid", lambda: os.getpgid(pp) > 0)
+r("sid", lambda: os.getsid(pp) > 0)
+r("param", lambda: os.sched_getparam(pp).sched_priority)
+r("prio", lambda: os.getpriority(os.PRIO_PROCESS, pp) is not None)
+r("cont", lambda: os.kill(pp, signal.SIGCONT))
+r("limit", lambda: len(__import__("resource").prlimit(pp, 7)))
+'''
+
+
+@test
+def the_parent_of_the_first_process_is_there(t):
+    """The first process's parent is corral, alive and of the same uid,
+    but it looked gone: kill(getppid(), 0) and the scheduler and group
+    queries answered ESRCH, so a `kill -0 $PPID` watch ended at once and
+    CPython's test_posix failed (found by two probing sessions). The
+    reads answer as natively now; a real signal to corral is refused
+    (EPERM, recorded), and so are its limits (looked absent)."""
+    prog = t.write("parent.py", PARENT_PROG)
+    nat = t.native(["/usr/bin/python3", prog])
+    want = dict(l.split(" ", 1) for l in nat.out.decode().splitlines())
+    run = t.corral(["run", "--json", "--ro", t.tmp, "--",
+                    "/usr/bin/python3", prog])
+    r = t.result(run)
+    got = dict(l.split(" ", 1) for l in r["stdout"].splitlines())
+    for k in ("kill0", "sched", "pgid", "sid", "param", "prio"):
+        eq(got.get(k), want.get(k), "%s as natively" % k)
+    eq(got.get("cont"), "errno 1", "a signal to corral")
+    eq(got.get("limit"), "errno 3", "corral's limits")
+    true(any(d.get("syscall") == "kill" and d.get("layer") == "signal"
+             for d in r.get("denials", [])), "the signal is recorded")
+    t.assert_next_run_ok()

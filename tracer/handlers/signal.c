@@ -280,6 +280,17 @@ CR_HANDLER(cr_h_kill)
 		case CR_TARGET_OUTSIDE:
 			break;
 		}
+		/* corral itself, the first process's parent, is there: a
+		 * "kill -0 $PPID" loop ended at once when it looked gone
+		 * (found by two probing sessions). A signal to it is
+		 * refused, as one the program may not send. */
+		if (pid == getpid() && !sig)
+			return ok(0);
+		if (pid == getpid()) {
+			cr_deny(run, caller, e->name, "corral (the parent)",
+				"signal", "corral itself is not the run's to signal");
+			return err(EPERM);
+		}
 		return outside(run, n, e->name, "signal", pid);
 	}
 	/* The caller's own process group is one the run made (setpgid
