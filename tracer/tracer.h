@@ -845,6 +845,15 @@ int cr_audit_path_holds_writable(const struct cr_run_config *cfg,
 				 const char *real, char *which, size_t len);
 int cr_audit_path_writable(const struct cr_run_config *cfg, const char *ws,
 			   const char *real, char *which, size_t len);
+/* Is real inside an exec root, or around an exec or read root (the
+ * output directory's rule)? 1 (why in which), 0 no. */
+int cr_audit_path_near_roots(const struct cr_run_config *cfg,
+			     const char *real, char *which, size_t len);
+/* Would artifacts exported to real expose the caller: /, the caller's
+ * home or an ancestor of it, inside or around a root the class denies?
+ * -EPERM and why. */
+int cr_workspace_judge(const struct cr_run_config *cfg, const char *real,
+		       char *why, size_t len);
 
 /* tracer/audit/verify.c: `corral audit verify FILE [--head H]`. */
 int cr_audit_verify_main(int argc, char **argv);

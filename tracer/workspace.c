@@ -81,6 +81,12 @@ static int judge(const struct cr_run_config *cfg, const char *path,
 	return 0;
 }
 
+int cr_workspace_judge(const struct cr_run_config *cfg, const char *real,
+		       char *why, size_t len)
+{
+	return judge(cfg, real, why, len);
+}
+
 int cr_workspace_check(const struct cr_run_config *cfg, const char *given,
 		       char *why, size_t len)
 {

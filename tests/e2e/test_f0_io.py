@@ -1511,3 +1511,47 @@ def io_the_runs_policy_and_request_are_not_the_programs_to_rewrite(t):
     eq([a["path"] for a in r.get("artifacts", [])], ["other.json"],
        "the other file is")
     t.assert_next_run_ok()
+
+
+@test
+def io_output_dir_is_never_where_the_programs_files_become_the_callers(t):
+    """--output-dir was judged against the workspace and the writable
+    roots only: the program's files, modes kept, landed in the caller's
+    home (.bash_login), in a directory the class denies (an
+    authorized_keys in ~/.ssh, which the program itself could not see),
+    and as a new tool inside an exec root (found by a probing session).
+    Those places are refused as a workspace there is (125, nothing runs),
+    and --workspace-unsafe lifts it, as it does for -w."""
+    home = t.path("home")
+    ssh = os.path.join(home, ".ssh")
+    os.makedirs(ssh)
+    tools = t.path("tools")
+    os.makedirs(os.path.join(tools, "bin"))
+    with open(os.path.join(CFG.policy_dir, "default.json")) as f:
+        doc = json.load(f)
+    doc["classes"]["default"]["fs"]["deny"] = \
+        doc["classes"]["default"]["fs"].get("deny", []) + [ssh]
+    pol = t.write("policy.json", json.dumps(doc))
+    marker = t.path("ran")
+    cases = (
+        (["--output-dir", home], {"HOME": home}, "home directory"),
+        (["--output-dir", ssh], {}, "denies"),
+        (["--exec", os.path.join(tools, "bin"), "--output-dir", tools], {},
+         "around"),
+        (["--exec", tools, "--output-dir", os.path.join(tools, "bin")], {},
+         "inside"),
+        (["--ro", os.path.join(tools, "bin"), "--output-dir", tools], {},
+         "read root"))
+    for extra, env, needle in cases:
+        run = t.corral(["run", "--policy", pol, "--output", "**"] + extra +
+                       ["--", "touch", marker], env=env or None)
+        eq(run.code, 125, "%s: exit status (stderr %r)" % (extra, run.err))
+        contains(run.err.decode(), needle, "%s: the reason" % extra)
+        eq(os.path.exists(marker), False, "%s: the program never ran" % extra)
+    eq(sorted(os.listdir(home)), [".ssh"], "nothing planted in the home")
+    # Lifted by --workspace-unsafe, as -w's refusals are.
+    r = ok_run(t, ["--workspace-unsafe", "--exec", os.path.join(tools, "bin"),
+                   "--output-dir", tools, "--output", "bin/x", "--", "sh",
+                   "-c", "mkdir bin; echo x > bin/x"])
+    eq([a["path"] for a in r["artifacts"]], ["bin/x"], "exported when lifted")
+    t.assert_next_run_ok()

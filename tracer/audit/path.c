@@ -101,3 +101,44 @@ int cr_audit_path_holds_writable(const struct cr_run_config *cfg,
 		}
 	return 0;
 }
+
+/* An exec root holding real, or real holding an exec or read root, as
+ * written or as resolved: 1 (the root named in which), else 0. */
+int cr_audit_path_near_roots(const struct cr_run_config *cfg,
+			     const char *real, char *which, size_t len)
+{
+	const struct {
+		const struct cr_strlist *l;
+		const char *kind;
+		bool inside;	/* real inside the root counts too */
+	} lists[] = {
+		{ &cfg->cls->fs_exec, "the exec root", true },
+		{ &cfg->extra_exec, "the exec root", true },
+		{ &cfg->cls->fs_read, "the read root", false },
+		{ &cfg->extra_ro, "the read root", false },
+	};
+	size_t rl = strlen(real);
+
+	for (size_t l = 0; l < CR_ARRAY_SIZE(lists); l++)
+		for (size_t i = 0; i < lists[l].l->n; i++) {
+			const char *root = lists[l].l->v[i];
+			char *rr = root_real(root);
+			bool around = (root[0] == '/' &&
+				       cr_path_within(real, rl, root, strlen(root))) ||
+				      (rr && cr_path_within(real, rl, rr, strlen(rr)));
+			bool in = lists[l].inside &&
+				  ((root[0] == '/' &&
+				    cr_path_within(root, strlen(root), real, rl)) ||
+				   (rr && cr_path_within(rr, strlen(rr), real, rl)));
+
+			free(rr);
+			if (around || in) {
+				snprintf(which, len, "%s %s, where the program's files would become the run's own",
+					 in ? "inside" : "around", root);
+				snprintf(which + strlen(which), len - strlen(which), " (%s)",
+					 lists[l].kind);
+				return 1;
+			}
+		}
+	return 0;
+}

@@ -60,6 +60,20 @@ static int check_out_dir(struct cr_run *run, const char *real, char *err,
 			cfg->output_dir, which);
 		return -EINVAL;
 	}
+	/* What the program made lands there, modes kept: the places a
+	 * workspace may not be (the caller's home, a denied root), and an
+	 * exec root or around one or a read root, would put its files where
+	 * the caller or a later run takes them for their own (a probing
+	 * session planted ~/.bash_login, an authorized_keys in a denied
+	 * ~/.ssh and a tool in an exec root). --workspace-unsafe lifts it,
+	 * as it does for -w. */
+	if (!cfg->ws_unsafe &&
+	    (cr_workspace_judge(cfg, real, which, sizeof(which)) ||
+	     cr_audit_path_near_roots(cfg, real, which, sizeof(which)))) {
+		cr_errf(err, errlen, "--output-dir %s: %s (--workspace-unsafe to use it anyway)",
+			cfg->output_dir, which);
+		return -EINVAL;
+	}
 	return 0;
 }
 
