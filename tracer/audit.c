@@ -144,6 +144,21 @@ int cr_audit_open(struct cr_run *run, const char *ws, char *err,
 		run->audit_fd = -1;
 		return -EPERM;
 	}
+	/* --json's record on the trail itself (`--json >> trail`): a line
+	 * past the chain, and `corral audit verify` then failed (found by a
+	 * probing session); --result naming it is refused the same way. */
+	{
+		struct stat out;
+
+		if (run->cfg->json && fstat(STDOUT_FILENO, &out) == 0 &&
+		    out.st_dev == st.st_dev && out.st_ino == st.st_ino) {
+			cr_errf(err, errlen, "--audit %s: --json writes the record to the same file (stdout)",
+				path);
+			close(run->audit_fd);
+			run->audit_fd = -1;
+			return -EINVAL;
+		}
+	}
 	fcntl(run->audit_fd, F_SETFL, O_APPEND);
 	if (claim_id(run->audit_fd, run->cfg->task_id)) {
 		cr_errf(err, errlen, "--audit %s: a live run already writes task id %s to this trail",

@@ -7,7 +7,7 @@ import stat
 import subprocess
 
 import harness
-from harness import CFG, eq, ne, true, test, mode_of, contains
+from harness import CFG, eq, ne, true, test, mode_of, contains, not_contains
 
 
 @test
@@ -502,3 +502,42 @@ def given_workspace_gets_its_owner_bits_back(t):
     r = t.result(run)
     eq(r.get("status"), "ok", "the next run in it (%r)" % r.get("message"))
     eq(r.get("stdout"), "x\n", "the next run's stdout")
+
+
+@test
+def json_record_file_is_the_callers_not_the_programs(t):
+    """The file --json writes to (`>> records.jsonl`) in a directory the
+    program may read held every earlier run's whole record, stdout
+    included, and the program read it; with the same file as --audit,
+    the record went after the chain and `corral audit verify` failed
+    (found by a probing session). The file is absent to the program, as
+    --result's and the trail's are, and the trail is refused as stdout."""
+    recs = t.path("recs")
+    os.makedirs(recs)
+    out = os.path.join(recs, "results.jsonl")
+    with open(out, "w") as f:
+        f.write('{"stdout": "EARLIER-RECORD"}\n')
+    corral = [t.prog("nons"), CFG.corral] + harness.landlock_args(
+        ["run", "--json", "--ro", recs, "--", "sh", "-c",
+         "ls %s; cat %s; true" % (recs, out)])
+    with open(out, "a") as f:
+        p = subprocess.run(corral, stdout=f, stderr=subprocess.PIPE,
+                           timeout=60)
+    eq(p.returncode, 0, "exit status (stderr %r)" % p.stderr)
+    with open(out) as f:
+        lines = f.read().splitlines()
+    r = json.loads(lines[-1])
+    not_contains(r.get("stdout", ""), "EARLIER-RECORD", "what the program read")
+    not_contains(r.get("stdout", ""), "results.jsonl", "what the program listed")
+    audit = t.path("a.jsonl")
+    ok = t.corral(["run", "--audit", audit, "--", "true"])
+    eq(ok.code, 0, "an earlier run on the trail (stderr %r)" % ok.err)
+    corral = [t.prog("nons"), CFG.corral] + harness.landlock_args(
+        ["run", "--json", "--audit", audit, "--", "true"])
+    with open(audit, "a") as f:
+        p = subprocess.run(corral, stdout=f, stderr=subprocess.PIPE,
+                           timeout=60)
+    eq(p.returncode, 125, "--json onto the trail (stderr %r)" % p.stderr)
+    v = t.corral(["audit", "verify", audit])
+    eq(v.code, 0, "the trail verifies (stdout %r)" % v.out)
+    t.assert_next_run_ok()

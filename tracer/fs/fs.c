@@ -591,6 +591,20 @@ static int hide_records(struct cr_run *run, struct cr_fsstate *fs)
 				rc = cr_fsrules_add_deny(&fs->rules, real);
 		}
 	}
+	/* The file --json writes the record to (`>> records.jsonl`): every
+	 * earlier run's whole record, stdout included, which a program with
+	 * --ro of its directory read (found by a probing session). */
+	if (!rc && cfg->json) {
+		struct stat st;
+		bool file = fstat(STDOUT_FILENO, &st) == 0 &&
+			    S_ISREG(st.st_mode);
+
+		/* One without a name (removed since) cannot be read by it. */
+		if (file && !cr_fd_realpath(STDOUT_FILENO, real, sizeof(real)) &&
+		    st.st_nlink &&
+		    cr_fsrules_access(&fs->rules, real, strlen(real)))
+			rc = cr_fsrules_add_deny(&fs->rules, real);
+	}
 	return rc;
 }
 
