@@ -429,7 +429,16 @@ int cr_options_load(int argc, char **argv, struct cr_run_config *cfg,
 			goto out;
 	}
 	if (cfg->req) {
-		rc = cr_request_narrows(cfg->req, cfg->cls, err, errlen);
+		/* The class as the operator raised it: a request asking 90s
+		 * of a `--limit wall=120s` run over a 1m class was refused
+		 * (found by a probing session). A lowered limit still caps
+		 * what the request gets, below. */
+		struct cr_class eff = *cfg->cls;
+
+		for (int i = 0; i < CR_LIM__COUNT; i++)
+			if (cfg->limits.v[i] > eff.limits.v[i])
+				eff.limits.v[i] = cfg->limits.v[i];
+		rc = cr_request_narrows(cfg->req, &eff, err, errlen);
 		if (rc)
 			goto out;
 		for (int i = 0; i < CR_LIM__COUNT; i++)

@@ -397,3 +397,18 @@ def policy_check_missing_file(t):
     eq(run.code, 1, "exit status")
     contains(run.err.decode("utf-8", "replace"), "no-such.json", "stderr")
     eq(run.out, b"", "stdout")
+
+
+@test
+def request_limits_narrow_the_class_as_the_operator_raised_it(t):
+    """A request's limits were judged against the class alone: with the
+    operator's --limit wall=120s over a 1m class, a request asking 90s
+    was refused (found by a probing session). The operator's raise is
+    what the request may narrow now; past it is still refused."""
+    for asked, code in (("90s", 0), ("150s", 126)):
+        req = t.write("req.json", json.dumps({
+            "command": ["true"], "limits": {"wall": asked}}))
+        run = t.corral(["run", "--limit", "wall=120s", "--request", req])
+        eq(run.code, code, "asked %s: exit status (stderr %r)" %
+           (asked, run.err))
+    t.assert_next_run_ok()
