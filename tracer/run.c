@@ -423,6 +423,34 @@ int cr_run_main(int argc, char **argv)
 				code = CR_EXIT_USAGE;
 				goto out;
 			}
+			/* The file itself as the workspace or the output
+			 * directory, which corral makes as a directory after
+			 * this check: the program ran and its record was
+			 * lost (found by a probing session). */
+			{
+				const char *b = strrchr(cfg.result_file, '/');
+				const char *dirs[2] = { ws, cfg.output_dir };
+				char full[2 * PATH_MAX + 2];
+
+				b = b ? b + 1 : cfg.result_file;
+				snprintf(full, sizeof(full), "%s/%s",
+					 strcmp(real, "/") ? real : "", b);
+				for (int i = 0; i < 2; i++) {
+					char *d = dirs[i] ?
+						  cr_audit_root_real(dirs[i]) : NULL;
+					bool same = d && !strcmp(d, full);
+
+					free(d);
+					if (same) {
+						fprintf(stderr, "corral: --result %s: it is the %s, a directory corral makes\n",
+							cfg.result_file,
+							i ? "--output-dir" :
+							"workspace");
+						code = CR_EXIT_USAGE;
+						goto out;
+					}
+				}
+			}
 		}
 	}
 	/* The record on stdout (--json) is a record too: a file there that

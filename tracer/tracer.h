@@ -845,6 +845,10 @@ int cr_audit_path_holds_writable(const struct cr_run_config *cfg,
 				 const char *real, char *which, size_t len);
 int cr_audit_path_writable(const struct cr_run_config *cfg, const char *ws,
 			   const char *real, char *which, size_t len);
+/* A root as the kernel reaches it: realpath when it exists, else its
+ * parent's realpath and its last name; NULL when neither resolves.
+ * Allocated. */
+char *cr_audit_root_real(const char *root);
 /* Is real inside an exec root, or around an exec or read root (the
  * output directory's rule)? 1 (why in which), 0 no. */
 int cr_audit_path_near_roots(const struct cr_run_config *cfg,

@@ -121,6 +121,17 @@ def result_file_in_workspace_refused(t):
     run = t.corral(["run", "--workspace", ws, "--result",
                     os.path.join(link, "res.json"), "--", "true"])
     eq(run.code, 125, "through a link: exit status (stderr %r)" % run.err)
+    # The result's own name as the workspace or the output directory,
+    # both made as directories after the check: the program ran and its
+    # record was lost (found by a probing session). Refused first now.
+    same = t.path("same.json")
+    for extra in (["--workspace", same], ["--output-dir", same,
+                                          "--output", "x"]):
+        run = t.corral(["run", "--result", same] + extra +
+                       ["--", "touch", marker])
+        eq(run.code, 125, "%s: exit status (stderr %r)" % (extra, run.err))
+        contains(run.err.decode(), "a directory corral makes", "the reason")
+        eq(os.path.exists(same), False, "%s: nothing made" % extra)
     outside = t.path("res.json")
     run = t.corral(["run", "--workspace", ws, "--result", outside, "--",
                     "true"])

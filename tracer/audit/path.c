@@ -38,6 +38,11 @@ static char *root_real(const char *root)
 	return out;
 }
 
+char *cr_audit_root_real(const char *root)
+{
+	return root_real(root);
+}
+
 /* Judged against the root as written and as resolved: a root reached
  * through a link is the same directory. */
 static int within_root(const char *root, const char *real, const char *kind,
