@@ -154,6 +154,17 @@ int cr_output_pattern_check(const char *p, char *msg, size_t msglen)
 			"has at most %d", q, n, CR_OUTPUT_MAX_COMPONENTS);
 		return -EINVAL;
 	}
+	/* "." or "./" names no file and matched nothing, silently (a caller
+	 * meaning the whole workspace got no artifact; found by a probing
+	 * session). */
+	if (!n) {
+		char q[96];
+
+		cr_str_quote(p, q, sizeof(q));
+		cr_errf(msg, msglen, "%s names no file; \"**\" matches every "
+			"file of the workspace", q);
+		return -EINVAL;
+	}
 	return 0;
 }
 

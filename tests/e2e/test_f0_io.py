@@ -1005,7 +1005,10 @@ def io_usage_errors(t):
             (["--input", t.path("nope") + ":../x"], ".."),
             (["-w", ws, "--output", "x", "--output-dir",
               os.path.join(ws, "o")], "workspace"),
-            (["--input", t.path("missing") + ":m"], "cannot open")):
+            (["--input", t.path("missing") + ":m"], "cannot open"),
+            # "." matched nothing, silently (found by a probing session)
+            (["--output", ".", "--output-dir", t.path("o")], "names no file"),
+            (["--output", "./", "--output-dir", t.path("o")], "names no file")):
         run = t.corral(["run"] + args + ["--", "true"])
         eq(run.code, 125, "%s: exit status (stderr %r)" % (args, run.err))
         contains(run.err.decode(), needle, "%s: stderr" % args)
