@@ -287,8 +287,11 @@ CR_HANDLER(cr_h_kill)
 		if (pid == getpid() && !sig)
 			return ok(0);
 		if (pid == getpid()) {
-			cr_deny(run, caller, e->name, "corral (the parent)",
-				"signal", "corral itself is not the run's to signal");
+			char target[48];
+
+			snprintf(target, sizeof(target), "pid %ld", (long)pid);
+			cr_deny(run, caller, e->name, target, "signal",
+				"corral itself (the first process's parent) is not the run's to signal");
 			return err(EPERM);
 		}
 		return outside(run, n, e->name, "signal", pid);
