@@ -1989,3 +1989,45 @@ except OSError as e:
     finally:
         srv.close()
     t.assert_next_run_ok()
+
+
+def abort_handler(c, rec):
+    c.sendall(b"a" * (256 << 10))
+    time.sleep(0.3)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+
+
+@test
+def net_reset_read_late_is_not_a_connection_held(t):
+    """A server that sends and aborts, read by the program seconds later:
+    corral held the relay open while its bytes waited, and net-conn-time
+    ended the run for a connection that had ended (found by a probing
+    session). The connection's time stops at its reset; the program reads
+    the bytes, then the reset, and the run is ok."""
+    srv = TcpServer(abort_handler)
+    try:
+        prog = r'''
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+time.sleep(2.5)
+n, end = 0, "EOF"
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        n += len(d)
+except OSError as e:
+    end = type(e).__name__
+print(n, end)
+'''
+        run, r = net_run(t, [str(srv.port)], prog,
+                         ["--allow-net", "127.0.0.1:%d" % srv.port,
+                          "--limit", "net-conn-time=1s"] + budget())
+        eq(r.get("status"), "ok", "status (message %r)" % r.get("message"))
+        eq(r.get("stdout"), "%d ConnectionResetError\n" % (256 << 10),
+           "the bytes, then the reset")
+    finally:
+        srv.close()
+    t.assert_next_run_ok()
