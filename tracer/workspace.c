@@ -72,8 +72,16 @@ static int judge(const struct cr_run_config *cfg, const char *path,
 	 * denies must not be inside it (nor it inside one). */
 	for (size_t i = 0; cfg->cls && i < cfg->cls->fs_deny.n; i++) {
 		const char *d = cfg->cls->fs_deny.v[i];
+		/* As written and as resolved: a deny entry written through
+		 * a link (/var/run for /run) is the same place (found by a
+		 * probing session). */
+		char *rd = cr_audit_root_real(d);
+		bool hit = path_within(d, path) || path_within(path, d) ||
+			   (rd && (path_within(rd, path) ||
+				   path_within(path, rd)));
 
-		if (path_within(d, path) || path_within(path, d)) {
+		free(rd);
+		if (hit) {
 			snprintf(why, len, "the class denies %s", d);
 			return -EPERM;
 		}

@@ -126,7 +126,9 @@ def result_file_in_workspace_refused(t):
     # record was lost (found by a probing session). Refused first now.
     same = t.path("same.json")
     for extra in (["--workspace", same], ["--output-dir", same,
-                                          "--output", "x"]):
+                                          "--output", "x"],
+                  ["--workspace", same + "/"],
+                  ["--output-dir", same + "//", "--output", "x"]):
         run = t.corral(["run", "--result", same] + extra +
                        ["--", "touch", marker])
         eq(run.code, 125, "%s: exit status (stderr %r)" % (extra, run.err))

@@ -1033,7 +1033,7 @@ def io_artifacts_skipped_bounded(t):
     r = ok_run(t, ["--audit", audit, "--output", "*", "--output-dir",
                    t.path("out2"), "--", "sh", "-c",
                    "i=0; while [ $i -lt 300 ]; do ln -s /etc/passwd l$i; "
-                   ": > f$i; chmod 000 f$i; i=$((i+1)); done"])
+                   ": > f$i; i=$((i+1)); done; chmod 000 f*"])
     listed, dropped = len(r["artifacts_skipped"]), r["artifacts_skipped_dropped"]
     eq(listed, 256, "listed, with unreadable files")
     eq(listed + dropped + len(r["artifacts"]), 600, "every name accounted")
@@ -1551,6 +1551,20 @@ def io_output_dir_is_never_where_the_programs_files_become_the_callers(t):
         eq(run.code, 125, "%s: exit status (stderr %r)" % (extra, run.err))
         contains(run.err.decode(), needle, "%s: the reason" % extra)
         eq(os.path.exists(marker), False, "%s: the program never ran" % extra)
+    # A deny entry written through a link is the same place (found by a
+    # probing session): the output directory named by its real path.
+    real = t.path("real")
+    os.makedirs(os.path.join(real, "sec"))
+    os.symlink(real, t.path("link"))
+    doc["classes"]["default"]["fs"]["deny"].append(
+        os.path.join(t.path("link"), "sec"))
+    pol2 = t.write("policy2.json", json.dumps(doc))
+    run = t.corral(["run", "--policy", pol2, "--output", "**",
+                    "--output-dir", os.path.join(real, "sec"), "--",
+                    "touch", marker])
+    eq(run.code, 125, "a deny entry through a link: exit status (stderr %r)"
+       % run.err)
+    contains(run.err.decode(), "denies", "through a link: the reason")
     eq(sorted(os.listdir(home)), [".ssh"], "nothing planted in the home")
     # Lifted by --workspace-unsafe, as -w's refusals are.
     r = ok_run(t, ["--workspace-unsafe", "--exec", os.path.join(tools, "bin"),

@@ -23,6 +23,11 @@ static char *root_real(const char *root)
 	copy = strdup(root);
 	if (!copy)
 		return NULL;
+	/* "X/d/" not made yet is X/d: its last name, not "" under X/d
+	 * (a --result named X/d with -w X/d/ passed as another place;
+	 * found by a probing session). */
+	for (size_t n = strlen(copy); n > 1 && copy[n - 1] == '/'; n--)
+		copy[n - 1] = 0;
 	slash = strrchr(copy, '/');
 	if (slash) {
 		*slash = 0;
