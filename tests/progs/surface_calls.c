@@ -194,7 +194,14 @@ static int cmd_int80_flip(void)
 	flip = fork();
 	if (flip == 0)
 		for (;;) {
+			/* Each form held a while: with int $0x80 held for
+			 * two stores only, a machine whose children never met
+			 * it looped in `syscall` until the cpu budget (the
+			 * race, the bytes read after the kill, is met either
+			 * way: the inspection comes microseconds later). */
 			*w = 0x80cd;
+			for (volatile int i = 0; i < 300; i++)
+				;
 			*w = 0x050f;
 			for (volatile int i = 0; i < 3000; i++)
 				;
