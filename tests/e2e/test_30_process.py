@@ -445,6 +445,16 @@ r("pgid", lambda: os.getpgid(pp) > 0)
 r("sid", lambda: os.getsid(pp) > 0)
 r("param", lambda: os.sched_getparam(pp).sched_priority)
 r("prio", lambda: os.getpriority(os.PRIO_PROCESS, pp) is not None)
+r("rr", lambda: os.sched_rr_get_interval(pp) >= 0)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def raw(nr, *a):
+    rc = libc.syscall(nr, *a)
+    if rc < 0:
+        raise OSError(ctypes.get_errno(), "")
+    return rc
+r("tgkill0", lambda: raw(234, pp, pp, 0))
+r("sigqueue0", lambda: raw(129, pp, 0, ctypes.create_string_buffer(128)))
 r("cont", lambda: os.kill(pp, signal.SIGCONT))
 r("limit", lambda: len(__import__("resource").prlimit(pp, 7)))
 '''
@@ -465,7 +475,8 @@ def the_parent_of_the_first_process_is_there(t):
                     "/usr/bin/python3", prog])
     r = t.result(run)
     got = dict(l.split(" ", 1) for l in r["stdout"].splitlines())
-    for k in ("kill0", "sched", "pgid", "sid", "param", "prio"):
+    for k in ("kill0", "sched", "pgid", "sid", "param", "prio", "rr",
+              "tgkill0", "sigqueue0"):
         eq(got.get(k), want.get(k), "%s as natively" % k)
     eq(got.get("cont"), "errno 1", "a signal to corral")
     eq(got.get("limit"), "errno 3", "corral's limits")

@@ -257,7 +257,8 @@ static bool parent_query(const char *name, pid_t pid)
 	       (!strcmp(name, "getpgid") || !strcmp(name, "getsid") ||
 		!strcmp(name, "sched_getparam") ||
 		!strcmp(name, "sched_getscheduler") ||
-		!strcmp(name, "sched_getattr"));
+		!strcmp(name, "sched_getattr") ||
+		!strcmp(name, "sched_rr_get_interval"));
 }
 
 CR_HANDLER(cr_h_proc_pid)
