@@ -874,6 +874,8 @@ r("stat", lambda: os.stat("/dev/stdin").st_size)
 r("append", lambda: open("/proc/self/fd/0", "a").write("x"))
 r("rdwr", lambda: os.open("/proc/self/fd/0", os.O_RDWR))
 r("chmod", lambda: os.chmod("/dev/stdin", 0o666))
+r("below", lambda: os.stat("/proc/self/fd/0/x"))
+r("dotdot", lambda: os.stat("/dev/stdin/.."))
 '''
 
 
@@ -911,6 +913,8 @@ def fs_stdin_file_outside_the_roots_reopens_for_reading(t):
                    if " " in line)
         eq(got["proc"], "the caller's input", "%s: through /proc" % mode)
         eq(got["stat"], str(len("the caller's input\n")), "%s: stat" % mode)
+        eq((got["below"], got["dotdot"]), ("errno 20", "errno 20"),
+           "%s: below the file, ENOTDIR as natively" % mode)
         for k in ("append", "rdwr", "chmod"):
             true(got[k].startswith("errno"), "%s: %s refused: %r" %
                  (mode, k, got[k]))

@@ -957,10 +957,10 @@ static int deleted_link(struct walk *w, const char *nm, const char *cand,
  * gives nothing more: it is the object the task's fd holds now (a copy of
  * it, never the link's text, which may name another file by now), read
  * and stat-ed only, never written, re-moded or run. 1: not such a link,
- * walked as before.
+ * walked as before. Not last: ENOTDIR below a file.
  */
 static int held_link(struct walk *w, const char *nm, const char *cand,
-		     size_t plen, struct cr_fsres *res)
+		     size_t plen, bool last, struct cr_fsres *res)
 {
 	pid_t tid = fd_dir_tid(w->cur, w->clen);
 	struct stat st;
@@ -971,6 +971,15 @@ static int held_link(struct walk *w, const char *nm, const char *cand,
 	c = cr_tasks_getfd(w->run, tid, atoi(nm));
 	if (c < 0)
 		return 1;
+	/* A name below it ("fd/0/x", "fd/0/.."): a file is no directory,
+	 * as the kernel's walk says (ENOENT and a denial before; found by
+	 * a probing session). Anything else is walked as before. */
+	if (!last) {
+		bool file = fstat(c, &st) == 0 && !S_ISDIR(st.st_mode);
+
+		close(c);
+		return file ? -ENOTDIR : 1;
+	}
 	fl = fcntl(c, F_GETFL);
 	if (fl < 0 || (fl & O_PATH) ||
 	    ((fl & O_ACCMODE) != O_RDONLY && (fl & O_ACCMODE) != O_RDWR) ||
@@ -1224,12 +1233,12 @@ static int step(struct walk *w, const char *name, size_t nlen, bool last,
 					return -ENOTDIR;
 				return refuse(w, res, cand, plen, "proc");
 			}
-			if (magic && last && target[0] == '/' &&
+			if (magic && target[0] == '/' &&
 			    w->clen > 3 &&
 			    !strcmp(w->cur + w->clen - 3, "/fd") &&
 			    !(cr_fs_access(w->run, w->tid, target, (size_t)tl) &
 			      CR_FS_R)) {
-				int rc = held_link(w, nm, cand, plen, res);
+				int rc = held_link(w, nm, cand, plen, last, res);
 
 				if (rc <= 0)
 					return rc;
