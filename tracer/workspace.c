@@ -74,8 +74,10 @@ static int judge(const struct cr_run_config *cfg, const char *path,
 		const char *d = cfg->cls->fs_deny.v[i];
 		/* As written and as resolved: a deny entry written through
 		 * a link (/var/run for /run) is the same place (found by a
-		 * probing session). */
-		char *rd = cr_audit_root_real(d);
+		 * probing session). Not one in /proc: resolved here it names
+		 * corral's own cwd, root or fds, not the program's. */
+		char *rd = cr_path_within("/proc", 5, d, strlen(d)) ? NULL :
+			   cr_audit_root_real(d);
 		bool hit = path_within(d, path) || path_within(path, d) ||
 			   (rd && (path_within(rd, path) ||
 				   path_within(path, rd)));
