@@ -949,27 +949,9 @@ def halfclose_handler(c, rec):
     c.close()
 
 
-HALFCLOSE_PROG = r'''
-import socket, sys, time
-port = int(sys.argv[1])
-s = socket.create_connection(("127.0.0.1", port))
-s.sendall(b"down" + b"request")
-s.shutdown(socket.SHUT_WR)
-time.sleep(1)
-n = 0
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    n += len(d)
-print("down", n)
-s = socket.create_connection(("127.0.0.1", port))
-s.sendall(b"up__")
-s.sendall(b"u" * (6 << 20))
-s.close()
-s = socket.create_connection(("127.0.0.1", port))
-s.sendall(b"rst_")
-time.sleep(1.5)
+# A program's read of socket s to its end: n bytes, then "EOF" or the
+# error's name.
+READ_TO_END = r'''
 n, end = 0, "EOF"
 try:
     while True:
@@ -979,6 +961,26 @@ try:
         n += len(d)
 except OSError as e:
     end = type(e).__name__
+'''
+
+
+HALFCLOSE_PROG = r'''
+import socket, sys, time
+port = int(sys.argv[1])
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"down" + b"request")
+s.shutdown(socket.SHUT_WR)
+time.sleep(1)
+''' + READ_TO_END + r'''
+print("down", n)
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"up__")
+s.sendall(b"u" * (6 << 20))
+s.close()
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"rst_")
+time.sleep(1.5)
+''' + READ_TO_END + r'''
 print("rst", n, end)
 '''
 
@@ -2011,15 +2013,7 @@ def net_reset_read_late_is_not_a_connection_held(t):
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 time.sleep(2.5)
-n, end = 0, "EOF"
-try:
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        n += len(d)
-except OSError as e:
-    end = type(e).__name__
+''' + READ_TO_END + r'''
 print(n, end)
 '''
         run, r = net_run(t, [str(srv.port)], prog,
