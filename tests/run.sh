@@ -140,18 +140,12 @@ if [ "$(id -u)" -eq 0 ]; then
 	chmod 0700 "$stage/home"
 	# The rest as nobody, with no capability, not even in the bounding set.
 	runas="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups --inh-caps=-all --bounding-set=-all"
-	# Two runners share the tests (every other one), one a CPU: the
-	# suite ran 18 min sequentially on a slower machine. Each runner
-	# runs its tests one at a time, as before.
-	for s in 0 1; do
-		tier e2e-$s $runas \
-			env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
-			HOME="$stage/home" TMPDIR="$stage/home/tmp" \
-			PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
-			timeout -k 10 "$E2E_TIMEOUT" \
-			$PY "$stage/e2e/run.py" $e2e_args --shard $s/2 &
-	done
-	wait
+	tier e2e $runas \
+		env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
+		HOME="$stage/home" TMPDIR="$stage/home/tmp" \
+		PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
+		timeout -k 10 "$E2E_TIMEOUT" \
+		$PY "$stage/e2e/run.py" $e2e_args
 else
 	runas=
 	test_uids=$(id -u)

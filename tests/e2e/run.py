@@ -41,9 +41,6 @@ def main():
     ap.add_argument("--files", default=None,
                     help="only the tests of these files: comma-separated "
                     "name prefixes after test_ (e.g. d0,d3)")
-    ap.add_argument("--shard", default=None,
-                    help="I/N: only every Nth selected test from the Ith "
-                    "(0-based), so N runners can share the machine's CPUs")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
 
@@ -84,9 +81,6 @@ def main():
              if root == a.root_only and (not a.pattern or a.pattern in n)
              and chosen(fn)]
     names = [n for n, _ in tests]
-    if a.shard:
-        i, n = (int(x) for x in a.shard.split("/"))
-        tests = tests[i::n]
     dups = {n for n in names if names.count(n) > 1}
     if dups:
         print("FAIL: e2e/registry: duplicate test names %s" % sorted(dups),
