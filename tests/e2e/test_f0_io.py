@@ -1497,6 +1497,17 @@ def io_the_runs_policy_and_request_are_not_the_programs_to_rewrite(t):
     eq(run.code, 125, "a policy of two names: exit status (stderr %r)"
        % run.err)
     contains(run.err.decode(), "2 names", "the reason")
+    # A policy read from a pipe (`--policy <(...)`) is nobody's to
+    # rewrite: taken as before.
+    pr, pw = os.pipe()
+    os.write(pw, text.encode())
+    os.close(pw)
+    try:
+        run = t.corral(["run", "--policy", "/dev/fd/%d" % pr, "--", "true"],
+                       pass_fds=(pr,))
+    finally:
+        os.close(pr)
+    eq(run.code, 0, "a policy from a pipe: exit status (stderr %r)" % run.err)
     # In the output directory: kept, and named in artifacts_skipped.
     out = t.path("out")
     os.makedirs(out)

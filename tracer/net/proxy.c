@@ -465,7 +465,6 @@ static void on_side(struct cr_run *run, uint32_t events, void *arg)
 		conn_close(run, c, false);
 		return;
 	}
-	(void)events;
 }
 
 static void on_conn_timer(struct cr_run *run, uint32_t events, void *arg)
