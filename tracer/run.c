@@ -538,14 +538,15 @@ int cr_run_main(int argc, char **argv)
 			cfg.rules_st[i].st_nlink = 0;
 			if (!files[i])
 				continue;
-			/* A pipe (`--policy <(...)`) was read to its end and
-			 * is nobody's to rewrite. */
-			if (stat(files[i], &cfg.rules_st[i]) == 0 &&
-			    !S_ISREG(cfg.rules_st[i].st_mode)) {
+			real = realpath(files[i], NULL);
+			/* A pipe without a name (`--policy <(...)`) was read
+			 * to its end and is nobody's to rewrite; a named one,
+			 * as any file, is judged by its name. */
+			if (!real && stat(files[i], &cfg.rules_st[i]) == 0 &&
+			    S_ISFIFO(cfg.rules_st[i].st_mode)) {
 				cfg.rules_st[i].st_nlink = 0;
 				continue;
 			}
-			real = realpath(files[i], NULL);
 			if (!real || stat(real, &cfg.rules_st[i]) < 0) {
 				fprintf(stderr, "corral: %s %s: cannot resolve it: %s\n",
 					opt[i], files[i], strerror(errno));

@@ -1508,6 +1508,24 @@ def io_the_runs_policy_and_request_are_not_the_programs_to_rewrite(t):
     finally:
         os.close(pr)
     eq(run.code, 0, "a policy from a pipe: exit status (stderr %r)" % run.err)
+    # A named pipe in the workspace is judged by its name: whoever writes
+    # into it would give the next run its rules.
+    fifo = os.path.join(ws, "policy.fifo")
+    os.mkfifo(fifo)
+
+    def feed():
+        fd = os.open(fifo, os.O_WRONLY)    # until corral opens it
+        os.write(fd, text.encode())
+        os.close(fd)
+    import threading
+    th = threading.Thread(target=feed, daemon=True)
+    th.start()
+    run = t.corral(["run", "-w", ws, "--policy", fifo, "--", "touch",
+                    marker])
+    th.join(10)
+    eq(run.code, 125, "a named pipe in the workspace: exit status "
+       "(stderr %r)" % run.err)
+    eq(os.path.exists(marker), False, "the program never ran")
     # In the output directory: kept, and named in artifacts_skipped.
     out = t.path("out")
     os.makedirs(out)
