@@ -4,8 +4,10 @@
 #   1. unit:  BUILDDIR/tests/unit/run-unit
 #   2. e2e:   tests/e2e/run.py, every corral invocation under tests/progs/nons
 #             (no namespace can be made), from a staging directory. As root
-#             the root-only tests run first, then the suite runs as uid 65534
-#             with no capability at all; otherwise as the current user.
+#             the root-only tests run first, then the suite runs with no
+#             capability at all in two runners at once, as uid 65534 and as
+#             daemon, each half the tests; otherwise as the current user.
+#             The attack suites run again with Landlock off.
 #   3. hygiene: no corral-* workspace left in the tests' TMPDIR, no process
 #             left carrying this run's marker.
 #
@@ -124,8 +126,45 @@ if [ -n "${CORRAL_E2E_K:-}" ]; then
 	e2e_args="$e2e_args -k $CORRAL_E2E_K"
 fi
 
+# ---- the unprivileged tiers ----
+# runner UID HOME SHARD: as UID (none when empty: the current user), with
+# no capability at all, not even in the bounding set, HOME and TMPDIR its
+# own: the e2e tests of SHARD (I/N, every Nth from the Ith), then the
+# attack suites again with Landlock off (below), each test one at a time.
+#
+# The Landlock-off pass: the first runs Landlock wherever the kernel has
+# it (--landlock defaults to auto); every attack must be refused by the
+# supervisor alone too. The harness adds --landlock=off to every run and
+# names the tests e2e-landlock-off/NAME. Only the tests those files define
+# run (not those of files they import helpers from), and not those marked
+# supervisor_only (budgets, the watchdog, errno parity: the Landlock layer
+# plays no part).
+ATTACK_FILES=a0,c0,d0,d3,d4,d6,d7,d8,d9,da,db,dc,dd,de,dg,dh,di,dj,dk,dl
+runner() {
+	r_uid=$1 r_home=$2 r_shard=$3
+	if [ -n "$r_uid" ]; then
+		r_as="setpriv --reuid=$r_uid --regid=$r_uid --clear-groups --inh-caps=-all --bounding-set=-all"
+	else
+		r_as=
+	fi
+	r_env="env -i PATH=$SAFE_PATH LANG=C.UTF-8 HOME=$r_home TMPDIR=$r_home/tmp PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES}"
+	r_sfx=${r_shard:+-${r_shard%/*}}
+	tier e2e$r_sfx $r_as $r_env timeout -k 10 "$E2E_TIMEOUT" \
+		$PY "$stage/e2e/run.py" $e2e_args ${r_shard:+--shard $r_shard}
+	tier e2e-landlock-off$r_sfx $r_as $r_env CORRAL_E2E_LANDLOCK=off \
+		timeout -k 10 "$E2E_TIMEOUT" \
+		$PY "$stage/e2e/run.py" $e2e_args --files $ATTACK_FILES \
+		${r_shard:+--shard $r_shard}
+}
+
+# home DIR UID: a runner's HOME, with its TMPDIR, reachable by UID alone.
+home() {
+	mkdir -p "$1/tmp"
+	[ -n "$2" ] && chown -R "$2:$2" "$1"
+	chmod 0700 "$1"
+}
+
 if [ "$(id -u)" -eq 0 ]; then
-	test_uids="0 $NOBODY"
 	# The root-only cases, as root: corral started with every capability.
 	mkdir -p "$stage/root/tmp"
 	chmod 0700 "$stage/root"
@@ -134,44 +173,38 @@ if [ "$(id -u)" -eq 0 ]; then
 		PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
 		timeout -k 10 "$E2E_TIMEOUT" \
 		$PY "$stage/e2e/run.py" $e2e_args --root-only
-	tmpdirs="$stage/root/tmp $stage/home/tmp"
-	mkdir -p "$stage/home/tmp"
-	chown -R $NOBODY:$NOBODY "$stage/home"
-	chmod 0700 "$stage/home"
-	# The rest as nobody, with no capability, not even in the bounding set.
-	runas="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups --inh-caps=-all --bounding-set=-all"
-	tier e2e $runas \
-		env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
-		HOME="$stage/home" TMPDIR="$stage/home/tmp" \
-		PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
-		timeout -k 10 "$E2E_TIMEOUT" \
-		$PY "$stage/e2e/run.py" $e2e_args
+	# The rest in two runners at once, one a CPU, each a uid of its own:
+	# nobody, and daemon, which owns no file on Debian. Tests count what
+	# their uid holds (SysV segments, tasks against RLIMIT_NPROC) and
+	# what their TMPDIR holds, so two runners must share neither.
+	second=$(id -u daemon 2>/dev/null) || second=
+	case $second in
+	'' | 0 | $NOBODY) second= ;;
+	esac
+	home "$stage/home" $NOBODY
+	if [ -n "$second" ]; then
+		home "$stage/home1" "$second"
+		test_uids="0 $NOBODY $second"
+		tmpdirs="$stage/root/tmp $stage/home/tmp $stage/home1/tmp"
+		# The second's output is shown whole when it ends, so the log
+		# does not interleave two runners' lines.
+		runner "$second" "$stage/home1" 1/2 >"$stage/runner1.log" 2>&1 &
+		r1=$!
+		runner $NOBODY "$stage/home" 0/2
+		wait $r1
+		cat "$stage/runner1.log"
+	else
+		echo "note: no second unprivileged uid (daemon): one runner"
+		test_uids="0 $NOBODY"
+		tmpdirs="$stage/root/tmp $stage/home/tmp"
+		runner $NOBODY "$stage/home" ""
+	fi
 else
-	runas=
 	test_uids=$(id -u)
-	mkdir -p "$stage/home/tmp"
-	chmod 0700 "$stage/home"
+	home "$stage/home" ""
 	tmpdirs="$stage/home/tmp"
-	tier e2e env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
-		HOME="$stage/home" TMPDIR="$stage/home/tmp" \
-		PYTHONDONTWRITEBYTECODE=1 ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
-		timeout -k 10 "$E2E_TIMEOUT" \
-		$PY "$stage/e2e/run.py" $e2e_args
+	runner "" "$stage/home" ""
 fi
-
-# ---- the attack suites again, Landlock off ----
-# The pass above runs with Landlock wherever the kernel has it (--landlock
-# defaults to auto); every attack must be refused by the supervisor alone
-# too. The harness adds --landlock=off to every run and names the tests
-# e2e-landlock-off/NAME. Only the tests those files define run (not those
-# of files they import helpers from), and not those marked supervisor_only
-# (budgets, the watchdog, errno parity: the Landlock layer plays no part).
-ATTACK_FILES=a0,c0,d0,d3,d4,d6,d7,d8,d9,da,db,dc,dd,de,dg,dh,di,dj,dk,dl
-tier e2e-landlock-off $runas env -i PATH=$SAFE_PATH LANG=C.UTF-8 \
-	HOME="$stage/home" TMPDIR="$stage/home/tmp" \
-	PYTHONDONTWRITEBYTECODE=1 CORRAL_E2E_LANDLOCK=off ${CORRAL_E2E_TIMES:+CORRAL_E2E_TIMES=$CORRAL_E2E_TIMES} \
-	timeout -k 10 "$E2E_TIMEOUT" \
-	$PY "$stage/e2e/run.py" $e2e_args --files $ATTACK_FILES
 
 # ---- hygiene ----
 left=

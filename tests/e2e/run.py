@@ -1,7 +1,7 @@
 """tests/e2e/run.py: find and run the end-to-end tests.
 
     run.py [--corral PATH] [--progs DIR] [--policy-dir DIR] [--marker M]
-           [--root-only] [-k SUBSTRING] [--list]
+           [--root-only] [-k SUBSTRING] [--files P,...] [--shard I/N] [--list]
 
 Locations default to the environment (CORRAL_BIN, CORRAL_PROGS,
 CORRAL_POLICY_DIR, CORRAL_TEST_MARKER) and then to ./build. Prints one
@@ -41,6 +41,10 @@ def main():
     ap.add_argument("--files", default=None,
                     help="only the tests of these files: comma-separated "
                     "name prefixes after test_ (e.g. d0,d3)")
+    ap.add_argument("--shard", default=None,
+                    help="I/N: only every Nth selected test from the Ith "
+                    "(0-based), so N runners, each its own uid, share the "
+                    "machine")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
 
@@ -81,6 +85,12 @@ def main():
              if root == a.root_only and (not a.pattern or a.pattern in n)
              and chosen(fn)]
     names = [n for n, _ in tests]
+    if a.shard:
+        i, n = (int(x) for x in a.shard.split("/"))
+        if not 0 <= i < n:
+            print("e2e: bad --shard %s" % a.shard, file=sys.stderr)
+            return 2
+        tests = tests[i::n]
     dups = {n for n in names if names.count(n) > 1}
     if dups:
         print("FAIL: e2e/registry: duplicate test names %s" % sorted(dups),
