@@ -337,7 +337,7 @@ def fs_shm_takes_no_directory_from_a_workspace_on_its_tmpfs(t):
     ws = "/dev/shm/corral-ws-" + t.marker[-12:]
     os.mkdir(ws)
     try:
-        os.chown(ws, 65534, 65534)
+        os.chown(ws, os.getuid(), os.getgid())
         code = ("import errno, os\n"
                 "def t(n, f):\n"
                 "    try: print(n, f())\n"
