@@ -155,6 +155,7 @@ void cr_tasks_remove(struct cr_tasks *t, pid_t tid)
 	if (t->gone) {
 		t->gone[t->gone_next].tid = tid;
 		t->gone[t->gone_next].start = task->start;
+		t->gone[t->gone_next].leader = task->leader;
 		t->gone_next = (t->gone_next + 1) % CR_TASKS_GONE;
 	}
 	i = (size_t)(task - t->slots);

@@ -248,6 +248,8 @@ struct cr_tasks {
 	size_t tpidfds;		/* threads' pidfds held (cr_tasks_getfd) */
 	struct cr_task_gone {
 		pid_t tid;	/* 0: empty */
+		bool leader;	/* a process, which can stay a zombie; a
+				 * thread is reaped as it goes */
 		uint64_t start;	/* its start time, to tell a reuse */
 	} *gone;		/* owned; ring of CR_TASKS_GONE removed
 				 * tasks, made at the first removal: 16 KB

@@ -339,3 +339,61 @@ def group_signals_reach_members_being_forked(t):
                     "/usr/bin/python3", prog])
     r = t.result(run)
     eq(r.get("stdout"), native, "under corral (stderr %r)" % r.get("stderr"))
+
+
+# kill(-G, 0) of a group G outside the run, in a loop: "ESRCH, nothing
+# sent" and the number of calls made. argv: threads|procs N SECONDS G.
+_GROUP_LOOP = r"""
+import errno, os, sys, threading, time
+mode, n, secs, g = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+if mode == "threads":
+    for i in range(n):
+        th = threading.Thread(target=lambda: None)
+        th.start()
+        th.join()
+calls, err = 0, 0
+t0 = time.monotonic()
+while time.monotonic() - t0 < secs:
+    try:
+        os.kill(-g, 0)
+    except OSError as e:
+        err = e.errno
+    calls += 1
+print(calls, errno.errorcode.get(err, err))
+"""
+
+
+@test(supervisor_only=True)
+def group_signal_outside_the_run_costs_corral_little_or_is_charged(t):
+    """Before refusing a signal to a group outside the run, corral asks
+    whether it is one of the run's groups left only with zombies: it read
+    /proc/TID/stat for each of the last 1 024 tasks gone. 1 100 threads
+    joined once made every kill(-G) of an outside group cost it 6-7 ms,
+    uncharged: a run `ok` under cpu=1s spent 8-15 s of corral's CPU (found
+    by a probing session). Threads are no longer asked (only a process
+    stays a zombie), and what processes gone cost is the run's CPU."""
+    g = os.getpgrp()          # the test's own group: outside, alive
+    run = t.corral(["run", "--json", "--limit", "cpu=20s",
+                    "--limit", "wall=40s", "--", "python3", "-c",
+                    _GROUP_LOOP, "threads", "1100", "3", str(g)],
+                   timeout=60)
+    r = t.result(run)
+    eq(r.get("status"), "ok", "threads: status (message %r)" %
+       r.get("message"))
+    calls, err = (r.get("stdout") or "0 ?").split()
+    eq(err, "ESRCH", "threads: the outside group is absent")
+    u = r.get("usage") or {}
+    per_call = u.get("supervisor_cpu_ms", 0) / max(int(calls), 1)
+    lt(per_call, 0.5, "threads: corral's CPU per kill(-G) in ms "
+       "(%d calls, %s ms)" % (int(calls), u.get("supervisor_cpu_ms")))
+    # 300 processes gone (each /bin/true), then the loop: each call
+    # reads their /proc entries, and that is the run's CPU now.
+    run = t.corral(["run", "--json", "--limit", "cpu=3s",
+                    "--limit", "wall=60s", "--", "sh", "-c",
+                    "i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1));"
+                    " done; exec python3 -c \"$0\" threads 0 12 %d" % g,
+                    _GROUP_LOOP], timeout=90)
+    r = t.result(run)
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
+       "processes: status (message %r, usage %r)" % (
+           r.get("message"), r.get("usage")))
