@@ -1,5 +1,6 @@
 /* tracer/tasks.c: the table of every task of the run and its ptrace state
  * machine; the only code that calls waitpid and restarts ptrace stops. */
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -1183,3 +1184,84 @@ void cr_tasks_reap_children(struct cr_run *run, pid_t tid)
 	if (any)
 		cr_jobctl_forget(ts);
 }
+
+/*
+ * Only the tasks using a table change its numbers (dup2, close, a
+ * receive), and only those can make another task that uses it; so while
+ * tid waits in its notification, no other task using its table means none
+ * will (a verdict on the file at a number then holds when the kernel looks
+ * the number up). The threads of its process are asked one by one (kcmp);
+ * one at or past its exit stop (CR_TS_EXITING, or thread_leaving) runs
+ * no code of the program's again, and one already a zombie uses nothing. A process made sharing a
+ * table (clone(CLONE_FILES) without CLONE_THREAD, files_cloned) is not
+ * looked for: then never alone. Any doubt is "not alone".
+ */
+/* Is thread other of tid's process on its way out, never to run the
+ * program's code again: stopped at its exit event (state t, exit_code
+ * SIGTRAP | PTRACE_EVENT_EXIT << 8: corral has not yet taken that stop),
+ * or past exit_mm (vsize 0)? It may still hold the fd table until
+ * exit_files, but it will never change it. */
+static bool thread_leaving(pid_t tid, pid_t other)
+{
+	char path[80], b[1024], st = 0, *p;
+	unsigned long long vsize = 1;
+	long code;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)tid,
+		 (int)other);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT || errno == ESRCH;	/* reaped */
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0 || b[n - 1] != '\n')
+		return false;
+	b[n - 1] = 0;
+	/* After the comm's ')': state is field 3, vsize field 23; the
+	 * last, exit_code, field 52. */
+	if (!(p = strrchr(b, ')')) ||
+	    sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u "
+		   "%*u %*d %*d %*d %*d %*d %*d %*u %llu", &st, &vsize) != 2)
+		return false;
+	if (vsize == 0)
+		return true;
+	p = strrchr(p, ' ');
+	code = p ? strtol(p + 1, NULL, 10) : 0;
+	return st == 't' && code == (SIGTRAP | (PTRACE_EVENT_EXIT << 8));
+}
+
+bool cr_tasks_table_alone(struct cr_run *run, pid_t tid)
+{
+	char path[48];
+	struct dirent *d;
+	DIR *dir;
+	bool alone = true;
+
+	if (run->files_cloned)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)tid);
+	if (!(dir = opendir(path)))
+		return false;
+	while (alone && (d = readdir(dir))) {
+		char *end;
+		long other = strtol(d->d_name, &end, 10);
+		const struct cr_task *o;
+
+		if (d->d_name[0] == '.' || *end || other <= 0 || other == tid)
+			continue;
+		o = cr_tasks_find(&run->tasks, (pid_t)other);
+		if (o && o->state == CR_TS_EXITING)
+			continue;
+		switch (cr_taskfd_same_table(tid, (pid_t)other)) {
+		case 0:
+		case -ESRCH:	/* gone meanwhile */
+			break;
+		default:	/* the same table, or kcmp cannot tell */
+			alone = thread_leaving(tid, (pid_t)other);
+		}
+	}
+	closedir(dir);
+	return alone;
+}
+

@@ -538,6 +538,10 @@ void cr_tasks_umask_forget(struct cr_tasks *t);
 void cr_tasks_umask_settled(struct cr_tasks *t, pid_t tid);
 bool cr_tasks_umask_get(struct cr_tasks *t, pid_t tid, mode_t *m);
 void cr_tasks_umask_put(struct cr_tasks *t, pid_t tid, mode_t m);
+/* No task but tid uses tid's fd table (false when a process of the run
+ * was made sharing one), so none can change its numbers while it waits;
+ * false when that cannot be told (tasks.c). */
+bool cr_tasks_table_alone(struct cr_run *run, pid_t tid);
 /* Was tid one of the run's tasks, removed recently, and is the number not
  * someone else's since? */
 bool cr_tasks_was_ours(const struct cr_tasks *t, pid_t tid);
@@ -641,6 +645,7 @@ bool cr_taskfd_thread_pidfds(void);
 int cr_taskfd_open(pid_t tid);
 /* 1 when tasks a and b use one fd table, 0 when not, -errno (kcmp). */
 int cr_taskfd_same_table(pid_t a, pid_t b);
+
 /* Without PIDFD_THREAD: a copy of the fd through the leader's pidfd, kept
  * only when thread tid uses the leader's table; -EPERM when it does not
  * or that cannot be told. */

@@ -193,6 +193,52 @@ def fs_dnotify_outside_the_roots_is_refused(t):
        "F_NOTIFY on the workspace (stderr %r)" % r.get("stderr"))
 
 
+# F_NOTIFY on the workspace ('.'), first with a second thread alive
+# (sharing the table), then alone; then from a thread of its own table.
+_DNOTIFY_SHARED = r"""
+import errno, fcntl, os, threading
+def notify(what):
+    fd = os.open('.', os.O_RDONLY)
+    try:
+        fcntl.fcntl(fd, fcntl.F_NOTIFY, fcntl.DN_CREATE)
+        print(what, 'ok')
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+    os.close(fd)
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+notify('shared')
+ev.set()
+th.join()
+notify('alone')
+os.close(os.open('/dev/null', os.O_RDONLY))
+"""
+
+
+@test
+def fs_dnotify_from_a_shared_table_is_refused(t):
+    """F_NOTIFY is judged on corral's copy of the fd and continued: a
+    second thread swapping the number between the judgement and the
+    kernel's lookup (dup2 is not notified) put the watch on an ancestor
+    of a root or /dev/pts, and the run was signalled for every change
+    there (found by a probing session). A caller whose fd table another
+    task uses is refused now (EACCES, recorded); alone it is answered as
+    before."""
+    stage(t)
+    run = t.corral(["run", "--json", "-w", t.path("ws"), "--", "python3",
+                    "-c", _DNOTIFY_SHARED])
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "shared EACCES\nalone ok\n"),
+       "F_NOTIFY with a thread sharing the table, then alone (stderr %r)"
+       % r.get("stderr"))
+    d = [x for x in denials_of(r, syscall="fcntl")
+         if "another task can change" in (x.get("reason") or "")]
+    true(d and d[0].get("target") == t.path("ws"),
+         "the refusal is recorded with the directory: %s" %
+         _show(r.get("denials")))
+
+
 @test
 def fs_fd_xattrs_of_an_ancestor_are_not_shown(t):
     """listxattr("..") shows no attributes of an ancestor of a root;

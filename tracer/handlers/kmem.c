@@ -91,7 +91,7 @@ CR_HANDLER(cr_h_kernel_object)
  * may swap the number for a writable /dev/zero before the kernel maps it
  * (one can come in by SCM_RIGHTS, unseen), so such a call is recorded
  * with its length, uncharged, unless nobody but the caller can change its
- * table (table_alone) or the run has no /dev/zero to swap in (see
+ * table (cr_tasks_table_alone) or the run has no /dev/zero to swap in (see
  * cr_kmem_zero_seen), and the scans charge it if an object it
  * may have made appears (tracer/budget/shanon.c; 3 GiB held ok under
  * memory=64MiB when only a count of objects stood behind the check, and
@@ -165,25 +165,6 @@ void cr_kmem_zero_seen(struct cr_run *run, int fd)
 		cr_kmem_zero_reachable(run);
 }
 
-/* Whether no other task can change tid's descriptors while it waits in a
- * call: one thread in its process, and no process of the run made sharing
- * a table (clone with CLONE_FILES and without CLONE_THREAD). Receiving or
- * duplicating into a table takes a thread that owns it, and corral's
- * ADDFD answers only the caller. */
-static bool table_alone(const struct cr_run *run, pid_t tid)
-{
-	char path[48], buf[4096];
-	const char *p;
-
-	if (run->files_cloned)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	if (cr_read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0 ||
-	    !(p = strstr(buf, "\nThreads:")))
-		return false;
-	return strtol(p + 9, NULL, 10) == 1;
-}
-
 CR_HANDLER(cr_h_mmap_shared)
 {
 	uint64_t len = n->data.args[1], flags = n->data.args[3];
@@ -229,7 +210,7 @@ CR_HANDLER(cr_h_mmap_shared)
 		 * candidate, the largest, it was charged for one of them and
 		 * ended 4 runs in 10 on memory). */
 		if (!zero && f >= 0 && run->zero_reachable &&
-		    table_alone(run, tid))
+		    cr_tasks_table_alone(run, tid))
 			return CR_V_CONT;
 	}
 	/* Where no /dev/zero can be had to swap in yet, gated: no candidate

@@ -393,30 +393,38 @@ XH(cr_h_lremovexattr, X_REMOVE, false)
  * listing) or a terminal directory it would report activity outside the
  * run: refused, recorded. corral cannot perform it (the kernel makes the
  * performer the signals' target, and the program chooses the signal), so
- * the fd is judged on corral's copy and the call continued: a thread
- * swapping the fd in between (dup2 is not notified) can put the watch
- * on such a directory after all. What it gains is a signal when an entry
- * there changes, no name and no content (docs/threat-model.md, P1).
+ * the fd is judged on corral's copy and the call continued, which holds
+ * only while no other task can change the caller's descriptors: a thread
+ * swapping the number (dup2 is not notified) between the judgement and the
+ * kernel's lookup put the watch on /dev/pts or the home directory (found
+ * by a probing session). So a caller whose table another thread or
+ * process shares is refused too (inotify, which names a path, is the way
+ * there), and every answer but the continued one is corral's own.
  */
 CR_HANDLER(cr_h_fcntl_notify)
 {
 	char p[64], path[PATH_MAX];
 	struct stat st;
-	ssize_t len;
+	ssize_t len = 0;
 	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
+	int fl;
+	const char *why = "directory change notification outside the roots is refused";
 
 	(void)e;
-	if (fd == -EBADF)
-		return CR_V_CONT;	/* no such fd: the kernel's EBADF */
 	if (fd < 0)
-		return CR_V_ERR(-fd);	/* not judged: never continued */
-	if (fstat(fd, &st) < 0) {
+		return CR_V_ERR(-fd);	/* EBADF: none open */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fstat(fd, &st) < 0) {
 		close(fd);
 		return CR_V_ERR(EBADF);
 	}
+	if (fl & O_PATH) {
+		close(fd);
+		return CR_V_ERR(EBADF);	/* fcntl's answer for O_PATH */
+	}
 	if (!S_ISDIR(st.st_mode)) {
 		close(fd);
-		return CR_V_CONT;	/* the kernel's ENOTDIR */
+		return CR_V_ERR(ENOTDIR);
 	}
 	cr_fs_fdpath(fd, p, sizeof(p));
 	len = readlink(p, path, sizeof(path) - 1);
@@ -425,13 +433,16 @@ CR_HANDLER(cr_h_fcntl_notify)
 		path[len] = 0;
 		if (path[0] == '/' && !cr_path_within("/dev", 4, path, (size_t)len) &&
 		    !cr_path_within("/proc", 5, path, (size_t)len) &&
-		    (cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_R))
-			return CR_V_CONT;
+		    (cr_fs_access(run, (pid_t)n->pid, path, (size_t)len) & CR_FS_R)) {
+			if (cr_tasks_table_alone(run, (pid_t)n->pid))
+				return CR_V_CONT;
+			why = "directory change notification from a process whose "
+			      "descriptors another task can change is refused";
+		}
 	}
 	/* EACCES, as inotify_add_watch there and as documented (it was
 	 * EPERM; found by a differential probe). */
-	cr_deny(run, (pid_t)n->pid, "fcntl", len > 0 ? path : NULL, "fs",
-		"directory change notification outside the roots is refused");
+	cr_deny(run, (pid_t)n->pid, "fcntl", len > 0 ? path : NULL, "fs", why);
 	return CR_V_ERR(EACCES);
 }
 
