@@ -285,6 +285,37 @@ def fast_open_tradeoff(t):
 
 
 @test
+def fast_open_reopens_a_stdin_file_outside_the_roots(t):
+    """`corral run --fast-open ... < FILE`, FILE outside the roots:
+    `cat /dev/stdin` and /proc/self/fd/0 answered EACCES (Landlock judged
+    the path), where natively and without the fast path they read it
+    (found by a probing session). The stdin file alone is granted
+    reading: the file beside it stays refused."""
+    need_landlock(t)
+    fx = Fix(t)
+    inp = os.path.join(fx.home, "input.txt")
+    with open(inp, "w") as f:
+        f.write("input line\n")
+
+    def stdin_file():
+        fd = os.open(inp, os.O_RDONLY)
+        os.dup2(fd, 0)
+        os.close(fd)
+    script = ("cat /dev/stdin; cat /proc/self/fd/0; cat %s; echo rc=$?" %
+              fx.secret_path)
+    run = t.corral(["run", "--json", "-w", fx.ws, "--landlock=auto",
+                    "--fast-open", "--", "sh", "-c", script],
+                   preexec=stdin_file)
+    r = t.result(run)
+    fx.no_secret(run, r, "fast-open with a stdin file")
+    eq(ll(r).get("fast_path"), "open", "landlock.fast_path")
+    eq((r.get("status"), r.get("stdout")),
+       ("ok", "input line\ninput line\nrc=1\n"),
+       "stdin read twice, the file beside it refused (stderr %r)" %
+       r.get("stderr"))
+
+
+@test
 def fast_path_off_for_deny_and_hide_classes(t):
     """Landlock cannot cut a denied subtree out of a root, nor answer
     ENOENT: a class with either keeps every call with the supervisor."""

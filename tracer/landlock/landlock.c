@@ -210,6 +210,26 @@ static int add_builtins(int rs, uint64_t handled)
 	return rc;
 }
 
+/*
+ * With --fast-open a read-only open is the kernel's, judged on the path
+ * the name leads to: `cat /dev/stdin` of a `corral run ... < FILE`, FILE
+ * outside the roots, answered EACCES where natively and without the fast
+ * path it reads the file (the supervisor reopens a regular file the
+ * program holds readable, fs/resolve.c; found by a probing session). The
+ * file the program is given as its stdin (corral's own fd 0, handed on
+ * unless a terminal or --stdin text) is granted reading, that file alone:
+ * its bytes are the program's anyway.
+ */
+static int add_stdin(const struct cr_run *run, int rs, uint64_t handled)
+{
+	struct stat st;
+
+	if (run->cfg->stdin_text || fstat(0, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || isatty(0))
+		return 0;
+	return add_fd(rs, 0, false, LL_FS_READ_FILE, handled);
+}
+
 static int add_roots(struct cr_run *run, int rs, uint64_t handled,
 		     int fast)
 {
@@ -265,7 +285,10 @@ static int add_roots(struct cr_run *run, int rs, uint64_t handled,
 		if (rc)
 			return rc;
 	}
-	return add_builtins(rs, handled);
+	rc = add_builtins(rs, handled);
+	if (!rc && fast >= CR_FAST_OPEN)
+		rc = add_stdin(run, rs, handled);
+	return rc;
 }
 
 /*
