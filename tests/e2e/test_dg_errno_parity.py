@@ -2918,3 +2918,38 @@ def errno_parity_what_the_kernel_asks_first(t):
                                  "connect the cwd": "ECONNREFUSED",
                                  "pidfd_getfd flags": "EINVAL",
                                  "accept on a full table": "EMFILE"})
+
+
+# ---- int arguments: the kernel reads 32 bits of the register ----
+
+INT_ARGS = r'''
+os.symlink("a-rather-long-target-name", "lnk")
+open("f", "w").close()
+L, UL = ctypes.c_long, ctypes.c_ulong
+for nr, name, pre in ((267, "readlinkat", (L(-100),)), (89, "readlink", ())):
+    for size in (0xffffffff, 0x100000004, 0x80000000, 0x100000000):
+        buf = ctypes.create_string_buffer(b"#" * 40, 40)
+        def call():
+            n = sysc(L(nr), *pre, b"lnk", buf, UL(size))
+            return "%d %r" % (n, buf.raw[:30])
+        t("%s size=%#x" % (name, size), call)
+for flags in (0x100000000, 0x100000001, 0x100000004):
+    t("setxattr flags=%#x" % flags,
+      lambda: sysc(L(188), b"f", b"user.k", b"v", UL(1), UL(flags)))
+    fd = os.open("f", os.O_RDONLY)
+    t("fsetxattr flags=%#x" % flags,
+      lambda: sysc(L(190), L(fd), b"user.j", b"v", UL(1), UL(flags)))
+    os.close(fd)
+'''
+
+
+@test
+def errno_parity_int_arguments_read_as_ints(t):
+    """readlink's bufsiz and the setxattr flags are ints to the kernel,
+    which never reads the register's upper half: 0xffffffff is -1
+    (EINVAL), 0x100000004 is 4 (4 bytes written). corral read all 64
+    bits: it answered the link for -1, wrote the whole target past a
+    4-byte bound, and refused flags with a high bit (found by a
+    differential probing session)."""
+    parity(t, INT_ARGS, want={"readlinkat size=0xffffffff": "EINVAL",
+                              "readlink size=0x100000000": "EINVAL"})

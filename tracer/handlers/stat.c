@@ -393,7 +393,9 @@ static struct cr_verdict do_readlink(struct cr_run *run,
 {
 	struct cr_fsres res;
 	char buf[PATH_MAX];
-	int64_t size = (int64_t)n->data.args[sizei];
+	/* The kernel's bufsiz is an int: the register's upper half is not
+	 * read (0x100000004 is 4 bytes; 0xffffffff is -1, EINVAL). */
+	int64_t size = (int)n->data.args[sizei];
 	ssize_t len;
 	int rc;
 

@@ -223,8 +223,8 @@ static struct cr_verdict do_xattr(struct cr_run *run,
 	 * differential probing session). A read's buffer is only clamped
 	 * (an earlier build clamped a set's too, and stored the first 64 KiB
 	 * of a larger value on tmpfs). */
-	if (op == X_SET &&
-	    (n->data.args[4] & ~(uint64_t)(XATTR_CREATE | XATTR_REPLACE)))
+	if (op == X_SET &&	/* an int: the register's upper half unread */
+	    ((unsigned)n->data.args[4] & ~(unsigned)(XATTR_CREATE | XATTR_REPLACE)))
 		return CR_V_ERR(EINVAL);
 	if (op != X_LIST) {
 		rc = cr_mem_read_str((pid_t)n->pid, n->data.args[1], name, sizeof(name));
@@ -635,7 +635,8 @@ static struct cr_verdict do_fxattr(struct cr_run *run,
 	/* The kernel's order, as for the path forms: a set's flags, the
 	 * name, a set's value, then the fd, then what the name and value
 	 * are answered before write access (change_first). */
-	if (set && (n->data.args[4] & ~(uint64_t)(XATTR_CREATE | XATTR_REPLACE)))
+	if (set && ((unsigned)n->data.args[4] &	/* an int, as above */
+		    ~(unsigned)(XATTR_CREATE | XATTR_REPLACE)))
 		return CR_V_ERR(EINVAL);
 	rc = cr_mem_read_str((pid_t)n->pid, n->data.args[1], name, sizeof(name));
 	if (rc)
