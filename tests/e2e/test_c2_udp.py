@@ -804,3 +804,44 @@ def udp_bound_without_a_port_is_heard(t):
     eq(r.get("status"), "ok", "status (stderr %r)" % r.get("stderr"))
     eq(r.get("stdout"), "got hello True\noption kept 1\n", "stdout")
     t.assert_next_run_ok()
+
+
+# A server closes while a client stays connected to its port, and a new
+# server binds that port: it hears the client, as natively.
+RESTART = r'''
+import select, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+port = s.getsockname()[1]
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+c.connect(("127.0.0.1", port))
+c.send(b"one")
+print("first", s.recv(100))
+s.close()
+s2 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s2.bind(("127.0.0.1", port))
+    print("rebound")
+except OSError as e:
+    print("rebind", e.errno)
+c.send(b"two")
+r, _, _ = select.select([s2], [], [], 5)
+print("second", s2.recv(100) if r else None)
+s2.sendto(b"back", c.getsockname())
+r, _, _ = select.select([c], [], [], 5)
+print("reply", c.recv(100) if r else None)
+'''
+
+
+@test
+def udp_server_restarts_on_its_port_while_a_client_is_connected(t):
+    """A closed server that a client of the run is connected to stays a
+    member (a stranger taking the port would receive those sends), so a
+    new server on that fixed port answered EADDRINUSE for as long as the
+    client lived; natively the port is free at close (DNS, syslog and
+    statsd servers restart so; found by a differential probing session).
+    The run binding that address itself takes the port over."""
+    run, r = loop_run(t, RESTART)
+    eq((r.get("status"), r.get("stdout")),
+       ("ok", "first b'one'\nrebound\nsecond b'two'\nreply b'back'\n"),
+       "stdout (stderr %r)" % r.get("stderr"))
