@@ -313,6 +313,20 @@ def fast_open_reopens_a_stdin_file_outside_the_roots(t):
        ("ok", "input line\ninput line\nrc=1\n"),
        "stdin read twice, the file beside it refused (stderr %r)" %
        r.get("stderr"))
+    # A stdin open for writing only (0>>FILE) grants no reading: the
+    # rule once made its bytes readable by name (found by a probing
+    # session).
+    def stdin_wronly():
+        fd = os.open(inp, os.O_WRONLY | os.O_APPEND)
+        os.dup2(fd, 0)
+        os.close(fd)
+    run = t.corral(["run", "--json", "-w", fx.ws, "--landlock=auto",
+                    "--fast-open", "--", "sh", "-c",
+                    "cat %s; echo rc=$?" % inp], preexec=stdin_wronly)
+    r = t.result(run)
+    eq((r.get("status"), r.get("stdout")), ("ok", "rc=1\n"),
+       "a write-only stdin's file stays unreadable (stderr %r)" %
+       r.get("stderr"))
 
 
 @test

@@ -2953,3 +2953,27 @@ def errno_parity_int_arguments_read_as_ints(t):
     differential probing session)."""
     parity(t, INT_ARGS, want={"readlinkat size=0xffffffff": "EINVAL",
                               "readlink size=0x100000000": "EINVAL"})
+
+
+# ---- F_NOTIFY clearings: the kernel drops watches before the type ----
+
+DNOTIFY_CLEAR = r'''
+import fcntl
+open("f", "w").close()
+r, w = os.pipe()
+fd = os.open("f", os.O_RDONLY)
+d = os.open(".", os.O_RDONLY)
+for name, x in (("file", fd), ("pipe", r), ("dir", d)):
+    for arg in (0, fcntl.DN_MULTISHOT, fcntl.DN_CREATE):
+        t("%s %#x" % (name, arg), lambda: fcntl.fcntl(x, fcntl.F_NOTIFY, arg))
+'''
+
+
+@test
+def errno_parity_dnotify_clearing_answers_as_the_kernel(t):
+    """fcntl(F_NOTIFY, 0) or DN_MULTISHOT alone clears the caller's
+    watches on that file before the kernel looks at its type: 0 on a
+    regular file or a pipe, where corral answered ENOTDIR (found by a
+    probing session); a watch asked of them stays ENOTDIR."""
+    parity(t, DNOTIFY_CLEAR, want={"file 0x0": "ok", "pipe 0x80000000": "ok",
+                                   "file 0x4": "ENOTDIR", "dir 0x4": "ok"})

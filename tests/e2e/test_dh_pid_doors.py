@@ -397,3 +397,15 @@ def group_signal_outside_the_run_costs_corral_little_or_is_charged(t):
     eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
        "processes: status (message %r, usage %r)" % (
            r.get("message"), r.get("usage")))
+    # 60 processes of the run alive: kill(-G) reads each one's group
+    # before the refusal (0.6 ms a call, uncharged before: found by a
+    # probing session), the run's CPU now.
+    run = t.corral(["run", "--json", "--limit", "cpu=3s",
+                    "--limit", "wall=60s", "--", "sh", "-c",
+                    "i=0; while [ $i -lt 60 ]; do sleep 50 & i=$((i+1));"
+                    " done; exec python3 -c \"$0\" threads 0 12 %d" % g,
+                    _GROUP_LOOP], timeout=90)
+    r = t.result(run)
+    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
+       "live processes: status (message %r, usage %r)" % (
+           r.get("message"), r.get("usage")))

@@ -411,6 +411,16 @@ CR_HANDLER(cr_h_fcntl_notify)
 	const char *why = "directory change notification outside the roots is refused";
 
 	(void)e;
+	/* A clearing (no event asked) drops the caller's watches on that
+	 * file before the kernel looks at its type: it reaches nothing
+	 * outside the run whatever file the number names, so the kernel
+	 * answers it (corral answered ENOTDIR for a regular file, found by
+	 * a probing session). */
+	if (!((unsigned)n->data.args[2] & ~(unsigned)DN_MULTISHOT)) {
+		if (fd >= 0)
+			close(fd);
+		return CR_V_CONT;
+	}
 	if (fd < 0)
 		return CR_V_ERR(-fd);	/* EBADF: none open */
 	fl = fcntl(fd, F_GETFL);

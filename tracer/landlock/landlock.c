@@ -223,9 +223,14 @@ static int add_builtins(int rs, uint64_t handled)
 static int add_stdin(const struct cr_run *run, int rs, uint64_t handled)
 {
 	struct stat st;
+	int fl = fcntl(0, F_GETFL);
 
-	if (run->cfg->stdin_text || fstat(0, &st) < 0 ||
-	    !S_ISREG(st.st_mode) || isatty(0))
+	/* Open for reading: a write-only stdin (0>>FILE) gives the program
+	 * no bytes of the file, and must not give it them by name (found by
+	 * a probing session). */
+	if (run->cfg->stdin_text || fl < 0 || (fl & O_ACCMODE) == O_WRONLY ||
+	    (fl & O_PATH) || fstat(0, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    isatty(0))
 		return 0;
 	return add_fd(rs, 0, false, LL_FS_READ_FILE, handled);
 }
