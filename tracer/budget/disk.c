@@ -666,9 +666,13 @@ static int walk_step(struct cr_run *run, size_t budget)
 			int fd = openat(cr_dir_fd(d), name, O_PATH |
 					O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-			rc = fd < 0 ? -errno : walk_enter(b, fd);
-			if (rc == -ENOENT || rc == -ENOTDIR || rc == -ELOOP)
+			if (fd < 0 && (errno == ENOENT || errno == ENOTDIR ||
+				       errno == ELOOP))
 				continue;	/* replaced meanwhile */
+			/* walk_enter's own ELOOP is the walk's depth. */
+			rc = fd < 0 ? -errno : walk_enter(b, fd);
+			if (rc == -ENOENT)
+				continue;	/* removed meanwhile */
 			if (rc == -EACCES) {
 				rc = walk_unlisted(b, cr_dir_fd(d), name,
 						   b->depth);
