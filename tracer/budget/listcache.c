@@ -24,7 +24,10 @@
  *   past CR_LISTCACHE_DIR_BYTES: past that, listed every pass as before.
  * A listing that cannot be kept is simply not kept: the walk then lists.
  *
- * Keyed (dev + 1, ino) with the ctime; open addressing, linear probing, at
+ * Keyed (dev + 1, ino) with the ctime (and the mtime, size and link count,
+ * which move with the entries on these filesystems too: a second witness
+ * should a clock stepped back give a change its listing's ctime); open
+ * addressing, linear probing, at
  * most half full. An entry is replaced by the next listing of its inode.
  */
 
@@ -32,6 +35,9 @@ struct lentry {
 	uint64_t dev;		/* st_dev + 1; 0: empty */
 	uint64_t ino;
 	int64_t ct_sec, ct_nsec;
+	int64_t mt_sec, mt_nsec;	/* and its mtime, size and links: */
+	int64_t size;			/* any one moved is a change */
+	uint64_t nlink;
 	char *names;		/* owned, NUL-separated */
 	size_t len;
 };
@@ -83,7 +89,11 @@ const char *cr_listcache_get(const struct cr_listcache *c,
 				      (uint64_t)st->st_ino);
 
 	if (!e || !e->names || e->ct_sec != (int64_t)st->st_ctim.tv_sec ||
-	    e->ct_nsec != (int64_t)st->st_ctim.tv_nsec)
+	    e->ct_nsec != (int64_t)st->st_ctim.tv_nsec ||
+	    e->mt_sec != (int64_t)st->st_mtim.tv_sec ||
+	    e->mt_nsec != (int64_t)st->st_mtim.tv_nsec ||
+	    e->size != (int64_t)st->st_size ||
+	    e->nlink != (uint64_t)st->st_nlink)
 		return NULL;
 	*len = e->len;
 	return e->names;
@@ -153,6 +163,10 @@ void cr_listcache_put(struct cr_listcache *c, const struct stat *st,
 	}
 	e->ct_sec = (int64_t)st->st_ctim.tv_sec;
 	e->ct_nsec = (int64_t)st->st_ctim.tv_nsec;
+	e->mt_sec = (int64_t)st->st_mtim.tv_sec;
+	e->mt_nsec = (int64_t)st->st_mtim.tv_nsec;
+	e->size = (int64_t)st->st_size;
+	e->nlink = (uint64_t)st->st_nlink;
 	e->names = copy;
 	e->len = len;
 	c->bytes += len;
