@@ -387,25 +387,20 @@ def group_signal_outside_the_run_costs_corral_little_or_is_charged(t):
     lt(per_call, 0.5, "threads: corral's CPU per kill(-G) in ms "
        "(%d calls, %s ms)" % (int(calls), u.get("supervisor_cpu_ms")))
     # 300 processes gone (each /bin/true), then the loop: each call
-    # reads their /proc entries, and that is the run's CPU now.
-    run = t.corral(["run", "--json", "--limit", "cpu=3s",
-                    "--limit", "wall=60s", "--", "sh", "-c",
-                    "i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1));"
-                    " done; exec python3 -c \"$0\" threads 0 12 %d" % g,
-                    _GROUP_LOOP], timeout=90)
-    r = t.result(run)
-    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
-       "processes: status (message %r, usage %r)" % (
-           r.get("message"), r.get("usage")))
-    # 60 processes of the run alive: kill(-G) reads each one's group
-    # before the refusal (0.6 ms a call, uncharged before: found by a
-    # probing session), the run's CPU now.
-    run = t.corral(["run", "--json", "--limit", "cpu=3s",
-                    "--limit", "wall=60s", "--", "sh", "-c",
-                    "i=0; while [ $i -lt 60 ]; do sleep 50 & i=$((i+1));"
-                    " done; exec python3 -c \"$0\" threads 0 12 %d" % g,
-                    _GROUP_LOOP], timeout=90)
-    r = t.result(run)
-    eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
-       "live processes: status (message %r, usage %r)" % (
-           r.get("message"), r.get("usage")))
+    # reads their /proc entries, and that is the run's CPU now. And 60
+    # processes of the run alive: kill(-G) reads each one's group before
+    # the refusal (0.6 ms a call, uncharged before: found by a probing
+    # session), the run's CPU now.
+    for what, before in (("processes gone", "/bin/true"),
+                         ("live processes", "sleep 50 &")):
+        count = 300 if what == "processes gone" else 60
+        run = t.corral(["run", "--json", "--limit", "cpu=3s",
+                        "--limit", "wall=60s", "--", "sh", "-c",
+                        "i=0; while [ $i -lt %d ]; do %s i=$((i+1));"
+                        " done; exec python3 -c \"$0\" threads 0 12 %d" %
+                        (count, before if before.endswith("&") else
+                         before + ";", g), _GROUP_LOOP], timeout=90)
+        r = t.result(run)
+        eq((r.get("status"), r.get("limit")), ("limit_exceeded", "cpu"),
+           "%s: status (message %r, usage %r)" % (
+               what, r.get("message"), r.get("usage")))
