@@ -185,6 +185,26 @@ def proc_state(pid):
         return "gone"
 
 
+def unused_port(host="127.0.0.1"):
+    """A TCP port nobody holds on host now, below the kernel's ephemeral
+    range (32768 up here), where no bind to port 0 of another test or of
+    the second runner running beside this one can take it before the test
+    uses it (a port picked by binding 0 and closing was taken so)."""
+    import random
+    import socket
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        try:
+            s.bind((host, port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise Fail("no unused port below the ephemeral range")
+
+
 def wait_for(cond, timeout, interval=0.05):
     """Poll cond() until it returns a true value or timeout seconds pass;
     returns the last value."""

@@ -15,7 +15,7 @@ import threading
 import time
 
 from harness import (eq, ne, true, contains, ge, lt, test, wait_for,
-                     check_result_shape)
+                     check_result_shape, unused_port)
 
 PY = "/usr/bin/python3"
 
@@ -757,10 +757,7 @@ def net_allowed_port_where_nothing_listens_is_refused(t):
     port closed, so the connect succeeded and the first read was a reset:
     a program waiting for its server took it for up. The upstream is now
     made first for a destination allowed by address."""
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()          # nobody listens there now
+    port = unused_port()   # nobody listens there now
     prog = r'''
 import errno, select, socket, sys, time
 port = int(sys.argv[1])

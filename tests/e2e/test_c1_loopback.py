@@ -11,7 +11,8 @@ import socket
 import subprocess
 import threading
 
-from harness import eq, contains, true, test, wait_for, check_result_shape
+from harness import (eq, contains, true, test, wait_for, check_result_shape,
+                     unused_port)
 from test_c0_net import denials
 
 PY = "/usr/bin/python3"
@@ -339,10 +340,7 @@ def _stranger(t, publish, preexec=None, dual=False):
     extra = []
     if publish:
         # Pick a free port for the run to publish, then have it bind it.
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        pport = probe.getsockname()[1]
-        probe.close()
+        pport = unused_port()
         extra = ["--publish", str(pport)]
         prog = SERVE_PROG.replace('s.bind(("127.0.0.1", 0))',
                                   's.bind(("127.0.0.1", %d))' % pport)
