@@ -65,20 +65,68 @@ TEST_IMPL(listcache_kept_while_the_ctime_stands)
 TEST_IMPL(listcache_unsettled_ctime_keeps_nothing)
 {
 	struct cr_listcache *c = cr_listcache_new();
-	struct stat st = dir_at(7, 1000, 0);
+	struct stat st = dir_at(7, 1000, 1), whole = dir_at(8, 1000, 0);
 	size_t len;
 
 	ASSERT(c);
-	cr_listcache_put(c, &st, 1000 * S, "a", 2);
+	cr_listcache_put(c, &st, 1000 * S + 1, "a", 2);
 	/* Listed within the settling margin of its change: not kept. */
-	cr_listcache_put(c, &st, 1000 * S + CR_LISTCACHE_SETTLED_NS - 1,
-			 "a", 2);
-	ASSERT(!cr_listcache_get(c, &st, &len));
 	cr_listcache_put(c, &st, 1000 * S + CR_LISTCACHE_SETTLED_NS, "a", 2);
+	ASSERT(!cr_listcache_get(c, &st, &len));
+	cr_listcache_put(c, &st, 1000 * S + 1 + CR_LISTCACHE_SETTLED_NS,
+			 "a", 2);
 	ASSERT(cr_listcache_get(c, &st, &len));
 	/* A later listing that cannot be kept drops the older one. */
 	cr_listcache_put(c, &st, 1000 * S, "a", 2);
 	ASSERT(!cr_listcache_get(c, &st, &len));
+	/* A ctime of whole seconds may be the filesystem's granularity:
+	 * never kept, however old. */
+	cr_listcache_put(c, &whole, 5000 * S, "a", 2);
+	ASSERT(!cr_listcache_get(c, &whole, &len));
+	cr_listcache_free(c);
+}
+
+TEST_IMPL(listcache_pass_drops_what_it_did_not_meet)
+{
+	struct cr_listcache *c = cr_listcache_new();
+	struct stat a = dir_at(1, 10, 3), b = dir_at(2, 10, 3);
+	size_t len;
+
+	ASSERT(c);
+	cr_listcache_pass(c);
+	cr_listcache_put(c, &a, 20 * S, "x", 2);
+	cr_listcache_put(c, &b, 20 * S, "y", 2);
+	cr_listcache_sweep(c);
+	ASSERT(cr_listcache_get(c, &a, &len));
+	ASSERT(cr_listcache_get(c, &b, &len));
+	/* The next pass meets a only: b (removed) goes at its end. */
+	cr_listcache_pass(c);
+	ASSERT(cr_listcache_get(c, &a, &len));
+	cr_listcache_sweep(c);
+	ASSERT(cr_listcache_get(c, &a, &len));
+	ASSERT(!memcmp(cr_listcache_get(c, &a, &len), "x", 2));
+	ASSERT(!cr_listcache_get(c, &b, &len));
+	cr_listcache_free(c);
+}
+
+TEST_IMPL(listcache_empty_listings_are_bounded_too)
+{
+	struct cr_listcache *c = cr_listcache_new();
+	size_t len, kept = 0, n = 400000;
+
+	ASSERT(c);
+	for (uint64_t i = 0; i < n; i++) {
+		struct stat st = dir_at(1000 + i, 10, 3);
+
+		cr_listcache_put(c, &st, 20 * S, "", 0);
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		struct stat st = dir_at(1000 + i, 10, 3);
+
+		kept += cr_listcache_get(c, &st, &len) != NULL;
+	}
+	ASSERT(kept > 0);
+	ASSERT(kept < n);
 	cr_listcache_free(c);
 }
 
@@ -92,14 +140,14 @@ TEST_IMPL(listcache_bounded)
 	memset(big, 'x', sizeof(big));
 	/* One directory past its bound: not kept. */
 	{
-		struct stat st = dir_at(1, 1, 0);
+		struct stat st = dir_at(1, 1, 7);
 
 		cr_listcache_put(c, &st, 10 * S, big, sizeof(big));
 		ASSERT(!cr_listcache_get(c, &st, &len));
 	}
 	/* Many at their bound: no more than the whole's bound kept. */
 	for (uint64_t i = 0; i < 2 * CR_LISTCACHE_BYTES / CR_LISTCACHE_DIR_BYTES; i++) {
-		struct stat st = dir_at(100 + i, 1, 0);
+		struct stat st = dir_at(100 + i, 1, 7);
 
 		cr_listcache_put(c, &st, 10 * S, big, CR_LISTCACHE_DIR_BYTES);
 		if (cr_listcache_get(c, &st, &len))

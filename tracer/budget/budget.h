@@ -224,13 +224,17 @@ struct cr_listcache;
 							 * older than the
 							 * listing */
 #define CR_LISTCACHE_DIR_BYTES (256u << 10)	/* names of one directory */
-#define CR_LISTCACHE_BYTES (16u << 20)		/* names in all */
+#define CR_LISTCACHE_BYTES (16u << 20)		/* names and table */
 struct cr_listcache *cr_listcache_new(void);
 void cr_listcache_free(struct cr_listcache *c);
 /* The names kept for the directory st (NUL-separated, *len bytes) if its
  * ctime is the one they were listed at, else NULL. */
-const char *cr_listcache_get(const struct cr_listcache *c,
+const char *cr_listcache_get(struct cr_listcache *c,
 			     const struct stat *st, size_t *len);
+/* A pass begins; at its end (complete) the listings of directories it did
+ * not meet (get or put) are dropped. */
+void cr_listcache_pass(struct cr_listcache *c);
+void cr_listcache_sweep(struct cr_listcache *c);
 /* Keep the names the directory st (stat'ed before the listing, which
  * began at listed_ns, cr_listcache_now_ns) had; a ctime that had not
  * settled, or past the bounds, keeps nothing (and drops the older). */

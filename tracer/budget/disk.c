@@ -551,6 +551,7 @@ static int walk_step(struct cr_run *run, size_t budget)
 
 	if (!b->in_pass) {
 		bg_walk_reset(b);
+		cr_listcache_pass(b->lc);
 		b->in_pass = true;
 		b->fail_root = NULL;
 		free(b->fail_dir);
@@ -572,6 +573,8 @@ static int walk_step(struct cr_run *run, size_t budget)
 				b->lq_in = b->lq_scan;
 				b->lq_in_shm = b->lq_scan_shm;
 				b->in_pass = false;
+				/* What the pass did not meet is gone. */
+				cr_listcache_sweep(b->lc);
 				return 1;
 			}
 			if (b->root_named[b->root]) {
