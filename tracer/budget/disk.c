@@ -103,13 +103,6 @@ static int walk_push(struct cr_budgets *b, int fd)
 	return 0;
 }
 
-/*
- * A directory the pass goes into, from an O_PATH handle of it (taken): its
- * names as last listed while its ctime has not moved (listcache.c: no
- * open, no getdents, nothing a watch there reports), else listed, and the
- * listing recorded for the next pass. -errno with errno set when it
- * cannot be listed (EACCES: the caller's unreadable directory).
- */
 /* Does the filesystem of opath (device dev) move a directory's ctime at
  * every change of its entries, as the run makes them, and no later? The
  * local ones the kernel stamps itself; not a network or FUSE one, whose
@@ -131,6 +124,13 @@ static bool faithful_ctime(struct cr_budgets *b, int opath, dev_t dev)
 	return b->lc_dev_ok;
 }
 
+/*
+ * A directory the pass goes into, from an O_PATH handle of it (taken): its
+ * names as last listed while its ctime has not moved (listcache.c: no
+ * open, no getdents, nothing a watch there reports), else listed, and the
+ * listing recorded for the next pass. -errno with errno set when it
+ * cannot be listed (EACCES: the caller's unreadable directory).
+ */
 static int walk_enter(struct cr_budgets *b, int opath)
 {
 	struct bg_listing *l;

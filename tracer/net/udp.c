@@ -486,6 +486,9 @@ static bool bound_ep(int fd, struct cr_net_ep *ep)
  * moment unbound: both marked SO_REUSEADDR for the new bind, then neither
  * (so no one else can join them), then the old is let go. The new member
  * takes over what the old heard. Index of the old in *old; -errno.
+ * by_peer is the last collect's word: one received since by SCM_RIGHTS
+ * from a queue (held again) is let go all the same, deafened, which only
+ * the run's own socket can notice.
  */
 static int handover_bind(struct cr_netstate *ns, int dup,
 			 const union cr_sockaddr *want, socklen_t wantlen,
