@@ -406,8 +406,7 @@ CR_HANDLER(cr_h_fcntl_notify)
 	char p[64], path[PATH_MAX];
 	struct stat st;
 	ssize_t len = 0;
-	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
-	int fl;
+	int fd, fl;
 	const char *why = "directory change notification outside the roots is refused";
 
 	(void)e;
@@ -416,11 +415,9 @@ CR_HANDLER(cr_h_fcntl_notify)
 	 * outside the run whatever file the number names, so the kernel
 	 * answers it (corral answered ENOTDIR for a regular file, found by
 	 * a probing session). */
-	if (!((unsigned)n->data.args[2] & ~(unsigned)DN_MULTISHOT)) {
-		if (fd >= 0)
-			close(fd);
+	if (!((unsigned)n->data.args[2] & ~(unsigned)DN_MULTISHOT))
 		return CR_V_CONT;
-	}
+	fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	if (fd < 0)
 		return CR_V_ERR(-fd);	/* EBADF: none open */
 	fl = fcntl(fd, F_GETFL);
