@@ -211,6 +211,10 @@ th.start()
 notify('shared')
 ev.set()
 th.join()
+# join returns before the thread's last C code has run: wait until the
+# kernel lists this thread alone.
+while len(os.listdir('/proc/self/task')) > 1:
+    pass
 notify('alone')
 os.close(os.open('/dev/null', os.O_RDONLY))
 """
