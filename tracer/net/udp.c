@@ -68,8 +68,6 @@ struct cr_net_udp {
 	struct cr_net_ep *srcs;	/* owned: members it hears */
 	size_t nsrcs, capsrcs;
 	bool keep;		/* scratch: seen in a task's table */
-	bool by_peer;		/* at the last collect, kept only because a
-				 * kept socket is connected to it */
 };
 
 #define NET_OFF(k) ((uint32_t)(SKF_NET_OFF + (k)))
@@ -403,11 +401,9 @@ static void collect(struct cr_run *run)
 	cr_slow_end();
 	if (rc < 0)
 		return;
-	for (size_t i = 0; i < ns->nudp; i++) {
+	for (size_t i = 0; i < ns->nudp; i++)
 		ns->udp[i].keep = cr_u64_has(held, nheld,
 						  ns->udp[i].ino);
-		ns->udp[i].by_peer = false;
-	}
 	free(held);
 	/* A kept socket connected to a member keeps that member bound:
 	 * else a stranger could take its address and receive the sends. */
@@ -420,7 +416,6 @@ static void collect(struct cr_run *run)
 				if (!ns->udp[j].keep &&
 				    same_ep(&ns->udp[j].ep, &ns->udp[i].peer)) {
 					ns->udp[j].keep = true;
-					ns->udp[j].by_peer = true;
 					changed = true;
 				}
 		}
@@ -476,75 +471,6 @@ static bool bound_ep(int fd, struct cr_net_ep *ep)
 	return getsockname(fd, &a.sa, &l) == 0 && cr_net_ep_of(&a, l, ep);
 }
 
-/*
- * A member no task holds stays bound while a kept socket is connected to
- * it (collect): else a stranger could take the port and receive those
- * sends. But the run binding that very address again is no stranger: a
- * UDP server restarted on its fixed port while a client lives answered
- * EADDRINUSE (natively the port is free at close; found by a differential
- * probing session). The port passes from the one to the other with no
- * moment unbound: both marked SO_REUSEADDR for the new bind, then neither
- * (so no one else can join them), then the old is let go. The new member
- * takes over what the old heard. Index of the old in *old; -errno.
- * by_peer is the last collect's word: one received since by SCM_RIGHTS
- * from a queue (held again) is let go all the same, deafened, which only
- * the run's own socket can notice.
- */
-static int handover_bind(struct cr_netstate *ns, int dup,
-			 const union cr_sockaddr *want, socklen_t wantlen,
-			 size_t *old)
-{
-	struct cr_net_ep claim;
-	int on = 1, off = 0, rc;
-	size_t i;
-
-	if (!cr_net_ep_of(want, wantlen, &claim) || !claim.port)
-		return -EADDRINUSE;
-	for (i = 0; i < ns->nudp; i++)
-		if (ns->udp[i].by_peer && same_ep(&ns->udp[i].ep, &claim))
-			break;
-	if (i == ns->nudp)
-		return -EADDRINUSE;
-	if (setsockopt(ns->udp[i].dup, SOL_SOCKET, SO_REUSEADDR, &on,
-		       sizeof(on)) < 0 ||
-	    setsockopt(dup, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0)
-		rc = -errno;
-	else
-		rc = bind(dup, &want->sa, wantlen) < 0 ? -errno : 0;
-	setsockopt(dup, SOL_SOCKET, SO_REUSEADDR, &off, sizeof(off));
-	setsockopt(ns->udp[i].dup, SOL_SOCKET, SO_REUSEADDR, &off, sizeof(off));
-	if (rc)
-		return rc;
-	*old = i;
-	return 0;
-}
-
-/* The member at index i, its port passed on to a new member with the
- * same address (handover_bind): out of the set, what it heard given to
- * the new (last) member, deafened and closed. The others' filters name
- * its address, which is still a member's: nothing to forget. */
-static void hand_over(struct cr_netstate *ns, size_t i)
-{
-	struct cr_net_udp old = ns->udp[i], *m;
-
-	memmove(&ns->udp[i], &ns->udp[i + 1],
-		(ns->nudp - i - 1) * sizeof(ns->udp[0]));
-	ns->nudp--;
-	m = &ns->udp[ns->nudp - 1];
-	m->srcs = old.srcs;
-	m->nsrcs = old.nsrcs;
-	m->capsrcs = old.capsrcs;
-	if (attach_sources(m->dup, ns, m))
-		deafen(m->dup);
-	if (old.connected) {
-		union cr_sockaddr un = { .sa.sa_family = AF_UNSPEC };
-
-		connect(old.dup, &un.sa, sizeof(un.sa));
-	}
-	deafen(old.dup);
-	close(old.dup);
-}
-
 int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 		     const union cr_sockaddr *want, socklen_t wantlen,
 		     bool wildcard)
@@ -554,8 +480,6 @@ int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 	struct cr_net_ep ep;
 	union cr_sockaddr lo;
 	int off = 0, rc, keep, proto;
-	size_t old = 0;
-	bool handed = false;
 
 	if (m) {
 		/* Already a member: a second bind fails as the kernel's. */
@@ -623,12 +547,6 @@ int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 			 * call with 19 000 fds, found by a probing session). */
 			cr_net_udp_collect(run);
 			rc = bind(dup, &want->sa, wantlen);
-			if (rc < 0 && errno == EADDRINUSE) {
-				rc = handover_bind(ns, dup, want, wantlen,
-						   &old);
-				handed = rc == 0;
-				errno = -rc;
-			}
 		}
 		if (rc < 0)
 			return -errno;
@@ -645,8 +563,6 @@ int cr_net_udp_adopt(struct cr_run *run, int dup, uint64_t ino, int domain,
 	m->proto = proto;
 	m->ep = ep;
 	m->wildcard = wildcard;
-	if (handed)
-		hand_over(ns, old);
 	return 0;
 }
 
