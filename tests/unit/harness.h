@@ -87,11 +87,6 @@ struct cr_test {
 	X(termsafe_never_writes_half)	\
 	X(path_lexical)		\
 	X(u64_set)			\
-	X(listcache_kept_while_the_ctime_stands)	\
-	X(listcache_unsettled_ctime_keeps_nothing)	\
-	X(listcache_bounded)	\
-	X(listcache_pass_drops_what_it_did_not_meet)	\
-	X(listcache_empty_listings_are_bounded_too)	\
 	X(shanon_charges_the_largest)	\
 	X(shanon_in_flight_stays)	\
 	X(shanon_object_never_charged)	\

@@ -217,31 +217,6 @@ bool cr_sockmem_tcp_made(const struct cr_sockmem *s);
 int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 		       size_t ntables, uint64_t *bytes);
 
-/* listcache.c: the names of the directories the disk walk listed, kept
- * while their ctime stands still. */
-struct cr_listcache;
-#define CR_LISTCACHE_SETTLED_NS (100 * 1000000ull)	/* ctime this much
-							 * older than the
-							 * listing */
-#define CR_LISTCACHE_DIR_BYTES (256u << 10)	/* names of one directory */
-#define CR_LISTCACHE_BYTES (16u << 20)		/* names and table */
-struct cr_listcache *cr_listcache_new(void);
-void cr_listcache_free(struct cr_listcache *c);
-/* The names kept for the directory st (NUL-separated, *len bytes) if its
- * ctime is the one they were listed at, else NULL. */
-const char *cr_listcache_get(struct cr_listcache *c,
-			     const struct stat *st, size_t *len);
-/* A pass begins; at its end (complete) the listings of directories it did
- * not meet (get or put) are dropped. */
-void cr_listcache_pass(struct cr_listcache *c);
-void cr_listcache_sweep(struct cr_listcache *c);
-/* Keep the names the directory st (stat'ed before the listing, which
- * began at listed_ns, cr_listcache_now_ns) had; a ctime that had not
- * settled, or past the bounds, keeps nothing (and drops the older). */
-void cr_listcache_put(struct cr_listcache *c, const struct stat *st,
-		      uint64_t listed_ns, const char *names, size_t len);
-uint64_t cr_listcache_now_ns(void);
-
 /* walkset.c: what a pass of the disk walk measured, and the objects the
  * run placed in the writable roots while it ran. */
 struct cr_walkset;
