@@ -258,7 +258,10 @@ def streaming_reader_that_stops_does_not_stall_limits(t):
                  "sh", "-c", "head -c 4194304 /dev/zero; echo $$ > pid; "
                  "exec sleep 100"])
     pidfile = os.path.join(ws, "pid")
-    true(wait_for(lambda: os.path.exists(pidfile), 20),
+    # Written, not only made: `echo $$ > pid` creates the file first (the
+    # test once read it empty in between, under load).
+    true(wait_for(lambda: os.path.exists(pidfile) and
+                  os.path.getsize(pidfile) > 0, 20),
          "the program got past its output while corral's stdout was unread")
     pid = int(open(pidfile).read().strip() or 0)
     true(pid > 0, "pid written")
