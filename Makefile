@@ -85,11 +85,13 @@ $(BUILD)/tracer/filter_prebuilt.o: $(BUILD)/tracer/filter_prebuilt.c tracer/trac
 # The pure parts of tracer/io/ (names, links, digests) are unit-tested too,
 # tracer/taskfd.c (which fd table a thread uses) on threads of its own,
 # tracer/termsafe.c (the echo's terminal filter) and tracer/budget/shanon.c
-# (the shared anonymous memory ledger); tracer/guard.c for the close()
+# (the shared anonymous memory ledger), tracer/budget/listcache.c (the
+# walk's kept listings); tracer/guard.c for the close()
 # every linked object's calls go through (LDFLAGS_ALL).
 IO_UNIT_OBJ := $(BUILD)/tracer/io/digest.o $(BUILD)/tracer/io/place.o \
 	$(BUILD)/tracer/audit/sha256.o $(BUILD)/tracer/taskfd.o \
 	$(BUILD)/tracer/termsafe.o $(BUILD)/tracer/budget/shanon.o \
+	$(BUILD)/tracer/budget/listcache.o \
 	$(BUILD)/tracer/guard.o
 $(BUILD)/tests/unit/run-unit: $(UNIT_SRC) $(LIB_OBJ) $(IO_UNIT_OBJ) tracer/syscalls.def
 	@mkdir -p $(dir $@)

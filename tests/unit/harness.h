@@ -87,6 +87,10 @@ struct cr_test {
 	X(termsafe_never_writes_half)	\
 	X(path_lexical)		\
 	X(u64_set)			\
+	X(listcache_kept_until_a_change_is_reported)	\
+	X(listcache_change_during_the_listing_keeps_nothing)	\
+	X(listcache_pass_drops_what_it_did_not_meet)	\
+	X(listcache_bounded)	\
 	X(shanon_charges_the_largest)	\
 	X(shanon_in_flight_stays)	\
 	X(shanon_object_never_charged)	\

@@ -698,6 +698,7 @@ int cr_budget_setup(struct cr_run *run)
 		b->ws = cr_walkset_new(pmax < 16 ? 16 : pmax);
 		if (!b->ws)
 			return -ENOMEM;
+		b->lc = cr_listcache_new();	/* none: every pass lists */
 		b->tracking = true;
 	}
 	b->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -717,8 +718,10 @@ static void cr_budget_free(struct cr_run *run)
 		return;
 	bg_walk_reset(b);
 	free(b->stack);
+	free(b->listing);
 	free(b->fail_dir);
 	cr_walkset_free(b->ws);
+	cr_listcache_free(b->lc);
 	for (size_t i = 0; i < b->nzombies; i++)
 		close(b->zombies[i].fd);
 	free(b->zombies);

@@ -217,6 +217,35 @@ bool cr_sockmem_tcp_made(const struct cr_sockmem *s);
 int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 		       size_t ntables, uint64_t *bytes);
 
+/* listcache.c: the names of the directories the disk walk listed, kept
+ * while corral's own inotify watch on each reports no change. */
+struct cr_listcache;
+#define CR_LISTCACHE_DIR_BYTES (256u << 10)	/* names of one directory */
+#define CR_LISTCACHE_BYTES (16u << 20)		/* names and tables */
+#define CR_LISTCACHE_WATCHES 4096		/* directories kept */
+/* NULL when no inotify instance can be made: every pass lists. */
+struct cr_listcache *cr_listcache_new(void);
+void cr_listcache_free(struct cr_listcache *c);
+/* The names kept for the directory st (NUL-separated, *len bytes) if no
+ * change of its entries was reported since they were listed, else NULL. */
+const char *cr_listcache_get(struct cr_listcache *c,
+			     const struct stat *st, size_t *len);
+/* A pass begins; at its end (complete) the listings of directories it did
+ * not meet (get, watch) are dropped and their watches removed. */
+void cr_listcache_pass(struct cr_listcache *c);
+void cr_listcache_sweep(struct cr_listcache *c);
+/* Before listing the directory st (opath: an fd of it, any kind): its
+ * watch placed (or kept) and its older names dropped. A watch descriptor
+ * for cr_listcache_put, or -1 when this directory's names cannot be kept
+ * (bounds, the user's watches). */
+int cr_listcache_watch(struct cr_listcache *c, int opath,
+		       const struct stat *st);
+/* Keep the names the directory st had when listed after
+ * cr_listcache_watch gave wd; nothing is kept if a change was reported
+ * since, or past the bounds. */
+void cr_listcache_put(struct cr_listcache *c, const struct stat *st, int wd,
+		      const char *names, size_t len);
+
 /* walkset.c: what a pass of the disk walk measured, and the objects the
  * run placed in the writable roots while it ran. */
 struct cr_walkset;

@@ -11,7 +11,9 @@
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <linux/magic.h>
 #include <sys/types.h>
 #include <linux/openat2.h>
 
@@ -60,30 +62,145 @@ static size_t walk_buf(int depth)
 	return depth < 32 ? 32768 : 2048;
 }
 
+/* Room for one more directory on the stack (and its listing's note). */
+static int walk_grow(struct cr_budgets *b)
+{
+	if (b->depth == b->stackcap) {
+		int cap = b->stackcap ? b->stackcap * 2 : 64;
+		struct cr_dir **g = realloc(b->stack, (size_t)cap * sizeof(*g));
+		struct bg_listing *l;
+
+		if (!g)
+			return -ENOMEM;
+		b->stack = g;
+		l = realloc(b->listing, (size_t)cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		b->listing = l;
+		b->stackcap = cap;
+	}
+	return 0;
+}
+
 static int walk_push(struct cr_budgets *b, int fd)
 {
 	struct cr_dir *d;
+	int rc;
 
 	if (b->depth >= CR_BUDGET_WALK_DEPTH) {
 		close(fd);
 		return -ELOOP;
 	}
-	if (b->depth == b->stackcap) {
-		int cap = b->stackcap ? b->stackcap * 2 : 64;
-		struct cr_dir **g = realloc(b->stack, (size_t)cap * sizeof(*g));
-
-		if (!g) {
-			close(fd);
-			return -ENOMEM;
-		}
-		b->stack = g;
-		b->stackcap = cap;
+	if ((rc = walk_grow(b)) < 0) {
+		close(fd);
+		return rc;
 	}
 	d = cr_dir_open(fd, walk_buf(b->depth));
 	if (!d)
 		return -errno;
+	b->listing[b->depth].record = false;
 	b->stack[b->depth++] = d;
 	return 0;
+}
+
+/* Does the filesystem of opath (device dev) report every change of a
+ * directory's entries to an inotify watch, in the call that makes it? The
+ * local ones; not a network or FUSE one, where another machine or the
+ * server can change entries no watch here sees. Remembered for the last
+ * device asked. */
+static bool watchable_fs(struct cr_budgets *b, int opath, dev_t dev)
+{
+	struct statfs sf;
+
+	if (b->lc_dev_known && b->lc_dev == dev)
+		return b->lc_dev_ok;
+	if (fstatfs(opath, &sf) < 0)
+		return false;
+	b->lc_dev = dev;
+	b->lc_dev_known = true;
+	b->lc_dev_ok = sf.f_type == TMPFS_MAGIC ||
+		       sf.f_type == EXT4_SUPER_MAGIC ||	/* ext2/3/4 */
+		       sf.f_type == XFS_SUPER_MAGIC ||
+		       sf.f_type == BTRFS_SUPER_MAGIC;
+	return b->lc_dev_ok;
+}
+
+/*
+ * A directory the pass goes into, from an O_PATH handle of it (taken): its
+ * names as last listed while corral's watch on it reported no change
+ * (listcache.c: no open, no getdents, nothing a watch of the program's
+ * reports), else listed, the watch placed first, and the listing recorded
+ * for the next pass. Its stat asks no times (quietstat.c). -errno with
+ * errno set when it cannot be listed (EACCES: the caller's unreadable
+ * directory).
+ */
+static int walk_enter(struct cr_budgets *b, int opath)
+{
+	struct bg_listing *l;
+	const char *names = NULL;
+	struct stat st;
+	size_t len;
+	bool keep;
+	int fd, rc, wd = -1;
+
+	if (cr_quiet_fstat(opath, &st) < 0) {
+		rc = -errno;
+		close(opath);
+		errno = -rc;
+		return rc;
+	}
+	keep = b->lc && watchable_fs(b, opath, st.st_dev);
+	if (keep)
+		names = cr_listcache_get(b->lc, &st, &len);
+	if (names) {
+		struct cr_dir *d;
+
+		rc = b->depth >= CR_BUDGET_WALK_DEPTH ? -ELOOP : walk_grow(b);
+		if (rc < 0) {
+			close(opath);
+			errno = -rc;
+			return rc;
+		}
+		if (!(d = cr_dir_given(opath, names, len)))
+			return -errno;
+		b->listing[b->depth].record = false;
+		b->stack[b->depth++] = d;
+		return 0;
+	}
+	if (keep)
+		wd = cr_listcache_watch(b->lc, opath, &st);
+	fd = cr_quiet_opendir(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rc = fd < 0 ? -errno : 0;
+	close(opath);
+	if (rc) {
+		errno = -rc;
+		return rc;
+	}
+	if ((rc = walk_push(b, fd))) {
+		errno = -rc;
+		return rc;
+	}
+	if (wd < 0)
+		return 0;
+	l = &b->listing[b->depth - 1];
+	l->record = true;
+	l->st = st;
+	l->wd = wd;
+	cr_dir_record(b->stack[b->depth - 1], CR_LISTCACHE_DIR_BYTES);
+	return 0;
+}
+
+/* The directory at the top of the stack was read to its end: its listing
+ * kept if it was recorded (walk_enter). */
+static void walk_listed(struct cr_budgets *b)
+{
+	const struct bg_listing *l = &b->listing[b->depth - 1];
+	const char *names;
+	size_t len;
+
+	if (l->record &&
+	    (names = cr_dir_recorded(b->stack[b->depth - 1], &len)))
+		cr_listcache_put(b->lc, &l->st, l->wd, names, len);
 }
 
 static uint64_t entry_bytes(const struct stat *st)
@@ -439,6 +556,7 @@ static int walk_step(struct cr_run *run, size_t budget)
 
 	if (!b->in_pass) {
 		bg_walk_reset(b);
+		cr_listcache_pass(b->lc);
 		b->in_pass = true;
 		b->fail_root = NULL;
 		free(b->fail_dir);
@@ -460,6 +578,8 @@ static int walk_step(struct cr_run *run, size_t budget)
 				b->lq_in = b->lq_scan;
 				b->lq_in_shm = b->lq_scan_shm;
 				b->in_pass = false;
+				/* What the pass did not meet is gone. */
+				cr_listcache_sweep(b->lc);
 				return 1;
 			}
 			if (b->root_named[b->root]) {
@@ -471,7 +591,7 @@ static int walk_step(struct cr_run *run, size_t budget)
 				 * it charge a tree it could not touch; found
 				 * by a probing session). */
 				struct open_how how = {
-					.flags = O_RDONLY | O_DIRECTORY |
+					.flags = O_PATH | O_DIRECTORY |
 						 O_NOFOLLOW | O_CLOEXEC,
 					.resolve = RESOLVE_NO_SYMLINKS,
 				};
@@ -482,11 +602,16 @@ static int walk_step(struct cr_run *run, size_t budget)
 				if (fd < 0 && errno == ELOOP)
 					continue;
 			} else {
-				fd = cr_quiet_opendir(AT_FDCWD,
-						      b->roots[b->root++],
-						      O_RDONLY | O_DIRECTORY |
-						      O_NOFOLLOW | O_CLOEXEC);
+				fd = openat(AT_FDCWD, b->roots[b->root++],
+					    O_PATH | O_DIRECTORY | O_NOFOLLOW |
+					    O_CLOEXEC);
 			}
+			/* An O_PATH handle, then its names (walk_enter): a
+			 * root that cannot be listed fails there. */
+			if (fd >= 0 && walk_enter(b, fd) < 0)
+				fd = -1;
+			else if (fd >= 0)
+				continue;
 			if (fd < 0 && errno == ENOENT)
 				continue;	/* an absent root holds nothing */
 			if (fd < 0 && errno == ENOTDIR &&
@@ -500,10 +625,10 @@ static int walk_step(struct cr_run *run, size_t budget)
 				count_entry(b, &st);
 				continue;
 			}
-			if (fd < 0 && errno == EACCES)	/* chmod 0 on a root */
+			if (errno == EACCES)	/* chmod 0 on a root */
 				rc = walk_locked(b, AT_FDCWD, b->roots[b->root - 1], 0);
 			else
-				rc = fd < 0 ? -errno : walk_push(b, fd);
+				rc = -errno;
 			if (rc)
 				goto fail;
 			continue;
@@ -517,6 +642,7 @@ static int walk_step(struct cr_run *run, size_t budget)
 				rc = -errno;
 				goto fail;
 			}
+			walk_listed(b);
 			cr_dir_close(d);
 			b->depth--;
 			continue;
@@ -545,21 +671,23 @@ static int walk_step(struct cr_run *run, size_t budget)
 			if (rc)
 				goto fail;
 		} else if (S_ISDIR(st.st_mode)) {
-			int fd = cr_quiet_opendir(cr_dir_fd(d), name,
-						  O_RDONLY | O_DIRECTORY |
-						  O_NOFOLLOW | O_CLOEXEC);
+			int fd = openat(cr_dir_fd(d), name, O_PATH |
+					O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 			if (fd < 0 && (errno == ENOENT || errno == ENOTDIR ||
 				       errno == ELOOP))
 				continue;	/* replaced meanwhile */
-			if (fd < 0 && errno == EACCES) {
+			/* walk_enter's own ELOOP is the walk's depth. */
+			rc = fd < 0 ? -errno : walk_enter(b, fd);
+			if (rc == -ENOENT)
+				continue;	/* removed meanwhile */
+			if (rc == -EACCES) {
 				rc = walk_unlisted(b, cr_dir_fd(d), name,
 						   b->depth);
 				if (rc)
 					goto fail;
 				continue;
 			}
-			rc = fd < 0 ? -errno : walk_push(b, fd);
 			if (rc)
 				goto fail;
 		}

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <sys/stat.h>
+
 #include "budget.h"
 
 /*
@@ -120,6 +122,14 @@ struct cr_budgets {
 	size_t sync_room;		/* ...and how far walk_sync may use it */
 	pthread_t sync_thread;
 	uint64_t w_bytes, w_files;	/* the pass in progress */
+	struct bg_listing {		/* per stack level (walk_enter) */
+		bool record;		/* its listing is being recorded */
+		struct stat st;		/* the directory (quiet: no times) */
+		int wd;			/* its watch, placed before */
+	} *listing;			/* owned, stackcap of them */
+	struct cr_listcache *lc;	/* owned: listings kept (may be NULL) */
+	dev_t lc_dev;			/* the last device asked... */
+	bool lc_dev_known, lc_dev_ok;	/* ...whether its ctimes are kept */
 	struct cr_walkset *ws;		/* owned: what the pass met and
 					 * what moved while it ran */
 	size_t seen_max;		/* inodes a pass may remember */

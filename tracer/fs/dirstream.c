@@ -1,8 +1,11 @@
 /* tracer/fs/dirstream.c: a directory read entry by entry with getdents64
- * into a buffer of the caller's size, so a walk can hold thousands open. */
+ * into a buffer of the caller's size, so a walk can hold thousands open;
+ * or a listing recorded before, given back name by name. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,6 +25,15 @@ struct dirent64_rec {
 struct cr_dir {
 	int fd;
 	size_t pos, len, cap;
+	/* A listing given (cr_dir_given): names[] NUL-separated, read from
+	 * gpos; no getdents. */
+	char *names;
+	size_t gpos, glen;
+	/* A listing recorded as it is read (cr_dir_record): NUL-separated,
+	 * up to rcap bytes; given up (rec_off) past that. */
+	char *rec;
+	size_t rlen, ralloc, rcap;
+	bool recording, rec_off, ended;
 	_Alignas(8) char buf[];
 };
 
@@ -37,16 +49,89 @@ struct cr_dir *cr_dir_open(int fd, size_t bufsz)
 		errno = ENOMEM;
 		return NULL;
 	}
+	memset(d, 0, sizeof(*d));
 	d->fd = fd;
-	d->pos = d->len = 0;
 	d->cap = bufsz;
 	return d;
+}
+
+struct cr_dir *cr_dir_given(int fd, const char *names, size_t len)
+{
+	struct cr_dir *d = malloc(sizeof(*d));
+	char *copy = malloc(len ? len : 1);
+
+	if (!d || !copy) {
+		free(d);
+		free(copy);
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(d, 0, sizeof(*d));
+	d->fd = fd;
+	memcpy(copy, names, len);
+	d->names = copy;
+	d->glen = len;
+	return d;
+}
+
+void cr_dir_record(struct cr_dir *d, size_t cap)
+{
+	d->recording = true;
+	d->rcap = cap;
+}
+
+const char *cr_dir_recorded(const struct cr_dir *d, size_t *len)
+{
+	if (!d->recording || d->rec_off || !d->ended)
+		return NULL;
+	*len = d->rlen;
+	return d->rec ? d->rec : "";
+}
+
+static void record(struct cr_dir *d, const char *name)
+{
+	size_t n = strlen(name) + 1;
+
+	if (d->rec_off || (name[0] == '.' && (!name[1] ||
+	    (name[1] == '.' && !name[2]))))
+		return;
+	if (d->rlen + n > d->rcap) {
+		d->rec_off = true;
+		return;
+	}
+	if (d->rlen + n > d->ralloc) {
+		size_t cap = d->ralloc ? d->ralloc * 2 : 4096;
+		char *g;
+
+		while (cap < d->rlen + n)
+			cap *= 2;
+		if (!(g = realloc(d->rec, cap))) {
+			d->rec_off = true;
+			return;
+		}
+		d->rec = g;
+		d->ralloc = cap;
+	}
+	memcpy(d->rec + d->rlen, name, n);
+	d->rlen += n;
 }
 
 const char *cr_dir_next(struct cr_dir *d)
 {
 	const struct dirent64_rec *e;
 
+	if (d->names) {
+		const char *name;
+
+		if (d->gpos >= d->glen) {
+			errno = 0;
+			return NULL;
+		}
+		name = d->names + d->gpos;
+		d->gpos += strlen(name) + 1;
+		return name;
+	}
 	if (d->pos >= d->len) {
 		long n;
 
@@ -58,6 +143,7 @@ const char *cr_dir_next(struct cr_dir *d)
 		 * as glibc's readdir treats it. A walk racing `rm -rf` ended
 		 * runs as unmeasurable before. */
 		if (n == 0 || (n < 0 && errno == ENOENT)) {
+			d->ended = true;
 			errno = 0;
 			return NULL;
 		}
@@ -68,6 +154,8 @@ const char *cr_dir_next(struct cr_dir *d)
 	}
 	e = (const struct dirent64_rec *)(const void *)(d->buf + d->pos);
 	d->pos += e->d_reclen;
+	if (d->recording)
+		record(d, e->d_name);
 	return e->d_name;
 }
 
@@ -81,5 +169,7 @@ void cr_dir_close(struct cr_dir *d)
 	if (!d)
 		return;
 	close(d->fd);
+	free(d->names);
+	free(d->rec);
 	free(d);
 }

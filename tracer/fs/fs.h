@@ -193,6 +193,15 @@ struct cr_dir *cr_dir_open(int fd, size_t bufsz);
 const char *cr_dir_next(struct cr_dir *d);
 int cr_dir_fd(const struct cr_dir *d);
 void cr_dir_close(struct cr_dir *d);
+/* A listing recorded before (names NUL-separated, len bytes, copied) read
+ * back by cr_dir_next, "." and ".." left out, with fd (taken; an O_PATH
+ * one will do) as cr_dir_fd. */
+struct cr_dir *cr_dir_given(int fd, const char *names, size_t len);
+/* Record the names cr_dir_next reads from now ("." and ".." left out), up
+ * to cap bytes; cr_dir_recorded gives them (NUL-separated, *len bytes)
+ * once the listing was read to its end, NULL otherwise or past cap. */
+void cr_dir_record(struct cr_dir *d, size_t cap);
+const char *cr_dir_recorded(const struct cr_dir *d, size_t *len);
 
 int cr_fs_setup(struct cr_run *run);
 void cr_fs_finish(struct cr_run *run);
