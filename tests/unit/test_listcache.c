@@ -35,7 +35,7 @@ static void in(char *out, size_t cap, const char *dir, const char *name)
  * the directory's own removal) drops it, and a new listing keeps again. */
 TEST_IMPL(listcache_kept_until_a_change_is_reported)
 {
-	struct cr_listcache *c = cr_listcache_new();
+	struct cr_listcache *c = cr_listcache_new(CR_LISTCACHE_WATCHES);
 	char dir[256], p[300], q[300];
 	const char names[] = "a\0bb\0";
 	struct stat st;
@@ -102,7 +102,7 @@ TEST_IMPL(listcache_kept_until_a_change_is_reported)
  * is kept; a put for an older watch of the same directory neither. */
 TEST_IMPL(listcache_change_during_the_listing_keeps_nothing)
 {
-	struct cr_listcache *c = cr_listcache_new();
+	struct cr_listcache *c = cr_listcache_new(CR_LISTCACHE_WATCHES);
 	char dir[256], p[300];
 	struct stat st;
 	size_t len;
@@ -135,7 +135,7 @@ TEST_IMPL(listcache_change_during_the_listing_keeps_nothing)
  * after a sweep. */
 TEST_IMPL(listcache_pass_drops_what_it_did_not_meet)
 {
-	struct cr_listcache *c = cr_listcache_new();
+	struct cr_listcache *c = cr_listcache_new(CR_LISTCACHE_WATCHES);
 	char dir[256], p[300];
 	struct stat st, sa, sb;
 	size_t len;
@@ -182,7 +182,7 @@ TEST_IMPL(listcache_pass_drops_what_it_did_not_meet)
 TEST_IMPL(listcache_bounded)
 {
 	static char big[CR_LISTCACHE_DIR_BYTES + 1];
-	struct cr_listcache *c = cr_listcache_new();
+	struct cr_listcache *c = cr_listcache_new(CR_LISTCACHE_WATCHES);
 	char dir[256], p[300];
 	struct stat st;
 	size_t len, watched = 0, n = CR_LISTCACHE_WATCHES + 8;
@@ -209,6 +209,18 @@ TEST_IMPL(listcache_bounded)
 	}
 	/* The top directory holds one of the watches. */
 	ASSERT_UEQ(watched, (size_t)CR_LISTCACHE_WATCHES - 1);
+	cr_listcache_free(c);
+	/* A caller's smaller bound. */
+	c = cr_listcache_new(3);
+	ASSERT(c);
+	watched = 0;
+	for (size_t i = 0; i < 8; i++) {
+		struct stat s;
+
+		ASSERT(fstat(fds[i], &s) == 0);
+		watched += cr_listcache_watch(c, fds[i], &s) >= 0;
+	}
+	ASSERT_UEQ(watched, (size_t)3);
 	for (size_t i = 0; i < n; i++) {
 		close(fds[i]);
 		snprintf(p, sizeof(p), "%s/%zu", dir, i);

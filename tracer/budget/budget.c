@@ -698,7 +698,11 @@ int cr_budget_setup(struct cr_run *run)
 		b->ws = cr_walkset_new(pmax < 16 ? 16 : pmax);
 		if (!b->ws)
 			return -ENOMEM;
-		b->lc = cr_listcache_new();	/* none: every pass lists */
+		/* Corral's own watches: at most half the program's share
+		 * (an eighth of the user's allowance). */
+		b->lc = cr_listcache_new(b->ino_watch_cap / 2);	/* none:
+								 * every pass
+								 * lists */
 		b->tracking = true;
 	}
 	b->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

@@ -222,9 +222,10 @@ int cr_sockmem_measure(struct cr_sockmem *s, const uint64_t *tables,
 struct cr_listcache;
 #define CR_LISTCACHE_DIR_BYTES (256u << 10)	/* names of one directory */
 #define CR_LISTCACHE_BYTES (16u << 20)		/* names and tables */
-#define CR_LISTCACHE_WATCHES 4096		/* directories kept */
-/* NULL when no inotify instance can be made: every pass lists. */
-struct cr_listcache *cr_listcache_new(void);
+#define CR_LISTCACHE_WATCHES 4096		/* directories kept, at most */
+/* At most `watches` (and CR_LISTCACHE_WATCHES) directories watched; NULL
+ * when no inotify instance can be made: every pass lists. */
+struct cr_listcache *cr_listcache_new(size_t watches);
 void cr_listcache_free(struct cr_listcache *c);
 /* The names kept for the directory st (NUL-separated, *len bytes) if no
  * change of its entries was reported since they were listed, else NULL. */

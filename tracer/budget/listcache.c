@@ -30,8 +30,9 @@
  * stamps: an inode whose times were asked for is stamped finely at its
  * next change); a watch asks nothing.
  *
- * Bounds: at most CR_LISTCACHE_WATCHES watches (each pins an inode in the
- * kernel and counts against the user's fs.inotify.max_user_watches),
+ * Bounds: at most CR_LISTCACHE_WATCHES watches, and what the caller allows
+ * (each pins an inode in the kernel and counts against the user's
+ * fs.inotify.max_user_watches),
  * CR_LISTCACHE_DIR_BYTES of names for one directory and CR_LISTCACHE_BYTES
  * in all (names and table); the listings of directories a complete pass
  * did not meet are dropped at its end, their watches removed. Past a
@@ -68,6 +69,7 @@ struct cr_listcache {
 	struct wslot *w;
 	size_t wcap, wn;
 	uint64_t gen;		/* the pass in progress */
+	size_t most;		/* entries (watches) at most */
 	bool broken;		/* ifd could not be read: nothing kept */
 	_Alignas(struct inotify_event) char buf[16384];
 };
@@ -78,12 +80,13 @@ struct cr_listcache {
  * session). */
 #define ENTRY_COST (2 * sizeof(struct lentry) + 2 * sizeof(struct wslot))
 
-struct cr_listcache *cr_listcache_new(void)
+struct cr_listcache *cr_listcache_new(size_t watches)
 {
 	struct cr_listcache *c = calloc(1, sizeof(struct cr_listcache));
 
 	if (!c)
 		return NULL;
+	c->most = watches < CR_LISTCACHE_WATCHES ? watches : CR_LISTCACHE_WATCHES;
 	c->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (c->ifd < 0) {	/* the user's instances taken: every pass lists */
 		free(c);
@@ -305,7 +308,7 @@ int cr_listcache_watch(struct cr_listcache *c, int opath, const struct stat *st)
 		drop_names(c, e);
 		e->gen = c->gen;
 	}
-	if (!e && (c->n >= CR_LISTCACHE_WATCHES ||
+	if (!e && (c->n >= c->most ||
 		   c->bytes + ENTRY_COST > CR_LISTCACHE_BYTES))
 		return -1;
 	if (!e && (c->n + 1) * 2 > c->cap && grow(c) < 0)
