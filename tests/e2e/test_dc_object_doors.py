@@ -139,6 +139,30 @@ def crowd_run(t, d, kept, args):
 
 
 @test
+def listing_padding_holds_nothing_of_an_earlier_listing(t):
+    """The kernel writes each directory record but not the bytes that pad
+    it to 8. corral performs the read into a buffer of its own and hands
+    records over whole: the padding held what its earlier reads had put
+    there, hidden names of a root's ancestor and of /proc among them (a
+    probing session rebuilt 7 bytes in 8 of them). The program fills its
+    buffer with 0xCC; natively the padding is that, under corral zero,
+    never a byte of another listing."""
+    d, kept, hidden = crowd(t)
+    own = t.path("own")
+    os.mkdir(own)
+    for i in range(1, 40):
+        open(os.path.join(own, "n" * i), "w").close()
+    for h in (d, "/proc"):
+        out = crowd_run(t, d, kept + [own], ["pads", h, own])
+        p = [ln.split() for ln in out.splitlines() if ln.startswith("pads")]
+        eq(len(p), 1, "pads line after listing %s (stdout %r)" % (h, out))
+        true(int(p[0][1]) > 100, "precondition: records with padding (%s)"
+             % p[0][1])
+        eq(p[0][3], "0", "padding bytes from elsewhere after listing %s" % h)
+    t.assert_next_run_ok()
+
+
+@test
 def listing_a_crowded_ancestor_reads_ahead_to_the_next_kept(t):
     """A directory of 300 entries, 43 of them roots: listed with small
     buffers (a few records per call, many calls, hidden runs across

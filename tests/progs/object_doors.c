@@ -12,6 +12,12 @@
  *   object_doors walk DIR             readdir/telldir: "entry NAME TELL";
  *                                     then seekdir to every telldir value:
  *                                     "roundtrip ok N" or "roundtrip bad ..."
+ *   object_doors pads HIDDEN OWN      getdents64 of HIDDEN (whole), then of
+ *                                     OWN into a buffer filled with 0xCC
+ *                                     (both layouts: getdents too): "pads
+ *                                     N foreign F", F the padding bytes
+ *                                     neither 0xCC nor 0 (the kernel
+ *                                     leaves padding unwritten)
  *   object_doors wsunix               a unix stream connection through a
  *                                     workspace path (corral connects and
  *                                     listens): the peer of both ends
@@ -371,6 +377,60 @@ static int cmd_nspid(int pid)
 	return 0;
 }
 
+/* The bytes between a record's name (its NUL) and its end, or its d_type
+ * (getdents puts it in the last byte), for each record of b[0..r). */
+static void count_pads(const unsigned char *b, long r, int old,
+		       long *pads, long *foreign)
+{
+	for (long off = 0; off + 19 < r;) {
+		unsigned short rl;
+		size_t at = old ? 18 : 19, nl;
+		long end;
+
+		memcpy(&rl, b + off + 16, sizeof(rl));
+		if (!rl)
+			break;
+		nl = strnlen((const char *)b + off + at, rl - at);
+		end = off + rl - (old ? 1 : 0);
+		for (long p = off + (long)(at + nl + 1); p < end; p++) {
+			(*pads)++;
+			*foreign += b[p] != 0xCC && b[p] != 0;
+		}
+		off += rl;
+	}
+}
+
+static int pads(const char *hidden, const char *own)
+{
+	static unsigned char b[65536];
+	long npads = 0, foreign = 0;
+
+	for (int old = 0; old < 2; old++) {
+		long nr = old ? SYS_getdents : SYS_getdents64;
+		int h = open(hidden, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int o = open(own, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		long r;
+
+		if (h < 0 || o < 0) {
+			printf("open %d\n", errno);
+			return 1;
+		}
+		while (syscall(nr, h, b, sizeof(b)) > 0)
+			;
+		memset(b, 0xCC, sizeof(b));
+		r = syscall(nr, o, b, sizeof(b));
+		if (r <= 0) {
+			printf("getdents %ld %d\n", r, errno);
+			return 1;
+		}
+		count_pads(b, r, old, &npads, &foreign);
+		close(h);
+		close(o);
+	}
+	printf("pads %ld foreign %ld\n", npads, foreign);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -385,6 +445,8 @@ int main(int argc, char **argv)
 			    atoi(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "walk"))
 		return walk(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "pads"))
+		return pads(argv[2], argv[3]);
 	if (argc == 2 && !strcmp(argv[1], "wsunix"))
 		return wsunix();
 	if (argc == 2 && !strcmp(argv[1], "pair"))

@@ -51,7 +51,11 @@
 
 enum dkind { CR_DK_PLAIN, CR_DK_PROC, CR_DK_PTS, CR_DK_ANCESTOR };
 
-/* One handler runs at a time, on the loop thread. */
+/* One handler runs at a time, on the loop thread. The kernel writes each
+ * record but not the 0-7 bytes that pad it to 8: inbuf is zeroed before
+ * every read, or the padding delivered would hold what an earlier read put
+ * there, hidden names of /proc or of a root's ancestors among them (a
+ * probing session rebuilt 7 bytes in 8 of such listings). */
 static char inbuf[CR_DENTS_MAX], outbuf[CR_DENTS_MAX];
 /* The directory an ancestor listing is of, and the caller (kind_of). */
 static char dpath[PATH_MAX];
@@ -224,7 +228,13 @@ static int read_kept(struct cr_run *run, int rfd, long nr, enum dkind k,
 	for (;;) {
 		/* Ahead in small reads: what follows the next kept record is
 		 * read again by the next call. */
-		long r = syscall(nr, rfd, inbuf, ahead ? CR_DENTS_AHEAD : rd);
+		size_t want = ahead ? CR_DENTS_AHEAD : rd;
+		long r;
+
+		/* The kernel leaves a record's padding unwritten: zeroed,
+		 * it holds nothing of an earlier listing (see inbuf). */
+		memset(inbuf, 0, want);
+		r = syscall(nr, rfd, inbuf, want);
 
 		if (r < 0)
 			return -errno;
@@ -371,9 +381,11 @@ struct cr_verdict cr_h_getdents(struct cr_run *run,
 	} else if (k == CR_DK_PLAIN) {
 		long r;
 
+		size_t want = count > CR_DENTS_MAX ? CR_DENTS_MAX : count;
+
 		start = lseek(fd, 0, SEEK_CUR);
-		r = syscall(nr, fd, inbuf,
-			    count > CR_DENTS_MAX ? CR_DENTS_MAX : count);
+		memset(inbuf, 0, want);	/* padding: see inbuf */
+		r = syscall(nr, fd, inbuf, want);
 		if (r < 0)
 			rc = -errno;
 		else
