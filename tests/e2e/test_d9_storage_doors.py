@@ -26,6 +26,7 @@ import resource
 import shutil
 import subprocess
 import tempfile
+import time
 
 from harness import CFG, eq, true, contains, test, workspaces, check_result_shape, _show, \
     wait_for, lt
@@ -854,6 +855,38 @@ def storage_walk_drop_box_refuses_the_run(t):
         tree.close()
     eq(_marked_anywhere(t.marker), [], "processes left")
     t.assert_next_run_ok()
+
+
+@test(root=True)
+def storage_walk_another_users_directory_closed_during_the_run(t):
+    """A directory of another user in the workspace, readable, that its
+    owner makes 0700 while the run goes on: nothing below it can be
+    reached any more, and the walk skips it as it skips one closed from
+    the start. The walk keeps a directory's names while its own inotify
+    watch sees no change; a mode change was not among what it watched, so
+    the next pass looked up the kept names in a directory it could no
+    longer search and ended the run ("cannot be measured", limit disk;
+    found by a probing session). Both Landlock modes."""
+    for mode in ("auto", "off"):
+        tree = _NobodyTree(t)
+        try:
+            other = os.path.join(tree.ws, "other")
+            os.mkdir(other, 0o755)
+            for i in range(5):
+                open(os.path.join(other, "f%d" % i), "w").close()
+            os.chmod(other, 0o755)
+            run = tree.run(mode, ["--limit", "disk=10MiB"],
+                           "echo started; sleep 3; echo done", spawn=True)
+            true(wait_for(lambda: _marked_anywhere(t.marker), 10.0),
+                 mode + ": the run started")
+            time.sleep(1.5)     # passes have kept other's names
+            os.chmod(other, 0o700)
+            r = t.result(t.finish(run, timeout=60))
+            eq((r.get("status"), r.get("limit"), r.get("stdout")),
+               ("ok", None, "started\ndone\n"),
+               mode + ": the run (message %r)" % r.get("message"))
+        finally:
+            tree.close()
 
 
 @test(root=True)

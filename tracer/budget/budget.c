@@ -260,7 +260,7 @@ void cr_budget_memory_view(const struct cr_run *run, uint64_t *limit,
 
 /* A process at its exit stop still has its address space; the kernel
  * frees it right after. Memory taken and left between two ticks would
- * never be bg_measured (measured: 110 MiB of huge pages touched in 7 ms,
+ * never be measured (measured: 110 MiB of huge pages touched in 7 ms,
  * then exit, ended "ok" under memory=64MiB four runs in five), so the
  * exiting process is read here. Its memory and that of the processes
  * that exited since the last tick are added to the last tick's sum; past

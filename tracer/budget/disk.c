@@ -548,7 +548,7 @@ static void walk_fixup(struct cr_budgets *b)
 
 /* Advance the walk by at most `budget` entries. Returns 1 when a pass over
  * every root just completed, 0 when it is still going, -errno when a root
- * cannot be bg_measured (the pass is abandoned). */
+ * cannot be measured (the pass is abandoned). */
 static int walk_step(struct cr_run *run, size_t budget)
 {
 	struct cr_budgets *b = run->budgets;
@@ -800,7 +800,7 @@ void bg_unmeasurable(struct cr_run *run, int rc)
 			   cr_limit_name(id), b->fail_root ? b->fail_root : "?");
 	else
 		cr_run_end(run, CR_ST_LIMIT_EXCEEDED, cr_limit_name(id),
-			   "the %s budget cannot be enforced: the writable root %s cannot be bg_measured (an unreadable entry: %s)",
+			   "the %s budget cannot be enforced: the writable root %s cannot be measured (an unreadable entry: %s)",
 			   cr_limit_name(id), b->fail_root ? b->fail_root : "?",
 			   strerror(-rc));
 }
@@ -1124,7 +1124,7 @@ int cr_budget_on_write(struct cr_run *run, pid_t pid, uint64_t bytes)
  * pass; both start after every charge, so the charges are dropped and the
  * figure is exact. Its CPU is the run's (a program at the edge of its
  * budget could otherwise have the supervisor walk for it at every call).
- * 0, or -errno when a root cannot be bg_measured (the run then ends).
+ * 0, or -errno when a root cannot be measured (the run then ends).
  */
 static int alloc_confirm(struct cr_run *run)
 {

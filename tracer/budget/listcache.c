@@ -21,7 +21,8 @@
  * directory's entries have not changed. How it knows: an inotify
  * instance of corral's own watches every directory whose names are kept,
  * for every event that changes its entries (made, removed, moved in or
- * out) or the directory itself (removed, moved); the kernel queues them
+ * out) or the directory itself (removed, moved, its mode or owner
+ * changed: the walk's right to search it); the kernel queues them
  * in the call that made the change. The watch is placed before the
  * listing begins, and any event on it since, or a lost event
  * (IN_Q_OVERFLOW: every listing goes), or the watch's end (IN_IGNORED),
@@ -45,7 +46,7 @@
  */
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
-		    IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+		    IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB | IN_ONLYDIR)
 
 struct lentry {
 	uint64_t dev;		/* st_dev + 1; 0: empty */
@@ -190,6 +191,13 @@ static void drain(struct cr_listcache *c)
 				drop_all(c);
 				continue;
 			}
+			/* A mode or owner changed: the directory's own may
+			 * take away our search of its names (another
+			 * user's made 0700 ended a run on a kept listing,
+			 * found by a probing session); an entry's changes
+			 * no name. */
+			if ((ev->mask & IN_ATTRIB) && ev->len)
+				continue;
 			if (!(s = wfind(c, ev->wd)))
 				continue;
 			e = find(c, s->dev, s->ino);
