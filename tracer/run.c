@@ -126,6 +126,20 @@ static void loop_signals(sigset_t *set)
 	sigemptyset(set);
 	for (size_t i = 0; i < CR_ARRAY_SIZE(sigs); i++)
 		sigaddset(set, sigs[i]);
+	/* The signals of faults too, when another process sends them
+	 * (systemd's WatchdogSec= sends SIGABRT; each killed corral with no
+	 * result and no cleanup, found by a probing session). A real fault
+	 * of corral's own still kills it: the kernel unblocks a fault signal
+	 * it forces on a thread that blocks it, and abort() unblocks
+	 * SIGABRT first. A sanitizer build keeps its handlers for its
+	 * reports, which a blocked fault signal would lose. */
+	sigaddset(set, SIGABRT);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_UNDEFINED__)
+	sigaddset(set, SIGSEGV);
+	sigaddset(set, SIGBUS);
+	sigaddset(set, SIGILL);
+	sigaddset(set, SIGFPE);
+#endif
 	/* The real-time signals too, but the guard's and the closer's own
 	 * (tracer/guard.c), which their handlers take. */
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
@@ -475,6 +489,27 @@ int cr_run_main(int argc, char **argv)
 				strerror(l < 0 ? errno : ENOENT));
 			code = CR_EXIT_USAGE;
 			goto out;
+		}
+		/* corral's stdin handed to the program as its own (neither
+		 * --stdin text nor a terminal, spawn.c) and the very object
+		 * the record is written to (inetd, a socketpair for stdio):
+		 * the program writes a forged record into it and shuts its
+		 * side, and the caller reads that one alone (found by a
+		 * probing session). Refused: the caller can give the program
+		 * another stdin. */
+		{
+			struct stat in;
+
+			if (!cfg.stdin_text && fstat(STDIN_FILENO, &in) == 0 &&
+			    !isatty(STDIN_FILENO) &&
+			    fstat(STDOUT_FILENO, &st) == 0 &&
+			    in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
+				fprintf(stderr, "corral: --json: stdin and stdout are one %s, which the program would hold as its stdin and could write the record into; give it another stdin (--stdin, or < /dev/null)\n",
+					S_ISSOCK(st.st_mode) ? "socket" :
+					S_ISFIFO(st.st_mode) ? "pipe" : "file");
+				code = CR_EXIT_USAGE;
+				goto out;
+			}
 		}
 		/* A unix socket connected to a name the program may send
 		 * to (a datagram reader bound in the workspace took the
