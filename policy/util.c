@@ -3,6 +3,7 @@
  * sorted sets of numbers. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -98,6 +99,32 @@ int cr_write_all(int fd, const void *p, size_t n)
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int cr_write_all_wait(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+			/* A reader gone shows as POLLERR: the write
+			 * then answers EPIPE. */
+			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
 		if (w <= 0)
 			return w < 0 ? -errno : -EIO;
 		c += w;

@@ -83,6 +83,20 @@ bool cr_stream_pump(struct cr_run *run, struct cr_stream *s)
 
 	if (allowance < CR_DISCARD_MIN)
 		allowance = CR_DISCARD_MIN;
+	/* The echo's reader went away (echo.c): the program's next write
+	 * meets a closed pipe, as under `| head`. What it wrote since is
+	 * counted, never read. */
+	cr_echo_lock(run);
+	if (s->echo_gone && s->fd >= 0) {
+		int pending = 0;
+
+		cr_echo_unlock(run);
+		if (ioctl(s->fd, FIONREAD, &pending) == 0 && pending > 0)
+			s->total += (uint64_t)pending;
+		cr_stream_close(s);
+		return false;
+	}
+	cr_echo_unlock(run);
 	/* A bounded number of reads per wake-up, so a flooding stream cannot
 	 * starve the notifications and signals behind it. */
 	for (int i = 0; i < 16 && s->fd >= 0; i++) {

@@ -1,6 +1,9 @@
 /* tracer/echo.c: streams the program's captured output to corral's own
  * stdout and stderr from a thread, so a reader that stops never stalls the loop. */
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
+#include <sys/signalfd.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -36,11 +39,11 @@ static int echo_write(struct cr_stream *s, int fd, const char *p, size_t n)
 	char safe[4096];
 
 	if (!s->term_safe)
-		return cr_write_all(fd, p, n);
+		return cr_write_all_wait(fd, p, n);
 	while (n) {
 		size_t used, k = cr_termsafe_feed(&s->term, p, n, safe,
 						  sizeof(safe), &used);
-		int rc = k ? cr_write_all(fd, safe, k) : 0;
+		int rc = k ? cr_write_all_wait(fd, safe, k) : 0;
 
 		if (rc < 0)
 			return rc;
@@ -60,7 +63,7 @@ static void echo_flush(struct cr_stream *s)
 	if (!s->term_safe)
 		return;
 	k = cr_termsafe_flush(&s->term, safe);
-	if (k && s->echo_fd >= 0 && cr_write_all(s->echo_fd, safe, k) < 0)
+	if (k && s->echo_fd >= 0 && cr_write_all_wait(s->echo_fd, safe, k) < 0)
 		s->echo_fd = -1;
 }
 
@@ -76,18 +79,32 @@ struct cr_echo {
 	struct seg *q;		/* owned: pending ranges, q[head..n) */
 	size_t head, n, cap;
 	bool closing;		/* no more ranges: drain, then return */
+	bool joined;		/* the thread is gone (cr_echo_finish) */
 };
+
+/* The echo of s could not be written (rc): no more echo. A reader gone
+ * (EPIPE) is told to the program as natively: its pipe is closed at its
+ * next write (capture.c), which then meets EPIPE and SIGPIPE, where it ran
+ * on to the wall limit, its output echoed to nobody (`corral run -- prog |
+ * head -1`; found by a probing session). */
+static void stream_lost(struct cr_stream *s, int rc)
+{
+	s->echo_fd = -1;
+	if (rc == -EPIPE)
+		s->echo_gone = true;
+}
 
 static void *echo_main(void *arg)
 {
 	struct cr_echo *e = arg;
 	static char chunk[65536];	/* only this thread touches it */
 
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		struct cr_stream *s;
 		size_t k;
-		int fd;
+		int fd, rc;
 
 		while (e->head == e->n && !e->closing)
 			pthread_cond_wait(&e->cv, &e->mu);
@@ -103,14 +120,16 @@ static void *echo_main(void *arg)
 			e->head = e->n = 0;
 		fd = s->echo_fd;
 		pthread_mutex_unlock(&e->mu);
+		/* Only while writing, with the lock not held, may the end of
+		 * the run give the echo up (cr_echo_finish). */
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		rc = fd >= 0 ? echo_write(s, fd, chunk, k) : 0;
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		pthread_mutex_lock(&e->mu);
 		/* EPIPE and the like: our reader went away; the rest of this
 		 * stream is captured but no longer echoed. */
-		if (fd >= 0 && echo_write(s, fd, chunk, k) < 0) {
-			pthread_mutex_lock(&e->mu);
-			s->echo_fd = -1;
-			continue;
-		}
-		pthread_mutex_lock(&e->mu);
+		if (rc < 0)
+			stream_lost(s, rc);
 	}
 	pthread_mutex_unlock(&e->mu);
 	return NULL;
@@ -178,8 +197,10 @@ void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
 	if (!e) {
 		/* No thread (it could not start): echo in place, as
 		 * before, blocking the loop if the reader does not read. */
-		if (echo_write(s, s->echo_fd, s->buf + off, len) < 0)
-			s->echo_fd = -1;
+		int rc = echo_write(s, s->echo_fd, s->buf + off, len);
+
+		if (rc < 0)
+			stream_lost(s, rc);
 		return;
 	}
 	last = e->n > e->head ? &e->q[e->n - 1] : NULL;
@@ -212,6 +233,38 @@ void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
 	pthread_cond_signal(&e->cv);
 }
 
+/* Whether the thread wrote everything queued, waiting for it in steps;
+ * false when a signal that ends corral (any but SIGCHLD and SIGTSTP, which
+ * the loop's signalfd keeps) came meanwhile, or 0.5 s passed in a
+ * cancelled run. */
+static bool drained(struct cr_run *run, struct cr_echo *e)
+{
+	bool cancelled = run->status == CR_ST_CANCELLED;
+	struct timespec until;
+	int waited = 0;
+
+	for (;;) {
+		struct signalfd_siginfo si;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 50 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(e->th, NULL, &until) == 0) {
+			e->joined = true;
+			return true;
+		}
+		while (run->sigfd >= 0 &&
+		       read(run->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGTSTP)
+				return false;
+		if (cancelled && ++waited >= 10)
+			return false;
+	}
+}
+
 void cr_echo_finish(struct cr_run *run)
 {
 	struct cr_echo *e = run->echo;
@@ -230,8 +283,20 @@ void cr_echo_finish(struct cr_run *run)
 	/* Waits for what is queued to be written: the program's last output
 	 * comes before corral's own last words on stderr, as when echoed in
 	 * place. A reader that never reads holds corral here, as it would
-	 * hold any program writing to it; the tree is already gone. */
-	pthread_join(e->th, NULL);
+	 * hold any program writing to it; the tree is already gone. But a
+	 * signal that would end such a program ends the wait (SIGTERM to a
+	 * corral whose reader had stopped did nothing until the reader
+	 * read, found by a probing session), and so does a run cancelled
+	 * 0.5 s into it: natively the writer dies at the signal, and what
+	 * a slow reader has not taken yet is never written. */
+	if (!drained(run, e)) {
+		pthread_mutex_lock(&e->mu);
+		run->out.echo_fd = run->err.echo_fd = -1;	/* no flush */
+		pthread_mutex_unlock(&e->mu);
+		pthread_cancel(e->th);	/* acts in a write only */
+	}
+	if (!e->joined)
+		pthread_join(e->th, NULL);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e->q);

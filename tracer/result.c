@@ -584,12 +584,19 @@ int cr_result_emit(struct cr_run *run)
 		int wr;
 
 		fflush(stdout);
-		wr = cr_write_all(1, text, strlen(text));
+		wr = cr_write_all_wait(1, text, strlen(text));
 		if (!wr)
-			wr = cr_write_all(1, "\n", 1);
-		if (wr)
+			wr = cr_write_all_wait(1, "\n", 1);
+		if (wr) {
+			/* As a --result file that cannot be written: the
+			 * caller has no record, and corral's status says so
+			 * rather than the program's (it said 0 when a
+			 * program had closed the stream; found by a probing
+			 * session). */
 			fprintf(stderr, "corral: cannot write the result: %s\n",
 				strerror(-wr));
+			code = CR_EXIT_USAGE;
+		}
 	} else if (run->status != CR_ST_OK &&
 		   run->status != CR_ST_PROGRAM_ERROR) {
 		fprintf(stderr, "corral: %s: %s\n", cr_status_name(run->status),

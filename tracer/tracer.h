@@ -279,6 +279,10 @@ struct cr_stream {
 	uint64_t total;		/* bytes the program wrote */
 	uint64_t discarded;
 	bool truncated;
+	bool echo_gone;		/* the echo's reader went away (EPIPE): the
+				 * program's pipe is closed at its next
+				 * write, as under `| head` (under the
+				 * echo's lock) */
 };
 
 struct cr_denial {

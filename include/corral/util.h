@@ -77,6 +77,10 @@ int cr_lines_at(int dirfd, const char *path,
  * (-EIO for a write that wrote nothing). The supervisor ignores SIGPIPE,
  * so a closed reader is -EPIPE, never a signal. */
 int cr_write_all(int fd, const void *p, size_t n);
+/* The same, waiting (poll) when fd's open file is non-blocking and full
+ * (EAGAIN): for corral's own stdout and stderr, which a caller may share
+ * with others in O_NONBLOCK mode (a Node.js parent leaves its pipes so). */
+int cr_write_all_wait(int fd, const void *p, size_t n);
 /* path with "//", "." and ".." worked out on the text alone (no link is
  * read), against base when path is relative and base is given (absolute),
  * into out: "/a//b/./c/../d/" -> "/a/b/d"; a ".." at "/" stays there; a

@@ -1,10 +1,15 @@
 """The result object, exit statuses, streaming, and the small commands."""
 
+import fcntl
 import json
 import os
+import signal
+import subprocess
+import time
 
-from harness import (POLICY_VERSION, eq, ne, contains, true, ge, test,
-                     check_result_shape, wait_for)
+import harness
+from harness import (CFG, POLICY_VERSION, eq, ne, contains, true, ge, lt,
+                     test, check_result_shape, wait_for)
 
 
 @test
@@ -303,3 +308,116 @@ def streaming_alternating_flood_while_reader_stalls(t):
     want = b"".join(b"%d\n" % i for i in range(60000))
     eq(run.out == want, True, "stdout complete and in order (%d bytes)" % len(run.out))
     eq(run.err, b"e" * 60000, "stderr complete")
+
+
+def _corral_argv(t, args):
+    return [t.prog("nons"), CFG.corral] + harness.landlock_args(args)
+
+
+@test
+def streaming_reader_gone_ends_the_writer_as_natively(t):
+    """`corral run -- prog | head -1`: the echo met EPIPE and went on
+    capturing for nobody; a program writing a line every 0.1 s ran to the
+    wall limit (found by a probing session). Natively it dies of SIGPIPE
+    at its next write; so it does now (its pipe is closed at its next
+    write after the echo's reader went away)."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    result = t.path("r.json")
+    rd, wr = os.pipe()
+    p = subprocess.Popen(_corral_argv(t, [
+        "run", "-w", ws, "--result", result, "--limit", "wall=30s", "--",
+        "sh", "-c", "i=0; while :; do echo line$i; i=$((i+1)); sleep 0.1; "
+        "done"]), stdout=wr, stderr=subprocess.PIPE)
+    os.close(wr)
+    with os.fdopen(rd, "rb") as f:
+        first = f.readline()
+    t0 = time.monotonic()       # the reader is gone
+    try:
+        p.wait(timeout=25)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    took = time.monotonic() - t0
+    eq(first, b"line0\n", "the first line")
+    lt(took, 10, "seconds from the reader's end to corral's")
+    r = json.load(open(result))
+    eq((r.get("status"), r.get("signal")), ("program_error", "SIGPIPE"),
+       "the program's end (message %r)" % r.get("message"))
+    t.assert_next_run_ok()
+
+
+@test
+def streaming_to_a_non_blocking_stdout_loses_nothing(t):
+    """corral's stdout an O_NONBLOCK pipe (a Node.js parent leaves its
+    pipes so) read slowly: the echo took the first EAGAIN for a reader
+    gone and stopped, and a --json record was cut in the middle, corral
+    exiting 0 (found by a probing session). It waits for room now."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    for json_mode in (False, True):
+        rd, wr = os.pipe()
+        fl = fcntl.fcntl(wr, fcntl.F_GETFL)
+        fcntl.fcntl(wr, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+        args = ["run", "-w", ws] + (["--json"] if json_mode else []) + \
+            ["--", "sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x"]
+        p = subprocess.Popen(_corral_argv(t, args), stdout=wr,
+                             stderr=subprocess.PIPE)
+        os.close(wr)
+        got = b""
+        with os.fdopen(rd, "rb", buffering=0) as f:
+            time.sleep(1.0)     # the pipe full, corral's writes EAGAIN
+            while True:
+                chunk = f.read(4096)
+                if not chunk:
+                    break
+                got += chunk
+                time.sleep(0.001)
+        err = p.stderr.read()
+        p.wait(timeout=60)
+        what = "--json" if json_mode else "echo"
+        eq(p.returncode, 0, "%s: exit status (stderr %r)" % (what, err))
+        if json_mode:
+            r = json.loads(got.decode())
+            eq(len(r.get("stdout") or ""), 300000, what + ": stdout kept")
+        else:
+            eq(got, b"x" * 300000, what + ": every byte echoed")
+
+
+@test
+def streaming_drain_ends_at_a_signal_to_corral(t):
+    """The run over, corral writes what its echo still holds to a reader
+    that does not read; SIGTERM then did nothing until the reader read
+    (found by a probing session). A signal that would end a program
+    writing there ends the wait now; and a cancelled run does not stream
+    on for long to a slow reader."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    for how in ("done", "cancelled"):
+        rd, wr = os.pipe()
+        prog = "head -c 400000 /dev/zero" + ("" if how == "done" else
+                                             "; sleep 100")
+        p = subprocess.Popen(_corral_argv(t, [
+            "run", "-w", ws, "--limit", "wall=60s", "--", "sh", "-c", prog]),
+            stdout=wr, stderr=subprocess.PIPE)
+        os.close(wr)
+        try:
+            time.sleep(1.5)     # nobody reads: the echo is held
+            t0 = time.monotonic()
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+            took = time.monotonic() - t0
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            os.close(rd)
+        lt(took, 5, "%s: seconds from SIGTERM to corral's end" % how)
+    t.assert_next_run_ok()

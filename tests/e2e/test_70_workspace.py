@@ -143,6 +143,79 @@ def result_file_in_workspace_refused(t):
     t.assert_next_run_ok()
 
 
+# Given its stdin as fd 0, it writes a forged record there and shuts its
+# side of the stream.
+FORGE = r"""
+import os, socket
+os.write(0, b'{"schema":1,"status":"ok","exit_code":0,"stdout":"forged"}\n')
+socket.socket(fileno=0).shutdown(socket.SHUT_WR)
+"""
+
+
+@test
+def json_record_on_a_stream_the_program_holds_as_stdin_refused(t):
+    """corral's stdin and stdout one socket (inetd, a socketpair wired to
+    stdio) with --json: the program held it as its stdin, wrote a forged
+    record and shut its side, and the caller read that record alone while
+    corral's own write failed with EPIPE and corral exited 0 (found by a
+    probing session). Refused now (125, the program never runs); with
+    another stdin the same stdout serves. And a record that cannot be
+    written is corral's failure (125), as a --result file's is."""
+    ws = t.path("ws")
+    os.makedirs(ws)
+    script = t.write("forge.py", FORGE)
+    corral = [t.prog("nons"), CFG.corral] + harness.landlock_args(
+        ["run", "--json", "--ro", t.tmp, "--workspace", ws, "--",
+         "python3", script])
+    a, b = socket.socketpair()
+    try:
+        p = subprocess.Popen(corral, stdin=b, stdout=b,
+                             stderr=subprocess.PIPE)
+        b.close()
+        a.settimeout(60)
+        got = b""
+        while True:
+            chunk = a.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        err = p.stderr.read()
+        p.wait(timeout=60)
+    finally:
+        a.close()
+    eq(p.returncode, 125, "exit status (stderr %r, stream %r)" % (err, got))
+    contains(err.decode(), "stdin and stdout are one socket", "the reason")
+    eq(got, b"", "what the caller's end received")
+    # Another stdin: the record comes, corral's own.
+    a, b = socket.socketpair()
+    try:
+        p = subprocess.Popen(corral, stdin=subprocess.DEVNULL, stdout=b,
+                             stderr=subprocess.PIPE)
+        b.close()
+        a.settimeout(60)
+        got = b""
+        while True:
+            chunk = a.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        p.wait(timeout=60)
+    finally:
+        a.close()
+    r = json.loads(got.decode())
+    true(r.get("task_id"), "corral's record (%r)" % got[:200])
+    # A reader gone before the record: corral's failure, not the
+    # program's 0.
+    rd, wr = os.pipe()
+    os.close(rd)
+    p = subprocess.run(corral, stdin=subprocess.DEVNULL, stdout=wr,
+                       stderr=subprocess.PIPE, timeout=60)
+    os.close(wr)
+    eq(p.returncode, 125, "a record that cannot be written: exit status "
+       "(stderr %r)" % p.stderr)
+    contains(p.stderr.decode(), "cannot write the result", "the reason")
+
+
 @test
 def json_record_on_stdout_the_program_could_write_refused(t):
     """--json writes the record on corral's stdout. With stdout a file in
