@@ -2,6 +2,7 @@
  * the program's fd: /proc and /dev/pts list only what is the run's, an
  * ancestor of a root only what leads into one. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -367,7 +368,10 @@ struct cr_verdict cr_h_getdents(struct cr_run *run,
 				const struct seccomp_notif *n)
 {
 	long nr = n->data.nr;
-	size_t count = (unsigned)n->data.args[2], len = 0;
+	/* The kernel keeps the count in an int: one past INT_MAX fits no
+	 * record (EINVAL, or 0 at the end), as a count of 0 does. */
+	size_t count = (unsigned)n->data.args[2] > INT_MAX ? 0 :
+		       (unsigned)n->data.args[2], len = 0;
 	int fd = cr_fs_task_fd(run, (pid_t)n->pid, (int)n->data.args[0]);
 	off_t start = -1;
 	ssize_t got;

@@ -78,14 +78,18 @@ struct cr_verdict cr_h_unshare(struct cr_run *run,
 {
 	const uint64_t own = CLONE_FILES | CLONE_FS | CLONE_SYSVSEM |
 			     CLONE_THREAD | CLONE_SIGHAND | CLONE_VM;
-	uint64_t flags = (uint32_t)n->data.args[0];
+	/* All 64 bits: the kernel's flags are an unsigned long, and a bit it
+	 * does not know, high ones too, is EINVAL before any namespace is
+	 * looked at (a high bit beside CLONE_NEWTIME was refused EPERM with
+	 * a denial where the kernel answers EINVAL; a probing session). */
+	uint64_t flags = n->data.args[0];
 
+	if (flags & ~(own | CR_CLONE_NS | (uint64_t)CLONE_NEWTIME))
+		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EINVAL };
 	if (flags & (CR_CLONE_NS | CLONE_NEWTIME)) {
 		cr_deny(run, (pid_t)n->pid, e->name, NULL, "syscall",
 			"namespaces are refused");
 		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EPERM };
 	}
-	if (flags & ~own)
-		return (struct cr_verdict){ .kind = CR_V_ERRNO, .error = EINVAL };
 	return (struct cr_verdict){ .kind = CR_V_CONTINUE };
 }
