@@ -500,9 +500,13 @@ int cr_run_main(int argc, char **argv)
 		{
 			struct stat in;
 
+			/* A device (/dev/null for both, as corral's own
+			 * start gives closed ones) holds nothing to read. */
 			if (!cfg.stdin_text && fstat(STDIN_FILENO, &in) == 0 &&
 			    !isatty(STDIN_FILENO) &&
 			    fstat(STDOUT_FILENO, &st) == 0 &&
+			    (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode) ||
+			     S_ISREG(st.st_mode)) &&
 			    in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
 				fprintf(stderr, "corral: --json: stdin and stdout are one %s, which the program would hold as its stdin and could write the record into; give it another stdin (--stdin, or < /dev/null)\n",
 					S_ISSOCK(st.st_mode) ? "socket" :
