@@ -65,15 +65,18 @@ def fs_proc_globals(t):
                 "python3 -c 'import os; print(os.cpu_count() > 0)'; "
                 "nproc | grep -vc '^0$'; "
                 "cat /proc/sys/net/core/somaxconn "
-                "/proc/sys/kernel/cap_last_cap")
+                "/proc/sys/kernel/cap_last_cap; "
+                "grep -Ec '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-' "
+                "/proc/sys/kernel/random/uuid")
     r = _ok(fx, run, "/proc globals")
     # Read as natively (Go sizes its listen backlog from somaxconn).
     native = []
     for name in ("net/core/somaxconn", "kernel/cap_last_cap"):
         with open("/proc/sys/" + name) as f:
             native.append(f.read())
-    eq(r.get("stdout"), "1\n1\n1\n1\nloadavg\nTrue\n1\n" + "".join(native),
-       "stdout")
+    # A random UUID at each read (a probing session found it absent).
+    eq(r.get("stdout"), "1\n1\n1\n1\nloadavg\nTrue\n1\n" + "".join(native)
+       + "1\n", "stdout")
     fx.check()
 
 
@@ -91,19 +94,20 @@ def fs_proc_sys_lists_what_it_grants(t):
                 "    print(r, sorted(d), sorted(f))\n"
                 "print(sorted(os.listdir(\"/proc/tty\")))'; "
                 "/sbin/sysctl -a 2>&1 | grep -c ' = '; echo rc=$?; "
-                "ls /proc/sys/kernel/random 2>&1 >/dev/null | "
+                "ls /proc/sys/kernel/random/boot_id 2>&1 >/dev/null | "
                 "grep -c 'No such file'")
     r = _ok(fx, run, "/proc/sys listings")
     eq(r.get("stdout"),
        "/proc/sys ['fs', 'kernel', 'net', 'vm'] []\n"
        "/proc/sys/fs [] ['pipe-max-size']\n"
-       "/proc/sys/kernel [] ['cap_last_cap', 'ngroups_max', 'osrelease', "
-       "'pid_max']\n"
+       "/proc/sys/kernel ['random'] ['cap_last_cap', 'ngroups_max', "
+       "'osrelease', 'pid_max']\n"
+       "/proc/sys/kernel/random [] ['uuid']\n"
        "/proc/sys/net ['core', 'ipv4'] []\n"
        "/proc/sys/net/core [] ['somaxconn']\n"
        "/proc/sys/net/ipv4 [] ['ip_local_port_range']\n"
        "/proc/sys/vm [] ['overcommit_memory']\n"
-       "['drivers']\n8\nrc=0\n1\n", "stdout")
+       "['drivers']\n9\nrc=0\n1\n", "stdout")
     eq([d for d in r.get("denials") or []
         if d.get("target") in ("/proc/sys", "/proc/sys/kernel", "/proc/tty")],
        [], "no denial for the listings")
