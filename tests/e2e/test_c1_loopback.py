@@ -10,7 +10,6 @@ import platform
 import socket
 import subprocess
 import threading
-import time
 
 from harness import (eq, contains, true, test, wait_for, check_result_shape,
                      unused_port)
@@ -1299,131 +1298,6 @@ def loopback_full_backlog_waits_for_room(t):
     eq(r.get("stdout"), want, "under corral (stderr %r)" %
        r.get("stderr", "")[-400:])
     eq(denials(r, "connect"), [], "no connect refused or dissolved")
-
-
-# A server and its clients in one asyncio loop, more clients than the
-# listener's backlog.
-ONE_LOOP = r"""
-import asyncio, collections, time
-async def handle(r, w):
-    await r.readline(); w.write(b"ok\n"); await w.drain(); w.close()
-async def client(port):
-    try:
-        r, w = await asyncio.open_connection("127.0.0.1", port)
-        w.write(b"hi\n"); await w.drain(); l = await r.readline(); w.close()
-        return l.strip().decode()
-    except Exception as e:
-        return type(e).__name__
-async def main():
-    srv = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=16)
-    port = srv.sockets[0].getsockname()[1]
-    t0 = time.monotonic()
-    res = await asyncio.gather(*(client(port) for _ in range(24)))
-    print(sorted(collections.Counter(res).items()),
-          "in time" if time.monotonic() - t0 < 5 else "late")
-asyncio.run(main())
-"""
-
-
-@test
-def loopback_full_backlog_one_loop_serves_its_own_clients(t):
-    """An asyncio server and 24 clients in one loop, backlog 16. A
-    non-blocking connect past the full queue was held for room, its
-    caller waiting: the one thread that would accept was the caller, the
-    queue never drained, and each such connect failed ETIMEDOUT a second
-    later (29 of 130 clients of a probing session's asyncio program).
-    Natively it answers EINPROGRESS at once and the kernel's next SYN,
-    a second later, finds room (natively ~1.0 s here; the build before
-    failed 7 of 24 in 7 s). So it does now, the listener held by corral
-    meanwhile so that no other socket can take its port. (A backlog much
-    smaller than the clients is slow natively too: the kernel's SYN
-    retries back off, 1, 3, 7 ... s.)"""
-    nat = t.native([PY, "-c", ONE_LOOP])
-    want = "[('ok', 24)] in time\n"
-    eq(nat.out.decode(), want, "native (premise)")
-    run, r = loop_run(t, ONE_LOOP)
-    eq(r.get("stdout"), want, "under corral (stderr %r)" %
-       r.get("stderr", "")[-400:])
-    eq(denials(r, "connect"), [], "no connect refused or dissolved")
-    t.assert_next_run_ok()
-
-
-# A connect parked on a full listener, then the listener closed; the port
-# is printed, and after 3 s the client's fate.
-PARK_CLOSE = r"""
-import errno, select, socket, sys, time
-l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(0)
-port = l.getsockname()[1]
-fill = socket.socket(); fill.connect(("127.0.0.1", port))
-time.sleep(0.1)
-c = socket.socket(); c.setblocking(False)
-print("connect", errno.errorcode.get(c.connect_ex(("127.0.0.1", port)), "0"))
-l.close()
-with open("port.tmp", "w") as f:
-    f.write(str(port))
-__import__("os").rename("port.tmp", "port")
-# As soon as the socket is writable, data goes: to whoever took the SYN.
-p = select.poll(); p.register(c, select.POLLOUT)
-end = time.monotonic() + 6
-while time.monotonic() < end and not p.poll(1):
-    pass
-err = c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-try:
-    if err:
-        raise OSError(err, "connect")
-    c.send(b"secret")
-    c.setblocking(True); c.settimeout(3)
-    got = c.recv(10)
-    print("client", "eof" if not got else "data")
-except OSError as e:
-    print("client", errno.errorcode.get(e.errno, e.errno))
-"""
-
-
-@test
-def loopback_parked_connect_reaches_no_stranger(t):
-    """A non-blocking connect parked on the run's full listener keeps
-    that listener (corral holds it) until the kernel has made or failed
-    the connection: the program closing its listener and a process
-    outside the run taking the port meanwhile would have let the kernel's
-    next SYN reach that stranger. The stranger finds the port taken (or,
-    if it gets it, never the run's connection), and the client meets an
-    error."""
-    p = loop_run(t, PARK_CLOSE, spawn=True)
-
-    def stranger_at(words):
-        port = int(words[0])
-        stranger = socket.socket()
-        stranger.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        took, got = False, []
-        end = time.monotonic() + 5
-        try:
-            while time.monotonic() < end:
-                try:
-                    stranger.bind(("127.0.0.1", port))
-                    stranger.listen(8)
-                    took = True
-                    break
-                except OSError:
-                    time.sleep(0.01)
-            if took:
-                stranger.settimeout(max(0.1, end - time.monotonic()))
-                try:
-                    conn, _ = stranger.accept()
-                    got.append(conn.recv(10))
-                except OSError:
-                    pass
-        finally:
-            stranger.close()
-        return got
-
-    got, run, r = beside(t, p, t.path("ws"), "port",
-                         stranger_at)
-    eq(got, [], "what a stranger on the port received")
-    contains(r.get("stdout") or "", "connect EINPROGRESS", "the connect")
-    true("client 0" not in (r.get("stdout") or "") and
-         "client data" not in (r.get("stdout") or ""),
-         "the client met an error (stdout %r)" % r.get("stdout"))
 
 
 SNDTIMEO_FULL = r"""

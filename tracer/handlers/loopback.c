@@ -14,9 +14,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "handlers.h"
 #include "connwait.h"
@@ -414,224 +412,6 @@ static struct cr_verdict refuse_local(struct cr_run *run,
 			   ECONNREFUSED);
 }
 
-/* ---- a non-blocking connect parked on a full listener ----
- *
- * A non-blocking connect to the run's listener whose queue is full: held
- * for room (room_wait_start), its caller waited, and a program whose one
- * thread both serves and connects (an asyncio server and its clients in
- * one loop) could not accept meanwhile: the queue never drained and the
- * connects failed ETIMEDOUT a second later, where natively they answer
- * EINPROGRESS at once, the kernel sends the dropped SYN again a second
- * later and the connection is made once the loop has accepted (found by
- * a differential probing session). So such a connect is made as natively
- * (its SYN dropped, the kernel's retries to come) and answered
- * EINPROGRESS, with the listener held by a duplicate of corral's: while
- * it lives nobody else can take its port (SO_REUSEPORT is refused), so
- * the retried SYN reaches the run's listener or nothing, which is what
- * the handshake's wait otherwise makes sure of. Once the kernel made the
- * connection it is recorded for the accept (which settles first, so its
- * check never misses one) and the hold is let go; a connect still not
- * made after PARK_MS is dissolved (the caller meets ECONNRESET). A
- * listener the program closes meanwhile lives on until then: its queued
- * clients then meet a reset, where natively the closing refuses them.
- */
-#define PARK_MAX 256
-#define PARK_MS 30000
-#define PARK_TICK_MS 10
-
-struct cr_net_park {
-	struct cr_net_park *next;
-	int cdup, ldup;			/* the client and the listener, owned */
-	uint64_t ino;			/* the client's */
-	struct cr_net_ep dst;
-	uint64_t until_ns;
-};
-
-static int tcp_state(int fd)
-{
-	struct tcp_info ti;
-	socklen_t l = sizeof(ti);
-
-	memset(&ti, 0, sizeof(ti));
-	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0 ? -1 :
-	       ti.tcpi_state;
-}
-
-/* corral's own duplicate of the listening socket ino, from a task of the
- * run that holds it (the caller first); -1 when none is found among the
- * first PARK_SCAN descriptors looked at. The look is work the program
- * asks for: its CPU is the run's. */
-#define PARK_SCAN 4096
-
-static int listener_dup_scan(struct cr_run *run, pid_t caller, uint64_t ino);
-
-static int listener_dup(struct cr_run *run, pid_t caller, uint64_t ino)
-{
-	uint64_t t0 = cr_thread_cpu_ns();
-	int fd = listener_dup_scan(run, caller, ino);
-
-	cr_budget_charge_cpu(run, cr_thread_cpu_ns() - t0);
-	return fd;
-}
-
-static int listener_dup_scan(struct cr_run *run, pid_t caller, uint64_t ino)
-{
-	char want[48];
-	int n = snprintf(want, sizeof(want), "socket:[%llu]",
-			 (unsigned long long)ino);
-	size_t looked = 0;
-
-	for (size_t i = 0; i <= run->tasks.cap && looked < PARK_SCAN; i++) {
-		pid_t tid = i ? run->tasks.slots[i - 1].tid : caller;
-		char dir[48], link[64];
-		struct dirent *d;
-		DIR *dp;
-
-		if (!tid || (i && tid == caller))
-			continue;
-		snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)tid);
-		if (!(dp = opendir(dir)))
-			continue;
-		while (looked < PARK_SCAN && (d = readdir(dp))) {
-			ssize_t l;
-			int fd;
-			struct stat st;
-
-			looked++;
-			l = readlinkat(dirfd(dp), d->d_name, link,
-				       sizeof(link));
-			if (l != n || memcmp(link, want, (size_t)n))
-				continue;
-			fd = cr_net_task_fd(run, tid, atoi(d->d_name));
-			if (fd >= 0 && fstat(fd, &st) == 0 &&
-			    (uint64_t)st.st_ino == ino) {
-				closedir(dp);
-				return fd;
-			}
-			if (fd >= 0)
-				close(fd);
-		}
-		closedir(dp);
-	}
-	return -1;
-}
-
-static void park_free(struct cr_net_park *p)
-{
-	close(p->cdup);
-	close(p->ldup);
-	free(p);
-}
-
-static void park_tick(struct cr_run *run, uint32_t events, void *arg)
-{
-	uint64_t x;
-
-	(void)events;
-	(void)arg;
-	if (read(run->net->park_tfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
-		return;
-	cr_net_park_settle(run);
-}
-
-static void park_arm(struct cr_netstate *ns, bool on)
-{
-	struct itimerspec it = { 0 };
-
-	if (on) {
-		it.it_value.tv_nsec = PARK_TICK_MS * 1000000L;
-		it.it_interval = it.it_value;
-	}
-	if (ns->park_tfd >= 0)
-		timerfd_settime(ns->park_tfd, 0, &it, NULL);
-}
-
-/* Keep p (taken) and the timer that settles it. False: nothing kept (p
- * freed), the caller answers as without a hold. */
-static bool park_add(struct cr_run *run, struct cr_net_park *p)
-{
-	struct cr_netstate *ns = run->net;
-
-	if (ns->park_tfd < 0) {
-		ns->park_tfd = timerfd_create(CLOCK_MONOTONIC,
-					      TFD_CLOEXEC | TFD_NONBLOCK);
-		if (ns->park_tfd >= 0 &&
-		    !(ns->park_watch = cr_loop_watch(run, ns->park_tfd, EPOLLIN,
-						     park_tick, NULL))) {
-			close(ns->park_tfd);
-			ns->park_tfd = -1;
-		}
-		if (ns->park_tfd < 0) {
-			park_free(p);
-			return false;
-		}
-	}
-	p->next = ns->parked;
-	ns->parked = p;
-	if (!ns->nparked++)
-		park_arm(ns, true);
-	return true;
-}
-
-bool cr_net_park_settle(struct cr_run *run)
-{
-	struct cr_netstate *ns = run->net;
-	union cr_sockaddr un = { .sa.sa_family = AF_UNSPEC };
-	uint64_t now = cr_now_ns();
-	bool settled = false;
-
-	if (!ns)
-		return false;
-	for (struct cr_net_park **pp = &ns->parked, *p; (p = *pp);) {
-		int st = tcp_state(p->cdup);
-		struct cr_net_ep local;
-
-		if (st == TCP_SYN_SENT && now < p->until_ns) {
-			pp = &p->next;
-			continue;
-		}
-		if (st == TCP_SYN_SENT) {
-			connect(p->cdup, &un.sa, sizeof(un.sa));
-		} else if (st >= 0 && st != TCP_CLOSE) {
-			/* Made: with the listener held, the run's. */
-			if (cr_net_local_listener(ns, &p->dst, NULL) == 1 &&
-			    local_ep(p->cdup, &local, false)) {
-				cr_net_local_client(ns, p->ino, &local, &p->dst,
-						    server_end(&p->dst, &local));
-				cr_net_peer_drop(ns, p->ino);
-			} else {
-				connect(p->cdup, &un.sa, sizeof(un.sa));
-			}
-		}
-		*pp = p->next;
-		park_free(p);
-		ns->nparked--;
-		settled = true;
-	}
-	if (!ns->nparked)
-		park_arm(ns, false);
-	return settled;
-}
-
-void cr_net_park_finish(struct cr_run *run)
-{
-	struct cr_netstate *ns = run->net;
-
-	while (ns->parked) {
-		struct cr_net_park *p = ns->parked;
-
-		ns->parked = p->next;
-		park_free(p);
-	}
-	ns->nparked = 0;
-	if (ns->park_watch)
-		cr_loop_unwatch(run, ns->park_watch);
-	ns->park_watch = NULL;
-	if (ns->park_tfd >= 0)
-		close(ns->park_tfd);
-	ns->park_tfd = -1;
-}
-
 /* What connect_local did: not a loopback connect of the run's (the
  * caller goes on), answered (*v), or found the listener's queue full
  * where it may wait for room. */
@@ -646,8 +426,7 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	struct cr_net_ep dst, local;
 	union cr_sockaddr t, un = { .sa.sa_family = AF_UNSPEC };
 	socklen_t tl;
-	int judged, rc, err, fl, ldup = -1;
-	uint64_t lino = 0;
+	int judged, rc, err, fl;
 	bool full = false;
 
 	if (!cr_net_ep_of(a, alen, &dst))
@@ -660,7 +439,7 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	/* A host service an allow rule names goes through the proxy. */
 	if (by_rule && !cr_net_local_holds(ns, &dst))
 		return LOCAL_NO;
-	judged = cr_net_local_listener_ino(ns, &dst, &full, &lino);
+	judged = cr_net_local_listener(ns, &dst, &full);
 	if (judged < 0 || (judged == 0 && !cr_net_local_holds(ns, &dst))) {
 		*v = cr_net_refused_later(ns, s, refuse_local(run, n, e, a, alen));
 		return LOCAL_DONE;
@@ -676,14 +455,9 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	 * out a handshake that cannot end (with a program's many threads
 	 * connecting, those waits held every tick back: found by a probing
 	 * session). */
-	/* Non-blocking: made at once, the listener held (above). */
-	fl = fcntl(s->dup, F_GETFL);
-	if (full && may_wait && fl >= 0 && (fl & O_NONBLOCK) && lino &&
-	    ns->nparked < PARK_MAX)
-		ldup = listener_dup(run, (pid_t)n->pid, lino);
-	if (full && may_wait && ldup < 0)
+	if (full && may_wait)
 		return LOCAL_FULL;
-	if (full && ldup < 0) {
+	if (full) {
 		*v = cr_net_deny(run, n, e, a, alen, "net",
 				 "the run's listener's queue stayed full; the connection timed out",
 				 ETIMEDOUT);
@@ -692,10 +466,9 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
 	tl = ep_to_sa(&dst, s->domain, &t);
 	/* Performed non-blocking (the flag lives on the shared open file,
 	 * so only around the call): a full backlog must not hold the loop. */
+	fl = fcntl(s->dup, F_GETFL);
 	if (fl < 0) {
 		*v = v_err(errno);
-		if (ldup >= 0)
-			close(ldup);
 		return LOCAL_DONE;
 	}
 	if (!(fl & O_NONBLOCK))
@@ -706,32 +479,7 @@ static int connect_local(struct cr_run *run, const struct seccomp_notif *n,
 		fcntl(s->dup, F_SETFL, fl);
 	if (rc < 0 && err != EINPROGRESS) {
 		*v = v_err(err);
-		if (ldup >= 0)
-			close(ldup);
 		return LOCAL_DONE;
-	}
-	if (ldup >= 0) {
-		struct cr_net_park *p = NULL;
-
-		/* Its SYN dropped, as expected: parked. Room came meanwhile
-		 * (made already) or no record: the handshake below. */
-		if (rc < 0 && tcp_state(s->dup) == TCP_SYN_SENT &&
-		    (p = calloc(1, sizeof(*p))) &&
-		    (p->cdup = cr_guard_dup(s->dup)) >= 0) {
-			p->ldup = ldup;
-			p->ino = s->ino;
-			p->dst = dst;
-			p->until_ns = cr_now_ns() + PARK_MS * 1000000ull;
-			if (park_add(run, p)) {
-				*v = v_err(EINPROGRESS);
-				return LOCAL_DONE;
-			}
-			ldup = -1;	/* freed with p */
-			p = NULL;
-		}
-		free(p);
-		if (ldup >= 0)
-			close(ldup);
 	}
 	/* The connection is answered only once its handshake is over, on
 	 * this thread, so nothing of the run can bind or listen meanwhile:
@@ -1078,10 +826,6 @@ static bool peer_ok(struct cr_run *run, pid_t tid, int fd,
 		return false;
 	}
 	if (cr_net_published(run->net, local.port) ||
-	    cr_net_local_client_take(run->net, &peer, &local, cookie))
-		return true;
-	/* A parked connect the kernel made since the last settling. */
-	if (cr_net_park_settle(run) &&
 	    cr_net_local_client_take(run->net, &peer, &local, cookie))
 		return true;
 	if (getsockname(fd, &la.sa, &ll) == 0)

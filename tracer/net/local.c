@@ -439,7 +439,6 @@ struct judge {
 	int listeners;
 	bool stranger;
 	bool full;
-	uint64_t ino;		/* the last listener's inode */
 };
 
 static int judge_one(const struct cr_net_ep *l, const struct inet_diag_msg *m,
@@ -450,7 +449,6 @@ static int judge_one(const struct cr_net_ep *l, const struct inet_diag_msg *m,
 	if (!could_receive(l, j->dst))
 		return 0;
 	j->listeners++;
-	j->ino = m->idiag_inode;
 	if (!cr_net_local_find(j->ns, m->idiag_inode, NULL, NULL))
 		j->stranger = true;
 	/* A listener's queue: rqueue taken, wqueue its backlog; the
@@ -472,13 +470,6 @@ static int judge_one(const struct cr_net_ep *l, const struct inet_diag_msg *m,
 int cr_net_local_listener(const struct cr_netstate *ns,
 			  const struct cr_net_ep *dst, bool *full)
 {
-	return cr_net_local_listener_ino(ns, dst, full, NULL);
-}
-
-int cr_net_local_listener_ino(const struct cr_netstate *ns,
-			      const struct cr_net_ep *dst, bool *full,
-			      uint64_t *ino)
-{
 	struct judge j = { .ns = ns, .dst = dst };
 	uint32_t listen = 1u << TCP_LISTEN_STATE;
 	int rc = diag_dump(AF_INET6, IPPROTO_TCP, dst->port, listen,
@@ -493,8 +484,6 @@ int cr_net_local_listener_ino(const struct cr_netstate *ns,
 		return -EACCES;
 	if (full)
 		*full = j.full;
-	if (ino)
-		*ino = j.listeners == 1 ? j.ino : 0;
 	return j.listeners ? 1 : 0;
 }
 

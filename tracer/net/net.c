@@ -56,7 +56,7 @@ int cr_net_setup(struct cr_run *run)
 		return -ENOMEM;
 	run->net = ns;
 	ns->cfg = cfg;
-	ns->wsfd = ns->upfd = ns->park_tfd = -1;
+	ns->wsfd = ns->upfd = -1;
 	ns->lfd[0] = ns->lfd[1] = ns->dfd[0] = ns->dfd[1] = -1;
 	ns->ptfd = -1;
 	ns->names_weak = -1;
@@ -97,7 +97,6 @@ void cr_net_finish(struct cr_run *run)
 	if (!ns)
 		return;
 	cr_net_defer_finish(run);
-	cr_net_park_finish(run);
 	cr_proxy_finish(run);
 	cr_dns_finish(run);
 	if (ns->wsfd >= 0)

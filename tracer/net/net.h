@@ -81,12 +81,7 @@ struct cr_net_ep {
 
 struct cr_ownsend;
 
-struct cr_net_park;
 struct cr_netstate {
-	struct cr_net_park *parked;	/* owned list: handlers/loopback.c */
-	size_t nparked;
-	int park_tfd;			/* its timer, -1 none yet */
-	struct cr_watch *park_watch;
 	struct cr_ownsend *ownsend;	/* owned list: ownsend.c */
 	bool ownsend_off;		/* the kernel's wait is not killable */
 	long ownsend_base;		/* filters a task of the run has: 0
@@ -476,11 +471,6 @@ bool cr_net_published(const struct cr_netstate *ns, uint16_t port);
  * NULL) set when one of the run's listeners has its queue full. */
 int cr_net_local_listener(const struct cr_netstate *ns,
 			  const struct cr_net_ep *dst, bool *full);
-/* The same, and the inode of the one listener the kernel could pick (0
- * when there are several or none). */
-int cr_net_local_listener_ino(const struct cr_netstate *ns,
-			      const struct cr_net_ep *dst, bool *full,
-			      uint64_t *ino);
 /* The inode of the TCP socket whose own end is `self` and whose peer is
  * `other` (sock_diag's exact lookup) in *ino: 1 found (inode 0 for one no
  * file holds any more: closed, orphaned, TIME_WAIT), 0 none, -1 when the
@@ -622,12 +612,5 @@ void cr_net_unix_finish(struct cr_netstate *ns);
  * check of the user's descriptors in flight. As sendmsg: -1 and errno. */
 ssize_t cr_net_rights_send(struct cr_run *run, int fd, const struct msghdr *msg,
 			   int flags, pid_t tid);
-
-/* handlers/loopback.c: non-blocking connects to the run's own listener
- * whose queue was full, answered EINPROGRESS with the listener held:
- * settled (recorded for the accept, the hold let go) once the kernel made
- * or failed them. True when one was settled. Finish lets every hold go. */
-bool cr_net_park_settle(struct cr_run *run);
-void cr_net_park_finish(struct cr_run *run);
 
 #endif
