@@ -90,7 +90,9 @@ int cr_read_file(const char *path, size_t max, char **out, size_t *outlen)
 	return 0;
 }
 
-int cr_write_all(int fd, const void *p, size_t n)
+/* The whole of p, retrying short writes and EINTR; with wait, EAGAIN of
+ * a non-blocking file waits for room (poll) instead of failing. */
+static int write_all(int fd, const void *p, size_t n, bool wait)
 {
 	const char *c = p;
 
@@ -99,24 +101,7 @@ int cr_write_all(int fd, const void *p, size_t n)
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-int cr_write_all_wait(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		if (wait && w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			struct pollfd pf = { .fd = fd, .events = POLLOUT };
 
 			/* A reader gone shows as POLLERR: the write
@@ -131,6 +116,16 @@ int cr_write_all_wait(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int cr_write_all(int fd, const void *p, size_t n)
+{
+	return write_all(fd, p, n, false);
+}
+
+int cr_write_all_wait(int fd, const void *p, size_t n)
+{
+	return write_all(fd, p, n, true);
 }
 
 ssize_t cr_read_small(int dirfd, const char *path, char *buf, size_t size)

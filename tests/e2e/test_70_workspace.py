@@ -152,6 +152,29 @@ socket.socket(fileno=0).shutdown(socket.SHUT_WR)
 """
 
 
+def _over_a_socketpair(corral, same_stdin):
+    """corral with its stdout one end of a socketpair (and its stdin too,
+    or /dev/null): (process, what the other end received, stderr)."""
+    a, b = socket.socketpair()
+    try:
+        p = subprocess.Popen(corral, stdin=b if same_stdin else
+                             subprocess.DEVNULL, stdout=b,
+                             stderr=subprocess.PIPE)
+        b.close()
+        a.settimeout(60)
+        got = b""
+        while True:
+            chunk = a.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        err = p.stderr.read()
+        p.wait(timeout=60)
+    finally:
+        a.close()
+    return p, got, err
+
+
 @test
 def json_record_on_a_stream_the_program_holds_as_stdin_refused(t):
     """corral's stdin and stdout one socket (inetd, a socketpair wired to
@@ -167,41 +190,12 @@ def json_record_on_a_stream_the_program_holds_as_stdin_refused(t):
     corral = [t.prog("nons"), CFG.corral] + harness.landlock_args(
         ["run", "--json", "--ro", t.tmp, "--workspace", ws, "--",
          "python3", script])
-    a, b = socket.socketpair()
-    try:
-        p = subprocess.Popen(corral, stdin=b, stdout=b,
-                             stderr=subprocess.PIPE)
-        b.close()
-        a.settimeout(60)
-        got = b""
-        while True:
-            chunk = a.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-        err = p.stderr.read()
-        p.wait(timeout=60)
-    finally:
-        a.close()
+    p, got, err = _over_a_socketpair(corral, same_stdin=True)
     eq(p.returncode, 125, "exit status (stderr %r, stream %r)" % (err, got))
     contains(err.decode(), "stdin and stdout are one socket", "the reason")
     eq(got, b"", "what the caller's end received")
     # Another stdin: the record comes, corral's own.
-    a, b = socket.socketpair()
-    try:
-        p = subprocess.Popen(corral, stdin=subprocess.DEVNULL, stdout=b,
-                             stderr=subprocess.PIPE)
-        b.close()
-        a.settimeout(60)
-        got = b""
-        while True:
-            chunk = a.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-        p.wait(timeout=60)
-    finally:
-        a.close()
+    p, got, err = _over_a_socketpair(corral, same_stdin=False)
     r = json.loads(got.decode())
     true(r.get("task_id"), "corral's record (%r)" % got[:200])
     # A reader gone before the record: corral's failure, not the
