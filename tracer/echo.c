@@ -239,6 +239,7 @@ void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
  * cancelled run. */
 static bool drained(struct cr_run *run, struct cr_echo *e)
 {
+	/* Cut by a signal: said by the result (result.c). */
 	bool cancelled = run->status == CR_ST_CANCELLED;
 	struct timespec until;
 	int waited = 0;
@@ -258,8 +259,10 @@ static bool drained(struct cr_run *run, struct cr_echo *e)
 		}
 		while (run->sigfd >= 0 &&
 		       read(run->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-			if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGTSTP)
+			if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGTSTP) {
+				run->echo_cut = true;
 				return false;
+			}
 		if (cancelled && ++waited >= 10)
 			return false;
 	}

@@ -1,6 +1,7 @@
 /* tracer/result.c: turns the ended run into the contract's result object and
  * exit status; escapes non-UTF-8 output instead of dropping it. */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -517,6 +518,52 @@ int cr_result_check(const struct cr_run_config *cfg)
 	return 0;
 }
 
+/*
+ * The --json record to stdout, which a caller may leave full and unread
+ * (or share O_NONBLOCK): written in steps of at most a pipe buffer's
+ * page, each once poll says there is room, so a signal that would end a
+ * writer there (read from the loop's signalfd, which holds them blocked)
+ * ends the wait: -EINTR. Before, SIGTERM to a corral whose stdout was
+ * full did nothing, only SIGKILL ended it (found by a probing session).
+ * 0 or -errno.
+ */
+static int record_part(struct cr_run *run, const char *p, size_t n)
+{
+	while (n) {
+		struct pollfd pf[2] = {
+			{ .fd = STDOUT_FILENO, .events = POLLOUT },
+			{ .fd = run->sigfd, .events = POLLIN },
+		};
+		ssize_t w;
+
+		if (poll(pf, run->sigfd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (run->sigfd >= 0 && (pf[1].revents & POLLIN) &&
+		    cr_loop_cancel_pending(run))
+			return -EINTR;
+		if (!pf[0].revents)
+			continue;
+		w = write(STDOUT_FILENO, p, n > 4096 ? 4096 : n);
+		if (w < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int record_out(struct cr_run *run, const char *text)
+{
+	int rc = record_part(run, text, strlen(text));
+
+	return rc ? rc : record_part(run, "\n", 1);
+}
+
 int cr_result_emit(struct cr_run *run)
 {
 	const struct cr_run_config *cfg = run->cfg;
@@ -580,14 +627,23 @@ int cr_result_emit(struct cr_run *run)
 	 * for it. The program's last output then comes before corral's own
 	 * last line on stderr, as when it was echoed in place. */
 	cr_echo_finish(run);
+	/* A signal to corral while the program's output waited for an
+	 * unread stdout: a cancel of its delivery, said so (corral exited
+	 * with the program's 0 having written none of it; found by a
+	 * probing session). */
+	if (run->echo_cut) {
+		fprintf(stderr, "corral: the program's output was not all written: a signal came while stdout was full\n");
+		code = CR_EXIT_CANCELLED;
+	}
 	if (cfg->json) {
 		int wr;
 
 		fflush(stdout);
-		wr = cr_write_all_wait(1, text, strlen(text));
-		if (!wr)
-			wr = cr_write_all_wait(1, "\n", 1);
-		if (wr) {
+		wr = record_out(run, text);
+		if (wr == -EINTR) {
+			fprintf(stderr, "corral: the result was not written: cancelled while stdout was full\n");
+			code = CR_EXIT_USAGE;
+		} else if (wr) {
 			/* As a --result file that cannot be written: the
 			 * caller has no record, and corral's status says so
 			 * rather than the program's (it said 0 when a

@@ -359,6 +359,7 @@ struct cr_run {
 	struct cr_tasks tasks;
 	struct cr_stream out, err;
 	struct cr_echo *echo;		/* owned, tracer/echo.c; NULL if none */
+	bool echo_cut;			/* a signal ended the final drain */
 	bool echo_tried;		/* cr_echo_need has tried to start it */
 	struct cr_watch *watches;	/* owned list, see loop.c */
 	struct cr_watch *out_watch, *err_watch,

@@ -391,18 +391,29 @@ def streaming_to_a_non_blocking_stdout_loses_nothing(t):
 def streaming_drain_ends_at_a_signal_to_corral(t):
     """The run over, corral writes what its echo still holds to a reader
     that does not read; SIGTERM then did nothing until the reader read
-    (found by a probing session). A signal that would end a program
-    writing there ends the wait now; and a cancelled run does not stream
-    on for long to a slow reader."""
+    (found by a probing session), and the same held for a --json record
+    into a full stdout. A signal that would end a program writing there
+    ends the wait now, said on stderr and in the exit status; and a
+    cancelled run does not stream on for long to a slow reader."""
     ws = t.path("ws")
     os.makedirs(ws)
     os.chmod(ws, 0o777)
-    for how in ("done", "cancelled"):
+    for how in ("done", "cancelled", "json"):
         rd, wr = os.pipe()
-        prog = "head -c 400000 /dev/zero" + ("" if how == "done" else
-                                             "; sleep 100")
+        if how == "json":       # a pipe full before corral starts
+            fl = fcntl.fcntl(wr, fcntl.F_GETFL)
+            fcntl.fcntl(wr, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+            try:
+                while True:
+                    os.write(wr, b"x" * 4096)
+            except BlockingIOError:
+                pass
+            fcntl.fcntl(wr, fcntl.F_SETFL, fl)
+        prog = "head -c 400000 /dev/zero" + (
+            "; sleep 100" if how == "cancelled" else "")
         p = subprocess.Popen(_corral_argv(t, [
-            "run", "-w", ws, "--limit", "wall=60s", "--", "sh", "-c", prog]),
+            "run", "-w", ws, "--limit", "wall=60s"] +
+            (["--json"] if how == "json" else []) + ["--", "sh", "-c", prog]),
             stdout=wr, stderr=subprocess.PIPE)
         os.close(wr)
         try:
@@ -420,4 +431,8 @@ def streaming_drain_ends_at_a_signal_to_corral(t):
                 p.wait()
             os.close(rd)
         lt(took, 5, "%s: seconds from SIGTERM to corral's end" % how)
+        # Said, and not the program's 0: the output (130, a cancel of its
+        # delivery) or the record (125, corral's failure) was not written.
+        eq(p.returncode, {"done": 130, "cancelled": 130, "json": 125}[how],
+           "%s: exit status (stderr %r)" % (how, p.stderr.read()))
     t.assert_next_run_ok()
