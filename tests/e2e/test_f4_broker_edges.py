@@ -412,7 +412,12 @@ def broker_downloads_count_in_net_bytes(t):
         eq((r.get("status"), r.get("limit")), ("limit_exceeded", "net-bytes"),
            "the run (message %r, stdout %r)" % (r.get("message"),
                                                  r.get("stdout")))
-        true(sum(log) <= 8 << 20, "bytes the origin sent: %d MiB" %
+        # What the origin wrote includes what the kernel's buffers took
+        # after the broker stopped reading (the origin's send buffer, up
+        # to tcp_wmem's 4 MiB here, and the broker's receive buffer,
+        # which autotuning grows with what was read): 9 MiB once on a
+        # loaded machine under a bound of 8; the bug moved 408 MB.
+        true(sum(log) <= 16 << 20, "bytes the origin sent: %d MiB" %
              (sum(log) >> 20))
         t.assert_next_run_ok()
     finally:
