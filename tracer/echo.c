@@ -239,7 +239,6 @@ void cr_echo_push(struct cr_run *run, struct cr_stream *s, size_t off,
  * cancelled run. */
 static bool drained(struct cr_run *run, struct cr_echo *e)
 {
-	/* Cut by a signal: said by the result (result.c). */
 	bool cancelled = run->status == CR_ST_CANCELLED;
 	struct timespec until;
 	int waited = 0;
@@ -260,7 +259,7 @@ static bool drained(struct cr_run *run, struct cr_echo *e)
 		while (run->sigfd >= 0 &&
 		       read(run->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGTSTP) {
-				run->echo_cut = true;
+				run->echo_cut = true;	/* said by result.c */
 				return false;
 			}
 		if (cancelled && ++waited >= 10)

@@ -508,7 +508,7 @@ int cr_run_main(int argc, char **argv)
 			    (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode) ||
 			     S_ISREG(st.st_mode)) &&
 			    in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
-				fprintf(stderr, "corral: --json: stdin and stdout are one %s, which the program would hold as its stdin and could write the record into; give it another stdin (--stdin, or < /dev/null)\n",
+				fprintf(stderr, "corral: --json: stdin and stdout are one %s, which the program would hold as its stdin and could write the record into; give it another stdin (the request's stdin text, or < /dev/null)\n",
 					S_ISSOCK(st.st_mode) ? "socket" :
 					S_ISFIFO(st.st_mode) ? "pipe" : "file");
 				code = CR_EXIT_USAGE;
